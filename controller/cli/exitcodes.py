@@ -1,0 +1,9 @@
+"""tablectl exit codes, documented in docs/technician-guide.md."""
+
+OK = 0
+FAILURE = 1  # the command ran and found a problem (e.g. a self-test failed)
+BAD_ARGUMENTS = 2
+DAEMON_NOT_RUNNING = 3
+DEVICE_FAULT = 4
+INTEGRITY_FAILURE = 5
+BAD_CONFIGURATION = 6

@@ -1,0 +1,112 @@
+"""Playing cards as the rules see them: rank, suit, and the back colour of the batch.
+
+Pure data; no I/O. The wire protocol (firmware_bridge) carries rank as 1..13 and
+suit as 0..3 in exactly the enum values below, so a card crosses from the shoe
+to the rules without a translation table.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Rank(enum.IntEnum):
+    ACE = 1
+    TWO = 2
+    THREE = 3
+    FOUR = 4
+    FIVE = 5
+    SIX = 6
+    SEVEN = 7
+    EIGHT = 8
+    NINE = 9
+    TEN = 10
+    JACK = 11
+    QUEEN = 12
+    KING = 13
+
+    @property
+    def label(self) -> str:
+        return _RANK_LABELS[self]
+
+
+_RANK_LABELS = {
+    Rank.ACE: "A", Rank.TWO: "2", Rank.THREE: "3", Rank.FOUR: "4", Rank.FIVE: "5",
+    Rank.SIX: "6", Rank.SEVEN: "7", Rank.EIGHT: "8", Rank.NINE: "9", Rank.TEN: "10",
+    Rank.JACK: "J", Rank.QUEEN: "Q", Rank.KING: "K",
+}
+
+
+class Suit(enum.IntEnum):
+    CLUBS = 0
+    DIAMONDS = 1
+    HEARTS = 2
+    SPADES = 3
+
+    @property
+    def symbol(self) -> str:
+        return "♣♦♥♠"[self]
+
+    @property
+    def is_red(self) -> bool:
+        return self in (Suit.DIAMONDS, Suit.HEARTS)
+
+
+class BackColour(enum.IntEnum):
+    """Back colour of a batch of decks; 681a.3(b) alternates two batches of different colours."""
+
+    RED = 0
+    BLUE = 1
+    GREEN = 2
+    BLACK = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    rank: Rank
+    suit: Suit
+
+    def __str__(self) -> str:
+        return f"{self.rank.label}{self.suit.symbol}"
+
+    @property
+    def baccarat_value(self) -> int:
+        """631a.6(a): 2-9 face value, 10/J/Q/K zero, ace one."""
+        return 0 if self.rank >= Rank.TEN else int(self.rank)
+
+    @property
+    def burn_value(self) -> int:
+        """631a.5(f): the exposed burn card counts 10/J/Q/K as ten and ace as one."""
+        return 10 if self.rank >= Rank.TEN else int(self.rank)
+
+    @classmethod
+    def parse(cls, text: str) -> Card:
+        """Parse 'K♠', 'KS', '10h', 'Th' into a card; raises ValueError naming what is allowed."""
+        raw = text.strip()
+        if len(raw) < 2:
+            raise ValueError(f"card {text!r}: expected rank then suit, e.g. 'K♠', 'KS' or '10h'")
+        rank_text, suit_text = raw[:-1].upper(), raw[-1]
+        rank_text = "10" if rank_text == "T" else rank_text
+        ranks = {label: rank for rank, label in _RANK_LABELS.items()}
+        suits = {"♣": Suit.CLUBS, "C": Suit.CLUBS, "♦": Suit.DIAMONDS, "D": Suit.DIAMONDS,
+                 "♥": Suit.HEARTS, "H": Suit.HEARTS, "♠": Suit.SPADES, "S": Suit.SPADES}
+        if rank_text not in ranks:
+            raise ValueError(f"card {text!r}: rank {rank_text!r} is not one of A,2-10,J,Q,K")
+        suit = suits.get(suit_text.upper()) or suits.get(suit_text)
+        if suit is None:
+            raise ValueError(f"card {text!r}: suit {suit_text!r} is not one of ♣♦♥♠ or C,D,H,S")
+        return cls(ranks[rank_text], suit)
+
+
+def standard_deck() -> list[Card]:
+    return [Card(rank, suit) for suit in Suit for rank in Rank]
+
+
+def shoe_of(decks: int) -> list[Card]:
+    """An unshuffled stack of `decks` standard 52-card decks."""
+    return [card for _ in range(decks) for card in standard_deck()]
+
+
+def cards_text(cards: tuple[Card, ...] | list[Card]) -> str:
+    return " ".join(str(card) for card in cards)

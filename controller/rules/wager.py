@@ -1,0 +1,77 @@
+"""The contract every wager rule implements, and the settlement it produces.
+
+A wager rule is pure: given the amount wagered (integer cents) and the cards of
+the round, it says win / lose / push and the exact amounts. Odds are Fractions
+so that 0.95 to 1, 2.5 to 1 and 1 to 2 stay exact until the single rounding
+step in `controller.rules.money`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Protocol, runtime_checkable
+
+from controller.rules.cards import Card
+
+
+class SettlementPoint(enum.Enum):
+    """When the rules settle a wager: after the first four cards, or when the round ends."""
+
+    FIRST_FOUR_CARDS = "first-four-cards"  # e.g. House Money 631a.9(e), Perfect Pairs
+    END_OF_ROUND = "end-of-round"
+
+
+class Outcome(enum.Enum):
+    WIN = "win"
+    LOSE = "lose"
+    PUSH = "push"
+
+
+@dataclass(frozen=True, slots=True)
+class RoundView:
+    """The cards of a round as a wager rule sees them: each hand in dealing order.
+
+    For 631a/631c/627b games the totals are Point Counts; for 21 Baccarat
+    (681a) they are the blackjack-style totals of that game. `extra` holds
+    cards dealt only for Bonus wagers (681a.7(f)(2)).
+    """
+
+    player: tuple[Card, ...]
+    banker: tuple[Card, ...]
+    player_total: int
+    banker_total: int
+    extra: tuple[Card, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """One wager's settlement. `net_cents` is the seat's gain (+) or loss (-) after vigorish."""
+
+    wager: str  # the wager's configuration key, e.g. "banker", "tie", "perfect_pairs_player"
+    seat: int
+    amount_cents: int
+    outcome: Outcome
+    odds: Fraction  # payout odds "to 1" actually applied (0 for a loss or push)
+    win_cents: int  # amount paid on top of the returned wager; 0 if lost or pushed
+    vigorish_cents: int  # vigorish owed on this win (631a.13(c)); 0 if none
+    label: str  # the paytable line or reason, e.g. "Natural winner", "Banker wins with 6"
+    section: str  # the rule that decided it, e.g. "631a.13(c)"
+
+    @property
+    def net_cents(self) -> int:
+        if self.outcome is Outcome.WIN:
+            return self.win_cents - self.vigorish_cents
+        if self.outcome is Outcome.LOSE:
+            return -self.amount_cents
+        return 0
+
+
+@runtime_checkable
+class WagerRule(Protocol):
+    key: str  # configuration key of the wager
+    section: str  # the section that authorises it, e.g. "631a.8(a)(1)"
+    settles_at: SettlementPoint
+
+    def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement: ...
