@@ -1,0 +1,6 @@
+"""The side wagers and variations of 58 Pa. Code chapters 631c (Baccarat) and 627b (Minibaccarat).
+
+Each module holds one section's wagers as pure rules implementing
+`controller.rules.wager.WagerRule`, their paytables as data, and their exact
+par distributions. `registration` plugs them into the wager registry.
+"""

@@ -1,0 +1,348 @@
+"""Exact combinatorics of a full shoe for the side wagers' par sheets.
+
+Three spaces, each exact (integer weights, Fractions at the end):
+
+* **initial cards** - ordered draws of the first two or four cards over a
+  partition of the 52 card identities into classes the wager cannot tell
+  apart (e.g. "a nine of hearts", "any non-nine"), weighted by falling
+  factorials of the class counts;
+* **coup** - the 631a coup enumerated over card *values* (ten values, value 0
+  holding 10/J/Q/K) in dealing order with the 631a.11 drawing rules, folded
+  into signatures (Player total, Banker total, Player cards, Banker cards);
+* **coup with suits** - the same enumeration, each leaf further split by
+  whether all its cards share one rank, and whether they share one suit, one
+  colour or neither. Those splits depend only on the multiset of values, and
+  for "all cards share suit s" the count factorises by value group, so each
+  split is a product of falling factorials and is cached per multiset.
+
+A wager's distribution is obtained by running its own `classify` on one
+representative round per class or signature, so the par sheet exercises the
+same code that settles real rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from functools import lru_cache
+
+from controller.rules.baccarat import banker_draws, player_draws
+from controller.rules.cards import Card, Rank, Suit
+from controller.rules.wager import RoundView
+
+CARDS_PER_DECK = 52
+VALUES = range(10)
+
+
+def falling(n: int, k: int) -> int:
+    """n (n-1) ... (n-k+1): ordered draws of k distinct cards from n."""
+    out = 1
+    for i in range(k):
+        out *= n - i
+    return out
+
+
+def value_counts(decks: int) -> list[int]:
+    """Cards of each baccarat value in the shoe: value 0 holds 10, J, Q, K (631a.6(a))."""
+    return [16 * decks] + [4 * decks] * 9
+
+
+def value_card(value: int, suit: Suit = Suit.CLUBS) -> Card:
+    return Card(Rank.TEN if value == 0 else Rank(value), suit)
+
+
+# --- initial cards over classes -----------------------------------------------------------------
+
+CardClass = tuple[Card, int]  # (representative card, how many such cards per deck)
+
+
+def all_identities() -> list[CardClass]:
+    """The finest partition: each of the 52 (rank, suit) identities."""
+    return [(Card(rank, suit), 1) for suit in Suit for rank in Rank]
+
+
+def ordered_draws(
+    classes: Sequence[CardClass], n: int, decks: int
+) -> Iterator[tuple[tuple[Card, ...], int]]:
+    """Every ordered sequence of `n` classes with its number of card sequences."""
+    if sum(per_deck for _, per_deck in classes) != CARDS_PER_DECK:
+        raise ValueError("card classes must partition the 52 cards of a deck")
+    left = [per_deck * decks for _, per_deck in classes]
+    reps = [card for card, _ in classes]
+    drawn: list[Card] = []
+
+    def walk(depth: int, weight: int) -> Iterator[tuple[tuple[Card, ...], int]]:
+        if depth == n:
+            yield tuple(drawn), weight
+            return
+        for i, count in enumerate(left):
+            if count == 0:
+                continue
+            left[i] -= 1
+            drawn.append(reps[i])
+            yield from walk(depth + 1, weight * count)
+            drawn.pop()
+            left[i] += 1
+
+    yield from walk(0, 1)
+
+
+def initial_four_distribution(
+    classes: Sequence[CardClass], decks: int, classify: Callable[[RoundView], str | None]
+) -> dict[str | None, Fraction]:
+    """Distribution of `classify` over the first four cards, dealt P, B, P, B (631a.9(c))."""
+    tally: dict[str | None, int] = {}
+    for (p1, b1, p2, b2), weight in ordered_draws(classes, 4, decks):
+        view = RoundView((p1, p2), (b1, b2), (p1.baccarat_value + p2.baccarat_value) % 10,
+                         (b1.baccarat_value + b2.baccarat_value) % 10)
+        label = classify(view)
+        tally[label] = tally.get(label, 0) + weight
+    total = falling(CARDS_PER_DECK * decks, 4)
+    return {label: Fraction(w, total) for label, w in tally.items()}
+
+
+_FILLER = (Card(Rank.TWO, Suit.CLUBS), Card(Rank.THREE, Suit.DIAMONDS))
+
+
+def initial_hand_distribution(
+    decks: int, player_hand: bool, classify: Callable[[RoundView], str | None]
+) -> dict[str | None, Fraction]:
+    """Distribution of a one-hand wager over that hand's initial two cards.
+
+    The Player's cards (1st and 3rd) and the Banker's (2nd and 4th) are each
+    distributed as any two cards drawn from the full shoe, so two cards over
+    the 52 identities are exact; the other hand holds fixed filler cards the
+    wager does not read.
+    """
+    tally: dict[str | None, int] = {}
+    for (c1, c2), weight in ordered_draws(all_identities(), 2, decks):
+        total = (c1.baccarat_value + c2.baccarat_value) % 10
+        if player_hand:
+            view = RoundView((c1, c2), _FILLER, total, 5)
+        else:
+            view = RoundView(_FILLER, (c1, c2), 5, total)
+        label = classify(view)
+        tally[label] = tally.get(label, 0) + weight
+    denominator = falling(CARDS_PER_DECK * decks, 2)
+    return {label: Fraction(w, denominator) for label, w in tally.items()}
+
+
+# --- the coup over values ------------------------------------------------------------------------
+
+Signature = tuple[int, int, int, int]  # player total, banker total, player cards, banker cards
+# ... plus: the one value all cards share (-1 if none), all one rank, and
+# suit class 0 = all one suit, 1 = one colour but not one suit, 2 = both colours.
+SuitSignature = tuple[int, int, int, int, int, bool, int]
+
+ALL_ONE_SUIT, ONE_COLOUR, BOTH_COLOURS = 0, 1, 2
+
+
+@lru_cache(maxsize=None)
+def _banker_draw_table() -> dict[tuple[int, int, int], bool]:
+    """(banker 2-card count, player 2-card count, player third value or -1) -> Banker draws."""
+    table = {}
+    for b in VALUES:
+        for p in VALUES:
+            table[(b, p, -1)] = banker_draws(b, p, None)
+            for third in VALUES:
+                table[(b, p, third)] = banker_draws(b, p, value_card(third))
+    return table
+
+
+def _uniform_split(value: int, k: int, decks: int) -> list[tuple[bool, int, int]]:
+    """Split the sequences of `k` cards all of `value` into (all one rank, suit class, count)."""
+    if value == 0:
+        rank = 4 * falling(4 * decks, k)  # one of 10, J, Q, K
+        rank_suit = 16 * falling(decks, k)
+        rank_colour = 8 * falling(2 * decks, k)
+        every = falling(16 * decks, k)
+        one_suit = 4 * falling(4 * decks, k)
+        one_colour = 2 * falling(8 * decks, k)
+    else:  # one value is one rank
+        rank = every = falling(4 * decks, k)
+        rank_suit = one_suit = 4 * falling(decks, k)
+        rank_colour = one_colour = 2 * falling(2 * decks, k)
+    split = [
+        (True, ALL_ONE_SUIT, rank_suit),
+        (True, ONE_COLOUR, rank_colour - rank_suit),
+        (True, BOTH_COLOURS, rank - rank_colour),
+        (False, ALL_ONE_SUIT, one_suit - rank_suit),
+        (False, ONE_COLOUR, (one_colour - one_suit) - (rank_colour - rank_suit)),
+        (False, BOTH_COLOURS, (every - one_colour) - (rank - rank_colour)),
+    ]
+    return [entry for entry in split if entry[2]]
+
+
+def _index(pt: int, bt: int, pn: int, bn: int) -> int:
+    return ((pt * 10 + bt) * 2 + pn - 2) * 2 + bn - 2
+
+
+@lru_cache(maxsize=8)
+def coup_space(decks: int, with_suits: bool) -> tuple[dict, int]:
+    """Signature (or SuitSignature) -> weight, and the common denominator (52N)_6."""
+    if with_suits:
+        return _coup_space_with_suits(decks)
+    tally: dict[Signature, int] = {}
+    space, total = _coup_space_with_suits(decks)
+    for signature, weight in space.items():
+        tally[signature[:4]] = tally.get(signature[:4], 0) + weight
+    return tally, total
+
+
+@lru_cache(maxsize=8)
+def _coup_space_with_suits(decks: int) -> tuple[dict, int]:
+    """SuitSignature -> number of six-card-equivalent sequences, and the total (52N)_6.
+
+    Rounds that end after four or five cards are weighted by the number of
+    ways to complete six cards, so every leaf shares one denominator. Three
+    products run side by side: all sequences, those whose cards are all
+    clubs (x4 suits: all one suit), all black (x2 colours: all one colour);
+    the all-one-suit count factorises by value because suits are independent
+    of values. Rounds whose cards all share one value (rare) are then moved to
+    their own signatures with their one-rank split.
+    """
+    counts = value_counts(decks)
+    suit_left = [4 * decks] + [decks] * 9  # of each value, in one suit
+    colour_left = [8 * decks] + [2 * decks] * 9  # of each value, in one colour
+    size = CARDS_PER_DECK * decks
+    scale = {k: falling(size - k, 6 - k) for k in (4, 5, 6)}
+    draw_b = _banker_draw_table()
+    every = [0] * 400
+    suited = [0] * 400
+    coloured = [0] * 400
+
+    for p1 in VALUES:
+        a1, s1, c1 = counts[p1], suit_left[p1], colour_left[p1]
+        counts[p1] -= 1; suit_left[p1] -= 1; colour_left[p1] -= 1  # noqa: E702
+        for b1 in VALUES:
+            a2, s2, c2 = a1 * counts[b1], s1 * suit_left[b1], c1 * colour_left[b1]
+            counts[b1] -= 1; suit_left[b1] -= 1; colour_left[b1] -= 1  # noqa: E702
+            for p2 in VALUES:
+                a3, s3, c3 = a2 * counts[p2], s2 * suit_left[p2], c2 * colour_left[p2]
+                counts[p2] -= 1; suit_left[p2] -= 1; colour_left[p2] -= 1  # noqa: E702
+                p = (p1 + p2) % 10
+                for b2 in VALUES:
+                    a4 = a3 * counts[b2]
+                    if not a4:
+                        continue
+                    s4, c4 = s3 * suit_left[b2], c3 * colour_left[b2]
+                    counts[b2] -= 1; suit_left[b2] -= 1; colour_left[b2] -= 1  # noqa: E702
+                    b = (b1 + b2) % 10
+                    if player_draws(p, b):
+                        for p3 in VALUES:
+                            a5 = a4 * counts[p3]
+                            if not a5:
+                                continue
+                            s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
+                            pt = (p + p3) % 10
+                            if draw_b[(b, p, p3)]:
+                                counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
+                                base = _index(pt, 0, 3, 3)
+                                for b3 in VALUES:
+                                    i = base + ((b + b3) % 10) * 4
+                                    every[i] += a5 * counts[b3]
+                                    suited[i] += s5 * suit_left[b3]
+                                    coloured[i] += c5 * colour_left[b3]
+                                counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
+                            else:
+                                i = _index(pt, b, 3, 2)
+                                f = scale[5]
+                                every[i] += a5 * f
+                                suited[i] += s5 * f
+                                coloured[i] += c5 * f
+                    elif draw_b[(b, p, -1)]:
+                        base = _index(p, 0, 2, 3)
+                        f = scale[5]
+                        for b3 in VALUES:
+                            i = base + ((b + b3) % 10) * 4
+                            every[i] += a4 * counts[b3] * f
+                            suited[i] += s4 * suit_left[b3] * f
+                            coloured[i] += c4 * colour_left[b3] * f
+                    else:
+                        i = _index(p, b, 2, 2)
+                        f = scale[4]
+                        every[i] += a4 * f
+                        suited[i] += s4 * f
+                        coloured[i] += c4 * f
+                    counts[b2] += 1; suit_left[b2] += 1; colour_left[b2] += 1  # noqa: E702
+                counts[p2] += 1; suit_left[p2] += 1; colour_left[p2] += 1  # noqa: E702
+            counts[b1] += 1; suit_left[b1] += 1; colour_left[b1] += 1  # noqa: E702
+        counts[p1] += 1; suit_left[p1] += 1; colour_left[p1] += 1  # noqa: E702
+
+    tally: dict = {}
+    signatures = [(pt, bt, pn, bn) for pt in VALUES for bt in VALUES
+                  for pn in (2, 3) for bn in (2, 3)]
+    for value in VALUES:
+        sig = _uniform_round(value)
+        i, k = _index(*sig), sig[2] + sig[3]
+        for one_rank, suit_class, w in _uniform_split(value, k, decks):
+            tally[sig + (value, one_rank, suit_class)] = w * scale[k]
+        every[i] -= falling(value_counts(decks)[value], k) * scale[k]
+        suited[i] -= 4 * falling((4 if value == 0 else 1) * decks, k) * scale[k]
+        coloured[i] -= 2 * falling((8 if value == 0 else 2) * decks, k) * scale[k]
+    for sig in signatures:
+        i = _index(*sig)
+        for suit_class, w in ((ALL_ONE_SUIT, suited[i]), (ONE_COLOUR, coloured[i] - suited[i]),
+                              (BOTH_COLOURS, every[i] - coloured[i])):
+            if w:
+                tally[sig + (-1, False, suit_class)] = w
+    return tally, falling(size, 6)
+
+
+def _uniform_round(value: int) -> Signature:
+    """The signature of a round whose cards all have `value` (the drawing rules decide how many)."""
+    p = b = (2 * value) % 10
+    pn = bn = 2
+    pt, bt = p, b
+    if player_draws(p, b):
+        pn, pt = 3, (p + value) % 10
+        if _banker_draw_table()[(b, p, value)]:
+            bn, bt = 3, (b + value) % 10
+    elif _banker_draw_table()[(b, p, -1)]:
+        bn, bt = 3, (b + value) % 10
+    return (pt, bt, pn, bn)
+
+
+def _hand_values(total: int, n: int) -> list[tuple[int, ...]]:
+    """A few value tuples of `n` cards with Point Count `total`, for representative rounds."""
+    if n == 2:
+        return [(total, 0), (1, (total - 1) % 10), (2, (total - 2) % 10)]
+    return [(total, 0, 0), (1, 0, (total - 1) % 10), (2, 1, (total - 3) % 10)]
+
+
+def representative_view(signature: Signature | SuitSignature) -> RoundView:
+    """A round with exactly the facts of `signature` (and no others a wager could read)."""
+    pt, bt, pn, bn = signature[:4]
+    if len(signature) == 4:
+        shared, one_rank, suit_class = -1, False, BOTH_COLOURS
+        pv, bv = _hand_values(pt, pn)[0], _hand_values(bt, bn)[0]
+    else:
+        shared, one_rank, suit_class = signature[4:]  # type: ignore[misc]
+        if shared >= 0:
+            pv, bv = (shared,) * pn, (shared,) * bn
+        else:
+            pv, bv = next((a, b) for a in _hand_values(pt, pn) for b in _hand_values(bt, bn)
+                          if len(set(a + b)) > 1)
+    values = list(pv) + list(bv)
+    ranks = [Rank.TEN if v == 0 else Rank(v) for v in values]
+    if shared == 0 and not one_rank:
+        ranks[-1] = Rank.JACK  # value 0 but not all the same rank
+    suits = [Suit.CLUBS] * len(values)
+    if suit_class == ONE_COLOUR:
+        suits[-1] = Suit.SPADES
+    elif suit_class == BOTH_COLOURS:
+        suits[-1] = Suit.HEARTS
+    cards = [Card(r, s) for r, s in zip(ranks, suits)]
+    return RoundView(tuple(cards[:pn]), tuple(cards[pn:]), pt, bt)
+
+
+def coup_distribution(
+    decks: int, with_suits: bool, classify: Callable[[RoundView], str | None]
+) -> dict[str | None, Fraction]:
+    """Distribution of `classify` over complete 631a coups from a full shoe."""
+    space, total = coup_space(decks, with_suits)
+    tally: dict[str | None, int] = {}
+    for signature, weight in space.items():
+        label = classify(representative_view(signature))
+        tally[label] = tally.get(label, 0) + weight
+    return {label: Fraction(w, total) for label, w in tally.items()}

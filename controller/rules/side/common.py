@@ -1,0 +1,313 @@
+"""Shared vocabulary of the 631c/627b side wagers: paytable lines as data, settlement helpers.
+
+A side wager is a ranked paytable plus a classifier: `classify(view, seat)`
+names the single highest line the round hits (or None for a loss), and the
+generic `settle` turns that line into exact cents. Keeping the paytable as data
+lets the par sheet and the progressive system read the same table the dealer
+pays from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+from controller.rules.baccarat import Hand
+from controller.rules.cards import Card, Rank
+from controller.rules.money import Rounding, payout_cents, round_cents
+from controller.rules.side import combinatorics
+from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
+
+
+class SideWagerConfigError(ValueError):
+    """A side wager's option is wrong; names the key, the value and what is allowed.
+
+    Subclasses `ValueError` like the registry's `WagerConfigError`, and carries
+    the same three attributes, so either can be reported the same way.
+    """
+
+    def __init__(self, key: str, option: str, value: object, allowed: str) -> None:
+        super().__init__(f"[wagers.{key}] {option} = {value!r}: {allowed}")
+        self.key = key
+        self.option = option
+        self.value = value
+        self.allowed = allowed
+
+
+# --- what a paytable line pays ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FixedOdds:
+    """'A to B' odds: the win is the wager times `odds`, the wager is returned on top."""
+
+    odds: Fraction
+
+    @classmethod
+    def to(cls, a: int | str | Fraction, b: int = 1) -> FixedOdds:
+        return cls(Fraction(a) / b)
+
+    @classmethod
+    def for_one(cls, n: int) -> FixedOdds:
+        """'n for 1' includes the returned wager, so it is n - 1 to 1 (docs/rulings.md)."""
+        if n < 1:
+            raise ValueError(f"'{n} for 1' returns less than the wager")
+        return cls(Fraction(n - 1))
+
+    def describe(self) -> str:
+        if self.odds.denominator == 1:
+            return f"{self.odds.numerator} to 1"
+        if self.odds < 1 and self.odds.numerator == 1:
+            return f"1 to {self.odds.denominator}"
+        return f"{float(self.odds):g} to 1"
+
+
+@dataclass(frozen=True, slots=True)
+class FixedAmount:
+    """A fixed prize in cents for a wager of one fixed denomination (627b.3(f)-(g))."""
+
+    cents: int
+
+    def describe(self) -> str:
+        return f"${self.cents // 100:,}" + (f".{self.cents % 100:02d}" if self.cents % 100 else "")
+
+
+@dataclass(frozen=True, slots=True)
+class PaysMeter:
+    """A share of a live progressive meter; the progressive system supplies the meter's amount."""
+
+    level: str  # e.g. "progressive", "mega", "major", "minor"
+    fraction: Fraction = Fraction(1)
+
+    def describe(self) -> str:
+        return f"{self.fraction * 100}% of the {self.level} meter"
+
+
+@dataclass(frozen=True, slots=True)
+class Push:
+    """The wager is returned (e.g. a natural tie on Golden Talons, 627b.5(f))."""
+
+    def describe(self) -> str:
+        return "push"
+
+
+Pay = FixedOdds | FixedAmount | PaysMeter | Push
+
+
+@dataclass(frozen=True, slots=True)
+class PayLine:
+    """One line of a paytable: its label, what it pays and the clause that defines it."""
+
+    label: str
+    pay: Pay
+    section: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paytable:
+    """A ranked paytable: earlier lines outrank later ones when a round hits several."""
+
+    name: str  # the letter or configuration, e.g. "A", "$5"
+    section: str  # the clause that holds the table, e.g. "631c.1(d)"
+    lines: tuple[PayLine, ...]
+
+    def line(self, label: str) -> PayLine:
+        for line in self.lines:
+            if line.label == label:
+                return line
+        raise KeyError(f"paytable {self.name} ({self.section}) has no line {label!r}")
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(line.label for line in self.lines)
+
+
+def odds_table(
+    section: str,
+    rows: Sequence[tuple[str, str, Mapping[str, Pay | None]]],
+) -> dict[str, Paytable]:
+    """Build lettered paytables from the regulation's row layout.
+
+    Each row is (label, clause of the outcome, {letter: pay or None}); None is
+    the regulation's "N/A", i.e. the line does not exist in that paytable.
+    """
+    letters: list[str] = []
+    for _, _, cells in rows:
+        for letter in cells:
+            if letter not in letters:
+                letters.append(letter)
+    return {
+        letter: Paytable(letter, section, tuple(
+            PayLine(label, cells[letter], clause)  # type: ignore[arg-type]
+            for label, clause, cells in rows if cells.get(letter) is not None))
+        for letter in letters
+    }
+
+
+def choose(key: str, option: str, value: object, allowed: Mapping[str, object]) -> str:
+    """Validate a lettered option; the error names the key, value and allowed letters."""
+    text = str(value).strip().upper() if isinstance(value, str) else value
+    if not isinstance(text, str) or text not in allowed:
+        raise SideWagerConfigError(
+            key, option, value, "allowed: " + ", ".join(repr(a) for a in allowed))
+    return text
+
+
+# --- settlement --------------------------------------------------------------------------------
+
+
+def win_for(amount_cents: int, pay: FixedOdds | FixedAmount, rounding: Rounding) -> tuple[Fraction, int]:
+    """(odds to 1 actually applied, whole cents won) for a fixed line."""
+    if isinstance(pay, FixedOdds):
+        return pay.odds, payout_cents(amount_cents, pay.odds, rounding)
+    return Fraction(pay.cents, amount_cents), pay.cents
+
+
+def settle_line(
+    key: str, seat: int, amount_cents: int, line: PayLine | None, lose_section: str,
+    rounding: Rounding = Rounding.DOWN,
+) -> Settlement:
+    """Turn the line a round hit (None: no line, the wager loses) into a Settlement.
+
+    A meter line (`PaysMeter`) settles as a win of 0 cents here: the amount is
+    the progressive system's, computed with `meter_win_cents` from the live
+    meter at the moment of the hit.
+    """
+    if amount_cents <= 0:
+        raise ValueError(f"{key}: wager of {amount_cents} cents; a wager must be positive")
+    if line is None:
+        return Settlement(key, seat, amount_cents, Outcome.LOSE, Fraction(0), 0, 0,
+                          "no paying outcome", lose_section)
+    if isinstance(line.pay, Push):
+        return Settlement(key, seat, amount_cents, Outcome.PUSH, Fraction(0), 0, 0,
+                          line.label, line.section)
+    if isinstance(line.pay, PaysMeter):
+        return Settlement(key, seat, amount_cents, Outcome.WIN, Fraction(0), 0, 0,
+                          f"{line.label} ({line.pay.describe()})", line.section)
+    odds, cents = win_for(amount_cents, line.pay, rounding)
+    return Settlement(key, seat, amount_cents, Outcome.WIN, odds, cents, 0, line.label, line.section)
+
+
+def meter_win_cents(pay: PaysMeter, meter_cents: int, rounding: Rounding = Rounding.DOWN) -> int:
+    """The exact win for a meter line given the meter's amount at the hit, in whole cents."""
+    if meter_cents < 0:
+        raise ValueError(f"meter of {meter_cents} cents is negative")
+    return round_cents(pay.fraction * meter_cents, rounding)
+
+
+# --- card facts the side wagers share -----------------------------------------------------------
+
+
+def initial_two(view: RoundView, hand: Hand) -> tuple[Card, ...]:
+    """The initial two cards of a hand (631a.9(c)): the first two in dealing order."""
+    cards = view.player if hand is Hand.PLAYER else view.banker
+    if len(cards) < 2:
+        raise ValueError(f"the {hand.value}'s hand has {len(cards)} card(s); two are needed")
+    return cards[:2]
+
+
+def is_pair(cards: Sequence[Card]) -> bool:
+    """Two cards 'identical in either number or type' (631c.1(b)): same rank, suit ignored."""
+    return cards[0].rank == cards[1].rank
+
+
+def is_face(card: Card) -> bool:
+    """A face card is a king, queen or jack (627b.3(b)); a ten is not."""
+    return card.rank in (Rank.JACK, Rank.QUEEN, Rank.KING)
+
+
+def is_natural(cards: Sequence[Card], total: int) -> bool:
+    """631a.1 Natural: a Point Count of 8 or 9 on the first two cards (so two cards in all)."""
+    return len(cards) == 2 and total >= 8
+
+
+def hands(view: RoundView) -> Iterable[tuple[Hand, tuple[Card, ...], int]]:
+    yield Hand.PLAYER, view.player, view.player_total
+    yield Hand.BANKER, view.banker, view.banker_total
+
+
+class ParSpace:
+    """Which exact space a wager's par sheet is enumerated over (see `combinatorics`)."""
+
+    HAND = "initial two cards of one hand"
+    FIRST_FOUR = "first four cards over card classes"
+    COUP = "complete coup over values"
+    COUP_WITH_SUITS = "complete coup over values, split by rank/suit/colour uniformity"
+
+
+class LineWager:
+    """Mixin for a wager settled from one ranked paytable.
+
+    Subclasses are frozen dataclasses with `key`, `section`, `settles_at`,
+    `paytable` and `rounding`, and implement `classify` (and `hand` for a
+    one-hand wager, `card_classes` for a first-four-cards wager).
+    """
+
+    key: str
+    section: str
+    settles_at: SettlementPoint
+    paytable: Paytable
+    rounding: Rounding
+    par_space: ClassVar[str] = ParSpace.COUP
+    lose_section: ClassVar[str] = ""
+
+    def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
+        """The single highest paytable line this round hits for `seat`, or None (a loss)."""
+        raise NotImplementedError
+
+    def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
+        line = self.classify(round_view, seat)
+        return settle_line(self.key, seat, amount_cents, line,
+                           self.lose_section or self.section, self.rounding)
+
+    def card_classes(self) -> Sequence[combinatorics.CardClass]:
+        return combinatorics.all_identities()
+
+    def exact_distribution(self, decks: int, seat: int = 1) -> dict[str, Fraction]:
+        """Exact probability of every paytable line from a full shoe of `decks` decks.
+
+        Lines are keyed by label in paytable order; the wager loses with the
+        remaining probability.
+        """
+        if decks < 1:
+            raise ValueError(f"decks = {decks}: a shoe holds at least one deck")
+
+        def label(view: RoundView) -> str | None:
+            line = self.classify(view, seat)
+            return line.label if line is not None else None
+
+        if self.par_space == ParSpace.HAND:
+            raw = combinatorics.initial_hand_distribution(
+                decks, getattr(self, "hand") is Hand.PLAYER, label)
+        elif self.par_space == ParSpace.FIRST_FOUR:
+            raw = combinatorics.initial_four_distribution(self.card_classes(), decks, label)
+        else:
+            raw = combinatorics.coup_distribution(
+                decks, self.par_space == ParSpace.COUP_WITH_SUITS, label)
+        return {line.label: raw.get(line.label, Fraction(0)) for line in self.paytable.lines}
+
+    def house_edge(self, decks: int, *, meter_return: Mapping[str, Fraction] | None = None,
+                   seat: int = 1) -> Fraction:
+        """Exact house edge per unit wagered (pushes return the wager).
+
+        A `FixedAmount` line returns its amount over the denomination; a meter
+        line needs `meter_return[level]`, the meter's amount over the wager.
+        """
+        distribution = self.exact_distribution(decks, seat)
+        expected = -(1 - sum(distribution.values()))
+        for line in self.paytable.lines:
+            p = distribution[line.label]
+            pay = line.pay
+            if isinstance(pay, FixedOdds):
+                expected += p * pay.odds
+            elif isinstance(pay, FixedAmount):
+                expected += p * Fraction(pay.cents, getattr(self, "denomination_cents"))
+            elif isinstance(pay, PaysMeter):
+                if p and (meter_return is None or pay.level not in meter_return):
+                    raise ValueError(f"{self.key}: line {line.label!r} pays the {pay.level} "
+                                     "meter; give its return in meter_return")
+                if p:
+                    expected += p * pay.fraction * (meter_return or {})[pay.level]
+        return -expected
