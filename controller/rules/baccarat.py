@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from controller.rules.cards import Card
+from controller.rules.wager import RoundView
 
 
 def point_count(cards: Iterable[Card]) -> int:
@@ -70,6 +71,11 @@ class NextCard(enum.Enum):
     BANKER_SECOND = "deal the Banker's second card"
     PLAYER_THIRD = "draw a third card for the Player"
     BANKER_THIRD = "draw a third card for the Banker"
+    # 21 Baccarat (681a.7(f)-(g)); `TwentyOneCoup` uses these as well as the four above.
+    PLAYER_DRAW = "draw another card for the Player (681a.7(g))"
+    BANKER_DRAW = "draw another card for the Banker (681a.7(g))"
+    PLAYER_BONUS_EXTRA = "draw the Player's Bonus-only card (681a.7(f)(2))"
+    BANKER_BONUS_EXTRA = "draw the Banker's Bonus-only card (681a.7(f)(2))"
     NONE = "no more cards: announce the result"
 
     @property
@@ -149,6 +155,12 @@ class BaccaratCoup:
         (self.player if slot.hand is Hand.PLAYER else self.banker).append(card)
         return slot
 
+    def round_view(self) -> RoundView:
+        """The cards so far as wager rules see them (valid after the first four cards)."""
+        return RoundView(player=tuple(self.player), banker=tuple(self.banker),
+                         player_total=point_count(self.player),
+                         banker_total=point_count(self.banker))
+
     def result(self) -> CoupResult:
         if not self.complete:
             raise ValueError(f"the coup is not complete: next is {self.next_card().value}")
@@ -165,3 +177,18 @@ class BaccaratCoup:
 def burn_count(first_card: Card) -> int:
     """631a.5(f): after exposing the first card, burn as many more as its face value."""
     return first_card.burn_value
+
+
+def banker_draws_value(
+    banker_two_card_count: int, player_two_card_count: int, player_third_value: int | None
+) -> bool:
+    """`banker_draws` with the Player's third card given by its value (0..9), for enumeration."""
+    if player_two_card_count >= 8 or banker_two_card_count >= 8:
+        return False  # 631a.11(a)
+    if player_third_value is None:
+        return banker_two_card_count <= 5  # 631a.11(c)(1)
+    if banker_two_card_count < 3:
+        return True  # 631a.11(c)(2)(i)
+    if banker_two_card_count == 7:
+        return False  # 631a.11(c)(2)(ii)
+    return TABLE_1[(banker_two_card_count, player_third_value)]  # 631a.11(c)(2)(iii)

@@ -43,6 +43,9 @@ class RoundView:
     player_total: int
     banker_total: int
     extra: tuple[Card, ...] = ()
+    # 681a.7(f)(2): the Bonus-only card of each hand (at most one); `extra` is both, Player's first.
+    player_extra: tuple[Card, ...] = ()
+    banker_extra: tuple[Card, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,474 @@
+"""Exact par sheets: every paying outcome's probability, hit frequency and house edge.
+
+Nothing here simulates. The main 631a game is enumerated over card *values*
+(ten classes with their counts) with falling-factorial weights, so that every
+weight is an exact integer over the common denominator N(N-1)...(N-5) of six
+ordered cards; rounds that use fewer cards are scaled up by the falling
+factorial of the cards they leave unused.
+
+Speed comes from not enumerating the four initial cards once per third card:
+for each pair of two-card Point Counts (P, B) the engine keeps the sums
+S0 = sum W4, S1[v] = sum W4*k[v] and S2[v][w] = sum W4*k[v]*k[w] over the
+initial four-card deals (W4 their weight, k[v] how many cards of class v they
+used). A third-card weight (c[v]-k[v]) and a pair of them (c[v]-k[v])(c'[w]-k[w])
+are polynomials in k, so the sums give the exact totals directly.
+
+A wager rule takes part by providing `par(ctx: ParContext) -> WagerPar`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from itertools import combinations_with_replacement
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from controller.rules.baccarat import banker_draws_value, player_draws
+from controller.rules.cards import Card, Rank, Suit
+from controller.rules.wager import Outcome
+
+if TYPE_CHECKING:
+    from controller.rules.submission import GameConfig
+
+
+def falling(n: int, k: int) -> int:
+    """n (n-1) ... (n-k+1): ordered ways to draw k cards from n."""
+    result = 1
+    for i in range(k):
+        result *= n - i
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """How one wager fares on one class of rounds."""
+
+    outcome: Outcome
+    label: str
+    section: str
+    odds: Fraction = Fraction(0)
+    vig_rate: Fraction = Fraction(0)
+
+    @property
+    def net(self) -> Fraction:
+        """Return per unit wagered (the par sheet ignores vigorish rounding, see rulings)."""
+        if self.outcome is Outcome.WIN:
+            return self.odds * (1 - self.vig_rate)
+        return Fraction(-1) if self.outcome is Outcome.LOSE else Fraction(0)
+
+
+@dataclass(frozen=True, slots=True)
+class ParLine:
+    label: str
+    outcome: Outcome
+    odds: Fraction
+    probability: Fraction
+    net: Fraction  # return per unit when this line happens
+    section: str = ""
+
+
+@dataclass(frozen=True)
+class ProgressivePar:
+    """A progressive wager's return at the reset value and its growth with the meter."""
+
+    reset_cents: int
+    return_at_reset: Fraction  # expected return per unit wagered with the meter at reset
+    return_per_meter_dollar: Fraction  # added expected return per unit for each $1 on the meter
+    wager_cents: int  # the wager amount the meter figures assume
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MysteryPar:
+    """A mystery bonus's expected contribution per unit wagered on the qualifying wager."""
+
+    expected_contribution: Fraction
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class WagerPar:
+    key: str
+    name: str
+    section: str
+    lines: tuple[ParLine, ...]
+    paytable: str | None = None
+    notes: tuple[str, ...] = ()
+    progressive: ProgressivePar | None = None
+    mystery: MysteryPar | None = None
+
+    @property
+    def expected_return(self) -> Fraction:
+        base = sum((line.probability * line.net for line in self.lines), Fraction(0))
+        if self.progressive is not None:
+            base += self.progressive.return_at_reset
+        if self.mystery is not None:
+            base += self.mystery.expected_contribution
+        return base
+
+    @property
+    def house_edge(self) -> Fraction:
+        """Per unit wagered; pushes count as zero return."""
+        return -self.expected_return
+
+    @property
+    def hit_frequency(self) -> Fraction:
+        return sum((l.probability for l in self.lines if l.outcome is Outcome.WIN), Fraction(0))
+
+    @property
+    def total_probability(self) -> Fraction:
+        return sum((line.probability for line in self.lines), Fraction(0))
+
+
+@runtime_checkable
+class ParRule(Protocol):
+    """A wager rule that can state its exact par sheet."""
+
+    key: str
+
+    def par(self, ctx: ParContext) -> WagerPar: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RoundClass:
+    """A class of 631a rounds: the two-card Point Counts and the third cards' classes.
+
+    `player_third` / `banker_third` are card-class indices: the value 0..9 for
+    value-level enumeration, the rank 1..13 for rank-level enumeration.
+    """
+
+    player_two: int
+    banker_two: int
+    player_third: int | None
+    banker_third: int | None
+    player_third_value: int | None
+    banker_third_value: int | None
+
+    @property
+    def player_total(self) -> int:
+        return (self.player_two + (self.player_third_value or 0)) % 10
+
+    @property
+    def banker_total(self) -> int:
+        return (self.banker_two + (self.banker_third_value or 0)) % 10
+
+    @property
+    def player_cards(self) -> int:
+        return 2 if self.player_third is None else 3
+
+    @property
+    def banker_cards(self) -> int:
+        return 2 if self.banker_third is None else 3
+
+    @property
+    def player_natural(self) -> bool:
+        return self.player_two >= 8
+
+    @property
+    def banker_natural(self) -> bool:
+        return self.banker_two >= 8
+
+
+def enumerate_rounds(counts: Sequence[int], values: Sequence[int]) -> dict[RoundClass, int]:
+    """Exact weights of every 631a round class over N(N-1)...(N-5).
+
+    `counts[i]` cards of class i, each worth baccarat value `values[i]`.
+    """
+    classes = range(len(counts))
+    n = sum(counts)
+    pairs = list(combinations_with_replacement(classes, 2))
+    # Moment sums per (P, B): S0, S1[class], S2[(class, class)].
+    s0: dict[tuple[int, int], int] = {}
+    s1: dict[tuple[int, int], list[int]] = {}
+    s2: dict[tuple[int, int], dict[tuple[int, int], int]] = {}
+    for px, py in pairs:
+        p_total = (values[px] + values[py]) % 10
+        p_mult = 1 if px == py else 2
+        for bx, by in pairs:
+            used: dict[int, int] = {}
+            for cls in (px, py, bx, by):
+                used[cls] = used.get(cls, 0) + 1
+            w4 = p_mult * (1 if bx == by else 2)
+            for cls, k in used.items():
+                w4 *= falling(counts[cls], k)
+            if w4 == 0:
+                continue
+            key = ((p_total), (values[bx] + values[by]) % 10)
+            if key not in s0:
+                s0[key] = 0
+                s1[key] = [0] * len(counts)
+                s2[key] = {}
+            s0[key] += w4
+            row1 = s1[key]
+            row2 = s2[key]
+            for cls, k in used.items():
+                row1[cls] += w4 * k
+                for cls2, k2 in used.items():
+                    row2[(cls, cls2)] = row2.get((cls, cls2), 0) + w4 * k * k2
+    out: dict[RoundClass, int] = {}
+    rest2 = (n - 4) * (n - 5)
+    for (p, b), total in s0.items():
+        m1, m2 = s1[(p, b)], s2[(p, b)]
+        if not player_draws(p, b):
+            if p >= 8 or b >= 8 or b > 5:
+                out[RoundClass(p, b, None, None, None, None)] = total * rest2
+                continue
+            for c6 in classes:  # 631a.11(c)(1): Player stays, Banker draws on 0-5
+                w = counts[c6] * total - m1[c6]
+                if w:
+                    out[RoundClass(p, b, None, c6, None, values[c6])] = w * (n - 5)
+            continue
+        for c5 in classes:
+            a = counts[c5]
+            w5 = a * total - m1[c5]
+            if w5 == 0:
+                continue
+            if not banker_draws_value(b, p, values[c5]):
+                out[RoundClass(p, b, c5, None, values[c5], None)] = w5 * (n - 5)
+                continue
+            for c6 in classes:
+                bb = counts[c6] - (c5 == c6)
+                w = a * bb * total - a * m1[c6] - bb * m1[c5] + m2.get((c5, c6), 0)
+                if w:
+                    out[RoundClass(p, b, c5, c6, values[c5], values[c6])] = w
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFacts:
+    """The facts most 631a wagers need, collapsed from `RoundClass` (far fewer classes)."""
+
+    player_total: int
+    banker_total: int
+    player_cards: int
+    banker_cards: int
+    player_natural: bool
+    banker_natural: bool
+
+
+def collapse(rounds: Mapping[RoundClass, int]) -> dict[RoundFacts, int]:
+    out: dict[RoundFacts, int] = {}
+    for rc, w in rounds.items():
+        key = RoundFacts(rc.player_total, rc.banker_total, rc.player_cards, rc.banker_cards,
+                         rc.player_natural, rc.banker_natural)
+        out[key] = out.get(key, 0) + w
+    return out
+
+
+@dataclass(frozen=True)
+class ShoeComposition:
+    """How many of each card the configured shoe holds (a full shoe: `decks` of each card)."""
+
+    decks: int
+
+    @property
+    def total(self) -> int:
+        return 52 * self.decks
+
+    def count(self, card: Card) -> int:
+        return self.decks
+
+    @property
+    def rank_counts(self) -> dict[Rank, int]:
+        return {rank: 4 * self.decks for rank in Rank}
+
+    @property
+    def card_counts(self) -> dict[Card, int]:
+        return {Card(rank, suit): self.decks for rank in Rank for suit in Suit}
+
+    @property
+    def value_counts(self) -> list[int]:
+        """631a.6(a) values 0..9: 10/J/Q/K are worth zero."""
+        return [16 * self.decks] + [4 * self.decks] * 9
+
+
+class ParContext:
+    """What a wager rule may use to compute its exact par: the shoe and shared enumerations.
+
+    Enumerations are computed lazily and shared by every wager of the sheet.
+    """
+
+    def __init__(self, game: GameConfig) -> None:
+        self.game = game
+        self.shoe = ShoeComposition(game.decks)
+
+    @property
+    def six_card_denominator(self) -> int:
+        return falling(self.shoe.total, 6)
+
+    @cached_property
+    def value_rounds(self) -> dict[RoundClass, int]:
+        """631a round classes at value level, weights over `six_card_denominator`."""
+        return enumerate_rounds(self.shoe.value_counts, list(range(10)))
+
+    @cached_property
+    def round_facts(self) -> dict[RoundFacts, int]:
+        """`value_rounds` collapsed to totals, card counts and naturals; same denominator."""
+        return collapse(self.value_rounds)
+
+    @cached_property
+    def rank_rounds(self) -> dict[RoundClass, int]:
+        """631a round classes with the third cards' ranks (1..13), same denominator."""
+        counts = [0] + [4 * self.shoe.decks] * 13
+        values = [0] + [Card(r, Suit.CLUBS).baccarat_value for r in Rank]
+        return enumerate_rounds(counts, values)
+
+    @cached_property
+    def first_four_ranks(self) -> dict[tuple[Rank, Rank, Rank, Rank], int]:
+        """Ordered ranks of (Player 1st, Player 2nd, Banker 1st, Banker 2nd), weights over N(N-1)(N-2)(N-3)."""
+        per_rank = 4 * self.shoe.decks
+        out: dict[tuple[Rank, Rank, Rank, Rank], int] = {}
+        ranks = list(Rank)
+        ff = [falling(per_rank, k) for k in range(5)]
+        for p1 in ranks:
+            for p2 in ranks:
+                for b1 in ranks:
+                    for b2 in ranks:
+                        w = 1
+                        for r in {p1, p2, b1, b2}:
+                            w *= ff[(p1 == r) + (p2 == r) + (b1 == r) + (b2 == r)]
+                        out[(p1, p2, b1, b2)] = w
+        return out
+
+    @cached_property
+    def first_two_pairs(self) -> dict[tuple[bool, bool], int]:
+        """(Player pair, Banker pair) on the first two cards of each hand, over N(N-1)(N-2)(N-3)."""
+        out: dict[tuple[bool, bool], int] = {}
+        for (p1, p2, b1, b2), w in self.first_four_ranks.items():
+            key = (p1 == p2, b1 == b2)
+            out[key] = out.get(key, 0) + w
+        return out
+
+    @property
+    def four_card_denominator(self) -> int:
+        return falling(self.shoe.total, 4)
+
+    def distribution(self, classify: Callable[[RoundClass], Hashable],
+                     rounds: Mapping[RoundClass, int] | None = None) -> dict[Hashable, Fraction]:
+        """Probability of each `classify` result over the value-level round classes."""
+        rounds = self.value_rounds if rounds is None else rounds
+        weights: dict[Hashable, int] = {}
+        for rc, w in rounds.items():
+            key = classify(rc)
+            weights[key] = weights.get(key, 0) + w
+        denominator = self.six_card_denominator
+        return {k: Fraction(w, denominator) for k, w in weights.items()}
+
+
+def lines_from_resolutions(weights: Mapping[Resolution, int], denominator: int) -> tuple[ParLine, ...]:
+    """Par lines from integer weights of each Resolution, best payouts first."""
+    lines = [ParLine(label=r.label, outcome=r.outcome, odds=r.odds,
+                     probability=Fraction(w, denominator), net=r.net, section=r.section)
+             for r, w in weights.items() if w]
+    order = {Outcome.WIN: 0, Outcome.PUSH: 1, Outcome.LOSE: 2}
+    lines.sort(key=lambda l: (order[l.outcome], -l.odds, l.label))
+    return tuple(lines)
+
+
+def par_by_rounds(ctx: ParContext, resolve: Callable[[Any], Resolution],
+                  rounds: Mapping[Any, int] | None = None) -> tuple[ParLine, ...]:
+    """Par lines for a wager decided by `RoundFacts` (default) or by the given round classes."""
+    rounds = ctx.round_facts if rounds is None else rounds
+    weights: dict[Resolution, int] = {}
+    for rc, w in rounds.items():
+        r = resolve(rc)
+        weights[r] = weights.get(r, 0) + w
+    return lines_from_resolutions(weights, ctx.six_card_denominator)
+
+
+@dataclass(frozen=True)
+class ParSheet:
+    source: str
+    game: GameConfig
+    wagers: tuple[WagerPar, ...]
+    missing: tuple[str, ...] = ()  # offered wagers whose rule has no `par`
+
+
+def compute_par_sheet(game_obj: Any) -> ParSheet:
+    """The par sheet of every wager a `Game` offers (full shoe, start of round)."""
+    from controller.rules.twentyone import TwentyOneParContext
+
+    config = game_obj.config
+    ctx: ParContext = TwentyOneParContext(config) if config.is_21 else ParContext(config)
+    pars: list[WagerPar] = []
+    missing: list[str] = []
+    for key, rule in game_obj.wager_rules.items():
+        if isinstance(rule, ParRule):
+            pars.append(rule.par(ctx))
+        else:
+            missing.append(key)
+    return ParSheet(source=game_obj.source, game=config, wagers=tuple(pars), missing=tuple(missing))
+
+
+def _pct(x: Fraction) -> str:
+    return f"{float(x) * 100:.4f}%"
+
+
+def _odds_text(odds: Fraction) -> str:
+    return f"{odds.numerator} to {odds.denominator}"
+
+
+def render_text(sheet: ParSheet) -> str:
+    g = sheet.game
+    out = [f"Par sheet: {sheet.source}",
+           f"  {g.family}, {g.decks} decks, variant {g.variant}; full shoe, start of round; "
+           "exact enumeration", ""]
+    for wp in sheet.wagers:
+        title = f"{wp.name} [{wp.key}] ({wp.section})"
+        if wp.paytable:
+            title += f", paytable {wp.paytable}"
+        out.append(title)
+        for line in wp.lines:
+            odds = _odds_text(line.odds) if line.outcome is Outcome.WIN else line.outcome.value
+            out.append(f"  {line.label:<40} {odds:>10}  p = {float(line.probability):.8f}"
+                       f"  return {float(line.net):+.4f}")
+        if wp.progressive:
+            pr = wp.progressive
+            out.append(f"  progressive: return at reset {_pct(pr.return_at_reset)}; "
+                       f"+{_pct(pr.return_per_meter_dollar)} per $1 on the meter")
+        if wp.mystery:
+            out.append(f"  mystery bonus contribution {_pct(wp.mystery.expected_contribution)}")
+        for note in wp.notes:
+            out.append(f"  note: {note}")
+        out.append(f"  hit frequency {_pct(wp.hit_frequency)}   house edge {_pct(wp.house_edge)}")
+        out.append("")
+    for key in sheet.missing:
+        out.append(f"{key}: no exact analysis provided by its rule")
+    return "\n".join(out)
+
+
+def to_json_obj(sheet: ParSheet) -> dict[str, Any]:
+    def frac(x: Fraction) -> dict[str, Any]:
+        return {"exact": f"{x.numerator}/{x.denominator}", "decimal": float(x)}
+
+    g = sheet.game
+    return {
+        "source": sheet.source,
+        "game": {"family": g.family, "decks": g.decks, "variant": g.variant},
+        "wagers": [
+            {
+                "key": wp.key, "name": wp.name, "section": wp.section, "paytable": wp.paytable,
+                "lines": [{"label": l.label, "outcome": l.outcome.value,
+                           "odds": _odds_text(l.odds) if l.outcome is Outcome.WIN else None,
+                           "probability": frac(l.probability), "net": frac(l.net),
+                           "section": l.section} for l in wp.lines],
+                "hit_frequency": frac(wp.hit_frequency),
+                "house_edge": frac(wp.house_edge),
+                "progressive": None if wp.progressive is None else {
+                    "reset_cents": wp.progressive.reset_cents,
+                    "return_at_reset": frac(wp.progressive.return_at_reset),
+                    "return_per_meter_dollar": frac(wp.progressive.return_per_meter_dollar),
+                    "wager_cents": wp.progressive.wager_cents, "note": wp.progressive.note},
+                "mystery": None if wp.mystery is None else {
+                    "expected_contribution": frac(wp.mystery.expected_contribution),
+                    "note": wp.mystery.note},
+                "notes": list(wp.notes),
+            }
+            for wp in sheet.wagers
+        ],
+        "missing": list(sheet.missing),
+    }
+
+

@@ -1,0 +1,185 @@
+"""The wager registry: the one extension point for every wager a table can offer.
+
+How a wager plugs in (the 631c/627b side wagers in `controller/rules/side/` do
+exactly this):
+
+1. Write a class that satisfies `controller.rules.wager.WagerRule` (`key`,
+   `section`, `settles_at`, `settle(seat, amount_cents, round_view)`).
+2. For the par sheet, give it a method `par(ctx: ParContext) -> WagerPar`
+   (see `controller.rules.par`): it returns every paying outcome with its exact
+   probability. `ctx` offers the configured shoe's composition by rank and
+   suit, the exact value-level distribution of 631a rounds, and rank-level
+   first-four-card weights, so a rule chooses the combinatorics it needs.
+   Progressive wagers fill `WagerPar.progressive`, mystery bonuses
+   `WagerPar.mystery` (return at the reset value, growth with the meter).
+3. Register a factory under the wager's configuration key, at import time of
+   its module::
+
+       @wager_rule("perfect_pairs", section="631c.1", families={"baccarat"},
+                   paytables=("A", "B"), options={"per_hand": "..."})
+       def _make(config: WagerConfig, game: GameConfig) -> WagerRule:
+           return PerfectPairs(config.paytable, ...)
+
+   The factory receives the wager's `[wagers.<key>]` table (`WagerConfig`,
+   with `paytable`, `min_cents`, `max_cents` and the rule's own `options`) and
+   the `[game]` table (`GameConfig`). It raises `WagerConfigError(option,
+   value, allowed)` for a bad option; the Rules Submission parser turns that
+   into a `SubmissionError` naming the file and the dotted key.
+
+A wager that replaces a main wager for one variant (e.g. the commission-free
+Banker wager, 631c.5/627b.2) registers the same key with
+`variants={"commission-free"}`; a variant-specific registration wins over a
+generic one. Every module under `controller/rules/side/` is imported by
+`load_rules()`, so a new module there needs no other wiring.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from controller.rules.wager import WagerRule
+
+if TYPE_CHECKING:
+    from controller.rules.submission import GameConfig, WagerConfig
+
+WagerFactory = Callable[["WagerConfig", "GameConfig"], WagerRule]
+
+FAMILIES_631A = frozenset({"baccarat", "minibaccarat"})
+FAMILY_681A = frozenset({"21-baccarat"})
+
+# Modules whose import registers the built-in wagers; side wagers are found by scanning.
+_BUILTIN_MODULES = ("controller.rules.baccarat_wagers", "controller.rules.twentyone")
+_PLUGIN_PACKAGE = "controller.rules.side"
+
+
+class WagerConfigError(ValueError):
+    """A wager factory's complaint about one option of its `[wagers.<key>]` table."""
+
+    def __init__(self, option: str, value: object, allowed: str) -> None:
+        super().__init__(f"{option} = {value!r}: {allowed}")
+        self.option = option
+        self.value = value
+        self.allowed = allowed
+
+
+@dataclass(frozen=True)
+class WagerSpec:
+    """Everything the submission parser and the par sheet need to know about a wager key."""
+
+    key: str
+    factory: WagerFactory
+    section: str  # the section that authorises the wager, e.g. "631a.8(a)(4)"
+    families: frozenset[str]
+    variants: frozenset[str] | None = None  # None: offered in every variant of the families
+    paytables: tuple[str, ...] = ()  # allowed paytable letters; empty: no `paytable` key
+    paytables_by_decks: Mapping[int, tuple[str, ...]] | None = None  # e.g. 681a.8(c)
+    options: Mapping[str, str] = field(default_factory=dict)  # rule-specific keys -> help
+    description: str = ""
+    progressive: bool = False
+
+    def allowed_paytables(self, decks: int) -> tuple[str, ...]:
+        if self.paytables_by_decks is not None:
+            return self.paytables_by_decks.get(decks, ())
+        return self.paytables
+
+
+class WagerRegistry:
+    """Wager specs by configuration key; lookups choose by game family and variant."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, list[WagerSpec]] = {}
+
+    def register(self, spec: WagerSpec) -> WagerSpec:
+        existing = self._specs.setdefault(spec.key, [])
+        for other in existing:
+            overlap_family = other.families & spec.families
+            same_variants = other.variants == spec.variants
+            if overlap_family and same_variants:
+                if other.factory is spec.factory:
+                    return other  # re-import of the same module
+                raise ValueError(
+                    f"wager {spec.key!r} is already registered for {sorted(overlap_family)} "
+                    f"variants {sorted(spec.variants) if spec.variants else 'all'}"
+                )
+        existing.append(spec)
+        return spec
+
+    def lookup(self, key: str, family: str, variant: str) -> WagerSpec | None:
+        """The spec for `key` at a table of `family`/`variant`; variant-specific first."""
+        candidates = [s for s in self._specs.get(key, []) if family in s.families]
+        specific = [s for s in candidates if s.variants is not None and variant in s.variants]
+        if specific:
+            return specific[0]
+        generic = [s for s in candidates if s.variants is None]
+        return generic[0] if generic else None
+
+    def keys_for(self, family: str, variant: str) -> list[str]:
+        return sorted(k for k in self._specs if self.lookup(k, family, variant) is not None)
+
+    def all_specs(self) -> list[WagerSpec]:
+        return [spec for specs in self._specs.values() for spec in specs]
+
+
+REGISTRY = WagerRegistry()
+_loaded = False
+
+
+def register_wager(spec: WagerSpec) -> WagerSpec:
+    """Add a wager spec to the process-wide registry."""
+    return REGISTRY.register(spec)
+
+
+def wager_rule(
+    key: str,
+    *,
+    section: str,
+    families: Iterable[str],
+    variants: Iterable[str] | None = None,
+    paytables: Iterable[str] = (),
+    paytables_by_decks: Mapping[int, Iterable[str]] | None = None,
+    options: Mapping[str, str] | None = None,
+    description: str = "",
+    progressive: bool = False,
+) -> Callable[[WagerFactory], WagerFactory]:
+    """Decorator registering a factory `(WagerConfig, GameConfig) -> WagerRule` under `key`."""
+
+    def decorate(factory: WagerFactory) -> WagerFactory:
+        register_wager(WagerSpec(
+            key=key, factory=factory, section=section, families=frozenset(families),
+            variants=frozenset(variants) if variants is not None else None,
+            paytables=tuple(paytables),
+            paytables_by_decks=(
+                {d: tuple(p) for d, p in paytables_by_decks.items()}
+                if paytables_by_decks is not None else None),
+            options=dict(options or {}), description=description, progressive=progressive,
+        ))
+        return factory
+
+    return decorate
+
+
+def load_rules() -> WagerRegistry:
+    """Import the built-in wager modules and every module of `controller.rules.side`.
+
+    Idempotent. A side module that fails to import is not hidden: the error
+    propagates, because a table must not run with a wager silently missing.
+    """
+    global _loaded
+    if _loaded:
+        return REGISTRY
+    for name in _BUILTIN_MODULES:
+        importlib.import_module(name)
+    try:
+        package = importlib.import_module(_PLUGIN_PACKAGE)
+    except ModuleNotFoundError as exc:
+        if exc.name != _PLUGIN_PACKAGE:
+            raise
+    else:
+        for info in pkgutil.walk_packages(package.__path__, prefix=_PLUGIN_PACKAGE + "."):
+            importlib.import_module(info.name)
+    _loaded = True
+    return REGISTRY
