@@ -1,0 +1,297 @@
+"""The table's configuration file: its Rules Submission plus the devices, store and control socket.
+
+The game sections (`[table]`, `[game]`, `[wagers.*]`) are validated by the
+rules engine (`controller.rules.submission`); this module validates the rest
+with the same promise: every error names the file, the key, the bad value and
+what is allowed, and all errors are reported at once.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# 631a.2(a): numbered positions for 10 to 14 seated players.
+MIN_SEATS, MAX_SEATS = 10, 14
+DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
+DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
+DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
+                   "progressive", "linked", "mqtt", "supervisors")
+
+
+class ConfigError(ValueError):
+    """The configuration is wrong; `problems` lists every error found."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}: {len(problems)} configuration error(s):\n{lines}")
+
+
+@dataclass(frozen=True)
+class SeatWiring:
+    seat: int
+    sensor_pin: int | str
+    led_pin: int | str
+
+
+@dataclass(frozen=True)
+class ShoeConfig:
+    url: str
+    baudrate: int = DEFAULT_BAUDRATE
+
+
+@dataclass(frozen=True)
+class ShufflerConfig:
+    enabled: bool
+    vendor_id: int = 0
+    product_id: int = 0
+    backend: str = ""
+
+
+@dataclass(frozen=True)
+class GpioConfig:
+    pin_factory: str
+    lockout_pin: int | str
+    seats: tuple[SeatWiring, ...]
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS
+    factory_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DisplayConfig:
+    enabled: bool
+    url: str = ""
+    baudrate: int = DEFAULT_BAUDRATE
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    source: str
+    raw: Mapping[str, Any]
+    submission: Any  # controller.rules.submission.Submission
+    shoe: ShoeConfig
+    shuffler: ShufflerConfig
+    gpio: GpioConfig
+    display: DisplayConfig
+    store_path: str
+    control_socket: str
+    control_socket_mode: int
+    supervisor_pin_hashes: Mapping[str, str]
+
+    @property
+    def table_id(self) -> str:
+        return str(self.submission.table.id)
+
+
+class _Checker:
+    """Collects problems while reading typed values out of nested tables."""
+
+    def __init__(self, source: str, data: Mapping[str, Any]) -> None:
+        self.source = source
+        self.data = data
+        self.problems: list[str] = []
+
+    def table(self, key: str, *, required: bool = True) -> Mapping[str, Any]:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                self.problems.append(f"[{key}]: the section is missing (required)")
+            return {}
+        if not isinstance(value, Mapping):
+            self.problems.append(f"{key} = {value!r}: must be a table [{key}]")
+            return {}
+        return value
+
+    def get(self, section: Mapping[str, Any], path: str, key: str, kind: type | tuple[type, ...],
+            allowed: str, default: Any = ..., check: Any = None) -> Any:
+        name = f"{path}.{key}"
+        if key not in section:
+            if default is ...:
+                self.problems.append(f"{name}: missing; allowed: {allowed}")
+                return None
+            return default
+        value = section[key]
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            ok = False
+        else:
+            ok = isinstance(value, kind)
+        if ok and check is not None:
+            ok = bool(check(value))
+        if not ok:
+            self.problems.append(f"{name} = {value!r}: not allowed; allowed: {allowed}")
+            return None if default is ... else default
+        return value
+
+    def unknown(self, section: Mapping[str, Any], path: str, known: set[str]) -> None:
+        for key in section:
+            if key not in known:
+                self.problems.append(
+                    f"{path}.{key}: unknown key; allowed keys: {', '.join(sorted(known))}")
+
+
+def _pin(value: Any) -> bool:
+    return isinstance(value, str) and bool(value) or (isinstance(value, int) and 0 <= value <= 53)
+
+
+def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
+    """Validate a parsed TOML document; raise ConfigError listing every problem."""
+    from controller.rules.submission import SubmissionError, parse_submission
+
+    c = _Checker(source, data)
+    submission = None
+    try:
+        # The rules parser sees only its own sections; the device sections are checked below.
+        submission = parse_submission(
+            {k: v for k, v in data.items() if k not in DEVICE_SECTIONS}, source)
+    except SubmissionError as exc:
+        c.problems.extend(exc.errors or [str(exc)])
+
+    shoe_t = c.table("shoe")
+    c.unknown(shoe_t, "shoe", {"url", "baudrate"})
+    shoe = ShoeConfig(
+        url=c.get(shoe_t, "shoe", "url", str, "a serial URL: /dev/ttyUSB0, /dev/baccarat-shoe, "
+                  "socket://host:port", check=bool) or "",
+        baudrate=c.get(shoe_t, "shoe", "baudrate", int, "one of 9600, 19200, 38400, 57600, 115200, "
+                       "230400", DEFAULT_BAUDRATE,
+                       check=lambda v: v in (9600, 19200, 38400, 57600, 115200, 230400)),
+    )
+
+    sh_t = c.table("shuffler", required=False)
+    c.unknown(sh_t, "shuffler", {"enabled", "vendor_id", "product_id", "backend"})
+    sh_enabled = c.get(sh_t, "shuffler", "enabled", bool, "true or false", bool(sh_t))
+    usb_id = (lambda v: 0 < v <= 0xFFFF)
+    shuffler = ShufflerConfig(
+        enabled=sh_enabled,
+        vendor_id=c.get(sh_t, "shuffler", "vendor_id", int, "a USB vendor id 0x0001-0xFFFF",
+                        ... if sh_enabled else 0, check=usb_id) or 0,
+        product_id=c.get(sh_t, "shuffler", "product_id", int, "a USB product id 0x0001-0xFFFF",
+                         ... if sh_enabled else 0, check=usb_id) or 0,
+        backend=c.get(sh_t, "shuffler", "backend", str,
+                      "empty for libusb, or an import path 'module:attribute'", "",
+                      check=lambda v: v == "" or ":" in v),
+    )
+
+    gpio_t = c.table("gpio")
+    c.unknown(gpio_t, "gpio", {"pin_factory", "lockout_pin", "debounce_ms", "seats",
+                               "factory_options"})
+    seats_t = gpio_t.get("seats", {})
+    seats: list[SeatWiring] = []
+    if not isinstance(seats_t, Mapping):
+        c.problems.append(f"gpio.seats = {seats_t!r}: must be a table of seat number -> "
+                          "{{sensor = PIN, led = PIN}}")
+        seats_t = {}
+    for seat_key, wiring in seats_t.items():
+        path = f"gpio.seats.{seat_key}"
+        if not (seat_key.isdigit() and 1 <= int(seat_key) <= MAX_SEATS):
+            c.problems.append(f"{path}: seat number {seat_key!r} not allowed; allowed: 1 to "
+                              f"{MAX_SEATS} (631a.2(a))")
+            continue
+        if not isinstance(wiring, Mapping):
+            c.problems.append(f"{path} = {wiring!r}: must be {{sensor = PIN, led = PIN}}")
+            continue
+        c.unknown(wiring, path, {"sensor", "led"})
+        sensor = c.get(wiring, path, "sensor", (int, str), "a BCM GPIO number 0-53 or a pin name",
+                       check=_pin)
+        led = c.get(wiring, path, "led", (int, str), "a BCM GPIO number 0-53 or a pin name",
+                    check=_pin)
+        seats.append(SeatWiring(int(seat_key), sensor, led))
+    pins = [p for s in seats for p in (s.sensor_pin, s.led_pin)]
+    lockout = c.get(gpio_t, "gpio", "lockout_pin", (int, str), "a BCM GPIO number 0-53",
+                    check=_pin)
+    pins.append(lockout)
+    duplicates = sorted({str(p) for p in pins if p is not None and pins.count(p) > 1})
+    if duplicates:
+        c.problems.append(f"gpio: pin(s) {', '.join(duplicates)} wired to more than one input or "
+                          "output; allowed: each pin used once")
+    if submission is not None and seats and len(seats) != submission.table.seats:
+        c.problems.append(f"gpio.seats: {len(seats)} seats wired but table.seats = "
+                          f"{submission.table.seats}; allowed: one sensor and LED per seat")
+    gpio = GpioConfig(
+        pin_factory=c.get(gpio_t, "gpio", "pin_factory", str,
+                          "'lgpio' (Raspberry Pi), 'mock', or an import path 'module:attribute'",
+                          check=lambda v: v in ("lgpio", "mock") or ":" in v) or "",
+        lockout_pin=lockout,
+        seats=tuple(sorted(seats, key=lambda s: s.seat)),
+        debounce_ms=c.get(gpio_t, "gpio", "debounce_ms", int, "0 to 500 milliseconds",
+                          DEFAULT_DEBOUNCE_MS, check=lambda v: 0 <= v <= 500),
+        factory_options=c.get(gpio_t, "gpio", "factory_options", Mapping,
+                              "a table of options for the pin factory", {}),
+    )
+
+    disp_t = c.table("display", required=False)
+    c.unknown(disp_t, "display", {"enabled", "url", "baudrate"})
+    disp_enabled = c.get(disp_t, "display", "enabled", bool, "true or false", bool(disp_t))
+    display = DisplayConfig(
+        enabled=disp_enabled,
+        url=c.get(disp_t, "display", "url", str, "a serial URL", ... if disp_enabled else "") or "",
+        baudrate=c.get(disp_t, "display", "baudrate", int, "a standard baud rate",
+                       DEFAULT_BAUDRATE),
+    )
+
+    store_t = c.table("store")
+    c.unknown(store_t, "store", {"path"})
+    store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
+                       "/var/lib/tabled/table.sqlite", check=bool) or ""
+
+    ctl_t = c.table("control")
+    c.unknown(ctl_t, "control", {"socket", "mode"})
+    control_socket = c.get(ctl_t, "control", "socket", str, "a Unix socket path, e.g. "
+                           "/run/tabled/control.sock", check=bool) or ""
+    mode_text = c.get(ctl_t, "control", "mode", str, "'0600' (owner only) or '0660' (group)",
+                      "0660", check=lambda v: v in ("0600", "0660"))
+
+    sup_t = c.table("supervisors", required=False)
+    supervisors: dict[str, str] = {}
+    for name, digest in sup_t.items():
+        if not (isinstance(digest, str) and digest.startswith("pbkdf2_sha256$")):
+            c.problems.append(f"supervisors.{name}: not allowed; allowed: a PIN hash made by "
+                              "'tablectl supervisor hash-pin' (pbkdf2_sha256$...)")
+        else:
+            supervisors[name] = digest
+
+    if c.problems:
+        raise ConfigError(source, c.problems)
+    return TableConfig(
+        source=source, raw=data, submission=submission, shoe=shoe, shuffler=shuffler, gpio=gpio,
+        display=display, store_path=store_path, control_socket=control_socket,
+        control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
+    )
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> None:
+    """Apply `--set section.key=VALUE` overrides (VALUE in TOML syntax, bare words as strings)."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(source, [f"--set {item!r}: expected KEY=VALUE, e.g. "
+                                       "shoe.url=/dev/ttyUSB1"])
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(source, [f"--set {item!r}: {part} is not a table"])
+        node[parts[-1]] = value
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TableConfig:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, [f"cannot read the file: {exc.strerror or exc}"]) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(source, [f"not valid TOML: {exc}"]) from exc
+    apply_overrides(data, overrides or [], source)
+    return parse_config(data, source)

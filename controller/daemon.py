@@ -1,0 +1,313 @@
+"""tabled: the table controller daemon.
+
+Wires the configuration's devices to the table state machine, the store and the
+control socket, then runs until SIGTERM/SIGINT. Device I/O runs in the drivers'
+own tasks; the table only ever sees events from one queue, on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from controller import __version__
+from controller.auth import authorise
+from controller.config import ConfigError, TableConfig, load_config
+from controller.control import ControlError, ControlServer
+from controller.logsetup import bind_table, configure_logging
+from controller.rules.cards import BackColour
+from controller.store import IntegrityError, Store
+from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from drivers.protocols import Device, DeviceEvent, LinkState
+
+log = structlog.get_logger("tabled")
+
+EXIT_OK, EXIT_CONFIG = 0, 6
+QUEUE_LIMIT = 10_000  # device events waiting for the table; a full queue means the loop is stuck
+HEALTH_STALL_S = 5.0  # the loop is unhealthy if an event waited longer than this
+
+
+def build_devices(config: TableConfig) -> dict[str, Device]:
+    """Create the drivers the configuration names (nothing is opened yet)."""
+    from drivers.seats import GpioSeatPanel, SeatPins
+    from drivers.shoe import SerialShoe
+
+    devices: dict[str, Device] = {
+        "shoe": SerialShoe("shoe", config.shoe.url, baudrate=config.shoe.baudrate),
+        "seats": GpioSeatPanel(
+            "seats",
+            {w.seat: SeatPins(w.sensor_pin, w.led_pin) for w in config.gpio.seats},
+            config.gpio.lockout_pin, pin_factory=config.gpio.pin_factory,
+            factory_options=dict(config.gpio.factory_options),
+            debounce_s=config.gpio.debounce_ms / 1000),
+    }
+    if config.shuffler.enabled:
+        from drivers.shuffler import UsbShuffler
+
+        devices["shuffler"] = UsbShuffler("shuffler", config.shuffler.vendor_id,
+                                          config.shuffler.product_id,
+                                          backend=config.shuffler.backend)
+    if config.display.enabled:
+        from drivers.display import SerialDisplay
+
+        devices["display"] = SerialDisplay("display", config.display.url,
+                                           baudrate=config.display.baudrate)
+    return devices
+
+
+class Daemon:
+    def __init__(self, config: TableConfig, devices: Mapping[str, Device] | None = None) -> None:
+        from controller.rules.game import build_game
+
+        self.config = config
+        self.game = build_game(config.submission)
+        self.store = Store(config.store_path)
+        self.devices = dict(devices) if devices is not None else build_devices(config)
+        self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
+        self.started_monotonic = time.monotonic()
+        self._last_event_wait = 0.0
+        seats = self.devices.get("seats")
+        self.table = Table(
+            table_id=config.table_id, seats=config.submission.table.seats,
+            rules=RulesAdapter(self.game), store=self.store, announce=self._show_prompt,
+            lock_seats=getattr(seats, "lock", None),
+            vig_collection=(config.submission.game.vigorish.collection
+                            if config.submission.game.vigorish else "at-payout"),
+        )
+        self.control = ControlServer(
+            config.control_socket, mode=config.control_socket_mode,
+            authorise=lambda name, pin: authorise(config.supervisor_pin_hashes, name, pin),
+            on_supervisor_command=self._audit_supervisor)
+        self._register_commands()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # --- wiring -----------------------------------------------------------------
+
+    def _emit(self, event: DeviceEvent) -> None:
+        """Device callback: safe from any thread; only enqueues onto the loop."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._enqueue, event)
+
+    def _enqueue(self, event: DeviceEvent) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            log.error("event_queue_full", dropped=type(event).__name__)
+
+    def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
+        display = self.devices.get("display")
+        if display is not None and hasattr(display, "show_prompt"):
+            display.show_prompt(action.replace("_", " "))
+
+    def _audit_supervisor(self, who: str, command: str, args: Mapping[str, Any]) -> None:
+        with self.store.transaction():
+            self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
+                                                           "args": dict(args)})
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- start-up ---------------------------------------------------------------
+
+    def check_integrity(self) -> None:
+        """PRAGMA quick_check and the hash chain; a failure puts the table out of order."""
+        try:
+            self.store.quick_check()
+            count = self.store.verify_chain()
+            log.info("integrity_ok", events=count)
+        except IntegrityError as exc:
+            log.critical("integrity_failed", check=exc.check, detail=exc.detail)
+            self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+
+    async def run(self, stop: asyncio.Event) -> int:
+        self._loop = asyncio.get_running_loop()
+        bind_table(self.config.table_id)
+        self.table.restore()
+        self.check_integrity()
+        self.store.subscribe(self.control.publish)
+        self.control.set_history(lambda after: self.store.events(after_seq=after))
+        await self.control.start()
+        for device in self.devices.values():
+            await device.start(self._emit)
+        with self.store.transaction():
+            self.store.append_event("daemon_started", {"version": __version__,
+                                                       "state": self.table.state.value})
+        log.info("ready", state=self.table.state.value, socket=self.config.control_socket)
+        consumer = asyncio.create_task(self._consume())
+        await stop.wait()
+        consumer.cancel()
+        with self.store.transaction():
+            self.store.append_event("daemon_stopping", {"state": self.table.state.value})
+        await self.control.close()
+        for device in self.devices.values():
+            await device.stop()
+        self.store.close()
+        return EXIT_OK
+
+    async def _consume(self) -> None:
+        while True:
+            event = await self.queue.get()
+            try:
+                self.table.handle(event)
+            except Exception:  # one bad event must not stop the table; it is logged loudly
+                log.exception("event_handling_failed", event=repr(event))
+                with self.store.transaction():
+                    self.store.append_event("internal_error", {"event": repr(event)},
+                                            severity="error")
+
+    def healthy(self) -> bool:
+        """For the systemd watchdog: the loop is turning and no critical device is down."""
+        return all(d.health().link is not LinkState.REFUSED for d in self.devices.values())
+
+    # --- control commands -----------------------------------------------------------
+
+    def _register_commands(self) -> None:
+        reg = self.control.register
+        reg("status", lambda a: self.status(), description="table state, shoe, round, fault")
+        reg("devices", lambda a: self.device_report(), description="each device's health")
+        reg("rounds", lambda a: self.store.rounds(limit=_int(a, "limit", 10, 1, 1000)),
+            description="game recall of the last rounds")
+        reg("events", self._events, description="event log entries")
+        reg("verify_chain", lambda a: {"entries": self.store.verify_chain()},
+            description="recompute the event log's hash chain")
+        reg("open", self._guard(lambda a: self.table.cmd_open()), description="open the table")
+        reg("shuffle", self._cmd_shuffle, description="shuffle a batch for a new shoe")
+        reg("shoe_loaded", self._guard(lambda a: self.table.on_shoe_loaded()),
+            description="the dealer loaded the shoe")
+        reg("place_wager", self._guard(lambda a: self.table.cmd_place_wager(
+            _int(a, "seat", None, 1, 14), str(a.get("wager", "")),
+            _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
+        reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
+            description="lock every seat")
+        reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault()),
+            description="record that the fault was seen")
+        reg("self_test", self._self_test, description="run a device's self-test")
+
+    def _guard(self, fn: Any) -> Any:
+        def run(args: Mapping[str, Any]) -> Any:
+            try:
+                fn(args)
+            except CommandRefused as exc:
+                raise ControlError(str(exc)) from exc
+            except Exception as exc:
+                if type(exc).__name__ == "MachineError":  # transitions: trigger not allowed now
+                    raise ControlError(f"not allowed while the table is "
+                                       f"{self.table.state.value}") from exc
+                raise
+            return self.status()
+        return run
+
+    async def _cmd_shuffle(self, args: Mapping[str, Any]) -> Any:
+        decks = self.config.submission.game.decks
+        self._guard(lambda a: self.table.cmd_shuffle(decks))(args)
+        shuffler = self.devices.get("shuffler")
+        if shuffler is None:
+            # 631a.5(a): shuffled by hand; the dealer confirms by loading the shoe.
+            from drivers.protocols import ShuffleComplete
+            self._enqueue(ShuffleComplete("manual", BackColour.RED, decks * 52, 0, 0, 0))
+        else:
+            back = BackColour[str(args.get("back", "red")).upper()]
+            self._spawn(shuffler.shuffle(back, decks * 52))  # type: ignore[attr-defined]
+        return self.status()
+
+    async def _self_test(self, args: Mapping[str, Any]) -> Any:
+        name = str(args.get("device", ""))
+        device = self.devices.get(name)
+        if device is None:
+            raise ControlError(f"no device {name!r}; allowed: {', '.join(self.devices)}",
+                               "bad_request")
+        result = await device.self_test()
+        return {"device": result.device, "passed": result.passed, "detail": result.detail}
+
+    def _events(self, args: Mapping[str, Any]) -> Any:
+        from controller.control import event_json
+        events = self.store.events(
+            after_seq=_int(args, "after_seq", 0, 0, 2**62),
+            limit=_int(args, "limit", 50, 1, 100_000), kind=args.get("kind"),
+            device=args.get("device"), severity=args.get("severity"),
+            since=float(args["since"]) if args.get("since") is not None else None)
+        return [event_json(e) for e in events]
+
+    def status(self) -> dict[str, Any]:
+        t = self.table
+        return {
+            "table_id": t.table_id, "state": t.state.value,
+            "game": self.config.submission.game.family,
+            "variant": self.config.submission.game.variant,
+            "config": self.config.source,
+            "shoe": {"shoe_no": t.shoe.shoe_no, "cards_drawn": t.shoe.cards_drawn,
+                     "cards_left": max(0, self.config.submission.game.decks * 52
+                                       - t.shoe.cards_drawn) if t.shoe.shoe_no else None,
+                     "cover_card_seen": t.shoe.cover_card_seen,
+                     "last_hand": t.shoe.last_hand_announced,
+                     "rounds": t.shoe.rounds_in_shoe},
+            "round": {"round_id": t.round_id, "round_no": t.round_no,
+                      "wagers": t.wagers,
+                      "next": t.coup.next_card().name.lower() if t.coup is not None else None},
+            "fault": t.fault, "out_of_order": t.out_of_order_reason or None,
+            "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
+        }
+
+    def device_report(self) -> list[dict[str, Any]]:
+        report = []
+        for device in self.devices.values():
+            h = device.health()
+            report.append({
+                "device": h.device, "kind": h.kind, "link": h.link.value, "port": h.port,
+                "serial_number": h.serial_number, "firmware_version": h.firmware_version,
+                "protocol_version": h.protocol_version,
+                "uptime_s": round(time.monotonic() - h.connected_since_monotonic, 1)
+                if h.connected_since_monotonic else None,
+                "counters": dict(h.counters), "last_error": h.last_error,
+            })
+        return report
+
+
+def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high: int) -> int:
+    value = args.get(key, default)
+    if value is None:
+        raise ControlError(f"'{key}' is required: a whole number {low} to {high}", "bad_request")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ControlError(f"'{key}' = {value!r}: allowed: a whole number {low} to {high}",
+                           "bad_request")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tabled", description="Baccarat table controller daemon")
+    parser.add_argument("--config", required=True, help="the table's configuration (TOML)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a configuration value, e.g. shoe.url=/dev/ttyUSB1")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    args = parser.parse_args(argv)
+    configure_logging(level=args.log_level)
+    try:
+        config = load_config(args.config, args.set)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        log.error("bad_configuration", problems=exc.problems, source=exc.source)
+        return EXIT_CONFIG
+    return asyncio.run(_amain(config))
+
+
+async def _amain(config: TableConfig) -> int:
+    daemon = Daemon(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return await daemon.run(stop)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""structlog configuration: one JSON object per line on stdout.
+
+Under systemd (JOURNAL_STREAM set) each line starts with the sd-daemon
+priority prefix (`<3>` error, `<4>` warning, `<6>` info, `<7>` debug) so the
+journal records the right priority without a journald library. The table id,
+shoe number and round id are bound with contextvars and appear in every event
+of a round.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any, TextIO
+
+import structlog
+
+_PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
+
+
+def _journal_prefix(_: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    event_dict["_priority"] = _PRIORITY.get(event_dict.get("level", method_name), 6)
+    return event_dict
+
+
+class _JournalRenderer:
+    def __init__(self, with_prefix: bool) -> None:
+        self._json = structlog.processors.JSONRenderer(sort_keys=False)
+        self._with_prefix = with_prefix
+
+    def __call__(self, logger: Any, name: str, event_dict: dict[str, Any]) -> str:
+        priority = event_dict.pop("_priority", 6)
+        line = self._json(logger, name, event_dict)
+        return f"<{priority}>{line}" if self._with_prefix else line
+
+
+def configure_logging(*, level: str = "info", stream: TextIO | None = None,
+                      journal_prefix: bool | None = None) -> None:
+    """Configure structlog for the daemon. `journal_prefix` defaults to "running under systemd"."""
+    if journal_prefix is None:
+        journal_prefix = bool(os.environ.get("JOURNAL_STREAM"))
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            _journal_prefix,
+            _JournalRenderer(journal_prefix),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            getattr(logging, level.upper(), logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
+        cache_logger_on_first_use=False,
+    )
+
+
+def bind_table(table_id: str) -> None:
+    structlog.contextvars.bind_contextvars(table_id=table_id)
+
+
+def bind_round(shoe_no: int | None, round_id: int | None) -> None:
+    structlog.contextvars.bind_contextvars(shoe_no=shoe_no, round_id=round_id)

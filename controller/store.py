@@ -1,0 +1,327 @@
+"""The table's durable state: SQLite in WAL mode with synchronous=FULL.
+
+Every step that changes money or state is one transaction together with its
+entry in the append-only event log. Each log entry carries the SHA-256 of the
+entry before it, so an edit or a deletion anywhere breaks the chain at a
+position `verify_chain()` can name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+GENESIS_HASH = "0" * 64
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq       INTEGER PRIMARY KEY,
+    at        REAL    NOT NULL,
+    kind      TEXT    NOT NULL,
+    severity  TEXT    NOT NULL,
+    device    TEXT,
+    round_id  INTEGER,
+    payload   TEXT    NOT NULL,
+    prev_hash TEXT    NOT NULL,
+    hash      TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rounds (
+    round_id    INTEGER PRIMARY KEY,
+    shoe_no     INTEGER NOT NULL,
+    round_no    INTEGER NOT NULL,
+    state       TEXT    NOT NULL,      -- open, settled, void
+    simulated   INTEGER NOT NULL DEFAULT 0,
+    wagers      TEXT    NOT NULL,      -- JSON list of {seat, wager, amount_cents}
+    cards       TEXT    NOT NULL,      -- JSON list of {index, card, hand}
+    result      TEXT,                  -- JSON
+    settlements TEXT,                  -- JSON list
+    opened_at   REAL    NOT NULL,
+    settled_at  REAL
+);
+CREATE TABLE IF NOT EXISTS table_state (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    state TEXT NOT NULL,
+    data  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS seat_totals (
+    seat        INTEGER PRIMARY KEY,
+    net_cents   INTEGER NOT NULL,
+    wagered_cents INTEGER NOT NULL,
+    vig_owed_cents INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+class StoreError(Exception):
+    """The durable store cannot be used as it is."""
+
+
+class IntegrityError(StoreError):
+    """A start-up integrity check failed; `check` names which one."""
+
+    def __init__(self, check: str, detail: str) -> None:
+        super().__init__(f"{check}: {detail}")
+        self.check = check
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    seq: int
+    at: float
+    kind: str
+    severity: str
+    device: str | None
+    round_id: int | None
+    payload: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def entry_hash(prev_hash: str, seq: int, at: float, kind: str, severity: str,
+               device: str | None, round_id: int | None, payload_json: str) -> str:
+    """The hash of one log entry; documented so an auditor can recompute it."""
+    material = _canonical([prev_hash, seq, repr(at), kind, severity, device, round_id, payload_json])
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class Store:
+    """One SQLite database per table. Not thread-safe: owned by the event loop's thread."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = str(path)
+        self._clock = clock
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._in_tx = False
+        self._listeners: list[Callable[[Event], None]] = []
+        self._pending: list[Event] = []
+        self._db.executescript(_SCHEMA)
+        with self.transaction():
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- transactions ---------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic step. Nested use joins the outer transaction."""
+        if self._in_tx:
+            yield self._db
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        self._in_tx = True
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._pending.clear()
+            raise
+        else:
+            self._db.execute("COMMIT")
+            pending, self._pending = self._pending, []
+            for event in pending:  # listeners see only what was committed
+                for listener in self._listeners:
+                    listener(event)
+        finally:
+            self._in_tx = False
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    # --- event log ------------------------------------------------------------
+
+    def append_event(self, kind: str, payload: Mapping[str, Any] | None = None, *,
+                     severity: str = "info", device: str | None = None,
+                     round_id: int | None = None) -> Event:
+        """Append one entry to the hash chain, inside the current transaction (or its own)."""
+        with self.transaction() as db:
+            row = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+            seq, prev = (row["seq"] + 1, row["hash"]) if row else (1, GENESIS_HASH)
+            at = self._clock()
+            payload_json = _canonical(dict(payload or {}))
+            digest = entry_hash(prev, seq, at, kind, severity, device, round_id, payload_json)
+            db.execute(
+                "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
+            )
+            event = Event(seq, at, kind, severity, device, round_id, json.loads(payload_json),
+                          prev, digest)
+            self._pending.append(event)
+            return event
+
+    def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
+               device: str | None = None, severity: str | None = None,
+               since: float | None = None) -> list[Event]:
+        sql = "SELECT * FROM events WHERE seq > ?"
+        args: list[Any] = [after_seq]
+        for column, value in (("kind", kind), ("device", device), ("severity", severity)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        if since is not None:
+            sql += " AND at >= ?"
+            args.append(since)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql.replace('ORDER BY seq', 'ORDER BY seq DESC')} LIMIT ?) ORDER BY seq"
+            args.append(limit)
+        return [self._event(row) for row in self._db.execute(sql, args)]
+
+    @staticmethod
+    def _event(row: sqlite3.Row) -> Event:
+        return Event(row["seq"], row["at"], row["kind"], row["severity"], row["device"],
+                     row["round_id"], json.loads(row["payload"]), row["prev_hash"], row["hash"])
+
+    def verify_chain(self) -> int:
+        """Recompute every hash; returns the number of entries or raises IntegrityError naming
+        the first entry where the chain breaks."""
+        prev, expected_seq, count = GENESIS_HASH, 1, 0
+        for row in self._db.execute("SELECT * FROM events ORDER BY seq"):
+            if row["seq"] != expected_seq:
+                raise IntegrityError("event chain", f"entry {expected_seq} is missing "
+                                     f"(next present entry is {row['seq']})")
+            if row["prev_hash"] != prev:
+                raise IntegrityError("event chain", f"entry {row['seq']} does not link to "
+                                     f"entry {row['seq'] - 1} (prev_hash differs)")
+            digest = entry_hash(prev, row["seq"], row["at"], row["kind"], row["severity"],
+                                row["device"], row["round_id"], row["payload"])
+            if digest != row["hash"]:
+                raise IntegrityError("event chain", f"entry {row['seq']} ({row['kind']}) was "
+                                     "altered: its hash does not match its contents")
+            prev, expected_seq, count = row["hash"], expected_seq + 1, count + 1
+        return count
+
+    def quick_check(self) -> None:
+        result = [r[0] for r in self._db.execute("PRAGMA quick_check")]
+        if result != ["ok"]:
+            raise IntegrityError("sqlite quick_check", "; ".join(result[:5]))
+
+    # --- table state ------------------------------------------------------------
+
+    def save_table_state(self, state: str, data: Mapping[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
+                (state, _canonical(dict(data))),
+            )
+
+    def load_table_state(self) -> tuple[str, dict[str, Any]] | None:
+        row = self._db.execute("SELECT state, data FROM table_state WHERE id = 1").fetchone()
+        return (row["state"], json.loads(row["data"])) if row else None
+
+    # --- rounds -------------------------------------------------------------------
+
+    def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,
+                   simulated: bool = False) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO rounds(shoe_no, round_no, state, simulated, wagers, cards, opened_at)"
+                " VALUES (?, ?, 'open', ?, ?, '[]', ?)",
+                (shoe_no, round_no, int(simulated), _canonical(wagers), self._clock()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def add_round_card(self, round_id: int, card: Mapping[str, Any]) -> None:
+        with self.transaction() as db:
+            row = db.execute("SELECT cards FROM rounds WHERE round_id = ?", (round_id,)).fetchone()
+            cards = json.loads(row["cards"])
+            cards.append(dict(card))
+            db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?", (_canonical(cards), round_id))
+
+    def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
+                    settlements: list[dict[str, Any]]) -> None:
+        """Settle or void a round once; a second attempt raises (never settled twice)."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE rounds SET state = ?, result = ?, settlements = ?, settled_at = ?"
+                " WHERE round_id = ? AND state = 'open'",
+                (state, _canonical(result) if result is not None else None,
+                 _canonical(settlements), self._clock(), round_id),
+            )
+            if cursor.rowcount != 1:
+                raise StoreError(f"round {round_id} is not open: it cannot be closed twice")
+            for item in settlements:
+                db.execute(
+                    "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
+                    " net_cents = net_cents + excluded.net_cents,"
+                    " wagered_cents = wagered_cents + excluded.wagered_cents,"
+                    " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
+                    (item["seat"], item["net_cents"], item["amount_cents"],
+                     item.get("vig_marked_cents", 0)),
+                )
+
+    def rounds(self, *, limit: int = 10) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT * FROM (SELECT * FROM rounds ORDER BY round_id DESC LIMIT ?) ORDER BY round_id",
+            (limit,),
+        ).fetchall()
+        return [self._round(row) for row in rows]
+
+    def round(self, round_id: int) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT * FROM rounds WHERE round_id = ?", (round_id,)).fetchone()
+        return self._round(row) if row else None
+
+    def open_rounds(self) -> list[dict[str, Any]]:
+        rows = self._db.execute("SELECT * FROM rounds WHERE state = 'open' ORDER BY round_id")
+        return [self._round(row) for row in rows]
+
+    @staticmethod
+    def _round(row: sqlite3.Row) -> dict[str, Any]:
+        return {
+            "round_id": row["round_id"], "shoe_no": row["shoe_no"], "round_no": row["round_no"],
+            "state": row["state"], "simulated": bool(row["simulated"]),
+            "wagers": json.loads(row["wagers"]), "cards": json.loads(row["cards"]),
+            "result": json.loads(row["result"]) if row["result"] else None,
+            "settlements": json.loads(row["settlements"]) if row["settlements"] else [],
+            "opened_at": row["opened_at"], "settled_at": row["settled_at"],
+        }
+
+    def seat_totals(self) -> dict[int, dict[str, int]]:
+        return {
+            row["seat"]: {"net_cents": row["net_cents"], "wagered_cents": row["wagered_cents"],
+                          "vig_owed_cents": row["vig_owed_cents"]}
+            for row in self._db.execute("SELECT * FROM seat_totals ORDER BY seat")
+        }
+
+    def collect_vigorish(self, seat: int) -> int:
+        """631a.13(d)(2): marked vigorish collected; returns the cents collected."""
+        with self.transaction() as db:
+            row = db.execute("SELECT vig_owed_cents FROM seat_totals WHERE seat = ?", (seat,)).fetchone()
+            owed = int(row["vig_owed_cents"]) if row else 0
+            if owed:
+                db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
+                           " WHERE seat = ?", (owed, seat))
+                self.append_event("vigorish_collected", {"seat": seat, "cents": owed})
+            return owed

@@ -1,0 +1,602 @@
+"""The one state machine that owns the table and its rounds.
+
+Device drivers put events on a queue; the daemon's loop hands them here one at
+a time (`handle`). Every decision about a card is delegated to the rules
+engine's coup (the table never decides a draw itself); every change of money
+or state is written to the store in one transaction with its event, so a power
+cut at any instant leaves either the step or nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from transitions import Machine
+
+from controller.logsetup import bind_round
+from controller.rules.cards import BackColour, Card
+from controller.rules.settlement import PlacedWager, check_wager, settle_round
+from controller.rules.wager import Outcome, Settlement, SettlementPoint
+from controller.store import Store
+from drivers.protocols import (
+    CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared, LateSensorChange,
+    LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShuffleComplete, ShuffleProgress,
+)
+
+log = structlog.get_logger("table")
+
+
+class TableState(enum.Enum):
+    CLOSED = "closed"
+    OPENING = "opening"  # card inspection, 631a.4 / 681a.4
+    SHUFFLING = "shuffling"
+    CUT = "cut"  # cut and cover cards placed, waiting for the shoe to be loaded, 631a.5(b)-(d)
+    BURN = "burn"  # 631a.5(f)
+    BETTING_OPEN = "betting_open"
+    NO_MORE_BETS = "no_more_bets"  # lock-out, 631a.8(c)
+    DEALING = "dealing"  # the first four cards, 631a.9(c)
+    FIRST_FOUR_SETTLED = "first_four_settled"  # settlement point after four cards, 631a.9(e)
+    THIRD_CARDS = "third_cards"  # 631a.10-631a.11
+    RESULT = "result"  # 631a.12(a)
+    SETTLEMENT = "settlement"  # 631a.12(b)
+    END_OF_SHOE = "end_of_shoe"  # 631a.3(b), 631a.10(d): new decks / batch swap
+    DEVICE_FAULT = "device_fault"
+    OUT_OF_ORDER = "out_of_order"  # 681a.9(d); integrity failures
+
+
+# States in which a device fault interrupts play and from which play resumes.
+_OPERATING = [TableState.OPENING, TableState.SHUFFLING, TableState.CUT, TableState.BURN,
+              TableState.BETTING_OPEN, TableState.NO_MORE_BETS, TableState.DEALING,
+              TableState.FIRST_FOUR_SETTLED, TableState.THIRD_CARDS, TableState.RESULT,
+              TableState.SETTLEMENT, TableState.END_OF_SHOE]
+
+TRANSITIONS: list[dict[str, Any]] = [
+    {"trigger": "open_table", "source": TableState.CLOSED, "dest": TableState.OPENING},
+    {"trigger": "start_shuffle", "source": [TableState.OPENING, TableState.END_OF_SHOE],
+     "dest": TableState.SHUFFLING},
+    {"trigger": "shuffle_verified", "source": TableState.SHUFFLING, "dest": TableState.CUT},
+    {"trigger": "shoe_loaded", "source": TableState.CUT, "dest": TableState.BURN},
+    {"trigger": "burn_done", "source": TableState.BURN, "dest": TableState.BETTING_OPEN},
+    {"trigger": "lock_out", "source": TableState.BETTING_OPEN, "dest": TableState.NO_MORE_BETS},
+    {"trigger": "first_card", "source": TableState.NO_MORE_BETS, "dest": TableState.DEALING},
+    {"trigger": "four_cards", "source": TableState.DEALING, "dest": TableState.FIRST_FOUR_SETTLED},
+    {"trigger": "third_card_due", "source": TableState.FIRST_FOUR_SETTLED,
+     "dest": TableState.THIRD_CARDS},
+    {"trigger": "hands_complete", "source": [TableState.FIRST_FOUR_SETTLED, TableState.THIRD_CARDS],
+     "dest": TableState.RESULT},
+    {"trigger": "announce_result", "source": TableState.RESULT, "dest": TableState.SETTLEMENT},
+    {"trigger": "next_round", "source": TableState.SETTLEMENT, "dest": TableState.BETTING_OPEN},
+    {"trigger": "shoe_finished", "source": TableState.SETTLEMENT, "dest": TableState.END_OF_SHOE},
+    {"trigger": "void_round", "source": [TableState.NO_MORE_BETS, TableState.DEALING,
+                                         TableState.FIRST_FOUR_SETTLED, TableState.THIRD_CARDS],
+     "dest": TableState.END_OF_SHOE},
+    {"trigger": "device_failed", "source": _OPERATING, "dest": TableState.DEVICE_FAULT},
+    {"trigger": "close_table", "source": [TableState.OPENING, TableState.BETTING_OPEN,
+                                          TableState.END_OF_SHOE, TableState.DEVICE_FAULT],
+     "dest": TableState.CLOSED},
+    {"trigger": "integrity_failed", "source": "*", "dest": TableState.OUT_OF_ORDER},
+] + [
+    # Recovery returns to the state the fault interrupted, never further.
+    {"trigger": "device_recovered", "source": TableState.DEVICE_FAULT, "dest": state,
+     "conditions": f"_resumes_{state.name.lower()}"}
+    for state in _OPERATING
+]
+
+# What a technician or dealer should do, by fault code (codes come from drivers).
+_DEFAULT_ACTION = "check the device's cable and power; the table resumes by itself when it is back"
+
+
+@dataclass
+class ShoeProgress:
+    shoe_no: int = 0
+    cards_drawn: int = 0
+    burn_expected: int | None = None  # cards still to burn after the exposed first card
+    burned: list[str] = field(default_factory=list)
+    cover_card_seen: bool = False
+    last_hand_announced: bool = False
+    rounds_in_shoe: int = 0
+    last_card_index: int = -1
+
+
+class RulesAdapter:
+    """The seam between the table and the rules engine's `Game` (controller.rules.game)."""
+
+    def __init__(self, game: Any) -> None:
+        self.game = game
+
+    def new_coup(self) -> Any:
+        return self.game.new_coup()
+
+    def burn_count(self, first: Card) -> int:
+        return int(self.game.burn_count(first))
+
+    def offered(self) -> list[str]:
+        return list(self.game.wager_rules)
+
+    def check_wager(self, seat: int, key: str, amount_cents: int) -> str | None:
+        return check_wager(self.game, PlacedWager(seat, key, amount_cents))
+
+    def settle(self, point: SettlementPoint, wagers: list[dict[str, Any]], coup: Any
+               ) -> list[Settlement]:
+        placed = [PlacedWager(w["seat"], w["wager"], w["amount_cents"]) for w in wagers]
+        return settle_round(self.game, placed, coup.round_view(), point)
+
+    @staticmethod
+    def result_summary(coup: Any) -> dict[str, Any]:
+        view, result = coup.round_view(), coup.result()
+        summary: dict[str, Any] = {
+            "player": [str(c) for c in view.player], "banker": [str(c) for c in view.banker],
+            "player_total": view.player_total, "banker_total": view.banker_total,
+            "winner": getattr(result.winner, "value", str(result.winner)),
+        }
+        for flag in ("player_natural", "banker_natural", "dragon_7", "panda_8"):
+            if hasattr(result, flag):
+                summary[flag] = bool(getattr(result, flag))
+        if view.extra:
+            summary["extra"] = [str(c) for c in view.extra]
+        return summary
+
+
+class Table:
+    """Owns the table's state machine, the round in progress and their durable record."""
+
+    state: TableState  # set by transitions
+
+    def __init__(self, *, table_id: str, seats: int, rules: RulesAdapter, store: Store,
+                 announce: Callable[[str, Mapping[str, Any]], None] | None = None,
+                 lock_seats: Callable[[str], LockedOut] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 batch_verifier: Callable[[CardDrawn], str | None] | None = None,
+                 vig_collection: str = "at-payout") -> None:
+        self.table_id = table_id
+        self.seats = seats
+        self.rules = rules
+        self.store = store
+        self._announce_hook = announce
+        self._lock_seats = lock_seats
+        self._clock = clock
+        self._batch_verifier = batch_verifier
+        self.vig_collection = vig_collection
+        self.shoe = ShoeProgress()
+        self.round_id: int | None = None
+        self.round_no = 0
+        self.coup: Any = None
+        self.wagers: list[dict[str, Any]] = []  # {seat, wager, amount_cents}
+        self.round_settlements: list[dict[str, Any]] = []  # both settlement points, this round
+        self.progressive_seats: frozenset[int] = frozenset()
+        self.pending_first_card: CardDrawn | None = None  # 631a.15(a)
+        self.fault: dict[str, str] | None = None
+        self._resume_state: TableState | None = None
+        self.out_of_order_reason = ""
+        self.machine = Machine(
+            model=self, states=TableState, transitions=TRANSITIONS, initial=TableState.CLOSED,
+            auto_transitions=False, queued=True, after_state_change="_persist_state",
+        )
+        for state in _OPERATING:
+            setattr(self, f"_resumes_{state.name.lower()}",
+                    lambda s=state: self._resume_state is s)
+
+    # --- persistence -------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "shoe": vars(self.shoe).copy(), "round_id": self.round_id, "round_no": self.round_no,
+            "wagers": self.wagers, "round_settlements": self.round_settlements,
+            "progressive_seats": sorted(self.progressive_seats),
+            "fault": self.fault, "resume_state": self._resume_state.value if self._resume_state
+            else None, "out_of_order_reason": self.out_of_order_reason,
+            "pending_first_card": _card_json(self.pending_first_card)
+            if self.pending_first_card else None,
+        }
+
+    def _persist_state(self) -> None:
+        self.store.save_table_state(self.state.value, self.snapshot())
+
+    def _record(self, kind: str, payload: Mapping[str, Any] | None = None, *,
+                severity: str = "info", device: str | None = None) -> None:
+        self.store.append_event(kind, payload, severity=severity, device=device,
+                                round_id=self.round_id)
+        getattr(log, "warning" if severity == "warning" else
+                "error" if severity in ("error", "critical") else "info")(kind, **dict(payload or {}))
+
+    def announce(self, action: str, **detail: Any) -> None:
+        """Tell the dealer what the rules require next (recorded, and shown on the display)."""
+        self._record("prompt", {"action": action, **detail})
+        if self._announce_hook is not None:
+            self._announce_hook(action, detail)
+
+    def restore(self) -> None:
+        """Resume where the store says the table was (after a restart or power cut)."""
+        saved = self.store.load_table_state()
+        if saved is None:
+            return
+        state_name, data = saved
+        self.shoe = ShoeProgress(**data["shoe"])
+        self.round_id = data["round_id"]
+        self.round_no = data["round_no"]
+        self.wagers = list(data["wagers"])
+        self.round_settlements = list(data.get("round_settlements", []))
+        self.progressive_seats = frozenset(data.get("progressive_seats", []))
+        self.fault = data["fault"]
+        self._resume_state = TableState(data["resume_state"]) if data["resume_state"] else None
+        self.out_of_order_reason = data.get("out_of_order_reason", "")
+        held = data.get("pending_first_card")
+        self.pending_first_card = _card_from_json(held) if held else None
+        self.machine.set_state(TableState(state_name))
+        if self.round_id is not None:
+            record = self.store.round(self.round_id)
+            if record is not None and record["state"] == "open":
+                # Rebuild the coup from the cards recorded before the cut: the round is
+                # completed from the cards already recorded (docs/rulings.md, recovery).
+                self.coup = self.rules.new_coup()
+                for item in record["cards"]:
+                    self.coup.place(Card.parse(item["card"]))
+        bind_round(self.shoe.shoe_no, self.round_id)
+        with self.store.transaction():
+            self._record("restored", {"state": state_name, "round_id": self.round_id})
+
+    # --- commands (control API) ----------------------------------------------------
+
+    def cmd_open(self) -> None:
+        with self.store.transaction():
+            self._record("table_opened")
+            self.open_table()
+            self.announce("inspect_cards", detail="inspect the decks (631a.4) then shuffle")
+
+    def cmd_shuffle(self, decks: int) -> None:
+        with self.store.transaction():
+            self.start_shuffle()
+            self._record("shuffle_requested", {"decks": decks})
+
+    def cmd_place_wager(self, seat: int, wager: str, amount_cents: int) -> None:
+        if self.state is not TableState.BETTING_OPEN:
+            raise CommandRefused(f"wagers are accepted only while betting is open (631a.8(c)); "
+                                 f"the table is {self.state.value}")
+        if not 1 <= seat <= self.seats:
+            raise CommandRefused(f"seat {seat} does not exist; allowed: 1 to {self.seats}")
+        if wager not in self.rules.offered():
+            raise CommandRefused(f"wager {wager!r} is not offered at this table; allowed: "
+                                 f"{', '.join(sorted(self.rules.offered()))}")
+        if not isinstance(amount_cents, int) or isinstance(amount_cents, bool) or amount_cents <= 0:
+            raise CommandRefused(f"amount {amount_cents!r}: must be a positive whole number of cents")
+        problem = self.rules.check_wager(seat, wager, amount_cents)
+        if problem:
+            raise CommandRefused(problem)
+        with self.store.transaction():
+            self.wagers.append({"seat": seat, "wager": wager, "amount_cents": amount_cents})
+            self._record("wager_accepted", {"seat": seat, "wager": wager,
+                                            "amount_cents": amount_cents})
+            self._persist_state()
+
+    def cmd_no_more_bets(self, cause: str = "dealer") -> None:
+        if self.state is not TableState.BETTING_OPEN:
+            raise CommandRefused(f"'no more bets' applies only while betting is open; the table "
+                                 f"is {self.state.value}")
+        locked = self._lock_seats(cause) if self._lock_seats else None
+        self._on_locked(locked, cause)
+
+    def cmd_acknowledge_fault(self) -> None:
+        if self.state is not TableState.DEVICE_FAULT:
+            raise CommandRefused(f"no fault to acknowledge; the table is {self.state.value}")
+        with self.store.transaction():
+            self._record("fault_acknowledged", dict(self.fault or {}))
+
+    # --- device events ----------------------------------------------------------------
+
+    def handle(self, event: DeviceEvent) -> None:
+        """Apply one device event. Called only from the event loop's thread."""
+        if self.state is TableState.OUT_OF_ORDER:
+            with self.store.transaction():
+                self._record("event_ignored_out_of_order", {"event": type(event).__name__})
+            return
+        match event:
+            case CardDrawn():
+                self._on_card(event)
+            case CoverCardDrawn():
+                self._on_cover_card(event)
+            case LockedOut():
+                self._on_locked(event, event.cause)
+            case DeviceFault():
+                self._on_fault(event)
+            case DeviceFaultCleared():
+                self._on_fault_cleared(event.device, event.code)
+            case LinkChanged():
+                self._on_link(event)
+            case ShuffleComplete():
+                self._on_shuffle_complete(event)
+            case ShuffleProgress():
+                pass  # shown by the CLI from device health; not a table event
+            case LateSensorChange():
+                with self.store.transaction():
+                    # 631c.2(d)(2), 627b.6(d)(2): never a wager; recorded for the seat.
+                    self._record("late_sensor_change", {"seat": event.seat,
+                                                        "present": event.present},
+                                 severity="warning", device="seats")
+            case SeatSensorChanged():
+                pass
+            case _:
+                raise TypeError(f"unknown device event {event!r}")
+
+    def _on_link(self, event: LinkChanged) -> None:
+        if event.state in (LinkState.RETRYING, LinkState.REFUSED) and event.device in (
+                "shoe", "seats"):
+            self._on_fault(DeviceFault(event.device, f"link_{event.state.value}", event.detail,
+                                       _DEFAULT_ACTION if event.state is LinkState.RETRYING else
+                                       "the device's firmware or protocol version is not "
+                                       "supported: replace or update it"))
+        elif event.state is LinkState.UP:
+            self._on_fault_cleared(event.device, None)
+
+    def _on_fault(self, fault: DeviceFault) -> None:
+        with self.store.transaction():
+            self._record("device_fault", {"code": fault.code, "detail": fault.detail,
+                                          "action": fault.action},
+                         severity="error", device=fault.device)
+            if self.state in _OPERATING:
+                self._resume_state = self.state
+                self.fault = {"device": fault.device, "code": fault.code, "detail": fault.detail,
+                              "action": fault.action}
+                self.device_failed()
+                self.announce("stop", detail=f"{fault.device}: {fault.detail}. {fault.action}")
+
+    def _on_fault_cleared(self, device: str, code: str | None) -> None:
+        if self.state is not TableState.DEVICE_FAULT or not self.fault:
+            return
+        if self.fault["device"] != device or (code is not None and self.fault["code"] != code
+                                              and not self.fault["code"].startswith("link_")):
+            return
+        with self.store.transaction():
+            self._record("device_recovered", {"code": code or self.fault["code"]}, device=device)
+            self.fault = None
+            self.device_recovered()
+            self._resume_state = None
+            self._persist_state()
+            self.announce("resume", state=self.state.value)
+
+    def _on_shuffle_complete(self, done: ShuffleComplete) -> None:
+        with self.store.transaction():
+            self._record("shuffle_complete", {"back": done.back.name.lower(),
+                                              "cards_counted": done.cards_counted,
+                                              "missing": done.missing, "extra": done.extra,
+                                              "duplicates": done.duplicates}, device=done.device)
+            if self.state is TableState.SHUFFLING and done.verified:
+                self.shuffle_verified()
+                self.announce("cut", detail="offer the cut (631a.5(b)); insert the cover cards "
+                              "(631a.5(c)-(d)) and load the shoe")
+
+    def _on_locked(self, locked: LockedOut | None, cause: str) -> None:
+        if self.state is not TableState.BETTING_OPEN:
+            return  # a second lock (button after first card) changes nothing
+        with self.store.transaction():
+            self.progressive_seats = locked.wagers if locked else frozenset()
+            self.round_no += 1
+            self.round_id = self.store.open_round(self.shoe.shoe_no, self.round_no, self.wagers)
+            bind_round(self.shoe.shoe_no, self.round_id)
+            self._record("no_more_bets", {"cause": cause, "round_no": self.round_no,
+                                          "wagers": self.wagers,
+                                          "progressive_seats": sorted(self.progressive_seats)})
+            self.coup = self.rules.new_coup()
+            self.round_settlements = []
+            self.lock_out()
+            held, self.pending_first_card = self.pending_first_card, None
+        if held is not None:
+            self._on_round_card(held)  # 631a.15(a): the held card opens this round
+        else:
+            with self.store.transaction():
+                self.announce("deal", next=self.coup.next_card().name.lower())
+
+    def _on_cover_card(self, event: CoverCardDrawn) -> None:
+        with self.store.transaction():
+            self.shoe.cover_card_seen = True
+            # 631a.10(d): complete this hand, then "last hand", then one more.
+            self._record("cover_card", {"index": event.index}, device=event.device)
+            self._persist_state()
+
+    def _on_card(self, event: CardDrawn) -> None:
+        problem = self._batch_verifier(event) if self._batch_verifier else None
+        if problem:
+            self._on_fault(DeviceFault(event.device, "batch_mismatch", problem,
+                                       "stop dealing: the card's back colour is not the batch in "
+                                       "play (681a.3(b)); call the floor supervisor"))
+            return
+        if self.shoe.last_card_index >= 0 and event.index != self.shoe.last_card_index + 1:
+            self._on_card_gap(event)
+            return
+        self.shoe.last_card_index = event.index
+        self.shoe.cards_drawn += 1
+        if self.state is TableState.BURN:
+            self._on_burn_card(event)
+        elif self.state is TableState.BETTING_OPEN:
+            # 627b.3(a)(2): the first card leaving the shoe locks every seat.
+            locked = self._lock_seats("first-card") if self._lock_seats else None
+            self._on_locked(locked, "first-card")
+            self._on_round_card(event)
+        elif self.state in (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS):
+            self._on_round_card(event)
+        else:
+            self._on_unexpected_card(event)
+
+    def _on_card_gap(self, event: CardDrawn) -> None:
+        """Cards left the shoe that the table never saw: nothing is settled from incomplete data."""
+        with self.store.transaction():
+            self._record("card_gap", {"expected_index": self.shoe.last_card_index + 1,
+                                      "received_index": event.index, "card": str(event.card)},
+                         severity="error", device=event.device)
+            self.shoe.last_card_index = event.index
+            if self.round_id is not None and self.coup is not None and self.state in (
+                    TableState.NO_MORE_BETS, TableState.DEALING, TableState.FIRST_FOUR_SETTLED,
+                    TableState.THIRD_CARDS):
+                self._void_round("cards left the shoe unseen by the controller")
+
+    def _on_burn_card(self, event: CardDrawn) -> None:
+        with self.store.transaction():
+            self.shoe.burned.append(str(event.card))
+            if self.shoe.burn_expected is None:
+                # 631a.5(f): expose the first card; burn as many more as its face value.
+                self.shoe.burn_expected = self.rules.burn_count(event.card)
+                self._record("burn_first_card", {"card": str(event.card),
+                                                 "burn": self.shoe.burn_expected})
+            else:
+                self.shoe.burn_expected -= 1
+                self._record("burn_card", {"index": event.index})
+            if self.shoe.burn_expected == 0:
+                self.burn_done()
+                self.announce("place_bets", round_no=self.round_no + 1)
+            else:
+                self.announce("burn", remaining=self.shoe.burn_expected)
+                self._persist_state()
+
+    def _on_round_card(self, event: CardDrawn) -> None:
+        assert self.coup is not None and self.round_id is not None
+        if event.face_up:
+            # 631a.15(d): a card found face up is not used for this round's wagers.
+            self._on_unexpected_card(event)
+            return
+        with self.store.transaction():
+            slot = self.coup.place(event.card)
+            hand = slot.hand.value if slot.hand else "extra"
+            self.store.add_round_card(self.round_id, {"index": event.index,
+                                                      "card": str(event.card), "hand": hand,
+                                                      "slot": slot.name.lower()})
+            self._record("card", {"index": event.index, "card": str(event.card), "hand": hand,
+                                  "slot": slot.name.lower()}, device=event.device)
+            self._persist_state()  # the shoe position moves with every card
+            if self.state is TableState.NO_MORE_BETS:
+                self.first_card()
+            if self.state is TableState.DEALING and self.coup.initial_cards_complete:
+                self.four_cards()
+                self._settle_point(SettlementPoint.FIRST_FOUR_CARDS)
+                if self.coup.complete:
+                    self.hands_complete()
+                else:
+                    self.third_card_due()
+            elif self.state is TableState.THIRD_CARDS and self.coup.complete:
+                self.hands_complete()
+            if self.state is TableState.RESULT:
+                self._finish_round()
+            else:
+                self.announce("deal", next=self.coup.next_card().name.lower())
+
+    def _on_unexpected_card(self, event: CardDrawn) -> None:
+        """631a.15: a card when the rules call for none is never silently used or dropped."""
+        with self.store.transaction():
+            if event.face_up:
+                ruling = "631a.15(d): disclosed card used as the first card of a simulated round; " \
+                         "no wagers"
+                self._record("card_face_up", {"index": event.index, "card": str(event.card),
+                                              "ruling": ruling}, severity="warning",
+                             device=event.device)
+                self.announce("discard", card=str(event.card), reason=ruling)
+            else:
+                ruling = "631a.15(a): undisclosed card drawn in error becomes the first card of " \
+                         "the next round"
+                self.pending_first_card = event
+                self._record("card_out_of_turn", {"index": event.index, "card": str(event.card),
+                                                  "ruling": ruling}, severity="warning",
+                             device=event.device)
+                self.announce("hold_card", card=str(event.card), reason=ruling)
+            self._persist_state()
+
+    # --- settlement ------------------------------------------------------------------------
+
+    def _settle_point(self, point: SettlementPoint) -> None:
+        settlements = [_settlement_json(s, self.vig_collection)
+                       for s in self.rules.settle(point, self.wagers, self.coup)]
+        if settlements:
+            self._record("settled_" + point.value.replace("-", "_"), {"settlements": settlements})
+            self.round_settlements.extend(settlements)
+
+    def _finish_round(self) -> None:
+        """631a.12: announce the result, collect losers, pay winners highest seat first."""
+        summary = self.rules.result_summary(self.coup)
+        self.announce_result()
+        self._settle_point(SettlementPoint.END_OF_ROUND)
+        settlements = list(self.round_settlements)
+        assert self.round_id is not None
+        self.store.close_round(self.round_id, "settled", summary, settlements)
+        table_net = -sum(s["net_cents"] for s in settlements)
+        self._record("round_settled", {"round_no": self.round_no, "result": summary,
+                                       "settlements": settlements, "table_net_cents": table_net})
+        self.shoe.rounds_in_shoe += 1
+        self.wagers, self.round_settlements = [], []
+        self.coup = None
+        self.progressive_seats = frozenset()
+        finished_round = self.round_id
+        self.round_id = None
+        if self.shoe.cover_card_seen and self.shoe.last_hand_announced:
+            self.shoe_finished()
+            self._record("shoe_complete", {"shoe_no": self.shoe.shoe_no,
+                                           "rounds": self.shoe.rounds_in_shoe,
+                                           "last_round_id": finished_round})
+            self.announce("shoe_complete", detail="replace the decks (631a.3(b), 631a.10(d))")
+            return
+        self.next_round()
+        if self.shoe.cover_card_seen:
+            self.shoe.last_hand_announced = True
+            self._persist_state()
+            self.announce("last_hand", detail="631a.10(d): one more hand after this announcement")
+        self.announce("place_bets", round_no=self.round_no + 1)
+        bind_round(self.shoe.shoe_no, None)
+
+    def _void_round(self, reason: str) -> None:
+        """631a.15(e): the round is void and every wager is returned."""
+        assert self.round_id is not None
+        settlements = [{"seat": w["seat"], "wager": w["wager"], "amount_cents": w["amount_cents"],
+                        "outcome": "void", "win_cents": 0, "vigorish_cents": 0, "net_cents": 0,
+                        "label": "void: wager returned", "section": "631a.15(e)"}
+                       for w in self.wagers]
+        self.store.close_round(self.round_id, "void", {"reason": reason}, settlements)
+        self._record("round_void", {"reason": reason, "settlements": settlements},
+                     severity="warning")
+        self.wagers, self.coup, self.round_id = [], None, None
+        self.void_round()
+        self.announce("shoe_complete", detail=f"round void ({reason}); replace the decks")
+
+    # --- shoe lifecycle -----------------------------------------------------------------------
+
+    def on_shoe_loaded(self) -> None:
+        """The dealer loaded a new shoe (cut and cover cards in place)."""
+        with self.store.transaction():
+            self.shoe = ShoeProgress(shoe_no=self.shoe.shoe_no + 1)
+            self.round_no = 0
+            bind_round(self.shoe.shoe_no, None)
+            self._record("shoe_loaded", {"shoe_no": self.shoe.shoe_no})
+            self.shoe_loaded()
+            self.announce("burn", detail="631a.5(f): expose the first card")
+
+    def mark_out_of_order(self, reason: str) -> None:
+        with self.store.transaction():
+            self.out_of_order_reason = reason
+            self._record("out_of_order", {"reason": reason}, severity="critical")
+            self.integrity_failed()
+
+
+class CommandRefused(Exception):
+    """A control command that the table's state or the rules do not allow."""
+
+
+def _card_json(event: CardDrawn) -> dict[str, Any]:
+    return {"device": event.device, "index": event.index, "card": str(event.card),
+            "back": event.back.value, "face_up": event.face_up}
+
+
+def _card_from_json(data: Mapping[str, Any]) -> CardDrawn:
+    return CardDrawn(data["device"], data["index"], Card.parse(data["card"]),
+                     BackColour(data["back"]), data["face_up"])
+
+
+def _settlement_json(s: Settlement, vig_collection: str) -> dict[str, Any]:
+    marked = s.vigorish_cents if vig_collection == "marked" else 0
+    return {
+        "seat": s.seat, "wager": s.wager, "amount_cents": s.amount_cents,
+        "outcome": s.outcome.value, "odds": str(s.odds), "win_cents": s.win_cents,
+        "vigorish_cents": s.vigorish_cents, "vig_marked_cents": marked,
+        # With marked vigorish (631a.13(d)(2)) the seat keeps the full win until collection.
+        "net_cents": s.net_cents + marked if s.outcome is Outcome.WIN else s.net_cents,
+        "label": s.label, "section": s.section,
+    }

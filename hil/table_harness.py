@@ -1,0 +1,284 @@
+"""A simulated table around a real daemon process: the dealer, the players and the devices.
+
+The daemon runs as its own process (`python -m controller.daemon`) exactly as
+systemd would start it; only `--set` overrides tell it where the simulated
+devices are: the shoe's pseudo-terminal, a GPIO bridge socket for the mock pin
+factory, a scratch store and control socket. The simulated dealer does what the
+daemon's prompts say and nothing else: it is the test of those prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.control import ControlClient, ControlError
+from controller.rules.cards import BackColour
+
+DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
+PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fail loudly
+
+
+@dataclass(frozen=True)
+class PlayerPlan:
+    """Which seats play and how; drawn from a seeded generator so a run is reproducible."""
+
+    seats: tuple[int, ...] = (1, 3, 5, 7, 9, 12)
+    wagers: tuple[str, ...] = ("banker", "player", "tie")
+    weights: tuple[int, ...] = (46, 46, 8)
+    amounts_cents: tuple[int, ...] = (500, 1000, 2500, 5000, 10000)
+    sit_out: float = 0.15  # chance that a seat skips a round
+
+    def wagers_for_round(self, rng: random.Random) -> list[tuple[int, str, int]]:
+        placed = []
+        for seat in self.seats:
+            if rng.random() < self.sit_out:
+                continue
+            wager = rng.choices(self.wagers, self.weights)[0]
+            placed.append((seat, wager, rng.choice(self.amounts_cents)))
+        return placed
+
+
+@dataclass
+class HarnessResult:
+    shoes_completed: int = 0
+    rounds: list[dict[str, Any]] = field(default_factory=list)  # round_settled payloads
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cards_drawn_by_shoe: list[int] = field(default_factory=list)
+    wagers_placed: list[tuple[int, int, str, int]] = field(default_factory=list)  # round_no,...
+
+
+class TableHarness:
+    """Start the simulated devices and the daemon; play shoes as the dealer and players."""
+
+    def __init__(self, config: Path, workdir: Path, *, seed: int = 1,
+                 players: PlayerPlan | None = None, on_line: Callable[[str], None] | None = None,
+                 daemon_log: Path | None = None, extra_overrides: Sequence[str] = ()) -> None:
+        from controller.config import load_config
+
+        self.config_path = Path(config)
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.rng = random.Random(seed)
+        self.players = players or PlayerPlan()
+        self.on_line = on_line or (lambda line: None)
+        self.socket = str(self.workdir / "control.sock")
+        self.gpio_socket = str(self.workdir / "gpio.sock")
+        self.store_path = str(self.workdir / "table.sqlite")
+        self.daemon_log = daemon_log or self.workdir / "tabled.log"
+        self.extra_overrides = list(extra_overrides)
+        self.table_config = load_config(self.config_path, self._overrides("/dev/null"))
+        self.decks = self.table_config.submission.game.decks
+        self.back = BackColour.RED
+        self.shoe: Any = None
+        self.pins: Any = None
+        self.daemon: asyncio.subprocess.Process | None = None
+        self.client: ControlClient | None = None
+        self.result = HarnessResult()
+
+    def _overrides(self, shoe_port: str) -> list[str]:
+        return [f"shoe.url={shoe_port}", f"store.path={self.store_path}",
+                f"control.socket={self.socket}",
+                f"gpio.factory_options.bridge_socket={self.gpio_socket}",
+                *self.extra_overrides]
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    async def __aenter__(self) -> TableHarness:
+        from hil.shoe_sim import SimulatedShoe
+
+        self.shoe = SimulatedShoe([], self.back, 0)
+        await self.shoe.start()
+        await self.start_daemon()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_daemon()
+        if self.shoe is not None:
+            await self.shoe.stop()
+
+    async def start_daemon(self) -> None:
+        args = [sys.executable, "-m", "controller.daemon", "--config", str(self.config_path)]
+        for override in self._overrides(self.shoe.port):
+            args += ["--set", override]
+        log_file = open(self.daemon_log, "ab")  # noqa: SIM115 - handed to the child
+        self.daemon = await asyncio.create_subprocess_exec(
+            *args, stdout=log_file, stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        log_file.close()
+        self.client = await self._connect()
+        from hil.mock_pins import PinBridgeClient
+
+        self.pins = PinBridgeClient(self.gpio_socket)
+
+    async def _connect(self) -> ControlClient:
+        deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
+        while True:
+            assert self.daemon is not None
+            if self.daemon.returncode is not None:
+                raise RuntimeError(f"tabled exited with {self.daemon.returncode}; see "
+                                   f"{self.daemon_log}:\n{_tail(self.daemon_log)}")
+            try:
+                client = await ControlClient(self.socket).connect()
+                await client.call("status")
+                return client
+            except (FileNotFoundError, ConnectionError, OSError):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"tabled did not open {self.socket} within "
+                                       f"{DAEMON_READY_TIMEOUT_S} s:\n{_tail(self.daemon_log)}")
+                await asyncio.sleep(0.05)  # polling a socket path: nothing to await instead
+
+    async def stop_daemon(self, sig: int = signal.SIGTERM) -> int | None:
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        if self.daemon is None or self.daemon.returncode is not None:
+            return self.daemon.returncode if self.daemon else None
+        self.daemon.send_signal(sig)
+        try:
+            return await asyncio.wait_for(self.daemon.wait(), 20)
+        except TimeoutError:
+            self.daemon.kill()
+            return await self.daemon.wait()
+
+    # --- the dealer ------------------------------------------------------------------
+
+    async def call(self, cmd: str, **args: Any) -> Any:
+        assert self.client is not None
+        return await self.client.call(cmd, **args)
+
+    async def play(self, shoes: int = 1) -> HarnessResult:
+        """Deal `shoes` complete shoes, following the daemon's prompts."""
+        assert self.client is not None
+        stream = await ControlClient(self.socket).connect()
+        try:
+            events = stream.subscribe(0)
+            status = await self.call("status")
+            if status["state"] == "closed":
+                await self.call("open")
+            target = self.result.shoes_completed + shoes
+            while self.result.shoes_completed < target:
+                event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
+                self.result.events.append(event)
+                await self._react(event, target)
+        finally:
+            await stream.close()
+        return self.result
+
+    async def _react(self, event: dict[str, Any], target: int) -> None:
+        kind, payload = event["kind"], event["payload"]
+        if kind == "round_settled":
+            self.result.rounds.append({**payload, "round_id": event["round_id"]})
+            self.on_line(render_round(payload))
+            return
+        if kind == "device_fault":
+            self.on_line(f"  !! {event['device']}: {payload['detail']} -> {payload['action']}")
+            return
+        if kind != "prompt":
+            return
+        action = payload["action"]
+        if action == "inspect_cards":
+            await self.call("shuffle", back=self.back.name.lower())
+        elif action == "cut":
+            from hil.shoe_sim import build_stack
+
+            stack, cover_at = build_stack(self.decks, self.rng)
+            self.shoe.load(stack, self.back, cover_at)
+            await self.call("shoe_loaded")
+        elif action in ("burn", "deal"):
+            if await self.shoe.draw() is None:  # the cover card came out: 631a.10(d)
+                self.on_line("  -- cover card: this hand is completed, then 'last hand'")
+                await self.shoe.draw()
+        elif action == "place_bets":
+            await self._place_bets(payload.get("round_no", 0))
+        elif action == "last_hand":
+            self.on_line("  -- dealer: \"last hand\"")
+        elif action == "shoe_complete":
+            self.result.shoes_completed += 1
+            self.result.cards_drawn_by_shoe.append(self.shoe.drawn)
+            if self.result.shoes_completed < target:
+                await self.call("shuffle", back=self.back.name.lower())
+
+    async def _place_bets(self, round_no: int) -> None:
+        for seat, wager, amount in self.players.wagers_for_round(self.rng):
+            try:
+                await self.call("place_wager", seat=seat, wager=wager, amount_cents=amount)
+                self.result.wagers_placed.append((round_no, seat, wager, amount))
+            except ControlError as exc:
+                self.on_line(f"  wager refused at seat {seat}: {exc}")
+        # The dealer's "no more bets": the lock-out button, through the GPIO bridge.
+        self.pins.press(self.table_config.gpio.lockout_pin)
+        self.pins.release(self.table_config.gpio.lockout_pin)
+
+
+# --- presentation -----------------------------------------------------------------------
+
+
+def money(cents: int, *, sign: bool = False) -> str:
+    text = f"${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+    if cents < 0:
+        return "-" + text
+    return ("+" + text) if sign and cents > 0 else text
+
+
+def render_round(payload: dict[str, Any]) -> str:
+    r = payload["result"]
+    winner = {"player": "PLAYER wins", "banker": "BANKER wins", "tie": "TIE"}[r["winner"]]
+    extras = [label for flag, label in (("dragon_7", "Dragon 7"), ("panda_8", "Panda 8"))
+              if r.get(flag)]
+    head = (f"Round {payload['round_no']:>2}  Player {' '.join(r['player']):<11} ({r['player_total']})"
+            f"   Banker {' '.join(r['banker']):<11} ({r['banker_total']})   {winner}"
+            + (f" ({', '.join(extras)})" if extras else ""))
+    lines = [head]
+    for s in sorted(payload["settlements"], key=lambda s: (s["seat"], s["wager"])):
+        result = {"win": f"won {money(s['net_cents'], sign=True)}",
+                  "lose": f"lost {money(s['net_cents'])}",
+                  "push": "push (returned)", "void": "void (returned)"}[s["outcome"]]
+        vig = f"  (vigorish {money(s['vigorish_cents'])})" if s["vigorish_cents"] else ""
+        lines.append(f"    seat {s['seat']:>2}  {s['wager']:<8} {money(s['amount_cents']):>9}  "
+                     f"{result}{vig}")
+    return "\n".join(lines)
+
+
+def render_summary(result: HarnessResult) -> str:
+    rounds = result.rounds
+    by_winner = {w: sum(1 for r in rounds if r["result"]["winner"] == w)
+                 for w in ("banker", "player", "tie")}
+    seats: dict[int, int] = {}
+    wagered = vig = 0
+    for r in rounds:
+        for s in r["settlements"]:
+            seats[s["seat"]] = seats.get(s["seat"], 0) + s["net_cents"]
+            wagered += s["amount_cents"]
+            vig += s["vigorish_cents"]
+    table_net = sum(r["table_net_cents"] for r in rounds)
+    lines = [
+        "",
+        "=" * 72,
+        f"Shoes: {result.shoes_completed}   Rounds: {len(rounds)}   "
+        f"Banker {by_winner['banker']}  Player {by_winner['player']}  Tie {by_winner['tie']}",
+        f"Cards drawn from the shoe: {', '.join(map(str, result.cards_drawn_by_shoe))}",
+        f"Total wagered: {money(wagered)}   Vigorish: {money(vig)}   "
+        f"Table win/loss: {money(table_net, sign=True)}",
+        "Seats:",
+    ]
+    for seat in sorted(seats):
+        lines.append(f"    seat {seat:>2}  {money(seats[seat], sign=True):>12}")
+    balance = table_net + sum(seats.values())
+    lines.append(f"Balance check (table + seats): {money(balance)} "
+                 f"{'OK' if balance == 0 else 'MISMATCH'}")
+    return "\n".join(lines)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"

@@ -1,0 +1,101 @@
+"""The durable store: WAL + synchronous=FULL, one transaction per step, a hash-chained log."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from controller.store import GENESIS_HASH, IntegrityError, Store, StoreError, entry_hash
+
+
+@pytest.fixture
+def store(tmp_path):
+    clock = iter(float(t) for t in range(1_000_000))
+    s = Store(tmp_path / "table.sqlite", clock=lambda: next(clock))
+    yield s
+    s.close()
+
+
+def test_pragmas_are_wal_and_full_sync(store):
+    db = sqlite3.connect(store.path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # synchronous is per connection; the store's own connection is what matters.
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_event_chain_links_each_entry_to_the_one_before(store):
+    first = store.append_event("table_opened")
+    second = store.append_event("wager_accepted", {"seat": 3, "amount_cents": 2500}, round_id=7)
+    assert first.seq == 1 and first.prev_hash == GENESIS_HASH
+    assert second.prev_hash == first.hash
+    assert second.hash == entry_hash(first.hash, 2, second.at, "wager_accepted", "info", None, 7,
+                                     '{"amount_cents":2500,"seat":3}')
+    assert store.verify_chain() == 2
+
+
+def test_an_altered_entry_is_named(store, tmp_path):
+    for seat in range(1, 6):
+        store.append_event("wager_accepted", {"seat": seat, "amount_cents": 1000})
+    raw = sqlite3.connect(store.path)
+    raw.execute("""UPDATE events SET payload = '{"amount_cents":100000,"seat":3}' WHERE seq = 3""")
+    raw.commit()
+    with pytest.raises(IntegrityError) as caught:
+        store.verify_chain()
+    assert caught.value.check == "event chain"
+    assert "entry 3 (wager_accepted) was altered" in caught.value.detail
+
+
+def test_a_deleted_entry_is_named(store):
+    for seat in range(1, 6):
+        store.append_event("wager_accepted", {"seat": seat})
+    raw = sqlite3.connect(store.path)
+    raw.execute("DELETE FROM events WHERE seq = 2")
+    raw.commit()
+    with pytest.raises(IntegrityError, match="entry 2 is missing"):
+        store.verify_chain()
+
+
+def test_a_failed_step_leaves_nothing_behind(store):
+    seen = []
+    store.subscribe(seen.append)
+    with pytest.raises(RuntimeError), store.transaction():
+        store.append_event("wager_accepted", {"seat": 1})
+        raise RuntimeError("power cut in the middle of the step")
+    assert store.events() == []
+    assert seen == []  # listeners only ever see committed entries
+    store.append_event("after")
+    assert [e.seq for e in store.events()] == [1]
+
+
+def test_a_round_is_settled_exactly_once(store):
+    round_id = store.open_round(1, 1, [{"seat": 2, "wager": "banker", "amount_cents": 1000}])
+    settlement = {"seat": 2, "wager": "banker", "amount_cents": 1000, "net_cents": 950}
+    store.close_round(round_id, "settled", {"winner": "banker"}, [settlement])
+    with pytest.raises(StoreError, match="cannot be closed twice"):
+        store.close_round(round_id, "settled", {"winner": "banker"}, [settlement])
+    assert store.seat_totals() == {2: {"net_cents": 950, "wagered_cents": 1000,
+                                       "vig_owed_cents": 0}}
+
+
+def test_marked_vigorish_is_owed_until_collected(store):
+    """631a.13(d)(2): vigorish marked per seat and collected later."""
+    round_id = store.open_round(1, 1, [])
+    store.close_round(round_id, "settled", {}, [
+        {"seat": 4, "wager": "banker", "amount_cents": 2000, "net_cents": 2000,
+         "vig_marked_cents": 100}])
+    assert store.seat_totals()[4]["vig_owed_cents"] == 100
+    assert store.collect_vigorish(4) == 100
+    assert store.seat_totals()[4] == {"net_cents": 1900, "wagered_cents": 2000,
+                                      "vig_owed_cents": 0}
+    assert store.events()[-1].kind == "vigorish_collected"
+
+
+def test_quick_check_passes_on_a_healthy_file(store):
+    store.quick_check()
+
+
+def test_table_state_round_trips(store):
+    store.save_table_state("betting_open", {"round_no": 4})
+    store.save_table_state("dealing", {"round_no": 5})
+    assert store.load_table_state() == ("dealing", {"round_no": 5})

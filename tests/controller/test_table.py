@@ -1,0 +1,249 @@
+"""The table state machine driven by device events, with the real rules engine and store.
+
+No devices and no event loop: each test feeds the events a shoe, a shuffler and
+the lock-out button would produce, and checks the prompts, states and cents.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.config import load_config
+from controller.rules.cards import BackColour, Card
+from controller.rules.game import build_game
+from controller.store import Store
+from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from drivers.protocols import (
+    CardDrawn, CoverCardDrawn, DeviceFault, DeviceFaultCleared, LockedOut, ShuffleComplete,
+)
+
+CONFIG = Path(__file__).parents[2] / "config" / "simulated-table.toml"
+
+
+class Dealer:
+    """Feeds cards to the table as the shoe would, numbering them."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.index = 0
+
+    def draw(self, *cards: str, face_up: bool = False) -> None:
+        for text in cards:
+            self.table.handle(CardDrawn("shoe", self.index, Card.parse(text), BackColour.RED,
+                                        face_up))
+            self.index += 1
+
+    def cover(self) -> None:
+        self.table.handle(CoverCardDrawn("shoe", self.index))
+
+
+def make_table(store: Store) -> Table:
+    config = load_config(CONFIG)
+    locks: list[str] = []
+
+    def lock(cause: str) -> LockedOut:
+        locks.append(cause)
+        return LockedOut(cause, 0.0, frozenset())
+
+    table = Table(table_id="T1", seats=14, rules=RulesAdapter(build_game(config.submission)),
+                  store=store, lock_seats=lock)
+    table.locks = locks  # type: ignore[attr-defined]
+    return table
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "table.sqlite")
+    yield s
+    s.close()
+
+
+def prompts(store: Store) -> list[str]:
+    return [e.payload["action"] for e in store.events(kind="prompt")]
+
+
+def open_to_betting(table: Table, dealer: Dealer, first: str = "3♠") -> None:
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    assert table.state is TableState.CUT
+    table.on_shoe_loaded()
+    assert table.state is TableState.BURN
+    dealer.draw(first)  # 631a.5(f): exposed; its value says how many more to burn
+    burn = Card.parse(first).burn_value
+    dealer.draw(*["2♣"] * burn)
+    assert table.state is TableState.BETTING_OPEN
+
+
+def test_burn_follows_the_exposed_card_631a_5_f(store):
+    table, = (make_table(store),)
+    dealer = Dealer(table)
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.on_shoe_loaded()
+    dealer.draw("K♦")  # a king counts ten for the burn
+    dealer.draw(*["5♣"] * 9)
+    assert table.state is TableState.BURN
+    dealer.draw("5♣")
+    assert table.state is TableState.BETTING_OPEN
+    assert table.shoe.burned == ["K♦"] + ["5♣"] * 10
+    assert prompts(store)[-1] == "place_bets"
+
+
+def test_a_shuffle_that_does_not_verify_does_not_open_the_cut(store):
+    """681a.9(c)-style failure to count the batch: the table stays in shuffling."""
+    table = make_table(store)
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 415, 1, 0, 0))
+    assert table.state is TableState.SHUFFLING
+
+
+def test_banker_win_pays_even_money_less_5_percent_631a_13_c(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_place_wager(2, "player", 2000)
+    table.cmd_place_wager(3, "tie", 500)
+    table.cmd_no_more_bets()
+    assert table.state is TableState.NO_MORE_BETS
+    # 631a.9(c): P, B, P, B. Player 2+4 = 6 stands; Banker 3+4 = 7 stands (631a.11(c)(1)).
+    dealer.draw("2♣", "3♦", "4♥", "4♠")
+    assert table.state is TableState.BETTING_OPEN
+    settled = store.events(kind="round_settled")[-1].payload
+    assert settled["result"] == {"player": ["2♣", "4♥"], "banker": ["3♦", "4♠"],
+                                 "player_total": 6, "banker_total": 7, "winner": "banker",
+                                 "player_natural": False, "banker_natural": False,
+                                 "dragon_7": False, "panda_8": False}
+    by_seat = {s["seat"]: (s["outcome"], s["win_cents"], s["vigorish_cents"], s["net_cents"])
+               for s in settled["settlements"]}
+    assert by_seat == {1: ("win", 1000, 50, 950), 2: ("lose", 0, 0, -2000),
+                       3: ("lose", 0, 0, -500)}
+    assert settled["table_net_cents"] == 1550
+    # 631a.12(b): losers collected first, then winners from the highest seat down.
+    assert [s["seat"] for s in settled["settlements"]] == [3, 2, 1]
+
+
+def test_table_1_decides_the_banker_third_card_631a_11_c_2_iii(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(5, "tie", 1000)
+    table.cmd_no_more_bets()
+    # Player 2+3 = 5 draws (631a.11(b)(1)); Banker 3+K = 3; Player's third is an 8:
+    # Table 1 row 3, column 8 is S, so the Banker stays.
+    dealer.draw("2♣", "3♦", "3♥", "K♠")
+    assert table.state is TableState.THIRD_CARDS
+    assert store.events(kind="prompt")[-1].payload == {"action": "deal", "next": "player_third"}
+    dealer.draw("8♣")
+    assert table.state is TableState.BETTING_OPEN
+    settled = store.events(kind="round_settled")[-1].payload
+    assert settled["result"]["player"] == ["2♣", "3♥", "8♣"]
+    assert settled["result"]["banker"] == ["3♦", "K♠"]
+    assert settled["result"]["winner"] == "tie"
+    # 631a.13(b): the configured 8 to 1.
+    assert settled["settlements"] == [{
+        "seat": 5, "wager": "tie", "amount_cents": 1000, "outcome": "win", "odds": "8",
+        "win_cents": 8000, "vigorish_cents": 0, "vig_marked_cents": 0, "net_cents": 8000,
+        "label": settled["settlements"][0]["label"], "section": settled["settlements"][0]["section"]}]
+
+
+def test_the_first_card_locks_the_table_627b_3_a_2(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "player", 1000)
+    dealer.draw("9♣")
+    assert table.locks == ["first-card"]
+    assert table.state is TableState.DEALING
+    with pytest.raises(CommandRefused, match="only while betting is open"):
+        table.cmd_place_wager(2, "player", 1000)
+
+
+def test_wager_refusals_name_what_is_allowed(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    with pytest.raises(CommandRefused, match="seat 15 does not exist; allowed: 1 to 14"):
+        table.cmd_place_wager(15, "banker", 1000)
+    with pytest.raises(CommandRefused, match="allowed: banker, player, tie"):
+        table.cmd_place_wager(1, "dragon_bonus", 1000)
+    with pytest.raises(CommandRefused, match="below the table minimum of 500 cents"):
+        table.cmd_place_wager(1, "banker", 499)
+
+
+def test_cover_card_then_last_hand_then_one_more_631a_10_d(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_no_more_bets()
+    dealer.draw("9♣", "8♦")
+    dealer.cover()  # during the hand: it is completed
+    dealer.draw("K♥", "K♠")  # Player natural 9 wins
+    assert table.state is TableState.BETTING_OPEN
+    assert prompts(store)[-2:] == ["last_hand", "place_bets"]
+    table.cmd_no_more_bets()
+    dealer.draw("9♣", "8♦", "K♥", "K♠")
+    assert table.state is TableState.END_OF_SHOE
+    assert prompts(store)[-1] == "shoe_complete"
+    assert table.shoe.rounds_in_shoe == 2
+
+
+def test_a_shoe_fault_stops_play_and_recovery_resumes_the_round(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦")
+    table.handle(DeviceFault("shoe", "SHOE_LID_OPEN", "lid open", "close the lid"))
+    assert table.state is TableState.DEVICE_FAULT
+    assert table.fault == {"device": "shoe", "code": "SHOE_LID_OPEN", "detail": "lid open",
+                           "action": "close the lid"}
+    assert store.events(kind="round_settled") == []  # nothing settled from incomplete data
+    table.handle(DeviceFaultCleared("shoe", "SHOE_LID_OPEN"))
+    assert table.state is TableState.DEALING
+    dealer.draw("4♥", "4♠")
+    assert store.events(kind="round_settled")[-1].payload["settlements"][0]["net_cents"] == 950
+
+
+def test_restart_mid_round_completes_from_the_recorded_cards_and_settles_once(store, tmp_path):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦", "4♥")
+    # Power cut: a new process opens the same file.
+    store.close()
+    reopened = Store(tmp_path / "table.sqlite")
+    revived = make_table(reopened)
+    revived.restore()
+    assert revived.state is TableState.DEALING
+    assert revived.coup.next_card().name == "BANKER_SECOND"
+    dealer.table = revived
+    dealer.draw("4♠")
+    rounds = reopened.rounds()
+    assert [(r["state"], r["settlements"][0]["net_cents"]) for r in rounds] == [("settled", 950)]
+    reopened.verify_chain()
+    reopened.close()
+
+
+def test_a_card_index_gap_voids_the_round_631a_15_e(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦")
+    dealer.index += 1  # a card left the shoe that the controller never saw
+    dealer.draw("4♥")
+    assert table.state is TableState.END_OF_SHOE
+    record = store.rounds()[-1]
+    assert record["state"] == "void"
+    assert record["settlements"][0]["outcome"] == "void"
+    assert record["settlements"][0]["net_cents"] == 0
