@@ -108,12 +108,12 @@ def settlement_of(key: str, seat: int, amount_cents: int, r: Resolution, roundin
                           odds=Fraction(0), win_cents=0, vigorish_cents=0, label=r.label,
                           section=r.section)
     win = payout_cents(amount_cents, r.odds, rounding)
-    vig = 0
+    owed = 0
     if r.vig_rate and vig is not None:
-        vig = vigorish_cents(win, vig.rate, round_up_to_25c=vig.round_up_to_25c,
-                             rounding=vig.rounding)
+        owed = vigorish_cents(win, vig.rate, round_up_to_25c=vig.round_up_to_25c,
+                              rounding=vig.rounding)
     return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=WIN, odds=r.odds,
-                      win_cents=win, vigorish_cents=vig, label=r.label, section=r.section)
+                      win_cents=win, vigorish_cents=owed, label=r.label, section=r.section)
 
 
 @dataclass(frozen=True)

@@ -270,8 +270,10 @@ def _parse_game(c: _Collector, data: Mapping[str, Any]) -> GameConfig | None:
                             " (681a.7(g), docs/rulings.md)") or "to-17"
     bonus_cards = _get_choice(c, draw_t, "bonus_cards", "game.drawing.bonus_cards",
                               "first-three", BONUS_CARDS, " (681a.3(e))") or "first-three"
-    if decks is None or variant is None:
-        return None
+    # An invalid deck count or variant is already reported; carry on with a stand-in so the
+    # wagers are still checked and every error is listed in one pass.
+    decks = decks if decks is not None else DECKS[family][-1]
+    variant = variant if variant is not None else "standard"
     return GameConfig(
         family=family, decks=decks, variant=variant, fully_automated=fully_automated,
         squeeze=squeeze, payout_rounding=payout_rounding, vigorish=vigorish,

@@ -1,0 +1,108 @@
+"""tablectl subcommands of the rules engine: `par-sheet`, `simulate`, `config validate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from controller.cli import exitcodes
+
+
+def register(subparsers: Any) -> None:
+    """Add the rules subcommands to tablectl's parser."""
+    par = subparsers.add_parser(
+        "par-sheet", help="exact par sheet of every wager a configuration offers",
+        description="Probability of each paying outcome, hit frequency and house edge of "
+                    "every offered wager, by exact enumeration of the configured full shoe.")
+    par.add_argument("config", metavar="CONFIG", help="the table's Rules Submission (TOML)")
+    par.add_argument("--json", action="store_true", help="machine-readable output")
+    par.set_defaults(handler=_par_sheet)
+
+    sim = subparsers.add_parser(
+        "simulate", help="deal shuffled shoes through the rules engine",
+        description="Deal complete shuffled shoes (cut, burn, cover card, last hand) and "
+                    "print every round; format in docs/simulate-format.md.")
+    sim.add_argument("config", metavar="CONFIG", help="the table's Rules Submission (TOML)")
+    sim.add_argument("--shoes", type=int, default=1, help="number of shoes (default 1)")
+    sim.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sim.add_argument("--unit-cents", type=int, default=10000,
+                     help="amount of each wager in cents (default 10000)")
+    sim.add_argument("--json", action="store_true", help="one JSON object per round")
+    sim.set_defaults(handler=_simulate)
+
+    cfg = subparsers.add_parser("config", help="Rules Submission tools")
+    cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION")
+    cfg_sub.required = True
+    val = cfg_sub.add_parser("validate", help="check a table configuration file",
+                             description="Validate a Rules Submission; exit 6 listing every "
+                                         "error if it is not valid.")
+    val.add_argument("file", metavar="FILE")
+    val.set_defaults(handler=_validate)
+
+
+def _load(path: str) -> Any:
+    from controller.rules.game import load_game
+    from controller.rules.submission import SubmissionError
+
+    try:
+        return load_game(path)
+    except SubmissionError as exc:
+        for line in exc.errors:
+            print(line, file=sys.stderr)
+        return None
+
+
+def _par_sheet(args: argparse.Namespace) -> int:
+    from controller.rules.par import compute_par_sheet, render_text, to_json_obj
+
+    game = _load(args.config)
+    if game is None:
+        return exitcodes.BAD_CONFIGURATION
+    started = time.perf_counter()
+    sheet = compute_par_sheet(game)
+    elapsed = time.perf_counter() - started
+    if args.json:
+        obj = to_json_obj(sheet)
+        obj["seconds"] = round(elapsed, 4)
+        print(json.dumps(obj, indent=2))
+    else:
+        print(render_text(sheet))
+        print(f"(computed in {elapsed:.3f} s)")
+    return exitcodes.OK
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from controller.rules.simulate import SimulationOptions, human_line, simulate
+
+    if args.shoes < 1 or args.unit_cents < 1:
+        print("--shoes and --unit-cents must be at least 1", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+    game = _load(args.config)
+    if game is None:
+        return exitcodes.BAD_CONFIGURATION
+    options = SimulationOptions(shoes=args.shoes, seed=args.seed, unit_cents=args.unit_cents)
+    total = 0
+    for record in simulate(game, options):
+        total += record["seat_net_cents"]
+        print(json.dumps(record, ensure_ascii=False) if args.json else human_line(record))
+    if not args.json:
+        print(f"seat net over all rounds: {total:+d} cents")
+    return exitcodes.OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from controller.rules.submission import SubmissionError, load_submission
+
+    try:
+        sub = load_submission(args.file)
+    except SubmissionError as exc:
+        for line in exc.errors:
+            print(line)
+        print(f"{len(exc.errors)} error(s)")
+        return exitcodes.BAD_CONFIGURATION
+    print(f"{args.file}: valid ({sub.game.family}, {sub.game.decks} decks, "
+          f"wagers: {', '.join(w.key for w in sub.wagers)})")
+    return exitcodes.OK
