@@ -90,13 +90,36 @@ def ordered_draws(
 def initial_four_distribution(
     classes: Sequence[CardClass], decks: int, classify: Callable[[RoundView], str | None]
 ) -> dict[str | None, Fraction]:
-    """Distribution of `classify` over the first four cards, dealt P, B, P, B (631a.9(c))."""
+    """Distribution of `classify` over the first four cards, dealt P, B, P, B (631a.9(c)).
+
+    A wager on the initial cards reads each hand's two cards as a set, so each
+    hand is enumerated as an unordered pair of classes (x2 orders when the
+    classes differ); the number of card sequences depends only on how many
+    cards of each class are drawn, not on the positions they take.
+    """
+    if sum(per_deck for _, per_deck in classes) != CARDS_PER_DECK:
+        raise ValueError("card classes must partition the 52 cards of a deck")
+    sizes = [per_deck * decks for _, per_deck in classes]
+    reps = [card for card, _ in classes]
+    pairs = [(i, j) for i in range(len(classes)) for j in range(i, len(classes))]
     tally: dict[str | None, int] = {}
-    for (p1, b1, p2, b2), weight in ordered_draws(classes, 4, decks):
-        view = RoundView((p1, p2), (b1, b2), (p1.baccarat_value + p2.baccarat_value) % 10,
-                         (b1.baccarat_value + b2.baccarat_value) % 10)
-        label = classify(view)
-        tally[label] = tally.get(label, 0) + weight
+    for i, j in pairs:
+        hand_p = (reps[i], reps[j])
+        total_p = (reps[i].baccarat_value + reps[j].baccarat_value) % 10
+        for k, m in pairs:
+            used: dict[int, int] = {}
+            for c in (i, j, k, m):
+                used[c] = used.get(c, 0) + 1
+            weight = (2 if i != j else 1) * (2 if k != m else 1)
+            for c, n in used.items():
+                weight *= falling(sizes[c], n)
+            if not weight:
+                continue
+            hand_b = (reps[k], reps[m])
+            view = RoundView(hand_p, hand_b, total_p,
+                             (reps[k].baccarat_value + reps[m].baccarat_value) % 10)
+            label = classify(view)
+            tally[label] = tally.get(label, 0) + weight
     total = falling(CARDS_PER_DECK * decks, 4)
     return {label: Fraction(w, total) for label, w in tally.items()}
 

@@ -97,6 +97,22 @@ Pay = FixedOdds | FixedAmount | PaysMeter | Push
 
 
 @dataclass(frozen=True, slots=True)
+class MeterSpec:
+    """A progressive meter's parameters as the Rules Submission fixes them.
+
+    Rates are exact shares of each wager: `increment_rate` goes to the live
+    meter, `reserve_rate` to the reserve that funds the next reseed.
+    """
+
+    level: str
+    reset_cents: int | None  # seed and reseed amount; None when the submission leaves it open
+    increment_rate: Fraction | None  # None when the submission must state it
+    section: str
+    reserve_rate: Fraction = Fraction(0)
+    minimum_reset_cents: int = 0  # the regulation's floor for reset_cents
+
+
+@dataclass(frozen=True, slots=True)
 class PayLine:
     """One line of a paytable: its label, what it pays and the clause that defines it."""
 
@@ -262,6 +278,15 @@ class LineWager:
         return settle_line(self.key, seat, amount_cents, line,
                            self.lose_section or self.section, self.rounding)
 
+    def par_odds(self, line: PayLine) -> Fraction:
+        """What a line returns per unit wagered, net of vigorish (for the par sheet)."""
+        pay = line.pay
+        if isinstance(pay, FixedOdds):
+            return pay.odds
+        if isinstance(pay, FixedAmount):
+            return Fraction(pay.cents, getattr(self, "denomination_cents"))
+        return Fraction(0)
+
     def card_classes(self) -> Sequence[combinatorics.CardClass]:
         return combinatorics.all_identities()
 
@@ -300,10 +325,8 @@ class LineWager:
         for line in self.paytable.lines:
             p = distribution[line.label]
             pay = line.pay
-            if isinstance(pay, FixedOdds):
-                expected += p * pay.odds
-            elif isinstance(pay, FixedAmount):
-                expected += p * Fraction(pay.cents, getattr(self, "denomination_cents"))
+            if isinstance(pay, (FixedOdds, FixedAmount)):
+                expected += p * self.par_odds(line)
             elif isinstance(pay, PaysMeter):
                 if p and (meter_return is None or pay.level not in meter_return):
                     raise ValueError(f"{self.key}: line {line.label!r} pays the {pay.level} "

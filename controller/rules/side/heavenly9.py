@@ -1,0 +1,89 @@
+"""Heavenly 9 progressive (631c.2): a 3-card 9 in either hand, the progressive on a suited tie.
+
+Paid from one table (631c.2(i)) whose fixed lines are "for 1": the amount
+handed back *includes* the wager, so "299 for 1" wins 298 times the wager on
+top of the returned wager (docs/rulings.md, "'for 1' odds"). Only the highest
+line a round hits is paid. The all-suited 3-card-9 tie pays 100% of the meter;
+the progressive system supplies that amount (`meter_win_cents`). Settled with
+the Baccarat wagers at the end of the round (631c.2(f)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+from controller.rules.money import Rounding
+from controller.rules.side.common import (
+    FixedOdds, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter, SideWagerConfigError,
+)
+from controller.rules.side.mystery import MysteryConfiguration
+from controller.rules.wager import RoundView, Settlement, SettlementPoint
+
+SUITED_TIE = "Player and banker 3-card tie, all cards same suit"
+COLOURED_TIE = "Player and banker 3-card tie, all cards same color"
+THREE_CARD_TIE = "Player and banker 3-card tie"
+BANKER_NINE = "Banker 3-card 9"
+PLAYER_NINE = "Player 3-card 9"
+
+HEAVENLY_9_PAYTABLE = Paytable("631c.2(i)", "631c.2(i)", (
+    PayLine(SUITED_TIE, PaysMeter("progressive", Fraction(1)), "631c.2(g)(1)"),
+    PayLine(COLOURED_TIE, FixedOdds.for_one(299), "631c.2(g)(2)"),
+    PayLine(THREE_CARD_TIE, FixedOdds.for_one(60), "631c.2(g)(3)"),
+    PayLine(BANKER_NINE, FixedOdds.for_one(9), "631c.2(g)(4)"),
+    PayLine(PLAYER_NINE, FixedOdds.for_one(8), "631c.2(g)(5)"),
+))
+
+# 631c.2(i): seed/reseed $10,000, increment rate 10% of each wager.
+HEAVENLY_9_METER = MeterSpec("progressive", 1_000_000, Fraction(10, 100), "631c.2(i)",
+                             minimum_reset_cents=1_000_000)
+MINIMUM_WAGER_CENTS = 500  # 631c.2(c): no less than $5
+
+
+@dataclass(frozen=True)
+class Heavenly9Progressive(LineWager):
+    key: str = "heavenly_9_progressive"
+    mystery: MysteryConfiguration | None = None  # 631c.6, if the submission offers it
+    rounding: Rounding = Rounding.DOWN
+    paytable: Paytable = HEAVENLY_9_PAYTABLE
+    meter: MeterSpec = HEAVENLY_9_METER
+    section: str = "631c.2"
+    settles_at: SettlementPoint = SettlementPoint.END_OF_ROUND
+    par_space: ClassVar[str] = ParSpace.COUP_WITH_SUITS
+    lose_section: ClassVar[str] = "631c.2(h)"
+
+    def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
+        player_nine = len(view.player) == 3 and view.player_total == 9
+        banker_nine = len(view.banker) == 3 and view.banker_total == 9
+        if player_nine and banker_nine:
+            cards = view.player + view.banker
+            if len({c.suit for c in cards}) == 1:
+                return self.paytable.line(SUITED_TIE)
+            if len({c.suit.is_red for c in cards}) == 1:
+                return self.paytable.line(COLOURED_TIE)
+            return self.paytable.line(THREE_CARD_TIE)
+        if banker_nine:
+            return self.paytable.line(BANKER_NINE)
+        if player_nine:
+            return self.paytable.line(PLAYER_NINE)
+        return None
+
+    def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
+        if amount_cents < MINIMUM_WAGER_CENTS:
+            raise ValueError(f"{self.key}: a wager of {amount_cents} cents is below the "
+                             f"{MINIMUM_WAGER_CENTS}-cent minimum of 631c.2(c)")
+        return super().settle(seat, amount_cents, round_view)
+
+
+def make_heavenly_9(key: str, mystery: object = None, mystery_wager_dollars: object = None,
+                    rounding: Rounding = Rounding.DOWN) -> Heavenly9Progressive:
+    from controller.rules.side.mystery import mystery_configuration
+
+    config = None
+    if mystery is not None:
+        config = mystery_configuration(key, mystery, mystery_wager_dollars)
+    elif mystery_wager_dollars is not None:
+        raise SideWagerConfigError(key, "mystery_wager_dollars", mystery_wager_dollars,
+                                   "only with mystery = 'A'..'D' (631c.6(c)(4))")
+    return Heavenly9Progressive(key, config, rounding)

@@ -1,0 +1,224 @@
+"""Royal 9 Progressive (627b.3): a face card and a nine as a hand's first two cards.
+
+Every position has its own King-9 combination printed on the layout
+(627b.3(e)(5)); since a table has up to 14 positions and only one King-9 by
+rank, a combination is a (king's suit, nine's suit) pair, 16 in all. The
+wager is of one denomination, $5 or $1, with fixed dollar prizes and three
+meters (Mega, Major, Minor) per 627b.3(f)-(g). It settles after the first
+four cards, before any third card (627b.3(d)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import ClassVar
+
+from controller.rules.cards import Card, Rank, Suit
+from controller.rules.money import Rounding
+from controller.rules.side.combinatorics import CardClass
+from controller.rules.side.common import (
+    FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
+    SideWagerConfigError, is_face,
+)
+from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
+from controller.rules.wager import RoundView, Settlement, SettlementPoint
+
+MEGA, MAJOR, MINOR = "Personal King 9 v. Personal King 9", "Personal King 9 on Banker Hand", \
+    "Personal King 9 on Player Hand"
+MEGA_ENVY = "Mega Envy - Any Position's King 9 v. King 9"
+SUITED_TIE, TIE = "Suited Royal 9 Tie Hand", "Royal 9 Tie Hand"
+ANY_SUITED, ANY = "Any Suited Royal 9", "Any Royal 9"
+
+KingNine = tuple[Suit, Suit]  # (king's suit, nine's suit)
+
+
+def _paytable(section: str, envy: int, suited_tie: int, tie: int, suited: int, any_: int) -> Paytable:
+    return Paytable(section, section, (
+        PayLine(MEGA, PaysMeter("mega"), "627b.3(e)(6)"),
+        PayLine(MAJOR, PaysMeter("major"), "627b.3(e)(7)"),
+        PayLine(MINOR, PaysMeter("minor"), "627b.3(e)(8)"),
+        PayLine(MEGA_ENVY, FixedAmount(envy * 100), "627b.3(e)(9)"),
+        PayLine(SUITED_TIE, FixedAmount(suited_tie * 100), "627b.3(e)(4)"),
+        PayLine(TIE, FixedAmount(tie * 100), "627b.3(e)(3)"),
+        PayLine(ANY_SUITED, FixedAmount(suited * 100), "627b.3(e)(2)"),
+        PayLine(ANY, FixedAmount(any_ * 100), "627b.3(e)(1)"),
+    ))
+
+
+# Denomination in cents -> paytable, and the regulation's minimum meter resets (cents).
+ROYAL_9_PAYTABLES: dict[int, Paytable] = {
+    500: _paytable("627b.3(f)(1)", 5000, 1500, 250, 50, 25),
+    100: _paytable("627b.3(g)(1)", 1000, 300, 50, 10, 5),
+}
+ROYAL_9_MINIMUM_RESETS: dict[int, dict[str, int]] = {
+    500: {"mega": 5_000_000, "major": 45_000, "minor": 45_000},  # 627b.3(f)(2)
+    100: {"mega": 1_000_000, "major": 9_000, "minor": 9_000},  # 627b.3(g)(2)
+}
+
+_SUIT_LETTERS = {"C": Suit.CLUBS, "D": Suit.DIAMONDS, "H": Suit.HEARTS, "S": Suit.SPADES}
+
+
+def default_combinations(seats: int = 14) -> dict[int, KingNine]:
+    """A layout's default assignment: seat n gets the n-th (king suit, nine suit) pair.
+
+    Suits run clubs, diamonds, hearts, spades; the king's suit varies slowest.
+    A Rules Submission may print any other unique assignment.
+    """
+    pairs = [(k, n) for k in Suit for n in Suit]
+    return {seat: pairs[seat - 1] for seat in range(1, seats + 1)}
+
+
+def parse_combination(key: str, seat: object, text: object) -> KingNine:
+    """'KS9H' -> (spades, hearts); errors name the option and the expected form."""
+    raw = str(text).strip().upper().replace("♠", "S").replace("♥", "H").replace("♦", "D") \
+        .replace("♣", "C")
+    if len(raw) == 4 and raw[0] == "K" and raw[2] == "9" and raw[1] in _SUIT_LETTERS \
+            and raw[3] in _SUIT_LETTERS:
+        return _SUIT_LETTERS[raw[1]], _SUIT_LETTERS[raw[3]]
+    raise SideWagerConfigError(key, f"personal_combinations.{seat}", text,
+                               "expected a king and a nine with suits, e.g. 'KS9H'")
+
+
+def king_nine(cards: Sequence[Card]) -> KingNine | None:
+    """The hand's King-9 combination, if its two cards are exactly a king and a nine."""
+    ranks = {cards[0].rank, cards[1].rank}
+    if ranks != {Rank.KING, Rank.NINE}:
+        return None
+    king = cards[0] if cards[0].rank == Rank.KING else cards[1]
+    nine = cards[1] if king is cards[0] else cards[0]
+    return king.suit, nine.suit
+
+
+def royal_9(cards: Sequence[Card]) -> bool:
+    """627b.3(b): a face card (K, Q, J) and a nine."""
+    a, b = cards[0], cards[1]
+    return (is_face(a) and b.rank == Rank.NINE) or (is_face(b) and a.rank == Rank.NINE)
+
+
+@dataclass(frozen=True)
+class Royal9Progressive(LineWager):
+    key: str
+    denomination_cents: int
+    combinations: Mapping[int, KingNine]  # every position of the table, occupied or not
+    meters: tuple[MeterSpec, ...] = ()
+    mystery: Royal9MysteryConfiguration | None = None
+    rounding: Rounding = Rounding.DOWN
+    section: str = "627b.3"
+    settles_at: SettlementPoint = SettlementPoint.FIRST_FOUR_CARDS
+    par_space: ClassVar[str] = ParSpace.FIRST_FOUR
+    lose_section: ClassVar[str] = "627b.3(e)"
+    _assigned: frozenset[KingNine] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_assigned", frozenset(self.combinations.values()))
+
+    @property
+    def paytable(self) -> Paytable:  # type: ignore[override]
+        return ROYAL_9_PAYTABLES[self.denomination_cents]
+
+    def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
+        player, banker = view.player[:2], view.banker[:2]
+        table = self.paytable
+        mine = self.combinations.get(seat)
+        kp, kb = king_nine(player), king_nine(banker)
+        if mine is not None:
+            if kp == mine and kb == mine:
+                return table.line(MEGA)
+            if kb == mine:
+                return table.line(MAJOR)
+            if kp == mine:
+                return table.line(MINOR)
+        # 627b.3(e)(9): the same position's King 9 in both hands pays every other
+        # wagering seat, whether or not that position is occupied or wagering.
+        if kp is not None and kp == kb and kp in self._assigned:
+            return table.line(MEGA_ENVY)
+        p9, b9 = royal_9(player), royal_9(banker)
+        p_suited = p9 and player[0].suit == player[1].suit
+        b_suited = b9 and banker[0].suit == banker[1].suit
+        if p_suited and b_suited:
+            return table.line(SUITED_TIE)
+        if p9 and b9:
+            return table.line(TIE)
+        if p_suited or b_suited:
+            return table.line(ANY_SUITED)
+        if p9 or b9:
+            return table.line(ANY)
+        return None
+
+    def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
+        if amount_cents != self.denomination_cents:
+            raise ValueError(f"{self.key}: a wager of {amount_cents} cents on a "
+                             f"{self.denomination_cents}-cent Royal 9 (627b.3(f)-(g))")
+        return super().settle(seat, amount_cents, round_view)
+
+    def card_classes(self) -> Sequence[CardClass]:
+        # Kings and nines by suit (the personal combinations), queens and jacks by
+        # suit (suited Royal 9s), and everything else alike.
+        return ([(Card(Rank.KING, s), 1) for s in Suit] + [(Card(Rank.NINE, s), 1) for s in Suit]
+                + [(Card(Rank.QUEEN, s), 2) for s in Suit] + [(Card(Rank.TWO, Suit.CLUBS), 36)])
+
+
+def make_royal_9(
+    key: str, denomination_dollars: object, meters: object, combinations: object = None,
+    mystery: object = None, seats: int = 14, rounding: Rounding = Rounding.DOWN,
+) -> Royal9Progressive:
+    """Validate a Royal 9 configuration.
+
+    `meters` maps "mega"/"major"/"minor" to {reset_cents, increment_percent}: the
+    submission must state the rate of progression and reset amounts, at least
+    the regulation's minimums (627b.3(f)(2), (g)(2)).
+    """
+    if denomination_dollars not in (1, 5) or isinstance(denomination_dollars, bool):
+        raise SideWagerConfigError(key, "denomination_dollars", denomination_dollars,
+                                   "allowed: 1, 5 (627b.3(f)-(g))")
+    denomination = int(denomination_dollars) * 100  # type: ignore[call-overload]
+    minimums = ROYAL_9_MINIMUM_RESETS[denomination]
+    if not isinstance(meters, Mapping) or set(meters) != set(minimums):
+        raise SideWagerConfigError(key, "meters", meters,
+                                   "a table for each of mega, major, minor "
+                                   "with reset_cents and increment_percent (627b.3(f)(2))")
+    specs = []
+    for level, floor in minimums.items():
+        entry = meters[level]
+        reset = entry.get("reset_cents") if isinstance(entry, Mapping) else None
+        rate = entry.get("increment_percent") if isinstance(entry, Mapping) else None
+        if isinstance(reset, bool) or not isinstance(reset, int) or reset < floor:
+            raise SideWagerConfigError(key, f"meters.{level}.reset_cents", reset,
+                                       f"an integer of at least {floor} cents for a "
+                                       f"${denomination // 100} wager (627b.3(f)(2), (g)(2))")
+        try:
+            percent = Fraction(str(rate))
+        except (ValueError, ZeroDivisionError):
+            percent = Fraction(-1)
+        if rate is None or isinstance(rate, bool) or not 0 < percent < 100:
+            raise SideWagerConfigError(key, f"meters.{level}.increment_percent", rate,
+                                       "a percentage between 0 and 100, e.g. '1.5'")
+        specs.append(MeterSpec(level, reset, percent / 100, "627b.3(f)(2)",
+                               minimum_reset_cents=floor))
+    if combinations is None:
+        assigned = default_combinations(seats)
+    elif isinstance(combinations, Mapping):
+        assigned = {}
+        for seat_text, text in combinations.items():
+            try:
+                seat = int(seat_text)
+            except ValueError:
+                seat = 0
+            if not 1 <= seat <= seats:
+                raise SideWagerConfigError(key, "personal_combinations", seat_text,
+                                           f"seat numbers 1 to {seats}")
+            assigned[seat] = parse_combination(key, seat_text, text)
+        if len(set(assigned.values())) != len(assigned):
+            raise SideWagerConfigError(key, "personal_combinations", combinations,
+                                       "each position's King 9 must be unique (627b.3(e)(5))")
+    else:
+        raise SideWagerConfigError(key, "personal_combinations", combinations,
+                                   "a table of seat = 'KS9H'")
+    config = None
+    if mystery is not None:
+        if mystery not in ROYAL_9_MYSTERY_CONFIGURATIONS or isinstance(mystery, bool):
+            raise SideWagerConfigError(key, "mystery", mystery, "allowed: 1, 2, 3 (627b.3(h))")
+        config = ROYAL_9_MYSTERY_CONFIGURATIONS[mystery]  # type: ignore[index]
+    return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding)
