@@ -23,8 +23,10 @@ from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer
 from controller.logsetup import bind_table, configure_logging
 from controller.rules.cards import BackColour
+from controller.sdnotify import SdNotifier
 from controller.store import IntegrityError, Store
-from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from controller.table import CommandRefused, RulesAdapter, Table
+from controller.watchdog import Health, WatchdogPinger
 from drivers.protocols import Device, DeviceEvent, LinkState
 
 log = structlog.get_logger("tabled")
@@ -88,6 +90,7 @@ class Daemon:
         self._register_commands()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._consumer: asyncio.Task[None] | None = None
 
     # --- wiring -----------------------------------------------------------------
 
@@ -142,10 +145,15 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("daemon_started", {"version": __version__,
                                                        "state": self.table.state.value})
+        self._consumer = asyncio.create_task(self._consume(), name="table-events")
+        notifier = SdNotifier()
+        notifier.ready(f"table {self.table.state.value}")
+        pinger = WatchdogPinger(notifier, self.health).start()
         log.info("ready", state=self.table.state.value, socket=self.config.control_socket)
-        consumer = asyncio.create_task(self._consume())
         await stop.wait()
-        consumer.cancel()
+        notifier.stopping("stopping: closing devices and the store")
+        pinger.cancel()
+        self._consumer.cancel()
         with self.store.transaction():
             self.store.append_event("daemon_stopping", {"state": self.table.state.value})
         await self.control.close()
@@ -165,9 +173,23 @@ class Daemon:
                     self.store.append_event("internal_error", {"event": repr(event)},
                                             severity="error")
 
-    def healthy(self) -> bool:
-        """For the systemd watchdog: the loop is turning and no critical device is down."""
-        return all(d.health().link is not LinkState.REFUSED for d in self.devices.values())
+    def health(self) -> Health:
+        """For the systemd watchdog: can this process still do its job?
+
+        A disconnected device is a table fault the daemon reports and recovers
+        from itself, so it does not fail the check; a dead event consumer or a
+        backed-up queue does (a restart is the cure for those).
+        """
+        consumer_alive = self._consumer is not None and not self._consumer.done()
+        backlog = self.queue.qsize()
+        down = [name for name, d in self.devices.items() if d.health().link is not LinkState.UP]
+        summary = f"table {self.table.state.value}" + (
+            f"; waiting for {', '.join(down)}" if down else "; all devices up")
+        if not consumer_alive:
+            return Health(False, "the table's event consumer stopped")
+        if backlog > QUEUE_LIMIT // 2:
+            return Health(False, f"{backlog} device events waiting: the table is not keeping up")
+        return Health(True, summary)
 
     # --- control commands -----------------------------------------------------------
 
