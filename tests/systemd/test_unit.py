@@ -205,3 +205,43 @@ def test_verify_gate_notices_a_broken_unit(verifiable_unit: Path) -> None:
     verifiable_unit.write_text(broken)
     result = verify(verifiable_unit)
     assert "WatchdogSecs" in result.stdout + result.stderr
+
+
+def test_bad_configuration_is_not_restarted() -> None:
+    from controller.cli import exitcodes
+
+    assert value("RestartPreventExitStatus") == str(exitcodes.BAD_CONFIGURATION)
+    try:
+        from controller.daemon import EXIT_CONFIG
+    except ImportError as exc:
+        pytest.skip(f"controller.daemon not importable here ({exc}); checked against tablectl only")
+    assert value("RestartPreventExitStatus") == str(EXIT_CONFIG)
+
+
+MDWE_PROBE = r"""
+import ctypes, sys
+PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0) != 0:
+    sys.exit(77)  # kernel older than 6.3: no PR_SET_MDWE
+import asyncio, sqlite3, serial, usb.core, gpiozero, structlog, transitions
+callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x * 2)
+assert callback(21) == 42
+db = sqlite3.connect(":memory:")
+db.execute("create table t (x)")
+assert asyncio.run(asyncio.sleep(0, result=7)) == 7
+print("ok")
+"""
+
+
+def test_python_stack_runs_without_writable_executable_memory() -> None:
+    """What MemoryDenyWriteExecute=yes forbids, enforced by the kernel's PR_SET_MDWE
+    (the same rule systemd installs as a seccomp filter): CPython, sqlite3, the
+    device libraries and a ctypes callback still work."""
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", MDWE_PROBE], capture_output=True, text=True,
+                            timeout=TOOL_TIMEOUT_S, check=False)
+    if result.returncode == 77:
+        pytest.skip("kernel has no PR_SET_MDWE (Linux < 6.3)")
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
