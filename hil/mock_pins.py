@@ -1,0 +1,196 @@
+"""gpiozero mock pins that another process can drive: the software relay board of a HIL rig.
+
+``BridgedMockFactory`` is a ``MockFactory`` that also serves a small line
+protocol on a Unix socket. The daemon is configured with::
+
+    [gpio]
+    pin_factory = "hil.mock_pins:BridgedMockFactory"
+    factory_options = { bridge_socket = "/tmp/table-pins.sock" }
+
+and the HIL harness, in its own process, uses ``PinBridgeClient`` to place and
+lift chips on seat sensors, press the lock-out button and read the seat LEDs,
+as a rig's relay board and photodiodes would. A real rig's relay service speaks
+the same protocol, so the same test body drives both (``hil/rig.py``).
+
+Line protocol (ASCII, one request per line, one reply per line)::
+
+    PING              -> OK
+    SET <pin> <0|1>   -> OK            drive an input pin low/high
+    GET <pin>         -> OK <0|1>      the level of any pin (outputs: what the daemon drives)
+    anything wrong    -> ERR <reason>
+
+Pins are gpiozero names: a BCM number (``17``) or ``GPIO17``. Callbacks fire in
+the bridge's connection thread, just as lgpio fires them in its own thread.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import socketserver
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+import structlog
+from gpiozero.pins.mock import MockFactory, MockPin
+
+log = structlog.get_logger()
+
+BRIDGE_LINE_MAX = 256
+"""Longest request line accepted; the protocol's longest legal line is ~20 bytes."""
+BRIDGE_CLIENT_TIMEOUT_S = 5.0
+"""Client reply timeout: the server answers in microseconds; 5 s only catches a dead daemon."""
+
+
+def _pin_name(token: str) -> int | str:
+    return int(token) if token.isdigit() else token
+
+
+class _BridgeHandler(socketserver.StreamRequestHandler):
+    server: _BridgeServer
+
+    def handle(self) -> None:
+        while True:
+            line = self.rfile.readline(BRIDGE_LINE_MAX + 1)
+            if not line:
+                return
+            if len(line) > BRIDGE_LINE_MAX:
+                self.wfile.write(b"ERR line too long\n")
+                return
+            reply = self.server.factory.bridge_command(line.decode("ascii", "replace").strip())
+            self.wfile.write(reply.encode("ascii") + b"\n")
+
+
+class _BridgeServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, factory: BridgedMockFactory) -> None:
+        self.factory = factory
+        super().__init__(path, _BridgeHandler)
+
+
+class BridgedMockFactory(MockFactory):
+    """A gpiozero ``MockFactory`` whose pins are driven and read over a Unix socket."""
+
+    def __init__(self, revision: str | None = None, pin_class: Any = None, *,
+                 bridge_socket: str) -> None:
+        super().__init__(revision=revision, pin_class=pin_class)
+        self.bridge_socket = bridge_socket
+        self._pin_lock = threading.Lock()
+        try:
+            os.unlink(bridge_socket)  # a stale socket from a killed daemon
+        except FileNotFoundError:
+            pass
+        self._server = _BridgeServer(bridge_socket, self)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="pin-bridge", daemon=True)
+        self._thread.start()
+        log.info("pin bridge listening", socket=bridge_socket)
+
+    def bridge_command(self, line: str) -> str:
+        """Execute one protocol line and return the reply (without newline)."""
+        parts = line.split()
+        try:
+            if parts == ["PING"]:
+                return "OK"
+            if len(parts) == 3 and parts[0] == "SET" and parts[2] in ("0", "1"):
+                pin: MockPin = self.pin(_pin_name(parts[1]))
+                with self._pin_lock:
+                    if pin.function != "input":
+                        return f"ERR pin {parts[1]} is an output; only inputs can be driven"
+                    if parts[2] == "1":
+                        pin.drive_high()
+                    else:
+                        pin.drive_low()
+                return "OK"
+            if len(parts) == 2 and parts[0] == "GET":
+                return f"OK {int(bool(self.pin(_pin_name(parts[1])).state))}"
+        except Exception as exc:  # a bad pin name must not kill the bridge thread
+            return f"ERR {type(exc).__name__}: {exc}"
+        return f"ERR unknown request {line[:40]!r}; expected PING, SET <pin> <0|1> or GET <pin>"
+
+    def close(self) -> None:
+        """Stop the bridge, then release the pins."""
+        self._server.shutdown()
+        self._server.server_close()
+        try:
+            os.unlink(self.bridge_socket)
+        except FileNotFoundError:
+            pass
+        super().close()
+
+
+class PinBridgeError(RuntimeError):
+    """The pin bridge refused a request or could not be reached."""
+
+
+class PinBridgeClient:
+    """Drives a ``BridgedMockFactory`` (or a rig's relay service) from another process.
+
+    Sensors and the lock-out button are wired active-low (docs/wiring.md), so
+    ``press`` drives the pin low and ``release`` lets it go high; a wager on a
+    seat sensor is ``press(sensor_pin)``.
+    """
+
+    def __init__(self, socket_path: str, *, timeout: float = BRIDGE_CLIENT_TIMEOUT_S,
+                 active_low: bool = True) -> None:
+        self.socket_path = socket_path
+        self.active_low = active_low
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(socket_path)
+        except OSError as exc:
+            self._sock.close()
+            raise PinBridgeError(f"pin bridge {socket_path}: {exc}") from exc
+        self._reader = self._sock.makefile("rb")
+        self._lock = threading.Lock()
+
+    def _request(self, line: str) -> str:
+        with self._lock:
+            self._sock.sendall(line.encode("ascii") + b"\n")
+            reply = self._reader.readline(BRIDGE_LINE_MAX + 1).decode("ascii").strip()
+        if not reply.startswith("OK"):
+            raise PinBridgeError(f"pin bridge {self.socket_path}: {line!r} -> {reply or 'closed'}")
+        return reply[2:].strip()
+
+    def ping(self) -> None:
+        self._request("PING")
+
+    def set_input(self, pin: int | str, high: bool) -> None:
+        """Drive an input pin to a level (the daemon's gpiozero callbacks fire before this returns)."""
+        self._request(f"SET {pin} {int(high)}")
+
+    def read_output(self, pin: int | str) -> bool:
+        """The level of a pin (an LED the daemon drives)."""
+        return self._request(f"GET {pin}") == "1"
+
+    def press(self, pin: int | str) -> None:
+        """Activate a sensor or button (low when wired active-low)."""
+        self.set_input(pin, not self.active_low)
+
+    def release(self, pin: int | str) -> None:
+        self.set_input(pin, self.active_low)
+
+    def chatter(self, pin: int | str, edges: int, *, interval_s: float = 0.0) -> None:
+        """Fault injection: toggle a sensor ``edges`` times (a loose connector), ending released
+        if ``edges`` is even. ``interval_s`` spaces the edges for a real clock."""
+        level = not self.active_low
+        for _ in range(edges):
+            self.set_input(pin, level)
+            level = not level
+            if interval_s:
+                time.sleep(interval_s)
+
+    def close(self) -> None:
+        self._reader.close()
+        self._sock.close()
+
+    def __enter__(self) -> PinBridgeClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
