@@ -1,0 +1,116 @@
+"""Exact par sheets checked against independently published figures.
+
+Each comparison is to the precision the source publishes (see docs/par-sheets.md and
+../shared/reference/published-house-edges.md).
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import pytest
+
+from controller.rules.game import load_game
+from controller.rules.par import ParContext, compute_par_sheet, enumerate_rounds, falling
+from controller.rules.submission import GameConfig
+
+from tests.rules.helpers import CONFIG, game_of
+
+
+def edge_pct(sheet, key: str) -> float:  # type: ignore[no-untyped-def]
+    return float(next(w for w in sheet.wagers if w.key == key).house_edge) * 100
+
+
+@pytest.fixture(scope="module")
+def std8():  # type: ignore[no-untyped-def]
+    return compute_par_sheet(game_of({"tie": {}, "dragon_bonus_player": {"paytable": "A"},
+                                      "dragon_bonus_banker": {"paytable": "A"}}))
+
+
+def test_every_round_class_sums_to_the_six_card_denominator() -> None:
+    rounds = enumerate_rounds([128] + [32] * 9, list(range(10)))
+    assert sum(rounds.values()) == falling(416, 6)
+
+
+def test_631a_8_probabilities_8_decks_wizard_appendix_1(std8) -> None:  # type: ignore[no-untyped-def]
+    banker = next(w for w in std8.wagers if w.key == "banker")
+    probs = {l.label: float(l.probability) for l in banker.lines}
+    assert round(probs["Banker wins"], 6) == 0.458597
+    assert round(probs["Player wins"], 6) == 0.446247
+    assert round(probs["Tie: Banker wager returned"], 6) == 0.095156
+
+
+def test_631a_13_c_banker_edge_8_decks(std8) -> None:  # type: ignore[no-untyped-def]
+    assert round(edge_pct(std8, "banker"), 4) == 1.0579
+
+
+def test_631a_13_a_player_edge_8_decks(std8) -> None:  # type: ignore[no-untyped-def]
+    assert round(edge_pct(std8, "player"), 4) == 1.2351
+
+
+@pytest.mark.parametrize("odds,edge", [("8 to 1", 14.3596), ("9 to 1", 4.8440)],
+                         ids=["631a.13(b)-8to1", "631a.13(b)-9to1"])
+def test_631a_13_b_tie_edges_8_decks(odds: str, edge: float) -> None:
+    sheet = compute_par_sheet(game_of({"tie": {}}, tie={"odds": odds}))
+    assert round(edge_pct(sheet, "tie"), 4) == edge
+
+
+def test_631a_3_a_six_deck_edges() -> None:
+    sheet = compute_par_sheet(game_of({"tie": {}}, decks=6))
+    assert round(edge_pct(sheet, "banker"), 4) == 1.0558
+    assert round(edge_pct(sheet, "player"), 4) == 1.2374
+    assert round(edge_pct(sheet, "tie"), 4) == 14.4382
+
+
+def test_631a_1_ez_figures() -> None:
+    sheet = compute_par_sheet(load_game(CONFIG / "baccarat-ez.toml"))
+    assert round(edge_pct(sheet, "banker"), 4) == 1.0183
+    d7 = next(w for w in sheet.wagers if w.key == "dragon_7")
+    p8 = next(w for w in sheet.wagers if w.key == "panda_8")
+    assert round(float(d7.hit_frequency), 6) == 0.022534  # 631a.13(f)
+    assert round(edge_pct(sheet, "dragon_7"), 4) == 7.6113
+    assert round(float(p8.hit_frequency), 6) == 0.034543  # 631a.13(g)
+    assert round(edge_pct(sheet, "panda_8"), 4) == 10.1876
+
+
+def test_631a_13_e_dragon_bonus_paytable_a(std8) -> None:  # type: ignore[no-untyped-def]
+    assert round(edge_pct(std8, "dragon_bonus_player"), 4) == 2.6517
+    assert round(edge_pct(std8, "dragon_bonus_banker"), 4) == 9.3731
+
+
+def test_pair_11_to_1_edge_from_first_four_ranks() -> None:
+    """The published Player Pair 11 to 1 figure checks the rank-level first-four weights."""
+    ctx = ParContext(GameConfig(family="baccarat", decks=8))
+    pair = sum(w for k, w in ctx.first_two_pairs.items() if k[0])
+    p = Fraction(pair, ctx.four_card_denominator)
+    assert round(float(-(11 * p - (1 - p))) * 100, 4) == 10.3614
+
+
+def test_631a_13_h_house_money_exact_against_closed_form() -> None:
+    sheet = compute_par_sheet(load_game(CONFIG / "baccarat-house-money.toml"))
+    hm = next(w for w in sheet.wagers if w.key == "house_money")
+    probs = {l.label: l.probability for l in hm.lines}
+    # Closed form typed independently: 8 decks, 32 cards of each rank, 416 cards.
+    one_hand = Fraction(13 * 32 * 31, 416 * 415)
+    both = Fraction(13 * 32 * 31 * (12 * 32 * 31 + 30 * 29), 416 * 415 * 414 * 413)
+    assert probs["Player and Banker Pair"] == both
+    assert probs["Player or Banker Pair"] == 2 * one_hand - 2 * both
+    assert hm.house_edge == -(15 * both + 3 * (2 * one_hand - 2 * both)
+                              - (1 - 2 * one_hand + both))
+
+
+def test_every_sheet_probabilities_sum_to_one() -> None:
+    for path in sorted(CONFIG.glob("*.toml")):
+        game = load_game(path)
+        if game.config.is_21:
+            continue
+        for wp in compute_par_sheet(game).wagers:
+            assert wp.total_probability == 1, (path.name, wp.key)
+
+
+def test_core_analysis_speed() -> None:
+    started = time.perf_counter()
+    ctx = ParContext(GameConfig(family="baccarat", decks=8))
+    _ = ctx.round_facts
+    assert time.perf_counter() - started < 0.5  # target 0.1 s; slack for a loaded CI machine

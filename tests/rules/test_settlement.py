@@ -1,0 +1,72 @@
+"""631a.12(b) settlement order, 631a.13(d) vigorish collection, 631a.15(e) void rounds."""
+
+from __future__ import annotations
+
+from controller.rules.settlement import (
+    PlacedWager, VigorishLedger, add_ride, check_wager, settle_round, void_round,
+)
+from controller.rules.wager import Outcome, SettlementPoint
+
+from tests.rules.helpers import game_of, view
+
+GAME = game_of({"tie": {"min_cents": 500, "max_cents": 1000}, "house_money": {}})
+BANKER_WINS = view("2S 3H", "4D 4C")
+
+
+def test_631a_12_b_losers_first_then_winners_highest_seat_down() -> None:
+    wagers = [PlacedWager(2, "banker", 1000), PlacedWager(9, "player", 1000),
+              PlacedWager(5, "banker", 1000), PlacedWager(12, "tie", 500),
+              PlacedWager(1, "player", 1000), PlacedWager(14, "banker", 1000)]
+    out = settle_round(GAME, wagers, BANKER_WINS, SettlementPoint.END_OF_ROUND)
+    assert [(s.seat, s.outcome) for s in out] == [
+        (12, Outcome.LOSE), (9, Outcome.LOSE), (1, Outcome.LOSE),
+        (14, Outcome.WIN), (5, Outcome.WIN), (2, Outcome.WIN)]
+
+
+def test_631a_12_b_each_winner_carries_its_vigorish() -> None:
+    out = settle_round(GAME, [PlacedWager(4, "banker", 2000)], BANKER_WINS,
+                       SettlementPoint.END_OF_ROUND)
+    assert out[0].vigorish_cents == 100 and out[0].net_cents == 1900
+
+
+def test_631a_9_e_first_four_point_settles_house_money_only() -> None:
+    wagers = [PlacedWager(4, "banker", 2000), PlacedWager(4, "house_money", 1000)]
+    first = settle_round(GAME, wagers, view("QS QH", "4D 5C"), SettlementPoint.FIRST_FOUR_CARDS)
+    assert [s.wager for s in first] == ["house_money"] and first[0].win_cents == 3000
+    end = settle_round(GAME, wagers, view("QS QH", "4D 5C"), SettlementPoint.END_OF_ROUND)
+    assert [s.wager for s in end] == ["banker"]
+
+
+def test_631a_9_e_1_i_ride_adds_to_main_wager() -> None:
+    wagers = [PlacedWager(4, "banker", 2000), PlacedWager(4, "house_money", 1000)]
+    rode = add_ride(wagers, 4, "banker", 3000)
+    assert rode[0] == PlacedWager(4, "banker", 5000)
+
+
+def test_631a_13_d_2_marked_vigorish_ledger() -> None:
+    ledger = VigorishLedger().mark(3, 50).mark(3, 25).mark(7, 100)
+    assert ledger.total_cents == 175
+    collected, ledger = ledger.seat_leaves(3)  # 631a.13(d)(2)(i) player leaves
+    assert collected == 75 and ledger.owed == {7: 100}
+    everything, ledger = ledger.new_shoe()  # 631a.13(d)(2)(i) before a new shoe
+    assert everything == {7: 100} and ledger.total_cents == 0
+
+
+def test_631a_13_d_2_ii_ledger_records_settlements() -> None:
+    out = settle_round(GAME, [PlacedWager(4, "banker", 2000), PlacedWager(6, "banker", 1000)],
+                       BANKER_WINS, SettlementPoint.END_OF_ROUND)
+    assert VigorishLedger().record(out).owed == {4: 100, 6: 50}
+
+
+def test_631a_15_e_void_round_returns_every_wager() -> None:
+    out = void_round([PlacedWager(1, "banker", 1000), PlacedWager(9, "tie", 500)])
+    assert all(s.outcome is Outcome.PUSH and s.net_cents == 0 for s in out)
+    assert all(s.section == "631a.15(e)" for s in out)
+
+
+def test_check_wager_limits_and_seats() -> None:
+    assert check_wager(GAME, PlacedWager(1, "tie", 500)) is None
+    assert "minimum" in (check_wager(GAME, PlacedWager(1, "tie", 100)) or "")
+    assert "maximum" in (check_wager(GAME, PlacedWager(1, "tie", 5000)) or "")
+    assert "seat" in (check_wager(GAME, PlacedWager(15, "tie", 500)) or "")  # 631a.2(a)
+    assert "not offered" in (check_wager(GAME, PlacedWager(1, "dragon_7", 500)) or "")
