@@ -1,0 +1,82 @@
+"""hil.mock_pins: a MockFactory whose pins another process drives (the software relay board)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drivers.protocols import LedState, LockedOut
+from drivers.seats import GpioSeatPanel
+from hil.mock_pins import PinBridgeClient, PinBridgeError
+
+from .conftest import LOCKOUT_PIN, TEN_SEATS, FakeClock, Recorder
+
+
+@pytest.fixture
+def socket_path() -> Iterator[str]:
+    # Unix socket paths are limited to 108 bytes; pytest's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="pins-", dir="/tmp") as tmp:
+        yield str(Path(tmp) / "pins.sock")
+
+
+async def _in_other_process(code: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    return out.decode().strip()
+
+
+@pytest.mark.timeout(60)
+async def test_another_process_places_chips_presses_lockout_and_reads_leds(
+        socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
+    """631c.2(d)(2) end to end through the bridge: wagers before the button count, after do not."""
+    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
+                          pin_factory="hil.mock_pins:BridgedMockFactory",
+                          factory_options={"bridge_socket": socket_path}, clock=clock, tick_s=None)
+    await panel.start(recorder)
+    try:
+        panel.open_betting(frozenset(TEN_SEATS))
+        s1, s2, led1 = TEN_SEATS[1].sensor_pin, TEN_SEATS[2].sensor_pin, TEN_SEATS[1].led_pin
+        await _in_other_process(
+            "from hil.mock_pins import PinBridgeClient\n"
+            f"with PinBridgeClient({socket_path!r}) as pins:\n"
+            f"    pins.press({s1}); pins.press({LOCKOUT_PIN}); pins.press({s2})\n")
+        locked = await recorder.wait_for(LockedOut)
+        assert locked.wagers == frozenset({1})
+        assert panel.led(1) is LedState.LOCKED
+        panel.set_led(1, LedState.ACCEPTED)
+        level = await _in_other_process(
+            "from hil.mock_pins import PinBridgeClient\n"
+            f"print(PinBridgeClient({socket_path!r}).read_output({led1}))\n")
+        assert level == "True"
+    finally:
+        await panel.stop()
+
+
+async def test_bridge_rejects_driving_an_output_and_bad_requests(
+        socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
+    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
+                          pin_factory="hil.mock_pins:BridgedMockFactory",
+                          factory_options={"bridge_socket": socket_path}, clock=clock, tick_s=None)
+    await panel.start(recorder)
+    try:
+        with PinBridgeClient(socket_path) as pins:
+            pins.ping()
+            with pytest.raises(PinBridgeError, match="is an output; only inputs can be driven"):
+                pins.set_input(TEN_SEATS[1].led_pin, True)
+            with pytest.raises(PinBridgeError, match="PinInvalidPin"):
+                pins.read_output(99)
+            pins.ping()  # the bridge survives bad requests
+    finally:
+        await panel.stop()
+
+
+def test_client_names_the_socket_it_cannot_reach(socket_path: str) -> None:
+    with pytest.raises(PinBridgeError, match="pins.sock"):
+        PinBridgeClient(socket_path)
