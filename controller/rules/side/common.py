@@ -17,23 +17,25 @@ from typing import ClassVar
 from controller.rules.baccarat import Hand
 from controller.rules.cards import Card, Rank
 from controller.rules.money import Rounding, payout_cents, round_cents
+from controller.rules.par import (
+    MysteryPar, ParContext, ParLine, ProgressivePar, WagerPar,
+)
+from controller.rules.registry import WagerConfigError
 from controller.rules.side import combinatorics
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
 
 
-class SideWagerConfigError(ValueError):
-    """A side wager's option is wrong; names the key, the value and what is allowed.
+class SideWagerConfigError(WagerConfigError):
+    """A side wager's option is wrong; names the wager key, the option, the value and what is allowed.
 
-    Subclasses `ValueError` like the registry's `WagerConfigError`, and carries
-    the same three attributes, so either can be reported the same way.
+    A `WagerConfigError`, so the Rules Submission parser reports it as
+    `wagers.<key>.<option>` like any other wager's.
     """
 
     def __init__(self, key: str, option: str, value: object, allowed: str) -> None:
-        super().__init__(f"[wagers.{key}] {option} = {value!r}: {allowed}")
+        super().__init__(option, value, allowed)
         self.key = key
-        self.option = option
-        self.value = value
-        self.allowed = allowed
+        self.args = (f"wagers.{key}.{option} = {value!r}: {allowed}",)
 
 
 # --- what a paytable line pays ---------------------------------------------------------------
@@ -206,6 +208,21 @@ def settle_line(
     return Settlement(key, seat, amount_cents, Outcome.WIN, odds, cents, 0, line.label, line.section)
 
 
+def meter_par(
+    paytable: Paytable, distribution: Mapping[str, Fraction], resets: Mapping[str, int],
+    wager_cents: int, note: str,
+) -> ProgressivePar:
+    """Return of a paytable's meter lines at the reset amounts, and per $1 on every meter."""
+    at_reset = per_dollar = Fraction(0)
+    for line in paytable.lines:
+        if isinstance(line.pay, PaysMeter):
+            p = distribution[line.label] * line.pay.fraction
+            at_reset += p * Fraction(resets.get(line.pay.level, 0), wager_cents)
+            per_dollar += p * Fraction(100, wager_cents)
+    headline = max(resets.values(), default=0)
+    return ProgressivePar(headline, at_reset, per_dollar, wager_cents, note)
+
+
 def meter_win_cents(pay: PaysMeter, meter_cents: int, rounding: Rounding = Rounding.DOWN) -> int:
     """The exact win for a meter line given the meter's amount at the hit, in whole cents."""
     if meter_cents < 0:
@@ -277,6 +294,47 @@ class LineWager:
         line = self.classify(round_view, seat)
         return settle_line(self.key, seat, amount_cents, line,
                            self.lose_section or self.section, self.rounding)
+
+    @property
+    def name(self) -> str:
+        """A human title for par sheets, e.g. 'Perfect Pairs Player'."""
+        return self.key.replace("_", " ").title()
+
+    def par_notes(self) -> tuple[str, ...]:
+        return ()
+
+    def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar | None:
+        """Return from the meter lines; None for a wager without a meter."""
+        return None
+
+    def mystery_par(self) -> MysteryPar | None:
+        return None
+
+    def par(self, ctx: ParContext, seat: int = 1) -> WagerPar:
+        """The exact par sheet for the registry's `tablectl par-sheet` (controller.rules.par)."""
+        distribution = self.exact_distribution(ctx.game.decks, seat)
+        lines: list[ParLine] = []
+        for line in self.paytable.lines:
+            p = distribution[line.label]
+            pay = line.pay
+            if isinstance(pay, Push):
+                lines.append(ParLine(line.label, Outcome.PUSH, Fraction(0), p, Fraction(0),
+                                     line.section))
+            elif isinstance(pay, PaysMeter):
+                # Its return depends on the live meter: see WagerPar.progressive.
+                lines.append(ParLine(f"{line.label} [{pay.describe()}]", Outcome.WIN,
+                                     Fraction(0), p, Fraction(0), line.section))
+            else:
+                odds = pay.odds if isinstance(pay, FixedOdds) else self.par_odds(line)
+                lines.append(ParLine(line.label, Outcome.WIN, odds, p, self.par_odds(line),
+                                     line.section))
+        lose = 1 - sum(distribution.values(), Fraction(0))
+        lines.append(ParLine("Loss", Outcome.LOSE, Fraction(0), lose, Fraction(-1),
+                             self.lose_section or self.section))
+        return WagerPar(key=self.key, name=self.name, section=self.section, lines=tuple(lines),
+                        paytable=self.paytable.name, notes=self.par_notes(),
+                        progressive=self.progressive_par(distribution),
+                        mystery=self.mystery_par())
 
     def par_odds(self, line: PayLine) -> Fraction:
         """What a line returns per unit wagered, net of vigorish (for the par sheet)."""

@@ -16,9 +16,13 @@ from fractions import Fraction
 from typing import ClassVar
 
 from controller.rules.cards import Rank
+from collections.abc import Mapping
+
 from controller.rules.money import Rounding
+from controller.rules.par import ProgressivePar
 from controller.rules.side.common import (
-    FixedOdds, LineWager, MeterSpec, ParSpace, Pay, PayLine, Paytable, PaysMeter, choose, odds_table,
+    FixedOdds, LineWager, MeterSpec, ParSpace, Pay, PayLine, Paytable, PaysMeter,
+    SideWagerConfigError, choose, meter_par, odds_table,
 )
 from controller.rules.wager import RoundView, SettlementPoint
 
@@ -105,6 +109,22 @@ class HarmonyProgressive(LineWager):
     par_space: ClassVar[str] = ParSpace.COUP_WITH_SUITS
     lose_section: ClassVar[str] = "627b.6(h)"
 
+    par_wager_cents: int = 500  # the wager the meter figures of the par sheet assume
+
+    @property
+    def name(self) -> str:
+        return "Harmony Progressive"
+
+    def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar:
+        reset = self.meter.reset_cents or 0
+        note = (f"a {self.par_wager_cents}-cent wager; incrementation "
+                f"{self.meter.increment_rate * 100}% and reserve {self.meter.reserve_rate * 100}% "
+                "(627b.6(j)) return to players over the meter's cycle")
+        if not reset:
+            note += "; no reseed_cents configured, so the return at reset counts a $0 meter"
+        return meter_par(self.paytable, distribution, {"progressive": reset},
+                         self.par_wager_cents, note)
+
     def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
         if view.player_total != view.banker_total:
             return None  # 627b.6(h): a Banker or Player win loses
@@ -115,13 +135,12 @@ class HarmonyProgressive(LineWager):
 
 
 def make_harmony(key: str, paytable: object, reseed_cents: object = None,
-                 rounding: Rounding = Rounding.DOWN) -> HarmonyProgressive:
+                 rounding: Rounding = Rounding.DOWN, par_wager_cents: int = 500
+                 ) -> HarmonyProgressive:
     letter = choose(key, "paytable", paytable, HARMONY_PAYTABLES)
     if reseed_cents is not None and (isinstance(reseed_cents, bool)
                                      or not isinstance(reseed_cents, int) or reseed_cents <= 0):
-        from controller.rules.side.common import SideWagerConfigError
-
         raise SideWagerConfigError(key, "reseed_cents", reseed_cents, "a positive integer of cents")
     increment, reserve = HARMONY_RATES[letter]
     meter = MeterSpec("progressive", reseed_cents, increment, "627b.6(j)", reserve_rate=reserve)  # type: ignore[arg-type]
-    return HarmonyProgressive(key, HARMONY_PAYTABLES[letter], meter, rounding)
+    return HarmonyProgressive(key, HARMONY_PAYTABLES[letter], meter, rounding, par_wager_cents=par_wager_cents)

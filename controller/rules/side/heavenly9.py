@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
+from collections.abc import Mapping
+
 from controller.rules.money import Rounding
+from controller.rules.par import MysteryPar, ProgressivePar
 from controller.rules.side.common import (
     FixedOdds, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter, SideWagerConfigError,
+    meter_par,
 )
 from controller.rules.side.mystery import MysteryConfiguration
 from controller.rules.wager import RoundView, Settlement, SettlementPoint
@@ -68,6 +72,25 @@ class Heavenly9Progressive(LineWager):
         if player_nine:
             return self.paytable.line(PLAYER_NINE)
         return None
+
+    @property
+    def name(self) -> str:
+        return "Heavenly 9 Progressive"
+
+    def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar:
+        return meter_par(self.paytable, distribution, {"progressive": self.meter.reset_cents or 0},
+                         MINIMUM_WAGER_CENTS,
+                         f"a ${MINIMUM_WAGER_CENTS // 100} wager; the {self.meter.increment_rate * 100}% "
+                         "increment (631c.2(i)) returns to players over the meter's cycle "
+                         "and is not in the figure at reset")
+
+    def mystery_par(self) -> MysteryPar | None:
+        if self.mystery is None:
+            return None
+        return MysteryPar(self.mystery.contribution_rate,
+                          f"Must-Hit-By configuration {self.mystery.name} (631c.6(c)(4)): in the "
+                          "long run the bonus pays out every contribution; the reset value is "
+                          "funded by the operator and not included")
 
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
         if amount_cents < MINIMUM_WAGER_CENTS:

@@ -126,9 +126,11 @@ class RisingPhoenixBonus(LineWager):
         return self.paytable.lines[0] if self.bonus.wins(view) else None
 
 
-def rising_phoenix_pair(key: str, rounding: Rounding = Rounding.DOWN) -> PairWager:
-    hand, clause = RISING_PHOENIX_PAIRS[key]
-    return PairWager(key, hand, clause, _H, rounding, "627b.4")
+def rising_phoenix_pair(which: str, key: str | None = None,
+                        rounding: Rounding = Rounding.DOWN) -> PairWager:
+    """`which` is "player_pair" or "banker_pair"; `key` the configuration key (default `which`)."""
+    hand, clause = RISING_PHOENIX_PAIRS[which]
+    return PairWager(key or which, hand, clause, _H, rounding, "627b.4")
 
 
 BANKER_THREE_CARD_7 = "Banker wins with a 3-card 7"

@@ -17,10 +17,11 @@ from typing import ClassVar
 
 from controller.rules.cards import Card, Rank, Suit
 from controller.rules.money import Rounding
+from controller.rules.par import ProgressivePar
 from controller.rules.side.combinatorics import CardClass
 from controller.rules.side.common import (
     FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
-    SideWagerConfigError, is_face,
+    SideWagerConfigError, is_face, meter_par,
 )
 from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
 from controller.rules.wager import RoundView, Settlement, SettlementPoint
@@ -146,6 +147,21 @@ class Royal9Progressive(LineWager):
         if p9 or b9:
             return table.line(ANY)
         return None
+
+    @property
+    def name(self) -> str:
+        return f"Royal 9 Progressive (${self.denomination_cents // 100})"
+
+    def par_notes(self) -> tuple[str, ...]:
+        return ("figures for seat 1's personal King 9; Mega Envy counts the "
+                f"{len(self.combinations)} positions' combinations (627b.3(e)(9))",)
+
+    def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar:
+        resets = {m.level: m.reset_cents or 0 for m in self.meters}
+        return meter_par(self.paytable, distribution, resets, self.denomination_cents,
+                         "meters at their configured resets ("
+                         + ", ".join(f"{k} {v} cents" for k, v in resets.items())
+                         + "); per-dollar growth is $1 on each meter")
 
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
         if amount_cents != self.denomination_cents:
