@@ -59,6 +59,15 @@ class CoverCardDrawn:
 
 
 @dataclass(frozen=True, slots=True)
+class ShoeLoaded:
+    """The shoe was loaded with a batch of `cards` cards with this back colour; `index` restarts at 0."""
+
+    device: str
+    cards: int
+    back: BackColour
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceFault:
     """A device reported a fault, or its link failed. `action` tells the dealer/technician what to do."""
 
@@ -105,6 +114,14 @@ class ShuffleComplete:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchHeld:
+    """The shuffler reported which batch it holds (None: empty), 681a.3(b)(3)."""
+
+    device: str
+    back: BackColour | None
+
+
+@dataclass(frozen=True, slots=True)
 class LockedOut:
     """Every seat locked at one instant. `wagers` are the seats whose sensor held a
     wager at that instant (631c.2(d)(2), 627b.3(a)(2), 627b.6(d)(2))."""
@@ -134,6 +151,7 @@ class SeatSensorChanged:
 DeviceEvent = (
     CardDrawn | CoverCardDrawn | DeviceFault | DeviceFaultCleared | LinkChanged
     | ShuffleProgress | ShuffleComplete | LockedOut | LateSensorChange | SeatSensorChanged
+    | ShoeLoaded | BatchHeld
 )
 Emit = Callable[[DeviceEvent], None]
 

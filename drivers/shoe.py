@@ -1,0 +1,110 @@
+"""The card-reading dealing shoe on a serial link (``drivers.protocols.Shoe``).
+
+Opened by pyserial URL (``/dev/ttyUSB0``, a pseudo-terminal path, ``socket://host:port``)
+with an exclusive lock, speaking firmware_bridge as HOST. Every card the shoe
+reads becomes a ``CardDrawn`` (rank, suit, back colour, face up or not), the cover
+card a ``CoverCardDrawn``, a new batch a ``ShoeLoaded``. Lid, sensor, jam and
+misread faults become ``DeviceFault``s: a misread card is never guessed, and a
+gap in the shoe's card index (a card left the shoe unreported) is a fault too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from controller.rules.cards import BackColour, Card, Rank, Suit
+from drivers import protocols as events
+from drivers.errors import ShoeNotConnectedError
+from drivers.link_device import COMMON_FAULT_ACTIONS, LinkedDevice, host_hello
+from drivers.reconnect import ReconnectPolicy
+from firmware_bridge import messages as wire
+
+SHOE_FAULT_ACTIONS: Mapping[wire.FaultCode, str] = {
+    **COMMON_FAULT_ACTIONS,
+    wire.FaultCode.SHOE_LID_OPEN:
+        "Close the shoe's lid; cards are not read while it is open.",
+    wire.FaultCode.SHOE_SENSOR_FAULT:
+        "Stop dealing: the shoe's card reader failed its check. Clean the reading window; "
+        "if it persists, replace the shoe.",
+    wire.FaultCode.SHOE_MISREAD:
+        "Stop: the card that just left the shoe was not read. Do not use it until a floorperson "
+        "rules; the table does not guess a card.",
+    wire.FaultCode.SHOE_CARD_JAM:
+        "A card is stuck in the shoe's exit: free it without exposing it, then call a floorperson.",
+    wire.FaultCode.SHOE_CARD_FACE_UP:
+        "A card is face up in the shoe: 631a.15(c)-(d) / 681a.9(a) apply; call a floorperson.",
+}
+
+
+class SerialShoe(LinkedDevice):
+    """Card-reading shoe on a serial port; events go to the ``emit`` given to ``start()``."""
+
+    kind = "shoe"
+    device_kind = wire.DeviceKind.SHOE
+    fault_actions = SHOE_FAULT_ACTIONS
+
+    def __init__(self, name: str, url: str, *, baudrate: int = 115200,
+                 reconnect: ReconnectPolicy | None = None,
+                 firmware_versions: Collection[str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """``url``: anything pyserial's ``serial_for_url`` opens; ``firmware_versions``: the
+        approved versions (None = any); ``reconnect``: backoff (tests use short delays)."""
+        super().__init__(name, url, reconnect=reconnect, firmware_versions=firmware_versions,
+                         clock=clock)
+        self.url = url
+        self.baudrate = baudrate
+        self._expected_index: int | None = None
+        self.last_card_received_ns: int = 0  # perf_counter_ns when the last card frame arrived
+
+    async def _open(self) -> Any:
+        from firmware_bridge.aio import AsyncLink
+        from firmware_bridge.link import Role
+
+        return await AsyncLink.open_serial(self.url, Role.HOST, host_hello(), baudrate=self.baudrate,
+                                           accept_peer=self._accept_peer)
+
+    async def _on_message(self, message: wire.Message) -> None:
+        if isinstance(message, wire.CardDrawn):
+            self.last_card_received_ns = time.perf_counter_ns()
+            self._check_index(message.index)
+            self._expected_index = message.index + 1
+            self._counters["cards"] += 1
+            card = Card(Rank(message.rank), Suit(message.suit))
+            self._send_event(events.CardDrawn(self.name, message.index, card,
+                                              BackColour(message.back_colour), message.face_up))
+        elif isinstance(message, wire.CoverCardDrawn):
+            self._check_index(message.index)
+            self._expected_index = message.index
+            self._counters["cover_cards"] += 1
+            self._send_event(events.CoverCardDrawn(self.name, message.index))
+        elif isinstance(message, wire.ShoeLoaded):
+            self._expected_index = 0
+            self._counters["shoes_loaded"] += 1
+            self._send_event(events.ShoeLoaded(self.name, message.cards,
+                                               BackColour(message.back_colour)))
+        else:
+            self._counters["unexpected_messages"] += 1
+
+    async def _dispatch(self, message: wire.Message) -> None:
+        if isinstance(message, wire.Fault) and message.code == wire.FaultCode.SHOE_MISREAD:
+            # The misread card left the shoe: it used up one index.
+            if self._expected_index is not None:
+                self._expected_index += 1
+            self._counters["misreads"] += 1
+        await super()._dispatch(message)
+
+    def _check_index(self, index: int) -> None:
+        expected = self._expected_index
+        if expected is not None and index != expected:
+            # Never guess: a card that left the shoe unreported makes every later card suspect.
+            self._fault("shoe_index_gap",
+                        f"card index {index} arrived where {expected} was expected: "
+                        f"{index - expected} card(s) unaccounted for",
+                        "Stop dealing: the shoe lost track of a card. A floorperson checks the "
+                        "cards dealt against the discard rack before play continues.")
+
+    async def request_status(self) -> None:
+        """Ask the shoe for its Status (answered in the background; diagnostics)."""
+        await self._send(wire.StatusRequest(), ShoeNotConnectedError)
