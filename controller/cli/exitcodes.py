@@ -7,3 +7,5 @@ DAEMON_NOT_RUNNING = 3
 DEVICE_FAULT = 4
 INTEGRITY_FAILURE = 5
 BAD_CONFIGURATION = 6
+UNSUPPORTED = 7  # the daemon does not offer the command (it is older than this tablectl)
+REFUSED = 8  # the daemon refused the request: wrong supervisor PIN, or not allowed now

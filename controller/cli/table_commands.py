@@ -1,0 +1,1033 @@
+"""tablectl subcommands that talk to the running daemon: the field technician's tools.
+
+status, devices, test (shoe | shuffler | sensors | lockout | lights), rounds, meters,
+jackpot validate, events (list, --follow, --export) and events verify (through the
+daemon, or offline from the SQLite file with --store when the daemon is down).
+
+Every command that talks to the daemon takes --socket; every read command takes
+--json. Exit codes are the constants of controller.cli.exitcodes, documented in
+docs/technician-guide.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import getpass
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from controller.cli import exitcodes
+from controller.cli.client import (
+    Daemon, DaemonUnavailable, UnsupportedCommand, default_socket,
+)
+from controller.cli.output import (
+    ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
+    table, when, with_progress,
+)
+from controller.control import ControlError
+
+# How long the guided tests wait for the technician by default. A technician walks round
+# a 14-seat table touching each spot; two minutes is generous without hanging a script.
+SENSOR_TEST_TIMEOUT_S = 120.0
+LOCKOUT_TEST_TIMEOUT_S = 30.0
+SHOE_TEST_TIMEOUT_S = 60.0
+# An 8-deck batch takes a real shuffler about 90 s to shuffle, count and verify.
+SHUFFLER_TEST_TIMEOUT_S = 300.0
+POLL_S = 0.2  # polling `devices` for counters the daemon does not publish as events
+
+# The daemon's device name behind each guided test.
+TEST_DEVICES = {"shoe": "shoe", "shuffler": "shuffler", "sensors": "seats", "lockout": "seats",
+                "lights": "seats"}
+
+# What the technician should do for each table state that needs attention.
+OUT_OF_ORDER_ACTION = ("do not play: the event log or the database failed its integrity "
+                       "check. Run 'tablectl events verify' and call the floor supervisor and "
+                       "the vendor; the table stays out of order until the store is restored")
+
+_REFUSAL_CODES = {"refused", "unauthorised"}
+
+
+# --- argument parsing ------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    """Add the daemon-facing subcommands to tablectl's parser."""
+    conn = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a subcommand's default must not overwrite a value given before it
+    # (`tablectl events --socket X verify`), so absent options stay absent; see _socket().
+    conn.add_argument("--socket", default=argparse.SUPPRESS, metavar="PATH",
+                      help=f"tabled's control socket (default: $TABLECTL_SOCKET or "
+                           f"/run/tabled/control.sock)")
+    read = argparse.ArgumentParser(add_help=False, parents=[conn])
+    read.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="machine-readable JSON output")
+
+    p = subparsers.add_parser("status", parents=[read], help="table state, shoe, round, fault",
+                              description="The table's state, game, shoe position, round in "
+                                          "progress and any fault with the action to take. "
+                                          "Exit 4 in device_fault, 5 when out of order.")
+    p.set_defaults(handler=cmd_status)
+
+    p = subparsers.add_parser("devices", parents=[read], help="each device's link and firmware",
+                              description="Link state, port, serial number, firmware, uptime "
+                                          "and link counters of every device. Exit 4 if any "
+                                          "device is not up.")
+    p.set_defaults(handler=cmd_devices)
+
+    test = subparsers.add_parser("test", help="guided device self-tests",
+                                 description="Guided self-tests; exit 1 when a test fails.")
+    tests = test.add_subparsers(dest="test_device", metavar="DEVICE")
+    tests.required = True
+    t = tests.add_parser("shoe", parents=[read], help="self-test, then show cards as they are read")
+    t.add_argument("--cards", type=int, default=0, metavar="N",
+                   help="stop after N cards (default: until Ctrl-C or --timeout)")
+    t.add_argument("--timeout", type=float, default=SHOE_TEST_TIMEOUT_S, metavar="S")
+    t.set_defaults(handler=cmd_test_shoe)
+    t = tests.add_parser("shuffler", parents=[read],
+                         help="self-test; with --shuffle, count and verify a batch")
+    t.add_argument("--shuffle", metavar="BACK", choices=["red", "blue", "green", "black"],
+                   help="shuffle, count and verify the batch with this back colour (only when "
+                        "the table is opening or at the end of a shoe)")
+    t.add_argument("--timeout", type=float, default=SHUFFLER_TEST_TIMEOUT_S, metavar="S")
+    t.set_defaults(handler=cmd_test_shuffler)
+    t = tests.add_parser("sensors", parents=[read],
+                         help="show every seat's sensor live while you touch each spot")
+    t.add_argument("--seats", type=int, default=None, metavar="N",
+                   help="number of seats (default: from the daemon's status, else 14)")
+    t.add_argument("--timeout", type=float, default=SENSOR_TEST_TIMEOUT_S, metavar="S")
+    t.set_defaults(handler=cmd_test_sensors)
+    t = tests.add_parser("lockout", parents=[read], help="self-test, then press the button")
+    t.add_argument("--timeout", type=float, default=LOCKOUT_TEST_TIMEOUT_S, metavar="S")
+    t.set_defaults(handler=cmd_test_lockout)
+    t = tests.add_parser("lights", parents=[read],
+                         help="run a light pattern and confirm what you see")
+    t.add_argument("--yes", action="store_true",
+                   help="do not ask; assume the lights were seen (non-interactive use)")
+    t.set_defaults(handler=cmd_test_lights)
+
+    p = subparsers.add_parser("rounds", parents=[read], help="game recall of the last rounds",
+                              description="The last rounds with their cards, totals, wagers "
+                                          "and settlements.")
+    p.add_argument("--last", type=int, default=10, metavar="N", help="how many (default 10)")
+    p.set_defaults(handler=cmd_rounds)
+
+    p = subparsers.add_parser("meters", parents=[read], help="progressive meters")
+    p.set_defaults(handler=cmd_meters)
+
+    jp = subparsers.add_parser("jackpot", help="progressive jackpot awards")
+    jps = jp.add_subparsers(dest="jackpot_action", metavar="ACTION")
+    jps.required = True
+    v = jps.add_parser("validate", parents=[read], help="a supervisor validates an award",
+                       description="Validate a progressive award; needs a floor supervisor's "
+                                   "name and PIN (prompted, or one line on stdin).")
+    v.add_argument("award_id", metavar="AWARD_ID")
+    v.add_argument("--supervisor", required=True, metavar="NAME")
+    v.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
+    v.set_defaults(handler=cmd_jackpot_validate)
+
+    ev = subparsers.add_parser("events", parents=[read], help="the event log; 'events verify'",
+                               description="List, follow or export the event log; "
+                                           "'tablectl events verify' checks its hash chain.")
+    ev.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    ev.add_argument("--device", metavar="D", help="only this device (shoe, shuffler, seats, ...)")
+    ev.add_argument("--severity", metavar="S", help="only this severity (info, warning, error, "
+                                                    "critical)")
+    ev.add_argument("--since", metavar="ISO-TIME",
+                    help="only from this time: 2026-11-21T20:00:00Z, or 10m / 2h / 1d ago")
+    ev.add_argument("--kind", metavar="K", help="only this kind (card, device_fault, ...)")
+    ev.add_argument("--limit", type=int, default=50, metavar="N",
+                    help="the last N matching entries (default 50)")
+    ev.add_argument("--export", metavar="FILE",
+                    help="also write the entries to FILE as JSON lines (with their hashes)")
+    ev.set_defaults(handler=cmd_events)
+    evs = ev.add_subparsers(dest="events_action", metavar="ACTION")
+    vf = evs.add_parser("verify", parents=[read], help="verify the event log's hash chain",
+                        description="Recompute the hash chain through the daemon, or offline "
+                                    "from the store file with --store. Exit 5 if it is broken.")
+    vf.add_argument("--store", metavar="PATH",
+                    help="check this SQLite store file directly (the daemon may be down)")
+    vf.set_defaults(handler=cmd_events_verify)
+
+
+# --- running a command against the daemon ---------------------------------------------------
+
+
+def _socket(args: argparse.Namespace) -> str:
+    return getattr(args, "socket", None) or default_socket()
+
+
+def _json(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def _run(args: argparse.Namespace, body: Callable[[Daemon], Awaitable[int]]) -> int:
+    """Connect, run `body`, and turn every way of failing into a message and an exit code."""
+
+    async def go() -> int:
+        async with Daemon(_socket(args)) as daemon:
+            return await body(daemon)
+
+    try:
+        return asyncio.run(go())
+    except DaemonUnavailable as exc:
+        print(exc.explain(), file=sys.stderr)
+        return exitcodes.DAEMON_NOT_RUNNING
+    except UnsupportedCommand as exc:
+        print(f"tablectl: {exc}", file=sys.stderr)
+        return exitcodes.UNSUPPORTED
+    except ControlError as exc:
+        print(f"tablectl: the daemon refused: {exc} ({exc.code})", file=sys.stderr)
+        return exitcodes.REFUSED if exc.code in _REFUSAL_CODES else exitcodes.FAILURE
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return exitcodes.FAILURE
+
+
+def _emit_json(args: argparse.Namespace, obj: Any) -> bool:
+    """Print `obj` as JSON if --json was given; returns whether it did."""
+    if _json(args):
+        print_json(obj)
+        return True
+    return False
+
+
+# --- status ----------------------------------------------------------------------------------
+
+
+_STATE_STYLE = {"device_fault": ("red", "bold"), "out_of_order": ("red", "bold"),
+                "closed": ("dim",), "betting_open": ("green",)}
+
+
+def status_exit_code(status: Mapping[str, Any]) -> int:
+    """DEVICE_FAULT in device_fault, INTEGRITY_FAILURE when out of order, else OK."""
+    state = status.get("state")
+    if state == "out_of_order":
+        return exitcodes.INTEGRITY_FAILURE
+    if state == "device_fault":
+        return exitcodes.DEVICE_FAULT
+    return exitcodes.OK
+
+
+def render_status(s: Mapping[str, Any]) -> str:
+    """The human view of the daemon's `status` result."""
+    state = str(s.get("state", "?"))
+    head = (f"Table {s.get('table_id', '?')}: "
+            + paint(state.replace("_", " ").upper(), *_STATE_STYLE.get(state, ("bold",))))
+    game = s.get("game")
+    if s.get("variant"):
+        game = f"{game} ({s['variant']})"
+    lines = [head, key_values([("game", game), ("configuration", s.get("config")),
+                               ("daemon uptime", duration(s.get("uptime_s"))
+                                if s.get("uptime_s") is not None else None)], "  ")]
+    shoe = s.get("shoe") or {}
+    if shoe.get("shoe_no"):
+        cover = "passed" if shoe.get("cover_card_seen") else "not yet"
+        last = "announced" if shoe.get("last_hand") else "not yet"
+        lines.append(f"Shoe {shoe['shoe_no']}:")
+        lines.append(key_values([
+            ("cards dealt", shoe.get("cards_drawn")), ("cards left", shoe.get("cards_left")),
+            ("cover card", cover), ("last hand", last),
+            ("rounds this shoe", shoe.get("rounds"))], "  "))
+    else:
+        lines.append("Shoe: none loaded")
+    batches = s.get("batches")
+    if isinstance(batches, Mapping):
+        lines.append("Batches:")
+        lines.append(key_values([("in play", batches.get("in_play")),
+                                 ("in the shuffler", batches.get("in_shuffler"))], "  "))
+    rnd = s.get("round") or {}
+    if rnd.get("round_id") is not None:
+        wagers = rnd.get("wagers") or []
+        total = sum(int(w.get("amount_cents", 0)) for w in wagers)
+        lines.append(f"Round in progress: round {rnd.get('round_no')} (id {rnd['round_id']})")
+        lines.append(key_values([("next card", rnd.get("next")),
+                                 ("wagers", f"{len(wagers)} totalling {money(total)}")], "  "))
+    elif rnd.get("wagers"):
+        wagers = rnd["wagers"]
+        total = sum(int(w.get("amount_cents", 0)) for w in wagers)
+        lines.append(f"Betting: {len(wagers)} wagers totalling {money(total)}")
+    else:
+        lines.append("Round in progress: none")
+    fault = s.get("fault")
+    if fault:
+        lines.append(paint(f"FAULT: {fault.get('device')}: {fault.get('detail')} "
+                           f"[{fault.get('code')}]", "red", "bold"))
+        lines.append(f"  Action: {fault.get('action')}")
+    if s.get("out_of_order"):
+        lines.append(paint(f"OUT OF ORDER: {s['out_of_order']}", "red", "bold"))
+        lines.append(f"  Action: {OUT_OF_ORDER_ACTION}")
+    return "\n".join(line for line in lines if line)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    async def body(d: Daemon) -> int:
+        status = await d.call("status")
+        if not _emit_json(args, status):
+            print(render_status(status))
+        return status_exit_code(status)
+    return _run(args, body)
+
+
+# --- devices ---------------------------------------------------------------------------------
+
+# The link counters a technician compares between visits; the rest are listed below the table.
+_MAIN_COUNTERS = (("crc_errors", "CRC"), ("retransmits", "RETX"), ("resyncs", "RESYNC"),
+                  ("reconnects", "RECONN"))
+
+
+def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
+    """The human view of the daemon's `devices` result."""
+    rows = []
+    for d in devices:
+        link = str(d.get("link"))
+        counters = d.get("counters") or {}
+        rows.append([
+            d.get("device"), d.get("kind"), paint(link, "green" if link == "up" else "red"),
+            d.get("port"), d.get("serial_number") or None, d.get("firmware_version") or None,
+            d.get("protocol_version"), duration(d.get("uptime_s")) if d.get("uptime_s")
+            is not None else None,
+            *[counters.get(key) for key, _ in _MAIN_COUNTERS]])
+    out = [table(["DEVICE", "KIND", "LINK", "PORT", "SERIAL", "FIRMWARE", "PROTO", "UPTIME",
+                  *[label for _, label in _MAIN_COUNTERS]], rows, right=range(6, 12))]
+    main_keys = {key for key, _ in _MAIN_COUNTERS}
+    for d in devices:
+        others = {k: v for k, v in (d.get("counters") or {}).items()
+                  if k not in main_keys and v}
+        if others:
+            out.append(f"{d.get('device')} counters: "
+                       + ", ".join(f"{k}={v}" for k, v in sorted(others.items())))
+    for d in devices:
+        if d.get("last_error"):
+            out.append(paint(f"{d.get('device')} last error: {d['last_error']}",
+                             "red" if d.get("link") != "up" else "yellow"))
+    down = [d.get("device") for d in devices if d.get("link") != "up"]
+    if down:
+        out.append(paint(f"NOT UP: {', '.join(map(str, down))}", "red", "bold")
+                   + " - check the cable and power; 'tablectl status' shows the action to take")
+    return "\n".join(out)
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    async def body(d: Daemon) -> int:
+        devices = await d.call("devices")
+        if not _emit_json(args, devices):
+            print(render_devices(devices))
+        return exitcodes.DEVICE_FAULT if any(x.get("link") != "up" for x in devices) \
+            else exitcodes.OK
+    return _run(args, body)
+
+
+# --- guided self-tests ----------------------------------------------------------------------
+
+
+async def _self_test(d: Daemon, device: str) -> dict[str, Any] | None:
+    """Run the daemon's self-test of `device`; None (with a message) if the table has none."""
+    try:
+        return dict(await with_progress(f"self-test {device}", d.call("self_test", device=device)))
+    except ControlError as exc:
+        if exc.code == "bad_request" and str(exc).startswith("no device"):
+            print(f"this table has no '{device}' device configured ({exc})", file=sys.stderr)
+            return None
+        raise
+
+
+def _result_line(result: Mapping[str, Any]) -> str:
+    verdict = paint("PASS", "green", "bold") if result["passed"] else paint("FAIL", "red", "bold")
+    return f"{result['device']} self-test: {verdict} - {result['detail']}"
+
+
+async def _events_after_now(d: Daemon, socket: str) -> tuple[Daemon, AsyncIterator[dict[str, Any]]]:
+    """A second connection streaming only events committed from now on."""
+    head = await d.call("events", limit=1)
+    after = int(head[-1]["seq"]) if head else 0
+    stream = Daemon(socket)
+    await stream.__aenter__()
+    return stream, await stream.subscribe(after)
+
+
+async def _next_event(events: AsyncIterator[dict[str, Any]], deadline: float
+                      ) -> dict[str, Any] | None:
+    """The next event before the deadline (loop time), or None when time is up or it ends."""
+    remaining = deadline - asyncio.get_running_loop().time()
+    if remaining <= 0:
+        return None
+    try:
+        return await asyncio.wait_for(anext(events), remaining)
+    except (TimeoutError, StopAsyncIteration):
+        return None
+
+
+def cmd_test_shoe(args: argparse.Namespace) -> int:
+    """Self-test, then show every card the shoe reads until --cards N, --timeout or Ctrl-C."""
+
+    async def body(d: Daemon) -> int:
+        result = await _self_test(d, "shoe")
+        if result is None:
+            return exitcodes.FAILURE
+        cards: list[dict[str, Any]] = []
+        if not _json(args):
+            print(_result_line(result))
+        if result["passed"] and (args.cards or not _json(args)):
+            if not _json(args):
+                print(f"Draw cards from the shoe; each card it reads is shown here "
+                      f"({'stops after ' + str(args.cards) + ' cards' if args.cards else 'Ctrl-C to stop'}"
+                      f", or after {args.timeout:g} s).")
+            stream, events = await _events_after_now(d, _socket(args))
+            try:
+                deadline = asyncio.get_running_loop().time() + args.timeout
+                while not args.cards or len(cards) < args.cards:
+                    event = await _next_event(events, deadline)
+                    if event is None:
+                        break
+                    line = shoe_event_line(event)
+                    if line is None:
+                        continue
+                    if event["kind"] in _SHOE_CARD_KINDS:
+                        cards.append({"seq": event["seq"], "kind": event["kind"],
+                                      **event["payload"]})
+                    if not _json(args):
+                        print(line, flush=True)
+            except asyncio.CancelledError:
+                pass  # Ctrl-C: asyncio.run cancels us; finish with the count
+            finally:
+                await stream.__aexit__()
+        if _json(args):
+            print_json({**result, "cards": cards})
+        elif cards or args.cards:
+            print(f"{len(cards)} card(s) read")
+        if not result["passed"]:
+            return exitcodes.FAILURE
+        if args.cards and len(cards) < args.cards:
+            print(f"only {len(cards)} of {args.cards} cards were read before the timeout",
+                  file=sys.stderr)
+            return exitcodes.FAILURE
+        return exitcodes.OK
+    return _run(args, body)
+
+
+# Event kinds in which the daemon reports a card the shoe read (table.py); "shoe_card" is
+# the diagnostic event we asked for, shown when a daemon publishes it.
+_SHOE_CARD_KINDS = {"card", "burn_first_card", "card_out_of_turn", "card_face_up", "shoe_card"}
+
+
+def shoe_event_line(event: Mapping[str, Any]) -> str | None:
+    """One line for a shoe-related event, or None if the event is not about the shoe."""
+    kind, p = event.get("kind"), event.get("payload") or {}
+    index = p.get("index")
+    at = f"#{index + 1:<3}" if isinstance(index, int) else "    "
+    if kind == "card" or kind == "shoe_card":
+        where = p.get("hand") or ("face up" if p.get("face_up") else "")
+        back = f" back {p['back']}" if p.get("back") is not None else ""
+        return f"  card {at} {p.get('card')}  {where}{back}".rstrip()
+    if kind == "burn_first_card":
+        return f"  card      {p.get('card')}  exposed first card: burn {p.get('burn')} more"
+    if kind == "burn_card":
+        return f"  card {at} (burned face down)"
+    if kind == "card_out_of_turn":
+        return f"  card {at} {p.get('card')}  drawn out of turn (held for the next round)"
+    if kind == "card_face_up":
+        return paint(f"  card {at} {p.get('card')}  FACE UP in the shoe: discard", "yellow")
+    if kind == "cover_card":
+        return f"  cover card after {p.get('index')} cards"
+    if kind == "device_fault" and event.get("device") == "shoe":
+        return paint(f"  SHOE FAULT: {p.get('detail')} - {p.get('action')}", "red")
+    if kind == "device_recovered" and event.get("device") == "shoe":
+        return paint("  shoe recovered", "green")
+    return None
+
+
+def cmd_test_shuffler(args: argparse.Namespace) -> int:
+    """Self-test; with --shuffle, start a shuffle and follow its count to verification."""
+
+    async def body(d: Daemon) -> int:
+        result = await _self_test(d, "shuffler")
+        if result is None:
+            return exitcodes.FAILURE
+        if not _json(args):
+            print(_result_line(result))
+        if not result["passed"] or not args.shuffle:
+            if _json(args):
+                print_json(result)
+            return exitcodes.OK if result["passed"] else exitcodes.FAILURE
+        stream, events = await _events_after_now(d, _socket(args))
+        try:
+            await d.call("shuffle", back=args.shuffle)
+            outcome = await _follow_shuffle(d, events, args)
+        finally:
+            await stream.__aexit__()
+        if _json(args):
+            print_json({**result, "batch": outcome})
+        if outcome is None:
+            print(f"the shuffler did not report a verified batch within {args.timeout:g} s",
+                  file=sys.stderr)
+            return exitcodes.FAILURE
+        if not _json(args):
+            print(render_batch(outcome))
+        return exitcodes.OK if _batch_ok(outcome) else exitcodes.FAILURE
+    return _run(args, body)
+
+
+def _batch_ok(batch: Mapping[str, Any]) -> bool:
+    return not (batch.get("missing") or batch.get("extra") or batch.get("duplicates"))
+
+
+def render_batch(b: Mapping[str, Any]) -> str:
+    """The shuffler's count of a batch, and whether it verified."""
+    verdict = (paint("VERIFIED", "green", "bold") if _batch_ok(b)
+               else paint("NOT VERIFIED", "red", "bold"))
+    text = (f"batch {b.get('back')}: {b.get('cards_counted')} cards counted, "
+            f"{b.get('missing', 0)} missing, {b.get('extra', 0)} extra, "
+            f"{b.get('duplicates', 0)} duplicates - {verdict}")
+    if not _batch_ok(b):
+        text += ("\n  Action: do not use this batch; recount by hand, replace missing or "
+                 "damaged cards and shuffle again (681a.9(c))")
+    return text
+
+
+async def _follow_shuffle(d: Daemon, events: AsyncIterator[dict[str, Any]],
+                          args: argparse.Namespace) -> dict[str, Any] | None:
+    """Wait for shuffle_complete, drawing a progress bar from shuffle_progress events or,
+    failing those, from the shuffler's cards_counted/cards_expected health counters."""
+    bar = ProgressBar(f"counting {args.shuffle} batch")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + args.timeout
+    next_poll = loop.time()
+    try:
+        while True:
+            event = await _next_event(events, min(deadline, loop.time() + POLL_S))
+            if event is not None:
+                p = event.get("payload") or {}
+                if event["kind"] == "shuffle_progress":
+                    bar.update(int(p.get("cards_counted", 0)), p.get("cards_expected"))
+                elif event["kind"] == "shuffle_complete":
+                    bar.finish()
+                    return dict(p)
+                elif event["kind"] == "device_fault" and event.get("device") == "shuffler":
+                    bar.finish()
+                    print(paint(f"SHUFFLER FAULT: {p.get('detail')} - {p.get('action')}",
+                                "red"), file=sys.stderr)
+            if loop.time() >= deadline:
+                return None
+            if loop.time() >= next_poll:
+                next_poll = loop.time() + POLL_S
+                for dev in await d.call("devices"):
+                    c = dev.get("counters") or {}
+                    if dev.get("device") == "shuffler" and "cards_counted" in c:
+                        bar.update(int(c["cards_counted"]), c.get("cards_expected"))
+                bar.draw()
+    finally:
+        bar.finish()
+
+
+async def _seat_count(d: Daemon, given: int | None) -> int:
+    if given:
+        return given
+    status = await d.call("status")
+    seats = status.get("seats")
+    return int(seats) if isinstance(seats, int) and seats > 0 else 14
+
+
+def cmd_test_sensors(args: argparse.Namespace) -> int:
+    """Self-test the seat panel, then show every seat's sensor live until each spot has been
+    touched (a wager seen and then lifted), --timeout, or Ctrl-C."""
+
+    async def body(d: Daemon) -> int:
+        result = await _self_test(d, "seats")
+        if result is None:
+            return exitcodes.FAILURE
+        if not _json(args):
+            print(_result_line(result))
+        seats = await _seat_count(d, args.seats)
+        present: dict[int, bool] = {s: False for s in range(1, seats + 1)}
+        touched: set[int] = set()
+        released: set[int] = set()
+        live = not _json(args) and colour_enabled(sys.stdout)
+        if not _json(args):
+            print(f"Touch each seat's progressive spot with a chip, then lift it "
+                  f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s).")
+            print(sensor_grid(present, touched))
+        stream, events = await _events_after_now(d, _socket(args))
+        try:
+            deadline = asyncio.get_running_loop().time() + args.timeout
+            while released < set(present):
+                event = await _next_event(events, deadline)
+                if event is None:
+                    break
+                change = seat_sensor_change(event)
+                if change is None:
+                    if event["kind"] == "device_fault" and event.get("device") == "seats" \
+                            and not _json(args):
+                        p = event["payload"]
+                        print(paint(f"  SENSOR FAULT: {p.get('detail')} - {p.get('action')}",
+                                    "red"))
+                    continue
+                seat, is_present = change
+                if seat not in present:
+                    continue
+                present[seat] = is_present
+                if is_present:
+                    touched.add(seat)
+                elif seat in touched:
+                    released.add(seat)
+                if _json(args):
+                    continue
+                if live:
+                    # Redraw the grid in place: two lines up, so the technician sees one table.
+                    sys.stdout.write("\x1b[2A\r")
+                    print(sensor_grid(present, touched), flush=True)
+                else:
+                    print(f"  seat {seat:>2}: {'wager present' if is_present else 'clear'}",
+                          flush=True)
+        except asyncio.CancelledError:
+            pass  # Ctrl-C: asyncio.run cancels us; finish with the summary
+        finally:
+            await stream.__aexit__()
+        missing = [s for s in present if s not in touched]
+        stuck = [s for s in present if present[s]]
+        passed = bool(result["passed"]) and not missing and not stuck
+        if _json(args):
+            print_json({**result, "seats": seats, "touched": sorted(touched),
+                        "never_seen": missing, "still_present": stuck, "passed": passed})
+        else:
+            if not live:
+                print(sensor_grid(present, touched))
+            if missing:
+                print(paint(f"seats never seen with a wager: {_ranges(missing)}", "red")
+                      + " - check those sensors and their cables (docs/wiring.md)")
+            if stuck:
+                print(paint(f"seats still reading a wager: {_ranges(stuck)}", "red")
+                      + " - lift the chips; if the spot is empty the sensor is stuck")
+            if passed:
+                print(paint("all seat sensors respond", "green", "bold"))
+        return exitcodes.OK if passed else exitcodes.FAILURE
+    return _run(args, body)
+
+
+def seat_sensor_change(event: Mapping[str, Any]) -> tuple[int, bool] | None:
+    """(seat, present) from a sensor event: "seat_sensor" (the diagnostic event we asked the
+    daemon for) or "late_sensor_change" (what today's daemon records while betting is closed)."""
+    if event.get("kind") not in ("seat_sensor", "late_sensor_change"):
+        return None
+    p = event.get("payload") or {}
+    try:
+        return int(p["seat"]), bool(p["present"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def sensor_grid(present: Mapping[int, bool], touched: set[int]) -> str:
+    """Two aligned lines: seat numbers, and each seat's state (# wager now, + seen, . not yet)."""
+    numbers = " ".join(f"{s:>2}" for s in present)
+    marks = []
+    for seat, now in present.items():
+        mark = "#" if now else ("+" if seat in touched else ".")
+        style = ("yellow",) if now else ("green",) if seat in touched else ()
+        marks.append(paint(f"{mark:>2}", *style))
+    return f"seat   {numbers}\nsensor {' '.join(marks)}"
+
+
+def _ranges(seats: Sequence[int]) -> str:
+    return ", ".join(str(s) for s in seats)
+
+
+def cmd_test_lockout(args: argparse.Namespace) -> int:
+    """Self-test the seat panel, then wait for the technician to press the lock-out button."""
+
+    async def body(d: Daemon) -> int:
+        result = await _self_test(d, "seats")
+        if result is None:
+            return exitcodes.FAILURE
+        if not _json(args):
+            print(_result_line(result))
+            print(f"Press the dealer's lock-out (no more bets) button now "
+                  f"(waiting {args.timeout:g} s).", flush=True)
+        before = await _button_presses(d)
+        stream, events = await _events_after_now(d, _socket(args))
+        seen = ""
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + args.timeout
+            while not seen and loop.time() < deadline:
+                event = await _next_event(events, min(deadline, loop.time() + POLL_S))
+                if event is not None:
+                    p = event.get("payload") or {}
+                    if event["kind"] == "lockout_button" or (
+                            event["kind"] == "no_more_bets" and p.get("cause") == "button"):
+                        seen = f"event {event['kind']} #{event['seq']}"
+                presses = await _button_presses(d)
+                if not seen and presses is not None and before is not None and presses > before:
+                    seen = f"button presses {before} -> {presses}"
+        except asyncio.CancelledError:
+            pass  # Ctrl-C: asyncio.run cancels us; finish with the summary
+        finally:
+            await stream.__aexit__()
+        passed = bool(result["passed"]) and bool(seen)
+        if _json(args):
+            print_json({**result, "button_seen": bool(seen), "evidence": seen or None,
+                        "passed": passed})
+        elif seen:
+            print(paint("lock-out button press seen", "green", "bold") + f" ({seen})")
+        else:
+            print(paint("no lock-out button press seen", "red", "bold")
+                  + " - check the button and its cable (docs/wiring.md)")
+        return exitcodes.OK if passed else exitcodes.FAILURE
+    return _run(args, body)
+
+
+async def _button_presses(d: Daemon) -> int | None:
+    for dev in await d.call("devices"):
+        if dev.get("device") == "seats":
+            value = (dev.get("counters") or {}).get("button_presses")
+            return int(value) if value is not None else 0
+    return None
+
+
+def cmd_test_lights(args: argparse.Namespace) -> int:
+    """Run the daemon's light pattern (or the seat panel's lamp test), then ask the technician
+    whether every light lit."""
+
+    async def body(d: Daemon) -> int:
+        ran: list[dict[str, Any]] = []
+        try:
+            ran.append(dict(await with_progress("light pattern", d.call("light_test"))))
+            ran[-1].setdefault("device", "lights")
+            ran[-1].setdefault("passed", True)
+            ran[-1].setdefault("detail", "pattern shown")
+        except UnsupportedCommand:
+            # Today's daemon: the seat panel's lamp test (each LED on, read back, off) and the
+            # display's self-test if it has one; too quick to watch, so say so.
+            for device in ("seats", "display"):
+                try:
+                    res = await d.call("self_test", device=device)
+                except ControlError as exc:
+                    if exc.code == "bad_request" and str(exc).startswith("no device"):
+                        continue
+                    raise
+                ran.append(dict(res))
+        if not _json(args):
+            for res in ran:
+                print(_result_line(res))
+        passed = all(r.get("passed") for r in ran) and bool(ran)
+        confirmed: bool | None = None
+        if passed:
+            if args.yes:
+                confirmed = True
+            else:
+                confirmed = _ask("Did every seat LED (and the win light) light up? [y/n] ")
+        ok = passed and bool(confirmed)
+        if _json(args):
+            print_json({"tests": ran, "confirmed": confirmed, "passed": ok})
+        elif passed and not confirmed:
+            print(paint("lights NOT confirmed by the technician", "red", "bold")
+                  + " - note which light stayed dark; check its LED and cable (docs/wiring.md)")
+        elif ok:
+            print(paint("lights confirmed", "green", "bold"))
+        return exitcodes.OK if ok else exitcodes.FAILURE
+    return _run(args, body)
+
+
+def _ask(question: str) -> bool:
+    """A y/n question on the terminal; no answer (EOF) counts as no."""
+    while True:
+        try:
+            answer = input(question).strip().lower()
+        except EOFError:
+            print()
+            return False
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("n", "no"):
+            return False
+
+
+# --- rounds, meters, jackpots --------------------------------------------------------------
+
+_WINNER = {"player": "PLAYER wins", "banker": "BANKER wins", "tie": "TIE"}
+
+
+def render_round(r: Mapping[str, Any]) -> str:
+    """One round of game recall: cards in dealing order, totals, result, wagers, settlements."""
+    settled = when(r.get("settled_at")) if r.get("settled_at") else "not settled"
+    flags = " (simulated, no wagers)" if r.get("simulated") else ""
+    lines = [paint(f"Round {r.get('round_no')} of shoe {r.get('shoe_no')} (id {r.get('round_id')})"
+                   f"  {str(r.get('state')).upper()}  {settled}{flags}", "bold")]
+    cards = r.get("cards") or []
+    if cards:
+        lines.append("  cards:  " + "  ".join(f"{c.get('card')} {str(c.get('hand', '?'))[:1].upper()}"
+                                              for c in cards))
+    result = r.get("result") or {}
+    if r.get("state") == "void":
+        lines.append(paint(f"  VOID: {result.get('reason', 'no reason recorded')}", "yellow"))
+    elif result:
+        for hand in ("player", "banker"):
+            natural = " natural" if result.get(f"{hand}_natural") else ""
+            lines.append(f"  {hand.capitalize():<7} {' '.join(result.get(hand, [])):<11} "
+                         f"total {result.get(f'{hand}_total')}{natural}")
+        extras = [label for key, label in (("dragon_7", "Dragon 7"), ("panda_8", "Panda 8"))
+                  if result.get(key)]
+        lines.append("  result: " + _WINNER.get(str(result.get("winner")), str(result.get("winner")))
+                     + (f" ({', '.join(extras)})" if extras else ""))
+    settlements = r.get("settlements") or []
+    if settlements:
+        rows = [[s.get("seat"), s.get("wager"), money(s.get("amount_cents")), s.get("outcome"),
+                 money(s.get("win_cents")), money(s.get("vigorish_cents")),
+                 money(s.get("net_cents"), sign=True)]
+                for s in sorted(settlements, key=lambda s: (s.get("seat", 0), s.get("wager", "")))]
+        lines.append(table(["SEAT", "WAGER", "AMOUNT", "OUTCOME", "WIN", "VIG", "NET"], rows,
+                           right=[0, 2, 4, 5, 6], indent="  "))
+    elif r.get("wagers"):
+        rows = [[w.get("seat"), w.get("wager"), money(w.get("amount_cents"))] for w in r["wagers"]]
+        lines.append(table(["SEAT", "WAGER", "AMOUNT"], rows, right=[0, 2], indent="  "))
+    else:
+        lines.append("  no wagers")
+    return "\n".join(lines)
+
+
+def cmd_rounds(args: argparse.Namespace) -> int:
+    if not 1 <= args.last <= 1000:
+        print("tablectl: --last must be a whole number 1 to 1000", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+
+    async def body(d: Daemon) -> int:
+        rounds = await d.call("rounds", limit=args.last)
+        if _emit_json(args, rounds):
+            return exitcodes.OK
+        if not rounds:
+            print("no rounds recorded yet")
+        print("\n\n".join(render_round(r) for r in rounds))
+        return exitcodes.OK
+    return _run(args, body)
+
+
+def cmd_meters(args: argparse.Namespace) -> int:
+    async def body(d: Daemon) -> int:
+        meters = await d.call("meters")
+        if not _emit_json(args, meters):
+            print(generic(meters) if meters else "no progressive meters at this table")
+        return exitcodes.OK
+    return _run(args, body)
+
+
+def cmd_jackpot_validate(args: argparse.Namespace) -> int:
+    if args.pin_stdin:
+        pin = sys.stdin.readline().rstrip("\r\n")
+    else:
+        try:
+            pin = getpass.getpass(f"PIN for supervisor {args.supervisor}: ")
+        except (EOFError, KeyboardInterrupt):
+            print("\ntablectl: no PIN entered", file=sys.stderr)
+            return exitcodes.BAD_ARGUMENTS
+    if not pin:
+        print("tablectl: an empty PIN is not accepted", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+
+    async def body(d: Daemon) -> int:
+        try:
+            result = await d.call("validate_award", auth={"supervisor": args.supervisor,
+                                                          "pin": pin},
+                                  award_id=args.award_id)
+        except ControlError as exc:
+            if exc.code == "unauthorised":
+                print(f"tablectl: supervisor {args.supervisor!r} and that PIN were not accepted; "
+                      "nothing was validated", file=sys.stderr)
+                return exitcodes.REFUSED
+            raise
+        if not _emit_json(args, result):
+            print(f"award {args.award_id} validated by {args.supervisor}")
+            if result:
+                print(generic(result, "  "))
+        return exitcodes.OK
+    return _run(args, body)
+
+
+# --- events ------------------------------------------------------------------------------------
+
+_SEVERITY_STYLE = {"warning": ("yellow",), "error": ("red",), "critical": ("red", "bold")}
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """ISO 8601 (a time without an offset is UTC, like the log) or '10m' / '2h' / '1d' ago,
+    as seconds since the epoch; ValueError with an example otherwise."""
+    relative = _RELATIVE.match(text.strip())
+    if relative:
+        return (time.time() if now is None else now) - float(relative[1]) * _UNIT_S[relative[2]]
+    try:
+        stamp = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--since {text!r}: not a time; use e.g. 2026-11-21T20:00:00Z "
+                         "or 30m / 2h / 1d") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+    return stamp.timestamp()
+
+
+def event_line(e: Mapping[str, Any]) -> str:
+    """One log entry on one line: seq, time, severity, device, kind, payload."""
+    payload = e.get("payload") or {}
+    detail = " ".join(f"{k}={json.dumps(v, separators=(',', ':'), ensure_ascii=False) if not isinstance(v, str) else v}"
+                      for k, v in payload.items())
+    sev = str(e.get("severity"))
+    text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {paint(f'{sev:<8}', *_SEVERITY_STYLE.get(sev, ()))}"
+            f"  {str(e.get('device') or '-'):<8}  {e.get('kind')}")
+    if e.get("round_id") is not None:
+        text += f" [round {e['round_id']}]"
+    return f"{text}  {detail}".rstrip()
+
+
+def _matches(e: Mapping[str, Any], args: argparse.Namespace, since: float | None) -> bool:
+    return ((args.kind is None or e.get("kind") == args.kind)
+            and (args.device is None or e.get("device") == args.device)
+            and (args.severity is None or e.get("severity") == args.severity)
+            and (since is None or float(e.get("at", 0)) >= since))
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= 100_000:
+        print("tablectl: --limit must be a whole number 1 to 100000", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        print(f"tablectl: {exc}", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+    export = None
+    if args.export:
+        try:
+            export = open(args.export, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            print(f"tablectl: cannot write {args.export}: {exc.strerror}", file=sys.stderr)
+            return exitcodes.BAD_ARGUMENTS
+
+    def show(e: Mapping[str, Any]) -> None:
+        if export is not None:
+            export.write(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n")
+            export.flush()
+        if _json(args):
+            # One object per line when following (a stream); a list otherwise.
+            print(json.dumps(e, ensure_ascii=False), flush=True)
+        else:
+            print(event_line(e), flush=True)
+
+    async def body(d: Daemon) -> int:
+        query: dict[str, Any] = {"limit": args.limit}
+        for key in ("kind", "device", "severity"):
+            if getattr(args, key) is not None:
+                query[key] = getattr(args, key)
+        if since is not None:
+            query["since"] = since
+        events = await d.call("events", **query)
+        if _json(args) and not args.follow:
+            print_json(events)
+            if export is not None:
+                for e in events:
+                    export.write(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n")
+        else:
+            for e in events:
+                show(e)
+        if not args.follow:
+            if not _json(args):
+                print(f"{len(events)} event(s)" + (f" exported to {args.export}"
+                                                    if export is not None else ""),
+                      file=sys.stderr)
+            return exitcodes.OK
+        head = await d.call("events", limit=1)
+        after = max([int(head[-1]["seq"])] if head else [0])
+        try:
+            async for e in await d.subscribe(after):
+                if _matches(e, args, since):
+                    show(e)
+        except asyncio.CancelledError:
+            return exitcodes.OK  # Ctrl-C ends --follow normally
+        print("tablectl: the daemon closed the event stream (it stopped or restarted)",
+              file=sys.stderr)
+        return exitcodes.DAEMON_NOT_RUNNING
+
+    try:
+        return _run(args, body)
+    finally:
+        if export is not None:
+            export.close()
+
+
+def cmd_events_verify(args: argparse.Namespace) -> int:
+    """Verify the hash chain through the daemon, or offline from --store."""
+    if args.store:
+        return _verify_offline(args)
+
+    async def body(d: Daemon) -> int:
+        try:
+            result = await with_progress("verifying the hash chain", d.call("verify_chain"))
+        except ControlError as exc:
+            # The daemon reports IntegrityError from its handler as an internal error whose
+            # message starts with the exception's name; that is the broken-chain answer.
+            message = str(exc)
+            if message.startswith("IntegrityError:"):
+                return _report_broken(args, message.removeprefix("IntegrityError:").strip(),
+                                      source=f"daemon on {_socket(args)}")
+            raise
+        entries = int(result.get("entries", 0))
+        if not _emit_json(args, {"ok": True, "entries": entries, "source": "daemon"}):
+            print(paint("event log hash chain OK", "green", "bold")
+                  + f": {entries} entries verified by the daemon")
+        return exitcodes.OK
+    return _run(args, body)
+
+
+def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int:
+    if not _emit_json(args, {"ok": False, "error": detail, "source": source}):
+        print(paint("EVENT LOG HASH CHAIN BROKEN", "red", "bold") + f" ({source})")
+        print(f"  {detail}")
+        print("  Action: the log was edited or damaged. Do not play: the table is out of order "
+              "until the store is restored; keep the store file as evidence and call the floor "
+              "supervisor and the vendor.")
+    return exitcodes.INTEGRITY_FAILURE
+
+
+def _verify_offline(args: argparse.Namespace) -> int:
+    """Verify a store file without the daemon. The file is copied first (with its WAL) so
+    the check can never change the evidence: opening a Store writes its schema row."""
+    from controller.store import IntegrityError, Store, StoreError
+
+    source = Path(args.store)
+    if not source.is_file():
+        print(f"tablectl: no store file at {source}", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+    try:
+        with tempfile.TemporaryDirectory(prefix="tablectl-verify-") as tmp:
+            copy = Path(tmp) / source.name
+            for suffix in ("", "-wal"):
+                part = Path(str(source) + suffix)
+                if part.exists():
+                    shutil.copyfile(part, str(copy) + suffix)
+            store = Store(copy)
+            try:
+                store.quick_check()
+                entries = store.verify_chain()
+            finally:
+                store.close()
+    except PermissionError as exc:
+        print(f"tablectl: permission denied reading {exc.filename or source}; run as a member "
+              "of the tabled group or with sudo", file=sys.stderr)
+        return exitcodes.BAD_ARGUMENTS
+    except IntegrityError as exc:
+        return _report_broken(args, f"{exc.check}: {exc.detail}", source=str(source))
+    except (StoreError, OSError, Exception) as exc:  # noqa: BLE001 - a corrupt file fails anywhere
+        if type(exc).__name__ in ("DatabaseError", "OperationalError"):
+            return _report_broken(args, f"the file is not a readable SQLite store: {exc}",
+                                  source=str(source))
+        raise
+    if not _emit_json(args, {"ok": True, "entries": entries, "source": str(source)}):
+        print(paint("event log hash chain OK", "green", "bold")
+              + f": {entries} entries verified in {source}")
+    return exitcodes.OK
