@@ -28,8 +28,9 @@ logger = logging.getLogger(__name__)
 # buffer and drops any datagram that was truncated.
 MAX_DATAGRAM_BYTES = 4096
 # A STATUS= line is shown by `systemctl status`; keep it readable and well
-# inside MAX_DATAGRAM_BYTES even when combined with other assignments.
-MAX_STATUS_CHARS = 1024
+# inside MAX_DATAGRAM_BYTES (4 UTF-8 bytes a character at worst) even when
+# combined with other assignments.
+MAX_STATUS_CHARS = 512
 
 
 def _parse_address(raw: str | None) -> str | None:
@@ -77,9 +78,10 @@ def watchdog_interval(environ: Mapping[str, str] | None = None) -> float | None:
 
 
 def _one_line(text: str) -> str:
-    """STATUS text as a single bounded line: a newline would start a new assignment,
-    so text that came from a device or the configuration could otherwise inject one."""
-    flat = " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+    """STATUS text as a single bounded line. A newline would start a new
+    assignment, so text from a device or the configuration could otherwise
+    inject one; systemd drops a whole datagram that contains a NUL byte."""
+    flat = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\0", "")
     if len(flat) > MAX_STATUS_CHARS:
         flat = flat[: MAX_STATUS_CHARS - 1] + "\u2026"
     return flat
@@ -135,7 +137,7 @@ class SdNotifier:
                 self.failures += 1
             return False
         for item in assignments:
-            if "=" not in item or "\n" in item:
+            if "=" not in item or "\n" in item or "\0" in item:
                 self._fail("malformed assignment %r", item)
                 return False
         data = "\n".join(assignments).encode("utf-8", "replace")

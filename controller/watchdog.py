@@ -101,7 +101,9 @@ class WatchdogPinger:
     @property
     def period(self) -> float | None:
         """Seconds between pings, or None when no watchdog is requested."""
-        interval = self._interval if self._interval is not None else self._notifier.watchdog_interval()
+        interval = self._interval
+        if interval is None:
+            interval = self._notifier.watchdog_interval()
         return None if interval is None else interval / self._pings_per_interval
 
     def start(self) -> asyncio.Task[None]:

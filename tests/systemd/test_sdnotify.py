@@ -43,7 +43,7 @@ def test_every_notification_is_the_exact_datagram(notify_socket: NotifySocket) -
 def test_status_cannot_inject_assignments(notify_socket: NotifySocket) -> None:
     # e.g. a firmware version string from a device with a newline in it
     notifier = SdNotifier(notify_socket.env)
-    notifier.status("shoe firmware 1.2\nREADY=1\r\nWATCHDOG=1")
+    notifier.status("shoe firmware 1.2\nREADY=1\r\nWATCHDOG=1\0")
     assert notify_socket.drain() == [b"STATUS=shoe firmware 1.2 READY=1 WATCHDOG=1"]
 
 
@@ -134,8 +134,9 @@ def test_oversized_and_malformed_notifications_are_refused(notify_socket: Notify
     assert notifier.notify("X_BLOB=" + "a" * MAX_DATAGRAM_BYTES) is False
     assert notifier.notify("READY") is False
     assert notifier.notify("READY=1\nSTATUS=x") is False
+    assert notifier.notify("STATUS=a\0b") is False  # systemd drops datagrams with NUL
     assert notifier.notify() is False
-    assert notifier.failures == 4
+    assert notifier.failures == 5
     assert notify_socket.drain() == []
 
 

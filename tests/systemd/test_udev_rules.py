@@ -62,7 +62,8 @@ def parse_rule(line: str) -> list[Term]:
         if key in ASSIGN_ONLY and term.is_match:
             raise ValueError(f"{key} can only be assigned, not matched with {op}")
         if (key in WITH_ATTRIBUTE) != (attribute is not None) and key not in {"RUN", "IMPORT"}:
-            raise ValueError(f"{key} {'needs' if key in WITH_ATTRIBUTE else 'takes no'} {{attribute}}")
+            need = "needs" if key in WITH_ATTRIBUTE else "takes no"
+            raise ValueError(f"{key} {need} {{attribute}}")
         terms.append(term)
         position = token.end()
     if not any(t.is_match for t in terms) or all(t.is_match for t in terms):

@@ -8,7 +8,9 @@ the real loop with a 60 ms WatchdogSec. Datagrams go through a real socket.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -51,11 +53,10 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def pinger_for(sock: NotifySocket, health: object, clock: FakeClock,
-               usec: int = 3_000_000, **kwargs: object) -> WatchdogPinger:
+def pinger_for(sock: NotifySocket, health: Any, clock: FakeClock,
+               usec: int = 3_000_000, **kwargs: Any) -> WatchdogPinger:
     notifier = SdNotifier({**sock.env, "WATCHDOG_USEC": str(usec)})
-    return WatchdogPinger(notifier, health, clock=clock, sleep=clock.sleep,  # type: ignore[arg-type]
-                          **kwargs)  # type: ignore[arg-type]
+    return WatchdogPinger(notifier, health, clock=clock, sleep=clock.sleep, **kwargs)
 
 
 async def test_pings_while_healthy_then_stops_and_says_why(
@@ -197,7 +198,6 @@ async def test_disabled_without_a_watchdog(env: dict[str, str], clock: FakeClock
 
 async def test_watchdog_meant_for_another_pid_is_disabled(
         notify_socket: NotifySocket, clock: FakeClock) -> None:
-    import os
     env = {**notify_socket.env, "WATCHDOG_USEC": "3000000", "WATCHDOG_PID": str(os.getpid() + 1)}
     pinger = WatchdogPinger(SdNotifier(env), lambda: True, clock=clock, sleep=clock.sleep)
     await asyncio.wait_for(pinger.run(), timeout=2)
