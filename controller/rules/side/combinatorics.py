@@ -22,7 +22,7 @@ same code that settles real rounds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from functools import lru_cache
 
@@ -127,23 +127,34 @@ def initial_four_distribution(
 _FILLER = (Card(Rank.TWO, Suit.CLUBS), Card(Rank.THREE, Suit.DIAMONDS))
 
 
+@lru_cache(maxsize=16)
+def _hand_views(decks: int, player_hand: bool) -> tuple[tuple[RoundView, int], ...]:
+    """One view per unordered pair of card identities in the wagered hand, with its weight.
+
+    The Player's cards (1st and 3rd) and the Banker's (2nd and 4th) are each
+    distributed as any two cards drawn from the full shoe; the other hand
+    holds fixed filler cards a one-hand wager does not read.
+    """
+    cards = [card for card, _ in all_identities()]
+    out = []
+    for i, c1 in enumerate(cards):
+        for c2 in cards[i:]:
+            weight = decks * (decks - 1) if c1 == c2 else 2 * decks * decks
+            if not weight:
+                continue
+            total = (c1.baccarat_value + c2.baccarat_value) % 10
+            view = (RoundView((c1, c2), _FILLER, total, 5) if player_hand
+                    else RoundView(_FILLER, (c1, c2), 5, total))
+            out.append((view, weight))
+    return tuple(out)
+
+
 def initial_hand_distribution(
     decks: int, player_hand: bool, classify: Callable[[RoundView], str | None]
 ) -> dict[str | None, Fraction]:
-    """Distribution of a one-hand wager over that hand's initial two cards.
-
-    The Player's cards (1st and 3rd) and the Banker's (2nd and 4th) are each
-    distributed as any two cards drawn from the full shoe, so two cards over
-    the 52 identities are exact; the other hand holds fixed filler cards the
-    wager does not read.
-    """
+    """Distribution of a one-hand wager over that hand's initial two cards (read as a set)."""
     tally: dict[str | None, int] = {}
-    for (c1, c2), weight in ordered_draws(all_identities(), 2, decks):
-        total = (c1.baccarat_value + c2.baccarat_value) % 10
-        if player_hand:
-            view = RoundView((c1, c2), _FILLER, total, 5)
-        else:
-            view = RoundView(_FILLER, (c1, c2), 5, total)
+    for view, weight in _hand_views(decks, player_hand):
         label = classify(view)
         tally[label] = tally.get(label, 0) + weight
     denominator = falling(CARDS_PER_DECK * decks, 2)
@@ -333,6 +344,7 @@ def _hand_values(total: int, n: int) -> list[tuple[int, ...]]:
     return [(total, 0, 0), (1, 0, (total - 1) % 10), (2, 1, (total - 3) % 10)]
 
 
+@lru_cache(maxsize=4096)
 def representative_view(signature: Signature | SuitSignature) -> RoundView:
     """A round with exactly the facts of `signature` (and no others a wager could read)."""
     pt, bt, pn, bn = signature[:4]
@@ -360,10 +372,15 @@ def representative_view(signature: Signature | SuitSignature) -> RoundView:
 
 
 def coup_distribution(
-    decks: int, with_suits: bool, classify: Callable[[RoundView], str | None]
+    decks: int, with_suits: bool, classify: Callable[[RoundView], str | None],
+    space: tuple[Mapping[Signature, int], int] | None = None,
 ) -> dict[str | None, Fraction]:
-    """Distribution of `classify` over complete 631a coups from a full shoe."""
-    space, total = coup_space(decks, with_suits)
+    """Distribution of `classify` over complete 631a coups from a full shoe.
+
+    `space` may supply value-level signature weights computed elsewhere (the
+    core par engine's round facts) so that one sheet enumerates the coup once.
+    """
+    space, total = space if space is not None else coup_space(decks, with_suits)
     tally: dict[str | None, int] = {}
     for signature, weight in space.items():
         label = classify(representative_view(signature))

@@ -312,7 +312,16 @@ class LineWager:
 
     def par(self, ctx: ParContext, seat: int = 1) -> WagerPar:
         """The exact par sheet for the registry's `tablectl par-sheet` (controller.rules.par)."""
-        distribution = self.exact_distribution(ctx.game.decks, seat)
+        shared = None
+        if self.par_space == ParSpace.COUP:
+            # Share the core engine's value-level enumeration of the sheet.
+            weights: dict[combinatorics.Signature, int] = {}
+            for facts, w in ctx.round_facts.items():
+                sig = (facts.player_total, facts.banker_total, facts.player_cards,
+                       facts.banker_cards)
+                weights[sig] = weights.get(sig, 0) + w
+            shared = (weights, ctx.six_card_denominator)
+        distribution = self.exact_distribution(ctx.game.decks, seat, shared)
         lines: list[ParLine] = []
         for line in self.paytable.lines:
             p = distribution[line.label]
@@ -348,11 +357,15 @@ class LineWager:
     def card_classes(self) -> Sequence[combinatorics.CardClass]:
         return combinatorics.all_identities()
 
-    def exact_distribution(self, decks: int, seat: int = 1) -> dict[str, Fraction]:
+    def exact_distribution(
+        self, decks: int, seat: int = 1,
+        coup_space: tuple[Mapping[combinatorics.Signature, int], int] | None = None,
+    ) -> dict[str, Fraction]:
         """Exact probability of every paytable line from a full shoe of `decks` decks.
 
         Lines are keyed by label in paytable order; the wager loses with the
-        remaining probability.
+        remaining probability. `coup_space` optionally supplies value-level
+        coup weights (see `par`).
         """
         if decks < 1:
             raise ValueError(f"decks = {decks}: a shoe holds at least one deck")
@@ -367,8 +380,9 @@ class LineWager:
         elif self.par_space == ParSpace.FIRST_FOUR:
             raw = combinatorics.initial_four_distribution(self.card_classes(), decks, label)
         else:
+            with_suits = self.par_space == ParSpace.COUP_WITH_SUITS
             raw = combinatorics.coup_distribution(
-                decks, self.par_space == ParSpace.COUP_WITH_SUITS, label)
+                decks, with_suits, label, None if with_suits else coup_space)
         return {line.label: raw.get(line.label, Fraction(0)) for line in self.paytable.lines}
 
     def house_edge(self, decks: int, *, meter_return: Mapping[str, Fraction] | None = None,
