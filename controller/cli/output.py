@@ -69,12 +69,14 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
     return "\n".join(lines)
 
 
-def key_values(pairs: Iterable[tuple[str, Any]], indent: str = "") -> str:
-    """`label: value` lines with the values aligned, skipping pairs whose value is None."""
+def key_values(pairs: Iterable[tuple[str, Any]], indent: str = "",
+               width: int | None = None) -> str:
+    """`label: value` lines with the values aligned (at `width`, else after the longest
+    label), skipping pairs whose value is None."""
     kept = [(k, v) for k, v in pairs if v is not None]
     if not kept:
         return ""
-    width = max(len(k) for k, _ in kept) + 1
+    width = width or max(len(k) for k, _ in kept) + 1
     return "\n".join(f"{indent}{(k + ':'):<{width}} {v}" for k, v in kept)
 
 

@@ -217,6 +217,9 @@ def status_exit_code(status: Mapping[str, Any]) -> int:
     return exitcodes.OK
 
 
+_LABEL_WIDTH = 17  # one value column for every block of `status`
+
+
 def render_status(s: Mapping[str, Any]) -> str:
     """The human view of the daemon's `status` result."""
     state = str(s.get("state", "?"))
@@ -227,7 +230,8 @@ def render_status(s: Mapping[str, Any]) -> str:
         game = f"{game} ({s['variant']})"
     lines = [head, key_values([("game", game), ("configuration", s.get("config")),
                                ("daemon uptime", duration(s.get("uptime_s"))
-                                if s.get("uptime_s") is not None else None)], "  ")]
+                                if s.get("uptime_s") is not None else None)],
+                              "  ", _LABEL_WIDTH)]
     shoe = s.get("shoe") or {}
     if shoe.get("shoe_no"):
         cover = "passed" if shoe.get("cover_card_seen") else "not yet"
@@ -236,21 +240,23 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(key_values([
             ("cards dealt", shoe.get("cards_drawn")), ("cards left", shoe.get("cards_left")),
             ("cover card", cover), ("last hand", last),
-            ("rounds this shoe", shoe.get("rounds"))], "  "))
+            ("rounds this shoe", shoe.get("rounds"))], "  ", _LABEL_WIDTH))
     else:
         lines.append("Shoe: none loaded")
     batches = s.get("batches")
     if isinstance(batches, Mapping):
         lines.append("Batches:")
         lines.append(key_values([("in play", batches.get("in_play")),
-                                 ("in the shuffler", batches.get("in_shuffler"))], "  "))
+                                 ("in the shuffler", batches.get("in_shuffler"))],
+                                "  ", _LABEL_WIDTH))
     rnd = s.get("round") or {}
     if rnd.get("round_id") is not None:
         wagers = rnd.get("wagers") or []
         total = sum(int(w.get("amount_cents", 0)) for w in wagers)
         lines.append(f"Round in progress: round {rnd.get('round_no')} (id {rnd['round_id']})")
         lines.append(key_values([("next card", rnd.get("next")),
-                                 ("wagers", f"{len(wagers)} totalling {money(total)}")], "  "))
+                                 ("wagers", f"{len(wagers)} totalling {money(total)}")],
+                                "  ", _LABEL_WIDTH))
     elif rnd.get("wagers"):
         wagers = rnd["wagers"]
         total = sum(int(w.get("amount_cents", 0)) for w in wagers)

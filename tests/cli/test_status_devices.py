@@ -1,0 +1,89 @@
+"""tablectl status and devices through the real control socket protocol."""
+
+from __future__ import annotations
+
+import json
+
+from controller.cli import exitcodes, main
+
+
+def test_status_shows_state_game_shoe_and_betting(fake, capsys):
+    assert main(["status", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "Table SIM-BAC-01: BETTING OPEN"
+    assert "  game:             baccarat (standard)" in out
+    assert "  configuration:    /etc/tabled/table.toml" in out
+    assert "  daemon uptime:    01:02:05" in out
+    assert "Shoe 3:" in out
+    assert "  cards dealt:      45" in out
+    assert "  cards left:       371" in out
+    assert "  cover card:       not yet" in out
+    assert "Betting: 2 wagers totalling $125.00" in out
+    assert "FAULT" not in out
+
+
+def test_status_in_device_fault_names_the_device_and_the_action(fake, capsys):
+    fake.status.update(state="device_fault", fault={
+        "device": "shoe", "code": "link_retrying", "detail": "no reply from /dev/ttyUSB0",
+        "action": "check the device's cable and power; the table resumes by itself when it "
+                  "is back"})
+    assert main(["status", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
+    out = capsys.readouterr().out
+    assert "Table SIM-BAC-01: DEVICE FAULT" in out
+    assert "FAULT: shoe: no reply from /dev/ttyUSB0 [link_retrying]" in out
+    assert "  Action: check the device's cable and power" in out
+
+
+def test_status_out_of_order_exits_5(fake, capsys):
+    fake.status.update(state="out_of_order",
+                       out_of_order="event chain: entry 12 (card) was altered")
+    assert main(["status", "--socket", fake.socket]) == exitcodes.INTEGRITY_FAILURE
+    out = capsys.readouterr().out
+    assert "OUT OF ORDER: event chain: entry 12 (card) was altered" in out
+    assert "Run 'tablectl events verify'" in out
+
+
+def test_status_round_in_progress_and_batches(fake, capsys):
+    fake.status["round"].update(round_id=42, round_no=8, next="banker")
+    fake.status["batches"] = {"in_play": "red", "in_shuffler": "blue"}
+    assert main(["status", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "Round in progress: round 8 (id 42)" in out
+    assert "  next card:        banker" in out
+    assert "  in play:          red" in out
+    assert "  in the shuffler:  blue" in out
+
+
+def test_status_json_is_the_daemons_answer(fake, capsys):
+    fake.status["state"] = "device_fault"
+    assert main(["status", "--json", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
+    assert json.loads(capsys.readouterr().out) == fake.status
+
+
+def test_devices_table_aligned_with_counters(fake, capsys):
+    assert main(["devices", "--socket", fake.socket]) == exitcodes.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["DEVICE", "KIND", "LINK", "PORT", "SERIAL", "FIRMWARE", "PROTO",
+                                "UPTIME", "CRC", "RETX", "RESYNC", "RECONN"]
+    assert lines[1].split() == ["shoe", "shoe", "up", "/dev/ttyUSB0", "SH-00042", "2.1.0", "1",
+                                "01:02:00", "2", "5", "1", "0"]
+    assert lines[3].split()[:4] == ["seats", "seats", "up", "gpio:lgpio"]
+    # Columns line up: every row's LINK starts where the header's does.
+    column = lines[0].index("LINK")
+    assert all(line[column:column + 2] == "up" for line in lines[1:4])
+    assert "shoe counters: frames_in=1200" in lines
+    assert "seats counters: button_presses=4" in lines
+
+
+def test_devices_unplugged_shoe_exits_4(fake, capsys):
+    fake.devices[0].update(link="retrying", uptime_s=None,
+                           last_error="/dev/ttyUSB0: No such file or directory")
+    assert main(["devices", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
+    out = capsys.readouterr().out
+    assert "shoe last error: /dev/ttyUSB0: No such file or directory" in out
+    assert "NOT UP: shoe - check the cable and power" in out
+
+
+def test_devices_json(fake, capsys):
+    assert main(["devices", "--socket", fake.socket, "--json"]) == exitcodes.OK
+    assert json.loads(capsys.readouterr().out) == fake.devices
