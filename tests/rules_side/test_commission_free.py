@@ -1,0 +1,97 @@
+"""631c.5 / 627b.2 commission-free play: Banker 1 to 2 on a winning 6, pairs, Lucky Six."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from controller.rules.baccarat import Hand
+from controller.rules.money import Rounding
+from controller.rules.side.commission_free import (
+    CommissionFreeBanker, CommissionFreePlayer, CommissionFreeTie, LuckySix, commission_free_pair,
+)
+from controller.rules.wager import Outcome, SettlementPoint
+
+from .helpers import dealt, view
+
+SECTIONS = ["631c.5", "627b.2"]
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_banker_wins_with_6_pays_1_to_2_631c_5_i(section: str) -> None:
+    s = CommissionFreeBanker("banker", section).settle(2, 1000, view("5C 10D", "6H KS"))
+    assert (s.outcome, s.label, s.odds, s.win_cents, s.vigorish_cents) == \
+        (Outcome.WIN, "Banker wins with 6", Fraction(1, 2), 500, 0)
+    assert s.section == f"{section}(i)"
+
+
+def test_banker_1_to_2_on_odd_cents_rounds_through_money_module() -> None:
+    """2.5 cents is not payable: the configured rounding decides (default down)."""
+    v = view("5C 10D", "6H KS")
+    assert CommissionFreeBanker("banker", "631c.5").settle(1, 1005, v).win_cents == 502
+    assert CommissionFreeBanker("banker", "631c.5", Rounding.HALF_UP).settle(1, 1005, v).win_cents == 503
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+@pytest.mark.parametrize("banker", ["7H KS", "9C 10C", "3H 3S 2C"])
+def test_other_banker_wins_pay_1_to_1_without_vigorish_631c_5_a_i(section: str, banker: str) -> None:
+    s = CommissionFreeBanker("banker", section).settle(1, 1000, view("5C 10D", banker))
+    assert (s.outcome, s.win_cents, s.vigorish_cents, s.net_cents) == (Outcome.WIN, 1000, 0, 1000)
+
+
+def test_banker_tie_is_returned_and_player_win_loses() -> None:
+    rule = CommissionFreeBanker("banker", "631c.5")
+    assert rule.settle(1, 1000, view("6C 10D", "6H KS")).outcome is Outcome.PUSH
+    assert rule.settle(1, 1000, view("7C 10D", "6H KS")).outcome is Outcome.LOSE
+
+
+def test_player_and_tie_631c_5_h_j() -> None:
+    win = view("7C 10D", "6H KS")
+    tie = view("6C 10D", "6H KS")
+    assert CommissionFreePlayer("player", "631c.5").settle(1, 700, win).win_cents == 700
+    assert CommissionFreePlayer("player", "631c.5").settle(1, 700, tie).outcome is Outcome.PUSH
+    assert CommissionFreeTie("tie", "631c.5").settle(1, 700, tie).win_cents == 5600
+    assert CommissionFreeTie("tie", "631c.5").settle(1, 700, win).outcome is Outcome.LOSE
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+@pytest.mark.parametrize("hand,player,banker,wins", [
+    (Hand.PLAYER, "9S 9H", "2C 3C", True),      # (c)(1): two nines
+    (Hand.PLAYER, "QS QD", "2C 3C", True),      # two queens
+    (Hand.PLAYER, "QS KS", "2C 3C", False),     # same value, different rank
+    (Hand.BANKER, "2C 3C", "AH AS", True),      # (c)(2)
+    (Hand.BANKER, "5C 5C", "AH 2S", False),     # the Player's pair is not the Banker's
+])
+def test_pair_wagers_pay_11_to_1_631c_5_c_1_c_2_g(section: str, hand: Hand, player: str,
+                                                   banker: str, wins: bool) -> None:
+    rule = commission_free_pair("pair", section, hand)
+    s = rule.settle(4, 500, view(player, banker))
+    assert s.outcome is (Outcome.WIN if wins else Outcome.LOSE)
+    assert s.win_cents == (5500 if wins else 0)
+    assert rule.settles_at is SettlementPoint.FIRST_FOUR_CARDS  # (d): before any third card
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_lucky_six_two_cards_12_to_1_631c_5_k_1(section: str) -> None:
+    s = LuckySix("lucky_six", section).settle(1, 1000, view("5C 10D", "6H KS"))
+    assert (s.label, s.win_cents, s.section) == ("Lucky Six, two cards", 12000, f"{section}(k)(1)")
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_lucky_six_three_cards_20_to_1_631c_5_k_2(section: str) -> None:
+    # Player K K = 0 draws a 5; Banker A 2 = 3 draws on a 5 (631a.11 Table 1) and makes 6.
+    v = dealt("KC", "AH", "KD", "2S", "5C", "3D")
+    assert len(v.banker) == 3 and v.banker_total == 6 and v.player_total == 5
+    s = LuckySix("lucky_six", section).settle(1, 1000, v)
+    assert (s.label, s.win_cents) == ("Lucky Six, three cards", 20000)
+
+
+@pytest.mark.parametrize("player,banker", [
+    ("6C 10D", "6H KS"),   # 6-6 tie: not *higher* (c)(3), not a win (k); ruling: loses
+    ("7C 10D", "6H KS"),   # (c)(3)(i): a six lower than the Player's
+    ("5C 10D", "7H KS"),   # (c)(3)(ii): not a six
+])
+def test_lucky_six_loses_631c_5_c_3(player: str, banker: str) -> None:
+    s = LuckySix("lucky_six", "631c.5").settle(1, 1000, view(player, banker))
+    assert (s.outcome, s.section) == (Outcome.LOSE, "631c.5(c)(3)")
