@@ -1,0 +1,632 @@
+"""A simulated two-batch card shuffler behind a pyusb backend of this project's own.
+
+``SimulatedUsbBackend`` implements the ``usb.backend.IBackend`` methods pyusb
+needs (enumeration, descriptors, open/close, configuration, interface claims,
+bulk transfers, string descriptors through control transfers) for simulated
+devices. The daemon is configured with::
+
+    [shuffler]
+    vendor_id = 0x1209
+    product_id = 0x0001
+    backend = "hil.usb_shuffler:get_backend"
+
+and finds the device with ``usb.core.find(..., backend=get_backend())`` as it
+would find the real one through libusb. The simulated shuffler speaks
+firmware_bridge as DEVICE over its bulk endpoints (OUT 0x01, IN 0x81), from a
+thread of its own, so it works under any caller (asyncio or not).
+
+It holds the table's two batches of different back colours (681a.3(b)(2)) as
+physical cards, counts and verifies a batch against the decks it should hold,
+and has fault injection: ``jam_next``, ``incomplete_next``, ``stall_next``,
+``remove_card`` / ``add_duplicate`` / ``add_foreign_card`` (missing, duplicate,
+extra), ``set_door``, ``unplug`` / ``replug``. Tests reach the device through
+``get_backend().devices`` or the ``SimulatedShuffler`` they ``add_shuffler()``-ed.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import errno
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+import usb.backend
+import usb.core
+
+from controller.rules.cards import BackColour, Card, shoe_of
+from firmware_bridge import messages as wire
+from firmware_bridge.link import LinkEndpoint, LinkUp, LinkDown, MessageReceived, PeerRefused, Role
+
+log = structlog.get_logger()
+
+SIM_VENDOR_ID = 0x1209
+"""pid.codes, the open-source USB vendor id."""
+SIM_PRODUCT_ID = 0x0001
+"""pid.codes' test product id: never a real product, so the simulator cannot shadow one."""
+EP_OUT, EP_IN = 0x01, 0x81
+MAX_PACKET = 64
+"""Full-speed bulk endpoint packet size (USB 2.0 5.8.3)."""
+CARD_TIME_S = 0.0005
+"""Simulated time to count one card; real shufflers take ~0.1 s, tests want a batch in ~0.2 s."""
+PROGRESS_EVERY = 52
+"""A ShuffleProgress per deck counted."""
+DEVICE_TICK_S = 0.005
+"""The device thread's longest sleep when nothing is due: link timers are >= 50 ms."""
+IN_BUFFER_LIMIT = 64 * 1024
+"""Bytes queued for the host before the device drops output (a host that stopped reading)."""
+
+_LANGID_EN_US = 0x0409
+_GET_DESCRIPTOR = 0x06
+_DESC_STRING = 0x03
+
+
+def full_batch(back: BackColour, decks: int) -> list[tuple[Card, BackColour]]:
+    """``decks`` complete decks with ``back`` backs."""
+    return [(card, back) for card in shoe_of(decks)]
+
+
+@dataclass
+class _Plan:
+    """What goes wrong in the next shuffle (fault injection)."""
+
+    jam_after: int | None = None
+    incomplete_after: int | None = None
+    stall_after: int | None = None
+
+
+@dataclass
+class _Shuffle:
+    back: BackColour
+    expected: int
+    counted: int = 0
+    next_card_at: float = 0.0
+    plan: _Plan = field(default_factory=_Plan)
+
+
+class SimulatedShuffler:
+    """One simulated shuffler: its batches, its USB identity and its firmware's link endpoint."""
+
+    def __init__(self, vendor_id: int = SIM_VENDOR_ID, product_id: int = SIM_PRODUCT_ID, *,
+                 batches: Mapping[BackColour, int] | None = None,
+                 held: BackColour | None = BackColour.BLUE,
+                 serial_number: str = "SIM-SHUF-0001", firmware_version: str = "shuffler-sim 1.0",
+                 protocol_version: int | None = None, card_time_s: float = CARD_TIME_S,
+                 bus: int = 1, address: int = 7) -> None:
+        """``batches``: decks per back colour (default RED and BLUE, 8 decks each); ``held``:
+        the batch inside the shuffler at power-up."""
+        self.vendor_id, self.product_id = vendor_id, product_id
+        self.serial_number, self.firmware_version = serial_number, firmware_version
+        self.protocol_version = wire.PROTOCOL_VERSION if protocol_version is None else protocol_version
+        self.card_time_s = card_time_s
+        self.bus, self.address = bus, address
+        decks = dict(batches or {BackColour.RED: 8, BackColour.BLUE: 8})
+        self.decks = decks
+        # The physical cards of each batch; the shuffler holds at most one of them.
+        self.cards: dict[BackColour, list[tuple[Card, BackColour]]] = {
+            back: full_batch(back, n) for back, n in decks.items()}
+        self.held = held
+        self.plugged = True
+        self.active_faults: dict[wire.FaultCode, str] = {}
+        self.received: list[wire.Message] = []
+        self.handshakes = 0
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._to_device = bytearray()
+        self._to_host = bytearray()
+        self._endpoint = self._new_endpoint()
+        self._up = False
+        self._outbox: collections.deque[wire.Message] = collections.deque()
+        self._shuffle: _Shuffle | None = None
+        self._plan = _Plan()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=f"sim-shuffler-{serial_number}",
+                                        daemon=True)
+        self._thread.start()
+
+    # --- the dealer and the technician ------------------------------------------------
+
+    def insert_batch(self, back: BackColour) -> None:
+        """The dealer puts the batch with this back colour into the shuffler."""
+        with self._lock:
+            self.held = BackColour(back)
+            self._post(wire.BatchStatus(int(back)))
+
+    def remove_batch(self) -> BackColour | None:
+        """The dealer takes the (shuffled) batch out, e.g. into the shoe."""
+        with self._lock:
+            held, self.held = self.held, None
+            self._post(wire.BatchStatus(wire.NO_BACK_COLOUR))
+            return held
+
+    def remove_card(self, back: BackColour, count: int = 1) -> None:
+        """Fault injection: ``count`` cards of the batch go missing."""
+        with self._lock:
+            del self.cards[back][:count]
+
+    def add_duplicate(self, back: BackColour, count: int = 1) -> None:
+        """Fault injection: a card of the batch appears twice."""
+        with self._lock:
+            self.cards[back].extend(self.cards[back][:count])
+
+    def add_foreign_card(self, back: BackColour, foreign_back: BackColour, count: int = 1) -> None:
+        """Fault injection: a card of another batch (different back) is mixed into this one."""
+        with self._lock:
+            self.cards[back].extend((card, foreign_back) for card in shoe_of(1)[:count])
+
+    def restore_batch(self, back: BackColour) -> None:
+        """The technician replaces the batch with complete decks."""
+        with self._lock:
+            self.cards[back] = full_batch(back, self.decks[back])
+
+    def jam_next(self, after_cards: int = 100) -> None:
+        """Fault injection: the next shuffle jams after this many cards (681a.9(c))."""
+        with self._lock:
+            self._plan.jam_after = after_cards
+
+    def incomplete_next(self, after_cards: int = 100) -> None:
+        """Fault injection: the next shuffle stops without finishing its cycle (681a.9(c))."""
+        with self._lock:
+            self._plan.incomplete_after = after_cards
+
+    def stall_next(self, after_cards: int = 100) -> None:
+        """Fault injection: the next shuffle silently stops (the driver's cycle timeout notices)."""
+        with self._lock:
+            self._plan.stall_after = after_cards
+
+    def clear_jam(self) -> None:
+        with self._lock:
+            self._clear_fault(wire.FaultCode.SHUFFLER_JAM)
+
+    def set_door(self, open_: bool) -> None:
+        with self._lock:
+            if open_:
+                self._set_fault(wire.FaultCode.SHUFFLER_DOOR_OPEN, "door opened")
+            else:
+                self._clear_fault(wire.FaultCode.SHUFFLER_DOOR_OPEN)
+
+    def unplug(self) -> None:
+        """Fault injection: the USB cable is pulled (transfers fail with ENODEV, not enumerated)."""
+        with self._lock:
+            self.plugged = False
+            self._up = False
+            self._shuffle = None  # the mechanism stops with the power
+            self._to_device.clear()
+            self._to_host.clear()
+            self._wake.notify_all()
+
+    def replug(self) -> None:
+        """The cable is back: the firmware restarts (new link endpoint; the batch is still inside)."""
+        with self._lock:
+            self._endpoint = self._new_endpoint()
+            self.plugged = True
+            self._wake.notify_all()
+
+    def close(self) -> None:
+        """Stop the device thread."""
+        with self._lock:
+            self._stopping = True
+            self._wake.notify_all()
+        self._thread.join(timeout=5)
+
+    @property
+    def host_connected(self) -> bool:
+        return self._up
+
+    @property
+    def shuffling(self) -> bool:
+        return self._shuffle is not None
+
+    @property
+    def link_counters(self) -> dict[str, int]:
+        return self._endpoint.counters.as_dict()
+
+    def wait_host(self, timeout: float = 30.0) -> None:
+        """Block until the host has connected (for tests outside the host's event loop)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not self._up:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no host connected to {self.serial_number} within {timeout} s")
+                self._wake.wait(left)
+
+    # --- the USB side (called by the backend from the host's threads) ------------------
+
+    def host_write(self, data: bytes) -> int:
+        with self._lock:
+            self._check_plugged()
+            self._to_device += data
+            self._wake.notify_all()
+            return len(data)
+
+    def host_read(self, size: int, timeout_s: float) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while True:
+                self._check_plugged()
+                if self._to_host:
+                    chunk = bytes(self._to_host[:size])
+                    del self._to_host[:size]
+                    return chunk
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise usb.core.USBTimeoutError("Operation timed out", -7, errno.ETIMEDOUT)
+                self._wake.wait(left)
+
+    def _check_plugged(self) -> None:
+        if not self.plugged:
+            raise usb.core.USBError("No such device (it may have been disconnected)", -4, errno.ENODEV)
+
+    # --- the firmware (device thread) ---------------------------------------------------
+
+    def hello(self) -> wire.Hello:
+        return wire.Hello(protocol_version=self.protocol_version,
+                          device_kind=wire.DeviceKind.SHUFFLER, serial_number=self.serial_number,
+                          firmware_version=self.firmware_version, capabilities=0)
+
+    def _new_endpoint(self) -> LinkEndpoint:
+        return LinkEndpoint(Role.DEVICE, self.hello())
+
+    def _post(self, message: wire.Message) -> None:
+        self._outbox.append(message)
+        self._wake.notify_all()
+
+    def _set_fault(self, code: wire.FaultCode, detail: str) -> None:
+        self.active_faults[code] = detail
+        self._post(wire.Fault(code, detail))
+
+    def _clear_fault(self, code: wire.FaultCode) -> None:
+        if self.active_faults.pop(code, None) is not None:
+            self._post(wire.FaultCleared(code))
+
+    def _run(self) -> None:
+        with self._lock:
+            while not self._stopping:
+                if not self.plugged:
+                    self._wake.wait()
+                    continue
+                now = time.monotonic()
+                endpoint = self._endpoint
+                if self._to_device:
+                    data = bytes(self._to_device)
+                    self._to_device.clear()
+                    endpoint.receive(data, now)
+                endpoint.poll(now)
+                for event in endpoint.events():
+                    self._on_link_event(event)
+                self._step_shuffle(now)
+                if self._up:
+                    while self._outbox:
+                        try:
+                            endpoint.send(self._outbox[0], now)
+                        except Exception:  # LinkBusyError: the window is full; next round
+                            break
+                        self._outbox.popleft()
+                out = endpoint.outgoing()
+                if out and len(self._to_host) + len(out) <= IN_BUFFER_LIMIT:
+                    self._to_host += out
+                    self._wake.notify_all()
+                elif out:
+                    log.warning("simulated shuffler: host not reading, output dropped",
+                                bytes=len(out))
+                waits = [DEVICE_TICK_S]
+                deadline = endpoint.next_deadline()
+                if deadline is not None:
+                    waits.append(max(0.0, deadline - now))
+                if self._shuffle is not None:
+                    waits.append(max(0.0, self._shuffle.next_card_at - now))
+                if self._to_device or (self._outbox and self._up):
+                    waits = [0.0]
+                if waits and min(waits) > 0:
+                    self._wake.wait(min(waits))
+
+    def _on_link_event(self, event: Any) -> None:
+        if isinstance(event, LinkUp):
+            self._up = True
+            self.handshakes += 1
+            # After every handshake: the active faults, then which batch is held.
+            for code, detail in self.active_faults.items():
+                self._outbox.appendleft(wire.Fault(code, detail))
+            self._outbox.append(wire.BatchStatus(
+                wire.NO_BACK_COLOUR if self.held is None else int(self.held)))
+            self._wake.notify_all()
+        elif isinstance(event, LinkDown | PeerRefused):
+            self._up = False
+        elif isinstance(event, MessageReceived):
+            self.received.append(event.message)
+            self._on_message(event.message)
+
+    def _on_message(self, message: wire.Message) -> None:
+        if isinstance(message, wire.StatusRequest):
+            state = (wire.DeviceState.BUSY if self._shuffle else
+                     wire.DeviceState.FAULTED if self.active_faults else wire.DeviceState.READY)
+            held = "none" if self.held is None else BackColour(self.held).name
+            self._post(wire.Status(int(time.monotonic()), state, f"holds {held}"))
+        elif isinstance(message, wire.SelfTestRequest):
+            faults = ", ".join(code.name for code in self.active_faults)
+            self._post(wire.SelfTestResult(not faults, faults or "mechanism, counter and door ok"))
+        elif isinstance(message, wire.StartShuffle):
+            self._start_shuffle(BackColour(message.back_colour), message.expected_cards)
+
+    def _start_shuffle(self, back: BackColour, expected: int) -> None:
+        if self.held != back:
+            held = "nothing" if self.held is None else f"the {BackColour(self.held).name} batch"
+            self._set_fault(wire.FaultCode.SHUFFLER_BATCH_MISSING,
+                            f"asked to shuffle the {back.name} batch; the shuffler holds {held}")
+            return
+        self._clear_fault(wire.FaultCode.SHUFFLER_BATCH_MISSING)
+        self._shuffle = _Shuffle(back, expected, next_card_at=time.monotonic() + self.card_time_s,
+                                 plan=self._plan)
+        self._plan = _Plan()
+
+    def _step_shuffle(self, now: float) -> None:
+        job = self._shuffle
+        if job is None or not self._up:
+            return
+        total = len(self.cards[job.back])
+        while job.counted < total and now >= job.next_card_at:
+            job.counted += 1
+            job.next_card_at += self.card_time_s
+            plan = job.plan
+            if plan.jam_after is not None and job.counted >= plan.jam_after:
+                self._set_fault(wire.FaultCode.SHUFFLER_JAM, f"jammed at card {job.counted}")
+                self._shuffle = None
+                return
+            if plan.incomplete_after is not None and job.counted >= plan.incomplete_after:
+                self._set_fault(wire.FaultCode.SHUFFLER_CYCLE_INCOMPLETE,
+                                f"cycle stopped at card {job.counted} of {total}")
+                self._shuffle = None
+                return
+            if plan.stall_after is not None and job.counted >= plan.stall_after:
+                job.next_card_at = float("inf")  # silent: the mechanism just stopped
+                return
+            if job.counted % PROGRESS_EVERY == 0:
+                self._post(wire.ShuffleProgress(job.counted, job.expected))
+        if job.counted >= total:
+            missing, extra, duplicates = verify(self.cards[job.back], job.back, job.expected)
+            self._post(wire.ShuffleComplete(int(job.back), total, missing, extra, duplicates))
+            self._shuffle = None
+
+
+def verify(cards: list[tuple[Card, BackColour]], back: BackColour, expected_cards: int) -> tuple[int, int, int]:
+    """Count a batch against the complete decks it should hold: (missing, extra, duplicates)."""
+    want = collections.Counter(shoe_of(max(0, expected_cards) // 52))
+    seen = collections.Counter(card for card, card_back in cards if card_back == back)
+    extra = sum(1 for _, card_back in cards if card_back != back)
+    missing = sum(max(0, n - seen[card]) for card, n in want.items())
+    duplicates = sum(max(0, n - want[card]) for card, n in seen.items() if card in want)
+    extra += sum(n for card, n in seen.items() if card not in want)
+    return missing, extra, duplicates
+
+
+# --- the pyusb backend ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DeviceDescriptor:
+    idVendor: int
+    idProduct: int
+    bus: int
+    address: int
+    bLength: int = 18
+    bDescriptorType: int = 0x01
+    bcdUSB: int = 0x0200
+    bDeviceClass: int = 0xFF
+    bDeviceSubClass: int = 0
+    bDeviceProtocol: int = 0
+    bMaxPacketSize0: int = 64
+    bcdDevice: int = 0x0100
+    iManufacturer: int = 1
+    iProduct: int = 2
+    iSerialNumber: int = 3
+    bNumConfigurations: int = 1
+    port_number: int | None = 1
+    port_numbers: tuple[int, ...] | None = (1,)
+    speed: int | None = 2  # full speed (libusb's LIBUSB_SPEED_FULL)
+
+
+@dataclass(frozen=True)
+class _ConfigDescriptor:
+    bLength: int = 9
+    bDescriptorType: int = 0x02
+    wTotalLength: int = 9 + 9 + 7 + 7
+    bNumInterfaces: int = 1
+    bConfigurationValue: int = 1
+    iConfiguration: int = 0
+    bmAttributes: int = 0x80
+    bMaxPower: int = 50
+    extra_descriptors: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class _InterfaceDescriptor:
+    bLength: int = 9
+    bDescriptorType: int = 0x04
+    bInterfaceNumber: int = 0
+    bAlternateSetting: int = 0
+    bNumEndpoints: int = 2
+    bInterfaceClass: int = 0xFF
+    bInterfaceSubClass: int = 0
+    bInterfaceProtocol: int = 0
+    iInterface: int = 0
+    extra_descriptors: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class _EndpointDescriptor:
+    bEndpointAddress: int
+    bLength: int = 7
+    bDescriptorType: int = 0x05
+    bmAttributes: int = 0x02  # bulk
+    wMaxPacketSize: int = MAX_PACKET
+    bInterval: int = 0
+    bRefresh: int = 0
+    bSynchAddress: int = 0
+    extra_descriptors: tuple[int, ...] = ()
+
+
+_ENDPOINTS = (_EndpointDescriptor(EP_OUT), _EndpointDescriptor(EP_IN))
+
+
+class SimulatedUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
+    """A pyusb backend whose bus holds only simulated shufflers."""
+
+    def __init__(self) -> None:
+        self.devices: list[SimulatedShuffler] = []
+        self._configuration: dict[int, int] = {}
+
+    def add(self, device: SimulatedShuffler) -> SimulatedShuffler:
+        self.devices.append(device)
+        return device
+
+    def remove(self, device: SimulatedShuffler) -> None:
+        if device in self.devices:
+            self.devices.remove(device)
+        device.close()
+
+    # enumeration and descriptors
+
+    def enumerate_devices(self) -> Iterator[SimulatedShuffler]:
+        return iter([d for d in self.devices if d.plugged])
+
+    def get_device_descriptor(self, dev: SimulatedShuffler) -> _DeviceDescriptor:
+        return _DeviceDescriptor(dev.vendor_id, dev.product_id, dev.bus, dev.address)
+
+    def get_configuration_descriptor(self, dev: SimulatedShuffler, config: int) -> _ConfigDescriptor:
+        if config != 0:
+            raise IndexError(f"configuration {config}: the shuffler has one")
+        return _ConfigDescriptor()
+
+    def get_interface_descriptor(self, dev: SimulatedShuffler, intf: int, alt: int,
+                                 config: int) -> _InterfaceDescriptor:
+        if (intf, alt, config) != (0, 0, 0):
+            raise IndexError(f"interface {intf} alt {alt}: the shuffler has one")
+        return _InterfaceDescriptor()
+
+    def get_endpoint_descriptor(self, dev: SimulatedShuffler, ep: int, intf: int, alt: int,
+                                config: int) -> _EndpointDescriptor:
+        if (intf, alt, config) != (0, 0, 0) or not 0 <= ep < len(_ENDPOINTS):
+            raise IndexError(f"endpoint {ep}: the shuffler has two")
+        return _ENDPOINTS[ep]
+
+    # handles and configuration
+
+    def open_device(self, dev: SimulatedShuffler) -> SimulatedShuffler:
+        dev._check_plugged()
+        return dev
+
+    def close_device(self, dev_handle: SimulatedShuffler) -> None:
+        pass
+
+    def set_configuration(self, dev_handle: SimulatedShuffler, config_value: int) -> None:
+        dev_handle._check_plugged()
+        self._configuration[id(dev_handle)] = config_value
+
+    def get_configuration(self, dev_handle: SimulatedShuffler) -> int:
+        return self._configuration.get(id(dev_handle), 1)
+
+    def set_interface_altsetting(self, dev_handle: SimulatedShuffler, intf: int, altsetting: int) -> None:
+        pass
+
+    def claim_interface(self, dev_handle: SimulatedShuffler, intf: int) -> None:
+        dev_handle._check_plugged()
+
+    def release_interface(self, dev_handle: SimulatedShuffler, intf: int) -> None:
+        pass
+
+    def is_kernel_driver_active(self, dev_handle: SimulatedShuffler, intf: int) -> bool:
+        return False
+
+    def detach_kernel_driver(self, dev_handle: SimulatedShuffler, intf: int) -> None:
+        pass
+
+    def attach_kernel_driver(self, dev_handle: SimulatedShuffler, intf: int) -> None:
+        pass
+
+    def clear_halt(self, dev_handle: SimulatedShuffler, ep: int) -> None:
+        dev_handle._check_plugged()
+
+    def reset_device(self, dev_handle: SimulatedShuffler) -> None:
+        dev_handle._check_plugged()
+
+    # transfers
+
+    def bulk_write(self, dev_handle: SimulatedShuffler, ep: int, intf: int, data: Any,
+                   timeout: int) -> int:
+        if ep != EP_OUT:
+            raise usb.core.USBError(f"endpoint 0x{ep:02X} is not the bulk OUT endpoint", -2, errno.EINVAL)
+        return dev_handle.host_write(bytes(data))
+
+    def bulk_read(self, dev_handle: SimulatedShuffler, ep: int, intf: int, buff: array.array,
+                  timeout: int) -> int:
+        if ep != EP_IN:
+            raise usb.core.USBError(f"endpoint 0x{ep:02X} is not the bulk IN endpoint", -2, errno.EINVAL)
+        size = len(buff) * buff.itemsize
+        data = dev_handle.host_read(size, (timeout or 1000) / 1000)
+        buff[:len(data)] = array.array("B", data)
+        return len(data)
+
+    def ctrl_transfer(self, dev_handle: SimulatedShuffler, bmRequestType: int, bRequest: int,
+                      wValue: int, wIndex: int, data: array.array, timeout: int) -> int:
+        dev_handle._check_plugged()
+        if bmRequestType == 0x80 and bRequest == _GET_DESCRIPTOR and wValue >> 8 == _DESC_STRING:
+            index = wValue & 0xFF
+            if index == 0:
+                payload = bytes([4, _DESC_STRING]) + _LANGID_EN_US.to_bytes(2, "little")
+            else:
+                text = {1: "Open Baccarat Table Project", 2: "Simulated batch shuffler",
+                        3: dev_handle.serial_number}.get(index)
+                if text is None:
+                    raise usb.core.USBError(f"no string {index}", -9, errno.EPIPE)
+                encoded = text.encode("utf-16-le")
+                payload = bytes([2 + len(encoded), _DESC_STRING]) + encoded
+            n = min(len(payload), len(data))
+            data[:n] = array.array("B", payload[:n])
+            return n
+        if util_direction_out(bmRequestType):
+            return len(data)
+        raise usb.core.USBError("request not supported by the simulated shuffler", -9, errno.EPIPE)
+
+
+def util_direction_out(bm_request_type: int) -> bool:
+    return not bm_request_type & 0x80
+
+
+_BACKEND: SimulatedUsbBackend | None = None
+
+
+def get_backend() -> SimulatedUsbBackend:
+    """The process-wide simulated USB bus (``[shuffler] backend = "hil.usb_shuffler:get_backend"``).
+
+    If nothing has been plugged into it yet, one default shuffler
+    (0x1209:0x0001, RED and BLUE batches, BLUE inside) is, so a daemon started
+    on this backend alone finds a shuffler.
+    """
+    global _BACKEND
+    if _BACKEND is None:
+        _BACKEND = SimulatedUsbBackend()
+    if not _BACKEND.devices:
+        _BACKEND.add(SimulatedShuffler())
+    return _BACKEND
+
+
+def add_shuffler(**kwargs: Any) -> SimulatedShuffler:
+    """Plug a new simulated shuffler into the process-wide bus and return it (for tests)."""
+    global _BACKEND
+    if _BACKEND is None:
+        _BACKEND = SimulatedUsbBackend()
+    return _BACKEND.add(SimulatedShuffler(**kwargs))
+
+
+def reset_backend() -> None:
+    """Unplug and stop every simulated device of the process-wide bus (test teardown)."""
+    global _BACKEND
+    if _BACKEND is not None:
+        for device in list(_BACKEND.devices):
+            _BACKEND.remove(device)
+    _BACKEND = None
