@@ -1,0 +1,176 @@
+"""tablectl events (filters, --follow, --export) and events verify (daemon and --store)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from controller.cli import exitcodes, main
+from controller.cli.table_commands import parse_since
+from controller.store import Store
+
+
+def _fill(fake) -> None:
+    fake.append("daemon_started", {"version": "0.1.0", "state": "closed"})
+    fake.append("device_fault", {"code": "lid_open", "detail": "shoe lid open",
+                                 "action": "close the lid"}, severity="error", device="shoe")
+    fake.append("card", {"index": 0, "card": "9H", "hand": "player"}, device="shoe",
+                round_id=4)
+    fake.append("device_recovered", {"code": "lid_open"}, device="shoe")
+
+
+def test_events_lists_the_log_one_line_each(fake, capsys):
+    _fill(fake)
+    assert main(["events", "--socket", fake.socket]) == exitcodes.OK
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 4
+    assert lines[1] == ("     2  2025-11-21T21:00:02.000Z  error     shoe      device_fault  "
+                        "action=close the lid code=lid_open detail=shoe lid open")
+    assert lines[2].endswith("card [round 4]  index=0 card=9H hand=player")
+    assert "4 event(s)" in captured.err
+
+
+def test_events_filters_go_to_the_daemon(fake, capsys):
+    _fill(fake)
+    rc = main(["events", "--device", "shoe", "--severity", "error", "--kind", "device_fault",
+               "--since", "2025-11-21T21:00:01Z", "--limit", "5", "--socket", fake.socket])
+    assert rc == exitcodes.OK
+    assert capsys.readouterr().out.count("\n") == 1
+    name, args = fake.calls[-1]
+    assert name == "events"
+    assert args == {"limit": 5, "kind": "device_fault", "device": "shoe", "severity": "error",
+                    "since": 1763758801.0}
+
+
+def test_events_json_and_export_keep_the_hashes(fake, capsys, tmp_path):
+    _fill(fake)
+    export = tmp_path / "events.jsonl"
+    rc = main(["events", "--json", "--export", str(export), "--socket", fake.socket])
+    assert rc == exitcodes.OK
+    listed = json.loads(capsys.readouterr().out)
+    exported = [json.loads(line) for line in export.read_text().splitlines()]
+    assert listed == exported
+    assert [e["seq"] for e in exported] == [1, 2, 3, 4]
+    assert all(len(e["hash"]) == 64 for e in exported)
+
+
+def test_events_follow_prints_new_matching_entries(fake, capsys):
+    _fill(fake)
+    fake.on_next_subscribe(
+        ("prompt", {"action": "deal"}, {}),
+        ("card", {"index": 1, "card": "KS", "hand": "banker"}, {"device": "shoe"}))
+    fake.on_next_subscribe_do(lambda: fake.loop.create_task(fake.server.close()))
+    rc = main(["events", "--follow", "--kind", "card", "--socket", fake.socket])
+    captured = capsys.readouterr()
+    # The stream ends only because the fake daemon shut down.
+    assert rc == exitcodes.DAEMON_NOT_RUNNING
+    assert "the daemon closed the event stream" in captured.err
+    lines = captured.out.splitlines()
+    assert [line.split()[4] for line in lines] == ["card", "card"]
+    assert "card=KS" in lines[1]
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2025-13-01", "10 parsecs"])
+def test_bad_since_is_a_bad_argument(fake, capsys, text):
+    assert main(["events", "--since", text, "--socket", fake.socket]) == exitcodes.BAD_ARGUMENTS
+    assert "use e.g. 2026-11-21T20:00:00Z or 30m / 2h / 1d" in capsys.readouterr().err
+
+
+def test_since_forms():
+    assert parse_since("2025-11-21T21:00:00Z") == 1763758800.0
+    assert parse_since("2025-11-21T21:00:00") == 1763758800.0  # the log's UTC
+    assert parse_since("2025-11-21T22:00:00+01:00") == 1763758800.0
+    assert parse_since("90m", now=10_000.0) == 10_000.0 - 5400
+
+
+def test_verify_through_the_daemon(fake, capsys):
+    _fill(fake)
+    assert main(["events", "verify", "--socket", fake.socket]) == exitcodes.OK
+    assert "event log hash chain OK: 4 entries verified by the daemon" in \
+        capsys.readouterr().out
+
+
+def test_verify_through_the_daemon_broken_chain(fake, capsys):
+    _fill(fake)
+    fake.call_in_loop(lambda: fake.store._db.execute(
+        "UPDATE events SET payload = '{\"card\":\"9S\"}' WHERE seq = 3"))
+    assert main(["events", "verify", "--socket", fake.socket]) == exitcodes.INTEGRITY_FAILURE
+    out = capsys.readouterr().out
+    assert "EVENT LOG HASH CHAIN BROKEN (daemon on" in out
+    assert "  event chain: entry 3 (card) was altered: its hash does not match its contents" \
+        in out
+
+
+@pytest.fixture
+def store_file(tmp_path):
+    path = tmp_path / "table.sqlite"
+    store = Store(path, clock=(float(t) for t in range(1_700_000_000, 1_800_000_000)).__next__)
+    for n in range(6):
+        store.append_event("card", {"index": n, "card": "9H"}, device="shoe")
+    store.close()
+    return path
+
+
+def test_offline_verify_of_an_intact_store(store_file, capsys):
+    before = store_file.read_bytes()
+    assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.OK
+    assert f"event log hash chain OK: 6 entries verified in {store_file}" in \
+        capsys.readouterr().out
+    assert store_file.read_bytes() == before  # the evidence is never written to
+
+
+def test_offline_verify_finds_an_edited_entry(store_file, capsys):
+    db = sqlite3.connect(store_file)
+    db.execute("UPDATE events SET payload = ? WHERE seq = 4",
+               (json.dumps({"card": "KS", "index": 3}),))
+    db.commit()
+    db.close()
+    rc = main(["events", "verify", "--store", str(store_file)])
+    assert rc == exitcodes.INTEGRITY_FAILURE
+    out = capsys.readouterr().out
+    assert f"EVENT LOG HASH CHAIN BROKEN ({store_file})" in out
+    assert "  event chain: entry 4 (card) was altered: its hash does not match its contents" \
+        in out
+
+
+def test_offline_verify_finds_a_deleted_entry_json(store_file, capsys):
+    db = sqlite3.connect(store_file)
+    db.execute("DELETE FROM events WHERE seq = 2")
+    db.commit()
+    db.close()
+    rc = main(["events", "verify", "--json", "--store", str(store_file)])
+    assert rc == exitcodes.INTEGRITY_FAILURE
+    assert json.loads(capsys.readouterr().out) == {
+        "ok": False, "source": str(store_file),
+        "error": "event chain: entry 2 is missing (next present entry is 3)"}
+
+
+def test_offline_verify_of_a_file_that_is_not_a_store(tmp_path, capsys):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"garbage" * 200)
+    assert main(["events", "verify", "--store", str(junk)]) == exitcodes.INTEGRITY_FAILURE
+    assert "the file is not a readable SQLite store" in capsys.readouterr().out
+    missing = tmp_path / "none.sqlite"
+    assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
+    assert f"no store file at {missing}" in capsys.readouterr().err
+
+
+def test_offline_verify_in_a_subprocess_with_the_daemon_down(store_file):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db = sqlite3.connect(store_file)
+    db.execute("UPDATE events SET hash = ? WHERE seq = 5", ("f" * 64,))
+    db.commit()
+    db.close()
+    done = subprocess.run([sys.executable, "-m", "controller.cli", "events", "verify",
+                           "--store", str(store_file)], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "NO_COLOR": "1"},
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == exitcodes.INTEGRITY_FAILURE
+    assert "entry 5 (card) was altered" in done.stdout

@@ -1,0 +1,155 @@
+"""tablectl test shoe | shuffler | sensors | lockout | lights against the fake daemon."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from controller.cli import exitcodes, main
+
+
+def _seat(seat: int, present: bool) -> tuple[str, dict, dict]:
+    return ("late_sensor_change", {"seat": seat, "present": present},
+            {"severity": "warning", "device": "seats"})
+
+
+def test_shoe_self_test_then_cards_read_live(fake, capsys):
+    fake.on_next_subscribe(
+        ("burn_first_card", {"card": "7S", "burn": 7}, {}),
+        ("prompt", {"action": "burn"}, {}),  # not about the shoe: not shown
+        ("card", {"index": 8, "card": "QH", "hand": "player", "slot": "player_1"},
+         {"device": "shoe"}),
+        ("card_face_up", {"index": 9, "card": "2D", "ruling": "631a.15(d)"},
+         {"device": "shoe", "severity": "warning"}))
+    assert main(["test", "shoe", "--cards", "3", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "shoe self-test: PASS - shoe ok" in out
+    assert "  card      7S  exposed first card: burn 7 more" in out
+    assert "  card #9   QH  player" in out
+    assert "  card #10  2D  FACE UP in the shoe: discard" in out
+    assert "3 card(s) read" in out
+    assert ("self_test", {"device": "shoe"}) in fake.calls
+
+
+def test_shoe_self_test_failure_exits_1(fake, capsys):
+    fake.self_tests["shoe"] = {"device": "shoe", "passed": False,
+                               "detail": "lid open: close the shoe's lid"}
+    assert main(["test", "shoe", "--socket", fake.socket]) == exitcodes.FAILURE
+    assert "shoe self-test: FAIL - lid open: close the shoe's lid" in capsys.readouterr().out
+
+
+def test_shoe_too_few_cards_before_timeout(fake, capsys):
+    rc = main(["test", "shoe", "--cards", "2", "--timeout", "0.3", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    assert "only 0 of 2 cards were read before the timeout" in capsys.readouterr().err
+
+
+def test_sensors_every_seat_touched_and_lifted(fake, capsys):
+    fake.status["seats"] = 3
+    fake.on_next_subscribe(*[_seat(s, p) for s in (1, 2, 3) for p in (True, False)])
+    assert main(["test", "sensors", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "seats self-test: PASS - seats ok" in out
+    assert "  seat  2: wager present" in out
+    assert "  seat  2: clear" in out
+    assert "seat    1  2  3\nsensor  +  +  +" in out
+    assert "all seat sensors respond" in out
+
+
+def test_sensors_dead_seat_named_after_timeout(fake, capsys):
+    fake.on_next_subscribe(*[_seat(s, p) for s in (1, 2) for p in (True, False)])
+    rc = main(["test", "sensors", "--seats", "3", "--timeout", "0.5", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    out = capsys.readouterr().out
+    assert "sensor  +  +  ." in out
+    assert "seats never seen with a wager: 3 - check those sensors and their cables" in out
+
+
+def test_sensors_stuck_seat_and_json(fake, capsys):
+    fake.on_next_subscribe(_seat(1, True), _seat(2, True), _seat(2, False))
+    rc = main(["test", "sensors", "--seats", "2", "--timeout", "0.5", "--json",
+               "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    report = json.loads(capsys.readouterr().out)
+    assert report["touched"] == [1, 2]
+    assert report["still_present"] == [1]
+    assert report["passed"] is False
+
+
+def test_lockout_button_press_seen_in_the_counters(fake, capsys):
+    def press() -> None:
+        fake.devices[2]["counters"]["button_presses"] += 1
+    fake.on_next_subscribe_do(press)
+    assert main(["test", "lockout", "--socket", fake.socket]) == exitcodes.OK
+    assert "lock-out button press seen (button presses 4 -> 5)" in capsys.readouterr().out
+
+
+def test_lockout_no_press_exits_1(fake, capsys):
+    assert main(["test", "lockout", "--timeout", "0.4", "--socket", fake.socket]) == 1
+    assert "no lock-out button press seen - check the button" in capsys.readouterr().out
+
+
+def test_lights_with_yes_runs_the_lamp_test(fake, capsys):
+    assert main(["test", "lights", "--yes", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "seats self-test: PASS - seats ok" in out
+    assert "lights confirmed" in out
+
+
+def test_lights_technician_says_no(fake, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("maybe\nn\n"))
+    assert main(["test", "lights", "--socket", fake.socket]) == exitcodes.FAILURE
+    out = capsys.readouterr().out
+    assert "Did every seat LED (and the win light) light up? [y/n]" in out
+    assert "lights NOT confirmed by the technician" in out
+
+
+def test_lights_uses_the_daemons_pattern_when_offered(fake, capsys):
+    fake.register("light_test", lambda a: {"device": "lights", "passed": True,
+                                           "detail": "chase pattern on 14 seat LEDs and the "
+                                                     "win light"})
+    assert main(["test", "lights", "--yes", "--socket", fake.socket]) == exitcodes.OK
+    assert "lights self-test: PASS - chase pattern on 14 seat LEDs" in capsys.readouterr().out
+
+
+def test_shuffler_counts_and_verifies_a_batch(fake, capsys):
+    fake.register("shuffle", lambda a: fake.status)
+    fake.on_next_subscribe(
+        ("shuffle_complete", {"back": "red", "cards_counted": 416, "missing": 0, "extra": 0,
+                              "duplicates": 0}, {"device": "shuffler"}))
+    rc = main(["test", "shuffler", "--shuffle", "red", "--socket", fake.socket])
+    assert rc == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "shuffler self-test: PASS - shuffler ok" in out
+    assert ("batch red: 416 cards counted, 0 missing, 0 extra, 0 duplicates - VERIFIED") in out
+    assert ("shuffle", {"back": "red"}) in fake.calls
+
+
+def test_shuffler_miscount_exits_1(fake, capsys):
+    fake.register("shuffle", lambda a: fake.status)
+    fake.on_next_subscribe(
+        ("shuffle_complete", {"back": "blue", "cards_counted": 414, "missing": 2, "extra": 0,
+                              "duplicates": 0}, {"device": "shuffler"}))
+    rc = main(["test", "shuffler", "--shuffle", "blue", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    out = capsys.readouterr().out
+    assert "414 cards counted, 2 missing, 0 extra, 0 duplicates - NOT VERIFIED" in out
+    assert "Action: do not use this batch" in out
+
+
+def test_table_without_a_shuffler(fake, capsys):
+    del fake.self_tests["shuffler"]
+    assert main(["test", "shuffler", "--socket", fake.socket]) == exitcodes.FAILURE
+    assert "this table has no 'shuffler' device configured" in capsys.readouterr().err
+
+
+def test_shuffle_refused_by_the_table_state(fake, capsys):
+    from controller.control import ControlError
+
+    def refuse(a):
+        raise ControlError("not allowed while the table is betting_open")
+    fake.register("shuffle", refuse)
+    rc = main(["test", "shuffler", "--shuffle", "red", "--socket", fake.socket])
+    assert rc == exitcodes.REFUSED
+    assert ("the daemon refused: not allowed while the table is betting_open (refused)"
+            in capsys.readouterr().err)

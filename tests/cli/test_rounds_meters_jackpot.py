@@ -1,0 +1,101 @@
+"""Game recall, progressive meters and jackpot validation."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from controller.cli import exitcodes, main
+from tests.cli.conftest import SUPERVISOR_PIN
+
+
+def test_rounds_show_cards_totals_wagers_and_settlements(fake, capsys):
+    assert main(["rounds", "--last", "5", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert ("Round 7 of shoe 3 (id 41)  SETTLED  2025-11-21T21:00:03.120Z") in out
+    assert "  cards:  9H P  KS B  3C P  7D B" in out
+    assert "  Player  9H 3C       total 2" in out
+    assert "  Banker  KS 7D       total 7" in out
+    assert "  result: BANKER wins" in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["SEAT", "WAGER"])
+    assert lines[header + 1].split() == ["1", "banker", "$1,234.56", "win", "$1,234.56",
+                                         "$61.73", "+$1,172.83"]
+    assert lines[header + 2].split() == ["5", "player", "$100.00", "lose", "$0.00", "$0.00",
+                                         "-$100.00"]
+    assert ("rounds", {"limit": 5}) in fake.calls
+
+
+def test_void_round(fake, capsys):
+    fake.rounds[0].update(state="void", result={"reason": "cards left the shoe unseen"},
+                          settlements=[{"seat": 1, "wager": "banker", "amount_cents": 500,
+                                        "outcome": "void", "win_cents": 0,
+                                        "vigorish_cents": 0, "net_cents": 0}])
+    assert main(["rounds", "--socket", fake.socket]) == exitcodes.OK
+    assert "  VOID: cards left the shoe unseen" in capsys.readouterr().out
+
+
+def test_rounds_json_and_bad_last(fake, capsys):
+    assert main(["rounds", "--json", "--socket", fake.socket]) == exitcodes.OK
+    assert json.loads(capsys.readouterr().out) == fake.rounds
+    assert main(["rounds", "--last", "0", "--socket", fake.socket]) == exitcodes.BAD_ARGUMENTS
+
+
+def test_meters_on_a_daemon_without_them(fake, capsys):
+    assert main(["meters", "--socket", fake.socket]) == exitcodes.UNSUPPORTED
+    err = capsys.readouterr().err
+    assert "the daemon does not offer the 'meters' command" in err
+    assert "daemon said: unknown command 'meters'" in err
+
+
+def test_meters_rendered_with_money(fake, capsys):
+    fake.register("meters", lambda a: [
+        {"meter": "heavenly9", "kind": "progressive", "amount_cents": 1234567,
+         "reset_cents": 1000000},
+        {"meter": "mystery", "kind": "must-hit-by", "amount_cents": 50025,
+         "reset_cents": 50000}])
+    assert main(["meters", "--socket", fake.socket]) == exitcodes.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["meter", "kind", "amount", "reset"]
+    assert lines[1].split() == ["heavenly9", "progressive", "$12,345.67", "$10,000.00"]
+
+
+def test_jackpot_validate_with_pin_on_stdin(fake, capsys, monkeypatch):
+    fake.register("validate_award", lambda a: {"award_id": a["award_id"], "seat": 3,
+                                               "amount_cents": 2500000}, supervisor=True)
+    monkeypatch.setattr("sys.stdin", io.StringIO(SUPERVISOR_PIN + "\n"))
+    rc = main(["jackpot", "validate", "A-17", "--supervisor", "ana", "--pin-stdin",
+               "--socket", fake.socket])
+    assert rc == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "award A-17 validated by ana" in out
+    assert "  amount: $25,000.00" in out
+    assert ("validate_award", {"award_id": "A-17"}) in fake.calls
+
+
+def test_jackpot_wrong_pin_is_refused(fake, capsys, monkeypatch):
+    fake.register("validate_award", lambda a: {}, supervisor=True)
+    monkeypatch.setattr("sys.stdin", io.StringIO("0000\n"))
+    rc = main(["jackpot", "validate", "A-17", "--supervisor", "ana", "--pin-stdin",
+               "--socket", fake.socket])
+    assert rc == exitcodes.REFUSED
+    assert "supervisor 'ana' and that PIN were not accepted; nothing was validated" in \
+        capsys.readouterr().err
+    assert not any(name == "validate_award" for name, _ in fake.calls)
+
+
+def test_jackpot_pin_prompted_with_getpass(fake, capsys, monkeypatch):
+    prompts = []
+    monkeypatch.setattr("getpass.getpass", lambda prompt: prompts.append(prompt) or "")
+    rc = main(["jackpot", "validate", "A-1", "--supervisor", "ana", "--socket", fake.socket])
+    assert rc == exitcodes.BAD_ARGUMENTS
+    assert prompts == ["PIN for supervisor ana: "]
+    assert "an empty PIN is not accepted" in capsys.readouterr().err
+
+
+def test_jackpot_on_a_daemon_without_progressives(fake, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
+    rc = main(["jackpot", "validate", "A-1", "--supervisor", "ana", "--pin-stdin",
+               "--socket", fake.socket])
+    assert rc == exitcodes.UNSUPPORTED
+    assert "does not offer the 'validate_award' command" in capsys.readouterr().err
