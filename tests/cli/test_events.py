@@ -29,7 +29,7 @@ def test_events_lists_the_log_one_line_each(fake, capsys):
     assert len(lines) == 4
     assert lines[1] == ("     2  2025-11-21T21:00:02.000Z  error     shoe      device_fault  "
                         "action=close the lid code=lid_open detail=shoe lid open")
-    assert lines[2].endswith("card [round 4]  index=0 card=9H hand=player")
+    assert lines[2].endswith("card [round 4]  card=9H hand=player index=0")
     assert "4 event(s)" in captured.err
 
 
