@@ -1,0 +1,579 @@
+"""The progressive meters in the table's SQLite store, and their integrity check.
+
+Every meter change is one row update plus one `progressive_meter` entry in
+the hash-chained event log, inside the caller's `Store.transaction()`. The
+entry carries the exact change (numerator/denominator of cents), so
+`verify_meters` can recompute every meter from the tamper-evident log alone.
+
+Sub-cent remainders are kept as an exact Fraction (`frac_num`/`frac_den`, with
+0 <= frac < 1): rates such as 3.5% of 250 cents give 8.75 cents, and a Rules
+Submission may state any decimal rate, so a fixed micro-cent unit could still
+lose a remainder; a Fraction never does (docs/progressive.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from controller.progressive.core import exact, split
+from controller.progressive.errors import AwardError, MeterError
+from controller.store import Store
+
+METER_EVENT = "progressive_meter"
+AWARD_EVENT = "progressive_award"
+WAGERS_EVENT = "progressive_wagers"
+MYSTERY_ARMED_EVENT = "progressive_mystery_armed"
+MYSTERY_REVEAL_EVENT = "progressive_mystery_reveal"
+
+# Kinds of meter change. Only these may lower a meter (the task of 605a.7 meters: a meter
+# never decreases except by an award or an audited adjustment).
+SEED, INCREMENT, AWARD, RESEED, ADJUSTMENT, RESERVE_TRANSFER = (
+    "seed", "increment", "award", "reseed", "adjustment", "reserve-transfer")
+DECREASING_CHANGES = frozenset({AWARD, ADJUSTMENT, RESERVE_TRANSFER})
+
+PENDING, VALIDATED, PAID = "pending", "validated", "paid"
+AWARD_STATES = (PENDING, VALIDATED, PAID)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS progressive_meters (
+    progressive     TEXT    NOT NULL,
+    level           TEXT    NOT NULL,
+    amount_cents    INTEGER NOT NULL,          -- whole cents on the meter
+    frac_num        INTEGER NOT NULL,          -- exact sub-cent remainder frac_num/frac_den
+    frac_den        INTEGER NOT NULL CHECK (frac_den > 0 AND frac_num >= 0 AND frac_num < frac_den),
+    reset_cents     INTEGER NOT NULL,
+    increment_rate  TEXT    NOT NULL,          -- exact Fraction, e.g. '1/10'
+    version         INTEGER NOT NULL,          -- number of changes: the display feed's sequence
+    wagers_count    INTEGER NOT NULL DEFAULT 0,
+    wagers_cents    INTEGER NOT NULL DEFAULT 0,
+    contributed     TEXT    NOT NULL DEFAULT '0',  -- exact Fraction of cents
+    awards_count    INTEGER NOT NULL DEFAULT 0,
+    awarded_cents   INTEGER NOT NULL DEFAULT 0,
+    paid_system_cents    INTEGER NOT NULL DEFAULT 0,
+    paid_attendant_cents INTEGER NOT NULL DEFAULT 0,
+    paid_count      INTEGER NOT NULL DEFAULT 0,
+    reseeded        TEXT    NOT NULL DEFAULT '0',   -- exact Fraction: seeds funded after awards
+    adjustments_cents INTEGER NOT NULL DEFAULT 0,
+    updated_at      REAL    NOT NULL,
+    PRIMARY KEY (progressive, level)
+);
+CREATE TABLE IF NOT EXISTS progressive_wagers (
+    round_id     INTEGER NOT NULL,
+    progressive  TEXT    NOT NULL,
+    seat         INTEGER NOT NULL,
+    amount_cents INTEGER NOT NULL,
+    accepted     INTEGER NOT NULL,
+    reason       TEXT,
+    PRIMARY KEY (round_id, progressive, seat)
+);
+CREATE TABLE IF NOT EXISTS progressive_awards (
+    award_id     INTEGER PRIMARY KEY,
+    progressive  TEXT    NOT NULL,
+    level        TEXT    NOT NULL,
+    round_id     INTEGER NOT NULL,
+    seat         INTEGER NOT NULL,
+    amount_cents INTEGER NOT NULL,
+    state        TEXT    NOT NULL CHECK (state IN ('pending', 'validated', 'paid')),
+    label        TEXT    NOT NULL,
+    section      TEXT    NOT NULL,
+    pay_order    INTEGER NOT NULL,
+    linked_claim TEXT,
+    claimed      INTEGER NOT NULL DEFAULT 1,  -- 0: a linked hit awaiting its claim (link down)
+    created_at   REAL    NOT NULL,
+    validated_by TEXT,
+    validated_at REAL,
+    paid_via     TEXT,
+    paid_at      REAL,
+    UNIQUE (progressive, level, round_id, seat)
+);
+CREATE TABLE IF NOT EXISTS progressive_rounds (
+    round_id     INTEGER NOT NULL,
+    progressive  TEXT    NOT NULL,
+    locked_at    REAL    NOT NULL,
+    PRIMARY KEY (round_id, progressive)
+);
+CREATE TABLE IF NOT EXISTS progressive_mystery (
+    progressive  TEXT    NOT NULL,
+    level        TEXT    NOT NULL,
+    epoch        INTEGER NOT NULL,
+    trigger_cents INTEGER NOT NULL,           -- secret until the hit, never logged before it
+    nonce_hex    TEXT    NOT NULL,
+    commitment   TEXT    NOT NULL,
+    state        TEXT    NOT NULL CHECK (state IN ('armed', 'hit')),
+    PRIMARY KEY (progressive, level, epoch)
+);
+CREATE TABLE IF NOT EXISTS progressive_outbox (
+    seq          INTEGER PRIMARY KEY,         -- the per-table sequence number of 605a.8 sends
+    progressive  TEXT    NOT NULL,
+    level        TEXT    NOT NULL,
+    delta_num    INTEGER NOT NULL,
+    delta_den    INTEGER NOT NULL,
+    wagers_count INTEGER NOT NULL,
+    wagers_cents INTEGER NOT NULL,
+    round_id     INTEGER,
+    created_at   REAL    NOT NULL,
+    acked_at     REAL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class MeterRow:
+    progressive: str
+    level: str
+    amount_cents: int
+    frac: Fraction
+    reset_cents: int
+    increment_rate: Fraction
+    version: int
+    wagers_count: int
+    wagers_cents: int
+    contributed: Fraction
+    awards_count: int
+    awarded_cents: int
+    paid_system_cents: int
+    paid_attendant_cents: int
+    paid_count: int
+    reseeded: Fraction
+    adjustments_cents: int
+
+    @property
+    def value(self) -> Fraction:
+        return self.amount_cents + self.frac
+
+
+@dataclass(frozen=True, slots=True)
+class Award:
+    """One progressive award; `state` moves pending -> validated -> paid, once."""
+
+    award_id: int
+    progressive: str
+    level: str
+    round_id: int
+    seat: int
+    amount_cents: int
+    state: str
+    label: str
+    section: str
+    pay_order: int
+    validated_by: str | None = None
+    paid_via: str | None = None
+    linked_claim: str | None = None
+    claimed: bool = True  # False: a linked hit whose amount the shared ledger has yet to give
+
+
+def ensure_schema(store: Store) -> None:
+    with store.transaction() as db:
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+
+
+def _meter(row: sqlite3.Row) -> MeterRow:
+    return MeterRow(row["progressive"], row["level"], row["amount_cents"],
+                    Fraction(row["frac_num"], row["frac_den"]), row["reset_cents"],
+                    Fraction(row["increment_rate"]), row["version"], row["wagers_count"],
+                    row["wagers_cents"], Fraction(row["contributed"]), row["awards_count"],
+                    row["awarded_cents"], row["paid_system_cents"], row["paid_attendant_cents"],
+                    row["paid_count"], Fraction(row["reseeded"]), row["adjustments_cents"])
+
+
+def _award(row: sqlite3.Row) -> Award:
+    return Award(row["award_id"], row["progressive"], row["level"], row["round_id"], row["seat"],
+                 row["amount_cents"], row["state"], row["label"], row["section"],
+                 row["pay_order"], row["validated_by"], row["paid_via"], row["linked_claim"],
+                 bool(row["claimed"]))
+
+
+class MeterLedger:
+    """The meters, awards, mystery secrets and link outbox of one table, in its Store."""
+
+    def __init__(self, store: Store, clock: Any = None) -> None:
+        self.store = store
+        self._clock = clock or store._clock  # the store's clock stamps its own rows too
+        ensure_schema(store)
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def meter(self, progressive: str, level: str) -> MeterRow | None:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_meters WHERE progressive = ? AND level = ?",
+                             (progressive, level)).fetchone()
+        return _meter(row) if row else None
+
+    def all_meters(self) -> list[MeterRow]:
+        with self.store.transaction() as db:
+            rows = db.execute("SELECT * FROM progressive_meters ORDER BY progressive, level")
+            return [_meter(r) for r in rows]
+
+    def award(self, award_id: int) -> Award:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_awards WHERE award_id = ?",
+                             (award_id,)).fetchone()
+        if row is None:
+            raise AwardError(f"award {award_id} does not exist")
+        return _award(row)
+
+    def awards(self, *, states: Iterable[str] = AWARD_STATES, round_id: int | None = None
+               ) -> list[Award]:
+        wanted = tuple(states)
+        sql = (f"SELECT * FROM progressive_awards WHERE state IN ({','.join('?' * len(wanted))})")
+        args: list[Any] = list(wanted)
+        if round_id is not None:
+            sql += " AND round_id = ?"
+            args.append(round_id)
+        with self.store.transaction() as db:
+            return [_award(r) for r in db.execute(sql + " ORDER BY award_id", args)]
+
+    # --- meter changes (call inside store.transaction()) -------------------------------------
+
+    def seed(self, progressive: str, level: str, reset_cents: int, rate: Fraction) -> MeterRow:
+        """Create a meter at its seed (first start of this progressive); no-op if it exists."""
+        existing = self.meter(progressive, level)
+        if existing is not None:
+            return existing
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO progressive_meters(progressive, level, amount_cents, frac_num, frac_den,"
+                " reset_cents, increment_rate, version, updated_at) VALUES (?,?,0,0,1,?,?,0,?)",
+                (progressive, level, reset_cents, str(rate), self._clock()))
+            return self.change(progressive, level, Fraction(reset_cents), SEED)
+
+    def change(self, progressive: str, level: str, delta: Fraction, kind: str, *,
+               round_id: int | None = None, seats: Sequence[int] = (),
+               wagers_cents: int = 0, award_id: int | None = None,
+               supervisor: str | None = None, reason: str | None = None) -> MeterRow:
+        """Apply one change to a meter and log it, in the current transaction."""
+        if delta < 0 and kind not in DECREASING_CHANGES:
+            raise MeterError(f"{progressive}/{level}: a {kind} of {delta} cents would lower the "
+                             "meter; only an award or an audited adjustment may (605a.7)")
+        if kind == ADJUSTMENT and not (supervisor and reason):
+            raise MeterError("an adjustment needs the supervisor's name and a reason (605a.7)")
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_meters WHERE progressive = ? AND level = ?",
+                             (progressive, level)).fetchone()
+            if row is None:
+                raise MeterError(f"meter {progressive}/{level} does not exist")
+            before = _meter(row)
+            after = before.value + delta
+            if after < 0:
+                raise MeterError(f"{progressive}/{level}: {kind} of {delta} cents would take the "
+                                 f"meter below zero ({before.value})")
+            cents, num, den = split(after)
+            contributed = before.contributed + (delta if kind == INCREMENT else 0)
+            reseeded = before.reseeded + (delta if kind in (RESEED,) else 0)
+            db.execute(
+                "UPDATE progressive_meters SET amount_cents = ?, frac_num = ?, frac_den = ?,"
+                " version = version + 1, wagers_count = wagers_count + ?,"
+                " wagers_cents = wagers_cents + ?, contributed = ?, reseeded = ?,"
+                " adjustments_cents = adjustments_cents + ?, updated_at = ?"
+                " WHERE progressive = ? AND level = ?",
+                (cents, num, den, len(seats) if kind == INCREMENT else 0,
+                 wagers_cents if kind == INCREMENT else 0, str(contributed), str(reseeded),
+                 int(delta) if kind == ADJUSTMENT else 0, self._clock(), progressive, level))
+            payload: dict[str, Any] = {
+                "progressive": progressive, "level": level, "change": kind,
+                "delta_num": delta.numerator, "delta_den": delta.denominator,
+                "amount_cents": cents, "frac_num": num, "frac_den": den,
+                "version": before.version + 1,
+            }
+            if seats:
+                payload["seats"] = list(seats)
+            if wagers_cents:
+                payload["wagers_cents"] = wagers_cents
+            if award_id is not None:
+                payload["award_id"] = award_id
+            if supervisor is not None:
+                payload["supervisor"] = supervisor
+            if reason is not None:
+                payload["reason"] = reason
+            self.store.append_event(METER_EVENT, payload, round_id=round_id,
+                                    severity="warning" if kind == ADJUSTMENT else "info")
+            updated = db.execute("SELECT * FROM progressive_meters WHERE progressive = ? AND "
+                                 "level = ?", (progressive, level)).fetchone()
+            return _meter(updated)
+
+    # --- awards ---------------------------------------------------------------------------
+
+    def create_award(self, progressive: str, level: str, round_id: int, seat: int,
+                     amount_cents: int, label: str, section: str, pay_order: int,
+                     linked_claim: str | None = None, claimed: bool = True) -> Award:
+        """A pending award (idempotent on (progressive, level, round, seat))."""
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_awards WHERE progressive = ? AND level = ?"
+                             " AND round_id = ? AND seat = ?",
+                             (progressive, level, round_id, seat)).fetchone()
+            if row is not None:
+                return _award(row)
+            cursor = db.execute(
+                "INSERT INTO progressive_awards(progressive, level, round_id, seat, amount_cents,"
+                " state, label, section, pay_order, linked_claim, claimed, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (progressive, level, round_id, seat, amount_cents, PENDING, label, section,
+                 pay_order, linked_claim, int(claimed), self._clock()))
+            award_id = int(cursor.lastrowid or 0)
+            db.execute("UPDATE progressive_meters SET awards_count = awards_count + 1,"
+                       " awarded_cents = awarded_cents + ? WHERE progressive = ? AND level = ?",
+                       (amount_cents, progressive, level))
+            self.store.append_event(AWARD_EVENT, {
+                "award_id": award_id, "progressive": progressive, "level": level, "seat": seat,
+                "amount_cents": amount_cents, "state": PENDING, "label": label,
+                "section": section, "pay_order": pay_order, "linked_claim": linked_claim,
+                "claimed": claimed,
+            }, round_id=round_id, severity="warning")
+            return self.award(award_id)
+
+    def find_award(self, progressive: str, level: str, round_id: int, seat: int) -> Award | None:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_awards WHERE progressive = ? AND level = ?"
+                             " AND round_id = ? AND seat = ?",
+                             (progressive, level, round_id, seat)).fetchone()
+        return _award(row) if row else None
+
+    def set_claimed(self, award_id: int, amount_cents: int) -> Award:
+        """A linked hit's amount arrived from the shared ledger (claimed after the link returned)."""
+        with self.store.transaction() as db:
+            db.execute("UPDATE progressive_awards SET amount_cents = ?, claimed = 1"
+                       " WHERE award_id = ? AND claimed = 0", (amount_cents, award_id))
+            award = self.award(award_id)
+            self.store.append_event(AWARD_EVENT, {
+                "award_id": award_id, "progressive": award.progressive, "level": award.level,
+                "seat": award.seat, "amount_cents": amount_cents, "state": award.state,
+                "claimed": True, "linked_claim": award.linked_claim},
+                round_id=award.round_id, severity="warning")
+            return award
+
+    def next_pay_order(self, round_id: int) -> int:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT COALESCE(MAX(pay_order), 0) AS n FROM progressive_awards"
+                             " WHERE round_id = ?", (round_id,)).fetchone()
+        return int(row["n"]) + 1
+
+    def mark_round(self, round_id: int, progressive: str) -> bool:
+        """Record that this round's wagers were booked; False if they already were."""
+        with self.store.transaction() as db:
+            cursor = db.execute("INSERT OR IGNORE INTO progressive_rounds(round_id, progressive,"
+                                " locked_at) VALUES (?,?,?)", (round_id, progressive, self._clock()))
+            return cursor.rowcount == 1
+
+    def round_wagers(self, round_id: int, progressive: str
+                     ) -> list[tuple[int, int, bool, str | None]]:
+        with self.store.transaction() as db:
+            rows = db.execute("SELECT * FROM progressive_wagers WHERE round_id = ? AND"
+                              " progressive = ? ORDER BY seat", (round_id, progressive))
+            return [(r["seat"], r["amount_cents"], bool(r["accepted"]), r["reason"]) for r in rows]
+
+    def advance_award(self, award_id: int, to_state: str, *, supervisor: str | None = None,
+                      paid_via: str | None = None) -> Award:
+        """Move an award one step; a repeated step is a no-op (exactly once after a crash)."""
+        with self.store.transaction() as db:
+            award = self.award(award_id)
+            order = AWARD_STATES.index
+            if order(award.state) >= order(to_state):
+                return award
+            if order(to_state) != order(award.state) + 1:
+                raise AwardError(f"award {award_id} is {award.state}; it cannot become {to_state}")
+            now = self._clock()
+            if to_state == VALIDATED:
+                db.execute("UPDATE progressive_awards SET state = ?, validated_by = ?,"
+                           " validated_at = ? WHERE award_id = ?",
+                           (VALIDATED, supervisor, now, award_id))
+            else:
+                column = ("paid_attendant_cents" if paid_via == "jackpot-slip"
+                          else "paid_system_cents")
+                db.execute("UPDATE progressive_awards SET state = ?, paid_via = ?, paid_at = ?"
+                           " WHERE award_id = ?", (PAID, paid_via, now, award_id))
+                db.execute(f"UPDATE progressive_meters SET {column} = {column} + ?,"
+                           " paid_count = paid_count + 1 WHERE progressive = ? AND level = ?",
+                           (award.amount_cents, award.progressive, award.level))
+            self.store.append_event(AWARD_EVENT, {
+                "award_id": award_id, "progressive": award.progressive, "level": award.level,
+                "seat": award.seat, "amount_cents": award.amount_cents, "state": to_state,
+                "supervisor": supervisor or award.validated_by, "paid_via": paid_via,
+            }, round_id=award.round_id, severity="warning")
+            return self.award(award_id)
+
+    # --- mystery secrets ----------------------------------------------------------------------
+
+    def arm_mystery(self, progressive: str, level: str, epoch: int, trigger_cents: int,
+                    nonce: bytes, commitment: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("INSERT INTO progressive_mystery(progressive, level, epoch, trigger_cents,"
+                       " nonce_hex, commitment, state) VALUES (?,?,?,?,?,?,'armed')",
+                       (progressive, level, epoch, trigger_cents, nonce.hex(), commitment))
+            # Only the commitment enters the log now; the trigger is revealed at the hit.
+            self.store.append_event(MYSTERY_ARMED_EVENT, {
+                "progressive": progressive, "level": level, "epoch": epoch,
+                "commitment": commitment, "scheme": "sha256"})
+
+    def armed_mystery(self, progressive: str, level: str) -> tuple[int, int, str, str] | None:
+        """(epoch, trigger cents, nonce hex, commitment) of the armed trigger, if any."""
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_mystery WHERE progressive = ? AND level = ?"
+                             " AND state = 'armed' ORDER BY epoch DESC LIMIT 1",
+                             (progressive, level)).fetchone()
+        if row is None:
+            return None
+        return row["epoch"], row["trigger_cents"], row["nonce_hex"], row["commitment"]
+
+    def last_epoch(self, progressive: str, level: str) -> int:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT MAX(epoch) AS e FROM progressive_mystery WHERE progressive = ?"
+                             " AND level = ?", (progressive, level)).fetchone()
+        return int(row["e"] or 0)
+
+    def reveal_mystery(self, progressive: str, level: str, epoch: int, award_id: int,
+                       round_id: int) -> None:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT * FROM progressive_mystery WHERE progressive = ? AND level = ?"
+                             " AND epoch = ?", (progressive, level, epoch)).fetchone()
+            db.execute("UPDATE progressive_mystery SET state = 'hit' WHERE progressive = ? AND "
+                       "level = ? AND epoch = ?", (progressive, level, epoch))
+            self.store.append_event(MYSTERY_REVEAL_EVENT, {
+                "progressive": progressive, "level": level, "epoch": epoch,
+                "trigger_cents": row["trigger_cents"], "nonce_hex": row["nonce_hex"],
+                "commitment": row["commitment"], "award_id": award_id}, round_id=round_id)
+
+    # --- wagers and the link outbox ---------------------------------------------------------
+
+    def record_wagers(self, round_id: int, progressive: str,
+                      rows: Iterable[tuple[int, int, bool, str | None]]) -> None:
+        with self.store.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO progressive_wagers(round_id, progressive, seat, amount_cents,"
+                " accepted, reason) VALUES (?,?,?,?,?,?)",
+                [(round_id, progressive, seat, cents, int(ok), reason)
+                 for seat, cents, ok, reason in rows])
+
+    def accepted_wagers(self, round_id: int, progressive: str) -> dict[int, int]:
+        with self.store.transaction() as db:
+            rows = db.execute("SELECT seat, amount_cents FROM progressive_wagers WHERE round_id = ?"
+                              " AND progressive = ? AND accepted = 1", (round_id, progressive))
+            return {r["seat"]: r["amount_cents"] for r in rows}
+
+    def enqueue(self, progressive: str, level: str, delta: Fraction, wagers_count: int,
+                wagers_cents: int, round_id: int | None) -> int:
+        with self.store.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO progressive_outbox(progressive, level, delta_num, delta_den,"
+                " wagers_count, wagers_cents, round_id, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                (progressive, level, delta.numerator, delta.denominator, wagers_count,
+                 wagers_cents, round_id, self._clock()))
+            seq = int(cursor.lastrowid or 0)
+            self.store.append_event("progressive_linked_contribution", {
+                "progressive": progressive, "level": level, "seq": seq,
+                "delta_num": delta.numerator, "delta_den": delta.denominator,
+                "wagers_count": wagers_count, "wagers_cents": wagers_cents}, round_id=round_id)
+            return seq
+
+    def unacked(self, limit: int = 500) -> list[dict[str, Any]]:
+        with self.store.transaction() as db:
+            rows = db.execute("SELECT * FROM progressive_outbox WHERE acked_at IS NULL"
+                              " ORDER BY seq LIMIT ?", (limit,))
+            return [dict(r) for r in rows]
+
+    def ack(self, seqs: Sequence[int]) -> None:
+        if not seqs:
+            return
+        with self.store.transaction() as db:
+            db.executemany("UPDATE progressive_outbox SET acked_at = ? WHERE seq = ?",
+                           [(self._clock(), s) for s in seqs])
+
+
+def verify_meters(store: Store) -> list[str]:
+    """Every problem found recomputing the meters from the hash-chained log (empty: intact).
+
+    For each meter: its exact value equals the sum of its logged changes (seed,
+    increments, reseeds, awards, audited adjustments); its version equals the
+    number of changes; its award counters equal its award rows; no logged
+    change lowered it unless an award or an audited adjustment; every revealed
+    mystery trigger matches the commitment logged when it was armed.
+    """
+    from controller.progressive.core import commitment
+
+    ensure_schema(store)
+    problems: list[str] = []
+    totals: dict[tuple[str, str], Fraction] = {}
+    counts: dict[tuple[str, str], int] = {}
+    award_deltas: dict[tuple[str, str], Fraction] = {}
+    for event in store.events(kind=METER_EVENT):
+        p = event.payload
+        key = (p["progressive"], p["level"])
+        delta = Fraction(p["delta_num"], p["delta_den"])
+        if delta < 0 and p["change"] not in DECREASING_CHANGES:
+            problems.append(f"meter {key[0]}/{key[1]}: log entry {event.seq} lowers it by "
+                            f"{-delta} cents in a {p['change']!r}")
+        if p["change"] == ADJUSTMENT and not p.get("supervisor"):
+            problems.append(f"meter {key[0]}/{key[1]}: adjustment at log entry {event.seq} names "
+                            "no supervisor")
+        if p["change"] == AWARD:
+            award_deltas[key] = award_deltas.get(key, Fraction(0)) - delta
+        totals[key] = totals.get(key, Fraction(0)) + delta
+        counts[key] = counts.get(key, 0) + 1
+    with store.transaction() as db:
+        rows = {(r["progressive"], r["level"]): _meter(r)
+                for r in db.execute("SELECT * FROM progressive_meters")}
+        award_rows = db.execute(
+            "SELECT progressive, level, COUNT(*) AS n, SUM(amount_cents) AS cents,"
+            " SUM(CASE WHEN state = 'paid' THEN amount_cents ELSE 0 END) AS paid"
+            " FROM progressive_awards GROUP BY progressive, level").fetchall()
+        reveals = [(r["progressive"], r["level"], r["epoch"], r["trigger_cents"], r["nonce_hex"],
+                    r["commitment"]) for r in db.execute(
+                        "SELECT * FROM progressive_mystery WHERE state = 'hit'")]
+    for key in sorted(set(rows) | set(totals)):
+        name = f"meter {key[0]}/{key[1]}"
+        row = rows.get(key)
+        if row is None:
+            problems.append(f"{name}: logged changes but no meter row")
+            continue
+        logged = totals.get(key, Fraction(0))
+        if row.value != logged:
+            problems.append(f"{name}: shows {row.amount_cents} cents (+{row.frac}) but its seed, "
+                            f"increments, awards and adjustments in the log make "
+                            f"{float(logged):.4f} cents")
+        if row.version != counts.get(key, 0):
+            problems.append(f"{name}: version {row.version} but {counts.get(key, 0)} logged changes")
+        if row.value < 0:
+            problems.append(f"{name}: negative ({row.value} cents)")
+        if award_deltas.get(key, Fraction(0)) != row.awarded_cents and key[1] != "reserve":
+            problems.append(f"{name}: {row.awarded_cents} cents awarded on its companion meter but "
+                            f"{award_deltas.get(key, Fraction(0))} cents of awards in the log")
+    for r in award_rows:
+        row = rows.get((r["progressive"], r["level"]))
+        if row is None:
+            continue  # a linked level: its meter lives in the shared ledger
+        if row.awards_count != r["n"] or row.awarded_cents != r["cents"]:
+            problems.append(f"meter {r['progressive']}/{r['level']}: companion meters say "
+                            f"{row.awards_count} awards, {row.awarded_cents} cents; award rows say "
+                            f"{r['n']}, {r['cents']} cents")
+        if row.paid_system_cents + row.paid_attendant_cents != r["paid"]:
+            problems.append(f"meter {r['progressive']}/{r['level']}: paid companions "
+                            f"{row.paid_system_cents + row.paid_attendant_cents} cents but paid "
+                            f"award rows {r['paid']} cents")
+    for progressive, level, epoch, trigger, nonce_hex, commit in reveals:
+        if commitment(progressive, level, epoch, trigger, bytes.fromhex(nonce_hex)) != commit:
+            problems.append(f"mystery {progressive}/{level} epoch {epoch}: the revealed trigger "
+                            "does not match its commitment")
+    armed = {(e.payload["progressive"], e.payload["level"], e.payload["epoch"]):
+             e.payload["commitment"] for e in store.events(kind=MYSTERY_ARMED_EVENT)}
+    for event in store.events(kind=MYSTERY_REVEAL_EVENT):
+        p = event.payload
+        logged_commit = armed.get((p["progressive"], p["level"], p["epoch"]))
+        recomputed = commitment(p["progressive"], p["level"], p["epoch"], p["trigger_cents"],
+                                bytes.fromhex(p["nonce_hex"]))
+        if logged_commit != recomputed:
+            problems.append(f"mystery {p['progressive']}/{p['level']} epoch {p['epoch']}: the "
+                            f"reveal at log entry {event.seq} does not match the armed commitment")
+    return problems
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+__all__ = ["Award", "MeterLedger", "MeterRow", "verify_meters", "exact"]

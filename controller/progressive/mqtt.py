@@ -1,0 +1,94 @@
+"""The meter display feed over MQTT: a pure message builder and a thin paho adapter.
+
+Topic: `<prefix>/<site>/tables/<table_id>/progressive/<name>/<level>`; payload
+(UTF-8 JSON): `{"amount_cents", "sequence", "at", "table_id", "progressive",
+"level", "linked"}`. Messages are retained (a display that connects late sees
+the current amount at once) and sent at QoS 1. `sequence` is the meter's
+version in its ledger, so a subscriber can drop an older message that arrives
+late. The display is not the ledger: a lost message changes no money, and the
+next change (or a restart, which republishes every meter) corrects it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+QOS_AT_LEAST_ONCE = 1
+KEEPALIVE_S = 30  # the broker drops a silent client after 1.5 x this (MQTT 3.1.1 section 3.1.2.10)
+CONNECT_TIMEOUT_S = 5.0  # bounded wait for the broker's CONNACK at start-up
+
+
+@dataclass(frozen=True, slots=True)
+class MeterMessage:
+    topic: str
+    payload: bytes
+    retain: bool = True
+    qos: int = QOS_AT_LEAST_ONCE
+
+
+def meter_topic(prefix: str, site: str, table_id: str, progressive: str, level: str) -> str:
+    for word in (prefix, site, table_id, progressive, level):
+        if not word or any(ch in word for ch in "/+#"):
+            raise ValueError(f"topic level {word!r} must be non-empty without '/', '+' or '#'")
+    return f"{prefix}/{site}/tables/{table_id}/progressive/{progressive}/{level}"
+
+
+def meter_message(prefix: str, site: str, table_id: str, progressive: str, level: str,
+                  amount_cents: int, sequence: int, at: float, *, linked: bool = False
+                  ) -> MeterMessage:
+    """The retained message for a meter's current amount (sans-I/O)."""
+    payload = {"amount_cents": amount_cents, "sequence": sequence, "at": at,
+               "table_id": table_id, "progressive": progressive, "level": level,
+               "linked": linked}
+    return MeterMessage(meter_topic(prefix, site, table_id, progressive, level),
+                        json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
+
+
+class MeterPublisher(Protocol):
+    """What the progressive system needs from a display feed."""
+
+    def publish(self, message: MeterMessage) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MqttMeterPublisher:
+    """Publishes on paho's own network thread, so the table's event loop never blocks on it."""
+
+    def __init__(self, host: str, port: int, *, client_id: str = "") -> None:
+        import paho.mqtt.client as mqtt
+
+        self._client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+        self._connected = threading.Event()
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        self.last_error: str | None = None
+        # paho queues QoS 1 messages while disconnected and reconnects by itself.
+        self._client.reconnect_delay_set(min_delay=1, max_delay=30)
+        self._client.connect_async(host, port, keepalive=KEEPALIVE_S)
+        self._client.loop_start()
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
+                    properties: Any = None) -> None:
+        if not getattr(reason, "is_failure", False):
+            self._connected.set()
+        else:
+            self.last_error = f"broker refused the connection: {reason}"
+
+    def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any,
+                       properties: Any = None) -> None:
+        self._connected.clear()
+
+    def wait_connected(self, timeout: float = CONNECT_TIMEOUT_S) -> bool:
+        return self._connected.wait(timeout)
+
+    def publish(self, message: MeterMessage) -> None:
+        self._client.publish(message.topic, message.payload, qos=message.qos,
+                             retain=message.retain)
+
+    def close(self) -> None:
+        self._client.disconnect()  # sends DISCONNECT after the queued messages
+        self._client.loop_stop()
