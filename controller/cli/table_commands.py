@@ -129,7 +129,8 @@ def register(subparsers: Any) -> None:
     v = jps.add_parser("validate", parents=[read], help="a supervisor validates an award",
                        description="Validate a progressive award; needs a floor supervisor's "
                                    "name and PIN (prompted, or one line on stdin).")
-    v.add_argument("award_id", metavar="AWARD_ID")
+    v.add_argument("award_id", metavar="AWARD_ID", type=int,
+                   help="the award's number, as the win light's event or 'tablectl meters' shows")
     v.add_argument("--supervisor", required=True, metavar="NAME")
     v.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
     v.set_defaults(handler=cmd_jackpot_validate)
@@ -814,13 +815,55 @@ def cmd_rounds(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
+def render_meters(meters: Sequence[Mapping[str, Any]]) -> str:
+    """The progressive system's meters (ProgressiveSystem.meters()) as one table; a shape
+    this tablectl does not know is shown generically rather than not at all."""
+    if not all(isinstance(m, Mapping) and "progressive" in m for m in meters):
+        return generic(list(meters))
+    rows = []
+    for m in meters:
+        state = "STALE" if m.get("stale") else "ok"
+        rows.append([m.get("progressive"), m.get("level"),
+                     "linked" if m.get("linked") else "local",
+                     money(m.get("amount_cents")) if "amount_cents" in m else "unknown",
+                     money(m.get("reset_cents")), f"{m.get('increment_percent', '-')}%",
+                     money(m.get("pending_awards_cents")), m.get("awards_count"),
+                     money(m.get("cumulative_paid_cents")) if "cumulative_paid_cents" in m
+                     else None, paint(state, "red" if m.get("stale") else "green")])
+    out = [table(["PROGRESSIVE", "LEVEL", "LINK", "AMOUNT", "RESET", "INCR", "PENDING",
+                  "AWARDS", "PAID", "STATE"], rows, right=range(3, 9))]
+    for m in meters:
+        bounds = m.get("trigger_range_cents")
+        if bounds:
+            out.append(f"{m.get('progressive')} {m.get('level')}: must hit by "
+                       f"{money(bounds[-1])} (trigger drawn in {money(bounds[0])} to "
+                       f"{money(bounds[-1])}, commitment {m.get('trigger_commitment') or '-'})")
+    if any(m.get("stale") for m in meters):
+        out.append(paint("STALE: the linked ledger cannot be reached; the amount shown is the "
+                         "last one received", "red"))
+    return "\n".join(out)
+
+
 def cmd_meters(args: argparse.Namespace) -> int:
     async def body(d: Daemon) -> int:
         meters = await d.call("meters")
         if not _emit_json(args, meters):
-            print(generic(meters) if meters else "no progressive meters at this table")
+            print(render_meters(meters) if meters else "no progressive meters at this table")
         return exitcodes.OK
     return _run(args, body)
+
+
+def render_award(a: Mapping[str, Any]) -> str:
+    """One award after validation (ledger.Award as the daemon returns it)."""
+    if "amount_cents" not in a:
+        return generic(a, "  ")
+    text = (f"award {a.get('award_id')}: {a.get('progressive')} {a.get('level')}, "
+            f"seat {a.get('seat')}, round {a.get('round_id')}: {money(a.get('amount_cents'))}"
+            f"  {str(a.get('state', '')).upper()}")
+    details = key_values([("validated by", a.get("validated_by")),
+                          ("paid via", a.get("paid_via")), ("pays", a.get("label")),
+                          ("section", a.get("section"))], "  ")
+    return f"{text}\n{details}" if details else text
 
 
 def cmd_jackpot_validate(args: argparse.Namespace) -> int:
@@ -850,7 +893,7 @@ def cmd_jackpot_validate(args: argparse.Namespace) -> int:
         if not _emit_json(args, result):
             print(f"award {args.award_id} validated by {args.supervisor}")
             if result:
-                print(generic(result, "  "))
+                print(render_award(result))
         return exitcodes.OK
     return _run(args, body)
 

@@ -50,33 +50,55 @@ def test_meters_on_a_daemon_without_them(fake, capsys):
 
 def test_meters_rendered_with_money(fake, capsys):
     fake.register("meters", lambda a: [
-        {"meter": "heavenly9", "kind": "progressive", "amount_cents": 1234567,
-         "reset_cents": 1000000},
-        {"meter": "mystery", "kind": "must-hit-by", "amount_cents": 50025,
-         "reset_cents": 50000}])
+        {"progressive": "heavenly9", "game": "baccarat", "level": "mega", "linked": False,
+         "reset_cents": 1000000, "increment_percent": "1.5", "section": "631c.6",
+         "pending_awards_cents": 0, "amount_cents": 1234567, "awards_count": 2,
+         "cumulative_paid_cents": 2500000, "stale": False},
+        {"progressive": "mystery", "game": "baccarat", "level": "mystery", "linked": True,
+         "reset_cents": 50000, "increment_percent": "0.5", "section": "631c.9",
+         "pending_awards_cents": 75000, "trigger_range_cents": [50000, 100000],
+         "trigger_commitment": "9f2c", "stale": True}])
     assert main(["meters", "--socket", fake.socket]) == exitcodes.OK
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["meter", "kind", "amount", "reset"]
-    assert lines[1].split() == ["heavenly9", "progressive", "$12,345.67", "$10,000.00"]
+    assert lines[0].split() == ["PROGRESSIVE", "LEVEL", "LINK", "AMOUNT", "RESET", "INCR",
+                                "PENDING", "AWARDS", "PAID", "STATE"]
+    assert lines[1].split() == ["heavenly9", "mega", "local", "$12,345.67", "$10,000.00",
+                                "1.5%", "$0.00", "2", "$25,000.00", "ok"]
+    assert lines[2].split() == ["mystery", "mystery", "linked", "unknown", "$500.00", "0.5%",
+                                "$750.00", "-", "-", "STALE"]
+    assert ("mystery mystery: must hit by $1,000.00 (trigger drawn in $500.00 to $1,000.00, "
+            "commitment 9f2c)") in lines
+    assert lines[-1].startswith("STALE: the linked ledger cannot be reached")
+
+
+def test_meters_of_an_unknown_shape_still_shown(fake, capsys):
+    fake.register("meters", lambda a: [{"meter": "x", "amount_cents": 1234567}])
+    assert main(["meters", "--socket", fake.socket]) == exitcodes.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["meter", "amount"]
+    assert lines[1].split() == ["x", "$12,345.67"]
 
 
 def test_jackpot_validate_with_pin_on_stdin(fake, capsys, monkeypatch):
-    fake.register("validate_award", lambda a: {"award_id": a["award_id"], "seat": 3,
-                                               "amount_cents": 2500000}, supervisor=True)
+    fake.register("validate_award", lambda a: {
+        "award_id": a["award_id"], "progressive": "heavenly9", "level": "mega", "round_id": 41,
+        "seat": 3, "amount_cents": 2500000, "state": "paid", "label": "K9 suited",
+        "section": "631c.6(c)(5)", "validated_by": "ana", "paid_via": "attendant"},
+        supervisor=True)
     monkeypatch.setattr("sys.stdin", io.StringIO(SUPERVISOR_PIN + "\n"))
-    rc = main(["jackpot", "validate", "A-17", "--supervisor", "ana", "--pin-stdin",
+    rc = main(["jackpot", "validate", "17", "--supervisor", "ana", "--pin-stdin",
                "--socket", fake.socket])
     assert rc == exitcodes.OK
     out = capsys.readouterr().out
     assert "award A-17 validated by ana" in out
     assert "  amount: $25,000.00" in out
-    assert ("validate_award", {"award_id": "A-17"}) in fake.calls
+    assert ("validate_award", {"award_id": "17"}) in fake.calls
 
 
 def test_jackpot_wrong_pin_is_refused(fake, capsys, monkeypatch):
     fake.register("validate_award", lambda a: {}, supervisor=True)
     monkeypatch.setattr("sys.stdin", io.StringIO("0000\n"))
-    rc = main(["jackpot", "validate", "A-17", "--supervisor", "ana", "--pin-stdin",
+    rc = main(["jackpot", "validate", "17", "--supervisor", "ana", "--pin-stdin",
                "--socket", fake.socket])
     assert rc == exitcodes.REFUSED
     assert "supervisor 'ana' and that PIN were not accepted; nothing was validated" in \
@@ -87,7 +109,7 @@ def test_jackpot_wrong_pin_is_refused(fake, capsys, monkeypatch):
 def test_jackpot_pin_prompted_with_getpass(fake, capsys, monkeypatch):
     prompts = []
     monkeypatch.setattr("getpass.getpass", lambda prompt: prompts.append(prompt) or "")
-    rc = main(["jackpot", "validate", "A-1", "--supervisor", "ana", "--socket", fake.socket])
+    rc = main(["jackpot", "validate", "1", "--supervisor", "ana", "--socket", fake.socket])
     assert rc == exitcodes.BAD_ARGUMENTS
     assert prompts == ["PIN for supervisor ana: "]
     assert "an empty PIN is not accepted" in capsys.readouterr().err
@@ -95,7 +117,13 @@ def test_jackpot_pin_prompted_with_getpass(fake, capsys, monkeypatch):
 
 def test_jackpot_on_a_daemon_without_progressives(fake, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
-    rc = main(["jackpot", "validate", "A-1", "--supervisor", "ana", "--pin-stdin",
+    rc = main(["jackpot", "validate", "1", "--supervisor", "ana", "--pin-stdin",
                "--socket", fake.socket])
     assert rc == exitcodes.UNSUPPORTED
     assert "does not offer the 'validate_award' command" in capsys.readouterr().err
+
+
+def test_jackpot_award_id_is_a_number(capsys):
+    assert main(["jackpot", "validate", "A-17", "--supervisor", "ana"]) == \
+        exitcodes.BAD_ARGUMENTS
+    assert "invalid int value: 'A-17'" in capsys.readouterr().err
