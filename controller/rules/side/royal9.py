@@ -178,7 +178,7 @@ class Royal9Progressive(LineWager):
 
 def make_royal_9(
     key: str, denomination_dollars: object, meters: object, combinations: object = None,
-    mystery: object = None, seats: int = 14, rounding: Rounding = Rounding.DOWN,
+    mystery: object = None, positions: int = 14, rounding: Rounding = Rounding.DOWN,
 ) -> Royal9Progressive:
     """Validate a Royal 9 configuration.
 
@@ -214,7 +214,7 @@ def make_royal_9(
         specs.append(MeterSpec(level, reset, percent / 100, "627b.3(f)(2)",
                                minimum_reset_cents=floor))
     if combinations is None:
-        assigned = default_combinations(seats)
+        assigned = default_combinations(positions)
     elif isinstance(combinations, Mapping):
         assigned = {}
         for seat_text, text in combinations.items():
@@ -222,9 +222,9 @@ def make_royal_9(
                 seat = int(seat_text)
             except ValueError:
                 seat = 0
-            if not 1 <= seat <= seats:
+            if not 1 <= seat <= positions:
                 raise SideWagerConfigError(key, "personal_combinations", seat_text,
-                                           f"seat numbers 1 to {seats}")
+                                           f"seat numbers 1 to {positions}")
             assigned[seat] = parse_combination(key, seat_text, text)
         if len(set(assigned.values())) != len(assigned):
             raise SideWagerConfigError(key, "personal_combinations", combinations,
