@@ -90,8 +90,8 @@ def test_jackpot_validate_with_pin_on_stdin(fake, capsys, monkeypatch):
                "--socket", fake.socket])
     assert rc == exitcodes.OK
     out = capsys.readouterr().out
-    assert "award A-17 validated by ana" in out
-    assert "  amount: $25,000.00" in out
+    assert "award 17 validated by ana" in out
+    assert "award 17: heavenly9 mega, seat 3, round 41: $25,000.00  PAID" in out
     assert ("validate_award", {"award_id": "17"}) in fake.calls
 
 
