@@ -291,6 +291,11 @@ _MAIN_COUNTERS = (("crc_errors", "CRC"), ("retransmits", "RETX"), ("resyncs", "R
                   ("reconnects", "RECONN"))
 
 
+def _counter(counters: Mapping[str, Any], key: str) -> Any:
+    """A counter by name; the drivers prefix the link layer's own counters with 'link_'."""
+    return counters.get(key, counters.get("link_" + key))
+
+
 def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
     """The human view of the daemon's `devices` result."""
     rows = []
@@ -302,10 +307,10 @@ def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
             d.get("port"), d.get("serial_number") or None, d.get("firmware_version") or None,
             d.get("protocol_version"), duration(d.get("uptime_s")) if d.get("uptime_s")
             is not None else None,
-            *[counters.get(key) for key, _ in _MAIN_COUNTERS]])
+            *[_counter(counters, key) for key, _ in _MAIN_COUNTERS]])
     out = [table(["DEVICE", "KIND", "LINK", "PORT", "SERIAL", "FIRMWARE", "PROTO", "UPTIME",
                   *[label for _, label in _MAIN_COUNTERS]], rows, right=range(6, 12))]
-    main_keys = {key for key, _ in _MAIN_COUNTERS}
+    main_keys = {name for key, _ in _MAIN_COUNTERS for name in (key, "link_" + key)}
     for d in devices:
         others = {k: v for k, v in (d.get("counters") or {}).items()
                   if k not in main_keys and v}

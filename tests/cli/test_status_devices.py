@@ -87,3 +87,12 @@ def test_devices_unplugged_shoe_exits_4(fake, capsys):
 def test_devices_json(fake, capsys):
     assert main(["devices", "--socket", fake.socket, "--json"]) == exitcodes.OK
     assert json.loads(capsys.readouterr().out) == fake.devices
+
+
+def test_devices_link_prefixed_counters(fake, capsys):
+    fake.devices[1]["counters"] = {"link_crc_errors": 3, "link_retransmits": 9,
+                                   "link_resyncs": 2, "reconnects": 1, "shuffles_completed": 4}
+    assert main(["devices", "--socket", fake.socket]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].split()[-4:] == ["3", "9", "2", "1"]
+    assert "shuffler counters: shuffles_completed=4" in out
