@@ -303,6 +303,10 @@ def _coup_space_with_suits(decks: int) -> tuple[dict, int]:
             counts[b1] += 1; suit_left[b1] += 1; colour_left[b1] += 1  # noqa: E702
         counts[p1] += 1; suit_left[p1] += 1; colour_left[p1] += 1  # noqa: E702
 
+    # The loop followed one suit (clubs) and one colour (black); every suit and
+    # colour is alike, so the counts for "some one suit" / "some one colour" are x4 / x2.
+    suited = [4 * w for w in suited]
+    coloured = [2 * w for w in coloured]
     tally: dict = {}
     signatures = [(pt, bt, pn, bn) for pt in VALUES for bt in VALUES
                   for pn in (2, 3) for bn in (2, 3)]
