@@ -1,0 +1,231 @@
+"""The asyncio adapters over real OS objects: a pty pair, a TCP socket (socket:// URL), a fake USB device."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import socket
+import threading
+import tty
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from firmware_bridge.aio import AsyncLink
+from firmware_bridge.errors import (
+    IncompatibleVersionError,
+    LinkDownError,
+    LinkRefusedError,
+    LinkTimeoutError,
+    TransportError,
+)
+from firmware_bridge.link import LinkState, Role
+from firmware_bridge.messages import (
+    CardDrawn,
+    DeviceKind,
+    Fault,
+    FaultCode,
+    Hello,
+    StatusRequest,
+)
+
+from .conftest import HOST_HELLO, SHOE_HELLO
+
+pytestmark = pytest.mark.timeout(20)
+
+
+@pytest.fixture
+def pty_pair() -> Iterator[tuple[int, str]]:
+    """(master fd, slave path); the slave stays open in raw mode so the master never reads EIO."""
+    master, slave = os.openpty()
+    tty.setraw(slave)  # no echo, no line editing: bytes pass untouched
+    try:
+        yield master, os.ttyname(slave)
+    finally:
+        for fd in (master, slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+async def _up(host: AsyncLink, device: AsyncLink) -> None:
+    peers = await asyncio.gather(host.wait_up(5), device.wait_up(5))
+    assert peers == [SHOE_HELLO, HOST_HELLO]
+
+
+async def test_pty_pyserial_host_and_fd_device(pty_pair: tuple[int, str]) -> None:
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
+    try:
+        await _up(host, device)
+        cards = [CardDrawn(i, i % 13 + 1, i % 4, 0, False) for i in range(20)]
+        await asyncio.gather(*(device.send(c) for c in cards[:4]))
+        for c in cards[4:]:
+            await device.send(c)
+        got = [await host.receive() for _ in cards]
+        assert got == cards
+        await host.send(StatusRequest())
+        assert await device.receive() == StatusRequest()
+        assert host.counters["crc_errors"] == 0 and host.counters["frames_in"] > 20
+    finally:
+        await host.close()
+        await device.close()
+
+
+async def test_serial_port_is_opened_exclusively(pty_pair: tuple[int, str]) -> None:
+    _, slave_path = pty_pair
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    try:
+        with pytest.raises(TransportError):
+            await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    finally:
+        await host.close()
+
+
+async def test_missing_port_is_a_transport_error() -> None:
+    with pytest.raises(OSError):  # TransportError is an OSError too
+        await AsyncLink.open_serial("/dev/does-not-exist-42", Role.HOST, HOST_HELLO)
+
+
+async def test_device_reboot_over_pty(pty_pair: tuple[int, str]) -> None:
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    try:
+        await _up(host, device)
+        await device.close()  # power cut: the fd stays with the test
+        device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)  # reboot announces RESET
+        with pytest.raises(LinkDownError):
+            await asyncio.wait_for(host.receive(), 5)
+        await _up(host, device)
+        await device.send(Fault(FaultCode.SHOE_LID_OPEN, "lid"))
+        assert await host.receive() == Fault(FaultCode.SHOE_LID_OPEN, "lid")
+    finally:
+        await host.close()
+        await device.close()
+
+
+async def test_incompatible_device_over_pty(pty_pair: tuple[int, str]) -> None:
+    master, slave_path = pty_pair
+    future = Hello(9, DeviceKind.SHOE, "S", "9.0", 0)
+    device = AsyncLink.over_fd(master, Role.DEVICE, future)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    try:
+        with pytest.raises(IncompatibleVersionError, match="version 9.*version 1"):
+            await host.wait_up(5)
+        with pytest.raises(LinkRefusedError):
+            await device.wait_up(5)
+        with pytest.raises(LinkDownError):
+            await host.send(StatusRequest())
+    finally:
+        await host.close()
+        await device.close()
+
+
+async def test_wait_up_times_out_with_nobody_there(pty_pair: tuple[int, str]) -> None:
+    _, slave_path = pty_pair
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    try:
+        with pytest.raises(LinkTimeoutError):
+            await host.wait_up(0.3)
+        assert host.state is LinkState.RESETTING
+        assert host.counters["resets_sent"] >= 1
+    finally:
+        await host.close()
+
+
+@pytest.fixture
+async def tcp_device() -> AsyncIterator[tuple[str, asyncio.Future[AsyncLink]]]:
+    """A listening socket; the accepted connection is served by a device-side AsyncLink."""
+    loop = asyncio.get_running_loop()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    device: asyncio.Future[AsyncLink] = loop.create_future()
+    conns: list[socket.socket] = []
+
+    async def accept() -> None:
+        conn, _ = await loop.sock_accept(listener)
+        conns.append(conn)
+        device.set_result(AsyncLink.over_fd(conn.fileno(), Role.DEVICE, SHOE_HELLO))
+
+    task = asyncio.create_task(accept())
+    yield f"socket://127.0.0.1:{listener.getsockname()[1]}", device
+    task.cancel()
+    if device.done():
+        await device.result().close()
+    for conn in conns:
+        conn.close()
+    listener.close()
+
+
+async def test_socket_url(tcp_device: tuple[str, asyncio.Future[AsyncLink]]) -> None:
+    url, device_future = tcp_device
+    host = await AsyncLink.open_serial(url, Role.HOST, HOST_HELLO)
+    try:
+        device = await device_future
+        await _up(host, device)
+        await device.send(CardDrawn(0, 13, 3, 2, True))
+        assert await host.receive() == CardDrawn(0, 13, 3, 2, True)
+    finally:
+        await host.close()
+
+
+class FakeUsbDevice:
+    """Duck-typed pyusb device whose bulk endpoints are one end of a socket pair.
+
+    Reads honour the timeout and raise usb.core.USBTimeoutError like libusb; each read
+    returns at most one 64-byte packet's worth, so frames are split across packets."""
+
+    EP_OUT, EP_IN = 0x01, 0x81
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.writes: list[int] = []
+        self.unplugged = threading.Event()
+
+    def write(self, endpoint: int, data: bytes, timeout: int | None = None) -> int:
+        assert endpoint == self.EP_OUT
+        if self.unplugged.is_set():
+            import usb.core
+            raise usb.core.USBError("No such device", errno.ENODEV)
+        self.writes.append(len(data))
+        self.sock.sendall(bytes(data))
+        return len(data)
+
+    def read(self, endpoint: int, size: int, timeout: int | None = None) -> bytes:
+        import usb.core
+
+        assert endpoint == self.EP_IN
+        if self.unplugged.is_set():
+            raise usb.core.USBError("No such device", errno.ENODEV)
+        self.sock.settimeout((timeout or 1000) / 1000)
+        try:
+            return self.sock.recv(min(size, 64))
+        except TimeoutError:
+            raise usb.core.USBTimeoutError("timeout", errno.ETIMEDOUT) from None
+
+
+async def test_usb_bulk_adapter_against_fd_device() -> None:
+    host_sock, device_sock = socket.socketpair()
+    fake = FakeUsbDevice(host_sock)
+    device = AsyncLink.over_fd(device_sock.fileno(), Role.DEVICE, SHOE_HELLO)
+    host = AsyncLink.over_usb(fake, ep_out=fake.EP_OUT, ep_in=fake.EP_IN,
+                              role=Role.HOST, hello=HOST_HELLO)
+    try:
+        await _up(host, device)
+        long = Fault(FaultCode.DEVICE_INTERNAL_ERROR, "x" * 150)  # > 2 USB packets
+        await device.send(long)
+        assert await host.receive() == long
+        await host.send(StatusRequest())
+        assert await device.receive() == StatusRequest()
+        fake.unplugged.set()  # the cable is pulled
+        with pytest.raises(LinkDownError):
+            await asyncio.wait_for(host.receive(), 3)
+    finally:
+        await host.close()
+        await device.close()
+        host_sock.close()
+        device_sock.close()
