@@ -54,6 +54,19 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
         cache_logger_on_first_use=False,
     )
+    # Libraries and the stdlib-only modules (sdnotify, watchdog) log through `logging`;
+    # send their records through the same renderer so the journal gets one format.
+    handler = logging.StreamHandler(stream or sys.stdout)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.contextvars.merge_contextvars,
+                           structlog.processors.add_log_level,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    _journal_prefix, _JournalRenderer(journal_prefix)],
+    ))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
 
 
 def bind_table(table_id: str) -> None:

@@ -169,7 +169,11 @@ class Table:
         self.wagers: list[dict[str, Any]] = []  # {seat, wager, amount_cents}
         self.round_settlements: list[dict[str, Any]] = []  # both settlement points, this round
         self.progressive_seats: frozenset[int] = frozenset()
-        self.pending_first_card: CardDrawn | None = None  # 631a.15(a)
+        # 631a.15(d): a face-up card found during a live round waits for a simulated round.
+        self.pending_simulated_card: CardDrawn | None = None
+        self.simulated = False  # the round in progress is a simulated round (no wagers)
+        self.stashed_wagers: list[dict[str, Any]] = []  # wagers waiting out a simulated round
+        self.void_after_recovery = ""  # why the round must be voided once the fault clears
         self.fault: dict[str, str] | None = None
         self._resume_state: TableState | None = None
         self.out_of_order_reason = ""
@@ -190,8 +194,10 @@ class Table:
             "progressive_seats": sorted(self.progressive_seats),
             "fault": self.fault, "resume_state": self._resume_state.value if self._resume_state
             else None, "out_of_order_reason": self.out_of_order_reason,
-            "pending_first_card": _card_json(self.pending_first_card)
-            if self.pending_first_card else None,
+            "pending_simulated_card": _card_json(self.pending_simulated_card)
+            if self.pending_simulated_card else None,
+            "simulated": self.simulated, "stashed_wagers": self.stashed_wagers,
+            "void_after_recovery": self.void_after_recovery,
         }
 
     def _persist_state(self) -> None:
@@ -225,8 +231,11 @@ class Table:
         self.fault = data["fault"]
         self._resume_state = TableState(data["resume_state"]) if data["resume_state"] else None
         self.out_of_order_reason = data.get("out_of_order_reason", "")
-        held = data.get("pending_first_card")
-        self.pending_first_card = _card_from_json(held) if held else None
+        held = data.get("pending_simulated_card")
+        self.pending_simulated_card = _card_from_json(held) if held else None
+        self.simulated = bool(data.get("simulated", False))
+        self.stashed_wagers = list(data.get("stashed_wagers", []))
+        self.void_after_recovery = data.get("void_after_recovery", "")
         self.machine.set_state(TableState(state_name))
         if self.round_id is not None:
             record = self.store.round(self.round_id)
@@ -355,6 +364,10 @@ class Table:
             self.fault = None
             self.device_recovered()
             self._resume_state = None
+            reason, self.void_after_recovery = self.void_after_recovery, ""
+            if reason and self.round_id is not None:
+                self._void_round(reason)
+                return
             self._persist_state()
             self.announce("resume", state=self.state.value)
 
@@ -383,12 +396,7 @@ class Table:
             self.coup = self.rules.new_coup()
             self.round_settlements = []
             self.lock_out()
-            held, self.pending_first_card = self.pending_first_card, None
-        if held is not None:
-            self._on_round_card(held)  # 631a.15(a): the held card opens this round
-        else:
-            with self.store.transaction():
-                self.announce("deal", next=self.coup.next_card().name.lower())
+            self.announce("deal", next=self.coup.next_card().name.lower())
 
     def _on_cover_card(self, event: CoverCardDrawn) -> None:
         with self.store.transaction():
@@ -409,17 +417,27 @@ class Table:
             return
         self.shoe.last_card_index = event.index
         self.shoe.cards_drawn += 1
-        if self.state is TableState.BURN:
+        state = self.state
+        if state is TableState.BURN:
             self._on_burn_card(event)
-        elif self.state is TableState.BETTING_OPEN:
-            # 627b.3(a)(2): the first card leaving the shoe locks every seat.
+        elif event.face_up and state in (TableState.BETTING_OPEN, TableState.NO_MORE_BETS):
+            self._start_simulated_round(event)  # 631a.15(d)
+        elif event.face_up and state in (TableState.DEALING, TableState.THIRD_CARDS) \
+                and not self.simulated:
+            self._set_aside_face_up_card(event)  # 631a.15(d), after the live round
+        elif state is TableState.BETTING_OPEN:
+            # 627b.3(a)(2), applied to every game (docs/rulings.md): the first card out of
+            # the shoe locks every seat; a card drawn before "no more bets" (631a.15(a)-(b))
+            # becomes the first card of this round.
             locked = self._lock_seats("first-card") if self._lock_seats else None
             self._on_locked(locked, "first-card")
             self._on_round_card(event)
-        elif self.state in (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS):
+        elif state in (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS):
             self._on_round_card(event)
+        elif state is TableState.DEVICE_FAULT:
+            self._on_card_during_fault(event)
         else:
-            self._on_unexpected_card(event)
+            self._on_card_out_of_play(event)
 
     def _on_card_gap(self, event: CardDrawn) -> None:
         """Cards left the shoe that the table never saw: nothing is settled from incomplete data."""
@@ -453,10 +471,6 @@ class Table:
 
     def _on_round_card(self, event: CardDrawn) -> None:
         assert self.coup is not None and self.round_id is not None
-        if event.face_up:
-            # 631a.15(d): a card found face up is not used for this round's wagers.
-            self._on_unexpected_card(event)
-            return
         with self.store.transaction():
             slot = self.coup.place(event.card)
             hand = slot.hand.value if slot.hand else "extra"
@@ -482,25 +496,58 @@ class Table:
             else:
                 self.announce("deal", next=self.coup.next_card().name.lower())
 
-    def _on_unexpected_card(self, event: CardDrawn) -> None:
-        """631a.15: a card when the rules call for none is never silently used or dropped."""
+    def _start_simulated_round(self, event: CardDrawn) -> None:
+        """631a.15(d): the disclosed card opens a simulated round in which no wager counts.
+
+        Wagers already on the layout wait for the next live round.
+        """
         with self.store.transaction():
-            if event.face_up:
-                ruling = "631a.15(d): disclosed card used as the first card of a simulated round; " \
-                         "no wagers"
-                self._record("card_face_up", {"index": event.index, "card": str(event.card),
-                                              "ruling": ruling}, severity="warning",
-                             device=event.device)
-                self.announce("discard", card=str(event.card), reason=ruling)
-            else:
-                ruling = "631a.15(a): undisclosed card drawn in error becomes the first card of " \
-                         "the next round"
-                self.pending_first_card = event
-                self._record("card_out_of_turn", {"index": event.index, "card": str(event.card),
-                                                  "ruling": ruling}, severity="warning",
-                             device=event.device)
-                self.announce("hold_card", card=str(event.card), reason=ruling)
+            self.stashed_wagers, self.wagers = self.wagers, []
+            self.simulated = True
+            self.round_id = self.store.open_round(self.shoe.shoe_no, 0, [], simulated=True)
+            bind_round(self.shoe.shoe_no, self.round_id)
+            self._record("simulated_round", {"card": str(event.card), "index": event.index,
+                                             "ruling": "631a.15(d): a disclosed card opens a "
+                                             "simulated round; no wagers are accepted"},
+                         severity="warning", device=event.device)
+            self.coup = self.rules.new_coup()
+            self.round_settlements = []
+            if self.state is TableState.BETTING_OPEN:
+                self.lock_out()
+        self._on_round_card(event)
+
+    def _set_aside_face_up_card(self, event: CardDrawn) -> None:
+        with self.store.transaction():
+            self.pending_simulated_card = event
+            self._record("card_face_up", {"index": event.index, "card": str(event.card),
+                                          "ruling": "631a.15(d): set aside; it opens a simulated "
+                                          "round once this round is settled"},
+                         severity="warning", device=event.device)
             self._persist_state()
+            self.announce("set_aside", card=str(event.card),
+                          next=self.coup.next_card().name.lower())
+
+    def _on_card_during_fault(self, event: CardDrawn) -> None:
+        """Nothing is settled from data the controller could not vouch for."""
+        with self.store.transaction():
+            in_round = self.round_id is not None and self.coup is not None
+            self._record("card_during_fault", {"index": event.index, "card": str(event.card),
+                                               "round_voided": in_round},
+                         severity="error", device=event.device)
+            if in_round:
+                self.void_after_recovery = (f"card {event.card} left the shoe while the table "
+                                            "was in a device fault")
+            self._persist_state()
+
+    def _on_card_out_of_play(self, event: CardDrawn) -> None:
+        """A card when no round can use it (shoe finished, shuffling): it goes with the old decks."""
+        with self.store.transaction():
+            self._record("card_discarded", {"index": event.index, "card": str(event.card),
+                                            "state": self.state.value,
+                                            "ruling": "631a.3(b), 631a.10(d): no round is in "
+                                            "play; the card is discarded"},
+                         severity="warning", device=event.device)
+            self.announce("discard", card=str(event.card))
 
     # --- settlement ------------------------------------------------------------------------
 
@@ -520,15 +567,23 @@ class Table:
         assert self.round_id is not None
         self.store.close_round(self.round_id, "settled", summary, settlements)
         table_net = -sum(s["net_cents"] for s in settlements)
-        self._record("round_settled", {"round_no": self.round_no, "result": summary,
+        self._record("round_settled", {"round_no": 0 if self.simulated else self.round_no,
+                                       "simulated": self.simulated, "result": summary,
                                        "settlements": settlements, "table_net_cents": table_net})
-        self.shoe.rounds_in_shoe += 1
-        self.wagers, self.round_settlements = [], []
+        was_simulated = self.simulated
+        if self.simulated:
+            self.simulated = False
+            self.wagers, self.stashed_wagers = self.stashed_wagers, []
+        else:
+            self.shoe.rounds_in_shoe += 1
+            self.wagers = []
+        self.round_settlements = []
         self.coup = None
         self.progressive_seats = frozenset()
         finished_round = self.round_id
         self.round_id = None
-        if self.shoe.cover_card_seen and self.shoe.last_hand_announced:
+        # The "one more hand" of 631a.10(d) is a live hand, never a simulated one.
+        if self.shoe.cover_card_seen and self.shoe.last_hand_announced and not was_simulated:
             self.shoe_finished()
             self._record("shoe_complete", {"shoe_no": self.shoe.shoe_no,
                                            "rounds": self.shoe.rounds_in_shoe,
@@ -536,12 +591,16 @@ class Table:
             self.announce("shoe_complete", detail="replace the decks (631a.3(b), 631a.10(d))")
             return
         self.next_round()
-        if self.shoe.cover_card_seen:
+        if self.shoe.cover_card_seen and not self.shoe.last_hand_announced:
             self.shoe.last_hand_announced = True
             self._persist_state()
             self.announce("last_hand", detail="631a.10(d): one more hand after this announcement")
-        self.announce("place_bets", round_no=self.round_no + 1)
         bind_round(self.shoe.shoe_no, None)
+        held, self.pending_simulated_card = self.pending_simulated_card, None
+        if held is not None:
+            self._start_simulated_round(held)
+        else:
+            self.announce("place_bets", round_no=self.round_no + 1)
 
     def _void_round(self, reason: str) -> None:
         """631a.15(e): the round is void and every wager is returned."""

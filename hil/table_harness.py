@@ -54,6 +54,7 @@ class HarnessResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     cards_drawn_by_shoe: list[int] = field(default_factory=list)
     wagers_placed: list[tuple[int, int, str, int]] = field(default_factory=list)  # round_no,...
+    stacks: list[tuple[list[Any], int]] = field(default_factory=list)  # (cards, cover_card_at)
 
 
 class TableHarness:
@@ -191,6 +192,7 @@ class TableHarness:
             from hil.shoe_sim import build_stack
 
             stack, cover_at = build_stack(self.decks, self.rng)
+            self.result.stacks.append((list(stack), cover_at))
             self.shoe.load(stack, self.back, cover_at)
             await self.call("shoe_loaded")
         elif action in ("burn", "deal"):

@@ -247,3 +247,69 @@ def test_a_card_index_gap_voids_the_round_631a_15_e(store):
     assert record["state"] == "void"
     assert record["settlements"][0]["outcome"] == "void"
     assert record["settlements"][0]["net_cents"] == 0
+
+
+def test_a_face_up_card_opens_a_simulated_round_and_the_wagers_wait_631a_15_d(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "banker", 1000)
+    dealer.draw("7♣", face_up=True)
+    assert table.simulated and table.state is TableState.DEALING
+    dealer.draw("9♦", "K♥", "K♠")  # P 7, B 9: Banker natural, no more cards
+    assert table.state is TableState.BETTING_OPEN
+    simulated = store.rounds()[-1]
+    assert (simulated["simulated"], simulated["wagers"], simulated["settlements"]) == (True, [], [])
+    assert table.wagers == [{"seat": 1, "wager": "banker", "amount_cents": 1000}]
+    assert table.shoe.rounds_in_shoe == 0  # a simulated round is not a round of play
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦", "4♥", "4♠")
+    assert store.rounds()[-1]["settlements"][0]["net_cents"] == 950
+
+
+def test_a_face_up_card_mid_round_is_set_aside_then_simulated_631a_15_d(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦")
+    dealer.draw("8♠", face_up=True)
+    assert table.coup.cards_dealt == 2  # not used for the live round
+    dealer.draw("4♥", "4♠")
+    live, simulated = store.rounds()[-2:]
+    assert live["settlements"][0]["net_cents"] == 950
+    assert simulated["simulated"] and simulated["cards"][0]["card"] == "8♠"
+    assert table.state is TableState.DEALING and table.wagers == []
+
+
+def test_a_card_during_a_shoe_fault_voids_the_round_on_recovery(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(2, "player", 2500)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦")
+    table.handle(DeviceFault("shoe", "SHOE_SENSOR_FAULT", "sensor", "clean the sensor"))
+    dealer.draw("4♥")
+    table.handle(DeviceFaultCleared("shoe", "SHOE_SENSOR_FAULT"))
+    record = store.rounds()[-1]
+    assert record["state"] == "void"
+    assert [(s["seat"], s["amount_cents"], s["net_cents"]) for s in record["settlements"]] == [
+        (2, 2500, 0)]
+    assert table.state is TableState.END_OF_SHOE
+
+
+def test_a_card_after_the_shoe_is_finished_is_discarded(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_no_more_bets()
+    dealer.cover()
+    dealer.draw("9♣", "8♦", "K♥", "K♠")
+    table.cmd_no_more_bets()
+    dealer.draw("9♣", "8♦", "K♥", "K♠")
+    assert table.state is TableState.END_OF_SHOE
+    dealer.draw("5♥")
+    assert store.events()[-2].kind == "card_discarded"
+    assert table.state is TableState.END_OF_SHOE

@@ -1,0 +1,148 @@
+"""Issue 2's first HIL scenario: one full 8-deck shoe through the daemon process.
+
+The daemon runs as its own process, opening the simulated shoe's
+pseudo-terminal with pyserial, the simulated shuffler through pyusb and the
+lock-out button through gpiozero's mock pins. Everything asserted here is
+recomputed from the regulation independently of the rules engine: Table 1 is
+typed in again below, and every payout is recomputed from 631a.13.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.rules.cards import Card
+from hil.table_harness import TableHarness
+
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(600)]
+
+CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
+
+# 631a.11(c)(2)(iii), Table 1, typed from the regulation a second time on purpose:
+# row = Banker's two-card Point Count, column = value of the Player's third card.
+TABLE_1 = {
+    3: "DDDDDDDDSD",
+    4: "SSDDDDDDSS",
+    5: "SSSSDDDDSS",
+    6: "SSSSSSDDSS",
+}
+
+
+def value(card: str) -> int:
+    """631a.6(a)."""
+    rank = Card.parse(card).rank
+    return 0 if rank >= 10 else int(rank)
+
+
+def points(cards: list[str]) -> int:
+    """631a.6(b)."""
+    return sum(value(c) for c in cards) % 10
+
+
+def expected_draws(player: list[str], banker: list[str]) -> tuple[bool, bool]:
+    """Whether each hand should have a third card, from 631a.11 alone."""
+    p2, b2 = points(player[:2]), points(banker[:2])
+    if p2 >= 8 or b2 >= 8:  # 631a.11(a)
+        return False, False
+    player_draws = p2 <= 5  # 631a.11(b)
+    if not player_draws:
+        return False, b2 <= 5  # 631a.11(c)(1)
+    third = value(player[2])
+    if b2 <= 2:  # 631a.11(c)(2)(i)
+        return True, True
+    if b2 == 7:  # 631a.11(c)(2)(ii)
+        return True, False
+    return True, TABLE_1[b2][third] == "D"  # 631a.11(c)(2)(iii)
+
+
+def expected_net(wager: str, amount: int, player_total: int, banker_total: int) -> tuple[int, int]:
+    """(net cents to the seat, vigorish cents) from 631a.8(a) and 631a.13 as configured:
+    Tie 8 to 1, 5% vigorish collected at payout, rounded up to the cent, no 25¢ round-up."""
+    if player_total == banker_total:
+        return (8 * amount, 0) if wager == "tie" else (0, 0)  # 631a.13(b); 631a.8(a)(1)(iii)
+    banker_won = banker_total > player_total
+    if wager == "tie":
+        return -amount, 0  # 631a.8(a)(3)(ii)
+    if wager == "player":
+        return (amount, 0) if not banker_won else (-amount, 0)  # 631a.13(a)
+    if banker_won:
+        vig = -(-amount * 5 // 100)  # 631a.13(c): 5% of the amount won, up to the next cent
+        return amount - vig, vig
+    return -amount, 0
+
+
+@pytest.fixture(scope="module")
+def played_shoe(tmp_path_factory):
+    import asyncio
+
+    workdir = tmp_path_factory.mktemp("full-shoe")
+
+    async def play():
+        async with TableHarness(CONFIG, workdir, seed=2026) as table:
+            result = await table.play(shoes=1)
+            rounds = await table.call("rounds", limit=1000)
+            chain = await table.call("verify_chain")
+            return result, rounds, chain
+
+    return asyncio.run(play())
+
+
+def test_every_card_the_shoe_dealt_is_accounted_for_631a_5_f_631a_10_d(played_shoe):
+    result, rounds, _ = played_shoe
+    (stack, cover_at), = result.stacks
+    burn = [e["payload"] for e in result.events if e["kind"] in ("burn_first_card", "burn_card")]
+    first = burn[0]["card"]
+    burned = 1 + burn[0]["burn"]
+    assert len(burn) == burned == 1 + Card.parse(first).burn_value  # 631a.5(f)
+    dealt = [c["card"] for r in rounds for c in r["cards"]]
+    # The cards in play are exactly the stack after the burn, in order, none skipped.
+    assert [str(c) for c in stack[:burned]][0] == first
+    assert dealt == [str(c) for c in stack[burned:burned + len(dealt)]]
+    assert result.cards_drawn_by_shoe == [burned + len(dealt)]
+    # 631a.10(d): the round in which the cover card appeared, then exactly one more.
+    cards_before_cover = cover_at - burned
+    cumulative, round_of_cover = 0, None
+    for number, r in enumerate(rounds, start=1):
+        cumulative += len(r["cards"])
+        if round_of_cover is None and cumulative >= cards_before_cover:
+            round_of_cover = number if cumulative > cards_before_cover else number + 1
+    assert len(rounds) == round_of_cover + 1
+    assert len(rounds) > 60  # a full 8-deck shoe, not a short run
+
+
+def test_every_round_draws_by_table_1_631a_11(played_shoe):
+    _, rounds, _ = played_shoe
+    for r in rounds:
+        player = [c["card"] for c in r["cards"] if c["hand"] == "player"]
+        banker = [c["card"] for c in r["cards"] if c["hand"] == "banker"]
+        # 631a.9(c): P, B, P, B, then the Player's third before the Banker's.
+        assert [c["hand"] for c in r["cards"][:4]] == ["player", "banker", "player", "banker"]
+        assert expected_draws(player, banker) == (len(player) == 3, len(banker) == 3), r
+        assert r["result"]["player_total"] == points(player)
+        assert r["result"]["banker_total"] == points(banker)
+
+
+def test_every_payout_recomputed_and_the_table_balances_to_the_cent(played_shoe):
+    result, rounds, _ = played_shoe
+    placed = sorted((seat, wager, amount) for _, seat, wager, amount in result.wagers_placed)
+    settled = sorted((s["seat"], s["wager"], s["amount_cents"])
+                     for r in rounds for s in r["settlements"])
+    assert settled == placed  # every accepted wager settled once, none invented
+    table_total = seats_total = 0
+    for r, live in zip(rounds, result.rounds, strict=True):
+        p, b = r["result"]["player_total"], r["result"]["banker_total"]
+        for s in r["settlements"]:
+            net, vig = expected_net(s["wager"], s["amount_cents"], p, b)
+            assert (s["net_cents"], s["vigorish_cents"]) == (net, vig), (r["round_id"], s)
+            seats_total += s["net_cents"]
+        assert live["table_net_cents"] == -sum(s["net_cents"] for s in r["settlements"])
+        table_total += live["table_net_cents"]
+    assert table_total + seats_total == 0
+    assert seats_total != 0  # the shoe really moved money
+
+
+def test_the_event_log_chain_verifies(played_shoe):
+    _, _, chain = played_shoe
+    assert chain["entries"] > 500
