@@ -755,6 +755,8 @@ def _ask(question: str) -> bool:
         except EOFError:
             print()
             return False
+        if not sys.stdin.isatty():
+            print(answer)  # an answer piped in is not echoed; show it so the log reads right
         if answer in ("y", "yes"):
             return True
         if answer in ("n", "no"):

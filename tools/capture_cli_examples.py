@@ -1,0 +1,309 @@
+"""Refresh the example output in docs/technician-guide.md by running tablectl for real.
+
+    .venv/bin/python tools/capture_cli_examples.py            # the daemon on simulated hardware
+    .venv/bin/python tools/capture_cli_examples.py --backend fake   # tests' fake control server
+
+With the default backend the real `tabled` runs as a process on simulated devices
+(hil.table_harness.TableHarness: the shoe on a pseudo-terminal, the shuffler behind a
+pyusb backend, seat sensors and the lock-out button on a bridged gpiozero mock pin
+factory), plays a shoe, and each fault is *injected into the simulator* before the
+command that shows it is run. tablectl runs as its own process, exactly as a
+technician runs it, with NO_COLOR set.
+
+The guide holds each example between `<!-- example:NAME -->` and
+`<!-- /example:NAME -->`; this script replaces only what is between the markers and
+records where the examples came from in the `source` block.
+
+Paths: the harness keeps its socket and store in a scratch folder; the examples show
+them as /run/tabled/control.sock and /var/lib/tabled/table.sqlite, the paths on a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "docs" / "technician-guide.md"
+SOCKET_ON_TABLE = "/run/tabled/control.sock"
+STORE_ON_TABLE = "/var/lib/tabled/table.sqlite"
+CLI_TIMEOUT_S = 120.0  # the longest example (a full batch count) takes well under this
+
+
+class Capture:
+    """Runs tablectl commands and keeps their output as Markdown console blocks."""
+
+    def __init__(self, socket: str, workdir: Path) -> None:
+        self.socket = socket
+        self.workdir = workdir
+        self.blocks: dict[str, list[str]] = {}
+
+    def _tidy(self, text: str) -> str:
+        text = text.replace(self.socket, SOCKET_ON_TABLE)
+        text = text.replace(str(self.workdir / "table.sqlite"), STORE_ON_TABLE)
+        return text.replace(str(self.workdir), "/var/lib/tabled")
+
+    async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
+                  during: Callable[[], Awaitable[None]] | None = None,
+                  socket: str | None = None) -> int:
+        """Run `tablectl argv` as a process; `during` runs alongside it (fault injection,
+        the technician's hands on the sensors)."""
+        shown = " ".join(argv)
+        real = [*argv]
+        if not any(a == "--store" for a in argv):
+            real += ["--socket", socket or self.socket]
+        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
+        env.pop("TABLECTL_SOCKET", None)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "controller.cli", *real, cwd=ROOT, env=env,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT)
+        helper = asyncio.ensure_future(during()) if during else None
+        out, _ = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None),
+                                        CLI_TIMEOUT_S)
+        if helper is not None:
+            await helper
+        code = proc.returncode if proc.returncode is not None else -1
+        text = self._tidy(out.decode(errors="replace")).rstrip("\n")
+        block = [self._tidy(f"$ tablectl {shown}")] + ([text] if text else []) + [f"[exit {code}]"]
+        self.blocks.setdefault(name, []).append("\n".join(block))
+        print(f"--- {name}: tablectl {shown} -> {code}", file=sys.stderr)
+        return code
+
+
+def write_guide(blocks: dict[str, list[str]], source: str) -> list[str]:
+    """Replace each example block in the guide; returns the names with no marker."""
+    text = GUIDE.read_text(encoding="utf-8")
+    blocks = {**blocks, "source": [source]}
+    missing = []
+    for name, outputs in blocks.items():
+        pattern = re.compile(rf"(<!-- example:{re.escape(name)} -->\n).*?(<!-- /example:"
+                             rf"{re.escape(name)} -->)", re.S)
+        if not pattern.search(text):
+            missing.append(name)
+            continue
+        body = outputs[0] + "\n" if name == "source" else \
+            "```console\n" + "\n\n".join(outputs) + "\n```\n"
+        text = pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+    GUIDE.write_text(text, encoding="utf-8")
+    return missing
+
+
+def tamper(store: str) -> None:
+    """Edit one card in the log as a fraudster with SQLite would: the chain must break."""
+    db = sqlite3.connect(store)
+    seq = db.execute("SELECT seq FROM events WHERE kind = 'card' ORDER BY seq LIMIT 1 OFFSET 3"
+                     ).fetchone()[0]
+    payload = db.execute("SELECT payload FROM events WHERE seq = ?", (seq,)).fetchone()[0]
+    db.execute("UPDATE events SET payload = ? WHERE seq = ?",
+               (re.sub(r'"card":"[^"]+"', '"card":"9D"', payload), seq))
+    db.commit()
+    db.close()
+
+
+# --- the real daemon on simulated hardware ------------------------------------------------
+
+
+async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[str]], str]:
+    from hil.table_harness import TableHarness
+
+    config = ROOT / "config" / "simulated-table.toml"
+    harness = TableHarness(config, workdir, seed=seed)
+    cap = Capture(harness.socket, workdir)
+    gpio = harness.table_config.gpio
+    async with harness as h:
+        await h.play(shoes=1)
+        await cap.run("status", ["status"])
+        await cap.run("devices", ["devices"])
+        await cap.run("rounds", ["rounds", "--last", "2"])
+        await cap.run("events", ["events", "--limit", "8"])
+        await cap.run("events", ["events", "--kind", "round_settled", "--limit", "1", "--json"])
+        await cap.run("verify", ["events", "verify"])
+        await cap.run("meters", ["meters"])
+
+        async def touch_every_seat() -> None:
+            await asyncio.sleep(1.5)  # the technician reads the instructions first
+            for wiring in gpio.seats:
+                h.pins.set_input(wiring.sensor_pin, True)
+                await asyncio.sleep(0.15)
+                h.pins.set_input(wiring.sensor_pin, False)
+                await asyncio.sleep(0.15)
+
+        await cap.run("test-sensors", ["test", "sensors", "--timeout", "20"],
+                      during=touch_every_seat)
+
+        async def press_button() -> None:
+            await asyncio.sleep(1.5)
+            h.pins.press(gpio.lockout_pin)
+            await asyncio.sleep(0.1)
+            h.pins.release(gpio.lockout_pin)
+
+        await cap.run("test-lockout", ["test", "lockout", "--timeout", "10"],
+                      during=press_button)
+        await cap.run("test-lights", ["test", "lights"], stdin="y\n")
+        await cap.run("test-shuffler", ["test", "shuffler", "--shuffle", "blue"])
+
+        async def deal_two() -> None:
+            await asyncio.sleep(1.5)
+            from hil.shoe_sim import build_stack
+            import random
+            stack, cover_at = build_stack(h.decks, random.Random(seed))
+            h.shoe.load(stack, h.back, cover_at)
+            await h.call("shoe_loaded")
+            await h.shoe.draw()
+            await h.shoe.draw()
+
+        await cap.run("test-shoe", ["test", "shoe", "--cards", "2", "--timeout", "15"],
+                      during=deal_two)
+
+        # Faults, each injected into the simulator and then looked at as a technician would.
+        await h.shoe.set_lid(True)
+        await asyncio.sleep(1.0)
+        await cap.run("fault-lid", ["status"])
+        await cap.run("fault-lid", ["test", "shoe"])
+        await h.shoe.set_lid(False)
+        await asyncio.sleep(1.0)
+
+        await h.shoe.unplug()
+        await asyncio.sleep(1.5)
+        await cap.run("fault-unplugged", ["status"])
+        await cap.run("fault-unplugged", ["devices"])
+        await h.shoe.replug()
+        await asyncio.sleep(3.0)
+        await cap.run("fault-unplugged", ["events", "--device", "shoe", "--limit", "4"])
+
+        await h.stop_daemon()
+        await cap.run("not-running", ["status"])
+        tamper(h.store_path)
+        await cap.run("broken-chain", ["events", "verify", "--store", h.store_path])
+        await h.start_daemon()
+        await cap.run("broken-chain", ["status"])
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
+              f"running on simulated hardware (`hil.table_harness.TableHarness`, "
+              f"`config/simulated-table.toml`, seed {seed}); faults were injected into the "
+              "simulators. Scratch paths are shown as the paths on a table.")
+    return cap.blocks, source
+
+
+# --- the fake control server --------------------------------------------------------------
+
+
+async def capture_fake(workdir: Path) -> tuple[dict[str, list[str]], str]:
+    sys.path.insert(0, str(ROOT))
+    from tests.cli.conftest import FakeDaemon
+
+    fake = FakeDaemon(workdir).start()
+    cap = Capture(fake.socket, workdir)
+    try:
+        for n, (kind, payload, kw) in enumerate([
+                ("daemon_started", {"version": "0.1.0", "state": "closed"}, {}),
+                ("table_opened", {}, {}),
+                ("shuffle_complete", {"back": "red", "cards_counted": 416, "missing": 0,
+                                      "extra": 0, "duplicates": 0}, {"device": "shuffler"}),
+                ("shoe_loaded", {"shoe_no": 3}, {}),
+                ("wager_accepted", {"seat": 1, "wager": "banker", "amount_cents": 123456}, {}),
+                ("no_more_bets", {"cause": "button", "round_no": 7}, {}),
+                ("card", {"index": 40, "card": "9H", "hand": "player", "slot": "player_1"},
+                 {"device": "shoe", "round_id": 41}),
+                ("card", {"index": 41, "card": "KS", "hand": "banker", "slot": "banker_1"},
+                 {"device": "shoe", "round_id": 41}),
+                ("card", {"index": 42, "card": "3C", "hand": "player", "slot": "player_2"},
+                 {"device": "shoe", "round_id": 41}),
+                ("card", {"index": 43, "card": "7D", "hand": "banker", "slot": "banker_2"},
+                 {"device": "shoe", "round_id": 41})]):
+            fake.append(kind, payload, **kw)
+        await cap.run("status", ["status"])
+        await cap.run("devices", ["devices"])
+        await cap.run("rounds", ["rounds", "--last", "1"])
+        await cap.run("events", ["events", "--limit", "8"])
+        await cap.run("verify", ["events", "verify"])
+        await cap.run("meters", ["meters"])
+        fake.on_next_subscribe(*[("late_sensor_change", {"seat": s, "present": p},
+                                  {"device": "seats", "severity": "warning"})
+                                 for s in range(1, 15) for p in (True, False)])
+        await cap.run("test-sensors", ["test", "sensors", "--timeout", "5"])
+
+        def press() -> None:
+            fake.devices[2]["counters"]["button_presses"] += 1
+        fake.on_next_subscribe_do(press)
+        await cap.run("test-lockout", ["test", "lockout", "--timeout", "5"])
+        await cap.run("test-lights", ["test", "lights"], stdin="y\n")
+        fake.register("shuffle", lambda a: fake.status)
+        fake.on_next_subscribe(("shuffle_complete", {"back": "blue", "cards_counted": 416,
+                                                     "missing": 0, "extra": 0,
+                                                     "duplicates": 0}, {"device": "shuffler"}))
+        await cap.run("test-shuffler", ["test", "shuffler", "--shuffle", "blue"])
+        fake.on_next_subscribe(
+            ("card", {"index": 0, "card": "QH", "hand": "player", "slot": "player_1"},
+             {"device": "shoe"}),
+            ("card", {"index": 1, "card": "4S", "hand": "banker", "slot": "banker_1"},
+             {"device": "shoe"}))
+        await cap.run("test-shoe", ["test", "shoe", "--cards", "2", "--timeout", "5"])
+        lid = {"device": "shoe", "code": "shoe_lid_open", "detail": "lid opened",
+               "action": "Close the shoe's lid; cards are not read while it is open."}
+        fake.status.update(state="device_fault", fault=lid)
+        fake.self_tests["shoe"] = {"device": "shoe", "passed": False,
+                                   "detail": "active faults: SHOE_LID_OPEN"}
+        await cap.run("fault-lid", ["status"])
+        await cap.run("fault-lid", ["test", "shoe"])
+        fake.status["fault"] = {
+            "device": "shoe", "code": "link_down",
+            "detail": "shoe on /dev/ttyUSB0: [Errno 2] could not open port /dev/ttyUSB0",
+            "action": "Check the shoe's cable and power; the table resumes by itself when the "
+                      "device answers again."}
+        fake.devices[0].update(link="retrying", uptime_s=None,
+                               last_error="[Errno 2] could not open port /dev/ttyUSB0")
+        await cap.run("fault-unplugged", ["status"])
+        await cap.run("fault-unplugged", ["devices"])
+        fake.status.update(state="betting_open", fault=None)
+        fake.devices[0].update(link="up", uptime_s=12.0, last_error="")
+        fake.self_tests["shoe"] = {"device": "shoe", "passed": True, "detail": "shoe ok"}
+        store = str(workdir / "fake.sqlite")
+    finally:
+        fake.stop()
+    await cap.run("not-running", ["status"])
+    tamper(store)
+    await cap.run("broken-chain", ["events", "verify", "--store", store])
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    source = (f"Captured {stamp} by `tools/capture_cli_examples.py --backend fake`: **not** "
+              "from the daemon but from the fake control server of tablectl's tests "
+              "(`tests/cli/conftest.py`: the real control socket protocol and a real event "
+              "store, with canned status, device and round data), because the daemon did "
+              "not yet run end to end on simulated hardware. Refresh with the default "
+              "backend once it does.")
+    return cap.blocks, source
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["sim", "fake"], default="sim")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--dry-run", action="store_true", help="print, do not edit the guide")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tablectl-examples-") as tmp:
+        workdir = Path(tmp)
+        blocks, source = asyncio.run(capture_simulated(workdir, args.seed) if args.backend == "sim"
+                                     else capture_fake(workdir))
+    if args.dry_run:
+        for name, outputs in blocks.items():
+            print(f"## {name}\n" + "\n\n".join(outputs) + "\n")
+        return 0
+    missing = write_guide(blocks, source)
+    if missing:
+        print(f"no marker in {GUIDE} for: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
