@@ -124,9 +124,9 @@ def test_richest_configuration_par_sheet_under_one_second(tmp_path: Path) -> Non
     comb.representative_view.cache_clear()
     config = Path(__file__).parent / "richest-minibaccarat.toml"
     game = load_game(config)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other jobs on a shared runner do not count
     sheet = compute_par_sheet(game)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert not sheet.missing
     assert len(sheet.wagers) >= 30
     for wp in sheet.wagers:
