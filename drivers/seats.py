@@ -117,7 +117,7 @@ class _Seat:
     edges: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=64))
     late_changes: int = 0
     led: LedState = LedState.OFF
-    led_level: bool = False
+    led_level: bool | None = None  # last level written to the pin; None = never written
 
 
 def make_pin_factory(spec: str, options: Mapping[str, Any]) -> Any:
@@ -422,6 +422,7 @@ class GpioSeatPanel:
                 led.off()
                 dark = not bool(led.value)
                 led.value = before
+                self._seats[seat].led_level = None  # rewritten from the LED state below
                 if not (lit and dark):
                     problems.append(f"seat {seat} LED does not follow its pin")
         with self._mutex:
@@ -433,6 +434,7 @@ class GpioSeatPanel:
             for seat, st in sorted(self._seats.items()):
                 if st.status is not SeatStatus.OK:
                     problems.append(f"seat {seat} sensor {st.status.value}")
+        self._write_leds()
         return SelfTestResult(self.name, not problems,
                               "; ".join(problems) or f"{len(self._seats)} seats, LEDs and sensors ok")
 
@@ -570,7 +572,7 @@ class GpioSeatPanel:
                 else:
                     on_s, off_s = pattern
                     level = (t % (on_s + off_s)) < on_s
-                if level != state.led_level or bool(led.value) != level:
+                if level is not state.led_level:
                     state.led_level = level
                     led.value = level
 
