@@ -80,6 +80,7 @@ def schema_sql(schema: str) -> list[str]:
             grp text NOT NULL, claim_key text NOT NULL, progressive text NOT NULL,
             level text NOT NULL, table_id text NOT NULL, round_id bigint NOT NULL,
             seat integer NOT NULL, amount_cents bigint NOT NULL, reseed_cents bigint NOT NULL,
+            reserve_level text, reserve_used text NOT NULL DEFAULT '0',
             level_version bigint NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (grp, claim_key))""",
     ]
@@ -237,8 +238,12 @@ class LinkedLedger:
 
     def claim(self, outbox: Sequence[dict[str, Any]], ack: Callable[[Sequence[int]], None],
               progressive: str, level: str, round_id: int, seat: int,
-              fraction: Fraction = Fraction(1)) -> Claim:
-        """Claim a hit: apply pending contributions, lock the level, pay it, reseed it."""
+              fraction: Fraction = Fraction(1), reserve_level: str | None = None) -> Claim:
+        """Claim a hit: apply pending contributions, lock the level, pay it, reseed it.
+
+        With `reserve_level` (Harmony, 627b.6(j)) the reserve's whole balance is moved
+        into the reseed, under the same transaction.
+        """
         key = claim_key(self.table_id, round_id, seat, progressive, level)
         s = self.schema
 
@@ -252,7 +257,15 @@ class LinkedLedger:
             value: Fraction = locked["value"]
             whole = value.numerator // value.denominator
             amount = int(fraction * whole) if fraction != 1 else whole
-            after = value - amount + (locked["reset"] if fraction == 1 else 0)
+            reserve = Fraction(0)
+            if reserve_level is not None and fraction == 1:
+                # Locked after the level itself: the same (progressive, level) order as flush().
+                reserve = self._lock(conn, progressive, reserve_level)["value"]
+                conn.execute(
+                    f"UPDATE {s}.levels SET amount_cents = 0, frac_num = 0, frac_den = 1,"
+                    " version = version + 1 WHERE grp = %s AND progressive = %s AND level = %s",
+                    (self.group, progressive, reserve_level))
+            after = value - amount + (locked["reset"] + reserve if fraction == 1 else 0)
             cents, num, den = split(after)
             version = locked["version"] + 1
             conn.execute(
@@ -262,10 +275,10 @@ class LinkedLedger:
                 (cents, num, den, version, amount, self.group, progressive, level))
             conn.execute(
                 f"INSERT INTO {s}.awards(grp, claim_key, progressive, level, table_id, round_id,"
-                " seat, amount_cents, reseed_cents, level_version) VALUES"
-                " (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                " seat, amount_cents, reseed_cents, reserve_level, reserve_used, level_version)"
+                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 (self.group, key, progressive, level, self.table_id, round_id, seat, amount,
-                 locked["reset"] if fraction == 1 else 0, version))
+                 locked["reset"] if fraction == 1 else 0, reserve_level, str(reserve), version))
             return Claim(key, amount, version)
 
         claim: Claim = self._run(work)
@@ -290,7 +303,8 @@ class LinkedLedger:
         return self.levels_cache
 
     def verify(self) -> list[str]:
-        """Each shared level equals seed + contributions - awards + reseeds, exactly."""
+        """Each shared level equals seed + contributions - awards + reseeds (and a reserve
+        level its seed + contributions - what it moved into reseeds), exactly."""
         s = self.schema
 
         def work(conn: Any) -> list[str]:
@@ -303,11 +317,15 @@ class LinkedLedger:
                         f"SELECT delta_num, delta_den FROM {s}.contributions WHERE grp = %s AND"
                         " progressive = %s AND level = %s", (self.group, progressive, level)):
                     total += Fraction(dn, dd)
-                award = conn.execute(
-                    f"SELECT COALESCE(SUM(amount_cents), 0), COALESCE(SUM(reseed_cents), 0)"
-                    f" FROM {s}.awards WHERE grp = %s AND progressive = %s AND level = %s",
-                    (self.group, progressive, level)).fetchone()
-                total += -int(award[0]) + int(award[1])
+                for amount, reseed, used in conn.execute(
+                        f"SELECT amount_cents, reseed_cents, reserve_used FROM {s}.awards"
+                        " WHERE grp = %s AND progressive = %s AND level = %s",
+                        (self.group, progressive, level)):
+                    total += -int(amount) + int(reseed) + Fraction(used)
+                for (used,) in conn.execute(
+                        f"SELECT reserve_used FROM {s}.awards WHERE grp = %s AND progressive = %s"
+                        " AND reserve_level = %s", (self.group, progressive, level)):
+                    total -= Fraction(used)
                 if cents + Fraction(num, den) != total:
                     problems.append(
                         f"linked meter {self.group}/{progressive}/{level}: shows "

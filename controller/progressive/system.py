@@ -305,7 +305,7 @@ class ProgressiveSystem:
                                             order, linked_claim=key, claimed=False)
         try:
             claim = self.linked.claim(self.ledger.unacked(), self.ledger.ack, spec.name, level,
-                                      round_id, seat, fraction)
+                                      round_id, seat, fraction, spec.level(level).reseed_from)
         except LinkDown:
             # The hit stands; its amount is claimed when the link returns (sync()).
             return self.ledger.create_award(spec.name, level, round_id, seat, 0, label, section,
@@ -398,8 +398,10 @@ class ProgressiveSystem:
             for award in self.ledger.awards(states=(PENDING,)):
                 if award.claimed or award.linked_claim is None:
                     continue
+                spec = self.config.get(award.progressive)
                 claim = self.linked.claim([], self.ledger.ack, award.progressive, award.level,
-                                          award.round_id, award.seat)
+                                          award.round_id, award.seat, Fraction(1),
+                                          spec.level(award.level).reseed_from)
                 self.ledger.set_claimed(award.award_id, claim.amount_cents)
         except LinkDown:
             return

@@ -1,0 +1,248 @@
+"""Linked progressives (605a.8) against the real PostgreSQL on 127.0.0.1:5432.
+
+Several simulated tables, each with its own SQLite store and outbox, share one
+meter: contributions arrive exactly once through dropped connections and lost
+acknowledgements; simultaneous hits queue on the level's row lock and are each
+paid once at the right amount; a table whose link is down stops accepting the
+progressive (LEDs UNAVAILABLE) and catches up when the link returns.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.progressive.errors import LinkDown
+from controller.progressive.system import ProgressiveSystem
+from controller.store import Store
+from drivers.protocols import LedState, LockedOut
+from tests.progressive.conftest import (
+    HARMONY, HEAVENLY_9, PG_DSN, PG_HOST, PG_PORT, base, config, service_required, view,
+)
+
+SUITED_NINES = view("2S 3S 4S", "AS 4S 4S")  # 631c.2(g)(1): pays 100% of the meter
+H9_SEED = 1_000_000  # 631c.2(i)
+H9_PER_WAGER = Fraction(50)  # 10% of $5 (631c.2(i))
+TABLES = 3
+ROUNDS_PER_TABLE = 30
+THREAD_TIMEOUT_S = 40.0  # bounded wait for the table threads; they finish in a few seconds
+BAD_DSN = "host=127.0.0.1 port=1 dbname=test user=postgres"  # nothing listens on port 1
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    service_required("PostgreSQL", PG_HOST, PG_PORT)
+    import psycopg
+
+    name = f"tabled_test_{secrets.token_hex(6)}"
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        yield name
+        admin.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+def _table(tmp_path: Path, schema: str, table_id: str, progressive: dict[str, Any] = HEAVENLY_9,
+           dsn: str = PG_DSN) -> ProgressiveSystem:
+    cfg = config({**progressive, "linked": True}, name="h9", table_id=table_id, extra={
+        "linked": {"dsn": dsn, "schema": schema, "group": "floor-1", "timeout_s": 5}})
+    return ProgressiveSystem.from_config(cfg, Store(tmp_path / f"{table_id}.sqlite"))
+
+
+def _terminate(table_prefix: str) -> int:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                             "application_name LIKE %s", (f"tabled-{table_prefix}%",)).fetchall()
+    return len(rows)
+
+
+def _level(system: ProgressiveSystem) -> dict[str, Any]:
+    system.sync()
+    return next(m for m in system.meters() if m["level"] == "progressive")
+
+
+def _close(system: ProgressiveSystem) -> None:
+    system.close()
+    system.store.close()
+
+
+def test_605a_8_three_tables_contribute_through_dropped_connections(tmp_path: Path,
+                                                                    schema: str) -> None:
+    prefix = f"X{secrets.token_hex(3)}"
+    accepted: dict[str, int] = {}
+    refused_while_down: dict[str, int] = {}
+    errors: list[BaseException] = []
+    halfway = threading.Barrier(TABLES + 1, timeout=THREAD_TIMEOUT_S)
+    resumed = threading.Barrier(TABLES + 1, timeout=THREAD_TIMEOUT_S)
+
+    def run(table_id: str, index: int) -> None:
+        try:
+            rng = random.Random(index)
+            system = _table(tmp_path, schema, table_id)
+            count = 0
+            for round_id in range(1, ROUNDS_PER_TABLE + 1):
+                if round_id == ROUNDS_PER_TABLE // 2:
+                    halfway.wait()  # the admin drops every table's session here...
+                    resumed.wait()  # ...and the tables carry on against dead connections
+                system.open_betting()
+                seats = {s for s in range(1, 15) if rng.random() < 0.5}
+                acceptance = system.on_lock(LockedOut("button", 0.0, frozenset(seats)),
+                                            base(sorted(seats)), round_id)
+                count += len(acceptance.accepted)
+                refused_while_down[table_id] = refused_while_down.get(table_id, 0) + sum(
+                    1 for r in acceptance.refused if "unavailable" in r.reason)
+            for _ in range(5):  # catch up: bounded retries, each a real reconnect
+                system.sync()
+                if system.availability()["h9"] is None and not system.ledger.unacked():
+                    break
+            accepted[table_id] = count
+            _close(system)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(f"{prefix}-{n}", n))
+               for n in range(TABLES)]
+    for thread in threads:
+        thread.start()
+    halfway.wait()
+    assert _terminate(prefix) == TABLES  # every table's session dropped mid-shoe
+    resumed.wait()
+    for thread in threads:
+        thread.join(THREAD_TIMEOUT_S)
+    assert not errors, errors
+    assert len(accepted) == TABLES
+    assert sum(refused_while_down.values()) > 0  # the drop was noticed and the wager withdrawn
+    checker = _table(tmp_path, schema, f"{prefix}-audit")
+    meter = _level(checker)
+    total = sum(accepted.values())
+    assert Fraction(meter["amount_cents"]) + Fraction(meter["sub_cent"]) == \
+        H9_SEED + total * H9_PER_WAGER
+    assert checker.verify() == []
+    import psycopg
+
+    with psycopg.connect(PG_DSN) as admin:
+        rows = admin.execute(f"SELECT COALESCE(SUM(wagers_count), 0), COUNT(*) FROM "
+                             f"{schema}.contributions").fetchone()
+    assert rows[0] == total  # every accepted wager counted once
+    _close(checker)
+
+
+def test_605a_8_a_lost_acknowledgement_is_not_counted_twice(tmp_path: Path, schema: str) -> None:
+    system = _table(tmp_path, schema, "T-ACK")
+    calls = {"n": 0}
+
+    def crash_after_commit() -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise LinkDown("connection lost after the server committed")
+
+    assert system.linked is not None
+    system.linked.after_server_commit = crash_after_commit
+    system.on_lock(LockedOut("button", 0.0, frozenset({1, 2})), base([1, 2]), 1)
+    assert len(system.ledger.unacked()) == 1  # sent and committed, but never acknowledged
+    system.sync()  # re-sent: the server already has (table, seq) and ignores it
+    assert system.ledger.unacked() == []
+    assert _level(system)["amount_cents"] == H9_SEED + 100
+    assert system.verify() == []
+    _close(system)
+
+
+def test_605a_8_simultaneous_hits_are_ordered_and_each_paid_once(tmp_path: Path,
+                                                                  schema: str) -> None:
+    systems = [_table(tmp_path, schema, f"T-HIT-{n}") for n in range(TABLES)]
+    for system in systems:
+        system.on_lock(LockedOut("button", 0.0, frozenset({3})), base([3]), 1)
+        system.sync()
+    start = threading.Barrier(TABLES, timeout=THREAD_TIMEOUT_S)
+    results: dict[int, Any] = {}
+
+    def hit(n: int) -> None:
+        start.wait()
+        results[n] = systems[n].on_round_result(1, SUITED_NINES, [])
+
+    threads = [threading.Thread(target=hit, args=(n,)) for n in range(TABLES)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(THREAD_TIMEOUT_S)
+    amounts = sorted((award.amount_cents for awards in results.values() for award in awards),
+                     reverse=True)
+    # The first claimant takes the seed plus the three tables' contributions; the others, in
+    # the row lock's order, the reseeded meter.
+    assert amounts == [H9_SEED + 150, H9_SEED, H9_SEED]
+    for system in systems:
+        assert _level(system)["amount_cents"] == H9_SEED  # every table sees the reset meter
+        again = system.on_round_result(1, SUITED_NINES, [])  # replay: paid once
+        assert len(again) == 1
+        paid = system.validate_award(again[0].award_id, "Dana Floor")
+        assert paid.state == "paid"
+    assert systems[0].verify() == []
+    assert _level(systems[0])["awards_count"] == TABLES
+    for system in systems:
+        _close(system)
+
+
+def test_605a_8_link_down_makes_the_wager_unavailable_then_catches_up(tmp_path: Path,
+                                                                     schema: str) -> None:
+    system = _table(tmp_path, schema, "T-DOWN")
+    assert system.availability() == {"h9": None}
+    assert set(system.open_betting().values()) == {LedState.AWAITING}
+    assert system.linked is not None
+    system.linked.dsn = BAD_DSN  # the casino LAN to the server fails...
+    _terminate("T-DOWN")  # ...and the live session with it
+    # This lock had been offered while the link looked up: accepted, kept in the outbox.
+    system.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+    reason = system.availability()["h9"]
+    assert reason is not None and "unreachable" in reason
+    assert set(system.open_betting().values()) == {LedState.UNAVAILABLE}
+    refused = system.on_lock(LockedOut("button", 0.0, frozenset({2})), base([2]), 2)
+    assert not refused.accepted and "unavailable" in refused.refused[0].reason
+    # A hit during the outage stands; its amount is claimed when the link returns.
+    system.on_lock(LockedOut("button", 0.0, frozenset()), [], 3)
+    system.linked.dsn = PG_DSN
+    assert set(system.open_betting().values()) == {LedState.AWAITING}
+    assert system.ledger.unacked() == []
+    assert _level(system)["amount_cents"] == H9_SEED + 50  # the queued contribution arrived
+    assert system.verify() == []
+    _close(system)
+
+
+def test_605a_8_hit_while_the_link_is_down_is_claimed_on_return(tmp_path: Path,
+                                                                schema: str) -> None:
+    system = _table(tmp_path, schema, "T-LATE")
+    system.on_lock(LockedOut("button", 0.0, frozenset({5})), base([5]), 1)
+    assert system.linked is not None
+    system.linked.dsn = BAD_DSN
+    _terminate("T-LATE")
+    (award,) = system.on_round_result(1, SUITED_NINES, [])
+    assert not award.claimed
+    with pytest.raises(Exception, match="linked ledger"):
+        system.validate_award(award.award_id, "Dana Floor")
+    system.linked.dsn = PG_DSN
+    paid = system.validate_award(award.award_id, "Dana Floor")
+    assert (paid.amount_cents, paid.state) == (H9_SEED + 50, "paid")
+    assert _level(system)["amount_cents"] == H9_SEED
+    _close(system)
+
+
+def test_627b_6_linked_harmony_reseeds_with_the_shared_reserve(tmp_path: Path,
+                                                                schema: str) -> None:
+    systems = [_table(tmp_path, schema, f"T-HA-{n}", HARMONY) for n in range(2)]
+    for system in systems:
+        system.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+        system.sync()
+    six_fives = view("5S 5H 5D", "5C 5S 5H")  # 627b.6(g)(1)
+    (first,) = systems[0].on_round_result(1, six_fives, [])
+    (second,) = systems[1].on_round_result(1, six_fives, [])
+    # $3 wagers, paytable B: 57 cents each to the meter, 15 cents each to the reserve.
+    assert (first.amount_cents, second.amount_cents) == (500_000 + 114, 500_000 + 30)
+    assert systems[0].verify() == []
+    for system in systems:
+        _close(system)
