@@ -129,6 +129,8 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap.run("events", ["events", "--kind", "round_settled", "--limit", "1", "--json"])
         await cap.run("verify", ["events", "verify"])
         await cap.run("meters", ["meters"])
+        await cap.run("meters", ["jackpot", "validate", "1", "--supervisor", "ana",
+                                 "--pin-stdin"], stdin="2468\n")
 
         async def touch_every_seat() -> None:
             await asyncio.sleep(1.5)  # the technician reads the instructions first
@@ -228,6 +230,8 @@ async def capture_fake(workdir: Path) -> tuple[dict[str, list[str]], str]:
         await cap.run("events", ["events", "--limit", "8"])
         await cap.run("verify", ["events", "verify"])
         await cap.run("meters", ["meters"])
+        await cap.run("meters", ["jackpot", "validate", "1", "--supervisor", "ana",
+                                 "--pin-stdin"], stdin="2468\n")
         fake.on_next_subscribe(*[("late_sensor_change", {"seat": s, "present": p},
                                   {"device": "seats", "severity": "warning"})
                                  for s in range(1, 15) for p in (True, False)])
