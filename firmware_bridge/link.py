@@ -643,6 +643,13 @@ class LinkEndpoint:
         if isinstance(message, Hello):
             self._emit(BadMessage(MessageError("second Hello in one session"), payload))
             return
+        sender = self.peer.device_kind if self.peer is not None else None
+        if sender not in type(message).SENDERS:
+            self.counters.bad_messages += 1
+            kind = DeviceKind(sender).name.lower() if sender is not None else "unknown peer"
+            self._emit(BadMessage(MessageError(
+                f"{type(message).__name__} may not be sent by a {kind}"), payload))
+            return
         self._emit(MessageReceived(message))
 
     @staticmethod

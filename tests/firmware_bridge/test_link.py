@@ -296,3 +296,12 @@ def test_counters_dict_names(sim: LinkSimulation) -> None:
 
 def test_payload_of_hello_is_what_docs_say() -> None:
     assert encode_message(HOST_HELLO)[:2] == b"\x01\x01"
+
+
+def test_message_from_the_wrong_kind_of_node_is_rejected(sim: LinkSimulation) -> None:
+    up(sim)
+    sim.b.send(StatusRequest(), sim.now)  # a shoe may not send a host's request
+    sim.run_until(lambda: sim.a.counters.bad_messages == 1, timeout=1)
+    assert received(sim.events_a) == []
+    assert "may not be sent by a shoe" in str(
+        [e for e in sim.events_a if type(e).__name__ == "BadMessage"][0].error)
