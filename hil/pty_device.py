@@ -38,6 +38,10 @@ RESEND_PAUSE_S = 0.01
 """Pause before resending a message whose link failed; _serve notices the failure meanwhile."""
 
 
+REVIVE_POLL_S = 0.02
+"""How often a refused simulator looks whether the host started a new session."""
+
+
 class SimulatorError(RuntimeError):
     """The simulator was used in a way its device could not be (e.g. drawing from an empty shoe)."""
 
@@ -215,7 +219,7 @@ class PtyDevice:
                 await link.wait_up(None)
             except BridgeError as exc:
                 log.info("simulated device: handshake ended", error=str(exc))
-                await self._wait_for_revival(link)
+                await self._revive(link)
                 continue
             self.handshakes += 1
             # Active faults are re-sent after every handshake, ahead of anything queued.
@@ -232,9 +236,16 @@ class PtyDevice:
                 log.info("simulated device: link down", error=str(exc))
                 self._up.clear()
 
-    async def _wait_for_revival(self, link: Any) -> None:
-        # A refused or failed link revives when the host starts a new session.
-        await asyncio.sleep(0.05)
+    async def _revive(self, link: Any) -> None:
+        from firmware_bridge.link import LinkState
+
+        if link.state is LinkState.FAILED:
+            # Firmware restarts the session itself (RESET repeats until a host answers).
+            link.reconnect()
+            return
+        # REFUSED: only the host's next RESET (a re-probe) starts a new session.
+        while link.state is LinkState.REFUSED:
+            await asyncio.sleep(REVIVE_POLL_S)
 
     async def _handle(self, link: Any, message: wire.Message) -> None:
         if isinstance(message, wire.StatusRequest):
