@@ -180,10 +180,16 @@ class ProgressiveSystem:
                     self.ledger.change(spec.name, level.level, _total(items), INCREMENT,
                                        round_id=round_id, seats=[i.seat for i in items],
                                        wagers_cents=sum(amounts[i.seat] for i in items))
-        if spec.linked:
+        if spec.linked and not self._in_outer_transaction():
+            # Only committed outbox rows may leave the table: a row sent from a transaction that
+            # then rolls back would be counted by the server for a round that never happened.
             self.sync()
         self._light(awards)
         return replace(acceptance, awards=tuple(awards))
+
+    def _in_outer_transaction(self) -> bool:
+        # The Store has no public flag yet (asked of the lead); nested use joins the outer one.
+        return bool(getattr(self.store, "_in_tx", False))
 
     def _recorded_acceptance(self, spec: ProgressiveSpec, round_id: int,
                              fresh: Acceptance) -> Acceptance:
@@ -258,6 +264,8 @@ class ProgressiveSystem:
         hits are decided here from the pure rule's paytable lines.
         """
         new: list[Award] = []
+        if self._linked_specs() and not self._in_outer_transaction():
+            self.sync()  # the round's committed contributions reach the meter before any claim
         with self.store.transaction():
             for spec in self.config.progressives:
                 accepted = self.ledger.accepted_wagers(round_id, spec.name)
@@ -304,7 +312,8 @@ class ProgressiveSystem:
             return self.ledger.create_award(spec.name, level, round_id, seat, 0, label, section,
                                             order, linked_claim=key, claimed=False)
         try:
-            claim = self.linked.claim(self.ledger.unacked(), self.ledger.ack, spec.name, level,
+            # No outbox rows here: this runs inside a local transaction (see on_lock).
+            claim = self.linked.claim([], self.ledger.ack, spec.name, level,
                                       round_id, seat, fraction, spec.level(level).reseed_from)
         except LinkDown:
             # The hit stands; its amount is claimed when the link returns (sync()).

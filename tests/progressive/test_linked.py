@@ -246,3 +246,16 @@ def test_627b_6_linked_harmony_reseeds_with_the_shared_reserve(tmp_path: Path,
     assert systems[0].verify() == []
     for system in systems:
         _close(system)
+
+
+def test_605a_8_a_rolled_back_lock_never_reaches_the_server(tmp_path: Path, schema: str) -> None:
+    system = _table(tmp_path, schema, "T-ROLL")
+    with pytest.raises(RuntimeError):
+        with system.store.transaction():  # the table's own transaction around the hook
+            system.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+            raise RuntimeError("power cut before the table committed")
+    assert _level(system)["amount_cents"] == H9_SEED
+    system.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)  # the replay
+    assert _level(system)["amount_cents"] == H9_SEED + 50
+    assert system.verify() == []
+    _close(system)
