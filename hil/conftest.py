@@ -171,3 +171,35 @@ def seat_bench(backend: str, rig: RigConfig | None, short_dir: str) -> SeatBench
     socket_path = str(Path(short_dir) / "pins.sock")
     return SeatBench(dict(SIM_SEATS), SIM_LOCKOUT_PIN, "hil.mock_pins:BridgedMockFactory",
                      {"bridge_socket": socket_path}, socket_path)
+
+
+# --- shuffler ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ShufflerBench:
+    vendor_id: int
+    product_id: int
+    backend: str
+    sim: Any = None  # hil.usb_shuffler.SimulatedShuffler
+
+    @property
+    def simulator(self) -> Any:
+        assert self.sim is not None, "fault injection needs the simulator (use sim_only)"
+        return self.sim
+
+
+@pytest.fixture
+def shuffler_bench(backend: str, rig: RigConfig | None) -> Iterator[ShufflerBench]:
+    if rig is not None:
+        yield ShufflerBench(rig.shuffler_vendor_id, rig.shuffler_product_id, rig.shuffler_backend)
+        return
+    from hil import usb_shuffler
+
+    usb_shuffler.reset_backend()
+    sim = usb_shuffler.add_shuffler(batches={BackColour.RED: 1, BackColour.BLUE: 1},
+                                    held=BackColour.BLUE)
+    try:
+        yield ShufflerBench(sim.vendor_id, sim.product_id, "hil.usb_shuffler:get_backend", sim)
+    finally:
+        usb_shuffler.reset_backend()
