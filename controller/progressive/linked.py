@@ -144,7 +144,9 @@ class LinkedLedger:
         try:
             with conn.transaction():
                 result = work(conn)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        except psycopg.Error as exc:
+            # A dropped session, a timeout, or a server that refuses the statement: either way
+            # the shared meter cannot be trusted from here until a fresh connection works.
             self._fail(exc)
         self.down_reason = None
         return result
@@ -171,11 +173,9 @@ class LinkedLedger:
                     (self.group, progressive, level, reset, reset, reset))
 
         # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogue; retry once.
-        import psycopg
-
         try:
             self._run(work)
-        except psycopg.errors.UniqueViolation:
+        except LinkDown:
             self._run(work)
         self.refresh()
 
