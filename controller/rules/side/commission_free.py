@@ -10,7 +10,6 @@ chapter's section ("631c.5" or "627b.2"); the two are clause-for-clause alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import ClassVar
 
 from controller.rules.baccarat import Hand
@@ -164,6 +163,3 @@ class LuckySix(LineWager):
             return None
         return self.paytable.line(
             LUCKY_SIX_TWO_CARDS if len(view.banker) == 2 else LUCKY_SIX_THREE_CARDS)
-
-
-ONE_TO_TWO = Fraction(1, 2)

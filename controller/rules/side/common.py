@@ -341,7 +341,8 @@ class LineWager:
         lines.append(ParLine("Loss", Outcome.LOSE, Fraction(0), lose, Fraction(-1),
                              self.lose_section or self.section))
         return WagerPar(key=self.key, name=self.name, section=self.section, lines=tuple(lines),
-                        paytable=self.paytable.name, notes=self.par_notes(),
+                        paytable=self.paytable.name if self.paytable.name.isalpha() else None,
+                        notes=self.par_notes(),
                         progressive=self.progressive_par(distribution),
                         mystery=self.mystery_par())
 
