@@ -40,6 +40,8 @@ log = structlog.get_logger()
 
 BRIDGE_LINE_MAX = 256
 """Longest request line accepted; the protocol's longest legal line is ~20 bytes."""
+BRIDGE_POLL_S = 0.05
+"""How often the server checks for shutdown: bounds close() to ~50 ms (socketserver's default is 0.5 s)."""
 BRIDGE_CLIENT_TIMEOUT_S = 5.0
 """Client reply timeout: the server answers in microseconds; 5 s only catches a dead daemon."""
 
@@ -85,7 +87,7 @@ class BridgedMockFactory(MockFactory):
             pass
         self._server = _BridgeServer(bridge_socket, self)
         self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="pin-bridge", daemon=True)
+                                        args=(BRIDGE_POLL_S,), name="pin-bridge", daemon=True)
         self._thread.start()
         log.info("pin bridge listening", socket=bridge_socket)
 
