@@ -40,19 +40,24 @@ def test_other_banker_wins_pay_1_to_1_without_vigorish_631c_5_a_i(section: str, 
     assert (s.outcome, s.win_cents, s.vigorish_cents, s.net_cents) == (Outcome.WIN, 1000, 0, 1000)
 
 
-def test_banker_tie_is_returned_and_player_win_loses() -> None:
-    rule = CommissionFreeBanker("banker", "631c.5")
-    assert rule.settle(1, 1000, view("6C 10D", "6H KS")).outcome is Outcome.PUSH
+@pytest.mark.parametrize("section,tie_clause", [("631c.5", "631a.8(a)(1)(iii)"),
+                                               ("627b.2", "627a.7(a)")])
+def test_banker_tie_is_returned_and_player_win_loses(section: str, tie_clause: str) -> None:
+    rule = CommissionFreeBanker("banker", section)
+    s = rule.settle(1, 1000, view("6C 10D", "6H KS"))
+    assert (s.outcome, s.section) == (Outcome.PUSH, tie_clause)
     assert rule.settle(1, 1000, view("7C 10D", "6H KS")).outcome is Outcome.LOSE
 
 
-def test_player_and_tie_631c_5_h_j() -> None:
+@pytest.mark.parametrize("section,tie_clause", [("631c.5", "631c.5(j)"), ("627b.2", "627b.2(j)")])
+def test_player_and_tie_631c_5_h_j_627b_2_h_j(section: str, tie_clause: str) -> None:
     win = view("7C 10D", "6H KS")
     tie = view("6C 10D", "6H KS")
-    assert CommissionFreePlayer("player", "631c.5").settle(1, 700, win).win_cents == 700
-    assert CommissionFreePlayer("player", "631c.5").settle(1, 700, tie).outcome is Outcome.PUSH
-    assert CommissionFreeTie("tie", "631c.5").settle(1, 700, tie).win_cents == 5600
-    assert CommissionFreeTie("tie", "631c.5").settle(1, 700, win).outcome is Outcome.LOSE
+    assert CommissionFreePlayer("player", section).settle(1, 700, win).win_cents == 700
+    assert CommissionFreePlayer("player", section).settle(1, 700, tie).outcome is Outcome.PUSH
+    s = CommissionFreeTie("tie", section).settle(1, 700, tie)
+    assert (s.win_cents, s.section) == (5600, tie_clause)
+    assert CommissionFreeTie("tie", section).settle(1, 700, win).outcome is Outcome.LOSE
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -68,6 +73,8 @@ def test_pair_wagers_pay_11_to_1_631c_5_c_1_c_2_g(section: str, hand: Hand, play
     rule = commission_free_pair("pair", section, hand)
     s = rule.settle(4, 500, view(player, banker))
     assert s.outcome is (Outcome.WIN if wins else Outcome.LOSE)
+    # (c)(1) Player Pair, (c)(2) Banker Pair: 631c.5(c)(1), 631c.5(c)(2), 627b.2(c)(1), 627b.2(c)(2)
+    assert s.section == f"{section}(c)({1 if hand is Hand.PLAYER else 2})"
     assert s.win_cents == (5500 if wins else 0)
     assert rule.settles_at is SettlementPoint.FIRST_FOUR_CARDS  # (d): before any third card
 
@@ -75,7 +82,8 @@ def test_pair_wagers_pay_11_to_1_631c_5_c_1_c_2_g(section: str, hand: Hand, play
 @pytest.mark.parametrize("section", SECTIONS)
 def test_lucky_six_two_cards_12_to_1_631c_5_k_1(section: str) -> None:
     s = LuckySix("lucky_six", section).settle(1, 1000, view("5C 10D", "6H KS"))
-    assert (s.label, s.win_cents, s.section) == ("Lucky Six, two cards", 12000, f"{section}(k)(1)")
+    assert (s.label, s.win_cents) == ("Lucky Six, two cards", 12000)
+    assert s.section == {"631c.5": "631c.5(k)(1)", "627b.2": "627b.2(k)(1)"}[section]
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -85,6 +93,7 @@ def test_lucky_six_three_cards_20_to_1_631c_5_k_2(section: str) -> None:
     assert len(v.banker) == 3 and v.banker_total == 6 and v.player_total == 5
     s = LuckySix("lucky_six", section).settle(1, 1000, v)
     assert (s.label, s.win_cents) == ("Lucky Six, three cards", 20000)
+    assert s.section == {"631c.5": "631c.5(k)(2)", "627b.2": "627b.2(k)(2)"}[section]
 
 
 @pytest.mark.parametrize("player,banker", [
@@ -92,6 +101,7 @@ def test_lucky_six_three_cards_20_to_1_631c_5_k_2(section: str) -> None:
     ("7C 10D", "6H KS"),   # (c)(3)(i): a six lower than the Player's
     ("5C 10D", "7H KS"),   # (c)(3)(ii): not a six
 ])
-def test_lucky_six_loses_631c_5_c_3(player: str, banker: str) -> None:
-    s = LuckySix("lucky_six", "631c.5").settle(1, 1000, view(player, banker))
-    assert (s.outcome, s.section) == (Outcome.LOSE, "631c.5(c)(3)")
+@pytest.mark.parametrize("section,clause", [("631c.5", "631c.5(c)(3)"), ("627b.2", "627b.2(c)(3)")])
+def test_lucky_six_loses_631c_5_c_3(player: str, banker: str, section: str, clause: str) -> None:
+    s = LuckySix("lucky_six", section).settle(1, 1000, view(player, banker))
+    assert (s.outcome, s.section) == (Outcome.LOSE, clause)

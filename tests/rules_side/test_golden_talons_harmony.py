@@ -92,35 +92,36 @@ def test_six_of_a_kind_is_a_six_card_tie_of_one_rank_627b_6_g_1() -> None:
 
 
 # letter -> expected label for rounds (in for-1 units of win+wager)
-@pytest.mark.parametrize("letter,round_view,label,for_one", [
-    ("A", FOUR_EIGHTS, "Four 8's (4 cards dealt)", 1000),
-    ("C", FOUR_EIGHTS, "Four 8's (4 cards dealt)", 600),
-    ("F", FOUR_EIGHTS, "Four 8's (4 cards dealt)", 300),
-    ("B", FOUR_THREES, "Four-of-a-kind (4 cards dealt)", 200),
-    ("I", FOUR_THREES, "Four-of-a-kind (4 cards dealt)", 300),
-    ("D", SIX_ZEROES, "Six 0-value cards", 200),
-    ("H", SIX_ZEROES, "Six 0-value cards", 50),
-    ("A", TIE_FOUR_MIXED, "Tie with 6-9", 3),
-    ("C", TIE_FOUR_MIXED, "Tie with 6-9", 5),
-    ("A", TIE_FIVE_CARDS, "Tie with 6-9", 3),
-    ("D", TIE_FOUR_RED, "Tie (all cards same color)", 20),
-    ("E", TIE_FOUR_MIXED, "Any tie", 3),
-    ("G", TIE_FIVE_CARDS, "5 card tie", 10),
-    ("H", TIE_FIVE_CARDS, "5 card tie", 8),
-    ("I", TIE_FOUR_MIXED, "4 card tie", 4),
-    ("G", TIE_SIX_CARDS, "6 card tie", 3),
+@pytest.mark.parametrize("letter,round_view,label,for_one,clause", [
+    ("A", FOUR_EIGHTS, "Four 8's (4 cards dealt)", 1000, "627b.6(g)(2)"),
+    ("C", FOUR_EIGHTS, "Four 8's (4 cards dealt)", 600, "627b.6(g)(2)"),
+    ("F", FOUR_EIGHTS, "Four 8's (4 cards dealt)", 300, "627b.6(g)(2)"),
+    ("B", FOUR_THREES, "Four-of-a-kind (4 cards dealt)", 200, "627b.6(g)(3)"),
+    ("I", FOUR_THREES, "Four-of-a-kind (4 cards dealt)", 300, "627b.6(g)(3)"),
+    ("D", SIX_ZEROES, "Six 0-value cards", 200, "627b.6(g)(4)"),
+    ("H", SIX_ZEROES, "Six 0-value cards", 50, "627b.6(g)(4)"),
+    ("A", TIE_FOUR_MIXED, "Tie with 6-9", 3, "627b.6(g)(7)"),
+    ("C", TIE_FOUR_MIXED, "Tie with 6-9", 5, "627b.6(g)(7)"),
+    ("A", TIE_FIVE_CARDS, "Tie with 6-9", 3, "627b.6(g)(7)"),
+    ("D", TIE_FOUR_RED, "Tie (all cards same color)", 20, "627b.6(g)(8)"),
+    ("E", TIE_FOUR_MIXED, "Any tie", 3, "627b.6(g)(9)"),
+    ("G", TIE_FIVE_CARDS, "5 card tie", 10, "627b.6(g)(10)"),
+    ("H", TIE_FIVE_CARDS, "5 card tie", 8, "627b.6(g)(10)"),
+    ("I", TIE_FOUR_MIXED, "4 card tie", 4, "627b.6(g)(12)"),
+    ("G", TIE_SIX_CARDS, "6 card tie", 3, "627b.6(g)(11)"),
 ])
 def test_harmony_lines_for_1_627b_6_g_i(letter: str, round_view: RoundView, label: str,
-                                         for_one: int) -> None:
+                                         for_one: int, clause: str) -> None:
     s = make_harmony("harmony_progressive", letter).settle(1, 500, round_view)
-    assert (s.label, s.win_cents + s.amount_cents) == (label, 500 * for_one)
+    assert (s.label, s.win_cents + s.amount_cents, s.section) == (label, 500 * for_one, clause)
 
 
 def test_tie_with_0_and_1_to_5_627b_6_g_5_6() -> None:
     v0 = view("KC QD 10H", "AS 9S KD")    # 0 v 0, mixed values
     v3 = view("AC 2D", "2H AS")          # 3 v 3 (as dealt: both would draw; values only matter)
-    assert make_harmony("h", "A").settle(1, 100, v0).label == "Tie with 0"
-    assert make_harmony("h", "A").settle(1, 100, v3).win_cents == 500   # 6 for 1
+    assert make_harmony("h", "A").settle(1, 100, v0).section == "627b.6(g)(5)"
+    s = make_harmony("h", "A").settle(1, 100, v3)
+    assert (s.win_cents, s.section) == (500, "627b.6(g)(6)")   # 6 for 1
     assert make_harmony("h", "B").settle(1, 100, v3).win_cents == 400   # 5 for 1
 
 

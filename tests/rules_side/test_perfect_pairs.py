@@ -29,6 +29,13 @@ ODDS = {
 }
 
 
+DEFINED_IN = {
+    "631c.1": {"Perfect pair": "631c.1(e)", "Colored pair": "631c.1(e)", "Mixed pair": "631c.1(e)"},
+    "627b.1": {"Perfect pair": "627b.1(a)(3)", "Colored pair": "627b.1(a)(1)",
+               "Mixed pair": "627b.1(a)(2)"},
+}
+
+
 @pytest.mark.parametrize("section", ["631c.1", "627b.1"])
 @pytest.mark.parametrize("letter", "ABC")
 @pytest.mark.parametrize("hand_text,line", PAIRS)
@@ -40,6 +47,7 @@ def test_pair_lines_pay_paytable_odds_631c_1_d_627b_1_e(
     v = view(hand_text, "2C 5D") if hand is Hand.PLAYER else view("2C 5D", hand_text)
     s = rule.settle(3, 1000, v)
     assert (s.outcome, s.label, s.win_cents) == (Outcome.WIN, line, 1000 * ODDS[letter][line])
+    assert s.section == DEFINED_IN[section][line]
     assert s.odds == Fraction(ODDS[letter][line])
 
 

@@ -15,29 +15,29 @@ BONUS = {b.key: b for b in RISING_PHOENIX_BONUSES}
 
 # key -> (clause, odds, a winning round, a losing round that comes close)
 CASES: dict[str, tuple[str, int, RoundView, RoundView]] = {
-    "sun_7": ("(i)", 40, view("KC 5D", "AH 2S 4D"), view("KC 5D", "3H 4S")),
-    "moon_8": ("(ii)", 25, view("KC KD 8S", "7H KS"), view("8C KD", "7H KS")),
-    "nine_over_seven": ("(iii)", 25, view("KC 7D", "9H KS"), view("KC 7D", "8H KS")),
-    "two_card_8_over_two_card_1": ("(iv)", 50, view("AC KD", "8H KS"), view("AC KD 10C", "8H KS")),
-    "player_wins_three_card_6": ("(v)", 40, view("KC KD 6S", "5H KS"), view("6C KD", "5H KS")),
-    "banker_wins_1_or_2": ("(vi)", 60, view("KC KD 10S", "AH KS"), view("KC KD 10S", "3H KS")),
-    "both_8_or_9": ("(vii)", 20, view("8C KD", "8H KS"), view("8C KD", "7H KS")),
-    "one_over_zero": ("(viii)", 90, view("AC KD", "KH KS JC"), view("2C KD", "KH KS JC")),
-    "three_card_6_over_three_card_3": ("(ix)", 150, view("KC KD 6S", "KH KS 3C"),
+    "sun_7": ("627b.4(g)(4)(i)", 40, view("KC 5D", "AH 2S 4D"), view("KC 5D", "3H 4S")),
+    "moon_8": ("627b.4(g)(4)(ii)", 25, view("KC KD 8S", "7H KS"), view("8C KD", "7H KS")),
+    "nine_over_seven": ("627b.4(g)(4)(iii)", 25, view("KC 7D", "9H KS"), view("KC 7D", "8H KS")),
+    "two_card_8_over_two_card_1": ("627b.4(g)(4)(iv)", 50, view("AC KD", "8H KS"), view("AC KD 10C", "8H KS")),
+    "player_wins_three_card_6": ("627b.4(g)(4)(v)", 40, view("KC KD 6S", "5H KS"), view("6C KD", "5H KS")),
+    "banker_wins_1_or_2": ("627b.4(g)(4)(vi)", 60, view("KC KD 10S", "AH KS"), view("KC KD 10S", "3H KS")),
+    "both_8_or_9": ("627b.4(g)(4)(vii)", 20, view("8C KD", "8H KS"), view("8C KD", "7H KS")),
+    "one_over_zero": ("627b.4(g)(4)(viii)", 90, view("AC KD", "KH KS JC"), view("2C KD", "KH KS JC")),
+    "three_card_6_over_three_card_3": ("627b.4(g)(4)(ix)", 150, view("KC KD 6S", "KH KS 3C"),
                                         view("6C KD", "KH KS 3C")),
-    "three_card_8_over_three_card_0": ("(x)", 130, view("KC KD KS", "KH KS 8C"),
+    "three_card_8_over_three_card_0": ("627b.4(g)(4)(x)", 130, view("KC KD KS", "KH KS 8C"),
                                         view("KC KD", "KH KS 8C")),
-    "banker_over_two_card_7": ("(xi)", 30, view("7C KD", "8H KS"), view("7C KD 10S", "8H KS")),
-    "three_card_9_over_three_card_6": ("(xii)", 200, view("KC KD 9S", "KH KS 6C"),
+    "banker_over_two_card_7": ("627b.4(g)(4)(xi)", 30, view("7C KD", "8H KS"), view("7C KD 10S", "8H KS")),
+    "three_card_9_over_three_card_6": ("627b.4(g)(4)(xii)", 200, view("KC KD 9S", "KH KS 6C"),
                                         view("KC KD 9S", "KH 6C")),
-    "three_card_9_over_three_card_8": ("(xiii)", 200, view("KC KD 8S", "KH KS 9C"),
+    "three_card_9_over_three_card_8": ("627b.4(g)(4)(xiii)", 200, view("KC KD 8S", "KH KS 9C"),
                                         view("KC KD 8S", "KH KS 7C")),
-    "player_three_card_8_over_three_card_0": ("(xiv)", 250, view("KC KD 8S", "KH KS QC"),
+    "player_three_card_8_over_three_card_0": ("627b.4(g)(4)(xiv)", 250, view("KC KD 8S", "KH KS QC"),
                                                view("KC KD QS", "KH KS 8C")),
-    "tie_0": ("(xv)", 150, view("KC KD KS", "KH QS"), view("AC KD", "KH QS")),
-    "tie_1_2_3": ("(xvi)", 70, view("2C KD", "AH AS"), view("4C KD", "2H 2S")),
-    "tie_4_5_6_7": ("(xvii)", 15, view("7C KD", "4H 3S"), view("8C KD", "4H 4S")),
-    "tie_8_or_9": ("(xviii)", 40, view("9C KD", "4H 5S"), view("7C KD", "4H 3S")),
+    "tie_0": ("627b.4(g)(4)(xv)", 150, view("KC KD KS", "KH QS"), view("AC KD", "KH QS")),
+    "tie_1_2_3": ("627b.4(g)(4)(xvi)", 70, view("2C KD", "AH AS"), view("4C KD", "2H 2S")),
+    "tie_4_5_6_7": ("627b.4(g)(4)(xvii)", 15, view("7C KD", "4H 3S"), view("8C KD", "4H 4S")),
+    "tie_8_or_9": ("627b.4(g)(4)(xviii)", 40, view("9C KD", "4H 5S"), view("7C KD", "4H 3S")),
 }
 
 
@@ -51,7 +51,7 @@ def test_bonus_wins_at_its_odds_627b_4_g_4_h_2(key: str) -> None:
     clause, odds, win, _ = CASES[key]
     rule = RisingPhoenixBonus(f"rising_phoenix_{key}", BONUS[key])
     s = rule.settle(1, 500, win)
-    assert (s.outcome, s.win_cents, s.section) == (Outcome.WIN, 500 * odds, f"627b.4(g)(4){clause}")
+    assert (s.outcome, s.win_cents, s.section) == (Outcome.WIN, 500 * odds, clause)
     assert rule.settles_at is SettlementPoint.END_OF_ROUND
 
 
@@ -59,7 +59,7 @@ def test_bonus_wins_at_its_odds_627b_4_g_4_h_2(key: str) -> None:
 def test_bonus_loses_otherwise(key: str) -> None:
     clause, _, _, lose = CASES[key]
     s = RisingPhoenixBonus(key, BONUS[key]).settle(1, 500, lose)
-    assert (s.outcome, s.section) == (Outcome.LOSE, f"627b.4(g)(4){clause}")
+    assert (s.outcome, s.section) == (Outcome.LOSE, clause)
 
 
 def test_either_hand_may_win_the_over_wagers_627b_4_g_4_iii() -> None:
@@ -69,12 +69,13 @@ def test_either_hand_may_win_the_over_wagers_627b_4_g_4_iii() -> None:
 
 
 @pytest.mark.parametrize("which,clause,player,banker", [
-    ("player_pair", "(xix)", "4C 4D", "KH QS"), ("banker_pair", "(xx)", "4C 5D", "KH KS")])
+    ("player_pair", "627b.4(g)(4)(xix)", "4C 4D", "KH QS"),
+    ("banker_pair", "627b.4(g)(4)(xx)", "4C 5D", "KH KS")])
 def test_pair_wagers_11_to_1_627b_4_g_4_xix_xx(which: str, clause: str, player: str,
                                                banker: str) -> None:
     rule = rising_phoenix_pair(which, f"rising_phoenix_{which}")
     s = rule.settle(1, 500, view(player, banker))
-    assert (s.win_cents, s.section, rule.key) == (5500, f"627b.4(g)(4){clause}", f"rising_phoenix_{which}")
+    assert (s.win_cents, s.section, rule.key) == (5500, clause, f"rising_phoenix_{which}")
     assert rule.settles_at is SettlementPoint.FIRST_FOUR_CARDS  # as 627b.2(d), ruling
     assert rule.settle(1, 500, view(banker, player)).outcome is Outcome.LOSE
 
