@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from controller.progressive.config import LevelSpec, ProgressiveSpec
+from controller.progressive.config import ProgressiveSpec
 from controller.rules.side.common import PaysMeter
 from drivers.protocols import LedState, LockedOut
 
@@ -146,10 +146,6 @@ def contributions(spec: ProgressiveSpec, accepted: Iterable[AcceptedWager]
     return result
 
 
-def exact(cents: int, frac_num: int, frac_den: int) -> Fraction:
-    return cents + Fraction(frac_num, frac_den)
-
-
 def split(value: Fraction) -> tuple[int, int, int]:
     """(whole cents, remainder numerator, remainder denominator): floor plus an exact sub-cent."""
     whole = value.numerator // value.denominator
@@ -204,7 +200,3 @@ def commitment(progressive: str, level: str, epoch: int, trigger_cents: int, non
     """SHA-256 over the documented material; recorded at the reset, verifiable at the reveal."""
     material = f"{COMMITMENT_SCHEME}|{progressive}|{level}|{epoch}|{trigger_cents}|{nonce.hex()}"
     return hashlib.sha256(material.encode("ascii")).hexdigest()
-
-
-def level_by_name(spec: ProgressiveSpec, name: str) -> LevelSpec:
-    return spec.level(name)

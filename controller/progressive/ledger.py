@@ -13,14 +13,13 @@ lose a remainder; a Fraction never does (docs/progressive.md).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from controller.progressive.core import exact, split
+from controller.progressive.core import split
 from controller.progressive.errors import AwardError, MeterError
 from controller.store import Store
 
@@ -571,9 +570,3 @@ def verify_meters(store: Store) -> list[str]:
                             f"reveal at log entry {event.seq} does not match the armed commitment")
     return problems
 
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-__all__ = ["Award", "MeterLedger", "MeterRow", "verify_meters", "exact"]

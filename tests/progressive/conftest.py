@@ -42,13 +42,13 @@ def config(progressive: Mapping[str, Any], *, name: str = "prog", table_id: str 
     return parse_progressive_config(data, "test.toml")
 
 
-HEAVENLY_9 = {"game": "heavenly_9"}
-HEAVENLY_9_MYSTERY = {"game": "heavenly_9", "mystery": "A", "mystery_wager_dollars": 5}
-ROYAL_9 = {"game": "royal_9", "denomination_dollars": 5, "meters": {
+HEAVENLY_9: dict[str, Any] = {"game": "heavenly_9"}
+HEAVENLY_9_MYSTERY: dict[str, Any] = {"game": "heavenly_9", "mystery": "A", "mystery_wager_dollars": 5}
+ROYAL_9: dict[str, Any] = {"game": "royal_9", "denomination_dollars": 5, "meters": {
     "mega": {"reset_cents": 5_000_000, "increment_percent": "2"},
     "major": {"reset_cents": 45_000, "increment_percent": "1.5"},
     "minor": {"reset_cents": 45_000, "increment_percent": "1.5"}}}
-HARMONY = {"game": "harmony", "paytable": "B", "reseed_cents": 500_000, "wager_cents": 300}
+HARMONY: dict[str, Any] = {"game": "harmony", "paytable": "B", "reseed_cents": 500_000, "wager_cents": 300}
 
 
 def cards(text: str) -> tuple[Card, ...]:

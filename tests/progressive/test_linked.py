@@ -130,7 +130,7 @@ def test_605a_8_three_tables_contribute_through_dropped_connections(tmp_path: Pa
     with psycopg.connect(PG_DSN) as admin:
         rows = admin.execute(f"SELECT COALESCE(SUM(wagers_count), 0), COUNT(*) FROM "
                              f"{schema}.contributions").fetchone()
-    assert rows[0] == total  # every accepted wager counted once
+    assert rows is not None and rows[0] == total  # every accepted wager counted once
     _close(checker)
 
 

@@ -118,7 +118,8 @@ def test_meters_survive_reopening_the_store(tmp_path) -> None:
     again = Store(path)
     system = ProgressiveSystem(config(HEAVENLY_9), again)
     assert _meter(system)["amount_cents"] == 1_000_050  # seeded once, not twice
-    assert MeterLedger(again).meter("prog", "progressive").version == 2
+    row = MeterLedger(again).meter("prog", "progressive")
+    assert row is not None and row.version == 2
     assert system.verify() == []
     again.close()
 
