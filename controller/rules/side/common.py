@@ -9,7 +9,7 @@ pays from.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
@@ -254,11 +254,6 @@ def is_face(card: Card) -> bool:
 def is_natural(cards: Sequence[Card], total: int) -> bool:
     """631a.1 Natural: a Point Count of 8 or 9 on the first two cards (so two cards in all)."""
     return len(cards) == 2 and total >= 8
-
-
-def hands(view: RoundView) -> Iterable[tuple[Hand, tuple[Card, ...], int]]:
-    yield Hand.PLAYER, view.player, view.player_total
-    yield Hand.BANKER, view.banker, view.banker_total
 
 
 class ParSpace:
