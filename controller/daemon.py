@@ -25,7 +25,7 @@ from controller.logsetup import bind_table, configure_logging
 from controller.rules.cards import BackColour
 from controller.sdnotify import SdNotifier
 from controller.store import IntegrityError, Store
-from controller.table import CommandRefused, RulesAdapter, Table
+from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from controller.watchdog import Health, WatchdogPinger
 from drivers.protocols import Device, DeviceEvent, LinkState
 
@@ -80,6 +80,7 @@ class Daemon:
             table_id=config.table_id, seats=config.submission.table.seats,
             rules=RulesAdapter(self.game), store=self.store, announce=self._show_prompt,
             lock_seats=getattr(seats, "lock", None),
+            open_seats=getattr(seats, "open_betting", None),
             vig_collection=(config.submission.game.vigorish.collection
                             if config.submission.game.vigorish else "at-payout"),
         )
@@ -142,6 +143,8 @@ class Daemon:
         await self.control.start()
         for device in self.devices.values():
             await device.start(self._emit)
+        if self.table.state is TableState.BETTING_OPEN:
+            self.table.arm_seats()  # restored mid-betting: the sensors must be live again
         with self.store.transaction():
             self.store.append_event("daemon_started", {"version": __version__,
                                                        "state": self.table.state.value})
@@ -238,7 +241,16 @@ class Daemon:
             from drivers.protocols import ShuffleComplete
             self._enqueue(ShuffleComplete("manual", BackColour.RED, decks * 52, 0, 0, 0))
         else:
-            back = BackColour[str(args.get("back", "red")).upper()]
+            held = self.table.batch_in_shuffler
+            requested = args.get("back") or (held.name if held is not None else None)
+            if requested is None:
+                raise ControlError("the shuffler has not said which batch it holds; name it: "
+                                   "back = red | blue | green | black", "refused")
+            try:
+                back = BackColour[str(requested).upper()]
+            except KeyError:
+                raise ControlError(f"back = {requested!r}: allowed: red, blue, green, black",
+                                   "bad_request") from None
             self._spawn(shuffler.shuffle(back, decks * 52))  # type: ignore[attr-defined]
         return self.status()
 

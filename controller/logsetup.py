@@ -67,6 +67,8 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    # transitions narrates every callback at INFO; the table logs its own transitions.
+    logging.getLogger("transitions").setLevel(logging.WARNING)
 
 
 def bind_table(table_id: str) -> None:

@@ -24,8 +24,9 @@ from controller.rules.settlement import PlacedWager, check_wager, settle_round
 from controller.rules.wager import Outcome, Settlement, SettlementPoint
 from controller.store import Store
 from drivers.protocols import (
-    CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared, LateSensorChange,
-    LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShuffleComplete, ShuffleProgress,
+    BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
+    LateSensorChange, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
+    ShuffleComplete, ShuffleProgress,
 )
 
 log = structlog.get_logger("table")
@@ -101,6 +102,7 @@ class ShoeProgress:
     last_hand_announced: bool = False
     rounds_in_shoe: int = 0
     last_card_index: int = -1
+    back: int | None = None  # BackColour of the batch in the shoe (681a.3(b))
 
 
 class RulesAdapter:
@@ -150,6 +152,7 @@ class Table:
     def __init__(self, *, table_id: str, seats: int, rules: RulesAdapter, store: Store,
                  announce: Callable[[str, Mapping[str, Any]], None] | None = None,
                  lock_seats: Callable[[str], LockedOut] | None = None,
+                 open_seats: Callable[[frozenset[int]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  batch_verifier: Callable[[CardDrawn], str | None] | None = None,
                  vig_collection: str = "at-payout") -> None:
@@ -159,6 +162,10 @@ class Table:
         self.store = store
         self._announce_hook = announce
         self._lock_seats = lock_seats
+        self._open_seats = open_seats
+        # Seats whose progressive sensor may register a wager; none unless a progressive
+        # wager is offered (set by the progressive system).
+        self.progressive_seats_allowed: frozenset[int] = frozenset()
         self._clock = clock
         self._batch_verifier = batch_verifier
         self.vig_collection = vig_collection
@@ -174,6 +181,8 @@ class Table:
         self.simulated = False  # the round in progress is a simulated round (no wagers)
         self.stashed_wagers: list[dict[str, Any]] = []  # wagers waiting out a simulated round
         self.void_after_recovery = ""  # why the round must be voided once the fault clears
+        self.batch_in_shuffler: BackColour | None = None  # as the shuffler last reported
+        self.batch_shuffled: BackColour | None = None  # verified by the last shuffle
         self.fault: dict[str, str] | None = None
         self._resume_state: TableState | None = None
         self.out_of_order_reason = ""
@@ -198,6 +207,8 @@ class Table:
             if self.pending_simulated_card else None,
             "simulated": self.simulated, "stashed_wagers": self.stashed_wagers,
             "void_after_recovery": self.void_after_recovery,
+            "batch_in_shuffler": _colour(self.batch_in_shuffler),
+            "batch_shuffled": _colour(self.batch_shuffled),
         }
 
     def _persist_state(self) -> None:
@@ -236,6 +247,8 @@ class Table:
         self.simulated = bool(data.get("simulated", False))
         self.stashed_wagers = list(data.get("stashed_wagers", []))
         self.void_after_recovery = data.get("void_after_recovery", "")
+        self.batch_in_shuffler = _colour_from(data.get("batch_in_shuffler"))
+        self.batch_shuffled = _colour_from(data.get("batch_shuffled"))
         self.machine.set_state(TableState(state_name))
         if self.round_id is not None:
             record = self.store.round(self.round_id)
@@ -248,6 +261,14 @@ class Table:
         bind_round(self.shoe.shoe_no, self.round_id)
         with self.store.transaction():
             self._record("restored", {"state": state_name, "round_id": self.round_id})
+
+    def on_enter_BETTING_OPEN(self) -> None:  # noqa: N802 - transitions' naming convention
+        self.arm_seats()
+
+    def arm_seats(self) -> None:
+        """Unlock the seat sensors and the lock-out button for a new round."""
+        if self._open_seats is not None:
+            self._open_seats(self.progressive_seats_allowed)
 
     # --- commands (control API) ----------------------------------------------------
 
@@ -328,25 +349,36 @@ class Table:
                                  severity="warning", device="seats")
             case SeatSensorChanged():
                 pass
+            case ShoeLoaded():
+                self._on_shoe_loaded_event(event)
+            case BatchHeld():
+                self.batch_in_shuffler = event.back
+                with self.store.transaction():
+                    self._record("batch_held", {"back": event.back.name.lower()
+                                                if event.back is not None else None},
+                                 device=event.device)
             case _:
                 raise TypeError(f"unknown device event {event!r}")
 
     def _on_link(self, event: LinkChanged) -> None:
-        if event.state in (LinkState.RETRYING, LinkState.REFUSED) and event.device in (
-                "shoe", "seats"):
-            self._on_fault(DeviceFault(event.device, f"link_{event.state.value}", event.detail,
-                                       _DEFAULT_ACTION if event.state is LinkState.RETRYING else
-                                       "the device's firmware or protocol version is not "
-                                       "supported: replace or update it"))
-        elif event.state is LinkState.UP:
+        # Drivers report a lost link as a DeviceFault with its own action text; the
+        # link coming back up is what clears it.
+        if event.state is LinkState.UP:
             self._on_fault_cleared(event.device, None)
+
+    def _stops_play(self, device: str) -> bool:
+        """Only a fault of a device the current step needs stops the table."""
+        if device in ("shoe", "seats"):
+            return True
+        return device in ("shuffler", "manual") and self.state is TableState.SHUFFLING
 
     def _on_fault(self, fault: DeviceFault) -> None:
         with self.store.transaction():
             self._record("device_fault", {"code": fault.code, "detail": fault.detail,
                                           "action": fault.action},
-                         severity="error", device=fault.device)
-            if self.state in _OPERATING:
+                         severity="error" if self._stops_play(fault.device) else "warning",
+                         device=fault.device)
+            if self.state in _OPERATING and self._stops_play(fault.device):
                 self._resume_state = self.state
                 self.fault = {"device": fault.device, "code": fault.code, "detail": fault.detail,
                               "action": fault.action}
@@ -378,6 +410,7 @@ class Table:
                                               "missing": done.missing, "extra": done.extra,
                                               "duplicates": done.duplicates}, device=done.device)
             if self.state is TableState.SHUFFLING and done.verified:
+                self.batch_shuffled = done.back
                 self.shuffle_verified()
                 self.announce("cut", detail="offer the cut (631a.5(b)); insert the cover cards "
                               "(631a.5(c)-(d)) and load the shoe")
@@ -407,6 +440,9 @@ class Table:
 
     def _on_card(self, event: CardDrawn) -> None:
         problem = self._batch_verifier(event) if self._batch_verifier else None
+        if problem is None and self.shoe.back is not None and int(event.back) != self.shoe.back:
+            problem = (f"card {event.index} has a {event.back.name} back; the batch in play is "
+                       f"{BackColour(self.shoe.back).name}")
         if problem:
             self._on_fault(DeviceFault(event.device, "batch_mismatch", problem,
                                        "stop dealing: the card's back colour is not the batch in "
@@ -618,13 +654,31 @@ class Table:
 
     # --- shoe lifecycle -----------------------------------------------------------------------
 
-    def on_shoe_loaded(self) -> None:
+    def _on_shoe_loaded_event(self, event: ShoeLoaded) -> None:
+        if self.state is TableState.CUT:
+            if self.batch_shuffled is not None and event.back is not self.batch_shuffled:
+                self._on_fault(DeviceFault(
+                    event.device, "batch_mismatch",
+                    f"the shoe was loaded with the {event.back.name} batch; the batch shuffled "
+                    f"and verified is {self.batch_shuffled.name}",
+                    "unload the shoe and load the batch that was shuffled (681a.3(b))"))
+                return
+            self.on_shoe_loaded(event.back)
+            return
+        with self.store.transaction():
+            self._record("shoe_loaded_out_of_turn", {"state": self.state.value,
+                                                     "cards": event.cards},
+                         severity="warning", device=event.device)
+
+    def on_shoe_loaded(self, back: BackColour | None = None) -> None:
         """The dealer loaded a new shoe (cut and cover cards in place)."""
         with self.store.transaction():
-            self.shoe = ShoeProgress(shoe_no=self.shoe.shoe_no + 1)
+            self.shoe = ShoeProgress(shoe_no=self.shoe.shoe_no + 1,
+                                     back=int(back) if back is not None else None)
             self.round_no = 0
             bind_round(self.shoe.shoe_no, None)
-            self._record("shoe_loaded", {"shoe_no": self.shoe.shoe_no})
+            self._record("shoe_loaded", {"shoe_no": self.shoe.shoe_no,
+                                         "back": back.name.lower() if back else None})
             self.shoe_loaded()
             self.announce("burn", detail="631a.5(f): expose the first card")
 
@@ -637,6 +691,14 @@ class Table:
 
 class CommandRefused(Exception):
     """A control command that the table's state or the rules do not allow."""
+
+
+def _colour(back: BackColour | None) -> str | None:
+    return back.name.lower() if back is not None else None
+
+
+def _colour_from(name: str | None) -> BackColour | None:
+    return BackColour[name.upper()] if name else None
 
 
 def _card_json(event: CardDrawn) -> dict[str, Any]:

@@ -31,7 +31,7 @@ PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fa
 class PlayerPlan:
     """Which seats play and how; drawn from a seeded generator so a run is reproducible."""
 
-    seats: tuple[int, ...] = (1, 3, 5, 7, 9, 12)
+    seats: tuple[int, ...] = (1, 2, 4, 6, 8, 10)
     wagers: tuple[str, ...] = ("banker", "player", "tie")
     weights: tuple[int, ...] = (46, 46, 8)
     amounts_cents: tuple[int, ...] = (500, 1000, 2500, 5000, 10000)
@@ -98,7 +98,11 @@ class TableHarness:
 
         self.shoe = SimulatedShoe([], self.back, 0)
         await self.shoe.start()
-        await self.start_daemon()
+        try:
+            await self.start_daemon()
+        except BaseException:
+            await self.__aexit__(None, None, None)  # never leave a daemon or a pty behind
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -116,9 +120,20 @@ class TableHarness:
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log_file.close()
         self.client = await self._connect()
-        from hil.mock_pins import PinBridgeClient
+        self.pins = await self._connect_pins()
 
-        self.pins = PinBridgeClient(self.gpio_socket)
+    async def _connect_pins(self) -> Any:
+        """The daemon's pin factory opens the bridge when its GPIO driver starts."""
+        from hil.mock_pins import PinBridgeClient, PinBridgeError
+
+        deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
+        while True:
+            try:
+                return PinBridgeClient(self.gpio_socket)
+            except PinBridgeError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.05)  # polling a socket path: nothing to await instead
 
     async def _connect(self) -> ControlClient:
         deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
@@ -176,6 +191,8 @@ class TableHarness:
 
     async def _react(self, event: dict[str, Any], target: int) -> None:
         kind, payload = event["kind"], event["payload"]
+        if kind == "shuffle_complete":
+            self.back = BackColour[payload["back"].upper()]  # this batch goes into the shoe
         if kind == "round_settled":
             self.result.rounds.append({**payload, "round_id": event["round_id"]})
             self.on_line(render_round(payload))
@@ -187,14 +204,13 @@ class TableHarness:
             return
         action = payload["action"]
         if action == "inspect_cards":
-            await self.call("shuffle", back=self.back.name.lower())
+            await self.call("shuffle")  # the batch the shuffler holds
         elif action == "cut":
             from hil.shoe_sim import build_stack
 
             stack, cover_at = build_stack(self.decks, self.rng)
             self.result.stacks.append((list(stack), cover_at))
-            self.shoe.load(stack, self.back, cover_at)
-            await self.call("shoe_loaded")
+            self.shoe.load(stack, self.back, cover_at)  # the shoe reports ShoeLoaded itself
         elif action in ("burn", "deal"):
             if await self.shoe.draw() is None:  # the cover card came out: 631a.10(d)
                 self.on_line("  -- cover card: this hand is completed, then 'last hand'")
@@ -207,7 +223,7 @@ class TableHarness:
             self.result.shoes_completed += 1
             self.result.cards_drawn_by_shoe.append(self.shoe.drawn)
             if self.result.shoes_completed < target:
-                await self.call("shuffle", back=self.back.name.lower())
+                await self.call("shuffle")
 
     async def _place_bets(self, round_no: int) -> None:
         for seat, wager, amount in self.players.wagers_for_round(self.rng):

@@ -146,3 +146,23 @@ def test_every_payout_recomputed_and_the_table_balances_to_the_cent(played_shoe)
 def test_the_event_log_chain_verifies(played_shoe):
     _, _, chain = played_shoe
     assert chain["entries"] > 500
+
+
+@pytest.mark.parametrize(("player", "banker", "draws"), [
+    (["2♣", "3♥", "8♣"], ["3♦", "K♠"], (True, False)),  # Table 1 row 3, column 8: S
+    (["2♣", "3♥", "9♣"], ["3♦", "K♠"], (True, True)),  # row 3, column 9: D
+    (["2♣", "4♥"], ["3♦", "2♠", "5♣"], (False, True)),  # 631a.11(c)(1): Banker 5 draws
+    (["9♣", "K♥"], ["3♦", "2♠"], (False, False)),  # 631a.11(a): a Natural stops both
+])
+def test_the_independent_oracle_itself_631a_11(player, banker, draws):
+    """The checks above can fail: the oracle disagrees with a wrong draw."""
+    assert expected_draws(player, banker) == draws
+    assert expected_draws(player, banker) != (not draws[0], draws[1])
+
+
+def test_the_independent_payout_oracle_631a_13():
+    assert expected_net("banker", 1000, 6, 7) == (950, 50)
+    assert expected_net("banker", 1010, 6, 7) == (959, 51)  # 50.5¢ of vigorish rounds up
+    assert expected_net("player", 1000, 6, 7) == (-1000, 0)
+    assert expected_net("tie", 500, 4, 4) == (4000, 0)
+    assert expected_net("banker", 500, 4, 4) == (0, 0)

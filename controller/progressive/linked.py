@@ -24,6 +24,7 @@ Each `LinkedLedger` belongs to one thread (one psycopg connection).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -104,6 +105,9 @@ class LinkedLedger:
         self._conn: Any = None
         self.down_reason: str | None = "not connected yet"
         self.levels_cache: dict[tuple[str, str], LinkedLevel] = {}
+        # One transaction at a time on the one connection: sync_async runs in a worker thread
+        # while the loop thread may claim an award.
+        self._mutex = threading.RLock()
         # Test seam: called after the server committed a flush and before the local ack,
         # the instant at which a crash must not lead to double counting.
         self.after_server_commit: Callable[[], None] | None = None
@@ -140,6 +144,10 @@ class LinkedLedger:
         """One PostgreSQL transaction; any connection error marks the link down."""
         import psycopg
 
+        with self._mutex:
+            return self._run_locked(work, psycopg)
+
+    def _run_locked(self, work: Callable[[Any], Any], psycopg: Any) -> Any:
         conn = self._connection()
         try:
             with conn.transaction():

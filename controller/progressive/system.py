@@ -19,6 +19,7 @@ At start-up the daemon calls `recover()` and `verify()`; the CLI reads
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -56,8 +57,11 @@ class ProgressiveSystem:
                  linked: LinkedLedger | None = None, publisher: MeterPublisher | None = None,
                  win_light: WinLight | None = None,
                  randbelow: Callable[[int], int] = secrets.randbelow,
-                 token_bytes: Callable[[int], bytes] = secrets.token_bytes) -> None:
+                 token_bytes: Callable[[int], bytes] = secrets.token_bytes,
+                 sync_on_open: bool = True) -> None:
         self.config = config
+        # False when the daemon runs sync_async() in a task instead (no network I/O on the loop).
+        self.sync_on_open = sync_on_open
         self.store = store
         self.ledger = MeterLedger(store)
         self.linked = linked
@@ -86,8 +90,19 @@ class ProgressiveSystem:
             self.sync()
 
     @classmethod
+    def from_table_config(cls, table_config: Any, store: Store, *,
+                          win_light: WinLight | None = None,
+                          sync_on_open: bool = True) -> ProgressiveSystem:
+        """From the daemon's `controller.config.TableConfig` (its raw TOML and source)."""
+        from controller.progressive.config import parse_progressive_config
+
+        config = parse_progressive_config(table_config.raw, table_config.source)
+        return cls.from_config(config, store, win_light=win_light, sync_on_open=sync_on_open)
+
+    @classmethod
     def from_config(cls, config: ProgressiveConfig, store: Store, *,
-                    win_light: WinLight | None = None) -> ProgressiveSystem:
+                    win_light: WinLight | None = None,
+                    sync_on_open: bool = True) -> ProgressiveSystem:
         """Build the adapters the configuration names ([linked], [mqtt])."""
         linked = None
         if config.linked is not None and any(s.linked for s in config.progressives):
@@ -99,7 +114,8 @@ class ProgressiveSystem:
 
             publisher = MqttMeterPublisher(config.mqtt.host, config.mqtt.port,
                                            client_id=config.mqtt.client_id)
-        system = cls(config, store, linked=linked, publisher=publisher, win_light=win_light)
+        system = cls(config, store, linked=linked, publisher=publisher, win_light=win_light,
+                     sync_on_open=sync_on_open)
         system.publish_all()
         return system
 
@@ -134,7 +150,7 @@ class ProgressiveSystem:
         """Every seat's LED: AWAITING, or UNAVAILABLE while the progressive cannot be offered."""
         if not self.config.progressives:
             return {seat: LedState.OFF for seat in range(1, self.config.seats + 1)}
-        if self._linked_specs():
+        if self._linked_specs() and self.sync_on_open:
             self.sync()  # catch up first: a link that came back makes the wager available again
         spec = self.config.progressives[0]
         return betting_leds(self.config.seats, self._unavailable(spec))
@@ -260,8 +276,9 @@ class ProgressiveSystem:
         """Decide the meter hits of the round and return all its awards in payment order.
 
         Idempotent: a hit already recorded for (progressive, level, round, seat)
-        is not paid again. `settlements` are the table's for the log only; the
-        hits are decided here from the pure rule's paytable lines.
+        is not paid again. The hits are decided here from the pure rule's
+        paytable lines; `settlements` (the table's) are accepted for symmetry
+        with the other hooks and not used.
         """
         new: list[Award] = []
         if self._linked_specs() and not self._in_outer_transaction():
@@ -411,6 +428,37 @@ class ProgressiveSystem:
                 claim = self.linked.claim([], self.ledger.ack, award.progressive, award.level,
                                           award.round_id, award.seat, Fraction(1),
                                           spec.level(award.level).reseed_from)
+                self.ledger.set_claimed(award.award_id, claim.amount_cents)
+        except LinkDown:
+            return
+        self._publish_linked()
+
+    async def sync_async(self) -> None:
+        """`sync()` with the network I/O in a worker thread; the store is touched only from the
+        calling (event loop) thread. For a periodic task of the daemon."""
+        linked = self.linked
+        if linked is None or not self._linked_specs():
+            return
+        try:
+            if linked.down_reason is not None and not linked.levels_cache:
+                levels = [(s.name, lvl.level, lvl.reset_cents)
+                          for s in self._linked_specs() for lvl in s.levels]
+                await asyncio.to_thread(linked.ensure_levels, levels)
+            while True:
+                batch = self.ledger.unacked()
+                acked: list[int] = []
+                await asyncio.to_thread(linked.flush, batch, acked.extend)
+                self.ledger.ack(acked)
+                if not batch:
+                    break
+            for award in self.ledger.awards(states=(PENDING,)):
+                if award.claimed or award.linked_claim is None:
+                    continue
+                spec = self.config.get(award.progressive)
+                claim = await asyncio.to_thread(
+                    linked.claim, [], lambda seqs: None, award.progressive, award.level,
+                    award.round_id, award.seat, Fraction(1),
+                    spec.level(award.level).reseed_from)
                 self.ledger.set_claimed(award.award_id, claim.amount_cents)
         except LinkDown:
             return

@@ -122,6 +122,10 @@ class WagerPar:
         return sum((line.probability for line in self.lines), Fraction(0))
 
 
+class ParUnavailable(Exception):
+    """Raised by a rule's `par` when no exact analysis can be given; the sheet says why."""
+
+
 @runtime_checkable
 class ParRule(Protocol):
     """A wager rule that can state its exact par sheet."""
@@ -383,7 +387,7 @@ class ParSheet:
     source: str
     game: GameConfig
     wagers: tuple[WagerPar, ...]
-    missing: tuple[str, ...] = ()  # offered wagers whose rule has no `par`
+    missing: tuple[str, ...] = ()  # "key: reason" for offered wagers without an exact analysis
 
 
 def compute_par_sheet(game_obj: Any) -> ParSheet:
@@ -395,10 +399,13 @@ def compute_par_sheet(game_obj: Any) -> ParSheet:
     pars: list[WagerPar] = []
     missing: list[str] = []
     for key, rule in game_obj.wager_rules.items():
-        if isinstance(rule, ParRule):
+        if not isinstance(rule, ParRule):
+            missing.append(f"{key}: its rule provides no exact analysis")
+            continue
+        try:
             pars.append(rule.par(ctx))
-        else:
-            missing.append(key)
+        except ParUnavailable as exc:
+            missing.append(f"{key}: {exc}")
     return ParSheet(source=game_obj.source, game=config, wagers=tuple(pars), missing=tuple(missing))
 
 
@@ -434,8 +441,8 @@ def render_text(sheet: ParSheet) -> str:
             out.append(f"  note: {note}")
         out.append(f"  hit frequency {_pct(wp.hit_frequency)}   house edge {_pct(wp.house_edge)}")
         out.append("")
-    for key in sheet.missing:
-        out.append(f"{key}: no exact analysis provided by its rule")
+    for reason in sheet.missing:
+        out.append(f"not analysed: {reason}")
     return "\n".join(out)
 
 

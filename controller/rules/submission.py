@@ -21,13 +21,14 @@ from controller.rules.money import Rounding, parse_odds
 # Top-level sections that belong to other engineers' packages; the rules parser skips them.
 OTHER_OWNED_SECTIONS: tuple[str, ...] = (
     "shoe", "shuffler", "gpio", "store", "control", "display", "progressive", "simulation",
+    "linked", "mqtt", "supervisors",
 )
 
 FAMILIES = ("baccarat", "minibaccarat", "21-baccarat")
 VARIANTS = ("standard", "ez", "commission-free")
 VIG_COLLECTION = ("at-payout", "marked")  # 631a.13(d)(1) and (2)
 DISCLOSED_THIRD = ("discard", "simulated-round")  # 631a.15(c)(1) and (2)
-DRAW_RULES = ("to-17", "one-card")  # 681a.7(g) ruling, docs/rulings.md
+DRAW_RULES = ("one-card", "to-17")  # 681a.7(g) ruling, docs/rulings.md
 BONUS_CARDS = ("first-three",)  # 681a.3(e) ruling
 
 # 631a.2(a): 10 to 14 numbered positions; 681a.2(a): no more than eight players.
@@ -91,7 +92,7 @@ class GameConfig:
     tie_odds: Fraction = Fraction(8)
     disclosed_player_third: str = "discard"  # 631a.15(c)(1) "discard" | (2) "simulated-round"
     cut: CutConfig = field(default_factory=CutConfig)
-    draw_rule: str = "to-17"  # 681a.7(g)
+    draw_rule: str = "one-card"  # 681a.7(g): one additional card (ruling); "to-17" optional
     bonus_cards: str = "first-three"  # 681a.3(e)
 
     @property
@@ -266,8 +267,8 @@ def _parse_game(c: _Collector, data: Mapping[str, Any]) -> GameConfig | None:
     if draw_t and not is21:
         c.add("game.drawing", draw_t, "only for game.family = '21-baccarat' (631a.11 fixes drawing)")
     c.unknown("game.drawing", draw_t, ("rule", "bonus_cards"))
-    draw_rule = _get_choice(c, draw_t, "rule", "game.drawing.rule", "to-17", DRAW_RULES,
-                            " (681a.7(g), docs/rulings.md)") or "to-17"
+    draw_rule = _get_choice(c, draw_t, "rule", "game.drawing.rule", "one-card", DRAW_RULES,
+                            " (681a.7(g), docs/rulings.md)") or "one-card"
     bonus_cards = _get_choice(c, draw_t, "bonus_cards", "game.drawing.bonus_cards",
                               "first-three", BONUS_CARDS, " (681a.3(e))") or "first-three"
     # An invalid deck count or variant is already reported; carry on with a stand-in so the

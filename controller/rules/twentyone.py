@@ -4,10 +4,12 @@
 through `next_card()` / `place(card)` / `complete` / `result()`.
 Rulings on what 681a leaves open are in docs/rulings.md:
 
-* 681a.7(g) says "one additional card", while 681a.2(b)(7)(i) makes hands
-  "draw to 16 and stand on all 17s". Default `draw_rule = "to-17"`: a hand
-  draws one card at a time until it totals 17 or more, the Player's Hand
-  first; `"one-card"` (at most one card each) is configurable.
+* 681a.7(g) says "one additional card"; 681a.2(b)(7)(i) says hands "draw to
+  16 and stand on all 17s". Default `draw_rule = "one-card"`: a hand under 17
+  takes exactly one more card (the Player's first) and then stands, which
+  reads both texts literally, matches 681a.3(e)'s three-card Bonus hands, and
+  is the only reading under which the 10 to 1 Tie keeps a house edge
+  (docs/rulings.md). `"to-17"` (draw until 17 or more) is configurable.
 * 681a.3(e) Bonus hands are judged on a hand's first three cards (the Bonus-
   only card of 681a.7(f)(2) included); a pair on the first two cards only.
 * A three-card straight treats the ace as low (A-2-3) or high (Q-K-A); no wrap.
@@ -85,7 +87,7 @@ class TwentyOneResult:
 class TwentyOneCoup:
     """One 21 Baccarat round; cards placed in the order of 681a.7(e)-(g)."""
 
-    draw_rule: str = "to-17"
+    draw_rule: str = "one-card"
     bonus_wagered: bool = False
     player: list[Card] = field(default_factory=list)
     banker: list[Card] = field(default_factory=list)
@@ -307,7 +309,9 @@ class TwentyOneBonusWager:
         return settlement_of(self.key, seat, amount_cents, r, self.rounding)
 
     def par(self, ctx: ParContext) -> WagerPar:
-        t = ctx_21(ctx)
+        from controller.rules.par21 import TwentyOneEnumeration
+
+        t = TwentyOneEnumeration(ctx.game.decks, ctx.game.draw_rule)
         dist = t.bonus_three_cards
         weights: dict[Resolution, int] = {}
         for ranks, w in dist.items():
@@ -325,7 +329,13 @@ class TwentyOneParContext(ParContext):
 
     @property
     def twentyone(self):  # type: ignore[no-untyped-def]
+        from controller.rules.par import ParUnavailable
         from controller.rules.par21 import TwentyOneEnumeration
+
+        if self.game.draw_rule != "one-card":
+            raise ParUnavailable(
+                "exact enumeration with draw rule 'to-17' takes minutes (hands of any length "
+                "with card removal); run controller.rules.par21 offline")
 
         cached = self.__dict__.get("_t21")
         if cached is None:

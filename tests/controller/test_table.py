@@ -313,3 +313,14 @@ def test_a_card_after_the_shoe_is_finished_is_discarded(store):
     dealer.draw("5♥")
     assert store.events()[-2].kind == "card_discarded"
     assert table.state is TableState.END_OF_SHOE
+
+
+def test_betting_open_arms_the_seat_panel_every_round(store):
+    table = make_table(store)
+    opened: list[frozenset[int]] = []
+    table._open_seats = opened.append
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦", "4♥", "4♠")
+    assert opened == [frozenset(), frozenset()]

@@ -1,0 +1,163 @@
+"""Exact enumeration for 21 Baccarat (681a) par sheets.
+
+Main wagers: every ordered card sequence of a round, over ten value classes
+(ace, 2..9, ten-value) with card removal, memoised on (cards remaining, hand
+state). A sequence of d cards has integer weight c1 (c2') ... (the falling
+counts of the classes it uses); its probability is weight / N(N-1)...(N-d+1),
+so results are kept per depth d and summed exactly at the end.
+
+Bonus wagers: by exchangeability, a hand's first three cards (its first two,
+and the next card it is dealt when its two-card total is under 17, whether
+by 681a.7(g) or as the Bonus-only card of 681a.7(f)(2)) are distributed as
+three cards drawn at random from the full shoe, whatever the other hand does;
+so a rank-level enumeration of three cards is exact.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cached_property, lru_cache
+
+from controller.rules.par import falling
+
+# Value classes: index 0 = ace, 1..8 = 2..9, 9 = ten-value (10, J, Q, K).
+_VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+STAND = 17
+
+
+def _add(hard: int, ace: bool, cls: int) -> tuple[int, bool]:
+    return hard + _VALUES[cls], ace or cls == 0
+
+
+def _total(hard: int, ace: bool) -> int:
+    return hard + 10 if ace and hard + 10 <= 21 else hard
+
+
+class TwentyOneEnumeration:
+    """Exact 681a round distributions for a full shoe of `decks` decks."""
+
+    def __init__(self, decks: int, draw_rule: str = "to-17") -> None:
+        self.decks = decks
+        self.draw_rule = draw_rule
+        self.n = 52 * decks
+        self.counts = tuple([4 * decks] * 9 + [16 * decks])
+
+    # ---- main wagers ----------------------------------------------------------------------
+
+    @cached_property
+    def totals(self) -> dict[tuple[int, int], int]:
+        """(Player total, Banker total) -> weight over `denominator`."""
+        one_card = self.draw_rule == "one-card"
+        n = self.n
+
+        @lru_cache(maxsize=None)
+        def banker(rem: tuple[int, ...], hard: int, ace: bool, drawn: int) -> tuple[tuple[int, int, int], ...]:
+            # -> ((banker total, extra cards used, sequence count), ...)
+            t = _total(hard, ace)
+            if t >= STAND or (one_card and drawn >= 1):
+                return ((t, 0, 1),)
+            acc: dict[tuple[int, int], int] = {}
+            lst = list(rem)
+            for cls in range(10):
+                c = lst[cls]
+                if not c:
+                    continue
+                lst[cls] = c - 1
+                h2, a2 = _add(hard, ace, cls)
+                for bt, used, w in banker(tuple(lst), h2, a2, drawn + 1):
+                    key = (bt, used + 1)
+                    acc[key] = acc.get(key, 0) + c * w
+                lst[cls] = c
+            return tuple((bt, used, w) for (bt, used), w in acc.items())
+
+        @lru_cache(maxsize=None)
+        def player(rem: tuple[int, ...], hard: int, ace: bool, drawn: int,
+                   b_hard: int, b_ace: bool) -> tuple[tuple[int, int, int, int], ...]:
+            # -> ((player total, banker total, extra cards used, sequence count), ...)
+            t = _total(hard, ace)
+            if t >= STAND or (one_card and drawn >= 1):
+                return tuple((t, bt, used, w) for bt, used, w in banker(rem, b_hard, b_ace, 0))
+            acc: dict[tuple[int, int, int], int] = {}
+            lst = list(rem)
+            for cls in range(10):
+                c = lst[cls]
+                if not c:
+                    continue
+                lst[cls] = c - 1
+                h2, a2 = _add(hard, ace, cls)
+                for pt, bt, used, w in player(tuple(lst), h2, a2, drawn + 1, b_hard, b_ace):
+                    key = (pt, bt, used + 1)
+                    acc[key] = acc.get(key, 0) + c * w
+                lst[cls] = c
+            return tuple((pt, bt, used, w) for (pt, bt, used), w in acc.items())
+
+        by_depth: dict[tuple[int, int, int], int] = {}
+        counts = list(self.counts)
+        for p1 in range(10):
+            for p2 in range(p1, 10):
+                for b1 in range(10):
+                    for b2 in range(b1, 10):
+                        used: dict[int, int] = {}
+                        for cls in (p1, p2, b1, b2):
+                            used[cls] = used.get(cls, 0) + 1
+                        w4 = (1 if p1 == p2 else 2) * (1 if b1 == b2 else 2)
+                        for cls, k in used.items():
+                            w4 *= falling(counts[cls], k)
+                        if not w4:
+                            continue
+                        ph, pa = _add(*_add(0, False, p1), p2)
+                        bh, ba = _add(*_add(0, False, b1), b2)
+                        p_nat = pa and ph == 11  # 681a.1: ace with a ten-value card, or two aces
+                        b_nat = ba and bh == 11
+                        p_nat = p_nat or (p1 == 0 and p2 == 0)
+                        b_nat = b_nat or (b1 == 0 and b2 == 0)
+                        if p_nat or b_nat:  # 681a.7(f): no card counts for the main wagers
+                            key = (21 if p_nat else _total(ph, pa), 21 if b_nat else _total(bh, ba), 4)
+                            by_depth[key] = by_depth.get(key, 0) + w4
+                            continue
+                        rem = tuple(c - used.get(i, 0) for i, c in enumerate(counts))
+                        for pt, bt, extra, w in player(rem, ph, pa, 0, bh, ba):
+                            key = (pt, bt, 4 + extra)
+                            by_depth[key] = by_depth.get(key, 0) + w4 * w
+        depths = {d for _, _, d in by_depth}
+        self._max_depth = max(depths)
+        out: dict[tuple[int, int], int] = {}
+        scale_to = self._max_depth
+        for (pt, bt, d), w in by_depth.items():
+            # bring every depth to the deepest denominator N(N-1)...(N-D+1)
+            scaled = w * falling(n - d, scale_to - d)
+            out[(pt, bt)] = out.get((pt, bt), 0) + scaled
+        return out
+
+    @property
+    def denominator(self) -> int:
+        _ = self.totals
+        return falling(self.n, self._max_depth)
+
+    def probability(self, weight: int) -> Fraction:
+        return Fraction(weight, self.denominator)
+
+    # ---- Bonus wagers ---------------------------------------------------------------------
+
+    @cached_property
+    def bonus_three_cards(self) -> dict[tuple[int, ...], int]:
+        """Ranks of a hand's Bonus cards: three ranks, or two when its first two total 17+."""
+        per_rank = 4 * self.decks
+        out: dict[tuple[int, ...], int] = {}
+        for r1 in range(1, 14):
+            for r2 in range(1, 14):
+                w2 = per_rank * (per_rank - (r1 == r2))
+                v1, v2 = min(r1, 10), min(r2, 10)
+                two = _total(v1 + v2, r1 == 1 or r2 == 1)
+                if two >= STAND:
+                    key = (r1, r2)
+                    out[key] = out.get(key, 0) + w2 * (self.n - 2)
+                    continue
+                for r3 in range(1, 14):
+                    w3 = per_rank - (r1 == r3) - (r2 == r3)
+                    out[(r1, r2, r3)] = w2 * w3
+        return out
+
+    @property
+    def bonus_denominator(self) -> int:
+        return falling(self.n, 3)
