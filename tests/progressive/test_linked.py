@@ -259,3 +259,18 @@ def test_605a_8_a_rolled_back_lock_never_reaches_the_server(tmp_path: Path, sche
     assert _level(system)["amount_cents"] == H9_SEED + 50
     assert system.verify() == []
     _close(system)
+
+
+async def test_605a_8_sync_async_keeps_network_io_off_the_loop(tmp_path: Path,
+                                                               schema: str) -> None:
+    cfg = config({**HEAVENLY_9, "linked": True}, name="h9", table_id="T-ASYNC", extra={
+        "linked": {"dsn": PG_DSN, "schema": schema, "group": "floor-1"}})
+    system = ProgressiveSystem.from_config(cfg, Store(tmp_path / "a.sqlite"), sync_on_open=False)
+    with system.store.transaction():  # the table's transaction: nothing is sent from inside it
+        system.on_lock(LockedOut("button", 0.0, frozenset({1, 2})), base([1, 2]), 1)
+    assert len(system.ledger.unacked()) == 1
+    await system.sync_async()
+    assert system.ledger.unacked() == []
+    meter = next(m for m in system.meters() if m["level"] == "progressive")
+    assert meter["amount_cents"] == H9_SEED + 100 and not meter["stale"]
+    _close(system)

@@ -130,3 +130,13 @@ def test_a_replayed_lock_books_nothing_twice(store: Store) -> None:
     again = system.on_lock(LockedOut("button", 7.0, frozenset({1, 2})), base([1, 2]), 7)
     assert again.accepted_seats == {1, 2}
     assert _meter(system)["amount_cents"] == 1_000_100
+
+
+def test_627b_3_h_royal_9_mystery_configuration_two(store: Store) -> None:
+    # 627b.3(h) configuration 2: reseed $100, must hit by $500, 5%.
+    system = ProgressiveSystem(config({**ROYAL_9, "mystery": 2}), store, randbelow=lambda n: n - 1)
+    _lock(system, [1, 2], 1)
+    mystery = _meter(system, "mystery")
+    assert mystery["trigger_range_cents"] == [10_000, 50_000]
+    assert mystery["amount_cents"] == 10_000 + 50  # 5% of two $5 wagers
+    assert system.verify() == []
