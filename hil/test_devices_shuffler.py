@@ -201,3 +201,35 @@ async def test_health_names_the_device(
     if shuffler_bench.sim is not None:
         assert health.serial_number == "SIM-SHUF-0001"
     assert (await shuffler.self_test()).passed
+
+
+async def test_fault_injection_from_another_process(
+        recorder: Recorder, short_dir: str, monkeypatch: pytest.MonkeyPatch, sim_only: None) -> None:
+    """The daemon owns the simulated shuffler (it is its pyusb backend); the HIL harness in
+    another process injects a jam through TABLE_SIM_SHUFFLER_SOCKET."""
+    import asyncio
+    import sys
+
+    from hil import usb_shuffler
+
+    usb_shuffler.reset_backend()
+    control = f"{short_dir}/shuffler.sock"
+    monkeypatch.setenv(usb_shuffler.CONTROL_SOCKET_ENV, control)
+    driver = UsbShuffler("shuffler", usb_shuffler.SIM_VENDOR_ID, usb_shuffler.SIM_PRODUCT_ID,
+                         backend="hil.usb_shuffler:get_backend", reconnect=FAST_RECONNECT)
+    await driver.start(recorder)
+    try:
+        await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP)
+        code = ("from hil.usb_shuffler import ShufflerControlClient\n"
+                f"c = ShufflerControlClient({control!r})\n"
+                "c.request('JAM 20')\nprint(c.request('STATUS'))\n")
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code,
+                                                    stdout=asyncio.subprocess.PIPE)
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+        assert out.decode().strip() == "held=BLUE plugged=1 host=1 shuffling=0"
+        await driver.shuffle(BackColour.BLUE, 8 * ONE_DECK)
+        fault = await recorder.wait_for(DeviceFault, lambda e: e.code == "shuffler_jam")
+        assert fault.detail == "jammed at card 20"
+    finally:
+        await driver.stop()
+        usb_shuffler.reset_backend()

@@ -27,7 +27,11 @@ from __future__ import annotations
 
 import array
 import collections
+import contextlib
 import errno
+import os
+import socket
+import socketserver
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -57,6 +61,8 @@ PROGRESS_EVERY = 52
 """A ShuffleProgress per deck counted."""
 DEVICE_TICK_S = 0.005
 """The device thread's longest sleep when nothing is due: link timers are >= 50 ms."""
+CONTROL_LINE_MAX = 256
+"""Longest control request line; the longest legal one is ~30 bytes."""
 IN_BUFFER_LIMIT = 64 * 1024
 """Bytes queued for the host before the device drops output (a host that stopped reading)."""
 
@@ -598,6 +604,11 @@ def util_direction_out(bm_request_type: int) -> bool:
 
 
 _BACKEND: SimulatedUsbBackend | None = None
+_CONTROL: ShufflerControlServer | None = None
+
+CONTROL_SOCKET_ENV = "TABLE_SIM_SHUFFLER_SOCKET"
+"""If set when ``get_backend()`` first runs, the simulated shuffler also listens for fault
+injection on this Unix socket (the daemon owns the simulator; the HIL harness is elsewhere)."""
 
 
 def get_backend() -> SimulatedUsbBackend:
@@ -605,13 +616,17 @@ def get_backend() -> SimulatedUsbBackend:
 
     If nothing has been plugged into it yet, one default shuffler
     (0x1209:0x0001, RED and BLUE batches, BLUE inside) is, so a daemon started
-    on this backend alone finds a shuffler.
+    on this backend alone finds a shuffler. With ``TABLE_SIM_SHUFFLER_SOCKET``
+    set, a ``ShufflerControlClient`` in another process can inject its faults.
     """
-    global _BACKEND
+    global _BACKEND, _CONTROL
     if _BACKEND is None:
         _BACKEND = SimulatedUsbBackend()
     if not _BACKEND.devices:
         _BACKEND.add(SimulatedShuffler())
+    path = os.environ.get(CONTROL_SOCKET_ENV, "")
+    if path and _CONTROL is None:
+        _CONTROL = ShufflerControlServer(_BACKEND.devices[0], path)
     return _BACKEND
 
 
@@ -625,8 +640,119 @@ def add_shuffler(**kwargs: Any) -> SimulatedShuffler:
 
 def reset_backend() -> None:
     """Unplug and stop every simulated device of the process-wide bus (test teardown)."""
-    global _BACKEND
+    global _BACKEND, _CONTROL
+    if _CONTROL is not None:
+        _CONTROL.close()
+        _CONTROL = None
     if _BACKEND is not None:
         for device in list(_BACKEND.devices):
             _BACKEND.remove(device)
     _BACKEND = None
+
+
+# --- remote fault injection ------------------------------------------------------------------
+
+
+def _colour(token: str) -> BackColour:
+    return BackColour[token.upper()]
+
+
+class _ControlHandler(socketserver.StreamRequestHandler):
+    server: _ControlServer
+
+    def handle(self) -> None:
+        while line := self.rfile.readline(CONTROL_LINE_MAX + 1):
+            reply = self.server.control.command(line.decode("ascii", "replace").strip())
+            self.wfile.write(reply.encode("ascii") + b"\n")
+
+
+class _ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, control: ShufflerControlServer) -> None:
+        self.control = control
+        super().__init__(path, _ControlHandler)
+
+
+class ShufflerControlServer:
+    """Line protocol to a ``SimulatedShuffler`` from another process (``ShufflerControlClient``).
+
+    ``PING``, ``STATUS``, ``JAM <after>``, ``INCOMPLETE <after>``, ``STALL <after>``,
+    ``CLEAR_JAM``, ``REMOVE_CARD <colour> [n]``, ``ADD_DUPLICATE <colour> [n]``,
+    ``ADD_FOREIGN <colour> <foreign colour> [n]``, ``RESTORE <colour>``, ``INSERT <colour>``,
+    ``REMOVE_BATCH``, ``DOOR <0|1>``, ``UNPLUG``, ``REPLUG``; replies ``OK [...]`` or ``ERR <reason>``.
+    """
+
+    def __init__(self, device: SimulatedShuffler, path: str) -> None:
+        self.device = device
+        self.path = path
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        self._server = _ControlServer(path, self)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        name="sim-shuffler-control", daemon=True)
+        self._thread.start()
+
+    def command(self, line: str) -> str:
+        words = line.split()
+        if not words:
+            return "ERR empty request"
+        verb, args = words[0].upper(), words[1:]
+        d = self.device
+        try:
+            n = [int(a) for a in args if a.isdigit()]
+            colours = [_colour(a) for a in args if not a.isdigit()]
+            if verb == "PING":
+                return "OK"
+            if verb == "STATUS":
+                held = "NONE" if d.held is None else BackColour(d.held).name
+                return (f"OK held={held} plugged={int(d.plugged)} host={int(d.host_connected)} "
+                        f"shuffling={int(d.shuffling)}")
+            actions = {
+                "JAM": lambda: d.jam_next(n[0]),
+                "INCOMPLETE": lambda: d.incomplete_next(n[0]),
+                "STALL": lambda: d.stall_next(n[0]),
+                "CLEAR_JAM": d.clear_jam,
+                "REMOVE_CARD": lambda: d.remove_card(colours[0], n[0] if n else 1),
+                "ADD_DUPLICATE": lambda: d.add_duplicate(colours[0], n[0] if n else 1),
+                "ADD_FOREIGN": lambda: d.add_foreign_card(colours[0], colours[1], n[0] if n else 1),
+                "RESTORE": lambda: d.restore_batch(colours[0]),
+                "INSERT": lambda: d.insert_batch(colours[0]),
+                "REMOVE_BATCH": d.remove_batch,
+                "DOOR": lambda: d.set_door(bool(n[0])),
+                "UNPLUG": d.unplug,
+                "REPLUG": d.replug,
+            }
+            if verb not in actions:
+                return f"ERR unknown request {verb!r}"
+            actions[verb]()
+            return "OK"
+        except (IndexError, KeyError, ValueError) as exc:
+            return f"ERR {verb}: bad arguments {args} ({type(exc).__name__}: {exc})"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+class ShufflerControlClient:
+    """Talks to ``ShufflerControlServer``: ``client.request("JAM 20")`` -> reply text after OK."""
+
+    def __init__(self, socket_path: str, *, timeout: float = 5.0) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        self._sock.connect(socket_path)
+        self._reader = self._sock.makefile("rb")
+
+    def request(self, line: str) -> str:
+        self._sock.sendall(line.encode("ascii") + b"\n")
+        reply = self._reader.readline().decode("ascii").strip()
+        if not reply.startswith("OK"):
+            raise RuntimeError(f"simulated shuffler: {line!r} -> {reply or 'closed'}")
+        return reply[2:].strip()
+
+    def close(self) -> None:
+        self._reader.close()
+        self._sock.close()
