@@ -50,16 +50,17 @@ class Recorder:
     async def wait_for(self, kind: type[E], predicate: Callable[[E], bool] = lambda e: True,
                        *, timeout: float = 5.0, start: int = 0) -> E:
         """The first event of ``kind`` (from index ``start``) matching ``predicate``; awaits it."""
-        assert self._changed is not None, "Recorder made outside the event loop"
+        changed = self._changed
+        assert changed is not None, "Recorder made outside the event loop"
 
         async def scan() -> E:
             while True:
-                self._changed.clear()
+                changed.clear()
                 with self._lock:
                     for event in self.events[start:]:
                         if isinstance(event, kind) and predicate(event):
                             return event
-                await self._changed.wait()
+                await changed.wait()
 
         try:
             return await asyncio.wait_for(scan(), timeout)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -26,6 +26,10 @@ from hil.shoe_sim import SimulatedShoe
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(60)]
 
 
+def index_is(index: int) -> Callable[[CardDrawn], bool]:
+    return lambda event: event.index == index
+
+
 @pytest.fixture
 async def shoe(shoe_bench: ShoeBench, recorder: Recorder) -> AsyncIterator[SerialShoe]:
     driver = SerialShoe("shoe", shoe_bench.url, reconnect=FAST_RECONNECT)
@@ -41,7 +45,7 @@ async def test_every_card_arrives_with_rank_suit_back_and_index(
         shoe: SerialShoe, shoe_bench: ShoeBench, recorder: Recorder) -> None:
     assert isinstance(shoe, Shoe)
     dealt = [await shoe_bench.draw() for _ in range(6)]
-    cards = [await recorder.wait_for(CardDrawn, lambda e, i=i: e.index == i) for i in range(6)]
+    cards = [await recorder.wait_for(CardDrawn, index_is(i)) for i in range(6)]
     assert [c.index for c in cards] == [0, 1, 2, 3, 4, 5]
     if shoe_bench.sim is not None:
         assert [c.card for c in cards] == dealt
@@ -96,7 +100,7 @@ async def test_garbage_on_the_line_is_counted_and_dropped(
     for _ in range(3):
         cards.append(await sim.draw())
         sim.garbage(b"\x00\x13\x37garbage\x00")
-    events = [await recorder.wait_for(CardDrawn, lambda e, i=i: e.index == i) for i in range(3)]
+    events = [await recorder.wait_for(CardDrawn, index_is(i)) for i in range(3)]
     assert [e.card for e in events] == cards
     counters = shoe.health().counters
     assert counters["link_crc_errors"] + counters["link_framing_errors"] > 0
