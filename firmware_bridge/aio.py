@@ -71,6 +71,12 @@ USB_READ_TIMEOUT_MS = 50
 """Bulk IN poll timeout: bounds how long close() waits for the reader thread, and is far
 below the link's minimum RTO, so polling adds no meaningful latency."""
 
+USB_MAX_QUEUED_WRITES = 32
+"""Bulk OUT writes waiting for the writer thread; beyond it new bytes are dropped (a device
+that stopped reading would otherwise grow the queue forever; the link layer resends)."""
+
+SERIAL_WRITE_BUFFER_LIMIT = 16 * 1024  # as FD_WRITE_BUFFER_LIMIT, for a stalled serial port
+
 USB_WRITE_TIMEOUT_MS = 1000
 """Bulk OUT timeout: a device that NAKs OUT for a second is not reading; the write is
 dropped and the link layer's retransmission (or failure) takes over."""
@@ -398,8 +404,14 @@ class _SerialProtocol(asyncio.Protocol):
 class _SerialTransport:
     def __init__(self, transport: asyncio.BaseTransport) -> None:
         self._transport: Any = transport
+        self.dropped = 0
 
     def write(self, data: bytes) -> None:
+        if self._transport.is_closing():
+            return
+        if self._transport.get_write_buffer_size() + len(data) > SERIAL_WRITE_BUFFER_LIMIT:
+            self.dropped += len(data)  # the port is stalled; the link layer resends
+            return
         self._transport.write(data)
 
     async def close(self) -> None:
@@ -527,6 +539,9 @@ class _UsbTransport:
             target=self._read_loop, name="usb-bulk-in", daemon=True
         )
         self.write_timeouts = 0
+        self.dropped = 0
+        self._queued_writes = 0
+        self._queue_lock = threading.Lock()
         self._reader.start()
 
     def _to_loop(self, callback: Callable[..., None], *args: Any) -> None:
@@ -554,6 +569,11 @@ class _UsbTransport:
     def write(self, data: bytes) -> None:
         if self._stop.is_set():
             return
+        with self._queue_lock:
+            if self._queued_writes >= USB_MAX_QUEUED_WRITES:
+                self.dropped += len(data)
+                return
+            self._queued_writes += 1
         future = self._writer.submit(self._write_blocking, data)
         future.add_done_callback(self._write_done)
 
@@ -568,6 +588,8 @@ class _UsbTransport:
             self.write_timeouts += 1  # dropped: retransmission recovers or the link fails
 
     def _write_done(self, future: ThreadFuture[None]) -> None:
+        with self._queue_lock:
+            self._queued_writes -= 1
         exc = future.exception() if not future.cancelled() else None
         if exc is not None and not self._stop.is_set():
             self._to_loop(self._link._on_transport_lost, exc)

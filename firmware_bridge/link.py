@@ -336,14 +336,21 @@ class LinkEndpoint:
         timing: LinkTiming | None = None,
         accept_peer: Callable[[Hello], str | None] | None = None,
         session_ids: Callable[[], int] | None = None,
+        restart_after_failure: bool | None = None,
     ) -> None:
         """``accept_peer(peer_hello)`` returns None to accept or a reason to refuse;
-        ``session_ids`` gives fresh u32 session ids (random by default; tests inject)."""
+        ``session_ids`` gives fresh u32 session ids (random by default; tests inject);
+        ``restart_after_failure`` (default: devices yes, host no) goes straight back to
+        RESETTING after a failure, as firmware does, instead of waiting in FAILED for a
+        driver to call connect()."""
         self.role = role
         self.hello = hello
         self.timing = timing or LinkTiming()
         self._accept_peer = accept_peer
         self._session_ids = session_ids or (lambda: secrets.randbits(32))
+        self._restart_after_failure = (
+            role is Role.DEVICE if restart_after_failure is None else restart_after_failure
+        )
         self.counters = LinkCounters()
         self.state = LinkState.IDLE
         self.peer: Hello | None = None
@@ -503,6 +510,8 @@ class LinkEndpoint:
         self.last_down = down
         self._emit(down)
         self._clear_session(now)
+        if self._restart_after_failure:
+            self.connect(now)  # announce ourselves again, as after a reboot
 
     def _send_reset(self, now: float) -> None:
         assert self._own_session is not None

@@ -305,3 +305,16 @@ def test_message_from_the_wrong_kind_of_node_is_rejected(sim: LinkSimulation) ->
     assert received(sim.events_a) == []
     assert "may not be sent by a shoe" in str(
         [e for e in sim.events_a if type(e).__name__ == "BadMessage"][0].error)
+
+
+def test_device_goes_back_to_resetting_after_failure_and_host_finds_it() -> None:
+    sim = up(make_pair())
+    sim.a_to_b.impairments.loss = 1.0  # the host stops talking (daemon stopped)
+    sim.run_until(lambda: sim.b.state is LinkState.RESETTING, timeout=SILENCE_TIMEOUT + 1)
+    assert [e for e in sim.events_b if isinstance(e, LinkDown)]
+    resets = sim.b.counters.resets_sent
+    sim.run_until(lambda: False, timeout=2)
+    assert sim.b.counters.resets_sent >= resets + 3  # announcing itself every 0.5 s
+    sim.a_to_b.impairments.loss = 0.0
+    assert sim.run_until(lambda: sim.a.state is LinkState.UP and sim.b.state is LinkState.UP,
+                         timeout=5)
