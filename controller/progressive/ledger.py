@@ -94,6 +94,7 @@ CREATE TABLE IF NOT EXISTS progressive_rounds (
     round_id     INTEGER NOT NULL,
     progressive  TEXT    NOT NULL,
     locked_at    REAL    NOT NULL,
+    void         INTEGER NOT NULL DEFAULT 0,   -- 631a.15(e): wagers returned, no hits
     PRIMARY KEY (round_id, progressive)
 );
 CREATE TABLE IF NOT EXISTS progressive_mystery (
@@ -359,6 +360,17 @@ class MeterLedger:
             cursor = db.execute("INSERT OR IGNORE INTO progressive_rounds(round_id, progressive,"
                                 " locked_at) VALUES (?,?,?)", (round_id, progressive, self._clock()))
             return cursor.rowcount == 1
+
+    def void_round(self, round_id: int, progressive: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE progressive_rounds SET void = 1 WHERE round_id = ? AND progressive = ?",
+                       (round_id, progressive))
+
+    def is_void(self, round_id: int, progressive: str) -> bool:
+        with self.store.transaction() as db:
+            row = db.execute("SELECT void FROM progressive_rounds WHERE round_id = ? AND"
+                             " progressive = ?", (round_id, progressive)).fetchone()
+        return bool(row and row["void"])
 
     def round_wagers(self, round_id: int, progressive: str
                      ) -> list[tuple[int, int, bool, str | None]]:

@@ -285,6 +285,8 @@ class ProgressiveSystem:
             self.sync()  # the round's committed contributions reach the meter before any claim
         with self.store.transaction():
             for spec in self.config.progressives:
+                if self.ledger.is_void(round_id, spec.name):
+                    continue  # 631a.15(e): a void round decides nothing
                 accepted = self.ledger.accepted_wagers(round_id, spec.name)
                 for hit in meter_hits(spec, accepted, round_view):
                     if self.ledger.find_award(spec.name, hit.level, round_id, hit.seat):
@@ -338,6 +340,25 @@ class ProgressiveSystem:
                                             order, linked_claim=key, claimed=False)
         return self.ledger.create_award(spec.name, level, round_id, seat, claim.amount_cents,
                                         label, section, order, linked_claim=key)
+
+    def on_round_void(self, round_id: int, reason: str) -> list[tuple[int, int]]:
+        """631a.15(e): the round is void and its progressive wagers are returned.
+
+        Returns (seat, cents) to return. The contributions booked at the lock stay on
+        the meters (docs/progressive.md, ruling 11): a meter never decreases except by
+        an award or an audited adjustment, and a mystery hit at the lock stands.
+        """
+        returned: list[tuple[int, int]] = []
+        with self.store.transaction():
+            for spec in self.config.progressives:
+                wagers = sorted(self.ledger.accepted_wagers(round_id, spec.name).items())
+                returned.extend(wagers)
+                self.ledger.void_round(round_id, spec.name)
+                self.store.append_event("progressive_round_void", {
+                    "progressive": spec.name, "reason": reason,
+                    "returned": [[seat, cents] for seat, cents in wagers]},
+                    round_id=round_id, severity="warning")
+        return returned
 
     # --- awards ---------------------------------------------------------------------------------
 

@@ -147,3 +147,12 @@ def test_627b_3_personal_king_9_pays_its_level(store: Store, player: str, banker
     rate = {"mega": 2, "major": 1.5, "minor": 1.5}[level]
     assert awards[0].amount_cents == reset + int(2 * 500 * rate / 100)
     assert system.verify() == []
+
+
+def test_631a_15_e_a_void_round_returns_the_wagers_and_keeps_the_meter(store: Store) -> None:
+    system = ProgressiveSystem(config(HEAVENLY_9), store)
+    system.on_lock(LockedOut("button", 0.0, frozenset({2, 5})), base([2, 5]), 1)
+    assert system.on_round_void(1, "card found face up") == [(2, 500), (5, 500)]
+    assert system.on_round_result(1, SUITED_NINES, []) == []  # a void round has no hits
+    assert _meter(system)["amount_cents"] == 1_000_100
+    assert system.verify() == []
