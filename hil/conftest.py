@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from drivers.reconnect import ReconnectPolicy
 from drivers.seats import SeatPins
 from hil.display_sim import SimulatedDisplay
 from hil.mock_pins import PinBridgeClient
-from hil.recorder import Recorder
+from hil.recorder import Recorder, leaked_threads
 from hil.rig import NO_RIG_REASON, CardFeeder, RigConfig, rig_from_env
 from hil.shoe_sim import SimulatedShoe, build_stack
 
@@ -203,3 +204,12 @@ def shuffler_bench(backend: str, rig: RigConfig | None) -> Iterator[ShufflerBenc
         yield ShufflerBench(sim.vendor_id, sim.product_id, "hil.usb_shuffler:get_backend", sim)
     finally:
         usb_shuffler.reset_backend()
+
+
+@pytest.fixture
+def no_leaked_threads() -> Iterator[None]:
+    """Fails a test whose drivers or simulators leave threads running (pymodbus does the same)."""
+    before = set(threading.enumerate())
+    yield
+    leaked = [thread.name for thread in leaked_threads(before)]
+    assert not leaked, f"threads still running after the test: {leaked}"

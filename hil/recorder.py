@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from drivers.protocols import DeviceEvent
@@ -67,3 +67,19 @@ class Recorder:
         except TimeoutError:
             raise AssertionError(
                 f"no {kind.__name__} matching within {timeout} s; events: {self.events}") from None
+
+
+THREAD_EXIT_TIMEOUT_S = 2.0
+"""How long a stopped driver's or simulator's threads get to finish before they count as leaked."""
+_POOL_THREADS = ("asyncio_", "ThreadPoolExecutor")
+"""The event loop's default executor threads live until the loop closes, after the test."""
+
+
+def leaked_threads(before: set[threading.Thread]) -> Iterator[threading.Thread]:
+    """Threads started since ``before`` that do not finish within THREAD_EXIT_TIMEOUT_S."""
+    for thread in threading.enumerate():
+        if thread in before or thread.name.startswith(_POOL_THREADS):
+            continue
+        thread.join(THREAD_EXIT_TIMEOUT_S)
+        if thread.is_alive():
+            yield thread

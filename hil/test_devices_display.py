@@ -12,7 +12,7 @@ from drivers.protocols import DeviceFault, LinkChanged, LinkState, ProgressiveDi
 from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, DisplayBench
 from hil.recorder import Recorder
 
-pytestmark = [pytest.mark.hil, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from drivers.seats import CHATTER_EDGES, GpioSeatPanel
 from hil.conftest import EVENT_TIMEOUT_S, SeatBench
 from hil.recorder import Recorder
 
-pytestmark = [pytest.mark.hil, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
 
 
 @pytest.fixture

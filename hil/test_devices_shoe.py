@@ -23,7 +23,7 @@ from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShoeBench, new_stack
 from hil.recorder import Recorder
 from hil.shoe_sim import SimulatedShoe
 
-pytestmark = [pytest.mark.hil, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
 
 
 def index_is(index: int) -> Callable[[CardDrawn], bool]:

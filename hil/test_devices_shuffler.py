@@ -22,7 +22,7 @@ from drivers.shuffler import UsbShuffler
 from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShufflerBench
 from hil.recorder import Recorder
 
-pytestmark = [pytest.mark.hil, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
 
 ONE_DECK = 52
 

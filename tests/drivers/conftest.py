@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from drivers.seats import GpioSeatPanel, SeatPins
-from hil.recorder import Recorder
+from hil.recorder import Recorder, leaked_threads
 
 # Ten seats fit one Pi header with their LEDs (21 lines); BCM numbers as in docs/wiring.md.
 TEN_SEATS = {seat: SeatPins(sensor_pin=s, led_pin=led)
@@ -47,3 +48,12 @@ async def panel(clock: FakeClock, recorder: Recorder) -> AsyncIterator[GpioSeatP
     await p.start(recorder)
     yield p
     await p.stop()
+
+
+@pytest.fixture
+def no_leaked_threads() -> Iterator[None]:
+    """Fails a test whose drivers or simulators leave threads running (pymodbus does the same)."""
+    before = set(threading.enumerate())
+    yield
+    leaked = [thread.name for thread in leaked_threads(before)]
+    assert not leaked, f"threads still running after the test: {leaked}"

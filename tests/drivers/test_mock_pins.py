@@ -16,6 +16,8 @@ from hil.mock_pins import PinBridgeClient, PinBridgeError
 
 from .conftest import LOCKOUT_PIN, TEN_SEATS, FakeClock, Recorder
 
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")
+
 
 @pytest.fixture
 def socket_path() -> Iterator[str]:

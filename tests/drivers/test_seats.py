@@ -26,6 +26,8 @@ from .conftest import LOCKOUT_PIN, TEN_SEATS, FakeClock, Recorder
 
 ALL = frozenset(TEN_SEATS)
 
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")
+
 
 def place(panel: GpioSeatPanel, seat: int) -> None:
     panel.pin_factory.pin(TEN_SEATS[seat].sensor_pin).drive_low()

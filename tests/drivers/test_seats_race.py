@@ -25,6 +25,8 @@ from .conftest import LOCKOUT_PIN, TEN_SEATS, FakeClock
 ROUNDS = 10_000
 SEED = 20261121
 
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")
+
 
 @pytest.fixture
 def fast_thread_switching() -> Iterator[None]:
