@@ -291,7 +291,9 @@ class LinkedDevice:
         delay = rec.failed(self._clock(), reason)
         self._last_error = reason
         self._set_state(rec.state, reason)
-        if was is LinkState.UP or LINK_DOWN not in self._active_faults and rec.state is LinkState.RETRYING:
+        # One link_down fault per outage: when an up link drops, or the first failed attempt.
+        first_failure = LINK_DOWN not in self._active_faults and rec.state is LinkState.RETRYING
+        if was is LinkState.UP or first_failure:
             self._fault(LINK_DOWN, f"{self.kind} on {self.port}: {reason}",
                         f"Check the {self.kind}'s cable and power; the table resumes by itself "
                         "when the device answers again.")

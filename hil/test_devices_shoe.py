@@ -215,3 +215,17 @@ async def test_health_and_self_test_report_the_device(
         assert (health.serial_number, health.firmware_version) == ("SIM-SHOE-0001", "shoe-sim 1.0")
     assert health.counters["link_messages_in"] >= 1
     assert (await shoe.self_test()).passed
+
+
+async def test_port_is_locked_exclusively(
+        shoe: SerialShoe, shoe_bench: ShoeBench, recorder: Recorder, sim_only: None) -> None:
+    """A second program (or a second daemon) cannot open the shoe's port while the driver has it."""
+    intruder_events = Recorder()
+    intruder = SerialShoe("intruder", shoe_bench.url, reconnect=FAST_RECONNECT)
+    await intruder.start(intruder_events)
+    try:
+        await intruder_events.wait_for(LinkChanged, lambda e: e.state is LinkState.RETRYING)
+        assert "lock" in intruder.health().last_error.lower()
+        assert shoe.health().link is LinkState.UP
+    finally:
+        await intruder.stop()

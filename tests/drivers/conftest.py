@@ -57,3 +57,4 @@ def no_leaked_threads() -> Iterator[None]:
     yield
     leaked = [thread.name for thread in leaked_threads(before)]
     assert not leaked, f"threads still running after the test: {leaked}"
+
