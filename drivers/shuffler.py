@@ -119,7 +119,8 @@ class UsbShuffler(LinkedDevice):
             self._job = None
             raise
         self._counters["shuffles_started"] += 1
-        self._arm_watchdog()
+        if self._job is not None:  # a very fast shuffler may have finished already
+            self._arm_watchdog()
 
     @property
     def held_batch(self) -> BackColour | None:
