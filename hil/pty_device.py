@@ -112,6 +112,30 @@ class PtyDevice:
         """The cable is plugged back in (a fresh pty behind the same ``.port``)."""
         await self._plug()
 
+    async def stop_answering(self) -> None:
+        """Fault injection: the firmware hangs. The port stays open but nothing is read or
+        sent, so the host only notices through its keepalive silence timeout."""
+        task, self._task = self._task, None
+        self._up.clear()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        link, self._link = self._link, None
+        if link is not None:
+            with contextlib.suppress(Exception):
+                await link.close()  # over_fd without close_fd: the pty stays open
+
+    async def resume_answering(self) -> None:
+        """The firmware recovers (a watchdog reset): a fresh link on the same port."""
+        from firmware_bridge.aio import AsyncLink
+        from firmware_bridge.link import Role
+
+        if self._master is None or self._link is not None:
+            return
+        self._link = AsyncLink.over_fd(self._master, Role.DEVICE, self.hello())
+        self._task = asyncio.create_task(self._serve(self._link), name="sim-device")
+
     async def wait_host(self, timeout: float = UP_TIMEOUT_S) -> None:
         """Wait until the host has connected and the handshake is done."""
         await asyncio.wait_for(self._up.wait(), timeout)

@@ -229,3 +229,20 @@ async def test_port_is_locked_exclusively(
         assert shoe.health().link is LinkState.UP
     finally:
         await intruder.stop()
+
+
+async def test_a_shoe_that_stops_answering_is_dropped_by_the_keepalive(
+        shoe: SerialShoe, shoe_bench: ShoeBench, recorder: Recorder, sim_only: None) -> None:
+    """Firmware hang: the port stays open, only the link's silence timeout (3 s) can tell."""
+    sim = shoe_bench.simulator
+    mark = len(recorder.events)
+    await sim.stop_answering()
+    down = await recorder.wait_for(DeviceFault, lambda e: e.code == "link_down", start=mark,
+                                   timeout=EVENT_TIMEOUT_S)
+    assert "silent" in down.detail
+    await sim.resume_answering()
+    await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, start=mark,
+                            timeout=EVENT_TIMEOUT_S)
+    await sim.wait_host(EVENT_TIMEOUT_S)
+    card = await sim.draw()
+    assert (await recorder.wait_for(CardDrawn, start=mark)).card == card
