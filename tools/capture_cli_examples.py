@@ -53,10 +53,10 @@ class Capture:
         return text.replace(str(self.workdir), "/var/lib/tabled")
 
     async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
-                  during: Callable[[], Awaitable[None]] | None = None,
+                  during: Callable[[], Awaitable[None]] | None = None, when: str = "",
                   socket: str | None = None) -> int:
         """Run `tablectl argv` as a process; `during` runs alongside it (fault injection,
-        the technician's hands on the sensors)."""
+        the technician's hands on the sensors) once a line containing `when` is printed."""
         shown = " ".join(argv)
         real = [*argv]
         if not any(a == "--store" for a in argv):
@@ -67,13 +67,27 @@ class Capture:
             sys.executable, "-m", "controller.cli", *real, cwd=ROOT, env=env,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT)
-        helper = asyncio.ensure_future(during()) if during else None
-        out, _ = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None),
-                                        CLI_TIMEOUT_S)
+        assert proc.stdin is not None and proc.stdout is not None
+        if stdin:
+            proc.stdin.write(stdin.encode())
+        proc.stdin.close()
+        lines: list[str] = []
+        helper: asyncio.Future[None] | None = None
+
+        async def read() -> None:
+            nonlocal helper
+            assert proc.stdout is not None
+            async for raw in proc.stdout:
+                lines.append(raw.decode(errors="replace"))
+                if during is not None and helper is None and when in lines[-1]:
+                    helper = asyncio.ensure_future(during())
+
+        await asyncio.wait_for(read(), CLI_TIMEOUT_S)
+        await proc.wait()
         if helper is not None:
             await helper
         code = proc.returncode if proc.returncode is not None else -1
-        text = self._tidy(out.decode(errors="replace")).rstrip("\n")
+        text = self._tidy("".join(lines)).rstrip("\n")
         block = [self._tidy(f"$ tablectl {shown}")] + ([text] if text else []) + [f"[exit {code}]"]
         self.blocks.setdefault(name, []).append("\n".join(block))
         print(f"--- {name}: tablectl {shown} -> {code}", file=sys.stderr)
@@ -133,29 +147,26 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
                                  "--pin-stdin"], stdin="2468\n")
 
         async def touch_every_seat() -> None:
-            await asyncio.sleep(1.5)  # the technician reads the instructions first
             for wiring in gpio.seats:
-                h.pins.set_input(wiring.sensor_pin, True)
+                h.pins.press(wiring.sensor_pin)  # sensors are active-low
                 await asyncio.sleep(0.15)
-                h.pins.set_input(wiring.sensor_pin, False)
+                h.pins.release(wiring.sensor_pin)
                 await asyncio.sleep(0.15)
 
         await cap.run("test-sensors", ["test", "sensors", "--timeout", "20"],
-                      during=touch_every_seat)
+                      during=touch_every_seat, when="Touch each seat")
 
         async def press_button() -> None:
-            await asyncio.sleep(1.5)
             h.pins.press(gpio.lockout_pin)
             await asyncio.sleep(0.1)
             h.pins.release(gpio.lockout_pin)
 
         await cap.run("test-lockout", ["test", "lockout", "--timeout", "10"],
-                      during=press_button)
+                      during=press_button, when="Press the dealer's lock-out")
         await cap.run("test-lights", ["test", "lights"], stdin="y\n")
         await cap.run("test-shuffler", ["test", "shuffler", "--shuffle", "blue"])
 
         async def deal_two() -> None:
-            await asyncio.sleep(1.5)
             from hil.shoe_sim import build_stack
             import random
             stack, cover_at = build_stack(h.decks, random.Random(seed))
@@ -165,7 +176,7 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
             await h.shoe.draw()
 
         await cap.run("test-shoe", ["test", "shoe", "--cards", "2", "--timeout", "15"],
-                      during=deal_two)
+                      during=deal_two, when="Draw cards")
 
         # Faults, each injected into the simulator and then looked at as a technician would.
         await h.shoe.set_lid(True)

@@ -389,11 +389,12 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
         if not _json(args):
             print(_result_line(result))
         if result["passed"] and (args.cards or not _json(args)):
-            if not _json(args):
-                print(f"Draw cards from the shoe; each card it reads is shown here "
-                      f"({'stops after ' + str(args.cards) + ' cards' if args.cards else 'Ctrl-C to stop'}"
-                      f", or after {args.timeout:g} s).")
+            # Listen before asking: a card drawn the moment the prompt appears still counts.
             stream, events = await _events_after_now(d, _socket(args))
+            if not _json(args):
+                until = f"stops after {args.cards} cards" if args.cards else "Ctrl-C to stop"
+                print(f"Draw cards from the shoe; each card it reads is shown here "
+                      f"({until}, or after {args.timeout:g} s).", flush=True)
             try:
                 deadline = asyncio.get_running_loop().time() + args.timeout
                 while not args.cards or len(cards) < args.cards:
@@ -563,11 +564,12 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         touched: set[int] = set()
         released: set[int] = set()
         live = not _json(args) and colour_enabled(sys.stdout)
+        # Listen before asking: a touch the moment the prompt appears still counts.
+        stream, events = await _events_after_now(d, _socket(args))
         if not _json(args):
             print(f"Touch each seat's progressive spot with a chip, then lift it "
                   f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s).")
-            print(sensor_grid(present, touched))
-        stream, events = await _events_after_now(d, _socket(args))
+            print(sensor_grid(present, touched), flush=True)
         try:
             deadline = asyncio.get_running_loop().time() + args.timeout
             while released < set(present):
@@ -658,12 +660,13 @@ def cmd_test_lockout(args: argparse.Namespace) -> int:
         result = await _self_test(d, "seats")
         if result is None:
             return exitcodes.FAILURE
+        # Listen (and read the press counter) before asking for the press.
+        before = await _button_presses(d)
+        stream, events = await _events_after_now(d, _socket(args))
         if not _json(args):
             print(_result_line(result))
             print(f"Press the dealer's lock-out (no more bets) button now "
                   f"(waiting {args.timeout:g} s).", flush=True)
-        before = await _button_presses(d)
-        stream, events = await _events_after_now(d, _socket(args))
         seen = ""
         try:
             loop = asyncio.get_running_loop()

@@ -1,0 +1,224 @@
+"""tablectl against the real daemon on simulated hardware (hil.table_harness.TableHarness).
+
+The daemon runs as its own process on the simulated shoe (pseudo-terminal), shuffler
+(pyusb backend) and GPIO (bridged mock pins); tablectl runs as its own process too, as
+a technician runs it. Faults are injected into the simulators, never into the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.cli import exitcodes
+from controller.control import ControlClient
+
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(180)]
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "config" / "simulated-table.toml"
+WAIT_S = 30.0  # a fault or a round reaches the log within a second; generous for CI
+
+
+def _harness_or_skip(workdir: Path) -> Any:
+    """The harness, or a skip while the simulators it needs have not landed yet."""
+    try:
+        from hil import mock_pins, shoe_sim, usb_shuffler  # noqa: F401
+        from firmware_bridge import aio  # noqa: F401
+        from hil.table_harness import TableHarness
+    except ModuleNotFoundError as exc:
+        pytest.skip(f"simulated table not available yet: {exc}")
+    return TableHarness(CONFIG, workdir, seed=11)
+
+
+async def tablectl(socket: str, *argv: str, stdin: str | None = None,
+                   during: Callable[[], Awaitable[None]] | None = None,
+                   when: str = "") -> tuple[int, str]:
+    """Run tablectl as a process; `during` runs once a line containing `when` has been
+    printed (the technician acts on the prompt, not before)."""
+    real = [*argv] if "--store" in argv else [*argv, "--socket", socket]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", *real, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"}, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    assert proc.stdin is not None and proc.stdout is not None
+    if stdin:
+        proc.stdin.write(stdin.encode())
+    proc.stdin.close()
+    lines: list[str] = []
+    helper: asyncio.Future[None] | None = None
+
+    async def read() -> None:
+        nonlocal helper
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            lines.append(raw.decode())
+            if during is not None and helper is None and when in lines[-1]:
+                helper = asyncio.ensure_future(during())
+
+    await asyncio.wait_for(read(), 90)
+    await proc.wait()
+    if helper is not None:
+        await helper
+    assert proc.returncode is not None
+    return proc.returncode, "".join(lines)
+
+
+async def _events(socket: str) -> AsyncIterator[dict[str, Any]]:
+    client = await ControlClient(socket).connect()
+    head = await client.call("events", limit=1)
+    try:
+        async for event in client.subscribe(head[-1]["seq"] if head else 0):
+            yield event
+    finally:
+        await client.close()
+
+
+async def wait_for(socket: str, predicate: Callable[[dict[str, Any]], bool],
+                   action: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    """Subscribe, do `action`, and return the first new event matching `predicate`."""
+    stream = _events(socket)
+    first = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)  # let the subscription start before the action
+    await action()
+
+    async def find() -> dict[str, Any]:
+        event = await first
+        while not predicate(event):
+            event = await anext(stream)
+        return event
+    try:
+        return await asyncio.wait_for(find(), WAIT_S)
+    finally:
+        await stream.aclose()
+
+
+async def play_one_round(h: Any) -> None:
+    """Let the harness's dealer play until the first round is settled, then stop it."""
+    settled = asyncio.Event()
+    h.on_line = lambda line: settled.set() if line.startswith("Round") else None
+    play = asyncio.ensure_future(h.play(shoes=1))
+    try:
+        done, _ = await asyncio.wait({play, asyncio.ensure_future(settled.wait())},
+                                     timeout=120, return_when=asyncio.FIRST_COMPLETED)
+        if play in done:
+            play.result()  # raises what went wrong
+        assert settled.is_set(), "no round settled within 120 s"
+    finally:
+        play.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await play
+
+
+async def test_read_commands_after_a_round(tmp_path: Path) -> None:
+    async with _harness_or_skip(tmp_path) as h:
+        await play_one_round(h)
+        code, out = await tablectl(h.socket, "status")
+        assert code == exitcodes.OK, out
+        assert out.startswith("Table SIM-BAC-01: ")
+        assert "  game:             baccarat (standard)" in out
+        assert "Shoe 1:" in out
+
+        code, out = await tablectl(h.socket, "devices")
+        assert code == exitcodes.OK, out
+        shoe_row = next(line for line in out.splitlines() if line.startswith("shoe "))
+        assert shoe_row.split()[2] == "up"
+        assert "SIM-SHOE-0001" in shoe_row
+
+        code, out = await tablectl(h.socket, "rounds", "--last", "1000")
+        assert code == exitcodes.OK, out
+        assert out.startswith("Round 1 of shoe 1 (id 1)  SETTLED  20")
+        assert "  result: " in out
+        assert "  SEAT  WAGER" in out
+
+        code, out = await tablectl(h.socket, "events", "--kind", "round_settled")
+        assert code == exitcodes.OK, out
+        assert " round_settled [round 1]" in out
+
+        code, out = await tablectl(h.socket, "events", "verify")
+        assert code == exitcodes.OK, out
+        assert "event log hash chain OK: " in out
+
+        code, out = await tablectl(h.socket, "test", "lights", "--yes")
+        assert code == exitcodes.OK, out
+        assert "seats self-test: PASS" in out
+
+
+async def test_shoe_unplugged_is_a_device_fault_and_recovers(tmp_path: Path) -> None:
+    async with _harness_or_skip(tmp_path) as h:
+        await h.call("open")  # a device fault stops play only once the table is open
+        await wait_for(h.socket, lambda e: e["kind"] == "device_fault"
+                       and e["device"] == "shoe", h.shoe.unplug)
+        code, out = await tablectl(h.socket, "status")
+        assert code == exitcodes.DEVICE_FAULT, out
+        assert "Table SIM-BAC-01: DEVICE FAULT" in out
+        assert "FAULT: shoe: " in out
+        assert "  Action: " in out
+        code, out = await tablectl(h.socket, "devices")
+        assert code == exitcodes.DEVICE_FAULT, out
+        assert "NOT UP: shoe" in out
+
+        await wait_for(h.socket, lambda e: e["kind"] == "device_recovered"
+                       and e["device"] == "shoe", h.shoe.replug)
+        code, out = await tablectl(h.socket, "status")
+        assert code == exitcodes.OK, out
+        assert "FAULT" not in out
+
+
+async def test_sensors_and_lockout_button_through_the_gpio_bridge(tmp_path: Path) -> None:
+    async with _harness_or_skip(tmp_path) as h:
+        gpio = h.table_config.gpio
+
+        async def touch_every_seat() -> None:
+            for wiring in gpio.seats:
+                h.pins.press(wiring.sensor_pin)  # sensors are active-low
+                await asyncio.sleep(0.1)  # longer than the debounce
+                h.pins.release(wiring.sensor_pin)
+                await asyncio.sleep(0.1)
+
+        code, out = await tablectl(h.socket, "test", "sensors", "--seats", str(len(gpio.seats)),
+                                   "--timeout", "20", during=touch_every_seat,
+                                   when="Touch each seat")
+        assert code == exitcodes.OK, out
+        assert "all seat sensors respond" in out
+
+        async def press() -> None:
+            h.pins.press(gpio.lockout_pin)
+            h.pins.release(gpio.lockout_pin)
+
+        code, out = await tablectl(h.socket, "test", "lockout", "--timeout", "10", during=press,
+                                   when="Press the dealer's lock-out")
+        assert code == exitcodes.OK, out
+        assert "lock-out button press seen" in out
+
+
+async def test_broken_chain_offline_and_out_of_order(tmp_path: Path) -> None:
+    async with _harness_or_skip(tmp_path) as h:
+        await h.call("open")
+        await h.stop_daemon()
+        code, out = await tablectl(h.socket, "status")
+        assert code == exitcodes.DAEMON_NOT_RUNNING, out
+        assert "the daemon is not running" in out
+
+        db = sqlite3.connect(h.store_path)
+        seq = db.execute("SELECT MIN(seq) FROM events WHERE kind = 'daemon_started'"
+                         ).fetchone()[0]
+        db.execute("UPDATE events SET payload = '{\"version\":\"9.9\"}' WHERE seq = ?", (seq,))
+        db.commit()
+        db.close()
+        code, out = await tablectl(h.socket, "events", "verify", "--store", h.store_path)
+        assert code == exitcodes.INTEGRITY_FAILURE, out
+        assert f"entry {seq} (daemon_started) was altered" in out
+
+        await h.start_daemon()
+        code, out = await tablectl(h.socket, "status")
+        assert code == exitcodes.INTEGRITY_FAILURE, out
+        assert f"OUT OF ORDER: event chain: entry {seq} (daemon_started) was altered" in out
