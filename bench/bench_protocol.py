@@ -30,6 +30,7 @@ from firmware_bridge.messages import (  # noqa: E402
     PROTOCOL_VERSION,
     CardDrawn,
     DeviceKind,
+    DeviceState,
     Hello,
     ShowPrompt,
     Status,
@@ -113,7 +114,7 @@ async def bench_pty() -> None:
         await asyncio.gather(host.wait_up(5), device.wait_up(5))
         request = Frame(FrameKind.DATA, 0, 0, encode_message(StatusRequest())).encode()
         ack = Frame(FrameKind.ACK, 0, 1).encode()
-        reply_message = Status(3600, 0, "ok")
+        reply_message = Status(3600, DeviceState.READY, "ok")
         reply = Frame(FrameKind.DATA, 0, 1, encode_message(reply_message)).encode()
 
         acked: list[float] = []

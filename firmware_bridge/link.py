@@ -466,7 +466,7 @@ class LinkEndpoint:
 
     def unconfirmed(self) -> tuple[Unconfirmed, ...]:
         """Messages sent or queued but not yet acknowledged."""
-        items = [*self._unacked, *self._pending]
+        items: list[_InFlight | _Queued] = [*self._unacked, *self._pending]
         return tuple(Unconfirmed(i.ticket, i.message) for i in items if i.ticket is not None)
 
     # --- session lifecycle ------------------------------------------------------------
@@ -645,7 +645,7 @@ class LinkEndpoint:
                         f"expected Hello first, got {type(message).__name__}"), payload))
                 return
             self._maybe_up(now)
-            if self.state is not LinkState.UP:
+            if not self._is_up():
                 self._emit(BadMessage(MessageError(
                     f"{type(message).__name__} before the handshake finished"), payload))
                 return
@@ -712,6 +712,9 @@ class LinkEndpoint:
             self._emit(LinkDown(reason, LinkDownError(reason), self.unconfirmed()))
         self._pending.clear()
         self._emit(PeerRefused(reason, False, error))
+
+    def _is_up(self) -> bool:
+        return self.state is LinkState.UP
 
     def _maybe_up(self, now: float) -> None:
         if self.state is LinkState.HANDSHAKING and self.peer is not None and self._hello_acked:

@@ -88,7 +88,7 @@ class WireType:
 
     def pack(self, value: Any) -> bytes:
         if self.python_type is str:
-            data = value.encode("utf-8")
+            data: bytes = str(value).encode("utf-8")
             if len(data) > 255:
                 raise FieldValueError(f"string of {len(data)} UTF-8 bytes exceeds 255")
             return bytes([len(data)]) + data

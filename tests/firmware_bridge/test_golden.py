@@ -97,7 +97,7 @@ LINK_VECTORS: list[tuple[FrameKind, int, bytes, str]] = [
 
 
 def naive_cobs_decode(data: bytes) -> bytes:
-    out = []
+    out: list[int] = []
     i = 0
     while i < len(data):
         code = data[i]

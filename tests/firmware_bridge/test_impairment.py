@@ -9,6 +9,7 @@ simulation jumps the fake clock to the next deadline.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -68,7 +69,7 @@ def exchange(sim: LinkSimulation, to_host: list[Message], to_device: list[Messag
                                                     sim.a.counters, sim.b.counters)
 
 
-def received(events: list[object]) -> list[Message]:
+def received(events: Sequence[object]) -> list[Message]:
     return [e.message for e in events if isinstance(e, MessageReceived)]
 
 

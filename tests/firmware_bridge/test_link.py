@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from firmware_bridge.errors import (
@@ -14,6 +16,7 @@ from firmware_bridge.errors import (
 from firmware_bridge.frame import Frame, FrameKind, decode_frame
 from firmware_bridge.impairment import Impairments, LinkSimulation
 from firmware_bridge.link import (
+    BadMessage,
     HANDSHAKE_TIMEOUT,
     KEEPALIVE_IDLE,
     MAX_RETRIES,
@@ -46,7 +49,7 @@ def up(sim: LinkSimulation) -> LinkSimulation:
     return sim
 
 
-def received(events: list[object]) -> list[object]:
+def received(events: Sequence[object]) -> list[object]:
     return [e.message for e in events if isinstance(e, MessageReceived)]
 
 
@@ -303,8 +306,8 @@ def test_message_from_the_wrong_kind_of_node_is_rejected(sim: LinkSimulation) ->
     sim.b.send(StatusRequest(), sim.now)  # a shoe may not send a host's request
     sim.run_until(lambda: sim.a.counters.bad_messages == 1, timeout=1)
     assert received(sim.events_a) == []
-    assert "may not be sent by a shoe" in str(
-        [e for e in sim.events_a if type(e).__name__ == "BadMessage"][0].error)
+    bad = [e for e in sim.events_a if isinstance(e, BadMessage)]
+    assert "may not be sent by a shoe" in str(bad[0].error)
 
 
 def test_device_goes_back_to_resetting_after_failure_and_host_finds_it() -> None:

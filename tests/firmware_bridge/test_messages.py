@@ -20,6 +20,7 @@ from firmware_bridge.messages import (
     MESSAGES,
     STR,
     CardDrawn,
+    DeviceKind,
     FaultCode,
     FieldSpec,
     Hello,
@@ -105,7 +106,7 @@ def test_encoder_refuses_invalid_values() -> None:
     with pytest.raises(FieldValueError):
         encode_message(ShowMeter("major", -1))
     with pytest.raises(MessageTooLargeError):
-        encode_message(Hello(1, 1, "x" * 200, "y" * 200, 0))
+        encode_message(Hello(1, DeviceKind.SHOE, "x" * 200, "y" * 200, 0))
 
 
 def test_unregistered_message_is_rejected() -> None:
