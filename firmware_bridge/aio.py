@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import threading
 from collections import deque
@@ -52,6 +53,8 @@ from firmware_bridge.link import (
     Role,
 )
 from firmware_bridge.messages import Hello, Message
+
+log = logging.getLogger(__name__)
 
 RECEIVE_QUEUE_LIMIT = 1024
 """Messages received but not yet taken by receive(); beyond it the oldest is dropped and
@@ -158,7 +161,7 @@ class AsyncLink:
             )
         except (OSError, ValueError) as exc:  # SerialException is an OSError
             raise TransportError(f"cannot open serial port {url}: {exc}") from exc
-        link._attach(_SerialTransport(transport))
+        link._attach(_SerialTransport(transport, protocol))
         return link
 
     @classmethod
@@ -364,7 +367,10 @@ class AsyncLink:
         elif isinstance(event, PeerRefused):
             self._fail_acks(LinkDownError(event.reason), event.error)
         if self.on_event is not None:
-            self.on_event(event)
+            try:
+                self.on_event(event)
+            except Exception:  # a listener's bug must not kill the transport's read path
+                log.exception("AsyncLink.on_event listener failed on %r", event)
 
     def _fail_acks(self, error: LinkError, cause: BaseException | None) -> None:
         error.__cause__ = cause
@@ -390,20 +396,29 @@ class AsyncLink:
 # --- transports ---------------------------------------------------------------------
 
 
+SERIAL_CLOSE_TIMEOUT = 1.0
+"""How long close() waits for the port to be released before aborting: a reconnect reopens
+the same port with an exclusive lock, so the old descriptor must be gone first."""
+
+
 class _SerialProtocol(asyncio.Protocol):
     def __init__(self, link: AsyncLink) -> None:
         self._link = link
+        self.lost: asyncio.Future[None] = link._loop.create_future()
 
     def data_received(self, data: bytes) -> None:
         self._link._on_bytes(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost.done():
+            self.lost.set_result(None)
         self._link._on_transport_lost(exc)
 
 
 class _SerialTransport:
-    def __init__(self, transport: asyncio.BaseTransport) -> None:
+    def __init__(self, transport: asyncio.BaseTransport, protocol: _SerialProtocol) -> None:
         self._transport: Any = transport
+        self._protocol = protocol
         self.dropped = 0
 
     def write(self, data: bytes) -> None:
@@ -416,7 +431,11 @@ class _SerialTransport:
 
     async def close(self) -> None:
         self._transport.close()
-        await asyncio.sleep(0)  # let the transport run connection_lost and release the port
+        try:
+            await asyncio.wait_for(asyncio.shield(self._protocol.lost), SERIAL_CLOSE_TIMEOUT)
+        except TimeoutError:
+            self._transport.abort()  # a stalled port would never flush; drop the bytes
+            await asyncio.sleep(0)
 
 
 class _FdTransport:

@@ -369,6 +369,7 @@ class LinkEndpoint:
     def connect(self, now: float) -> None:
         """Start (or restart) a session: send RESET and repeat it until RESET_ACK."""
         self._end_session("local reset", LinkDownError("link reset by this side"))
+        self._clear_session(now)  # the old session's queue was reported, never resent
         self.state = LinkState.RESETTING
         self._own_session = self._session_ids() & 0xFFFFFFFF
         self._peer_session = None

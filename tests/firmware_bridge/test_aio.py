@@ -229,3 +229,33 @@ async def test_usb_bulk_adapter_against_fd_device() -> None:
         await device.close()
         host_sock.close()
         device_sock.close()
+
+
+async def test_port_can_be_reopened_right_after_close(pty_pair: tuple[int, str]) -> None:
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    try:
+        for _ in range(3):  # a driver's reconnect: close, then open the same port at once
+            host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+            assert await host.wait_up(5) == SHOE_HELLO
+            await host.close()
+    finally:
+        await device.close()
+
+
+async def test_a_failing_event_listener_does_not_break_the_link(pty_pair: tuple[int, str]) -> None:
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+
+    def broken(event: object) -> None:
+        raise RuntimeError("listener bug")
+
+    host.on_event = broken
+    try:
+        await _up(host, device)
+        await device.send(Fault(FaultCode.DEVICE_OVERTEMP, "hot"))
+        assert await host.receive() == Fault(FaultCode.DEVICE_OVERTEMP, "hot")
+    finally:
+        await host.close()
+        await device.close()
