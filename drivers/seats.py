@@ -444,12 +444,12 @@ class GpioSeatPanel:
         now = self._clock()
         with self._mutex:
             previous, self._last_button_edge = self._last_button_edge, now
-            # Leading-edge debounce: the first edge locks at once (latency matters and a
-            # repeated lock is idempotent); a press within the debounce of the last edge
-            # is the contact bouncing, e.g. on release, and must not lock a fresh round.
+            # No debounce that could drop a press: a missed lock-out would let wagers in after
+            # "no more bets" (631c.2(d)(2)), while a bounce can at worst lock a round that was
+            # opened within the debounce time of the button's release: safe, and a repeated
+            # lock is idempotent. Close edges are only counted, for the technician.
             if previous is not None and now - previous < self._debounce_s:
-                self._counters["button_bounces_ignored"] += 1
-                return
+                self._counters["button_bounces"] += 1
             self._counters["button_presses"] += 1
             self._lock_locked("button")
         self._write_leds()
