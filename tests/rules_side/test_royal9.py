@@ -121,3 +121,23 @@ def test_exact_distribution_symmetry_and_personal_lines() -> None:
     assert dist["Personal King 9 on Banker Hand"] < hand
     assert 0 < dist["Personal King 9 v. Personal King 9"] < hand * hand
     assert sum(dist.values()) < 1
+
+
+def test_all_lines_together_are_any_royal_9_by_the_core_rank_enumeration() -> None:
+    """Every line needs a Royal 9 in some hand and every Royal 9 hits a line, so the lines
+    sum to P(some hand is a face card and a nine), counted independently over ranks."""
+    from controller.rules.cards import Rank
+    from controller.rules.par import ParContext
+    from controller.rules.submission import GameConfig
+
+    ctx = ParContext(GameConfig(family="minibaccarat", decks=8))
+    faces = {Rank.JACK, Rank.QUEEN, Rank.KING}
+
+    def royal(a: Rank, b: Rank) -> bool:
+        return (a in faces and b == Rank.NINE) or (b in faces and a == Rank.NINE)
+
+    hits = sum(w for (p1, p2, b1, b2), w in ctx.first_four_ranks.items()
+               if royal(p1, p2) or royal(b1, b2))
+    expected = Fraction(hits, ctx.four_card_denominator)
+    for seat in (1, 3):
+        assert sum(rule().exact_distribution(8, seat=seat).values()) == expected
