@@ -147,13 +147,18 @@ class LinkTiming:
     @classmethod
     def for_baudrate(cls, baudrate: int) -> LinkTiming:
         """Defaults stretched for a slow UART, so the timeouts always exceed the wire time."""
-        scale = max(1.0, BAUD_DEFAULT / baudrate)
+        if baudrate <= 0:
+            raise ValueError(f"baud rate {baudrate} must be positive")
+        scale = max(1.0, BAUD_DEFAULT / baudrate)  # wire time grows as the baud rate falls
+        slow = max(1.0, scale / 4)  # idle timers only need stretching on very slow links
+        initial_rto = INITIAL_RTO * scale
         return cls(
-            initial_rto=INITIAL_RTO * scale,
+            initial_rto=initial_rto,
             min_rto=MIN_RTO * scale,
-            max_rto=max(MAX_RTO, MIN_RTO * scale * 4),
-            keepalive_idle=KEEPALIVE_IDLE * max(1.0, scale / 4),
-            silence_timeout=SILENCE_TIMEOUT * max(1.0, scale / 4),
+            max_rto=max(MAX_RTO, 2 * initial_rto),
+            keepalive_idle=KEEPALIVE_IDLE * slow,
+            silence_timeout=SILENCE_TIMEOUT * slow,
+            handshake_timeout=HANDSHAKE_TIMEOUT * slow,
         )
 
 

@@ -321,3 +321,12 @@ def test_device_goes_back_to_resetting_after_failure_and_host_finds_it() -> None
     sim.a_to_b.impairments.loss = 0.0
     assert sim.run_until(lambda: sim.a.state is LinkState.UP and sim.b.state is LinkState.UP,
                          timeout=5)
+
+
+@pytest.mark.parametrize("baud", [1200, 9600, 19200, 57600, 115200, 921600])
+def test_timing_for_any_baud_rate_is_consistent(baud: int) -> None:
+    timing = LinkTiming.for_baudrate(baud)  # __post_init__ validates the ordering
+    two_max_frames = 2 * 249 * 10 / baud
+    assert timing.min_rto >= two_max_frames or baud > 115200  # faster links keep the floor
+    assert timing.max_rto < timing.silence_timeout
+    assert timing.keepalive_idle < timing.silence_timeout
