@@ -32,6 +32,7 @@ from drivers.protocols import Device, DeviceEvent, LinkState
 log = structlog.get_logger("tabled")
 
 EXIT_OK, EXIT_CONFIG = 0, 6
+SHUFFLE_RETRY_S = 0.5  # waiting for the shuffler's link; its own reconnect backoff is slower
 QUEUE_LIMIT = 10_000  # device events waiting for the table; a full queue means the loop is stuck
 HEALTH_STALL_S = 5.0  # the loop is unhealthy if an event waited longer than this
 
@@ -145,6 +146,8 @@ class Daemon:
             await device.start(self._emit)
         if self.table.state is TableState.BETTING_OPEN:
             self.table.arm_seats()  # restored mid-betting: the sensors must be live again
+        elif self.table.state is TableState.SHUFFLING:
+            self._spawn(self._request_shuffle(None))  # the request may have died with us
         with self.store.transaction():
             self.store.append_event("daemon_started", {"version": __version__,
                                                        "state": self.table.state.value})
@@ -200,9 +203,11 @@ class Daemon:
         reg = self.control.register
         reg("status", lambda a: self.status(), description="table state, shoe, round, fault")
         reg("devices", lambda a: self.device_report(), description="each device's health")
-        reg("rounds", lambda a: self.store.rounds(limit=_int(a, "limit", 10, 1, 1000)),
+        reg("rounds", lambda a: self.store.rounds(limit=_int(a, "limit", 10, 1, 100_000)),
             description="game recall of the last rounds")
         reg("events", self._events, description="event log entries")
+        reg("seat_totals", lambda a: {str(k): v for k, v in self.store.seat_totals().items()},
+            description="each seat's net result, amount wagered and vigorish owed, in cents")
         reg("verify_chain", lambda a: {"entries": self.store.verify_chain()},
             description="recompute the event log's hash chain")
         reg("open", self._guard(lambda a: self.table.cmd_open()), description="open the table")
@@ -233,26 +238,48 @@ class Daemon:
         return run
 
     async def _cmd_shuffle(self, args: Mapping[str, Any]) -> Any:
+        back: BackColour | None = None
+        if args.get("back"):
+            try:
+                back = BackColour[str(args["back"]).upper()]
+            except KeyError:
+                raise ControlError(f"back = {args['back']!r}: allowed: red, blue, green, black",
+                                   "bad_request") from None
         decks = self.config.submission.game.decks
         self._guard(lambda a: self.table.cmd_shuffle(decks))(args)
+        self._spawn(self._request_shuffle(back))
+        return self.status()
+
+    async def _request_shuffle(self, back: BackColour | None) -> None:
+        """Ask the shuffler for a shuffle, waiting for its link if it is not up yet.
+
+        Runs as its own task (the table's state machine never awaits device I/O);
+        it gives up when the table leaves the shuffling state.
+        """
+        from drivers.errors import DriverError, ShufflerBusyError, ShufflerNotConnectedError
+        from drivers.protocols import DeviceFault, ShuffleComplete
+
+        cards = self.config.submission.game.decks * 52
         shuffler = self.devices.get("shuffler")
         if shuffler is None:
             # 631a.5(a): shuffled by hand; the dealer confirms by loading the shoe.
-            from drivers.protocols import ShuffleComplete
-            self._enqueue(ShuffleComplete("manual", BackColour.RED, decks * 52, 0, 0, 0))
-        else:
-            held = self.table.batch_in_shuffler
-            requested = args.get("back") or (held.name if held is not None else None)
-            if requested is None:
-                raise ControlError("the shuffler has not said which batch it holds; name it: "
-                                   "back = red | blue | green | black", "refused")
+            self._enqueue(ShuffleComplete("manual", back or BackColour.RED, cards, 0, 0, 0))
+            return
+        while self.table.state is TableState.SHUFFLING:
+            batch = back or getattr(shuffler, "held_batch", None) or self.table.batch_in_shuffler
             try:
-                back = BackColour[str(requested).upper()]
-            except KeyError:
-                raise ControlError(f"back = {requested!r}: allowed: red, blue, green, black",
-                                   "bad_request") from None
-            self._spawn(shuffler.shuffle(back, decks * 52))  # type: ignore[attr-defined]
-        return self.status()
+                if batch is None:
+                    raise ShufflerNotConnectedError("the shuffler has not said which batch it holds")
+                await shuffler.shuffle(batch, cards)  # type: ignore[attr-defined]
+                return
+            except ShufflerBusyError:
+                return  # a shuffle is already running; its result arrives as events
+            except ShufflerNotConnectedError:
+                await asyncio.sleep(SHUFFLE_RETRY_S)
+            except DriverError as exc:
+                self._enqueue(DeviceFault("shuffler", "shuffle_request_failed", str(exc),
+                                          "check the shuffler, then ask for the shuffle again"))
+                return
 
     async def _self_test(self, args: Mapping[str, Any]) -> Any:
         name = str(args.get("device", ""))

@@ -48,6 +48,36 @@ class PlayerPlan:
 
 
 @dataclass
+class PowerCuts:
+    """When to cut the daemon's power: after a dealer action, with probability `rate`,
+    following a random delay up to `max_delay_s` (so the kill lands mid-processing)."""
+
+    rng: random.Random
+    rate: float
+    max_delay_s: float = 0.02
+    limit: int | None = None
+    done: int = 0
+    checks: list[Callable[[TableHarness], Any]] = field(default_factory=list)
+
+    def now(self) -> bool:
+        if self.limit is not None and self.done >= self.limit:
+            return False
+        if self.rng.random() < self.rate:
+            self.done += 1
+            return True
+        return False
+
+    def delay(self) -> float:
+        return self.rng.uniform(0, self.max_delay_s)
+
+    async def after_restart(self, harness: TableHarness) -> None:
+        for check in self.checks:
+            result = check(harness)
+            if asyncio.iscoroutine(result):
+                await result
+
+
+@dataclass
 class HarnessResult:
     shoes_completed: int = 0
     rounds: list[dict[str, Any]] = field(default_factory=list)  # round_settled payloads
@@ -55,6 +85,8 @@ class HarnessResult:
     cards_drawn_by_shoe: list[int] = field(default_factory=list)
     wagers_placed: list[tuple[int, int, str, int]] = field(default_factory=list)  # round_no,...
     stacks: list[tuple[list[Any], int]] = field(default_factory=list)  # (cards, cover_card_at)
+    void_rounds: list[dict[str, Any]] = field(default_factory=list)
+    power_cuts: int = 0
 
 
 class TableHarness:
@@ -84,6 +116,8 @@ class TableHarness:
         self.daemon: asyncio.subprocess.Process | None = None
         self.client: ControlClient | None = None
         self.result = HarnessResult()
+        self.last_seq = 0  # the last committed event the harness has seen
+        self._shoes_target = 0
 
     def _overrides(self, shoe_port: str) -> list[str]:
         return [f"shoe.url={shoe_port}", f"store.path={self.store_path}",
@@ -100,6 +134,7 @@ class TableHarness:
         await self.shoe.start()
         try:
             await self.start_daemon()
+            await self._wait_for_devices()  # a card drawn before the shoe's link is up is lost
         except BaseException:
             await self.__aexit__(None, None, None)  # never leave a daemon or a pty behind
             raise
@@ -171,59 +206,129 @@ class TableHarness:
         assert self.client is not None
         return await self.client.call(cmd, **args)
 
-    async def play(self, shoes: int = 1) -> HarnessResult:
-        """Deal `shoes` complete shoes, following the daemon's prompts."""
+    async def play(self, shoes: int = 1, *, power_cuts: PowerCuts | None = None
+                   ) -> HarnessResult:
+        """Deal `shoes` complete shoes, following the daemon's prompts.
+
+        With `power_cuts`, the daemon is killed with SIGKILL at random instants right
+        after the dealer acts (while the daemon is processing that action), restarted,
+        and the dealer resumes from the state the daemon restored.
+        """
         assert self.client is not None
+        target = self.result.shoes_completed + shoes
+        self._shoes_target = target
+        if (await self.call("status"))["state"] == "closed":
+            await self.call("open")
         stream = await ControlClient(self.socket).connect()
+        events = stream.subscribe(self.last_seq)
+        act_after = self.last_seq
         try:
-            events = stream.subscribe(0)
-            status = await self.call("status")
-            if status["state"] == "closed":
-                await self.call("open")
-            target = self.result.shoes_completed + shoes
             while self.result.shoes_completed < target:
                 event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
-                self.result.events.append(event)
-                await self._react(event, target)
+                self._note(event)
+                if event["seq"] <= act_after or self.result.shoes_completed >= target:
+                    continue  # replayed after a restart: noted, not acted on again
+                acted = await self._act(event)
+                if acted and power_cuts is not None and power_cuts.now():
+                    await asyncio.sleep(power_cuts.delay())
+                    await stream.close()
+                    await self.power_cut()
+                    await power_cuts.after_restart(self)
+                    stream = await ControlClient(self.socket).connect()
+                    events = stream.subscribe(self.last_seq)  # catch up on what we missed
+                    act_after = (await self.call("events", limit=1) or [{"seq": 0}])[-1]["seq"]
+                    await self._resume()
         finally:
             await stream.close()
         return self.result
 
-    async def _react(self, event: dict[str, Any], target: int) -> None:
+    async def power_cut(self) -> None:
+        """SIGKILL the daemon (no chance to clean up) and start it again on the same store."""
+        await self.stop_daemon(signal.SIGKILL)
+        self.result.power_cuts += 1
+        await self.start_daemon()
+        await self._wait_for_devices()
+
+    async def _wait_for_devices(self) -> None:
+        deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
+        while True:
+            links = {d["device"]: d["link"] for d in await self.call("devices")}
+            if all(state == "up" for state in links.values()):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"devices not up after a restart: {links}")
+            await asyncio.sleep(0.05)  # polling the daemon's view of its links
+
+    def _note(self, event: dict[str, Any]) -> None:
+        """Bookkeeping for every committed event, including ones replayed after a restart."""
+        self.last_seq = max(self.last_seq, event["seq"])
+        self.result.events.append(event)
         kind, payload = event["kind"], event["payload"]
         if kind == "shuffle_complete":
             self.back = BackColour[payload["back"].upper()]  # this batch goes into the shoe
-        if kind == "round_settled":
+        elif kind == "round_settled":
             self.result.rounds.append({**payload, "round_id": event["round_id"]})
-            self.on_line(render_round(payload))
-            return
-        if kind == "device_fault":
+            if not payload.get("simulated"):
+                self.on_line(render_round(payload))
+        elif kind == "round_void":
+            self.result.void_rounds.append({**payload, "round_id": event["round_id"]})
+            self.on_line(f"  -- round void: {payload['reason']} (every wager returned)")
+        elif kind == "shoe_complete":
+            self.result.shoes_completed += 1
+            self.result.cards_drawn_by_shoe.append(self.shoe.drawn)
+        elif kind == "device_fault":
             self.on_line(f"  !! {event['device']}: {payload['detail']} -> {payload['action']}")
-            return
-        if kind != "prompt":
-            return
-        action = payload["action"]
-        if action == "inspect_cards":
-            await self.call("shuffle")  # the batch the shuffler holds
-        elif action == "cut":
+
+    async def _act(self, event: dict[str, Any]) -> bool:
+        """Do what a live prompt asks; returns whether the dealer did something."""
+        if event["kind"] != "prompt":
+            return False
+        action = event["payload"]["action"]
+        if action == "last_hand":
+            self.on_line("  -- dealer: \"last hand\"")
+            return False
+        return await self._do(action, event["payload"])
+
+    async def _do(self, action: str, payload: dict[str, Any]) -> bool:
+        if action in ("inspect_cards", "shoe_complete"):
+            if self.result.shoes_completed < self._target_shoes():
+                await self.call("shuffle")  # the batch the shuffler holds
+                return True
+            return False
+        if action == "cut":
             from hil.shoe_sim import build_stack
 
             stack, cover_at = build_stack(self.decks, self.rng)
             self.result.stacks.append((list(stack), cover_at))
             self.shoe.load(stack, self.back, cover_at)  # the shoe reports ShoeLoaded itself
-        elif action in ("burn", "deal"):
+            return True
+        if action in ("burn", "deal", "set_aside"):
             if await self.shoe.draw() is None:  # the cover card came out: 631a.10(d)
                 self.on_line("  -- cover card: this hand is completed, then 'last hand'")
                 await self.shoe.draw()
-        elif action == "place_bets":
+            return True
+        if action == "place_bets":
             await self._place_bets(payload.get("round_no", 0))
-        elif action == "last_hand":
-            self.on_line("  -- dealer: \"last hand\"")
-        elif action == "shoe_complete":
-            self.result.shoes_completed += 1
-            self.result.cards_drawn_by_shoe.append(self.shoe.drawn)
-            if self.result.shoes_completed < target:
-                await self.call("shuffle")
+            return True
+        if action == "resume":
+            await self._resume()
+            return True
+        return False
+
+    def _target_shoes(self) -> int:
+        return self._shoes_target
+
+    async def _resume(self) -> None:
+        """After a restart (or a recovered fault), do what the restored state needs next."""
+        status = await self.call("status")
+        state = status["state"]
+        action = {"closed": None, "opening": "inspect_cards", "cut": "cut", "burn": "burn",
+                  "betting_open": "place_bets", "no_more_bets": "deal", "dealing": "deal",
+                  "third_cards": "deal", "end_of_shoe": "shoe_complete"}.get(state)
+        if state == "closed":
+            await self.call("open")
+        elif action is not None:
+            await self._do(action, {"round_no": status["round"]["round_no"] + 1})
 
     async def _place_bets(self, round_no: int) -> None:
         for seat, wager, amount in self.players.wagers_for_round(self.rng):

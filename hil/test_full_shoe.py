@@ -3,8 +3,8 @@
 The daemon runs as its own process, opening the simulated shoe's
 pseudo-terminal with pyserial, the simulated shuffler through pyusb and the
 lock-out button through gpiozero's mock pins. Everything asserted here is
-recomputed from the regulation independently of the rules engine: Table 1 is
-typed in again below, and every payout is recomputed from 631a.13.
+recomputed from the regulation independently of the rules engine
+(hil/oracle.py types Table 1 in again and recomputes every payout).
 """
 
 from __future__ import annotations
@@ -14,64 +14,12 @@ from pathlib import Path
 import pytest
 
 from controller.rules.cards import Card
+from hil.oracle import check_round, expected_draws, expected_net, points
 from hil.table_harness import TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(600)]
 
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
-
-# 631a.11(c)(2)(iii), Table 1, typed from the regulation a second time on purpose:
-# row = Banker's two-card Point Count, column = value of the Player's third card.
-TABLE_1 = {
-    3: "DDDDDDDDSD",
-    4: "SSDDDDDDSS",
-    5: "SSSSDDDDSS",
-    6: "SSSSSSDDSS",
-}
-
-
-def value(card: str) -> int:
-    """631a.6(a)."""
-    rank = Card.parse(card).rank
-    return 0 if rank >= 10 else int(rank)
-
-
-def points(cards: list[str]) -> int:
-    """631a.6(b)."""
-    return sum(value(c) for c in cards) % 10
-
-
-def expected_draws(player: list[str], banker: list[str]) -> tuple[bool, bool]:
-    """Whether each hand should have a third card, from 631a.11 alone."""
-    p2, b2 = points(player[:2]), points(banker[:2])
-    if p2 >= 8 or b2 >= 8:  # 631a.11(a)
-        return False, False
-    player_draws = p2 <= 5  # 631a.11(b)
-    if not player_draws:
-        return False, b2 <= 5  # 631a.11(c)(1)
-    third = value(player[2])
-    if b2 <= 2:  # 631a.11(c)(2)(i)
-        return True, True
-    if b2 == 7:  # 631a.11(c)(2)(ii)
-        return True, False
-    return True, TABLE_1[b2][third] == "D"  # 631a.11(c)(2)(iii)
-
-
-def expected_net(wager: str, amount: int, player_total: int, banker_total: int) -> tuple[int, int]:
-    """(net cents to the seat, vigorish cents) from 631a.8(a) and 631a.13 as configured:
-    Tie 8 to 1, 5% vigorish collected at payout, rounded up to the cent, no 25¢ round-up."""
-    if player_total == banker_total:
-        return (8 * amount, 0) if wager == "tie" else (0, 0)  # 631a.13(b); 631a.8(a)(1)(iii)
-    banker_won = banker_total > player_total
-    if wager == "tie":
-        return -amount, 0  # 631a.8(a)(3)(ii)
-    if wager == "player":
-        return (amount, 0) if not banker_won else (-amount, 0)  # 631a.13(a)
-    if banker_won:
-        vig = -(-amount * 5 // 100)  # 631a.13(c): 5% of the amount won, up to the next cent
-        return amount - vig, vig
-    return -amount, 0
-
 
 @pytest.fixture(scope="module")
 def played_shoe(tmp_path_factory):
@@ -115,6 +63,7 @@ def test_every_card_the_shoe_dealt_is_accounted_for_631a_5_f_631a_10_d(played_sh
 def test_every_round_draws_by_table_1_631a_11(played_shoe):
     _, rounds, _ = played_shoe
     for r in rounds:
+        assert check_round(r) == []
         player = [c["card"] for c in r["cards"] if c["hand"] == "player"]
         banker = [c["card"] for c in r["cards"] if c["hand"] == "banker"]
         # 631a.9(c): P, B, P, B, then the Player's third before the Banker's.
