@@ -167,3 +167,10 @@ class SimulatedShoe(PtyDevice):
             await self.fault(wire.FaultCode.SHOE_SENSOR_FAULT, "reader LED current out of range")
         else:
             await self.clear_fault(wire.FaultCode.SHOE_SENSOR_FAULT)
+
+    async def card_jam(self, active: bool = True) -> None:
+        """A card sticks in (or is freed from) the exit slot."""
+        if active:
+            await self.fault(wire.FaultCode.SHOE_CARD_JAM, "card stuck in the exit slot")
+        else:
+            await self.clear_fault(wire.FaultCode.SHOE_CARD_JAM)

@@ -246,3 +246,19 @@ async def test_a_shoe_that_stops_answering_is_dropped_by_the_keepalive(
     await sim.wait_host(EVENT_TIMEOUT_S)
     card = await sim.draw()
     assert (await recorder.wait_for(CardDrawn, start=mark)).card == card
+
+
+@pytest.mark.parametrize(("inject", "code", "action_starts"), [
+    ("set_lid", "shoe_lid_open", "Close the shoe's lid"),
+    ("sensor_fault", "shoe_sensor_fault", "Stop dealing: the shoe's card reader failed"),
+    ("card_jam", "shoe_card_jam", "A card is stuck in the shoe's exit"),
+])
+async def test_shoe_faults_come_and_go_with_an_action(
+        shoe: SerialShoe, shoe_bench: ShoeBench, recorder: Recorder, sim_only: None,
+        inject: str, code: str, action_starts: str) -> None:
+    sim = shoe_bench.simulator
+    await getattr(sim, inject)(True)
+    fault = await recorder.wait_for(DeviceFault, lambda e: e.code == code)
+    assert fault.device == "shoe" and fault.action.startswith(action_starts)
+    await getattr(sim, inject)(False)
+    assert await recorder.wait_for(DeviceFaultCleared) == DeviceFaultCleared("shoe", code)
