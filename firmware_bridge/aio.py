@@ -80,6 +80,8 @@ that stopped reading would otherwise grow the queue forever; the link layer rese
 
 SERIAL_WRITE_BUFFER_LIMIT = 16 * 1024  # as FD_WRITE_BUFFER_LIMIT, for a stalled serial port
 
+_LIBUSB_ERROR_TIMEOUT = -7  # libusb_error code for a transfer timeout
+
 USB_WRITE_TIMEOUT_MS = 1000
 """Bulk OUT timeout: a device that NAKs OUT for a second is not reading; the write is
 dropped and the link layer's retransmission (or failure) takes over."""
@@ -578,8 +580,9 @@ class _UsbTransport:
             except Exception as exc:  # noqa: BLE001 - any backend failure ends the transport
                 if self._stop.is_set():
                     return
-                if getattr(exc, "errno", None) in (errno.ETIMEDOUT, errno.EAGAIN):
-                    continue  # older backends report timeouts as a plain USBError
+                if (getattr(exc, "errno", None) in (errno.ETIMEDOUT, errno.EAGAIN)
+                        or getattr(exc, "backend_error_code", None) == _LIBUSB_ERROR_TIMEOUT):
+                    continue  # some backends report timeouts as a plain USBError
                 self._to_loop(self._link._on_transport_lost, exc)
                 return
             if data:
