@@ -161,6 +161,7 @@ class ControlServer:
                                        "unauthorised")
                 if self._audit:
                     self._audit(who, name, args)
+                args = {**args, "_supervisor": who}  # handlers record who authorised them
             result = command.handler(args)
             if asyncio.iscoroutine(result):
                 result = await result

@@ -219,8 +219,9 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
-        reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault()),
-            description="record that the fault was seen")
+        reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault(
+            str(a.get("_supervisor", "")))), supervisor=True,
+            description="a floor supervisor's ruling on a fault no device clears (misread)")
         reg("self_test", self._self_test, description="run a device's self-test")
 
     def _guard(self, fn: Any) -> Any:

@@ -88,8 +88,8 @@ TRANSITIONS: list[dict[str, Any]] = [
     for state in _OPERATING
 ]
 
-# What a technician or dealer should do, by fault code (codes come from drivers).
-_DEFAULT_ACTION = "check the device's cable and power; the table resumes by itself when it is back"
+# Faults no device will ever clear by itself: a floor supervisor acknowledges them.
+ONE_SHOT_FAULTS = frozenset({"shoe_misread", "batch_mismatch", "shuffle_request_failed"})
 
 
 @dataclass
@@ -310,11 +310,14 @@ class Table:
         locked = self._lock_seats(cause) if self._lock_seats else None
         self._on_locked(locked, cause)
 
-    def cmd_acknowledge_fault(self) -> None:
-        if self.state is not TableState.DEVICE_FAULT:
+    def cmd_acknowledge_fault(self, supervisor: str = "") -> None:
+        """A floor supervisor's ruling on a fault no device will clear (e.g. a misread card)."""
+        if self.state is not TableState.DEVICE_FAULT or not self.fault:
             raise CommandRefused(f"no fault to acknowledge; the table is {self.state.value}")
         with self.store.transaction():
-            self._record("fault_acknowledged", dict(self.fault or {}))
+            self._record("fault_acknowledged", {**self.fault, "supervisor": supervisor})
+            if self.fault["code"] in ONE_SHOT_FAULTS:
+                self._on_fault_cleared(self.fault["device"], self.fault["code"])
 
     # --- device events ----------------------------------------------------------------
 
@@ -373,6 +376,8 @@ class Table:
         return device in ("shuffler", "manual") and self.state is TableState.SHUFFLING
 
     def _on_fault(self, fault: DeviceFault) -> None:
+        if fault.code == "shoe_misread":
+            self._on_misread(fault)
         with self.store.transaction():
             self._record("device_fault", {"code": fault.code, "detail": fault.detail,
                                           "action": fault.action},
@@ -384,6 +389,16 @@ class Table:
                               "action": fault.action}
                 self.device_failed()
                 self.announce("stop", detail=f"{fault.device}: {fault.detail}. {fault.action}")
+
+    def _on_misread(self, fault: DeviceFault) -> None:
+        """A card left the shoe unread: it used up one index, and the table never guesses it."""
+        if self.shoe.last_card_index >= 0:
+            self.shoe.last_card_index += 1
+        self.shoe.cards_drawn += 1
+        if self.round_id is not None and self.coup is not None:
+            self.void_after_recovery = f"a card left the shoe unread ({fault.detail})"
+        elif self.state is TableState.BURN and self.shoe.burn_expected:
+            self.shoe.burn_expected -= 1  # burned face down unread: still burned
 
     def _on_fault_cleared(self, device: str, code: str | None) -> None:
         if self.state is not TableState.DEVICE_FAULT or not self.fault:
@@ -399,6 +414,10 @@ class Table:
             reason, self.void_after_recovery = self.void_after_recovery, ""
             if reason and self.round_id is not None:
                 self._void_round(reason)
+                return
+            if self.state is TableState.BURN and self.shoe.burn_expected == 0:
+                self.burn_done()  # the last burn card was the unread one
+                self.announce("place_bets", round_no=self.round_no + 1)
                 return
             self._persist_state()
             self.announce("resume", state=self.state.value)

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from controller.cli import exitcodes
 
 # Modules that contribute subcommands; each has register(subparsers) -> None.
-_COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands")
+_COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
+                    "controller.cli.supervisor_commands")
 
 
 def build_parser() -> argparse.ArgumentParser:

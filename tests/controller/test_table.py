@@ -324,3 +324,34 @@ def test_betting_open_arms_the_seat_panel_every_round(store):
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦", "4♥", "4♠")
     assert opened == [frozenset(), frozenset()]
+
+
+def test_a_misread_mid_round_voids_it_after_the_supervisor_rules(store):
+    """The table never guesses a card it did not read; nothing is settled from it."""
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(3, "banker", 2000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦")
+    table.handle(DeviceFault("shoe", "shoe_misread", "card 16 left the shoe unread", "stop"))
+    dealer.index += 1  # the unread card used up an index
+    assert table.state is TableState.DEVICE_FAULT
+    with pytest.raises(CommandRefused):
+        table.cmd_no_more_bets()
+    table.cmd_acknowledge_fault("floor")
+    record = store.rounds()[-1]
+    assert (record["state"], record["settlements"][0]["net_cents"]) == ("void", 0)
+    assert store.events(kind="fault_acknowledged")[-1].payload["supervisor"] == "floor"
+    assert table.state is TableState.END_OF_SHOE
+
+
+def test_a_fault_a_device_clears_is_not_cleared_by_acknowledging_it(store):
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.handle(DeviceFault("shoe", "shoe_lid_open", "lid open", "close the lid"))
+    table.cmd_acknowledge_fault("floor")
+    assert table.state is TableState.DEVICE_FAULT
+    table.handle(DeviceFaultCleared("shoe", "shoe_lid_open"))
+    assert table.state is TableState.BETTING_OPEN

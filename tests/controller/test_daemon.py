@@ -1,0 +1,100 @@
+"""The daemon in-process with stand-in devices: start-up integrity and the control commands."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from controller.config import load_config
+from controller.control import ControlClient, ControlError
+from controller.daemon import Daemon
+from controller.store import Store
+from drivers.protocols import DeviceHealth, LinkState, SelfTestResult
+
+CONFIG = Path(__file__).parents[2] / "config" / "simulated-table.toml"
+
+
+class StandInDevice:
+    """Implements drivers.protocols.Device without hardware."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def start(self, emit) -> None:  # noqa: ANN001
+        self.emit = emit
+
+    async def stop(self) -> None:
+        pass
+
+    def health(self) -> DeviceHealth:
+        return DeviceHealth(self.name, "stand-in", LinkState.UP, "none")
+
+    async def self_test(self) -> SelfTestResult:
+        return SelfTestResult(self.name, True, "stand-in")
+
+
+def config_for(tmp_path: Path):
+    return load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                f"control.socket={tmp_path / 'control.sock'}"])
+
+
+async def run_daemon(config, body):
+    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    for _ in range(200):
+        if Path(config.control_socket).exists():
+            break
+        await asyncio.sleep(0.01)
+    client = await ControlClient(config.control_socket).connect()
+    try:
+        return await body(client)
+    finally:
+        await client.close()
+        stop.set()
+        await task
+
+
+async def test_a_tampered_event_log_puts_the_table_out_of_order(tmp_path):
+    config = config_for(tmp_path)
+    store = Store(config.store_path)
+    for n in range(3):
+        store.append_event("wager_accepted", {"seat": n + 1, "amount_cents": 500})
+    store.close()
+    raw = sqlite3.connect(config.store_path)
+    raw.execute("""UPDATE events SET payload = '{"amount_cents":50000,"seat":2}' WHERE seq = 2""")
+    raw.commit()
+    raw.close()
+
+    async def body(client):
+        status = await client.call("status")
+        assert status["state"] == "out_of_order"
+        assert status["out_of_order"] == ("event chain: entry 2 (wager_accepted) was altered: its "
+                                          "hash does not match its contents")
+        with pytest.raises(ControlError, match="not allowed while the table is out_of_order"):
+            await client.call("open")
+        return status
+
+    await run_daemon(config, body)
+    # Nothing is cleared automatically: a restart finds the same failure.
+    again = await run_daemon(config, lambda client: client.call("status"))
+    assert again["state"] == "out_of_order"
+
+
+async def test_commands_report_clear_errors(tmp_path):
+    async def body(client):
+        assert (await client.call("status"))["state"] == "closed"
+        with pytest.raises(ControlError, match="'seat' = 0: allowed: a whole number 1 to 14"):
+            await client.call("place_wager", seat=0, wager="banker", amount_cents=500)
+        with pytest.raises(ControlError, match="wagers are accepted only while betting is open"):
+            await client.call("place_wager", seat=1, wager="banker", amount_cents=500)
+        with pytest.raises(ControlError, match="no device 'lights'; allowed: shoe"):
+            await client.call("self_test", device="lights")
+        assert await client.call("self_test", device="shoe") == {
+            "device": "shoe", "passed": True, "detail": "stand-in"}
+        assert (await client.call("open"))["state"] == "opening"
+
+    await run_daemon(config_for(tmp_path), body)
