@@ -26,7 +26,9 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from controller.progressive.config import LevelSpec, ProgressiveConfig, ProgressiveSpec
+from controller.progressive.config import (
+    MYSTERY_LEVEL, LevelSpec, ProgressiveConfig, ProgressiveSpec,
+)
 from controller.progressive.core import (
     NONCE_BYTES, Acceptance, Contribution, accept_progressive_wagers, betting_leds, commitment,
     contributions, draw_trigger, meter_hits,
@@ -216,7 +218,7 @@ class ProgressiveSystem:
         refused = tuple(RefusedWager(s, r or "") for s, _, ok, r in rows if not ok)
         leds = {seat: (LedState.LOCKED if seat in {a.seat for a in accepted} else state)
                 for seat, state in fresh.leds.items()}
-        awards = tuple(a for a in self.ledger.awards(round_id=round_id) if a.level == "mystery")
+        awards = tuple(a for a in self.ledger.awards(round_id=round_id) if a.level == MYSTERY_LEVEL)
         return Acceptance(spec.name, accepted, refused, leds, awards)
 
     def _book_mystery(self, spec: ProgressiveSpec, level: LevelSpec, items: Sequence[Contribution],
@@ -237,7 +239,9 @@ class ProgressiveSystem:
                                    wagers_cents=sum(amounts[i.seat] for i in batch))
 
         for item in items:
-            if not crosses_trigger(meter, item.amount, trigger):
+            # A meter already past its trigger (only an audited adjustment can do that) must
+            # still hit: the next qualifying contribution wins rather than none ever again.
+            if not (crosses_trigger(meter, item.amount, trigger) or meter > trigger):
                 pending.append(item)
                 meter += item.amount
                 continue

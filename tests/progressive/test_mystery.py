@@ -141,3 +141,11 @@ def test_631c_6_c_1_a_wager_below_the_mystery_minimum_does_not_contribute(store:
     _lock(system, [1], 1)
     mystery = next(m for m in system.meters() if m["level"] == "mystery")
     assert mystery["amount_cents"] == 10_005 and mystery["wagers_count"] == 1
+
+
+def test_a_meter_adjusted_past_its_trigger_still_hits(store: Store) -> None:
+    system = _system(store, [0, 10_000])  # trigger at the $100 minimum
+    system.adjust_meter("prog", "mystery", 500, supervisor="Dana Floor", reason="test fund")
+    (award,) = _lock(system, [9], 1).awards
+    assert (award.seat, award.amount_cents) == (9, 10_600)
+    assert system.verify() == []
