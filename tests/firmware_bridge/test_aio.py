@@ -259,3 +259,43 @@ async def test_a_failing_event_listener_does_not_break_the_link(pty_pair: tuple[
     finally:
         await host.close()
         await device.close()
+
+
+async def test_pty_master_without_slave_does_not_spin_and_recovers() -> None:
+    """Nobody has the slave open (the daemon is down): the master reads EIO. The adapter
+    must back off instead of spinning, and come up when the daemon opens the port."""
+    import time
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    path = os.ttyname(slave)
+    os.close(slave)
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    try:
+        cpu = time.process_time()
+        await asyncio.sleep(0.3)  # real time with no reader: this is the condition under test
+        assert time.process_time() - cpu < 0.2  # no busy loop on an always-ready EIO fd
+        host = await AsyncLink.open_serial(path, Role.HOST, HOST_HELLO)
+        try:
+            assert await host.wait_up(5) == SHOE_HELLO
+        finally:
+            await host.close()
+    finally:
+        await device.close()
+        os.close(master)
+
+
+async def test_close_fails_pending_send_and_receive(pty_pair: tuple[int, str]) -> None:
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    await _up(host, device)
+    await device.close()  # the device goes quiet: the next send cannot be acknowledged
+    sending = asyncio.ensure_future(host.send(StatusRequest()))
+    receiving = asyncio.ensure_future(host.receive())
+    await asyncio.sleep(0)
+    await host.close()
+    with pytest.raises(LinkDownError):
+        await sending
+    with pytest.raises(LinkDownError):
+        await receiving
