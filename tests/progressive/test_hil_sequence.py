@@ -24,7 +24,8 @@ from drivers.protocols import LockedOut
 from tests.progressive.conftest import HEAVENLY_9_MYSTERY, Shoe, config, view
 
 SEATS = 14
-ROUNDS = 70  # about one eight-deck shoe's worth of coups
+ROUNDS = 120  # about one and a half eight-deck shoes
+CARDS_TO_FINISH_A_COUP = 6  # a coup takes at most six cards (631a.9-631a.11)
 SUITED_NINES = view("2S 3S 4S", "AS 4S 4S")  # forced now and then: the meter line is rare
 BETTING_WINDOW_S = 30.0  # simulated seconds between "place your bets" and the latest lock
 H9_RATE, MYSTERY_RATE = Fraction(10, 100), Fraction(1, 100)  # 631c.2(i), 631c.6(c)(4) A-$5
@@ -116,6 +117,8 @@ def test_hil_like_night_with_a_power_cut(tmp_path: Path) -> None:
             _check(system, model)
         acceptance = system.on_lock(locked, wagers, round_id)
         assert acceptance.accepted_seats == expected
+        if len(shoe.cards) < CARDS_TO_FINISH_A_COUP:
+            shoe = Shoe(rng)  # the next shoe
         round_view = SUITED_NINES if rng.random() < 0.05 else shoe.coup()
         _apply(model, system, round_id, expected, acceptance.awards, round_view)
         _check(system, model)

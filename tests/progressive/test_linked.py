@@ -177,6 +177,12 @@ def test_605a_8_simultaneous_hits_are_ordered_and_each_paid_once(tmp_path: Path,
     # The first claimant takes the seed plus the three tables' contributions; the others, in
     # the row lock's order, the reseeded meter.
     assert amounts == [H9_SEED + 150, H9_SEED, H9_SEED]
+    import psycopg
+
+    with psycopg.connect(PG_DSN) as admin:
+        ordered = [row[0] for row in admin.execute(
+            f"SELECT amount_cents FROM {schema}.awards ORDER BY level_version")]
+    assert ordered == amounts  # the row lock's order is the order of payment
     for system in systems:
         assert _level(system)["amount_cents"] == H9_SEED  # every table sees the reset meter
         again = system.on_round_result(1, SUITED_NINES, [])  # replay: paid once
