@@ -9,6 +9,8 @@ left it behind).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import stat
 from collections.abc import Mapping
@@ -114,3 +116,56 @@ class Daemon:
     async def subscribe(self, after_seq: int = 0) -> Any:
         """The event stream from `after_seq` on (an async iterator of event dicts)."""
         return self.client.subscribe(after_seq)
+
+
+class EventFeed:
+    """Events committed after `after_seq`, on a connection of their own.
+
+    A background task pumps the stream into a queue, so waiting for the next event with
+    a timeout never cancels a read inside the stream itself (which would end it).
+    """
+
+    def __init__(self, path: str, after_seq: int) -> None:
+        self.path = path
+        self.after_seq = after_seq
+        self.ended = False
+        self._daemon = Daemon(path)
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> EventFeed:
+        await self._daemon.__aenter__()
+        self._task = asyncio.create_task(self._pump())
+        return self
+
+    async def _pump(self) -> None:
+        try:
+            async for event in await self._daemon.subscribe(self.after_seq):
+                self._queue.put_nowait(event)
+        except (ConnectionError, OSError, ValueError):
+            pass  # the daemon went away: the feed ends, as when it closes the stream
+        finally:
+            self._queue.put_nowait(None)
+
+    async def next(self, deadline: float) -> dict[str, Any] | None:
+        """The next event before `deadline` (event-loop time); None when time is up or the
+        stream has ended (then `ended` is True)."""
+        if self.ended:
+            return None
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return None
+        try:
+            item = await asyncio.wait_for(self._queue.get(), remaining)
+        except TimeoutError:
+            return None
+        if item is None:
+            self.ended = True
+        return item
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._daemon.__aexit__()

@@ -27,7 +27,7 @@ from typing import Any
 
 from controller.cli import exitcodes
 from controller.cli.client import (
-    Daemon, DaemonUnavailable, UnsupportedCommand, default_socket,
+    Daemon, DaemonUnavailable, EventFeed, UnsupportedCommand, default_socket,
 )
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
@@ -357,25 +357,10 @@ def _result_line(result: Mapping[str, Any]) -> str:
     return f"{result['device']} self-test: {verdict} - {result['detail']}"
 
 
-async def _events_after_now(d: Daemon, socket: str) -> tuple[Daemon, AsyncIterator[dict[str, Any]]]:
-    """A second connection streaming only events committed from now on."""
+async def _events_after_now(d: Daemon, socket: str) -> EventFeed:
+    """A feed, on a second connection, of only the events committed from now on."""
     head = await d.call("events", limit=1)
-    after = int(head[-1]["seq"]) if head else 0
-    stream = Daemon(socket)
-    await stream.__aenter__()
-    return stream, await stream.subscribe(after)
-
-
-async def _next_event(events: AsyncIterator[dict[str, Any]], deadline: float
-                      ) -> dict[str, Any] | None:
-    """The next event before the deadline (loop time), or None when time is up or it ends."""
-    remaining = deadline - asyncio.get_running_loop().time()
-    if remaining <= 0:
-        return None
-    try:
-        return await asyncio.wait_for(anext(events), remaining)
-    except (TimeoutError, StopAsyncIteration):
-        return None
+    return await EventFeed(socket, int(head[-1]["seq"]) if head else 0).start()
 
 
 def cmd_test_shoe(args: argparse.Namespace) -> int:
@@ -390,7 +375,7 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
             print(_result_line(result))
         if result["passed"] and (args.cards or not _json(args)):
             # Listen before asking: a card drawn the moment the prompt appears still counts.
-            stream, events = await _events_after_now(d, _socket(args))
+            feed = await _events_after_now(d, _socket(args))
             if not _json(args):
                 until = f"stops after {args.cards} cards" if args.cards else "Ctrl-C to stop"
                 print(f"Draw cards from the shoe; each card it reads is shown here "
@@ -398,7 +383,7 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
             try:
                 deadline = asyncio.get_running_loop().time() + args.timeout
                 while not args.cards or len(cards) < args.cards:
-                    event = await _next_event(events, deadline)
+                    event = await feed.next(deadline)
                     if event is None:
                         break
                     line = shoe_event_line(event)
@@ -412,7 +397,7 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
             except asyncio.CancelledError:
                 pass  # Ctrl-C: asyncio.run cancels us; finish with the count
             finally:
-                await stream.__aexit__()
+                await feed.close()
         if _json(args):
             print_json({**result, "cards": cards})
         elif cards or args.cards:
@@ -471,12 +456,12 @@ def cmd_test_shuffler(args: argparse.Namespace) -> int:
             if _json(args):
                 print_json(result)
             return exitcodes.OK if result["passed"] else exitcodes.FAILURE
-        stream, events = await _events_after_now(d, _socket(args))
+        feed = await _events_after_now(d, _socket(args))
         try:
             await d.call("shuffle", back=args.shuffle)
-            outcome = await _follow_shuffle(d, events, args)
+            outcome = await _follow_shuffle(d, feed, args)
         finally:
-            await stream.__aexit__()
+            await feed.close()
         if _json(args):
             print_json({**result, "batch": outcome})
         if outcome is None:
@@ -506,7 +491,7 @@ def render_batch(b: Mapping[str, Any]) -> str:
     return text
 
 
-async def _follow_shuffle(d: Daemon, events: AsyncIterator[dict[str, Any]],
+async def _follow_shuffle(d: Daemon, feed: EventFeed,
                           args: argparse.Namespace) -> dict[str, Any] | None:
     """Wait for shuffle_complete, drawing a progress bar from shuffle_progress events or,
     failing those, from the shuffler's cards_counted/cards_expected health counters."""
@@ -516,7 +501,7 @@ async def _follow_shuffle(d: Daemon, events: AsyncIterator[dict[str, Any]],
     next_poll = loop.time()
     try:
         while True:
-            event = await _next_event(events, min(deadline, loop.time() + POLL_S))
+            event = await feed.next(min(deadline, loop.time() + POLL_S))
             if event is not None:
                 p = event.get("payload") or {}
                 if event["kind"] == "shuffle_progress":
@@ -541,12 +526,17 @@ async def _follow_shuffle(d: Daemon, events: AsyncIterator[dict[str, Any]],
         bar.finish()
 
 
-async def _seat_count(d: Daemon, given: int | None) -> int:
+async def _seat_count(d: Daemon, given: int | None, self_test_detail: str) -> int:
+    """--seats, else the daemon's status `seats`, else the seat panel's self-test detail
+    ("10 seats, LEDs and sensors ok"), else 14 (the most 631a.2(a) allows)."""
     if given:
         return given
     status = await d.call("status")
     seats = status.get("seats")
-    return int(seats) if isinstance(seats, int) and seats > 0 else 14
+    if isinstance(seats, int) and seats > 0:
+        return seats
+    from_detail = re.match(r"(\d+) seats\b", self_test_detail)
+    return int(from_detail[1]) if from_detail else 14
 
 
 def cmd_test_sensors(args: argparse.Namespace) -> int:
@@ -559,13 +549,13 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
             return exitcodes.FAILURE
         if not _json(args):
             print(_result_line(result))
-        seats = await _seat_count(d, args.seats)
+        seats = await _seat_count(d, args.seats, str(result.get("detail", "")))
         present: dict[int, bool] = {s: False for s in range(1, seats + 1)}
         touched: set[int] = set()
         released: set[int] = set()
         live = not _json(args) and colour_enabled(sys.stdout)
         # Listen before asking: a touch the moment the prompt appears still counts.
-        stream, events = await _events_after_now(d, _socket(args))
+        feed = await _events_after_now(d, _socket(args))
         if not _json(args):
             print(f"Touch each seat's progressive spot with a chip, then lift it "
                   f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s).")
@@ -573,7 +563,7 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         try:
             deadline = asyncio.get_running_loop().time() + args.timeout
             while released < set(present):
-                event = await _next_event(events, deadline)
+                event = await feed.next(deadline)
                 if event is None:
                     break
                 change = seat_sensor_change(event)
@@ -604,7 +594,7 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         except asyncio.CancelledError:
             pass  # Ctrl-C: asyncio.run cancels us; finish with the summary
         finally:
-            await stream.__aexit__()
+            await feed.close()
         missing = [s for s in present if s not in touched]
         stuck = [s for s in present if present[s]]
         passed = bool(result["passed"]) and not missing and not stuck
@@ -662,7 +652,7 @@ def cmd_test_lockout(args: argparse.Namespace) -> int:
             return exitcodes.FAILURE
         # Listen (and read the press counter) before asking for the press.
         before = await _button_presses(d)
-        stream, events = await _events_after_now(d, _socket(args))
+        feed = await _events_after_now(d, _socket(args))
         if not _json(args):
             print(_result_line(result))
             print(f"Press the dealer's lock-out (no more bets) button now "
@@ -672,7 +662,7 @@ def cmd_test_lockout(args: argparse.Namespace) -> int:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + args.timeout
             while not seen and loop.time() < deadline:
-                event = await _next_event(events, min(deadline, loop.time() + POLL_S))
+                event = await feed.next(min(deadline, loop.time() + POLL_S))
                 if event is not None:
                     p = event.get("payload") or {}
                     if event["kind"] == "lockout_button" or (
@@ -684,7 +674,7 @@ def cmd_test_lockout(args: argparse.Namespace) -> int:
         except asyncio.CancelledError:
             pass  # Ctrl-C: asyncio.run cancels us; finish with the summary
         finally:
-            await stream.__aexit__()
+            await feed.close()
         passed = bool(result["passed"]) and bool(seen)
         if _json(args):
             print_json({**result, "button_seen": bool(seen), "evidence": seen or None,

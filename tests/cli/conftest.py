@@ -150,6 +150,11 @@ class FakeDaemon:
                     self.store.append_event(kind, payload, **kw)
         self._on_subscribe.append(emit)
 
+    def _commit(self, kind: str, payload: Mapping[str, Any], kw: Mapping[str, Any]) -> None:
+        """Commit one entry; call on the server's loop."""
+        with self.store.transaction():
+            self.store.append_event(kind, payload, **kw)
+
     def on_next_subscribe_do(self, action: Callable[[], None]) -> None:
         self._on_subscribe.append(action)
 

@@ -153,3 +153,25 @@ def test_shuffle_refused_by_the_table_state(fake, capsys):
     assert rc == exitcodes.REFUSED
     assert ("the daemon refused: not allowed while the table is betting_open (refused)"
             in capsys.readouterr().err)
+
+
+def test_sensors_seat_count_from_the_self_test(fake, capsys):
+    fake.self_tests["seats"]["detail"] = "2 seats, LEDs and sensors ok"
+    fake.on_next_subscribe(*[_seat(s, p) for s in (1, 2) for p in (True, False)])
+    assert main(["test", "sensors", "--socket", fake.socket]) == exitcodes.OK
+    assert "seat    1  2\nsensor  +  +" in capsys.readouterr().out
+
+
+def test_shuffler_progress_survives_quiet_polls(fake, capsys):
+    # The batch completes only after several quiet poll intervals: waiting with a timeout
+    # must not end the event stream.
+    fake.register("shuffle", lambda a: fake.status)
+
+    def complete_later() -> None:
+        fake.loop.call_later(0.8, lambda: fake._commit(
+            "shuffle_complete", {"back": "red", "cards_counted": 416, "missing": 0,
+                                 "extra": 0, "duplicates": 0}, {"device": "shuffler"}))
+    fake.on_next_subscribe_do(complete_later)
+    assert main(["test", "shuffler", "--shuffle", "red", "--timeout", "10",
+                 "--socket", fake.socket]) == exitcodes.OK
+    assert "VERIFIED" in capsys.readouterr().out

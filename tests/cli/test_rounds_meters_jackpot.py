@@ -92,7 +92,7 @@ def test_jackpot_validate_with_pin_on_stdin(fake, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "award 17 validated by ana" in out
     assert "award 17: heavenly9 mega, seat 3, round 41: $25,000.00  PAID" in out
-    assert ("validate_award", {"award_id": 17}) in fake.calls
+    assert [args["award_id"] for name, args in fake.calls if name == "validate_award"] == [17]
 
 
 def test_jackpot_wrong_pin_is_refused(fake, capsys, monkeypatch):
