@@ -280,6 +280,9 @@ class LinkedDevice:
                 await self._dispatch(message)
         except (LinkDownError, BridgeError, OSError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug here must not silently end the device's task
+            log.exception("driver failed handling the device", device=self.name)
+            reason = f"driver error {type(exc).__name__}: {exc}"
         await self._close_link()
         await self._on_down(reason)
         if self._self_test is not None and not self._self_test.done():
