@@ -206,13 +206,14 @@ class TableHarness:
         assert self.client is not None
         return await self.client.call(cmd, **args)
 
-    async def play(self, shoes: int = 1, *, power_cuts: PowerCuts | None = None
-                   ) -> HarnessResult:
+    async def play(self, shoes: int = 1, *, power_cuts: PowerCuts | None = None,
+                   until: Callable[[HarnessResult], bool] | None = None) -> HarnessResult:
         """Deal `shoes` complete shoes, following the daemon's prompts.
 
         With `power_cuts`, the daemon is killed with SIGKILL at random instants right
         after the dealer acts (while the daemon is processing that action), restarted,
-        and the dealer resumes from the state the daemon restored.
+        and the dealer resumes from the state the daemon restored. With `until`, play
+        pauses as soon as it holds (a test then injects a fault and calls `resync()`).
         """
         assert self.client is not None
         target = self.result.shoes_completed + shoes
@@ -226,6 +227,8 @@ class TableHarness:
             while self.result.shoes_completed < target:
                 event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
                 self._note(event)
+                if until is not None and until(self.result):
+                    break
                 if event["seq"] <= act_after or self.result.shoes_completed >= target:
                     continue  # replayed after a restart: noted, not acted on again
                 acted = await self._act(event)
@@ -241,6 +244,27 @@ class TableHarness:
         finally:
             await stream.close()
         return self.result
+
+    async def resync(self) -> None:
+        """After a test intervened: skip the prompts issued meanwhile and do what the
+        table's present state needs."""
+        latest = await self.call("events", limit=1)
+        for event in await self.call("events", after_seq=self.last_seq, limit=100_000):
+            self._note(event)
+        self.last_seq = max(self.last_seq, latest[-1]["seq"] if latest else 0)
+        await self._resume()
+
+    async def wait_for_state(self, *states: str, timeout: float = PROMPT_TIMEOUT_S
+                             ) -> dict[str, Any]:
+        """Poll the daemon's status until the table is in one of `states`."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            status = await self.call("status")
+            if status["state"] in states:
+                return status
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"table stayed {status['state']}, expected {states}")
+            await asyncio.sleep(0.02)  # polling the daemon's state over its socket
 
     async def power_cut(self) -> None:
         """SIGKILL the daemon (no chance to clean up) and start it again on the same store."""
