@@ -65,6 +65,15 @@ class Acceptance:
     def total_cents(self) -> int:
         return sum(w.amount_cents for w in self.accepted)
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the control socket and the event log."""
+        return {"progressive": self.progressive,
+                "accepted": [{"seat": w.seat, "amount_cents": w.amount_cents}
+                             for w in self.accepted],
+                "refused": [{"seat": r.seat, "reason": r.reason} for r in self.refused],
+                "leds": {str(seat): led.value for seat, led in self.leds.items()},
+                "awards": [a.as_dict() for a in self.awards]}
+
 
 def accept_progressive_wagers(
     locked: LockedOut, base_wagers: Sequence[Mapping[str, Any]], spec: ProgressiveSpec,

@@ -166,6 +166,10 @@ class Award:
     linked_claim: str | None = None
     claimed: bool = True  # False: a linked hit whose amount the shared ledger has yet to give
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the control socket and tablectl."""
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
 
 def ensure_schema(store: Store) -> None:
     with store.transaction() as db:

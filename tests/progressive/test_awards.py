@@ -156,3 +156,13 @@ def test_631a_15_e_a_void_round_returns_the_wagers_and_keeps_the_meter(store: St
     assert system.on_round_result(1, SUITED_NINES, []) == []  # a void round has no hits
     assert _meter(system)["amount_cents"] == 1_000_100
     assert system.verify() == []
+
+
+def test_awards_and_acceptances_serialise_for_the_control_socket(store: Store) -> None:
+    import json
+
+    system = ProgressiveSystem(config(HEAVENLY_9), store)
+    acceptance = system.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+    (award,) = system.on_round_result(1, SUITED_NINES, [])
+    assert json.loads(json.dumps(acceptance.as_dict()))["leds"]["1"] == "locked"
+    assert json.loads(json.dumps(award.as_dict()))["amount_cents"] == 1_000_050
