@@ -245,7 +245,12 @@ class LinkedDevice:
     async def _run(self) -> None:
         rec = self._reconnector
         while True:
-            delay = await self._attempt(rec)
+            try:
+                delay = await self._attempt(rec)
+            except Exception as exc:  # e.g. an unexpected error opening the port: retry, never die
+                log.exception("device connection attempt failed", device=self.name)
+                await self._close_link()
+                delay = self._failed(rec, f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(delay)
 
     async def _attempt(self, rec: Reconnector) -> float:
