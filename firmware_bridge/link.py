@@ -118,6 +118,7 @@ _RTT_K = 4  # RFC 6298 section 2.3
 _CLOCK_GRANULARITY = 0.001  # G in RFC 6298: the loop clock's resolution is far finer
 
 _SEQ_MODULUS = 256
+_REFUSE_REASON_BYTES = 200  # Refuse payload: id, code, length byte, reason <= 240 bytes
 _SESSION = struct.Struct("<I")
 
 
@@ -629,12 +630,17 @@ class LinkEndpoint:
             message = decode_message(payload)
         except MessageError as exc:
             self.counters.bad_messages += 1
-            if self.state is LinkState.HANDSHAKING and self.peer is None and self._is_foreign_hello(
-                payload
-            ):
+            awaiting_hello = self.state is LinkState.HANDSHAKING and self.peer is None
+            if awaiting_hello and self._is_foreign_hello(payload):
                 self._refuse_version(payload[1], None)
                 return
             self._emit(BadMessage(exc, payload))
+            if awaiting_hello and payload[:1] == bytes([Hello.ID]):
+                # our version, but not a valid Hello (e.g. an unknown device kind): the
+                # handshake cannot succeed, so say why now instead of timing out
+                reason = f"malformed Hello: {exc}"
+                self._refuse(RefuseCode.NOT_ACCEPTED, reason,
+                             LinkRefusedError(f"refused peer: {reason}"))
             return
         self.counters.messages_in += 1
         if self.state is LinkState.REFUSED:
@@ -680,7 +686,10 @@ class LinkEndpoint:
             return
         refusal = default_accept(self.role)(peer)
         if refusal is None and self._accept_peer is not None:
-            reason = self._accept_peer(peer)
+            try:
+                reason = self._accept_peer(peer)
+            except Exception as exc:  # noqa: BLE001 - an application bug must not crash the link
+                reason = f"accept_peer failed: {exc!r}"
             if reason is not None:
                 refusal = (RefuseCode.NOT_ACCEPTED, reason)
         if refusal is not None:
@@ -701,7 +710,9 @@ class LinkEndpoint:
         self.state = LinkState.REFUSED
         self.refusal = error
         self._pending.clear()
-        self._queue_internal(Refuse(code, reason[:200]), front=True)
+        # the reason may quote peer-supplied text: cut it to fit the str field by bytes
+        wire_reason = reason.encode("utf-8")[:_REFUSE_REASON_BYTES].decode("utf-8", "ignore")
+        self._queue_internal(Refuse(code, wire_reason), front=True)
         self._emit(PeerRefused(reason, True, error))
 
     def _refused_by_peer(self, refuse: Refuse) -> None:

@@ -182,7 +182,7 @@ def wire(
     allowed: range | frozenset[int] | None = None,
     enum: type[enum.IntEnum] | None = None,
 ) -> Any:
-    """Declare a message field's wire layout (used as the dataclass field's default factory slot)."""
+    """Declare a message field: its wire type, meaning, unit and allowed values (field metadata)."""
     spec = FieldSpec("", wire_type, doc, unit, allowed, enum)
     return dataclasses.field(metadata={"wire": spec})
 

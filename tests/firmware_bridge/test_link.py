@@ -330,3 +330,33 @@ def test_timing_for_any_baud_rate_is_consistent(baud: int) -> None:
     assert timing.min_rto >= two_max_frames or baud > 115200  # faster links keep the floor
     assert timing.max_rto < timing.silence_timeout
     assert timing.keepalive_idle < timing.silence_timeout
+
+
+def test_refusal_reason_is_cut_to_fit_by_utf8_bytes() -> None:
+    sim = make_pair(accept_peer=lambda peer: "♠" * 300)  # 900 UTF-8 bytes
+    sim.a.connect(sim.now)
+    sim.run_until(lambda: sim.b.state is LinkState.REFUSED, timeout=3)
+    refused = [e for e in sim.events_b if isinstance(e, PeerRefused)]
+    assert refused and "♠♠♠" in refused[0].reason
+
+
+def test_raising_accept_peer_refuses_instead_of_crashing() -> None:
+    def broken(peer: Hello) -> str | None:
+        raise KeyError("config")
+
+    sim = make_pair(accept_peer=broken)
+    sim.a.connect(sim.now)
+    sim.run_until(lambda: sim.a.state is LinkState.REFUSED, timeout=3)
+    assert "accept_peer failed" in str(sim.a.refusal)
+
+
+def test_malformed_hello_of_our_version_is_refused_at_once() -> None:
+    sim = make_pair()
+    sim.a.connect(sim.now)
+    reset = _frames(sim.a.outgoing())[0]
+    sim.a.receive(Frame(FrameKind.RESET_ACK, 0, 0, reset.payload).encode(), sim.now)
+    # version 1, device kind 9 (unknown)
+    bad_hello = b"\x01\x01\x09\x00\x00\x00\x00\x00\x00"
+    sim.a.receive(Frame(FrameKind.DATA, 0, 0, bad_hello).encode(), sim.now)
+    assert sim.a.state is LinkState.REFUSED
+    assert "malformed Hello" in str(sim.a.refusal)
