@@ -543,6 +543,12 @@ class ProgressiveSystem:
                 result.append(entry)
         return result
 
+    def display_amounts(self) -> dict[str, int]:
+        """`{"<progressive>/<level>": cents}` for `ProgressiveDisplay.show_meters` (never the
+        mystery trigger, only the meter)."""
+        return {f"{m['progressive']}/{m['level']}": m["amount_cents"]
+                for m in self.meters() if "amount_cents" in m}
+
     def verify(self) -> list[str]:
         """Integrity problems of the local meters (and the shared ones when reachable)."""
         problems = verify_meters(self.store)

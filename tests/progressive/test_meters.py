@@ -140,3 +140,9 @@ def test_627b_3_h_royal_9_mystery_configuration_two(store: Store) -> None:
     assert mystery["trigger_range_cents"] == [10_000, 50_000]
     assert mystery["amount_cents"] == 10_000 + 50  # 5% of two $5 wagers
     assert system.verify() == []
+
+
+def test_display_amounts_feed_the_progressive_display(store: Store) -> None:
+    system = ProgressiveSystem(config(ROYAL_9), store)
+    assert system.display_amounts() == {"prog/mega": 5_000_000, "prog/major": 45_000,
+                                        "prog/minor": 45_000}
