@@ -139,9 +139,10 @@ async def test_read_commands_after_a_round(tmp_path: Path) -> None:
         assert "  result: " in out
         assert "  SEAT  WAGER" in out
 
-        code, out = await tablectl(h.socket, "events", "--kind", "round_settled")
+        code, out = await tablectl(h.socket, "events", "--kind", "round_settled", "--limit", "1")
         assert code == exitcodes.OK, out
-        assert " round_settled [round 1]" in out
+        assert len(out.splitlines()) == 2  # the entry, then the count
+        assert " round_settled [round " in out
 
         code, out = await tablectl(h.socket, "events", "verify")
         assert code == exitcodes.OK, out
