@@ -99,15 +99,21 @@ async def test_631c_2_d_2_10000_lockouts_race_sensor_changes(
             plan[:] = [(seat, next(order[seat]), rng.randint(0, 20)) for seat in slots]
             spin = rng.randint(0, 400)
 
+            # 627b.3(a)(2): the first card out of the shoe locks too, from the controller's thread.
+            first_card = rng.random() < 0.3
             start.wait()
             for _ in range(spin):
                 pass
-            button.drive_low()
-            button.drive_high()
+            if first_card:
+                panel.lock("first-card")
+            else:
+                button.drive_low()
+                button.drive_high()
             done.wait()
 
             locks = [e for e in emitted if isinstance(e, LockedOut)]
             assert len(locks) == 1, locks
+            assert locks[0].cause == ("first-card" if first_card else "button")
             wagers = locks[0].wagers
             late: dict[int, list[bool]] = {}
             for event in emitted:
