@@ -105,6 +105,7 @@ def test_frame_round_trip(frame: Frame) -> None:
     assert Frame.from_bytes(frame.to_bytes()) == frame
 
 
+@settings(max_examples=60, deadline=None)
 @given(st.lists(frames, min_size=1, max_size=8), st.data())
 def test_decoder_any_split(frame_list: list[Frame], data: st.DataObject) -> None:
     stream = b"".join(f.encode() for f in frame_list)
@@ -175,7 +176,7 @@ def test_errors_mix_in_builtins() -> None:
     assert issubclass(CrcError, ValueError) and issubclass(CrcError, BridgeError)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=600))
 def test_fuzz_decode_frame_only_raises_frame_errors(data: bytes) -> None:
     try:
@@ -184,7 +185,7 @@ def test_fuzz_decode_frame_only_raises_frame_errors(data: bytes) -> None:
         pass
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.lists(st.binary(max_size=300), max_size=6))
 def test_fuzz_decoder_never_raises_and_stays_bounded(chunks: list[bytes]) -> None:
     decoder = FrameDecoder()

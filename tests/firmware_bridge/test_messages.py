@@ -114,7 +114,7 @@ def test_unregistered_message_is_rejected() -> None:
         encode_message(Message())
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.one_of(st.binary(max_size=260),
                  st.builds(lambda i, rest: bytes([i]) + rest,
                            st.sampled_from(sorted(MESSAGES)), st.binary(max_size=40))))
