@@ -194,6 +194,11 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await asyncio.sleep(3.0)
         await cap.run("fault-unplugged", ["events", "--device", "shoe", "--limit", "4"])
 
+        h.shoe.misread_next()
+        await h.shoe.draw()
+        await asyncio.sleep(1.0)
+        await cap.run("fault-misread", ["status"])
+
         await h.stop_daemon()
         await cap.run("not-running", ["status"])
         tamper(h.store_path)
@@ -280,6 +285,11 @@ async def capture_fake(workdir: Path) -> tuple[dict[str, list[str]], str]:
                                last_error="[Errno 2] could not open port /dev/ttyUSB0")
         await cap.run("fault-unplugged", ["status"])
         await cap.run("fault-unplugged", ["devices"])
+        fake.status["fault"] = {
+            "device": "shoe", "code": "shoe_misread", "detail": "card 13 not read",
+            "action": "Stop: the card that just left the shoe was not read. Do not use it "
+                      "until a floorperson rules; the table does not guess a card."}
+        await cap.run("fault-misread", ["status"])
         fake.status.update(state="betting_open", fault=None)
         fake.devices[0].update(link="up", uptime_s=12.0, last_error="")
         fake.self_tests["shoe"] = {"device": "shoe", "passed": True, "detail": "shoe ok"}

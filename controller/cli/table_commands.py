@@ -31,7 +31,7 @@ from controller.cli.client import (
 )
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
-    table, when, with_progress,
+    table, visible_len, when, with_progress,
 )
 from controller.control import ControlError
 
@@ -934,6 +934,15 @@ def event_line(e: Mapping[str, Any]) -> str:
     return f"{text}  {detail}".rstrip()
 
 
+def _fit(line: str) -> str:
+    """On a terminal, cut a long line to the screen's width (a settled round's payload runs
+    to hundreds of characters); piped output keeps everything for grep."""
+    if not sys.stdout.isatty():
+        return line
+    width = shutil.get_terminal_size((100, 24)).columns
+    return line if visible_len(line) <= width else line[:width - 1] + "…"
+
+
 def _matches(e: Mapping[str, Any], args: argparse.Namespace, since: float | None) -> bool:
     return ((args.kind is None or e.get("kind") == args.kind)
             and (args.device is None or e.get("device") == args.device)
@@ -966,7 +975,7 @@ def cmd_events(args: argparse.Namespace) -> int:
             # One object per line when following (a stream); a list otherwise.
             print(json.dumps(e, ensure_ascii=False), flush=True)
         else:
-            print(event_line(e), flush=True)
+            print(_fit(event_line(e)), flush=True)
 
     async def body(d: Daemon) -> int:
         query: dict[str, Any] = {"limit": args.limit}
