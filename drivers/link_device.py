@@ -96,6 +96,7 @@ class LinkedDevice:
         self._counters: collections.Counter[str] = collections.Counter()
         self._last_error = ""
         self._state = LinkState.STOPPED
+        self._reported: tuple[LinkState, str] = (LinkState.STOPPED, "")
         self._state_changed = asyncio.Event() if _has_loop() else None
         self._active_faults: set[str] = set()
         self._reported_since_up: set[str] = set()
@@ -232,6 +233,13 @@ class LinkedDevice:
         self._state = state
         if self._state_changed is not None:
             self._state_changed.set()
+        # A device that stays missing would otherwise report CONNECTING/RETRYING every few
+        # seconds all night: each retry that ends as the last one did is not reported again.
+        if state is LinkState.CONNECTING and self._reported == (LinkState.RETRYING, self._last_error):
+            return
+        if (state, detail) == self._reported:
+            return
+        self._reported = (state, detail)
         log.info("device link", device=self.name, state=state.value, detail=detail)
         self._send_event(LinkChanged(self.name, state, detail))
 
@@ -255,6 +263,7 @@ class LinkedDevice:
 
     async def _attempt(self, rec: Reconnector) -> float:
         """One connection attempt and, if it comes up, its whole session; returns the retry delay."""
+        self._counters["connect_attempts"] += 1
         self._set_state(rec.connecting(), self.port)
         try:
             self._link = await self._open()

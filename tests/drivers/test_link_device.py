@@ -48,3 +48,21 @@ async def test_a_driver_bug_is_a_link_fault_and_the_driver_reconnects(recorder: 
     finally:
         await shoe.stop()
         await sim.stop()
+
+
+async def test_a_device_that_stays_missing_is_reported_once_not_every_retry(
+        recorder: Recorder) -> None:
+    shoe = SerialShoe("shoe", "/dev/does-not-exist-shoe",
+                      reconnect=ReconnectPolicy(initial_delay_s=0.01, max_delay_s=0.02))
+    await shoe.start(recorder)
+    try:
+        await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.RETRYING)
+        # Let it retry a dozen times; each attempt fails the same way.
+        while shoe.health().counters["connect_attempts"] < 12:
+            await shoe.wait_state(LinkState.CONNECTING, 5)
+            await shoe.wait_state(LinkState.RETRYING, 5)
+        states = [e.state for e in recorder.of(LinkChanged)]
+        assert states == [LinkState.CONNECTING, LinkState.RETRYING]
+        assert len(recorder.of(DeviceFault)) == 1
+    finally:
+        await shoe.stop()
