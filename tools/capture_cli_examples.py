@@ -139,8 +139,8 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap.run("status", ["status"])
         await cap.run("devices", ["devices"])
         await cap.run("rounds", ["rounds", "--last", "2"])
-        await cap.run("events", ["events", "--limit", "8"])
-        await cap.run("events", ["events", "--kind", "round_settled", "--limit", "1", "--json"])
+        await cap.run("events", ["events", "--kind", "card", "--limit", "5"])
+        await cap.run("events", ["events", "--kind", "shoe_complete", "--json"])
         await cap.run("verify", ["events", "verify"])
         await cap.run("meters", ["meters"])
         await cap.run("meters", ["jackpot", "validate", "1", "--supervisor", "ana",

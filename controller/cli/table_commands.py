@@ -20,6 +20,7 @@ import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -315,8 +316,12 @@ def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
         others = {k: v for k, v in (d.get("counters") or {}).items()
                   if k not in main_keys and v}
         if others:
-            out.append(f"{d.get('device')} counters: "
-                       + ", ".join(f"{k}={v}" for k, v in sorted(others.items())))
+            # Wrapped to the terminal: a linked device has a dozen link-layer counters.
+            out.append(textwrap.fill(
+                ", ".join(f"{k}={v}" for k, v in sorted(others.items())),
+                width=max(60, shutil.get_terminal_size((100, 24)).columns),
+                initial_indent=f"{d.get('device')} counters: ", subsequent_indent="  ",
+                break_on_hyphens=False))
     for d in devices:
         if d.get("last_error"):
             out.append(paint(f"{d.get('device')} last error: {d['last_error']}",
@@ -414,7 +419,8 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
 
 # Event kinds in which the daemon reports a card the shoe read (table.py); "shoe_card" is
 # the diagnostic event we asked for, shown when a daemon publishes it.
-_SHOE_CARD_KINDS = {"card", "burn_first_card", "card_out_of_turn", "card_face_up", "shoe_card"}
+_SHOE_CARD_KINDS = {"card", "burn_first_card", "burn_card", "card_out_of_turn", "card_face_up",
+                    "shoe_card"}
 
 
 def shoe_event_line(event: Mapping[str, Any]) -> str | None:
