@@ -74,6 +74,7 @@ class TableConfig:
     source: str
     raw: Mapping[str, Any]
     submission: Any  # controller.rules.submission.Submission
+    progressive: Any  # controller.progressive.config.ProgressiveConfig, or None
     shoe: ShoeConfig
     shuffler: ShufflerConfig
     gpio: GpioConfig
@@ -149,7 +150,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         submission = parse_submission(
             {k: v for k, v in data.items() if k not in DEVICE_SECTIONS}, source)
     except SubmissionError as exc:
-        c.problems.extend(exc.errors or [str(exc)])
+        c.problems.extend(line.removeprefix(f"{source}: ") for line in exc.errors or [str(exc)])
 
     shoe_t = c.table("shoe")
     c.unknown(shoe_t, "shoe", {"url", "baudrate"})
@@ -254,10 +255,20 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         else:
             supervisors[name] = digest
 
+    progressive = None
+    if any(key in data for key in ("progressive", "linked", "mqtt")):
+        from controller.progressive.config import parse_progressive_config
+        from controller.progressive.errors import ProgressiveConfigError
+
+        try:
+            progressive = parse_progressive_config(data, source)
+        except ProgressiveConfigError as exc:
+            c.problems.extend(exc.problems)
+
     if c.problems:
         raise ConfigError(source, c.problems)
     return TableConfig(
-        source=source, raw=data, submission=submission, shoe=shoe, shuffler=shuffler, gpio=gpio,
+        source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
     )

@@ -32,6 +32,7 @@ from drivers.protocols import Device, DeviceEvent, LinkState
 log = structlog.get_logger("tabled")
 
 EXIT_OK, EXIT_CONFIG = 0, 6
+LINKED_SYNC_S = 2.0  # a pit display lagging a hit at another table by 2 s is acceptable
 SHUFFLE_RETRY_S = 0.5  # waiting for the shuffler's link; its own reconnect backoff is slower
 QUEUE_LIMIT = 10_000  # device events waiting for the table; a full queue means the loop is stuck
 HEALTH_STALL_S = 5.0  # the loop is unhealthy if an event waited longer than this
@@ -77,11 +78,20 @@ class Daemon:
         self.started_monotonic = time.monotonic()
         self._last_event_wait = 0.0
         seats = self.devices.get("seats")
+        self.progressive = None
+        if config.progressive is not None:
+            from controller.progressive.system import ProgressiveSystem
+
+            # No network I/O on the loop: linked meters sync from their own task.
+            self.progressive = ProgressiveSystem.from_config(
+                config.progressive, self.store, win_light=self._win_light, sync_on_open=False)
+        self._shown_meters: dict[str, int] = {}
         self.table = Table(
             table_id=config.table_id, seats=config.submission.table.seats,
             rules=RulesAdapter(self.game), store=self.store, announce=self._show_prompt,
             lock_seats=getattr(seats, "lock", None),
             open_seats=getattr(seats, "open_betting", None),
+            set_led=getattr(seats, "set_led", None), progressive=self.progressive,
             vig_collection=(config.submission.game.vigorish.collection
                             if config.submission.game.vigorish else "at-payout"),
         )
@@ -112,6 +122,29 @@ class Daemon:
         if display is not None and hasattr(display, "show_prompt"):
             display.show_prompt(action.replace("_", " "))
 
+    def _win_light(self, seat: int, on: bool) -> None:
+        """631c.6(c)(5): the light the dealer verifies before a progressive is paid."""
+        display = self.devices.get("display")
+        if display is not None:
+            display.win_light(seat, on)  # type: ignore[attr-defined]
+
+    def _show_meters(self) -> None:
+        if self.progressive is None:
+            return
+        amounts = dict(self.progressive.display_amounts())
+        display = self.devices.get("display")
+        if amounts != self._shown_meters and display is not None:
+            display.show_meters(amounts)  # type: ignore[attr-defined]
+        self._shown_meters = amounts
+
+    async def _sync_linked(self) -> None:
+        """Linked progressives (605a.8): flush the outbox and follow the shared meter."""
+        assert self.progressive is not None
+        while True:
+            await self.progressive.sync_async()
+            self._show_meters()
+            await asyncio.sleep(LINKED_SYNC_S)
+
     def _audit_supervisor(self, who: str, command: str, args: Mapping[str, Any]) -> None:
         with self.store.transaction():
             self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
@@ -125,10 +158,14 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """PRAGMA quick_check and the hash chain; a failure puts the table out of order."""
+        """PRAGMA quick_check, the hash chain and the meters; a failure puts the table out of
+        order with a message naming what failed, and nothing is cleared automatically."""
         try:
             self.store.quick_check()
             count = self.store.verify_chain()
+            problems = self.progressive.verify() if self.progressive is not None else []
+            if problems:
+                raise IntegrityError("progressive meters", "; ".join(problems))
             log.info("integrity_ok", events=count)
         except IntegrityError as exc:
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
@@ -139,6 +176,13 @@ class Daemon:
         bind_table(self.config.table_id)
         self.table.restore()
         self.check_integrity()
+        if self.progressive is not None and self.table.state is not TableState.OUT_OF_ORDER:
+            for award in self.progressive.recover():  # an award a crash interrupted
+                with self.store.transaction():
+                    self.table._announce_award(award)
+            self.progressive.publish_all()
+            if self.progressive.linked is not None:
+                self._spawn(self._sync_linked())
         self.store.subscribe(self.control.publish)
         self.control.set_history(lambda after: self.store.events(after_seq=after))
         await self.control.start()
@@ -173,6 +217,7 @@ class Daemon:
             event = await self.queue.get()
             try:
                 self.table.handle(event)
+                self._show_meters()
             except Exception:  # one bad event must not stop the table; it is logged loudly
                 log.exception("event_handling_failed", event=repr(event))
                 with self.store.transaction():
@@ -223,6 +268,12 @@ class Daemon:
             str(a.get("_supervisor", "")))), supervisor=True,
             description="a floor supervisor's ruling on a fault no device clears (misread)")
         reg("self_test", self._self_test, description="run a device's self-test")
+        reg("meters", lambda a: self.progressive.meters() if self.progressive else [],
+            description="every progressive meter with its 605a.7 companions")
+        reg("awards", lambda a: [w.as_dict() for w in self.progressive.pending_awards()]
+            if self.progressive else [], description="progressive awards awaiting validation")
+        reg("validate_award", self._validate_award, supervisor=True,
+            description="a floor supervisor validates a progressive award (631c.6(c)(5))")
 
     def _guard(self, fn: Any) -> Any:
         def run(args: Mapping[str, Any]) -> Any:
@@ -281,6 +332,13 @@ class Daemon:
                 self._enqueue(DeviceFault("shuffler", "shuffle_request_failed", str(exc),
                                           "check the shuffler, then ask for the shuffle again"))
                 return
+
+    def _validate_award(self, args: Mapping[str, Any]) -> Any:
+        award_id = _int(args, "award_id", None, 1, 2**62)
+        try:
+            return self.table.cmd_validate_award(award_id, str(args.get("_supervisor", "")))
+        except CommandRefused as exc:
+            raise ControlError(str(exc)) from exc
 
     async def _self_test(self, args: Mapping[str, Any]) -> Any:
         name = str(args.get("device", ""))

@@ -25,7 +25,7 @@ from controller.rules.wager import Outcome, Settlement, SettlementPoint
 from controller.store import Store
 from drivers.protocols import (
     BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
-    LateSensorChange, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
+    LateSensorChange, LedState, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
     ShuffleComplete, ShuffleProgress,
 )
 
@@ -153,6 +153,8 @@ class Table:
                  announce: Callable[[str, Mapping[str, Any]], None] | None = None,
                  lock_seats: Callable[[str], LockedOut] | None = None,
                  open_seats: Callable[[frozenset[int]], None] | None = None,
+                 set_led: Callable[[int, LedState], None] | None = None,
+                 progressive: Any = None,
                  clock: Callable[[], float] = time.monotonic,
                  batch_verifier: Callable[[CardDrawn], str | None] | None = None,
                  vig_collection: str = "at-payout") -> None:
@@ -163,6 +165,8 @@ class Table:
         self._announce_hook = announce
         self._lock_seats = lock_seats
         self._open_seats = open_seats
+        self._set_led = set_led
+        self.progressive = progressive  # controller.progressive.ProgressiveSystem, if offered
         # Seats whose progressive sensor may register a wager; none unless a progressive
         # wager is offered (set by the progressive system).
         self.progressive_seats_allowed: frozenset[int] = frozenset()
@@ -266,9 +270,25 @@ class Table:
         self.arm_seats()
 
     def arm_seats(self) -> None:
-        """Unlock the seat sensors and the lock-out button for a new round."""
+        """Unlock the seat sensors and the lock-out button for a new round.
+
+        Seats whose progressive is unavailable (e.g. a linked meter offline) stay
+        locked with their LED saying so.
+        """
+        leds: Mapping[int, LedState] = {}
+        if self.progressive is not None:
+            leds = self.progressive.open_betting()
+            self.progressive_seats_allowed = frozenset(
+                seat for seat, led in leds.items() if led is LedState.AWAITING)
         if self._open_seats is not None:
             self._open_seats(self.progressive_seats_allowed)
+        self._show_leds({seat: led for seat, led in leds.items()
+                         if led is not LedState.AWAITING})
+
+    def _show_leds(self, leds: Mapping[int, LedState]) -> None:
+        if self._set_led is not None:
+            for seat, led in leds.items():
+                self._set_led(seat, led)
 
     # --- commands (control API) ----------------------------------------------------
 
@@ -447,6 +467,14 @@ class Table:
                                           "progressive_seats": sorted(self.progressive_seats)})
             self.coup = self.rules.new_coup()
             self.round_settlements = []
+            if self.progressive is not None and locked is not None:
+                # 631c.2(d)(2), 627b.3(a)(2), 627b.6(d)(2): only what the sensors held at
+                # the lock, at seats holding a base wager, is a progressive wager.
+                acceptance = self.progressive.on_lock(locked, self.wagers, self.round_id)
+                self._record("progressive_accepted", acceptance.as_dict())
+                self._show_leds(acceptance.leds)
+                for award in acceptance.awards:
+                    self._announce_award(award)
             self.lock_out()
             self.announce("deal", next=self.coup.next_card().name.lower())
 
@@ -621,6 +649,10 @@ class Table:
         settlements = list(self.round_settlements)
         assert self.round_id is not None
         self.store.close_round(self.round_id, "settled", summary, settlements)
+        if self.progressive is not None and not self.simulated:
+            for award in self.progressive.on_round_result(self.round_id, self.coup.round_view(),
+                                                          settlements):
+                self._announce_award(award)
         table_net = -sum(s["net_cents"] for s in settlements)
         self._record("round_settled", {"round_no": 0 if self.simulated else self.round_no,
                                        "simulated": self.simulated, "result": summary,
@@ -657,6 +689,32 @@ class Table:
         else:
             self.announce("place_bets", round_no=self.round_no + 1)
 
+    def _announce_award(self, award: Any) -> None:
+        """631c.6(c)(5): the win light is on; a floor supervisor validates before payment."""
+        self._show_leds({award.seat: LedState.WON})
+        self.announce("jackpot", award_id=award.award_id, seat=award.seat,
+                      progressive=award.progressive, level=award.level,
+                      amount_cents=award.amount_cents,
+                      detail="verify the win light, then a floor supervisor validates "
+                             "(tablectl jackpot validate)")
+
+    def cmd_validate_award(self, award_id: int, supervisor: str) -> dict[str, Any]:
+        if self.progressive is None:
+            raise CommandRefused("this table offers no progressive wager")
+        from controller.progressive.errors import ProgressiveError
+
+        try:
+            # Its own steps, each durable (pending -> validated -> paid), so a crash in
+            # between is finished exactly once by ProgressiveSystem.recover().
+            award = self.progressive.validate_award(award_id, supervisor)
+        except ProgressiveError as exc:
+            raise CommandRefused(str(exc)) from exc
+        with self.store.transaction():
+            self._record("jackpot_validated", {"award_id": award_id, "supervisor": supervisor,
+                                               "amount_cents": award.amount_cents,
+                                               "seat": award.seat})
+        return dict(award.as_dict())
+
     def _void_round(self, reason: str) -> None:
         """631a.15(e): the round is void and every wager is returned."""
         assert self.round_id is not None
@@ -665,6 +723,12 @@ class Table:
                         "label": "void: wager returned", "section": "631a.15(e)"}
                        for w in self.wagers]
         self.store.close_round(self.round_id, "void", {"reason": reason}, settlements)
+        if self.progressive is not None and not self.simulated:
+            returned = self.progressive.on_round_void(self.round_id, reason)
+            if returned:
+                self._record("progressive_wagers_returned",
+                             {"seats": [{"seat": seat, "cents": cents}
+                                        for seat, cents in returned]})
         self._record("round_void", {"reason": reason, "settlements": settlements},
                      severity="warning")
         self.wagers, self.coup, self.round_id = [], None, None

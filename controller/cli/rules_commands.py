@@ -94,8 +94,32 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    import tomllib
+
+    from controller.config import DEVICE_SECTIONS, ConfigError, load_config
     from controller.rules.submission import SubmissionError, load_submission
 
+    try:
+        with open(args.file, "rb") as fh:
+            sections = set(tomllib.load(fh))
+    except (OSError, tomllib.TOMLDecodeError):
+        sections = set()
+    if sections & {"shoe", "gpio", "store", "control"} or sections & set(DEVICE_SECTIONS) - {
+            "progressive", "simulation"}:
+        # A table's whole configuration: exactly the validation the daemon applies.
+        try:
+            config = load_config(args.file)
+        except ConfigError as exc:
+            for line in exc.problems:
+                print(f"{args.file}: {line}")
+            print(f"{len(exc.problems)} error(s)")
+            return exitcodes.BAD_CONFIGURATION
+        sub = config.submission
+        print(f"{args.file}: valid table configuration ({sub.game.family}, {sub.game.decks} "
+              f"decks, {sub.table.seats} seats, wagers: {', '.join(w.key for w in sub.wagers)}"
+              + (", progressive: " + ", ".join(p.name for p in config.progressive.progressives)
+                 if config.progressive else "") + ")")
+        return exitcodes.OK
     try:
         sub = load_submission(args.file)
     except SubmissionError as exc:
@@ -103,6 +127,7 @@ def _validate(args: argparse.Namespace) -> int:
             print(line)
         print(f"{len(exc.errors)} error(s)")
         return exitcodes.BAD_CONFIGURATION
-    print(f"{args.file}: valid ({sub.game.family}, {sub.game.decks} decks, "
-          f"wagers: {', '.join(w.key for w in sub.wagers)})")
+    print(f"{args.file}: valid Rules Submission ({sub.game.family}, {sub.game.decks} decks, "
+          f"wagers: {', '.join(w.key for w in sub.wagers)}); no device sections, so it is not "
+          "yet a whole table configuration")
     return exitcodes.OK

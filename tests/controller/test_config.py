@@ -1,0 +1,90 @@
+"""The daemon's configuration: every error names the key, the bad value and what is allowed."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from controller.config import ConfigError, apply_overrides, load_config, parse_config
+
+SIMULATED = Path(__file__).parents[2] / "config" / "simulated-table.toml"
+
+
+def simulated() -> dict:
+    return tomllib.loads(SIMULATED.read_text(encoding="utf-8"))
+
+
+def problems(data: dict) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data, "table.toml")
+    return caught.value.problems
+
+
+def test_the_shipped_simulated_table_is_valid():
+    config = load_config(SIMULATED)
+    assert (config.table_id, config.shoe.baudrate, len(config.gpio.seats)) == ("SIM-BAC-01",
+                                                                              115200, 10)
+    assert config.control_socket_mode == 0o660
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("shoe", "baudrate"), 12345, "shoe.baudrate = 12345: not allowed; allowed: one of 9600, "
+                                  "19200, 38400, 57600, 115200, 230400"),
+    (("gpio", "lockout_pin"), 99, "gpio.lockout_pin = 99: not allowed; allowed: a BCM GPIO "
+                                  "number 0-53"),
+    (("gpio", "pin_factory"), "rpigpio", "gpio.pin_factory = 'rpigpio': not allowed; allowed: "
+                                         "'lgpio' (Raspberry Pi), 'mock', or an import path"),
+    (("control", "mode"), "0666", "control.mode = '0666': not allowed; allowed: '0600' (owner "
+                                  "only) or '0660' (group)"),
+    (("shuffler", "vendor_id"), 0, "shuffler.vendor_id = 0: not allowed; allowed: a USB vendor "
+                                   "id 0x0001-0xFFFF"),
+    (("store", "colour"), "red", "store.colour: unknown key; allowed keys: path"),
+])
+def test_a_bad_device_value_is_named(path, value, message):
+    data = simulated()
+    data[path[0]][path[1]] = value
+    assert any(p.startswith(message) for p in problems(data)), problems(data)
+
+
+def test_a_pin_wired_twice_is_refused():
+    data = simulated()
+    data["gpio"]["seats"]["2"]["sensor"] = 2  # seat 1's sensor
+    assert "gpio: pin(s) 2 wired to more than one input or output; allowed: each pin used " \
+           "once" in problems(data)
+
+
+def test_wiring_must_match_the_number_of_seats_631a_2_a():
+    data = simulated()
+    del data["gpio"]["seats"]["10"]
+    assert "gpio.seats: 9 seats wired but table.seats = 10; allowed: one sensor and LED per " \
+           "seat" in problems(data)
+
+
+def test_every_problem_is_reported_at_once():
+    data = simulated()
+    data["game"]["decks"] = 5
+    data["shoe"]["url"] = ""
+    found = problems(data)
+    assert "game.decks = 5: must be one of 6, 7, 8 (631a.3(a))" in found
+    assert any(p.startswith("shoe.url = '': not allowed") for p in found)
+
+
+def test_overrides_use_toml_values_and_bare_strings():
+    data = simulated()
+    apply_overrides(data, ["shoe.url=/dev/ttyUSB1", "shoe.baudrate=57600",
+                           "gpio.factory_options.bridge_socket=/tmp/p.sock"], "t")
+    assert (data["shoe"]["url"], data["shoe"]["baudrate"]) == ("/dev/ttyUSB1", 57600)
+    assert data["gpio"]["factory_options"]["bridge_socket"] == "/tmp/p.sock"
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        apply_overrides(data, ["shoe.url"], "t")
+
+
+def test_an_unreadable_file_says_so(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read the file"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[table\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
