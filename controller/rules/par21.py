@@ -36,7 +36,7 @@ def _total(hard: int, ace: bool) -> int:
 class TwentyOneEnumeration:
     """Exact 681a round distributions for a full shoe of `decks` decks."""
 
-    def __init__(self, decks: int, draw_rule: str = "to-17") -> None:
+    def __init__(self, decks: int, draw_rule: str = "one-card") -> None:
         self.decks = decks
         self.draw_rule = draw_rule
         self.n = 52 * decks
@@ -47,6 +47,86 @@ class TwentyOneEnumeration:
     @cached_property
     def totals(self) -> dict[tuple[int, int], int]:
         """(Player total, Banker total) -> weight over `denominator`."""
+        if self.draw_rule == "one-card":
+            return self._one_card_totals()
+        return self._recursive_totals()
+
+    def _one_card_totals(self) -> dict[tuple[int, int], int]:
+        """At most six cards: moment sums over the initial four, as in `par.enumerate_rounds`.
+
+        For each pair of two-card hand states the sums S0 = sum W4, S1[v] = sum W4 k[v],
+        S2[v][w] = sum W4 k[v] k[w] make every third-card weight (c[v]-k[v]) and pair of
+        them exact without revisiting the four-card deals.
+        """
+        counts = list(self.counts)
+        n = self.n
+        pairs = [(a, b) for a in range(10) for b in range(a, 10)]
+        s0: dict[tuple, int] = {}
+        s1: dict[tuple, list[int]] = {}
+        s2: dict[tuple, dict[tuple[int, int], int]] = {}
+
+        def state(a: int, b: int) -> tuple[int, bool, bool]:
+            hard, ace = _VALUES[a] + _VALUES[b], a == 0 or b == 0
+            natural = ace and (hard == 11 or (a == 0 and b == 0))  # 681a.1
+            return hard, ace, natural
+
+        for pa, pb in pairs:
+            ps = state(pa, pb)
+            for ba, bb in pairs:
+                used: dict[int, int] = {}
+                for cls in (pa, pb, ba, bb):
+                    used[cls] = used.get(cls, 0) + 1
+                w4 = (1 if pa == pb else 2) * (1 if ba == bb else 2)
+                for cls, k in used.items():
+                    w4 *= falling(counts[cls], k)
+                if not w4:
+                    continue
+                key = (ps, state(ba, bb))
+                if key not in s0:
+                    s0[key], s1[key], s2[key] = 0, [0] * 10, {}
+                s0[key] += w4
+                for cls, k in used.items():
+                    s1[key][cls] += w4 * k
+                    for cls2, k2 in used.items():
+                        s2[key][(cls, cls2)] = s2[key].get((cls, cls2), 0) + w4 * k * k2
+        out: dict[tuple[int, int], int] = {}
+        self._max_depth = 6
+
+        def put(pt: int, bt: int, w: int) -> None:
+            out[(pt, bt)] = out.get((pt, bt), 0) + w
+
+        for ((ph, pa_, pn), (bh, ba_, bn)), total in s0.items():
+            m1, m2 = s1[((ph, pa_, pn), (bh, ba_, bn))], s2[((ph, pa_, pn), (bh, ba_, bn))]
+            pt2 = 21 if pn else _total(ph, pa_)
+            bt2 = 21 if bn else _total(bh, ba_)
+            if pn or bn:  # 681a.7(f): no further card counts for the main wagers
+                put(pt2, bt2, total * (n - 4) * (n - 5))
+                continue
+            p_draws, b_draws = pt2 < STAND, bt2 < STAND  # 681a.7(g)
+            if not p_draws and not b_draws:
+                put(pt2, bt2, total * (n - 4) * (n - 5))
+            elif p_draws and not b_draws:
+                for c5 in range(10):
+                    w = counts[c5] * total - m1[c5]
+                    if w:
+                        put(_total(*_add(ph, pa_, c5)), bt2, w * (n - 5))
+            elif b_draws and not p_draws:
+                for c6 in range(10):
+                    w = counts[c6] * total - m1[c6]
+                    if w:
+                        put(pt2, _total(*_add(bh, ba_, c6)), w * (n - 5))
+            else:
+                for c5 in range(10):
+                    a = counts[c5]
+                    pt = _total(*_add(ph, pa_, c5))
+                    for c6 in range(10):
+                        bb = counts[c6] - (c5 == c6)
+                        w = a * bb * total - a * m1[c6] - bb * m1[c5] + m2.get((c5, c6), 0)
+                        if w:
+                            put(pt, _total(*_add(bh, ba_, c6)), w)
+        return out
+
+    def _recursive_totals(self) -> dict[tuple[int, int], int]:
         one_card = self.draw_rule == "one-card"
         n = self.n
 
