@@ -142,9 +142,6 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap.run("events", ["events", "--kind", "card", "--limit", "5"])
         await cap.run("events", ["events", "--kind", "shoe_complete", "--json"])
         await cap.run("verify", ["events", "verify"])
-        await cap.run("meters", ["meters"])
-        await cap.run("meters", ["jackpot", "validate", "1", "--supervisor", "ana",
-                                 "--pin-stdin"], stdin="2468\n")
 
         async def touch_every_seat() -> None:
             for wiring in gpio.seats:
@@ -205,11 +202,25 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap.run("broken-chain", ["events", "verify", "--store", h.store_path])
         await h.start_daemon()
         await cap.run("broken-chain", ["status"])
+    # A second table with the Heavenly 9 progressive and the Must-Hit-By Mystery bonus.
+    progressive_dir = workdir / "progressive"
+    harness = TableHarness(ROOT / "config" / "progressive-heavenly9-mystery.toml",
+                           progressive_dir, seed=seed)
+    cap_p = Capture(harness.socket, progressive_dir)
+    async with harness as h:
+        await h.play(shoes=1)
+        await cap_p.run("meters", ["meters"])
+        await cap_p.run("meters", ["jackpot", "pending"])
+        await cap_p.run("meters", ["jackpot", "validate", "1", "--supervisor", "floor",
+                                   "--pin-stdin"], stdin="2468\n")
+    for name, outputs in cap_p.blocks.items():
+        cap.blocks.setdefault(name, []).extend(outputs)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
               f"running on simulated hardware (`hil.table_harness.TableHarness`, "
-              f"`config/simulated-table.toml`, seed {seed}); faults were injected into the "
-              "simulators. Scratch paths are shown as the paths on a table.")
+              f"`config/simulated-table.toml`; the meters from "
+              f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); faults were "
+              "injected into the simulators. Scratch paths are shown as the paths on a table.")
     return cap.blocks, source
 
 

@@ -127,6 +127,9 @@ def register(subparsers: Any) -> None:
     jp = subparsers.add_parser("jackpot", help="progressive jackpot awards")
     jps = jp.add_subparsers(dest="jackpot_action", metavar="ACTION")
     jps.required = True
+    pend = jps.add_parser("pending", parents=[read], help="awards awaiting validation",
+                          description="Progressive awards hit but not yet validated and paid.")
+    pend.set_defaults(handler=cmd_jackpot_pending)
     v = jps.add_parser("validate", parents=[read], help="a supervisor validates an award",
                        description="Validate a progressive award; needs a floor supervisor's "
                                    "name and PIN (prompted, or one line on stdin).")
@@ -870,6 +873,27 @@ def render_award(a: Mapping[str, Any]) -> str:
                           ("paid via", a.get("paid_via")), ("pays", a.get("label")),
                           ("section", a.get("section"))], "  ")
     return f"{text}\n{details}" if details else text
+
+
+def render_awards(awards: Sequence[Mapping[str, Any]]) -> str:
+    """Awards awaiting validation, in payment order."""
+    if not all(isinstance(a, Mapping) and "award_id" in a for a in awards):
+        return generic(list(awards))
+    rows = [[a.get("award_id"), a.get("progressive"), a.get("level"), a.get("round_id"),
+             a.get("seat"), money(a.get("amount_cents")) if a.get("claimed", True)
+             else "awaiting ledger", a.get("state"), a.get("label")]
+            for a in sorted(awards, key=lambda a: (a.get("pay_order") or 0, a["award_id"]))]
+    return table(["AWARD", "PROGRESSIVE", "LEVEL", "ROUND", "SEAT", "AMOUNT", "STATE", "PAYS"],
+                 rows, right=[0, 3, 4, 5])
+
+
+def cmd_jackpot_pending(args: argparse.Namespace) -> int:
+    async def body(d: Daemon) -> int:
+        awards = await d.call("awards")
+        if not _emit_json(args, awards):
+            print(render_awards(awards) if awards else "no awards awaiting validation")
+        return exitcodes.OK
+    return _run(args, body)
 
 
 def cmd_jackpot_validate(args: argparse.Namespace) -> int:

@@ -127,3 +127,20 @@ def test_jackpot_award_id_is_a_number(capsys):
     assert main(["jackpot", "validate", "A-17", "--supervisor", "ana"]) == \
         exitcodes.BAD_ARGUMENTS
     assert "invalid int value: 'A-17'" in capsys.readouterr().err
+
+
+def test_jackpot_pending_awards(fake, capsys):
+    fake.register("awards", lambda a: [
+        {"award_id": 4, "progressive": "heavenly9", "level": "mega", "round_id": 41, "seat": 3,
+         "amount_cents": 2512345, "state": "pending", "label": "suited 3-card 9 tie",
+         "section": "631c.2", "pay_order": 1, "validated_by": None, "paid_via": None,
+         "linked_claim": None, "claimed": True}])
+    assert main(["jackpot", "pending", "--socket", fake.socket]) == exitcodes.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["AWARD", "PROGRESSIVE", "LEVEL", "ROUND", "SEAT", "AMOUNT",
+                                "STATE", "PAYS"]
+    assert lines[1].split() == ["4", "heavenly9", "mega", "41", "3", "$25,123.45", "pending",
+                                "suited", "3-card", "9", "tie"]
+    fake.register("awards", lambda a: [])
+    assert main(["jackpot", "pending", "--socket", fake.socket]) == exitcodes.OK
+    assert capsys.readouterr().out == "no awards awaiting validation\n"
