@@ -195,6 +195,8 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await h.shoe.draw()
         await asyncio.sleep(1.0)
         await cap.run("fault-misread", ["status"])
+        await cap.run("fault-misread", ["fault", "acknowledge", "--supervisor", "floor",
+                                        "--pin-stdin"], stdin="2468\n")
 
         await h.stop_daemon()
         await cap.run("not-running", ["status"])
@@ -301,7 +303,13 @@ async def capture_fake(workdir: Path) -> tuple[dict[str, list[str]], str]:
             "action": "Stop: the card that just left the shoe was not read. Do not use it "
                       "until a floorperson rules; the table does not guess a card."}
         await cap.run("fault-misread", ["status"])
-        fake.status.update(state="betting_open", fault=None)
+
+        def acknowledge(a: Any) -> Any:
+            fake.status.update(state="betting_open", fault=None)
+            return fake.status
+        fake.register("acknowledge_fault", acknowledge, supervisor=True)
+        await cap.run("fault-misread", ["fault", "acknowledge", "--supervisor", "ana",
+                                        "--pin-stdin"], stdin="2468\n")
         fake.devices[0].update(link="up", uptime_s=12.0, last_error="")
         fake.self_tests["shoe"] = {"device": "shoe", "passed": True, "detail": "shoe ok"}
         store = str(workdir / "fake.sqlite")

@@ -139,6 +139,19 @@ def register(subparsers: Any) -> None:
     v.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
     v.set_defaults(handler=cmd_jackpot_validate)
 
+    fa = subparsers.add_parser("fault", help="faults that need a floor supervisor")
+    fas = fa.add_subparsers(dest="fault_action", metavar="ACTION")
+    fas.required = True
+    ack = fas.add_parser("acknowledge", parents=[read],
+                         help="a supervisor's ruling on a fault no device clears (misread)",
+                         description="Record a floor supervisor's acknowledgement of the "
+                                     "table's fault (a misread card, a wrong batch): the round "
+                                     "in play is void and the table resumes. Needs the "
+                                     "supervisor's name and PIN.")
+    ack.add_argument("--supervisor", required=True, metavar="NAME")
+    ack.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
+    ack.set_defaults(handler=cmd_fault_acknowledge)
+
     ev = subparsers.add_parser("events", parents=[read], help="the event log; 'events verify'",
                                description="List, follow or export the event log; "
                                            "'tablectl events verify' checks its hash chain.")
@@ -896,7 +909,9 @@ def cmd_jackpot_pending(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
-def cmd_jackpot_validate(args: argparse.Namespace) -> int:
+def _read_pin(args: argparse.Namespace) -> str | None:
+    """The supervisor's PIN: one line of stdin with --pin-stdin, else asked without echo.
+    None (after saying why) when there is none."""
     if args.pin_stdin:
         pin = sys.stdin.readline().rstrip("\r\n")
     else:
@@ -904,9 +919,42 @@ def cmd_jackpot_validate(args: argparse.Namespace) -> int:
             pin = getpass.getpass(f"PIN for supervisor {args.supervisor}: ")
         except (EOFError, KeyboardInterrupt):
             print("\ntablectl: no PIN entered", file=sys.stderr)
-            return exitcodes.BAD_ARGUMENTS
+            return None
     if not pin:
         print("tablectl: an empty PIN is not accepted", file=sys.stderr)
+        return None
+    return pin
+
+
+def _not_accepted(args: argparse.Namespace, what: str) -> int:
+    print(f"tablectl: supervisor {args.supervisor!r} and that PIN were not accepted; "
+          f"nothing was {what}", file=sys.stderr)
+    return exitcodes.REFUSED
+
+
+def cmd_fault_acknowledge(args: argparse.Namespace) -> int:
+    pin = _read_pin(args)
+    if pin is None:
+        return exitcodes.BAD_ARGUMENTS
+
+    async def body(d: Daemon) -> int:
+        try:
+            status = await d.call("acknowledge_fault",
+                                  auth={"supervisor": args.supervisor, "pin": pin})
+        except ControlError as exc:
+            if exc.code == "unauthorised":
+                return _not_accepted(args, "acknowledged")
+            raise
+        if not _emit_json(args, status):
+            print(f"fault acknowledged by {args.supervisor}")
+            print(render_status(status))
+        return status_exit_code(status)
+    return _run(args, body)
+
+
+def cmd_jackpot_validate(args: argparse.Namespace) -> int:
+    pin = _read_pin(args)
+    if pin is None:
         return exitcodes.BAD_ARGUMENTS
 
     async def body(d: Daemon) -> int:
@@ -916,9 +964,7 @@ def cmd_jackpot_validate(args: argparse.Namespace) -> int:
                                   award_id=args.award_id)
         except ControlError as exc:
             if exc.code == "unauthorised":
-                print(f"tablectl: supervisor {args.supervisor!r} and that PIN were not accepted; "
-                      "nothing was validated", file=sys.stderr)
-                return exitcodes.REFUSED
+                return _not_accepted(args, "validated")
             raise
         if not _emit_json(args, result):
             print(f"award {args.award_id} validated by {args.supervisor}")

@@ -96,3 +96,29 @@ def test_devices_link_prefixed_counters(fake, capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[2].split()[-4:] == ["3", "9", "2", "1"]
     assert "shuffler counters: shuffles_completed=4" in out
+
+
+def test_fault_acknowledged_by_a_supervisor(fake, capsys, monkeypatch):
+    import io
+
+    from tests.cli.conftest import SUPERVISOR_PIN
+
+    fake.status.update(state="device_fault", fault={
+        "device": "shoe", "code": "shoe_misread", "detail": "card 13 left the shoe unread",
+        "action": "Stop: the card that just left the shoe was not read."})
+
+    def acknowledge(a):
+        fake.status.update(state="end_of_shoe", fault=None)
+        return fake.status
+    fake.register("acknowledge_fault", acknowledge, supervisor=True)
+    monkeypatch.setattr("sys.stdin", io.StringIO("0000\n"))
+    rc = main(["fault", "acknowledge", "--supervisor", "ana", "--pin-stdin",
+               "--socket", fake.socket])
+    assert rc == exitcodes.REFUSED
+    assert "nothing was acknowledged" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO(SUPERVISOR_PIN + "\n"))
+    rc = main(["fault", "acknowledge", "--supervisor", "ana", "--pin-stdin",
+               "--socket", fake.socket])
+    assert rc == exitcodes.OK
+    out = capsys.readouterr().out
+    assert out.startswith("fault acknowledged by ana\nTable SIM-BAC-01: END OF SHOE")
