@@ -1,0 +1,78 @@
+"""tablectl par-sheet / simulate / config validate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.cli import exitcodes, main
+
+from tests.rules.helpers import CONFIG
+
+
+def test_config_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "validate", str(CONFIG / "baccarat-8deck.toml")]) == exitcodes.OK
+    assert "valid" in capsys.readouterr().out
+
+
+def test_config_validate_bad_prints_every_error(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[table]\nid = "x"\nseats = 3\n[game]\nfamily = "baccarat"\ndecks = 2\n'
+                   '[game.vigorish]\ncollection = "at-payout"\n[wagers.banker]\n[wagers.player]\n')
+    assert main(["config", "validate", str(bad)]) == exitcodes.BAD_CONFIGURATION
+    out = capsys.readouterr().out
+    assert "table.seats = 3" in out and "game.decks = 2" in out and str(bad) in out
+
+
+def test_par_sheet_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["par-sheet", str(CONFIG / "baccarat-ez.toml"), "--json"]) == exitcodes.OK
+    obj = json.loads(capsys.readouterr().out)
+    keys = [w["key"] for w in obj["wagers"]]
+    assert keys == ["banker", "player", "tie", "dragon_7", "panda_8"]
+    assert round(obj["wagers"][3]["house_edge"]["decimal"] * 100, 4) == 7.6113
+
+
+def test_par_sheet_human(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["par-sheet", str(CONFIG / "baccarat-8deck.toml")]) == exitcodes.OK
+    assert "house edge 1.0579%" in capsys.readouterr().out
+
+
+def test_par_sheet_bad_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[table]\n")
+    assert main(["par-sheet", str(bad)]) == exitcodes.BAD_CONFIGURATION
+
+
+@pytest.mark.parametrize("name", ["baccarat-8deck.toml", "baccarat-house-money.toml",
+                                  "21-baccarat-4deck.toml"])
+def test_simulate_json_rounds(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(CONFIG / name), "--shoes", "2", "--seed", "5", "--json"]) == 0
+    rounds = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["shoe"] for r in rounds} == {1, 2}
+    for shoe in (1, 2):
+        mine = [r for r in rounds if r["shoe"] == shoe]
+        assert mine[0]["cards"][0]["hand"] == "burn"  # 631a.5(f) / 681a.7(c)
+        assert sum(r["cover_card"] for r in mine) == 1  # 631a.10(d) / 681a.7(d)
+        if name.startswith("21"):
+            assert mine[-1]["cover_card"]  # 681a.5(f): reshuffle after that round
+        else:
+            assert mine[-2]["cover_card"] and mine[-1]["last_hand"]  # one more round
+    for r in rounds:
+        assert r["seat_net_cents"] == sum(s["net_cents"] for s in r["settlements"])
+        assert all(c["hand"] in {"player", "banker", "burn", "extra"} for c in r["cards"])
+
+
+def test_simulate_same_seed_same_cards(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["simulate", str(CONFIG / "baccarat-ez.toml"), "--shoes", "1", "--seed", "9", "--json"]
+    main(args)
+    first = capsys.readouterr().out
+    main(args)
+    assert capsys.readouterr().out == first
+
+
+def test_simulate_human(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(CONFIG / "baccarat-6deck-marked-vig.toml")]) == 0
+    assert "seat net over all rounds" in capsys.readouterr().out
