@@ -390,8 +390,13 @@ class Table:
             self._on_fault_cleared(event.device, None)
 
     def _stops_play(self, device: str) -> bool:
-        """Only a fault of a device the current step needs stops the table."""
-        if device in ("shoe", "seats"):
+        """Only a fault of a device the current step needs stops the table.
+
+        The seat panel is not such a device: a chattering sensor or a lost GPIO makes
+        the progressive wagers unavailable (the panel's LEDs say so) while the main
+        game goes on, "no more bets" then coming from the dealer's console.
+        """
+        if device == "shoe":
             return True
         return device in ("shuffler", "manual") and self.state is TableState.SHUFFLING
 
@@ -421,6 +426,9 @@ class Table:
             self.shoe.burn_expected -= 1  # burned face down unread: still burned
 
     def _on_fault_cleared(self, device: str, code: str | None) -> None:
+        if code is not None:
+            with self.store.transaction():
+                self._record("device_fault_cleared", {"code": code}, device=device)
         if self.state is not TableState.DEVICE_FAULT or not self.fault:
             return
         if self.fault["device"] != device or (code is not None and self.fault["code"] != code
@@ -703,6 +711,9 @@ class Table:
             raise CommandRefused("this table offers no progressive wager")
         from controller.progressive.errors import ProgressiveError
 
+        if award_id not in {a.award_id for a in self.progressive.pending_awards()}:
+            raise CommandRefused(f"award {award_id} is not awaiting validation: it was paid "
+                                 "already or does not exist (tablectl meters shows awards)")
         try:
             # Its own steps, each durable (pending -> validated -> paid), so a crash in
             # between is finished exactly once by ProgressiveSystem.recover().

@@ -144,6 +144,12 @@ class SimulatedShoe(PtyDevice):
     def cover_card_at(self) -> int:
         return self._cover_card_at
 
+    def insert_next(self, cards: list[Card]) -> None:
+        """Test rigging: these cards come out next, in order (e.g. to force a jackpot)."""
+        self._stack[self._position:self._position] = list(cards)
+        if self._cover_card_at >= self._position:
+            self._cover_card_at += len(cards)
+
     # --- fault injection ------------------------------------------------------------------
 
     def misread_next(self) -> None:

@@ -36,6 +36,8 @@ class PlayerPlan:
     weights: tuple[int, ...] = (46, 46, 8)
     amounts_cents: tuple[int, ...] = (500, 1000, 2500, 5000, 10000)
     sit_out: float = 0.15  # chance that a seat skips a round
+    progressive: float = 0.0  # chance that a playing seat also puts a chip on its sensor
+    progressive_without_base: tuple[int, ...] = ()  # seats that touch the sensor, no wager
 
     def wagers_for_round(self, rng: random.Random) -> list[tuple[int, str, int]]:
         placed = []
@@ -85,6 +87,10 @@ class HarnessResult:
     cards_drawn_by_shoe: list[int] = field(default_factory=list)
     wagers_placed: list[tuple[int, int, str, int]] = field(default_factory=list)  # round_no,...
     stacks: list[tuple[list[Any], int]] = field(default_factory=list)  # (cards, cover_card_at)
+    # Per locked round: the seats whose sensor the harness pressed before the lock-out
+    # and that held a base wager: what the daemon must accept, no more, no less.
+    progressive_expected: list[frozenset[int]] = field(default_factory=list)
+    sensor_presses_after_lock: int = 0
     void_rounds: list[dict[str, Any]] = field(default_factory=list)
     power_cuts: int = 0
 
@@ -351,17 +357,46 @@ class TableHarness:
                   "third_cards": "deal", "end_of_shoe": "shoe_complete"}.get(state)
         if state == "closed":
             await self.call("open")
+        elif state == "betting_open" and status["round"]["wagers"]:
+            self._press_lockout()  # the bets are already on the layout
         elif action is not None:
             await self._do(action, {"round_no": status["round"]["round_no"] + 1})
 
     async def _place_bets(self, round_no: int) -> None:
+        based: set[int] = set()
         for seat, wager, amount in self.players.wagers_for_round(self.rng):
             try:
                 await self.call("place_wager", seat=seat, wager=wager, amount_cents=amount)
                 self.result.wagers_placed.append((round_no, seat, wager, amount))
+                based.add(seat)
             except ControlError as exc:
                 self.on_line(f"  wager refused at seat {seat}: {exc}")
-        # The dealer's "no more bets": the lock-out button, through the GPIO bridge.
+        chips = [seat for seat in sorted(based) if self.rng.random() < self.players.progressive]
+        chips += list(self.players.progressive_without_base)
+        if not chips:
+            self._press_lockout()
+            self.result.progressive_expected.append(frozenset())
+            return
+        # The lock-out lands at a random instant among the chips going onto the sensors:
+        # the bridge applies each change before it answers, so this order is the order
+        # the daemon sees.
+        sensor = {w.seat: w.sensor_pin for w in self.table_config.gpio.seats}
+        lock_at = self.rng.randint(0, len(chips))
+        self.rng.shuffle(chips)
+        for position, seat in enumerate(chips):
+            if position == lock_at:
+                self._press_lockout()
+            self.pins.press(sensor[seat])
+        if lock_at == len(chips):
+            self._press_lockout()
+        self.result.progressive_expected.append(
+            frozenset(chips[:lock_at]) & frozenset(based))
+        self.result.sensor_presses_after_lock += len(chips) - lock_at
+        for seat in chips:  # the chips come off (late changes, recorded, never wagers)
+            self.pins.release(sensor[seat])
+
+    def _press_lockout(self) -> None:
+        """The dealer's "no more bets": the lock-out button, through the GPIO bridge."""
         self.pins.press(self.table_config.gpio.lockout_pin)
         self.pins.release(self.table_config.gpio.lockout_pin)
 
