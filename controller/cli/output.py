@@ -126,13 +126,14 @@ def generic(obj: Any, indent: str = "") -> str:
         right = [i for i, k in enumerate(keys) if k.endswith("_cents")]
         return table([_label(k) for k in keys], rows, right=right, indent=indent)
     if isinstance(obj, Mapping):
+        width = max((len(_label(k)) for k in obj), default=0) + 1  # one value column
         lines = []
         for key, value in obj.items():
             if isinstance(value, (list, Mapping)) and value:
                 lines.append(f"{indent}{_label(key)}:")
                 lines.append(generic(value, indent + "  "))
             else:
-                lines.append(key_values([(_label(key), _scalar(key, value))], indent))
+                lines.append(key_values([(_label(key), _scalar(key, value))], indent, width))
         return "\n".join(lines)
     return f"{indent}{obj}"
 

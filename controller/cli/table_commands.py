@@ -22,7 +22,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -595,6 +595,8 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
                         p = event["payload"]
                         print(paint(f"  SENSOR FAULT: {p.get('detail')} - {p.get('action')}",
                                     "red"))
+                        if live:  # the grid below the message is the one redrawn next
+                            print(sensor_grid(present, touched), flush=True)
                     continue
                 seat, is_present = change
                 if seat not in present:
@@ -791,8 +793,8 @@ def render_round(r: Mapping[str, Any]) -> str:
                    f"  {str(r.get('state')).upper()}  {settled}{flags}", "bold")]
     cards = r.get("cards") or []
     if cards:
-        lines.append("  cards:  " + "  ".join(f"{c.get('card')} {str(c.get('hand', '?'))[:1].upper()}"
-                                              for c in cards))
+        dealt = [f"{c.get('card')} {str(c.get('hand', '?'))[:1].upper()}" for c in cards]
+        lines.append("  cards:  " + "  ".join(dealt))
     result = r.get("result") or {}
     if r.get("state") == "void":
         lines.append(paint(f"  VOID: {result.get('reason', 'no reason recorded')}", "yellow"))
@@ -803,7 +805,8 @@ def render_round(r: Mapping[str, Any]) -> str:
                          f"total {result.get(f'{hand}_total')}{natural}")
         extras = [label for key, label in (("dragon_7", "Dragon 7"), ("panda_8", "Panda 8"))
                   if result.get(key)]
-        lines.append("  result: " + _WINNER.get(str(result.get("winner")), str(result.get("winner")))
+        winner = str(result.get("winner"))
+        lines.append("  result: " + _WINNER.get(winner, winner)
                      + (f" ({', '.join(extras)})" if extras else ""))
     settlements = r.get("settlements") or []
     if settlements:
@@ -997,13 +1000,18 @@ def parse_since(text: str, now: float | None = None) -> float:
     return stamp.timestamp()
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def event_line(e: Mapping[str, Any]) -> str:
     """One log entry on one line: seq, time, severity, device, kind, payload."""
     payload = e.get("payload") or {}
-    detail = " ".join(f"{k}={json.dumps(v, separators=(',', ':'), ensure_ascii=False) if not isinstance(v, str) else v}"
+    detail = " ".join(f"{k}={v if isinstance(v, str) else _compact(v)}"
                       for k, v in payload.items())
     sev = str(e.get("severity"))
-    text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {paint(f'{sev:<8}', *_SEVERITY_STYLE.get(sev, ()))}"
+    severity = paint(f"{sev:<8}", *_SEVERITY_STYLE.get(sev, ()))
+    text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {severity}"
             f"  {str(e.get('device') or '-'):<8}  {e.get('kind')}")
     if e.get("round_id") is not None:
         text += f" [round {e['round_id']}]"
