@@ -825,8 +825,8 @@ def render_round(r: Mapping[str, Any]) -> str:
 
 
 def cmd_rounds(args: argparse.Namespace) -> int:
-    if not 1 <= args.last <= 1000:
-        print("tablectl: --last must be a whole number 1 to 1000", file=sys.stderr)
+    if not 1 <= args.last <= 100_000:
+        print("tablectl: --last must be a whole number 1 to 100000", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
 
     async def body(d: Daemon) -> int:
