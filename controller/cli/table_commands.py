@@ -548,12 +548,11 @@ async def _follow_shuffle(d: Daemon, feed: EventFeed,
         bar.finish()
 
 
-async def _seat_count(d: Daemon, given: int | None, self_test_detail: str) -> int:
+def _seat_count(status: Mapping[str, Any], given: int | None, self_test_detail: str) -> int:
     """--seats, else the daemon's status `seats`, else the seat panel's self-test detail
     ("10 seats, LEDs and sensors ok"), else 14 (the most 631a.2(a) allows)."""
     if given:
         return given
-    status = await d.call("status")
     seats = status.get("seats")
     if isinstance(seats, int) and seats > 0:
         return seats
@@ -571,7 +570,13 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
             return exitcodes.FAILURE
         if not _json(args):
             print(_result_line(result))
-        seats = await _seat_count(d, args.seats, str(result.get("detail", "")))
+        status = await d.call("status")
+        seats = _seat_count(status, args.seats, str(result.get("detail", "")))
+        if status.get("state") == "betting_open" and not _json(args):
+            # While betting is open a touch is a wager, and today's daemon records sensor
+            # changes only while betting is closed (late_sensor_change).
+            print(paint("betting is open: touches now are wagers and may not be shown; run "
+                        "this test with the table closed or at the end of a shoe", "yellow"))
         present: dict[int, bool] = {s: False for s in range(1, seats + 1)}
         touched: set[int] = set()
         released: set[int] = set()

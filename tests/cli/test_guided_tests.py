@@ -175,3 +175,11 @@ def test_shuffler_progress_survives_quiet_polls(fake, capsys):
     assert main(["test", "shuffler", "--shuffle", "red", "--timeout", "10",
                  "--socket", fake.socket]) == exitcodes.OK
     assert "VERIFIED" in capsys.readouterr().out
+
+
+def test_sensors_warns_while_betting_is_open(fake, capsys):
+    fake.status["state"] = "betting_open"
+    rc = main(["test", "sensors", "--seats", "1", "--timeout", "0.2", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    assert "betting is open: touches now are wagers and may not be shown" in \
+        capsys.readouterr().out
