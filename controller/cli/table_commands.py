@@ -490,6 +490,13 @@ def cmd_test_shuffler(args: argparse.Namespace) -> int:
             print(f"the shuffler did not report a verified batch within {args.timeout:g} s",
                   file=sys.stderr)
             return exitcodes.FAILURE
+        if "fault" in outcome:
+            if not _json(args):
+                fault = outcome["fault"]
+                print(paint(f"SHUFFLER FAULT: {fault.get('detail')} [{fault.get('code')}]",
+                            "red", "bold"))
+                print(f"  Action: {fault.get('action')}")
+            return exitcodes.FAILURE
         if not _json(args):
             print(render_batch(outcome))
         return exitcodes.OK if _batch_ok(outcome) else exitcodes.FAILURE
@@ -497,7 +504,8 @@ def cmd_test_shuffler(args: argparse.Namespace) -> int:
 
 
 def _batch_ok(batch: Mapping[str, Any]) -> bool:
-    return not (batch.get("missing") or batch.get("extra") or batch.get("duplicates"))
+    return "fault" not in batch and not (batch.get("missing") or batch.get("extra")
+                                         or batch.get("duplicates"))
 
 
 def render_batch(b: Mapping[str, Any]) -> str:
@@ -532,9 +540,8 @@ async def _follow_shuffle(d: Daemon, feed: EventFeed,
                     bar.finish()
                     return dict(p)
                 elif event["kind"] == "device_fault" and event.get("device") == "shuffler":
-                    bar.finish()
-                    print(paint(f"SHUFFLER FAULT: {p.get('detail')} - {p.get('action')}",
-                                "red"), file=sys.stderr)
+                    # A jam or an incomplete cycle ends this shuffle: no count will come.
+                    return {"fault": dict(p)}
             if loop.time() >= deadline:
                 return None
             if loop.time() >= next_poll:

@@ -183,3 +183,16 @@ def test_sensors_warns_while_betting_is_open(fake, capsys):
     assert rc == exitcodes.FAILURE
     assert "betting is open: touches now are wagers and may not be shown" in \
         capsys.readouterr().out
+
+
+def test_shuffler_jam_ends_the_wait(fake, capsys):
+    fake.register("shuffle", lambda a: fake.status)
+    fake.on_next_subscribe(("device_fault", {
+        "code": "shuffler_jam", "detail": "cards jammed after 212 cards",
+        "action": "Clear the jam in the shuffler. 681a.9(c): the batch must be reshuffled."},
+        {"device": "shuffler", "severity": "error"}))
+    rc = main(["test", "shuffler", "--shuffle", "red", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    out = capsys.readouterr().out
+    assert "SHUFFLER FAULT: cards jammed after 212 cards [shuffler_jam]" in out
+    assert "  Action: Clear the jam in the shuffler." in out
