@@ -338,12 +338,20 @@ class ParContext:
 
     @cached_property
     def first_two_pairs(self) -> dict[tuple[bool, bool], int]:
-        """(Player pair, Banker pair) on the first two cards of each hand, over N(N-1)(N-2)(N-3)."""
-        out: dict[tuple[bool, bool], int] = {}
-        for (p1, p2, b1, b2), w in self.first_four_ranks.items():
-            key = (p1 == p2, b1 == b2)
-            out[key] = out.get(key, 0) + w
-        return out
+        """(Player pair, Banker pair) on each hand's first two cards, over N(N-1)(N-2)(N-3).
+
+        Closed form over ordered deals: a pair of rank r takes q(q-1) of the q cards
+        of r; the other hand's pair is then of another rank (12 q(q-1)) or the
+        same rank ((q-2)(q-3)).
+        """
+        n, q = self.shoe.total, 4 * self.shoe.decks
+        pair = 13 * q * (q - 1)
+        other_pair = 12 * q * (q - 1) + (q - 2) * (q - 3)
+        both = pair * other_pair
+        one_only = pair * ((n - 2) * (n - 3) - other_pair)
+        neither = falling(n, 4) - both - 2 * one_only
+        return {(True, True): both, (True, False): one_only, (False, True): one_only,
+                (False, False): neither}
 
     @property
     def four_card_denominator(self) -> int:

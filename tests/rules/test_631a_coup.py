@@ -48,6 +48,7 @@ def test_631a_6_b_2_ace_two_nine_is_two() -> None:
 
 
 def test_631a_9_c_dealing_order_player_banker_player_banker() -> None:
+    """631a.9(a) two hands, Player's and Banker's; 631a.9(c) the order of the first four cards."""
     coup = BaccaratCoup()
     slots = [coup.place(c) for c in cards("2S 3H 4D 5C")]
     assert slots == [NextCard.PLAYER_FIRST, NextCard.BANKER_FIRST,
@@ -65,6 +66,8 @@ def test_631a_9_c_third_cards_player_first_then_banker() -> None:
 @pytest.mark.parametrize("banker,third,draws", CELLS,
                          ids=[f"631a.11(c)(2)(iii)-B{b}-P3rd{v}" for b, v, _ in CELLS])
 def test_631a_11_c_2_iii_table_1_every_cell(banker: int, third: int, draws: bool) -> None:
+    """Rows are the Banker's two-card Point Count (631a.11(d)), columns the value of the
+    Player's third card (631a.11(e)), D draws and S stays (631a.11(f))."""
     assert banker_draws_value(banker, 3, third) is draws
     # the same cell through a dealt coup: Player 0 (10+K) draws `third`, Banker holds `banker`
     third_card = Card(Rank.KING, Suit.CLUBS) if third == 0 else Card(Rank(third), Suit.CLUBS)
@@ -83,9 +86,10 @@ def test_631a_11_a_natural_no_more_cards(p: int, b: int) -> None:
     assert banker_draws(b, p, None) is False
 
 
-@pytest.mark.parametrize("p", range(8))
+@pytest.mark.parametrize("p", range(8), ids=[
+    f"631a.11(b)(1)-P{p}" if p < 6 else f"631a.11(b)(2)-P{p}" for p in range(8)])
 def test_631a_11_b_player_draws_below_6_stays_6_or_more(p: int) -> None:
-    assert player_draws(p, 0) is (p < 6), "631a.11(b)(1)-(2)"
+    assert player_draws(p, 0) is (p < 6)
 
 
 @pytest.mark.parametrize("b", range(8))

@@ -56,6 +56,7 @@ def test_681a_1_natural(text: str, natural: bool) -> None:
 
 
 def test_681a_7_e_dealing_order() -> None:
+    """681a.7(e)(1) Player, 681a.7(e)(2) Banker, 681a.7(e)(3) Player, 681a.7(e)(4) Banker."""
     coup = TwentyOneCoup()
     slots = [coup.place(c) for c in cards("2S 3H 4D 5C")]
     assert slots == [NextCard.PLAYER_FIRST, NextCard.BANKER_FIRST,
@@ -92,17 +93,20 @@ def test_681a_2_b_7_i_stand_on_soft_17() -> None:
 
 
 @pytest.mark.parametrize("p,b,winner", [
-    (20, 22, Winner.PLAYER), (22, 20, Winner.BANKER),  # 681a.7(i)(1), (j)(1)
-    (20, 19, Winner.PLAYER), (18, 19, Winner.BANKER),  # 681a.7(i)(2), (j)(2)
-    (23, 25, Winner.PLAYER), (26, 24, Winner.BANKER),  # 681a.7(i)(3), (j)(3)
-    (19, 19, Winner.TIE), (24, 24, Winner.TIE),  # 681a.7(i)(4), (j)(4)
-], ids=["681a.7(i)(1)", "681a.7(j)(1)", "681a.7(i)(2)", "681a.7(j)(2)", "681a.7(i)(3)",
-        "681a.7(j)(3)", "681a.7(i)(4)", "681a.7(j)(4)-over"])
+    (20, 22, Winner.PLAYER), (22, 20, Winner.BANKER),
+    (20, 19, Winner.PLAYER), (18, 19, Winner.BANKER),
+    (23, 25, Winner.PLAYER), (26, 24, Winner.BANKER),
+    (19, 19, Winner.TIE), (24, 24, Winner.TIE),
+], ids=["681a.7(i)(1)", "681a.7(j)(1)",
+        "681a.7(i)(2)(i)+681a.7(j)(2)(ii)", "681a.7(i)(2)(ii)+681a.7(j)(2)(i)",
+        "681a.7(i)(3)(i)+681a.7(j)(3)(ii)", "681a.7(i)(3)(ii)+681a.7(j)(3)(i)",
+        "681a.7(i)(4)+681a.7(j)(4)", "681a.7(i)(4)+681a.7(j)(4)-over-21"])
 def test_681a_7_i_j_settlement(p: int, b: int, winner: Winner) -> None:
     assert winner_21(p, b) is winner
 
 
 def test_681a_6_c_player_and_banker_wagers() -> None:
+    """681a.6(c)(1)(i)-(ii), 681a.6(c)(2)(i)-(ii) and 681a.6(c)(2)(ii)."""
     g = g21()
     player, banker = g.wager_rules["player"], g.wager_rules["banker"]
     s = player.settle(1, 1000, v21("KS 9H", "KD 8C"))
@@ -111,6 +115,8 @@ def test_681a_6_c_player_and_banker_wagers() -> None:
     assert s.outcome is Outcome.WIN  # 681a.6(c)(2)(i): Player over 21
     s = player.settle(1, 1000, v21("KS 9H 5C", "KD 6C 9S"))
     assert s.outcome is Outcome.WIN  # 681a.6(c)(1)(ii): both over, Player lower
+    s = banker.settle(1, 1000, v21("KS 6H 9D", "KD 9C 5S"))
+    assert s.outcome is Outcome.WIN  # 681a.6(c)(2)(ii): both over, Banker lower
 
 
 def test_681a_8_a_win_with_17_pays_1_to_2() -> None:
@@ -119,6 +125,7 @@ def test_681a_8_a_win_with_17_pays_1_to_2() -> None:
 
 
 def test_681a_8_b_tie_10_to_1() -> None:
+    """681a.6(d)(1) Tie wager; 681a.7(k)(1)(i) paid, 681a.7(k)(1)(ii) collected."""
     s = g21().wager_rules["tie"].settle(1, 500, v21("KS 8H", "9D 9C"))
     assert s.outcome is Outcome.WIN and s.win_cents == 5000  # 681a.7(k)(1)(i)
     assert g21().wager_rules["tie"].settle(1, 500, v21("KS 7H", "9D 9C")).outcome is Outcome.LOSE
@@ -143,6 +150,7 @@ HANDS = ["7S 7H 7D", "5S 5H 5D", "5S 7H 6D", "2S 9H KD", "9S 9H"]
 @pytest.mark.parametrize("table,line", PAYLINES,
                          ids=[f"681a.8(c)-{t}-{i}" for t, i in PAYLINES])
 def test_681a_8_c_bonus_paytables(table: str, line: int) -> None:
+    """681a.6(d)(2) Bonus on the Player's Hand; 681a.7(k)(2)(i) a winner is paid."""
     decks = 4 if table in "ABC" else 8
     g = g21(decks, bonus_player={"paytable": table})
     hand = cards(HANDS[line])
@@ -159,12 +167,29 @@ def test_681a_8_c_paytables_as_published() -> None:
 
 
 def test_681a_7_k_3_banker_bonus_loses_without_pair() -> None:
-    g = g21(bonus_banker={"paytable": "D"})
+    """681a.6(d)(3) Bonus on the Banker's Hand: 681a.7(k)(3)(ii) collected, 681a.7(k)(3)(i) paid."""
+    g = g21(bonus_banker={"paytable": "D"}, bonus_player={"paytable": "D"})
     s = g.wager_rules["bonus_banker"].settle(1, 100, v21("KS 8H", "2D 9C 4S"))
     assert s.outcome is Outcome.LOSE
+    s = g.wager_rules["bonus_banker"].settle(1, 100, v21("KS 8H", "4D 4C"))
+    assert s.outcome is Outcome.WIN and s.win_cents == 300
+    s = g.wager_rules["bonus_player"].settle(1, 100, v21("KS 8H", "4D 4C"))
+    assert s.outcome is Outcome.LOSE  # 681a.7(k)(2)(ii)
+
+
+def test_681a_7_h_settlement_from_the_dealers_far_right() -> None:
+    """681a.7(h): settled from the player farthest to the dealer's right (highest seat) on."""
+    from controller.rules.settlement import PlacedWager, settle_round
+    from controller.rules.wager import SettlementPoint
+
+    g = g21()
+    wagers = [PlacedWager(s, "player", 100) for s in (1, 5, 3, 8)]
+    out = settle_round(g, wagers, v21("KS 9H", "KD 8C"), SettlementPoint.END_OF_ROUND)
+    assert [s.seat for s in out] == [8, 5, 3, 1]
 
 
 def test_681a_7_c_burn_one_card_and_reshuffle_at_cover() -> None:
+    """681a.7(c) one card burned; 681a.7(d)(1)-(2) collect and reshuffle after the cover card."""
     g = load_game(CONFIG / "21-baccarat-4deck.toml")
     assert g.burn_count(cards("KS")[0]) == 0 and g.reshuffles_at_cover_card
     assert isinstance(g.new_coup(), Coup)

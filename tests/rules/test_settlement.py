@@ -38,12 +38,14 @@ def test_631a_9_e_first_four_point_settles_house_money_only() -> None:
 
 
 def test_631a_9_e_1_i_ride_adds_to_main_wager() -> None:
+    """631a.9(e)(1)(i) and 631a.9(e)(1)(ii): all or the configured portion of the payout is placed on the wager."""
     wagers = [PlacedWager(4, "banker", 2000), PlacedWager(4, "house_money", 1000)]
     rode = add_ride(wagers, 4, "banker", 3000)
     assert rode[0] == PlacedWager(4, "banker", 5000)
 
 
 def test_631a_13_d_2_marked_vigorish_ledger() -> None:
+    """631a.13(d)(2)(ii) and 631a.13(d)(2)(iii): the marked amount stays on the seat until it is collected."""
     ledger = VigorishLedger().mark(3, 50).mark(3, 25).mark(7, 100)
     assert ledger.total_cents == 175
     collected, ledger = ledger.seat_leaves(3)  # 631a.13(d)(2)(i) player leaves
@@ -70,3 +72,18 @@ def test_check_wager_limits_and_seats() -> None:
     assert "maximum" in (check_wager(GAME, PlacedWager(1, "tie", 5000)) or "")
     assert "seat" in (check_wager(GAME, PlacedWager(15, "tie", 500)) or "")  # 631a.2(a)
     assert "not offered" in (check_wager(GAME, PlacedWager(1, "dragon_7", 500)) or "")
+
+
+def test_631a_9_e_2_dealing_resumes_after_house_money_settlement() -> None:
+    """631a.9(e)(2): after the first-four-cards settlement the coup still calls for third cards."""
+    from controller.rules.baccarat import BaccaratCoup, NextCard
+
+    from tests.rules.helpers import cards
+
+    coup = BaccaratCoup()
+    for c in cards("QS 2H QH 2D"):
+        coup.place(c)
+    assert coup.initial_cards_complete
+    settle_round(GAME, [PlacedWager(1, "house_money", 500)], coup.round_view(),
+                 SettlementPoint.FIRST_FOUR_CARDS)
+    assert coup.next_card() is NextCard.PLAYER_THIRD

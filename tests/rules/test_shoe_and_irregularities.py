@@ -38,6 +38,7 @@ def test_631a_5_d_second_cover_card_at_least_14_from_bottom() -> None:
 
 
 def test_681a_5_c_d_cut_and_cover_card_ten_from_bottom() -> None:
+    """681a.5(c) cut; 681a.5(d) second cover card at least ten above the bottom."""
     shoe = cut_and_cover(shoe_of(4), 10, 10, min_cover_from_bottom=10)
     assert shoe.cover_index == 208 - 10
 
@@ -60,6 +61,7 @@ def test_631a_10_d_cover_card_round_then_last_hand_then_new_decks() -> None:
 
 
 def test_681a_7_d_cover_card_round_then_reshuffle() -> None:
+    """681a.7(d)(1) and 681a.7(d)(2): complete the hand, then collect and reshuffle."""
     assert phase_after_round(ShoePhase.PLAYING, True, reshuffle_at_cover=True) is ShoePhase.FINISHED
 
 
