@@ -205,16 +205,30 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await h.start_daemon()
         await cap.run("broken-chain", ["status"])
     # A second table with the Heavenly 9 progressive and the Must-Hit-By Mystery bonus.
+    # Its daemon's simulated shuffler takes fault injection on a socket of its own.
+    from hil.usb_shuffler import CONTROL_SOCKET_ENV, ShufflerControlClient
+
     progressive_dir = workdir / "progressive"
+    shuffler_socket = str(progressive_dir / "shuffler-control.sock")
+    os.environ[CONTROL_SOCKET_ENV] = shuffler_socket  # inherited by the daemon process
     harness = TableHarness(ROOT / "config" / "progressive-heavenly9-mystery.toml",
                            progressive_dir, seed=seed)
     cap_p = Capture(harness.socket, progressive_dir)
-    async with harness as h:
-        await h.play(shoes=1)
-        await cap_p.run("meters", ["meters"])
-        await cap_p.run("meters", ["jackpot", "pending"])
-        await cap_p.run("meters", ["jackpot", "validate", "1", "--supervisor", "floor",
-                                   "--pin-stdin"], stdin="2468\n")
+    try:
+        async with harness as h:
+            await h.play(shoes=1)
+            await cap_p.run("meters", ["meters"])
+            await cap_p.run("meters", ["jackpot", "pending"])
+            await cap_p.run("meters", ["jackpot", "validate", "1", "--supervisor", "floor",
+                                       "--pin-stdin"], stdin="2468\n")
+            shuffler = ShufflerControlClient(shuffler_socket)
+            held = shuffler.request("STATUS").split("held=")[1].split()[0].lower()
+            shuffler.request(f"REMOVE_CARD {held} 2")  # two cards went missing from the batch
+            await cap_p.run("fault-shuffler", ["test", "shuffler", "--shuffle", held,
+                                               "--timeout", "60"])
+            await cap_p.run("fault-shuffler", ["status"])
+    finally:
+        os.environ.pop(CONTROL_SOCKET_ENV, None)
     for name, outputs in cap_p.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
