@@ -180,49 +180,71 @@ def enumerate_rounds(counts: Sequence[int], values: Sequence[int]) -> dict[Round
 
     `counts[i]` cards of class i, each worth baccarat value `values[i]`.
     """
+    return {RoundClass(p, b, None if c5 < 0 else c5, None if c6 < 0 else c6,
+                       None if c5 < 0 else values[c5], None if c6 < 0 else values[c6]): w
+            for (p, b, c5, c6), w in enumerate_raw(counts, values).items()}
+
+
+def enumerate_raw(counts: Sequence[int], values: Sequence[int]
+                  ) -> dict[tuple[int, int, int, int], int]:
+    """`enumerate_rounds` keyed by plain tuples (P, B, class of 3rd Player card or -1, same for Banker)."""
     classes = range(len(counts))
+    size = len(counts)
     n = sum(counts)
-    pairs = list(combinations_with_replacement(classes, 2))
-    # Moment sums per (P, B): S0, S1[class], S2[(class, class)].
+    ff = [[falling(c, k) for k in range(5)] for c in counts]
+    # Each two-card hand once: (total, orderings x weight alone, {class: cards used}).
+    hands = []
+    for x, y in combinations_with_replacement(classes, 2):
+        used_alone = {x: 2} if x == y else {x: 1, y: 1}
+        weight = (1 if x == y else 2)
+        for cls, k in used_alone.items():
+            weight *= ff[cls][k]
+        hands.append(((values[x] + values[y]) % 10, weight, used_alone, 1 if x == y else 2))
+    # Moment sums per (P, B): S0, S1[class], S2[class * size + class].
     s0: dict[tuple[int, int], int] = {}
     s1: dict[tuple[int, int], list[int]] = {}
-    s2: dict[tuple[int, int], dict[tuple[int, int], int]] = {}
-    for px, py in pairs:
-        p_total = (values[px] + values[py]) % 10
-        p_mult = 1 if px == py else 2
-        for bx, by in pairs:
-            used: dict[int, int] = {}
-            for cls in (px, py, bx, by):
-                used[cls] = used.get(cls, 0) + 1
-            w4 = p_mult * (1 if bx == by else 2)
-            for cls, k in used.items():
-                w4 *= falling(counts[cls], k)
-            if w4 == 0:
-                continue
-            key = ((p_total), (values[bx] + values[by]) % 10)
-            if key not in s0:
+    s2: dict[tuple[int, int], list[int]] = {}
+    for p_total, p_weight, p_used, p_mult in hands:
+        for b_total, b_weight, b_used, b_mult in hands:
+            if p_used.keys() & b_used.keys():
+                used = dict(p_used)
+                for cls, k in b_used.items():
+                    used[cls] = used.get(cls, 0) + k
+                w4 = p_mult * b_mult
+                for cls, k in used.items():
+                    w4 *= ff[cls][k]
+                if w4 == 0:
+                    continue
+            else:
+                used = {**p_used, **b_used}
+                w4 = p_weight * b_weight
+            key = (p_total, b_total)
+            row1 = s1.get(key)
+            if row1 is None:
                 s0[key] = 0
-                s1[key] = [0] * len(counts)
-                s2[key] = {}
-            s0[key] += w4
-            row1 = s1[key]
+                row1 = s1[key] = [0] * size
+                s2[key] = [0] * (size * size)
             row2 = s2[key]
-            for cls, k in used.items():
-                row1[cls] += w4 * k
-                for cls2, k2 in used.items():
-                    row2[(cls, cls2)] = row2.get((cls, cls2), 0) + w4 * k * k2
-    out: dict[RoundClass, int] = {}
+            s0[key] += w4
+            items = list(used.items())
+            for cls, k in items:
+                wk = w4 * k
+                row1[cls] += wk
+                base = cls * size
+                for cls2, k2 in items:
+                    row2[base + cls2] += wk * k2
+    out: dict[tuple[int, int, int, int], int] = {}
     rest2 = (n - 4) * (n - 5)
     for (p, b), total in s0.items():
         m1, m2 = s1[(p, b)], s2[(p, b)]
         if not player_draws(p, b):
             if p >= 8 or b >= 8 or b > 5:
-                out[RoundClass(p, b, None, None, None, None)] = total * rest2
+                out[(p, b, -1, -1)] = total * rest2
                 continue
             for c6 in classes:  # 631a.11(c)(1): Player stays, Banker draws on 0-5
                 w = counts[c6] * total - m1[c6]
                 if w:
-                    out[RoundClass(p, b, None, c6, None, values[c6])] = w * (n - 5)
+                    out[(p, b, -1, c6)] = w * (n - 5)
             continue
         for c5 in classes:
             a = counts[c5]
@@ -230,13 +252,15 @@ def enumerate_rounds(counts: Sequence[int], values: Sequence[int]) -> dict[Round
             if w5 == 0:
                 continue
             if not banker_draws_value(b, p, values[c5]):
-                out[RoundClass(p, b, c5, None, values[c5], None)] = w5 * (n - 5)
+                out[(p, b, c5, -1)] = w5 * (n - 5)
                 continue
+            m1c5 = m1[c5]
+            base = c5 * size
             for c6 in classes:
                 bb = counts[c6] - (c5 == c6)
-                w = a * bb * total - a * m1[c6] - bb * m1[c5] + m2.get((c5, c6), 0)
+                w = a * bb * total - a * m1[c6] - bb * m1c5 + m2[base + c6]
                 if w:
-                    out[RoundClass(p, b, c5, c6, values[c5], values[c6])] = w
+                    out[(p, b, c5, c6)] = w
     return out
 
 
@@ -303,14 +327,43 @@ class ParContext:
         return falling(self.shoe.total, 6)
 
     @cached_property
+    def _value_raw(self) -> dict[tuple[int, int, int, int], int]:
+        return enumerate_raw(self.shoe.value_counts, list(range(10)))
+
+    @cached_property
     def value_rounds(self) -> dict[RoundClass, int]:
         """631a round classes at value level, weights over `six_card_denominator`."""
-        return enumerate_rounds(self.shoe.value_counts, list(range(10)))
+        return {RoundClass(p, b, None if c5 < 0 else c5, None if c6 < 0 else c6,
+                           None if c5 < 0 else c5, None if c6 < 0 else c6): w
+                for (p, b, c5, c6), w in self._value_raw.items()}
 
     @cached_property
     def round_facts(self) -> dict[RoundFacts, int]:
-        """`value_rounds` collapsed to totals, card counts and naturals; same denominator."""
-        return collapse(self.value_rounds)
+        """The value-level rounds collapsed to totals, card counts and naturals; same denominator."""
+        acc: dict[tuple[int, int, int, int], int] = {}
+        for (p, b, c5, c6), w in self._value_raw.items():
+            key = ((p + c5) % 10 if c5 >= 0 else p, (b + c6) % 10 if c6 >= 0 else b,
+                   3 if c5 >= 0 else 2, 3 if c6 >= 0 else 2)
+            acc[key] = acc.get(key, 0) + w
+        # Naturals are two-card hands of 8 or 9 with no draw on either side (631a.11(a)).
+        out: dict[RoundFacts, int] = {}
+        for (pt, bt, pc, bc), w in acc.items():
+            out[RoundFacts(pt, bt, pc, bc, False, False)] = w
+        return self._with_naturals(out)
+
+    def _with_naturals(self, facts: dict[RoundFacts, int]) -> dict[RoundFacts, int]:
+        # Split natural rounds out: they are exactly the (P, B) classes with P >= 8 or B >= 8.
+        out: dict[RoundFacts, int] = {}
+        for (p, b, c5, c6), w in self._value_raw.items():
+            if p >= 8 or b >= 8:
+                key = RoundFacts(p, b, 2, 2, p >= 8, b >= 8)
+                out[key] = out.get(key, 0) + w
+                plain = RoundFacts(p, b, 2, 2, False, False)
+                facts[plain] -= w
+        for key, w in facts.items():
+            if w:
+                out[key] = out.get(key, 0) + w
+        return out
 
     @cached_property
     def rank_rounds(self) -> dict[RoundClass, int]:
