@@ -127,6 +127,26 @@ def tamper(store: str) -> None:
 # --- the real daemon on simulated hardware ------------------------------------------------
 
 
+def old_firmware_harness(config: Path, workdir: Path, seed: int) -> Any:
+    """A TableHarness whose simulated shoe's firmware speaks protocol version 0."""
+    from hil.shoe_sim import SimulatedShoe
+    from hil.table_harness import TableHarness
+
+    class OldFirmwareShoeHarness(TableHarness):
+        async def __aenter__(self) -> OldFirmwareShoeHarness:
+            self.shoe = SimulatedShoe([], self.back, 0, firmware_version="shoe-fw 0.9",
+                                      protocol_version=0)
+            await self.shoe.start()
+            try:
+                await self.start_daemon()
+            except BaseException:
+                await self.__aexit__(None, None, None)  # no daemon or pty left behind
+                raise
+            return self
+
+    return OldFirmwareShoeHarness(config, workdir, seed=seed)
+
+
 async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[str]], str]:
     from hil.table_harness import TableHarness
 
@@ -230,6 +250,17 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
     finally:
         os.environ.pop(CONTROL_SOCKET_ENV, None)
     for name, outputs in cap_p.blocks.items():
+        cap.blocks.setdefault(name, []).extend(outputs)
+    # A third table whose shoe speaks another protocol version (old firmware).
+    firmware_dir = workdir / "firmware"
+    cap_f = Capture(str(firmware_dir / "control.sock"), firmware_dir)
+    async with old_firmware_harness(ROOT / "config" / "simulated-table.toml", firmware_dir,
+                                    seed) as h:
+        await h.call("open")
+        await asyncio.sleep(2.0)  # the handshake is refused within a second
+        await cap_f.run("fault-firmware", ["devices"])
+        await cap_f.run("fault-firmware", ["status"])
+    for name, outputs in cap_f.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "

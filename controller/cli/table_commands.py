@@ -308,6 +308,17 @@ _MAIN_COUNTERS = (("crc_errors", "CRC"), ("retransmits", "RETX"), ("resyncs", "R
                   ("reconnects", "RECONN"))
 
 
+# What to do about a device whose link is not up, by link state (drivers/protocols.py).
+_LINK_HINTS = {
+    "retrying": "check its cable and power; the table reconnects by itself",
+    "refused": "wrong firmware or protocol version: install approved firmware or connect the "
+               "right device ('tablectl status' shows the action)",
+    "connecting": "starting up; if it stays so, check its cable and power",
+    "handshaking": "starting up; if it stays so, check its firmware",
+    "stopped": "the daemon stopped the device: check 'journalctl -u tabled -n 50'",
+}
+
+
 def _counter(counters: Mapping[str, Any], key: str) -> Any:
     """A counter by name; the drivers prefix the link layer's own counters with 'link_'."""
     return counters.get(key, counters.get("link_" + key))
@@ -342,10 +353,11 @@ def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
         if d.get("last_error"):
             out.append(paint(f"{d.get('device')} last error: {d['last_error']}",
                              "red" if d.get("link") != "up" else "yellow"))
-    down = [d.get("device") for d in devices if d.get("link") != "up"]
-    if down:
-        out.append(paint(f"NOT UP: {', '.join(map(str, down))}", "red", "bold")
-                   + " - check the cable and power; 'tablectl status' shows the action to take")
+    for d in devices:
+        link = d.get("link")
+        if link != "up":
+            out.append(paint(f"NOT UP: {d.get('device')} ({link})", "red", "bold") + " - "
+                       + _LINK_HINTS.get(str(link), _LINK_HINTS["retrying"]))
     return "\n".join(out)
 
 

@@ -81,7 +81,20 @@ def test_devices_unplugged_shoe_exits_4(fake, capsys):
     assert main(["devices", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
     out = capsys.readouterr().out
     assert "shoe last error: /dev/ttyUSB0: No such file or directory" in out
-    assert "NOT UP: shoe - check the cable and power" in out
+    assert "NOT UP: shoe (retrying) - check its cable and power; the table reconnects by " \
+        "itself" in out
+
+
+def test_devices_wrong_firmware_is_refused(fake, capsys):
+    fake.devices[0].update(link="refused", firmware_version="shoe-fw 0.9", protocol_version=0,
+                           last_error="incompatible protocol version: shoe speaks version 0, "
+                                      "this host speaks version 1")
+    assert main(["devices", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:7] == ["shoe", "shoe", "refused", "/dev/ttyUSB0",
+                                               "SH-00042", "shoe-fw", "0.9"]
+    assert "shoe last error: incompatible protocol version: shoe speaks version 0" in out
+    assert "NOT UP: shoe (refused) - wrong firmware or protocol version" in out
 
 
 def test_devices_json(fake, capsys):
