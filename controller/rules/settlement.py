@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
+
+if TYPE_CHECKING:
+    from controller.rules.game import Game
 
 _OUTCOME_ORDER = {Outcome.LOSE: 0, Outcome.WIN: 1, Outcome.PUSH: 2}
 
@@ -27,10 +31,10 @@ class PlacedWager:
     amount_cents: int
 
 
-def check_wager(game: object, placed: PlacedWager) -> str | None:
+def check_wager(game: Game, placed: PlacedWager) -> str | None:
     """Why `placed` may not be accepted at this table, or None if it may."""
-    rules = getattr(game, "wager_rules")
-    submission = getattr(game, "submission")
+    rules = game.wager_rules
+    submission = game.submission
     if placed.wager not in rules:
         return f"wager {placed.wager!r} is not offered at this table"
     if not 1 <= placed.seat <= submission.table.seats:
@@ -53,14 +57,14 @@ def settlement_order(settlements: Iterable[Settlement], wager_order: Sequence[st
                                               rank.get(s.wager, len(rank)), s.wager))
 
 
-def settle_round(game: object, wagers: Iterable[PlacedWager], round_view: RoundView,
+def settle_round(game: Game, wagers: Iterable[PlacedWager], round_view: RoundView,
                  point: SettlementPoint) -> list[Settlement]:
     """Settle every placed wager whose rule settles at `point`, in 631a.12(b) order.
 
     Wagers settling at the other point are skipped (the caller settles them
     there). Raises ValueError for a wager the table does not offer.
     """
-    rules = getattr(game, "wager_rules")
+    rules = game.wager_rules
     out: list[Settlement] = []
     for placed in wagers:
         rule = rules.get(placed.wager)

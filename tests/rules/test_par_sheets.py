@@ -114,3 +114,20 @@ def test_core_analysis_speed() -> None:
     ctx = ParContext(GameConfig(family="baccarat", decks=8))
     _ = ctx.round_facts
     assert time.perf_counter() - started < 0.5  # target 0.1 s; slack for a loaded CI machine
+
+
+def test_first_two_pairs_closed_form_equals_rank_enumeration() -> None:
+    """631a.8(a)(7)(i): the closed form for pairs agrees with the rank-level enumeration."""
+    ctx = ParContext(GameConfig(family="baccarat", decks=6))
+    counted: dict[tuple[bool, bool], int] = {}
+    for (p1, p2, b1, b2), w in ctx.first_four_ranks.items():
+        counted[(p1 == p2, b1 == b2)] = counted.get((p1 == p2, b1 == b2), 0) + w
+    assert counted == ctx.first_two_pairs
+
+
+def test_rank_rounds_agree_with_value_rounds() -> None:
+    """631a.11: rank-level third cards collapse to the same facts as value-level ones."""
+    from controller.rules.par import collapse
+
+    ctx = ParContext(GameConfig(family="baccarat", decks=8))
+    assert collapse(ctx.rank_rounds) == ctx.round_facts
