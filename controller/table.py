@@ -10,7 +10,6 @@ cut at any instant leaves either the step or nothing.
 from __future__ import annotations
 
 import enum
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,8 +110,15 @@ class RulesAdapter:
     def __init__(self, game: Any) -> None:
         self.game = game
 
-    def new_coup(self) -> Any:
-        return self.game.new_coup()
+    def new_coup(self, wagers: list[dict[str, Any]] = ()) -> Any:  # type: ignore[assignment]
+        # 681a.7(f)(2): the extra card after a natural is dealt only for Bonus wagers.
+        return self.game.new_coup(bonus_wagered=any(w["wager"].startswith("bonus_")
+                                                    for w in wagers))
+
+    @property
+    def reshuffles_at_cover_card(self) -> bool:
+        """681a: the shoe ends with the cover card's round; 631a.10(d) plays one more."""
+        return bool(self.game.reshuffles_at_cover_card)
 
     def burn_count(self, first: Card) -> int:
         return int(self.game.burn_count(first))
@@ -155,8 +161,6 @@ class Table:
                  open_seats: Callable[[frozenset[int]], None] | None = None,
                  set_led: Callable[[int, LedState], None] | None = None,
                  progressive: Any = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 batch_verifier: Callable[[CardDrawn], str | None] | None = None,
                  vig_collection: str = "at-payout") -> None:
         self.table_id = table_id
         self.seats = seats
@@ -170,8 +174,6 @@ class Table:
         # Seats whose progressive sensor may register a wager; none unless a progressive
         # wager is offered (set by the progressive system).
         self.progressive_seats_allowed: frozenset[int] = frozenset()
-        self._clock = clock
-        self._batch_verifier = batch_verifier
         self.vig_collection = vig_collection
         self.shoe = ShoeProgress()
         self.round_id: int | None = None
@@ -259,7 +261,7 @@ class Table:
             if record is not None and record["state"] == "open":
                 # Rebuild the coup from the cards recorded before the cut: the round is
                 # completed from the cards already recorded (docs/rulings.md, recovery).
-                self.coup = self.rules.new_coup()
+                self.coup = self.rules.new_coup(self.wagers)
                 for item in record["cards"]:
                     self.coup.place(Card.parse(item["card"]))
         bind_round(self.shoe.shoe_no, self.round_id)
@@ -473,7 +475,7 @@ class Table:
             self._record("no_more_bets", {"cause": cause, "round_no": self.round_no,
                                           "wagers": self.wagers,
                                           "progressive_seats": sorted(self.progressive_seats)})
-            self.coup = self.rules.new_coup()
+            self.coup = self.rules.new_coup(self.wagers)
             self.round_settlements = []
             if self.progressive is not None and locked is not None:
                 # 631c.2(d)(2), 627b.3(a)(2), 627b.6(d)(2): only what the sensors held at
@@ -494,8 +496,8 @@ class Table:
             self._persist_state()
 
     def _on_card(self, event: CardDrawn) -> None:
-        problem = self._batch_verifier(event) if self._batch_verifier else None
-        if problem is None and self.shoe.back is not None and int(event.back) != self.shoe.back:
+        problem = None
+        if self.shoe.back is not None and int(event.back) != self.shoe.back:
             problem = (f"card {event.index} has a {event.back.name} back; the batch in play is "
                        f"{BackColour(self.shoe.back).name}")
         if problem:
@@ -601,7 +603,7 @@ class Table:
                                              "ruling": "631a.15(d): a disclosed card opens a "
                                              "simulated round; no wagers are accepted"},
                          severity="warning", device=event.device)
-            self.coup = self.rules.new_coup()
+            self.coup = self.rules.new_coup()  # simulated: no wagers
             self.round_settlements = []
             if self.state is TableState.BETTING_OPEN:
                 self.lock_out()
@@ -678,7 +680,8 @@ class Table:
         finished_round = self.round_id
         self.round_id = None
         # The "one more hand" of 631a.10(d) is a live hand, never a simulated one.
-        if self.shoe.cover_card_seen and self.shoe.last_hand_announced and not was_simulated:
+        if self.shoe.cover_card_seen and not was_simulated and (
+                self.shoe.last_hand_announced or self.rules.reshuffles_at_cover_card):
             self.shoe_finished()
             self._record("shoe_complete", {"shoe_no": self.shoe.shoe_no,
                                            "rounds": self.shoe.rounds_in_shoe,

@@ -355,3 +355,36 @@ def test_a_fault_a_device_clears_is_not_cleared_by_acknowledging_it(store):
     assert table.state is TableState.DEVICE_FAULT
     table.handle(DeviceFaultCleared("shoe", "shoe_lid_open"))
     assert table.state is TableState.BETTING_OPEN
+
+
+
+
+def test_21_baccarat_ends_the_shoe_with_the_cover_cards_round_681a(store):
+    """681a: no 'one more hand' after the cover card; the batch is reshuffled."""
+    from controller.rules.submission import parse_submission
+    import tomllib
+
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    data["table"]["seats"] = 8
+    data["game"] = {"family": "21-baccarat", "decks": 8}
+    data["wagers"] = {"player": {}, "banker": {}}
+    submission = parse_submission({k: v for k, v in data.items()
+                                   if k in ("table", "game", "wagers")}, "21.toml")
+    table = Table(table_id="T21", seats=8, rules=RulesAdapter(build_game(submission)),
+                  store=store)
+    dealer = Dealer(table)
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.on_shoe_loaded()
+    dealer.draw("9♠")  # 681a.7(c): the first card is burned, and no more
+    assert table.state is TableState.BETTING_OPEN
+    table.cmd_place_wager(1, "player", 1000)
+    table.cmd_no_more_bets()
+    dealer.cover()
+    # 681a: Player 10+7 = 17 stands; Banker 10+8 = 18 stands; Banker wins.
+    dealer.draw("10♣", "10♦", "7♥", "8♠")
+    assert table.state is TableState.END_OF_SHOE
+    settled = store.events(kind="round_settled")[-1].payload
+    assert (settled["result"]["player_total"], settled["result"]["banker_total"]) == (17, 18)
+    assert settled["settlements"][0]["net_cents"] == -1000
