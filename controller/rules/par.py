@@ -74,7 +74,9 @@ class ProgressivePar:
     """A progressive wager's return at the reset value and its growth with the meter."""
 
     reset_cents: int
-    return_at_reset: Fraction  # expected return per unit wagered with the meter at reset
+    # Expected return per unit wagered that the meter-paid outcomes add with the meter at its
+    # reset value, on top of `WagerPar.lines` (whose meter-paid lines carry net 0).
+    return_at_reset: Fraction
     return_per_meter_dollar: Fraction  # added expected return per unit for each $1 on the meter
     wager_cents: int  # the wager amount the meter figures assume
     note: str = ""
@@ -494,8 +496,10 @@ def render_text(sheet: ParSheet) -> str:
                        f"  return {float(line.net):+.4f}")
         if wp.progressive:
             pr = wp.progressive
-            out.append(f"  progressive: return at reset {_pct(pr.return_at_reset)}; "
-                       f"+{_pct(pr.return_per_meter_dollar)} per $1 on the meter")
+            out.append(f"  progressive: meter at reset ${pr.reset_cents / 100:,.2f} adds "
+                       f"{_pct(pr.return_at_reset)}; each $1 more on the meter adds "
+                       f"{float(pr.return_per_meter_dollar) * 100:.4g}% "
+                       f"(wager {pr.wager_cents} cents)")
         if wp.mystery:
             out.append(f"  mystery bonus contribution {_pct(wp.mystery.expected_contribution)}")
         for note in wp.notes:
