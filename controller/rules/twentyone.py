@@ -58,6 +58,13 @@ def is_natural(ranks: Sequence[int]) -> bool:
     return (a == 1 and (b == 1 or b >= 10)) or (b == 1 and a >= 10)
 
 
+def main_total(ranks: Sequence[int]) -> int:
+    """The total a hand settles on: a natural (681a.1, two aces included) counts as 21 (ruling)."""
+    if is_natural(ranks):
+        return 21
+    return hand_total(ranks)[0]
+
+
 def winner_21(player_total: int, banker_total: int) -> Winner:
     """681a.6(c), 681a.7(i)-(j): higher total wins at 21 or less; over 21 the lower total wins."""
     p_over, b_over = player_total > BUST_OVER, banker_total > BUST_OVER
@@ -105,7 +112,7 @@ class TwentyOneCoup:
         return len(self.player) + len(self.banker) >= 4
 
     def _total(self, cards: list[Card]) -> int:
-        return hand_total(c.rank for c in cards)[0]
+        return main_total([c.rank for c in cards])
 
     def next_card(self) -> NextCard:
         dealt = len(self.player) + len(self.banker)
@@ -242,8 +249,8 @@ class TwentyOneMainWager:
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
         from controller.rules.baccarat_wagers import settlement_of
 
-        p = hand_total(c.rank for c in round_view.player)[0]
-        b = hand_total(c.rank for c in round_view.banker)[0]
+        p = main_total([c.rank for c in round_view.player])
+        b = main_total([c.rank for c in round_view.banker])
         return settlement_of(self.key, seat, amount_cents, resolve_main(self.side, p, b),
                              self.rounding)
 
@@ -274,8 +281,8 @@ class TwentyOneTieWager:
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
         from controller.rules.baccarat_wagers import settlement_of
 
-        p = hand_total(c.rank for c in round_view.player)[0]
-        b = hand_total(c.rank for c in round_view.banker)[0]
+        p = main_total([c.rank for c in round_view.player])
+        b = main_total([c.rank for c in round_view.banker])
         return settlement_of(self.key, seat, amount_cents, self.resolve(p, b), self.rounding)
 
     def par(self, ctx: ParContext) -> WagerPar:

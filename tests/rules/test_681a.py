@@ -211,3 +211,13 @@ def test_681a_to_17_par_reported_unavailable() -> None:
     g = game_of({"tie": {}}, family="21-baccarat", decks=4, drawing={"rule": "to-17"})
     sheet = compute_par_sheet(g)
     assert {m.split(":")[0] for m in sheet.missing} == {"player", "banker", "tie"}
+
+
+def test_681a_1_two_aces_natural_counts_as_21() -> None:
+    """681a.1 natural of two aces ends the round (681a.7(f)(1)) and beats a 20 (ruling)."""
+    coup = coup_of("AS KH AD QC")
+    r = coup.result()
+    assert coup.complete and r.player_natural and r.player_total == 21
+    assert r.winner is Winner.PLAYER
+    s = g21().wager_rules["player"].settle(1, 100, coup.round_view())
+    assert s.outcome is Outcome.WIN and s.win_cents == 100
