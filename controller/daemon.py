@@ -268,6 +268,11 @@ class Daemon:
             str(a.get("_supervisor", "")))), supervisor=True,
             description="a floor supervisor's ruling on a fault no device clears (misread)")
         reg("self_test", self._self_test, description="run a device's self-test")
+        reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
+            lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))},
+            description="collect the vigorish marked at a seat whose player leaves")
+        reg("adjust_meter", self._adjust_meter, supervisor=True,
+            description="an audited correction of a progressive meter (reason required)")
         reg("meters", lambda a: self.progressive.meters() if self.progressive else [],
             description="every progressive meter with its 605a.7 companions")
         reg("awards", lambda a: [w.as_dict() for w in self.progressive.pending_awards()]
@@ -332,6 +337,33 @@ class Daemon:
                 self._enqueue(DeviceFault("shuffler", "shuffle_request_failed", str(exc),
                                           "check the shuffler, then ask for the shuffle again"))
                 return
+
+    @staticmethod
+    def _refusing(fn: Any) -> Any:
+        try:
+            return fn()
+        except CommandRefused as exc:
+            raise ControlError(str(exc)) from exc
+
+    def _adjust_meter(self, args: Mapping[str, Any]) -> Any:
+        from controller.progressive.errors import ProgressiveError
+
+        if self.progressive is None:
+            raise ControlError("this table offers no progressive wager")
+        reason = str(args.get("reason", "")).strip()
+        if not reason:
+            raise ControlError("'reason' is required: say why the meter is corrected",
+                               "bad_request")
+        delta = args.get("delta_cents")
+        if isinstance(delta, bool) or not isinstance(delta, int) or delta == 0:
+            raise ControlError(f"'delta_cents' = {delta!r}: allowed: a non-zero whole number "
+                               "of cents", "bad_request")
+        try:
+            return self.progressive.adjust_meter(
+                str(args.get("progressive", "")), str(args.get("level", "")), delta,
+                supervisor=str(args.get("_supervisor", "")), reason=reason)
+        except (ProgressiveError, KeyError) as exc:
+            raise ControlError(str(exc)) from exc
 
     def _validate_award(self, args: Mapping[str, Any]) -> Any:
         award_id = _int(args, "award_id", None, 1, 2**62)

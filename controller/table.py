@@ -304,6 +304,25 @@ class Table:
         with self.store.transaction():
             self.start_shuffle()
             self._record("shuffle_requested", {"decks": decks})
+            # 631a.13(d)(2)(i): marked vigorish is collected before play with a new shoe.
+            self._collect_marked_vigorish(None, "new shoe")
+
+    def cmd_seat_leaves(self, seat: int) -> int:
+        """631a.13(d)(2)(i): a player leaving pays the vigorish marked at the seat."""
+        if not 1 <= seat <= self.seats:
+            raise CommandRefused(f"seat {seat} does not exist; allowed: 1 to {self.seats}")
+        with self.store.transaction():
+            return self._collect_marked_vigorish(seat, "player leaves")
+
+    def _collect_marked_vigorish(self, seat: int | None, reason: str) -> int:
+        owed = {s: t["vig_owed_cents"] for s, t in self.store.seat_totals().items()
+                if t["vig_owed_cents"] and (seat is None or s == seat)}
+        for owing_seat in sorted(owed, reverse=True):  # highest seat first, as 631a.12(b)
+            self.store.collect_vigorish(owing_seat)
+        if owed:
+            self.announce("collect_vigorish", reason=reason,
+                          seats=[{"seat": s, "cents": c} for s, c in sorted(owed.items())])
+        return sum(owed.values())
 
     def cmd_place_wager(self, seat: int, wager: str, amount_cents: int) -> None:
         if self.state is not TableState.BETTING_OPEN:

@@ -388,3 +388,42 @@ def test_21_baccarat_ends_the_shoe_with_the_cover_cards_round_681a(store):
     settled = store.events(kind="round_settled")[-1].payload
     assert (settled["result"]["player_total"], settled["result"]["banker_total"]) == (17, 18)
     assert settled["settlements"][0]["net_cents"] == -1000
+
+
+def test_marked_vigorish_is_collected_before_the_next_shoe_631a_13_d_2(tmp_path):
+    import tomllib
+
+    from controller.rules.submission import parse_submission
+
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    data["game"]["vigorish"]["collection"] = "marked"
+    submission = parse_submission({k: v for k, v in data.items()
+                                   if k in ("table", "game", "wagers")}, "marked.toml")
+    store = Store(tmp_path / "marked.sqlite")
+    table = Table(table_id="T", seats=10, rules=RulesAdapter(build_game(submission)),
+                  store=store, vig_collection="marked")
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(2, "banker", 1000)
+    table.cmd_place_wager(7, "banker", 2000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦", "4♥", "4♠")  # Banker 7 beats Player 6
+    settled = store.events(kind="round_settled")[-1].payload["settlements"]
+    # 631a.13(d)(2)(ii): marked, not taken: the seat keeps the whole win for now.
+    assert {s["seat"]: (s["net_cents"], s["vig_marked_cents"]) for s in settled} == {
+        2: (1000, 50), 7: (2000, 100)}
+    assert table.cmd_seat_leaves(7) == 100
+    assert store.seat_totals()[7] == {"net_cents": 1900, "wagered_cents": 2000,
+                                      "vig_owed_cents": 0}
+    table.cmd_no_more_bets()
+    dealer.cover()
+    dealer.draw("9♣", "8♦", "K♥", "K♠")
+    table.cmd_no_more_bets()
+    dealer.draw("9♣", "8♦", "K♥", "K♠")
+    assert table.state is TableState.END_OF_SHOE
+    table.cmd_shuffle(8)  # before the new shoe: everything marked is collected
+    assert store.seat_totals()[2]["vig_owed_cents"] == 0
+    assert store.seat_totals()[2]["net_cents"] == 950
+    assert store.events(kind="prompt")[-1].payload == {
+        "action": "collect_vigorish", "reason": "new shoe", "seats": [{"seat": 2, "cents": 50}]}
+    store.close()
