@@ -223,3 +223,35 @@ async def test_broken_chain_offline_and_out_of_order(tmp_path: Path) -> None:
         code, out = await tablectl(h.socket, "status")
         assert code == exitcodes.INTEGRITY_FAILURE, out
         assert f"OUT OF ORDER: event chain: entry {seq} (daemon_started) was altered" in out
+
+
+async def test_shoe_with_old_firmware_is_refused(tmp_path: Path) -> None:
+    harness = _harness_or_skip(tmp_path)
+    from hil.shoe_sim import SimulatedShoe
+
+    class OldFirmwareShoe(type(harness)):  # type: ignore[misc]
+        async def __aenter__(self) -> Any:
+            self.shoe = SimulatedShoe([], self.back, 0, firmware_version="shoe-fw 0.9",
+                                      protocol_version=0)
+            await self.shoe.start()
+            await self.start_daemon()
+            return self
+
+    async with OldFirmwareShoe(CONFIG, tmp_path, seed=11) as h:
+        # The refusal happens at start-up, before anyone listens: watch the state instead.
+        await h.call("open")
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while (await h.call("status"))["state"] != "device_fault":
+            assert asyncio.get_running_loop().time() < deadline, "no device fault"
+            await asyncio.sleep(0.1)
+        code, out = await tablectl(h.socket, "devices")
+        assert code == exitcodes.DEVICE_FAULT, out
+        shoe_row = next(line for line in out.splitlines() if line.startswith("shoe "))
+        assert shoe_row.split()[2:3] == ["refused"]
+        assert "shoe-fw 0.9" in shoe_row
+        assert "shoe last error: incompatible protocol version: shoe speaks version 0" in out
+        assert "NOT UP: shoe (refused) - wrong firmware or protocol version" in out
+        code, out = await tablectl(h.socket, "status")
+        assert code == exitcodes.DEVICE_FAULT, out
+        assert "[incompatible_device]" in out
+        assert "  Action: Install approved firmware speaking protocol version 1" in out
