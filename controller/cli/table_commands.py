@@ -791,13 +791,15 @@ def cmd_test_lights(args: argparse.Namespace) -> int:
 def _ask(question: str) -> bool:
     """A y/n question on the terminal; no answer (EOF) counts as no."""
     while True:
-        try:
-            answer = input(question).strip().lower()
-        except EOFError:
-            print()
+        # The question goes to stderr so that stdout stays clean (--json).
+        print(question, end="", file=sys.stderr, flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            print(file=sys.stderr)
             return False
+        answer = line.strip().lower()
         if not sys.stdin.isatty():
-            print(answer)  # an answer piped in is not echoed; show it so the log reads right
+            print(answer, file=sys.stderr)  # a piped answer is not echoed; show it
         if answer in ("y", "yes"):
             return True
         if answer in ("n", "no"):

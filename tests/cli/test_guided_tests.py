@@ -99,9 +99,17 @@ def test_lights_with_yes_runs_the_lamp_test(fake, capsys):
 def test_lights_technician_says_no(fake, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("maybe\nn\n"))
     assert main(["test", "lights", "--socket", fake.socket]) == exitcodes.FAILURE
-    out = capsys.readouterr().out
-    assert "Did every seat LED (and the win light) light up? [y/n]" in out
-    assert "lights NOT confirmed by the technician" in out
+    captured = capsys.readouterr()
+    assert "Did every seat LED (and the win light) light up? [y/n]" in captured.err
+    assert "lights NOT confirmed by the technician" in captured.out
+
+
+def test_lights_json_keeps_stdout_clean(fake, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert main(["test", "lights", "--json", "--socket", fake.socket]) == exitcodes.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["confirmed"] is True
+    assert report["tests"][0]["device"] == "seats"
 
 
 def test_lights_uses_the_daemons_pattern_when_offered(fake, capsys):
