@@ -262,6 +262,8 @@ def render_status(s: Mapping[str, Any]) -> str:
     else:
         lines.append("Shoe: none loaded")
     batches = s.get("batches")
+    if not isinstance(batches, Mapping) and (s.get("batch_in_play") or s.get("batch_in_shuffler")):
+        batches = {"in_play": s.get("batch_in_play"), "in_shuffler": s.get("batch_in_shuffler")}
     if isinstance(batches, Mapping):
         lines.append("Batches:")
         lines.append(key_values([("in play", batches.get("in_play")),
@@ -856,7 +858,7 @@ def cmd_rounds(args: argparse.Namespace) -> int:
         return exitcodes.BAD_ARGUMENTS
 
     async def body(d: Daemon) -> int:
-        rounds = await d.call("rounds", limit=args.last)
+        rounds = await with_progress("reading rounds", d.call("rounds", limit=args.last))
         if _emit_json(args, rounds):
             return exitcodes.OK
         if not rounds:
@@ -1094,7 +1096,7 @@ def cmd_events(args: argparse.Namespace) -> int:
                 query[key] = getattr(args, key)
         if since is not None:
             query["since"] = since
-        events = await d.call("events", **query)
+        events = await with_progress("reading the event log", d.call("events", **query))
         if _json(args) and not args.follow:
             print_json(events)
             if export is not None:
