@@ -204,3 +204,18 @@ def test_shuffler_jam_ends_the_wait(fake, capsys):
     out = capsys.readouterr().out
     assert "SHUFFLER FAULT: cards jammed after 212 cards [shuffler_jam]" in out
     assert "  Action: Clear the jam in the shuffler." in out
+
+
+def test_sensors_chattering_seat_is_reported(fake, capsys):
+    fake.on_next_subscribe(
+        ("device_fault", {"code": "seat_sensor_chatter:2",
+                          "detail": "seat 2: 8 sensor edges within 1.0 s",
+                          "action": "Seat 2's progressive wagers are not accepted until its "
+                                    "sensor is quiet; check the sensor and its cable."},
+         {"device": "seats", "severity": "error"}),
+        _seat(1, True), _seat(1, False))
+    rc = main(["test", "sensors", "--seats", "2", "--timeout", "0.5", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    out = capsys.readouterr().out
+    assert "  SENSOR FAULT: seat 2: 8 sensor edges within 1.0 s - Seat 2's progressive" in out
+    assert "seats never seen with a wager: 2" in out
