@@ -71,6 +71,8 @@ class SimulatedShoe(PtyDevice):
         self._cover_out = False
         self._misread_next = False
         self._face_up_next = False
+        self.lost_reports = 0
+        """Reports dropped because the host was not connected when the card came out."""
         self._load(stack, back, cover_card_at)
 
     # --- the dealer -----------------------------------------------------------------
@@ -122,9 +124,6 @@ class SimulatedShoe(PtyDevice):
             self.lost_reports += 1
             return
         await self.send(message)
-
-    lost_reports = 0
-    """Reports dropped because the host was not connected when the card came out."""
 
     @property
     def remaining(self) -> int:
