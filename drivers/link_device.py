@@ -46,7 +46,8 @@ log = structlog.get_logger()
 HANDSHAKE_TIMEOUT_S = 5.0
 """Wait for the peer's Hello: firmware_bridge's own handshake timeout (link.HANDSHAKE_TIMEOUT)."""
 SELF_TEST_TIMEOUT_S = 15.0
-"""A device's self-test: docs/protocol.md lets firmware take up to ~10 s; 15 s with margin."""
+"""A device's self-test (docs/protocol.md sets no limit): our choice, long enough for a shuffler
+to cycle its mechanism once, short enough for a technician waiting at tablectl."""
 HOST_SOFTWARE_VERSION = "0.1.0"
 """What the host says it runs in its Hello (pyproject's version)."""
 
