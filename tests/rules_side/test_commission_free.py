@@ -43,6 +43,7 @@ def test_other_banker_wins_pay_1_to_1_without_vigorish_631c_5_a_i(section: str, 
 @pytest.mark.parametrize("section,tie_clause", [("631c.5", "631a.8(a)(1)(iii)"),
                                                ("627b.2", "627a.7(a)")])
 def test_banker_tie_is_returned_and_player_win_loses(section: str, tie_clause: str) -> None:
+    """631c.5(a), 627b.2(a): no commission; a tie returns the Banker wager."""
     rule = CommissionFreeBanker("banker", section)
     s = rule.settle(1, 1000, view("6C 10D", "6H KS"))
     assert (s.outcome, s.section) == (Outcome.PUSH, tie_clause)
@@ -51,6 +52,7 @@ def test_banker_tie_is_returned_and_player_win_loses(section: str, tie_clause: s
 
 @pytest.mark.parametrize("section,tie_clause", [("631c.5", "631c.5(j)"), ("627b.2", "627b.2(j)")])
 def test_player_and_tie_631c_5_h_j_627b_2_h_j(section: str, tie_clause: str) -> None:
+    """631c.5(h), 627b.2(h): Player 1 to 1; 631c.5(j), 627b.2(j): Tie 8 to 1."""
     win = view("7C 10D", "6H KS")
     tie = view("6C 10D", "6H KS")
     assert CommissionFreePlayer("player", section).settle(1, 700, win).win_cents == 700
@@ -76,7 +78,8 @@ def test_pair_wagers_pay_11_to_1_631c_5_c_1_c_2_g(section: str, hand: Hand, play
     # (c)(1) Player Pair, (c)(2) Banker Pair: 631c.5(c)(1), 631c.5(c)(2), 627b.2(c)(1), 627b.2(c)(2)
     assert s.section == f"{section}(c)({1 if hand is Hand.PLAYER else 2})"
     assert s.win_cents == (5500 if wins else 0)
-    assert rule.settles_at is SettlementPoint.FIRST_FOUR_CARDS  # (d): before any third card
+    # 631c.5(d), 627b.2(d): settled before any third card is dealt.
+    assert rule.settles_at is SettlementPoint.FIRST_FOUR_CARDS
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -103,5 +106,7 @@ def test_lucky_six_three_cards_20_to_1_631c_5_k_2(section: str) -> None:
 ])
 @pytest.mark.parametrize("section,clause", [("631c.5", "631c.5(c)(3)"), ("627b.2", "627b.2(c)(3)")])
 def test_lucky_six_loses_631c_5_c_3(player: str, banker: str, section: str, clause: str) -> None:
+    """631c.5(c)(3)(i)-(ii), 627b.2(c)(3)(i)-(ii): a six below the Player's, or no six; a 6-6 tie
+    is neither a win nor returned (docs/rulings.md)."""
     s = LuckySix("lucky_six", section).settle(1, 1000, view(player, banker))
     assert (s.outcome, s.section) == (Outcome.LOSE, clause)

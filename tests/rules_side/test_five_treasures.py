@@ -52,6 +52,7 @@ def test_heavenly_9_natural_9_is_not_a_3_card_9() -> None:
 
 @pytest.mark.parametrize("letter,three,two", [("A", 200000, None), ("B", 100000, 25000)])
 def test_blazing_7s_paytables_631c_3_f_4_h(letter: str, three: int, two: int | None) -> None:
+    """631c.3(f)(4) and 631c.3(h): paytable A has no 2-card line."""
     rule = make_five_treasures(Treasure.BLAZING_7S, letter)
     assert rule.settle(1, 500, B7_THREE).win_cents == three  # 400 / 200 to 1
     s = rule.settle(1, 500, B7_TWO)
@@ -82,6 +83,7 @@ def test_cover_all_follows_the_paytable_for_2_card_blazing_7s() -> None:
 
 @pytest.mark.parametrize("treasure", list(Treasure))
 def test_all_settle_at_the_end_of_the_round_631c_3_e(treasure: Treasure) -> None:
+    """631c.3(d)-(e): the round is completed under 631a, then each wager settles; 631c.3(g)."""
     rule = make_five_treasures(treasure, "A")
     assert rule.settles_at is SettlementPoint.END_OF_ROUND
     assert rule.settle(1, 500, view("2C 4D", "KH 7S")).section == "631c.3(g)"
@@ -95,3 +97,12 @@ def test_cover_all_probability_is_the_union_of_the_others() -> None:
         assert cover <= parts  # overlaps (a Fortune 7 with a Player 3-card 9) counted once
         assert cover > max(sum(make_five_treasures(t, letter).exact_distribution(8).values())
                            for t in list(Treasure)[:4])
+
+
+def test_five_separate_wagers_631c_3_a_b() -> None:
+    """631c.3(a): one or more of five wagers; 631c.3(b)(1) Fortune 7, 631c.3(b)(2) Golden 8,
+    631c.3(b)(3) Heavenly 9, 631c.3(b)(4) Blazing 7s, 631c.3(b)(5) Cover All, each its own key."""
+    from controller.rules.registry import load_rules
+
+    keys = set(load_rules().keys_for("baccarat", "standard"))
+    assert {t.key for t in Treasure} <= keys and len(Treasure) == 5

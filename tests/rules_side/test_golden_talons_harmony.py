@@ -52,6 +52,7 @@ def test_natural_win_pays_only_natural_odds_627b_5_g(letter: str) -> None:
                                                 ("C", Outcome.PUSH, 0), ("D", Outcome.PUSH, 0),
                                                 ("E", Outcome.PUSH, 0)])
 def test_natural_tie_627b_5_e_2_f(letter: str, outcome: Outcome, win: int) -> None:
+    """627b.5(e)(2)-(3): a natural tie wins or pushes as the approved paytable says."""
     s = make_golden_talons("gt", Hand.BANKER, letter).settle(1, 100, view("8C KD", "4H 4S"))
     assert (s.label, s.outcome, s.win_cents) == ("Natural tie", outcome, win)
 
@@ -63,6 +64,7 @@ def test_natural_tie_627b_5_e_2_f(letter: str, outcome: Outcome, win: int) -> No
     ("KC KD 2S", "KH QS 7D"),   # loses
 ])
 def test_golden_talons_losses(player: str, banker: str) -> None:
+    """627b.5(e): none of (1)-(3); settled after the round (627b.5(c)-(d))."""
     assert make_golden_talons("gt", Hand.PLAYER, "A").settle(1, 100, view(player, banker)).outcome \
         is Outcome.LOSE
 
@@ -126,6 +128,7 @@ def test_tie_with_0_and_1_to_5_627b_6_g_5_6() -> None:
 
 
 def test_any_win_loses_627b_6_h() -> None:
+    """627b.6(h); the round is completed (627b.6(e)) and then settled (627b.6(f))."""
     s = make_harmony("h", "E").settle(1, 100, view("8C 8D", "8H 9S"))
     assert (s.outcome, s.section) == (Outcome.LOSE, "627b.6(h)")
 
@@ -140,6 +143,7 @@ def test_incrementation_and_reserve_rates_627b_6_j(letter: str, increment: int, 
 
 
 def test_every_harmony_paytable_has_the_progressive_on_top_and_for_1_lines() -> None:
+    """627b.6(i): paytables A-I."""
     for table in HARMONY_PAYTABLES.values():
         assert isinstance(table.lines[0].pay, PaysMeter)
         assert all(isinstance(line.pay, FixedOdds) for line in table.lines[1:])

@@ -61,6 +61,7 @@ def test_two_card_nines_and_other_rounds_lose_631c_2_h() -> None:
 
 
 def test_minimum_wager_and_settlement_point_631c_2_c_f() -> None:
+    """631c.2(c): at least $5; 631c.2(e)-(f): the round is completed, then the wager settles."""
     rule = make_heavenly_9("heavenly_9_progressive")
     assert rule.settles_at is SettlementPoint.END_OF_ROUND
     with pytest.raises(ValueError, match="631c.2\\(c\\)"):
@@ -110,6 +111,7 @@ def test_every_configuration_631c_6_c_4(letter: str, dollars: int, low: int, hig
 
 
 def test_qualification_631c_6_c_1() -> None:
+    """631c.6(a), 631c.6(c)(1): a Baccarat wager and a Heavenly 9 wager qualify."""
     config = mystery.MUST_HIT_BY_CONFIGURATIONS[("B", 5)]
     assert mystery.qualifies(config, 2500, 500)
     assert not mystery.qualifies(config, 0, 500)      # no Baccarat wager

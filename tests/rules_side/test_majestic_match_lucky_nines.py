@@ -76,6 +76,7 @@ def test_lucky_nines_lines_631c_4_d_2_e(index: int, letter: str, player: str, ba
 
 
 def test_lucky_nines_no_nine_loses_and_third_card_nines_do_not_count_631c_4_d_1() -> None:
+    """631c.4(d)(1); 631c.4(f): the third cards are dealt only after settlement."""
     rule = make_lucky_nines("lucky_nines", "A", True)
     s = rule.settle(1, 100, view("4C 2D 9S", "3D KC 9H"))
     assert (s.outcome, s.section) == (Outcome.LOSE, "631c.4(d)(1)")

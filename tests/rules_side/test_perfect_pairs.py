@@ -60,6 +60,7 @@ def test_no_pair_loses_631c_1_c_2(section: str, lose: str, hand_text: str) -> No
 
 
 def test_each_hand_is_its_own_wager_and_both_can_win_631c_1_c_1() -> None:
+    """631c.1(c)(1), 627b.1(d)(1): a wager on each hand, both paid; 627b.1(c) offers either or both."""
     v = view("4C 4S 2D", "QH QH")
     player = make_perfect_pairs("perfect_pairs_player", "631c.1", Hand.PLAYER, "A")
     banker = make_perfect_pairs("perfect_pairs_banker", "631c.1", Hand.BANKER, "A")

@@ -48,6 +48,7 @@ def test_there_are_twenty_bonus_wagers_627b_4_g_4() -> None:
 
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_bonus_wins_at_its_odds_627b_4_g_4_h_2(key: str) -> None:
+    """627b.4(h)(2): each Bonus wager's odds."""
     clause, odds, win, _ = CASES[key]
     rule = RisingPhoenixBonus(f"rising_phoenix_{key}", BONUS[key])
     s = rule.settle(1, 500, win)
@@ -89,8 +90,36 @@ def test_commission_free_banker_three_card_7_win_is_returned_627b_4_g_1_iv() -> 
 
 
 def test_standard_banker_pays_with_vigorish_627b_4_h_1() -> None:
+    """627b.4(g)(1)(i) win, 627b.4(g)(1)(ii) lose, 627b.4(g)(1)(iii) tie returned; 627b.4(b)
+    standard commission form, 627b.4(c) otherwise as 627a."""
     rule = RisingPhoenixBanker("banker", commission_free=False)
     s = rule.settle(1, 1000, view("KC 5D", "AH 2S 4D"))  # a 3-card 7 win is a win here
     assert (s.outcome, s.win_cents, s.vigorish_cents, s.net_cents) == (Outcome.WIN, 1000, 50, 950)
     assert rule.settle(1, 1000, view("KC 5D", "5H KS")).outcome is Outcome.PUSH  # (g)(1)(iii)
     assert rule.settle(1, 1000, view("KC 6D", "5H KS")).outcome is Outcome.LOSE  # (g)(1)(ii)
+
+
+def test_rising_phoenix_table_offers_player_tie_talons_and_harmony_627b_4_g_2_6() -> None:
+    """627b.4(a) the variation at a minibaccarat table; 627b.4(g)(2) Player and 627b.4(g)(3) Tie
+    as in 627a; 627b.4(g)(5) Golden Talons and 627b.4(g)(6) Harmony may be offered with it."""
+    from controller.rules.registry import load_rules
+
+    keys = set(load_rules().keys_for("minibaccarat", "commission-free"))
+    assert {"player", "tie", "golden_talons_player", "golden_talons_banker",
+            "harmony_progressive"} <= keys
+    assert {f"rising_phoenix_{b.key}" for b in RISING_PHOENIX_BONUSES} <= keys
+
+
+@pytest.mark.parametrize("decks,ok", [(6, True), (7, False), (8, True)])
+def test_six_or_eight_decks_627b_4_f(decks: int, ok: bool) -> None:
+    from controller.rules.submission import SubmissionError, parse_submission
+
+    data = {"table": {"id": "T", "seats": 7},
+            "game": {"family": "minibaccarat", "decks": decks, "variant": "commission-free"},
+            "wagers": {"banker": {"rising_phoenix": True}, "player": {},
+                       "rising_phoenix_sun_7": {}}}
+    if ok:
+        parse_submission(data, "t.toml")
+    else:
+        with pytest.raises(SubmissionError, match="627b.4\\(f\\)"):
+            parse_submission(data, "t.toml")

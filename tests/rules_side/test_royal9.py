@@ -44,6 +44,7 @@ def rule(dollars: int = 5):
 ])
 def test_fixed_lines_627b_3_f_g(dollars: int, player: str, banker: str, label: str, cents: int,
                                  clause: str) -> None:
+    """627b.3(f)(1) for $5, 627b.3(g)(1) for $1; dealt per 627b.3(c)."""
     s = rule(dollars).settle(1, dollars * 100, view(player, banker))
     assert (s.outcome, s.label, s.win_cents, s.section) == (Outcome.WIN, label, cents, clause)
     assert s.odds == Fraction(cents, dollars * 100)
@@ -92,6 +93,7 @@ def test_settles_before_the_third_card_and_only_at_its_denomination_627b_3_d() -
 
 
 def test_meters_and_minimum_resets_627b_3_f_2_g_2() -> None:
+    """627b.3(f)(2), 627b.3(g)(2): rates stated, resets at least the minimums."""
     specs = {m.level: m for m in rule(5).meters}
     assert specs["mega"].reset_cents == 5_000_000 and specs["mega"].increment_rate == Fraction(15, 1000)
     low = dict(METERS_1, mega={"reset_cents": 999_999, "increment_percent": 1})

@@ -63,6 +63,7 @@ def _cf_banker(config: WagerConfig, game: GameConfig) -> WagerRule:
                                    "true or false; true only for a minibaccarat table "
                                    "(627b.4(b))")
     if rising_phoenix:
+        _rising_phoenix_decks(config, game)
         # 627b.4(g)(1)(iv) and (h)(1): a winning 3-card 7 pushes; no 1-to-2 on a 6.
         return RisingPhoenixBanker(config.key, True, game.payout_rounding)
     return CommissionFreeBanker(config.key, SECTION_BY_FAMILY[game.family][1],
@@ -175,8 +176,16 @@ def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
                         config.options.get("mystery"), positions, game.payout_rounding)
 
 
+def _rising_phoenix_decks(config: WagerConfig, game: GameConfig) -> None:
+    """627b.4(f): Rising Phoenix is dealt from six or eight decks (seven is not allowed)."""
+    if game.decks not in (6, 8):
+        raise SideWagerConfigError(config.key, "game.decks", game.decks,
+                                   "Rising Phoenix is played with 6 or 8 decks (627b.4(f))")
+
+
 def _phoenix(bonus_index: int) -> Factory:
     def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        _rising_phoenix_decks(config, game)
         return RisingPhoenixBonus(config.key, RISING_PHOENIX_BONUSES[bonus_index],
                                   game.payout_rounding)
     return make
@@ -189,6 +198,7 @@ for _i, _bonus in enumerate(RISING_PHOENIX_BONUSES):
 
 def _phoenix_pair(name: str) -> Factory:
     def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        _rising_phoenix_decks(config, game)
         return rising_phoenix_pair(name, config.key, game.payout_rounding)
     return make
 
