@@ -103,6 +103,7 @@ class UsbShuffler(LinkedDevice):
         self._job: tuple[BackColour, int] | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._progress = asyncio.Event() if _loop_running() else None
+        self._usb_device: Any = None
 
     # --- what the controller uses ---------------------------------------------------
 
@@ -146,7 +147,19 @@ class UsbShuffler(LinkedDevice):
         if device is None:
             raise FileNotFoundError(
                 f"no USB device {self.vendor_id:04x}:{self.product_id:04x} on the bus")
+        self._usb_device = device
         return await _over_usb(AsyncLink, device, Role.HOST, host_hello(), self._accept_peer)
+
+    async def _close_link(self) -> None:
+        await super()._close_link()
+        device, self._usb_device = self._usb_device, None
+        if device is not None:
+            import usb.util
+
+            # Release the claimed interface and the libusb handle, or the next attempt after a
+            # replug could find the interface still busy.
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(usb.util.dispose_resources, device)
 
     async def _on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.ShuffleProgress):
