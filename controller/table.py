@@ -87,6 +87,10 @@ TRANSITIONS: list[dict[str, Any]] = [
     for state in _OPERATING
 ]
 
+# The Baccarat wagers of 631a.8(a)(1)-(3) (627a for Minibaccarat, 681a.6 for 21 Baccarat);
+# every other wager is optional and needs one of these at the seat first.
+BASE_WAGERS = frozenset({"banker", "player", "tie"})
+
 # Faults no device will ever clear by itself: a floor supervisor acknowledges them.
 ONE_SHOT_FAULTS = frozenset({"shoe_misread", "batch_mismatch", "shuffle_request_failed"})
 
@@ -338,6 +342,12 @@ class Table:
         problem = self.rules.check_wager(seat, wager, amount_cents)
         if problem:
             raise CommandRefused(problem)
+        if wager not in BASE_WAGERS and not any(
+                w["seat"] == seat and w["wager"] in BASE_WAGERS for w in self.wagers):
+            # 631c.3(c), 631c.4(c), 627b.5(a)-(b): an optional wager follows a Baccarat
+            # wager at the same seat (applied to every optional wager, docs/rulings.md C15).
+            raise CommandRefused(f"seat {seat} must first place a Banker, Player or Tie wager "
+                                 f"before the optional wager {wager!r} (631c.3(c))")
         with self.store.transaction():
             self.wagers.append({"seat": seat, "wager": wager, "amount_cents": amount_cents})
             self._record("wager_accepted", {"seat": seat, "wager": wager,

@@ -427,3 +427,25 @@ def test_marked_vigorish_is_collected_before_the_next_shoe_631a_13_d_2(tmp_path)
     assert store.events(kind="prompt")[-1].payload == {
         "action": "collect_vigorish", "reason": "new shoe", "seats": [{"seat": 2, "cents": 50}]}
     store.close()
+
+
+def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5_b(tmp_path):
+    import tomllib
+
+    from controller.rules.submission import parse_submission
+
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    data["wagers"]["dragon_bonus_player"] = {"paytable": "A"}
+    submission = parse_submission({k: v for k, v in data.items()
+                                   if k in ("table", "game", "wagers")}, "side.toml")
+    store = Store(tmp_path / "side.sqlite")
+    table = Table(table_id="T", seats=10, rules=RulesAdapter(build_game(submission)),
+                  store=store)
+    open_to_betting(table, Dealer(table))
+    with pytest.raises(CommandRefused, match="seat 3 must first place a Banker, Player or Tie "
+                                             "wager before the optional wager"):
+        table.cmd_place_wager(3, "dragon_bonus_player", 500)
+    table.cmd_place_wager(3, "player", 500)
+    table.cmd_place_wager(3, "dragon_bonus_player", 500)
+    assert [w["wager"] for w in table.wagers] == ["player", "dragon_bonus_player"]
+    store.close()
