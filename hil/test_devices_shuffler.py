@@ -233,3 +233,16 @@ async def test_fault_injection_from_another_process(
     finally:
         await driver.stop()
         usb_shuffler.reset_backend()
+
+
+async def test_firmware_restart_without_replug_reconnects_on_a_fresh_handle(
+        shuffler: UsbShuffler, recorder: Recorder, shuffler_bench: ShufflerBench, sim_only: None) -> None:
+    """The old pyusb handle must be released, or the new one finds interface 0 busy (EBUSY)."""
+    mark = len(recorder.events)
+    shuffler_bench.simulator.restart_firmware()
+    await recorder.wait_for(DeviceFault, lambda e: e.code == "link_down", start=mark)
+    await recorder.wait_for(DeviceFaultCleared, lambda e: e.code == "link_down", start=mark,
+                            timeout=EVENT_TIMEOUT_S)
+    assert shuffler.health().link is LinkState.UP
+    await shuffler.shuffle(BackColour.BLUE, ONE_DECK)
+    assert (await recorder.wait_for(ShuffleComplete, start=mark)).verified

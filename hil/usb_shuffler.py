@@ -130,6 +130,7 @@ class SimulatedShuffler:
         self._shuffle: _Shuffle | None = None
         self._plan = _Plan()
         self._stopping = False
+        self._claimed_by: Any = None
         self._thread = threading.Thread(target=self._run, name=f"sim-shuffler-{serial_number}",
                                         daemon=True)
         self._thread.start()
@@ -209,7 +210,18 @@ class SimulatedShuffler:
         """The cable is back: the firmware restarts (new link endpoint; the batch is still inside)."""
         with self._lock:
             self._endpoint = self._new_endpoint()
+            self._claimed_by = None  # a fresh enumeration; stale handles are dead
             self.plugged = True
+            self._wake.notify_all()
+
+    def restart_firmware(self) -> None:
+        """Fault injection: the firmware's watchdog resets it; USB stays enumerated (no replug),
+        so the host's old handle is still open when its link goes down."""
+        with self._lock:
+            self._endpoint = self._new_endpoint()
+            self._endpoint.connect(time.monotonic())  # a restarted firmware starts a session
+            self._up = False
+            self._shuffle = None
             self._wake.notify_all()
 
     def close(self) -> None:
@@ -263,6 +275,20 @@ class SimulatedShuffler:
                 if left <= 0:
                     raise usb.core.USBTimeoutError("Operation timed out", -7, errno.ETIMEDOUT)
                 self._wake.wait(left)
+
+    def claim(self, handle: Any) -> None:
+        """A host handle claims interface 0; a second live handle gets EBUSY, as with libusb."""
+        with self._lock:
+            self._check_plugged()
+            if self._claimed_by is not None and self._claimed_by is not handle:
+                raise usb.core.USBError("Resource busy: interface 0 is claimed by another handle",
+                                        -6, errno.EBUSY)
+            self._claimed_by = handle
+
+    def release(self, handle: Any) -> None:
+        with self._lock:
+            if self._claimed_by is handle:
+                self._claimed_by = None
 
     def _check_plugged(self) -> None:
         if not self.plugged:
@@ -479,6 +505,13 @@ class _EndpointDescriptor:
 _ENDPOINTS = (_EndpointDescriptor(EP_OUT), _EndpointDescriptor(EP_IN))
 
 
+@dataclass(eq=False)
+class _Handle:
+    """One open of the device (libusb's device handle)."""
+
+    device: SimulatedShuffler
+
+
 class SimulatedUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
     """A pyusb backend whose bus holds only simulated shufflers."""
 
@@ -522,71 +555,71 @@ class SimulatedUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
 
     # handles and configuration
 
-    def open_device(self, dev: SimulatedShuffler) -> SimulatedShuffler:
+    def open_device(self, dev: SimulatedShuffler) -> _Handle:
         dev._check_plugged()
-        return dev
+        return _Handle(dev)
 
-    def close_device(self, dev_handle: SimulatedShuffler) -> None:
+    def close_device(self, dev_handle: _Handle) -> None:
+        dev_handle.device.release(dev_handle)
+
+    def set_configuration(self, dev_handle: _Handle, config_value: int) -> None:
+        dev_handle.device._check_plugged()
+        self._configuration[id(dev_handle.device)] = config_value
+
+    def get_configuration(self, dev_handle: _Handle) -> int:
+        return self._configuration.get(id(dev_handle.device), 1)
+
+    def set_interface_altsetting(self, dev_handle: _Handle, intf: int, altsetting: int) -> None:
         pass
 
-    def set_configuration(self, dev_handle: SimulatedShuffler, config_value: int) -> None:
-        dev_handle._check_plugged()
-        self._configuration[id(dev_handle)] = config_value
+    def claim_interface(self, dev_handle: _Handle, intf: int) -> None:
+        dev_handle.device.claim(dev_handle)
 
-    def get_configuration(self, dev_handle: SimulatedShuffler) -> int:
-        return self._configuration.get(id(dev_handle), 1)
+    def release_interface(self, dev_handle: _Handle, intf: int) -> None:
+        dev_handle.device.release(dev_handle)
 
-    def set_interface_altsetting(self, dev_handle: SimulatedShuffler, intf: int, altsetting: int) -> None:
-        pass
-
-    def claim_interface(self, dev_handle: SimulatedShuffler, intf: int) -> None:
-        dev_handle._check_plugged()
-
-    def release_interface(self, dev_handle: SimulatedShuffler, intf: int) -> None:
-        pass
-
-    def is_kernel_driver_active(self, dev_handle: SimulatedShuffler, intf: int) -> bool:
+    def is_kernel_driver_active(self, dev_handle: _Handle, intf: int) -> bool:
         return False
 
-    def detach_kernel_driver(self, dev_handle: SimulatedShuffler, intf: int) -> None:
+    def detach_kernel_driver(self, dev_handle: _Handle, intf: int) -> None:
         pass
 
-    def attach_kernel_driver(self, dev_handle: SimulatedShuffler, intf: int) -> None:
+    def attach_kernel_driver(self, dev_handle: _Handle, intf: int) -> None:
         pass
 
-    def clear_halt(self, dev_handle: SimulatedShuffler, ep: int) -> None:
-        dev_handle._check_plugged()
+    def clear_halt(self, dev_handle: _Handle, ep: int) -> None:
+        dev_handle.device._check_plugged()
 
-    def reset_device(self, dev_handle: SimulatedShuffler) -> None:
-        dev_handle._check_plugged()
+    def reset_device(self, dev_handle: _Handle) -> None:
+        dev_handle.device._check_plugged()
 
     # transfers
 
-    def bulk_write(self, dev_handle: SimulatedShuffler, ep: int, intf: int, data: Any,
-                   timeout: int) -> int:
+    def bulk_write(self, dev_handle: _Handle, ep: int, intf: int, data: Any, timeout: int) -> int:
         if ep != EP_OUT:
             raise usb.core.USBError(f"endpoint 0x{ep:02X} is not the bulk OUT endpoint", -2, errno.EINVAL)
-        return dev_handle.host_write(bytes(data))
+        return dev_handle.device.host_write(bytes(data))
 
-    def bulk_read(self, dev_handle: SimulatedShuffler, ep: int, intf: int, buff: array.array,
+    def bulk_read(self, dev_handle: _Handle, ep: int, intf: int, buff: array.array,
                   timeout: int) -> int:
         if ep != EP_IN:
             raise usb.core.USBError(f"endpoint 0x{ep:02X} is not the bulk IN endpoint", -2, errno.EINVAL)
         size = len(buff) * buff.itemsize
-        data = dev_handle.host_read(size, (timeout or 1000) / 1000)
+        data = dev_handle.device.host_read(size, (timeout or 1000) / 1000)
         buff[:len(data)] = array.array("B", data)
         return len(data)
 
-    def ctrl_transfer(self, dev_handle: SimulatedShuffler, bmRequestType: int, bRequest: int,
+    def ctrl_transfer(self, dev_handle: _Handle, bmRequestType: int, bRequest: int,
                       wValue: int, wIndex: int, data: array.array, timeout: int) -> int:
-        dev_handle._check_plugged()
+        device = dev_handle.device
+        device._check_plugged()
         if bmRequestType == 0x80 and bRequest == _GET_DESCRIPTOR and wValue >> 8 == _DESC_STRING:
             index = wValue & 0xFF
             if index == 0:
                 payload = bytes([4, _DESC_STRING]) + _LANGID_EN_US.to_bytes(2, "little")
             else:
                 text = {1: "Open Baccarat Table Project", 2: "Simulated batch shuffler",
-                        3: dev_handle.serial_number}.get(index)
+                        3: device.serial_number}.get(index)
                 if text is None:
                     raise usb.core.USBError(f"no string {index}", -9, errno.EPIPE)
                 encoded = text.encode("utf-16-le")
