@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import time
 import tty
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -57,6 +58,8 @@ class PtyDevice:
         self.firmware_version = firmware_version
         self.protocol_version = wire.PROTOCOL_VERSION if protocol_version is None else protocol_version
         self._dir = tempfile.mkdtemp(prefix=f"sim-{name}-")
+        # Removed by stop(); this also removes it for a simulator that is never stopped.
+        weakref.finalize(self, shutil.rmtree, self._dir, True)
         self._symlink = os.path.join(self._dir, "tty")
         self._master: int | None = None
         self._slave: int | None = None
