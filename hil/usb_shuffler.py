@@ -59,8 +59,9 @@ CARD_TIME_S = 0.0005
 """Simulated time to count one card; real shufflers take ~0.1 s, tests want a batch in ~0.2 s."""
 PROGRESS_EVERY = 52
 """A ShuffleProgress per deck counted."""
-DEVICE_TICK_S = 0.005
-"""The device thread's longest sleep when nothing is due: link timers are >= 50 ms."""
+DEVICE_TICK_S = 0.1
+"""The device thread's longest sleep: a safety net only, since host writes, fault injection and
+the link's own deadlines all wake it."""
 CONTROL_LINE_MAX = 256
 """Longest control request line; the longest legal one is ~30 bytes."""
 IN_BUFFER_LIMIT = 64 * 1024
