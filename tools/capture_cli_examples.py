@@ -256,10 +256,12 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
     cap_f = Capture(str(firmware_dir / "control.sock"), firmware_dir)
     async with old_firmware_harness(ROOT / "config" / "simulated-table.toml", firmware_dir,
                                     seed) as h:
-        await h.call("open")
-        await asyncio.sleep(2.0)  # the handshake is refused within a second
+        deadline = asyncio.get_running_loop().time() + 30
+        while next(d for d in await h.call("devices") if d["device"] == "shoe")["link"] \
+                != "refused" and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)  # the refusal comes from the handshake, at start-up
         await cap_f.run("fault-firmware", ["devices"])
-        await cap_f.run("fault-firmware", ["status"])
+        await cap_f.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
     for name, outputs in cap_f.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

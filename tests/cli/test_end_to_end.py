@@ -238,11 +238,11 @@ async def test_shoe_with_old_firmware_is_refused(tmp_path: Path) -> None:
             return self
 
     async with OldFirmwareShoe(CONFIG, tmp_path, seed=11) as h:
-        # The refusal happens at start-up, before anyone listens: watch the state instead.
-        await h.call("open")
+        # The refusal happens at start-up, before anyone could listen: poll the link.
         deadline = asyncio.get_running_loop().time() + WAIT_S
-        while (await h.call("status"))["state"] != "device_fault":
-            assert asyncio.get_running_loop().time() < deadline, "no device fault"
+        while next(d for d in await h.call("devices") if d["device"] == "shoe")["link"] \
+                != "refused":
+            assert asyncio.get_running_loop().time() < deadline, "the shoe was not refused"
             await asyncio.sleep(0.1)
         code, out = await tablectl(h.socket, "devices")
         assert code == exitcodes.DEVICE_FAULT, out
@@ -251,7 +251,7 @@ async def test_shoe_with_old_firmware_is_refused(tmp_path: Path) -> None:
         assert "shoe-fw 0.9" in shoe_row
         assert "shoe last error: incompatible protocol version: shoe speaks version 0" in out
         assert "NOT UP: shoe (refused) - wrong firmware or protocol version" in out
-        code, out = await tablectl(h.socket, "status")
-        assert code == exitcodes.DEVICE_FAULT, out
-        assert "[incompatible_device]" in out
-        assert "  Action: Install approved firmware speaking protocol version 1" in out
+        code, out = await tablectl(h.socket, "events", "--kind", "device_fault", "--limit", "1")
+        assert code == exitcodes.OK, out
+        assert "code=incompatible_device" in out
+        assert "action=Install approved firmware speaking protocol version 1" in out
