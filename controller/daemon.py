@@ -367,6 +367,15 @@ class Daemon:
 
     def _validate_award(self, args: Mapping[str, Any]) -> Any:
         award_id = _int(args, "award_id", None, 1, 2**62)
+        display = self.devices.get("display")
+        if display is not None and self.progressive is not None:
+            award = next((a for a in self.progressive.pending_awards()
+                          if a.award_id == award_id), None)
+            if award is not None and not display.win_light_confirmed(  # type: ignore[attr-defined]
+                    award.seat):
+                # 631c.6(c)(5): the dealer verifies the win light before the award is paid.
+                raise ControlError(f"the win light for seat {award.seat} is not confirmed lit by "
+                                   "the display; check the display before validating")
         try:
             return self.table.cmd_validate_award(award_id, str(args.get("_supervisor", "")))
         except CommandRefused as exc:
