@@ -98,3 +98,82 @@ async def test_commands_report_clear_errors(tmp_path):
         assert (await client.call("open"))["state"] == "opening"
 
     await run_daemon(config_for(tmp_path), body)
+
+
+class StandInDisplay(StandInDevice):
+    def __init__(self) -> None:
+        super().__init__("display")
+        self.lights: dict[int, bool] = {}
+        self.confirmed: set[int] = set()
+        self.meters: list[dict[str, int]] = []
+
+    def win_light(self, seat: int, on: bool) -> None:
+        self.lights[seat] = on
+
+    def win_light_confirmed(self, seat: int) -> bool:
+        return seat in self.confirmed
+
+    def show_meters(self, meters) -> None:  # noqa: ANN001
+        self.meters.append(dict(meters))
+
+    def show_prompt(self, text: str) -> None:
+        pass
+
+
+async def test_an_award_waits_for_the_display_to_confirm_the_win_light_631c_6_c_5(tmp_path):
+    from controller.rules.cards import BackColour, Card
+    from drivers.protocols import CardDrawn, LockedOut, ShoeLoaded
+
+    config = load_config(Path(__file__).parents[2] / "config" / "progressive-heavenly9-mystery.toml",
+                         [f"store.path={tmp_path / 'table.sqlite'}",
+                          f"control.socket={tmp_path / 'control.sock'}"])
+    shoe, display = StandInDevice("shoe"), StandInDisplay()
+    daemon = Daemon(config, devices={"shoe": shoe, "display": display})
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    while not Path(config.control_socket).exists():
+        await asyncio.sleep(0.01)
+    client = await ControlClient(config.control_socket).connect()
+
+    async def settle(state: str) -> None:
+        for _ in range(500):
+            if (await client.call("status"))["state"] == state:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"table never reached {state}")
+
+    index = 0
+
+    def deal(*cards: str) -> None:
+        nonlocal index
+        for text in cards:
+            shoe.emit(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
+            index += 1
+
+    try:
+        await client.call("open")
+        await client.call("shuffle", back="red")  # no shuffler configured: shuffled by hand
+        await settle("cut")
+        shoe.emit(ShoeLoaded("shoe", 416, BackColour.RED))
+        await settle("burn")
+        deal("A♣", "K♣")  # 631a.5(f): an ace burns one more
+        await settle("betting_open")
+        await client.call("place_wager", seat=4, wager="tie", amount_cents=500)
+        shoe.emit(LockedOut("button", 0.0, frozenset({4})))  # seat 4's chip was on its sensor
+        await settle("no_more_bets")
+        deal("A♠", "A♠", "2♠", "3♠", "6♠", "5♠")  # suited three-card 9 tie: 631c.2(g)(1)
+        await settle("betting_open")
+        (award,) = await client.call("awards")
+        assert (award["seat"], award["amount_cents"]) == (4, 1_000_000 + 50)
+        assert display.lights == {4: True}
+        auth = {"supervisor": "floor", "pin": "2468"}
+        with pytest.raises(ControlError, match="win light for seat 4 is not confirmed lit"):
+            await client.call("validate_award", auth=auth, award_id=award["award_id"])
+        display.confirmed.add(4)
+        paid = await client.call("validate_award", auth=auth, award_id=award["award_id"])
+        assert (paid["state"], paid["validated_by"]) == ("paid", "floor")
+        assert display.meters[-1]["heavenly9/progressive"] == 1_000_000
+    finally:
+        await client.close()
+        stop.set()
+        await task
