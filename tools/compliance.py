@@ -49,6 +49,22 @@ REASONS: dict[str, str] = {
     "631a.10(b)": "the dealer instructs the curator; the coup's next_card() gives the instruction",
     "631a.12(c)": "removing cards to the discard bucket",
     "631a.14": "curator continuation and succession; human procedure",
+    "631c.1(a)": "Perfect Pairs layout approved under 601a.10(a); no controller behaviour",
+    "631c.4(b)": "Lucky Nines layout approved under 601a.10(a); no controller behaviour",
+    "631c.5(b)": "commission-free layout areas (pairs, Lucky Six) approved under 601a.10(a); "
+                 "no controller behaviour",
+    "631c.5(l)": "cards to the discard rack; physical (as 631a.12(c)); irregularities are "
+                 "631a.15's, tested there",
+    "631c.7(a)": "Majestic Match layout approved under 601a.10(a); no controller behaviour",
+    "627b.1(b)": "Perfect Pairs layout approved under 601a.10(a); no controller behaviour",
+    "627b.2(b)": "commission-free layout areas (pairs, Lucky Six) per 627a.2; no controller "
+                 "behaviour",
+    "627b.2(l)": "cards to the discard rack; physical (as 631a.12(c)); irregularities (627a.13) "
+                 "follow the 631a.15 handling tested there",
+    "627b.4(d)": "table physical characteristics of 627a.2; no controller behaviour",
+    "627b.4(e)": "Rising Phoenix layout areas for the Bonus and Harmony wagers; no controller "
+                 "behaviour",
+    "627b.6(b)": "Harmony Progressive layout area per 627a.2; no controller behaviour",
     "681a.2": "table layout and equipment approved under 601a.10; no controller behaviour",
     "681a.3(b)": "two-batch shuffler alternation: drivers/shuffler and the table controller",
     "681a.3(c)": "deck replacement every 24 hours: operations procedure",
@@ -70,7 +86,8 @@ REASONS: dict[str, str] = {
 SECTION_RE = re.compile(r"^§\s*(6\d\d[a-z])\.(\d+)\.\s*(.*?)\s*$")
 LABEL_RE = re.compile(r"^\s*(?:-\s*)?\(([A-Za-z]{1,5}|\d{1,2})\)\s")
 DOTTED_RE = re.compile(r"(6\d\d[a-z])\.(\d+)((?:\([A-Za-z0-9]{1,5}\))*)")
-NAME_RE = re.compile(r"(6\d\d[a-z])_(\d+)((?:_[A-Za-z0-9]{1,5})*)")
+# A label token never swallows the next citation: "..._631c_3_c_631c_4_c_627b_5_b" cites three.
+NAME_RE = re.compile(r"(6\d\d[a-z])_(\d+)((?:_(?!6\d\d[a-z]_\d)[A-Za-z0-9]{1,5})*)")
 
 
 @dataclass
