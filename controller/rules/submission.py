@@ -41,7 +41,12 @@ VIG_RATE = Fraction(5, 100)  # 631a.13(c)
 MIN_CUT_CARDS = 10  # 631a.5(c), 681a.5(c)
 MIN_COVER_FROM_BOTTOM = {"baccarat": 14, "minibaccarat": 14, "21-baccarat": 10}  # 631a.5(d), 681a.5(d)
 
-COMMON_WAGER_KEYS = ("paytable", "min_cents", "max_cents")
+COMMON_WAGER_KEYS = ("paytable", "min_cents", "max_cents", "without_base_wager")
+# Optional wagers a Rules Submission may offer without a Baccarat wager at the seat.
+WITHOUT_BASE_WAGER_ALLOWED = {
+    "majestic_match_player": "631c.7(b)",
+    "majestic_match_banker": "631c.7(b)",
+}
 
 
 class SubmissionError(ValueError):
@@ -113,6 +118,7 @@ class WagerConfig:
     min_cents: int | None = None
     max_cents: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    without_base_wager: bool = False  # 631c.7(b): offered without a Baccarat wager
 
 
 @dataclass(frozen=True)
@@ -379,8 +385,17 @@ def _parse_wagers(c: _Collector, data: Mapping[str, Any], game: GameConfig | Non
         if min_cents is not None and max_cents is not None and min_cents > max_cents:
             c.add(f"{path}.max_cents", max_cents, f"must be >= min_cents ({min_cents})")
         options = {k: v for k, v in table.items() if k in spec.options}
+        standalone = _get_bool(c, table, "without_base_wager", f"{path}.without_base_wager",
+                               False)
+        if standalone and key not in WITHOUT_BASE_WAGER_ALLOWED:
+            c.add(f"{path}.without_base_wager", True,
+                  "only " + ", ".join(f"{k} ({sec})" for k, sec in
+                                      WITHOUT_BASE_WAGER_ALLOWED.items())
+                  + " may be offered without a Baccarat wager")
+            standalone = False
         config = WagerConfig(key=key, paytable=paytable, min_cents=min_cents,
-                             max_cents=max_cents, options=options)
+                             max_cents=max_cents, options=options,
+                             without_base_wager=bool(standalone))
         if allowed and paytable is None:
             continue
         try:

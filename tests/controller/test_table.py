@@ -449,3 +449,26 @@ def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5
     table.cmd_place_wager(3, "dragon_bonus_player", 500)
     assert [w["wager"] for w in table.wagers] == ["player", "dragon_bonus_player"]
     store.close()
+
+
+def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631c_7_b(tmp_path):
+    import tomllib
+
+    from controller.rules.submission import SubmissionError, parse_submission
+
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    rules = {k: v for k, v in data.items() if k in ("table", "game", "wagers")}
+    rules["wagers"]["majestic_match_player"] = {"without_base_wager": True}
+    rules["wagers"]["majestic_match_banker"] = {}
+    store = Store(tmp_path / "mm.sqlite")
+    table = Table(table_id="T", seats=10, store=store,
+                  rules=RulesAdapter(build_game(parse_submission(rules, "mm.toml"))))
+    open_to_betting(table, Dealer(table))
+    table.cmd_place_wager(5, "majestic_match_player", 1000)  # alone at the seat: allowed
+    with pytest.raises(CommandRefused, match="must first place a Banker, Player or Tie"):
+        table.cmd_place_wager(5, "majestic_match_banker", 1000)  # not offered alone
+    rules["wagers"]["tie"]["without_base_wager"] = True
+    with pytest.raises(SubmissionError, match="wagers.tie.without_base_wager = True: only "
+                                              "majestic_match_player"):
+        parse_submission(rules, "mm.toml")
+    store.close()
