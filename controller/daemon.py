@@ -255,7 +255,7 @@ class Daemon:
             description="each seat's net result, amount wagered and vigorish owed, in cents")
         reg("verify_chain", lambda a: {"entries": self.store.verify_chain()},
             description="recompute the event log's hash chain")
-        reg("open", self._guard(lambda a: self.table.cmd_open()), description="open the table")
+        reg("open", self._guard(lambda a: self._open_table()), description="open the table")
         reg("shuffle", self._cmd_shuffle, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(lambda a: self.table.on_shoe_loaded()),
             description="the dealer loaded the shoe")
@@ -293,6 +293,18 @@ class Daemon:
                 raise
             return self.status()
         return run
+
+    def _open_table(self) -> None:
+        """A table opens only with a working shoe: nothing is dealt from a device in doubt."""
+        shoe = self.devices.get("shoe")
+        if shoe is not None:
+            health = shoe.health()
+            if health.link is not LinkState.UP:
+                raise CommandRefused(
+                    f"the shoe is {health.link.value}"
+                    + (f" ({health.last_error})" if health.last_error else "")
+                    + "; the table opens once it is up (tablectl devices)")
+        self.table.cmd_open()
 
     async def _cmd_shuffle(self, args: Mapping[str, Any]) -> Any:
         back: BackColour | None = None
@@ -402,7 +414,9 @@ class Daemon:
     def status(self) -> dict[str, Any]:
         t = self.table
         return {
-            "table_id": t.table_id, "state": t.state.value,
+            "table_id": t.table_id, "state": t.state.value, "seats": t.seats,
+            "batches": {"in_play": _colour(t.shoe.back), "shuffled": _colour(t.batch_shuffled),
+                        "in_shuffler": _colour(t.batch_in_shuffler)},
             "game": self.config.submission.game.family,
             "variant": self.config.submission.game.variant,
             "config": self.config.source,
@@ -432,6 +446,12 @@ class Daemon:
                 "counters": dict(h.counters), "last_error": h.last_error,
             })
         return report
+
+
+def _colour(back: Any) -> str | None:
+    if back is None:
+        return None
+    return BackColour(back).name.lower()
 
 
 def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high: int) -> int:

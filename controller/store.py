@@ -166,7 +166,7 @@ class Store:
         with self.transaction() as db:
             row = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
             seq, prev = (row["seq"] + 1, row["hash"]) if row else (1, GENESIS_HASH)
-            at = self._clock()
+            at = float(self._clock())  # SQLite gives REAL back: hash what it will return
             payload_json = _canonical(dict(payload or {}))
             digest = entry_hash(prev, seq, at, kind, severity, device, round_id, payload_json)
             db.execute(

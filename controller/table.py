@@ -419,7 +419,10 @@ class Table:
             case ShuffleComplete():
                 self._on_shuffle_complete(event)
             case ShuffleProgress():
-                pass  # shown by the CLI from device health; not a table event
+                with self.store.transaction():  # the shuffler reports about once a deck
+                    self._record("shuffle_progress", {"cards_counted": event.cards_counted,
+                                                      "cards_expected": event.cards_expected},
+                                 device=event.device)
             case LateSensorChange():
                 with self.store.transaction():
                     # 631c.2(d)(2), 627b.6(d)(2): never a wager; recorded for the seat.
@@ -427,7 +430,9 @@ class Table:
                                                         "present": event.present},
                                  severity="warning", device="seats")
             case SeatSensorChanged():
-                pass
+                with self.store.transaction():  # what `tablectl test sensors` shows live
+                    self._record("seat_sensor", {"seat": event.seat, "present": event.present},
+                                 device="seats")
             case ShoeLoaded():
                 self._on_shoe_loaded_event(event)
             case BatchHeld():
@@ -604,11 +609,13 @@ class Table:
             if self.shoe.burn_expected is None:
                 # 631a.5(f): expose the first card; burn as many more as its face value.
                 self.shoe.burn_expected = self.rules.burn_count(event.card)
-                self._record("burn_first_card", {"card": str(event.card),
-                                                 "burn": self.shoe.burn_expected})
+                self._record("burn_first_card", {"card": str(event.card), "index": event.index,
+                                                 "burn": self.shoe.burn_expected,
+                                                 "back": event.back.name.lower()})
             else:
                 self.shoe.burn_expected -= 1
-                self._record("burn_card", {"index": event.index})
+                self._record("burn_card", {"index": event.index,
+                                           "back": event.back.name.lower()})
             if self.shoe.burn_expected == 0:
                 self.burn_done()
                 self.announce("place_bets", round_no=self.round_no + 1)
@@ -625,7 +632,8 @@ class Table:
                                                       "card": str(event.card), "hand": hand,
                                                       "slot": slot.name.lower()})
             self._record("card", {"index": event.index, "card": str(event.card), "hand": hand,
-                                  "slot": slot.name.lower()}, device=event.device)
+                                  "slot": slot.name.lower(), "back": event.back.name.lower()},
+                         device=event.device)
             self._persist_state()  # the shoe position moves with every card
             if self.state is TableState.NO_MORE_BETS:
                 self.first_card()

@@ -177,3 +177,29 @@ async def test_an_award_waits_for_the_display_to_confirm_the_win_light_631c_6_c_
         await client.close()
         stop.set()
         await task
+
+
+class UnpluggedShoe(StandInDevice):
+    def health(self) -> DeviceHealth:
+        return DeviceHealth(self.name, "stand-in", LinkState.REFUSED, "none",
+                            last_error="protocol 0 is not supported; this controller speaks 1")
+
+
+async def test_the_table_does_not_open_without_a_working_shoe(tmp_path):
+    config = config_for(tmp_path)
+    daemon = Daemon(config, devices={"shoe": UnpluggedShoe("shoe")})
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    while not Path(config.control_socket).exists():
+        await asyncio.sleep(0.01)
+    client = await ControlClient(config.control_socket).connect()
+    try:
+        with pytest.raises(ControlError, match=r"the shoe is refused \(protocol 0 is not "
+                                               r"supported; this controller speaks 1\); the "
+                                               r"table opens once it is up"):
+            await client.call("open")
+        assert (await client.call("status"))["state"] == "closed"
+    finally:
+        await client.close()
+        stop.set()
+        await task
