@@ -141,14 +141,14 @@ class ControlServer:
             if not isinstance(request, dict):
                 raise ControlError("a request is a JSON object with 'cmd'", "bad_request")
             request_id = request.get("id")
-            name = request.get("cmd")
+            name = str(request.get("cmd"))
             args = request.get("args") or {}
             if not isinstance(args, dict):
                 raise ControlError("'args' must be a JSON object", "bad_request")
             if name == "subscribe":
                 return {"id": request_id, "ok": True, "result": _SUBSCRIBE,
                         "after_seq": int(args.get("after_seq", 0))}
-            command = self.commands.get(name)  # type: ignore[arg-type]
+            command = self.commands.get(name)
             if command is None:
                 raise ControlError(f"unknown command {name!r}; allowed: "
                                    f"{', '.join(sorted([*self.commands, 'subscribe']))}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -19,7 +20,8 @@ import structlog
 _PRIORITY = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
 
 
-def _journal_prefix(_: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _journal_prefix(_: Any, method_name: str, event_dict: MutableMapping[str, Any]
+                    ) -> MutableMapping[str, Any]:
     event_dict["_priority"] = _PRIORITY.get(event_dict.get("level", method_name), 6)
     return event_dict
 
@@ -29,9 +31,10 @@ class _JournalRenderer:
         self._json = structlog.processors.JSONRenderer(sort_keys=False)
         self._with_prefix = with_prefix
 
-    def __call__(self, logger: Any, name: str, event_dict: dict[str, Any]) -> str:
+    def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
         priority = event_dict.pop("_priority", 6)
-        line = self._json(logger, name, event_dict)
+        rendered = self._json(logger, name, event_dict)
+        line = rendered.decode() if isinstance(rendered, bytes) else rendered
         return f"<{priority}>{line}" if self._with_prefix else line
 
 

@@ -73,8 +73,16 @@ class Settlement:
 
 @runtime_checkable
 class WagerRule(Protocol):
-    key: str  # configuration key of the wager
-    section: str  # the section that authorises it, e.g. "631a.8(a)(1)"
-    settles_at: SettlementPoint
+    # Read-only members, so frozen dataclasses satisfy the protocol.
+    @property
+    def key(self) -> str:
+        """The configuration key of the wager."""
+
+    @property
+    def section(self) -> str:
+        """The section that authorises it, e.g. "631a.8(a)(1)"."""
+
+    @property
+    def settles_at(self) -> SettlementPoint: ...
 
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement: ...
