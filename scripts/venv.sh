@@ -21,7 +21,14 @@ ensure_venv() {
             .venv/bin/python scripts/bootstrap_pip.py
         fi
     fi
-    stamp=".venv/.installed-$( { cat pyproject.toml; echo "$spec"; } | sha256sum | cut -c1-16)"
+    # One stamp per extra, named after pyproject.toml's hash: an edit reinstalls, and
+    # the test install (a superset) also serves the plain one.
+    local digest
+    digest=$(sha256sum pyproject.toml | cut -c1-16)
+    stamp=".venv/.installed-${extra:-base}-$digest"
+    if [ -z "$extra" ] && [ -f ".venv/.installed-test-$digest" ]; then
+        stamp=".venv/.installed-test-$digest"
+    fi
     if [ ! -f "$stamp" ]; then
         echo "installing $spec into .venv..." >&2
         # pip's build chatter goes to a log; it is shown only if the install fails.
@@ -32,7 +39,7 @@ ensure_venv() {
             echo "error: installing $spec failed (full log above, also in .venv/install.log)" >&2
             return 1
         fi
-        rm -f .venv/.installed-*
+        find .venv -maxdepth 1 -name '.installed-*' ! -name "*-$digest" -delete
         touch "$stamp"
     fi
 }
