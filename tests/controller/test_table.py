@@ -6,6 +6,7 @@ the lock-out button would produce, and checks the prompts, states and cents.
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from controller.config import load_config
 from controller.rules.cards import BackColour, Card
 from controller.rules.game import build_game
+from controller.rules.submission import SubmissionError, parse_submission
 from controller.store import Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from drivers.protocols import (
@@ -51,6 +53,24 @@ def make_table(store: Store) -> Table:
                   store=store, lock_seats=lock)
     table.locks = locks  # type: ignore[attr-defined]
     return table
+
+
+def submission_rules(**sections) -> dict:
+    """The simulated table's Rules Submission sections, with some replaced or updated."""
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    rules = {k: v for k, v in data.items() if k in ("table", "game", "wagers")}
+    for name, value in sections.items():
+        if callable(value):
+            value(rules[name])
+        else:
+            rules[name] = value
+    return rules
+
+
+def table_for(store: Store, rules: dict, **kwargs) -> Table:
+    submission = parse_submission(rules, "variant.toml")
+    return Table(table_id="T", seats=submission.table.seats, store=store,
+                 rules=RulesAdapter(build_game(submission)), **kwargs)
 
 
 @pytest.fixture
@@ -361,17 +381,9 @@ def test_a_fault_a_device_clears_is_not_cleared_by_acknowledging_it(store):
 
 def test_21_baccarat_ends_the_shoe_with_the_cover_cards_round_681a(store):
     """681a: no 'one more hand' after the cover card; the batch is reshuffled."""
-    from controller.rules.submission import parse_submission
-    import tomllib
-
-    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
-    data["table"]["seats"] = 8
-    data["game"] = {"family": "21-baccarat", "decks": 8}
-    data["wagers"] = {"player": {}, "banker": {}}
-    submission = parse_submission({k: v for k, v in data.items()
-                                   if k in ("table", "game", "wagers")}, "21.toml")
-    table = Table(table_id="T21", seats=8, rules=RulesAdapter(build_game(submission)),
-                  store=store)
+    table = table_for(store, submission_rules(
+        table=lambda t: t.update(seats=8), game={"family": "21-baccarat", "decks": 8},
+        wagers={"player": {}, "banker": {}}))
     dealer = Dealer(table)
     table.cmd_open()
     table.cmd_shuffle(8)
@@ -390,18 +402,9 @@ def test_21_baccarat_ends_the_shoe_with_the_cover_cards_round_681a(store):
     assert settled["settlements"][0]["net_cents"] == -1000
 
 
-def test_marked_vigorish_is_collected_before_the_next_shoe_631a_13_d_2(tmp_path):
-    import tomllib
-
-    from controller.rules.submission import parse_submission
-
-    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
-    data["game"]["vigorish"]["collection"] = "marked"
-    submission = parse_submission({k: v for k, v in data.items()
-                                   if k in ("table", "game", "wagers")}, "marked.toml")
-    store = Store(tmp_path / "marked.sqlite")
-    table = Table(table_id="T", seats=10, rules=RulesAdapter(build_game(submission)),
-                  store=store, vig_collection="marked")
+def test_marked_vigorish_is_collected_before_the_next_shoe_631a_13_d_2(store):
+    rules = submission_rules(game=lambda g: g["vigorish"].update(collection="marked"))
+    table = table_for(store, rules, vig_collection="marked")
     dealer = Dealer(table)
     open_to_betting(table, dealer)
     table.cmd_place_wager(2, "banker", 1000)
@@ -426,21 +429,11 @@ def test_marked_vigorish_is_collected_before_the_next_shoe_631a_13_d_2(tmp_path)
     assert store.seat_totals()[2]["net_cents"] == 950
     assert store.events(kind="prompt")[-1].payload == {
         "action": "collect_vigorish", "reason": "new shoe", "seats": [{"seat": 2, "cents": 50}]}
-    store.close()
 
 
-def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5_b(tmp_path):
-    import tomllib
-
-    from controller.rules.submission import parse_submission
-
-    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
-    data["wagers"]["dragon_bonus_player"] = {"paytable": "A"}
-    submission = parse_submission({k: v for k, v in data.items()
-                                   if k in ("table", "game", "wagers")}, "side.toml")
-    store = Store(tmp_path / "side.sqlite")
-    table = Table(table_id="T", seats=10, rules=RulesAdapter(build_game(submission)),
-                  store=store)
+def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5_b(store):
+    table = table_for(store, submission_rules(
+        wagers=lambda w: w.update(dragon_bonus_player={"paytable": "A"})))
     open_to_betting(table, Dealer(table))
     with pytest.raises(CommandRefused, match="seat 3 must first place a Banker, Player or Tie "
                                              "wager before the optional wager"):
@@ -448,21 +441,12 @@ def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5
     table.cmd_place_wager(3, "player", 500)
     table.cmd_place_wager(3, "dragon_bonus_player", 500)
     assert [w["wager"] for w in table.wagers] == ["player", "dragon_bonus_player"]
-    store.close()
 
 
-def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631c_7_b(tmp_path):
-    import tomllib
-
-    from controller.rules.submission import SubmissionError, parse_submission
-
-    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
-    rules = {k: v for k, v in data.items() if k in ("table", "game", "wagers")}
-    rules["wagers"]["majestic_match_player"] = {"without_base_wager": True}
-    rules["wagers"]["majestic_match_banker"] = {}
-    store = Store(tmp_path / "mm.sqlite")
-    table = Table(table_id="T", seats=10, store=store,
-                  rules=RulesAdapter(build_game(parse_submission(rules, "mm.toml"))))
+def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631c_7_b(store):
+    rules = submission_rules(wagers=lambda w: w.update(
+        majestic_match_player={"without_base_wager": True}, majestic_match_banker={}))
+    table = table_for(store, rules)
     open_to_betting(table, Dealer(table))
     table.cmd_place_wager(5, "majestic_match_player", 1000)  # alone at the seat: allowed
     with pytest.raises(CommandRefused, match="must first place a Banker, Player or Tie"):
@@ -471,4 +455,3 @@ def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631
     with pytest.raises(SubmissionError, match="wagers.tie.without_base_wager = True: only "
                                               "majestic_match_player"):
         parse_submission(rules, "mm.toml")
-    store.close()
