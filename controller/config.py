@@ -165,7 +165,9 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     sh_t = c.table("shuffler", required=False)
     c.unknown(sh_t, "shuffler", {"enabled", "vendor_id", "product_id", "backend"})
     sh_enabled = c.get(sh_t, "shuffler", "enabled", bool, "true or false", bool(sh_t))
-    usb_id = (lambda v: 0 < v <= 0xFFFF)
+    def usb_id(value: int) -> bool:
+        return 0 < value <= 0xFFFF
+
     shuffler = ShufflerConfig(
         enabled=sh_enabled,
         vendor_id=c.get(sh_t, "shuffler", "vendor_id", int, "a USB vendor id 0x0001-0xFFFF",

@@ -33,7 +33,7 @@ import secrets
 import struct
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from firmware_bridge.errors import (
     CrcError,

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from firmware_bridge.errors import (
     FieldValueError,
-    MessageError,
     MessageTooLargeError,
     UnknownMessageError,
 )

@@ -33,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hil.tablectl_process import run_tablectl  # noqa: E402
+
 GUIDE = ROOT / "docs" / "technician-guide.md"
 SOCKET_ON_TABLE = "/run/tabled/control.sock"
 STORE_ON_TABLE = "/var/lib/tabled/table.sqlite"
@@ -58,36 +62,10 @@ class Capture:
         """Run `tablectl argv` as a process; `during` runs alongside it (fault injection,
         the technician's hands on the sensors) once a line containing `when` is printed."""
         shown = " ".join(argv)
-        real = [*argv]
-        if not any(a == "--store" for a in argv):
-            real += ["--socket", socket or self.socket]
-        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
-        env.pop("TABLECTL_SOCKET", None)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "controller.cli", *real, cwd=ROOT, env=env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT)
-        assert proc.stdin is not None and proc.stdout is not None
-        if stdin:
-            proc.stdin.write(stdin.encode())
-        proc.stdin.close()
-        lines: list[str] = []
-        helper: asyncio.Future[None] | None = None
-
-        async def read() -> None:
-            nonlocal helper
-            assert proc.stdout is not None
-            async for raw in proc.stdout:
-                lines.append(raw.decode(errors="replace"))
-                if during is not None and helper is None and when in lines[-1]:
-                    helper = asyncio.ensure_future(during())
-
-        await asyncio.wait_for(read(), CLI_TIMEOUT_S)
-        await proc.wait()
-        if helper is not None:
-            await helper
-        code = proc.returncode if proc.returncode is not None else -1
-        text = self._tidy("".join(lines)).rstrip("\n")
+        code, output = await run_tablectl(argv, socket=socket or self.socket, stdin=stdin,
+                                          during=during, when=when, env={"COLUMNS": "100"},
+                                          timeout=CLI_TIMEOUT_S)
+        text = self._tidy(output).rstrip("\n")
         block = [self._tidy(f"$ tablectl {shown}")] + ([text] if text else []) + [f"[exit {code}]"]
         self.blocks.setdefault(name, []).append("\n".join(block))
         print(f"--- {name}: tablectl {shown} -> {code}", file=sys.stderr)

@@ -217,7 +217,7 @@ def scan_tests(root: Path) -> dict[str, set[str]]:
                 claimed.update(range(start, end + 1))
                 for cid in citations_in(segment):
                     cites[cid].add(f"{rel}::{node.name}")
-        rest = "\n".join(l for i, l in enumerate(lines, 1) if i not in claimed)
+        rest = "\n".join(text for i, text in enumerate(lines, 1) if i not in claimed)
         for cid in citations_in(rest):
             cites[cid].add(rel)
     return cites

@@ -66,8 +66,8 @@ def register(subparsers: Any) -> None:
     # SUPPRESS: a subcommand's default must not overwrite a value given before it
     # (`tablectl events --socket X verify`), so absent options stay absent; see _socket().
     conn.add_argument("--socket", default=argparse.SUPPRESS, metavar="PATH",
-                      help=f"tabled's control socket (default: $TABLECTL_SOCKET or "
-                           f"/run/tabled/control.sock)")
+                      help="tabled's control socket (default: $TABLECTL_SOCKET or "
+                           "/run/tabled/control.sock)")
     read = argparse.ArgumentParser(add_help=False, parents=[conn])
     read.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                       help="machine-readable JSON output")

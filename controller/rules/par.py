@@ -18,7 +18,7 @@ A wager rule takes part by providing `par(ctx: ParContext) -> WagerPar`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -117,7 +117,8 @@ class WagerPar:
 
     @property
     def hit_frequency(self) -> Fraction:
-        return sum((l.probability for l in self.lines if l.outcome is Outcome.WIN), Fraction(0))
+        return sum((line.probability for line in self.lines if line.outcome is Outcome.WIN),
+                   Fraction(0))
 
     @property
     def total_probability(self) -> Fraction:
@@ -430,7 +431,7 @@ def lines_from_resolutions(weights: Mapping[Resolution, int], denominator: int) 
                      probability=Fraction(w, denominator), net=r.net, section=r.section)
              for r, w in weights.items() if w]
     order = {Outcome.WIN: 0, Outcome.PUSH: 1, Outcome.LOSE: 2}
-    lines.sort(key=lambda l: (order[l.outcome], -l.odds, l.label))
+    lines.sort(key=lambda line: (order[line.outcome], -line.odds, line.label))
     return tuple(lines)
 
 
@@ -522,10 +523,11 @@ def to_json_obj(sheet: ParSheet) -> dict[str, Any]:
         "wagers": [
             {
                 "key": wp.key, "name": wp.name, "section": wp.section, "paytable": wp.paytable,
-                "lines": [{"label": l.label, "outcome": l.outcome.value,
-                           "odds": _odds_text(l.odds) if l.outcome is Outcome.WIN else None,
-                           "probability": frac(l.probability), "net": frac(l.net),
-                           "section": l.section} for l in wp.lines],
+                "lines": [{"label": line.label, "outcome": line.outcome.value,
+                           "odds": _odds_text(line.odds) if line.outcome is Outcome.WIN
+                           else None,
+                           "probability": frac(line.probability), "net": frac(line.net),
+                           "section": line.section} for line in wp.lines],
                 "hit_frequency": frac(wp.hit_frequency),
                 "house_edge": frac(wp.house_edge),
                 "progressive": None if wp.progressive is None else {

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ import pytest
 
 from controller.cli import exitcodes
 from controller.control import ControlClient
+from hil.tablectl_process import run_tablectl
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(180)]
 
@@ -44,32 +43,7 @@ async def tablectl(socket: str, *argv: str, stdin: str | None = None,
                    when: str = "") -> tuple[int, str]:
     """Run tablectl as a process; `during` runs once a line containing `when` has been
     printed (the technician acts on the prompt, not before)."""
-    real = [*argv] if "--store" in argv else [*argv, "--socket", socket]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller.cli", *real, cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1"}, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    assert proc.stdin is not None and proc.stdout is not None
-    if stdin:
-        proc.stdin.write(stdin.encode())
-    proc.stdin.close()
-    lines: list[str] = []
-    helper: asyncio.Future[None] | None = None
-
-    async def read() -> None:
-        nonlocal helper
-        assert proc.stdout is not None
-        async for raw in proc.stdout:
-            lines.append(raw.decode())
-            if during is not None and helper is None and when in lines[-1]:
-                helper = asyncio.ensure_future(during())
-
-    await asyncio.wait_for(read(), 90)
-    await proc.wait()
-    if helper is not None:
-        await helper
-    assert proc.returncode is not None
-    return proc.returncode, "".join(lines)
+    return await run_tablectl(argv, socket=socket, stdin=stdin, during=during, when=when)
 
 
 async def _events(socket: str) -> AsyncIterator[dict[str, Any]]:

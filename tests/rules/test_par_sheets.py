@@ -35,7 +35,7 @@ def test_every_round_class_sums_to_the_six_card_denominator() -> None:
 
 def test_631a_8_probabilities_8_decks_wizard_appendix_1(std8) -> None:  # type: ignore[no-untyped-def]
     banker = next(w for w in std8.wagers if w.key == "banker")
-    probs = {l.label: float(l.probability) for l in banker.lines}
+    probs = {line.label: float(line.probability) for line in banker.lines}
     assert round(probs["Banker wins"], 6) == 0.458597
     assert round(probs["Player wins"], 6) == 0.446247
     assert round(probs["Tie: Banker wager returned"], 6) == 0.095156
@@ -90,7 +90,7 @@ def test_pair_11_to_1_edge_from_first_four_ranks() -> None:
 def test_631a_13_h_house_money_exact_against_closed_form() -> None:
     sheet = compute_par_sheet(load_game(CONFIG / "baccarat-house-money.toml"))
     hm = next(w for w in sheet.wagers if w.key == "house_money")
-    probs = {l.label: l.probability for l in hm.lines}
+    probs = {line.label: line.probability for line in hm.lines}
     # Closed form typed independently: 8 decks, 32 cards of each rank, 416 cards.
     one_hand = Fraction(13 * 32 * 31, 416 * 415)
     both = Fraction(13 * 32 * 31 * (12 * 32 * 31 + 30 * 29), 416 * 415 * 414 * 413)
