@@ -84,6 +84,14 @@ def prompts(store: Store) -> list[str]:
     return [e.payload["action"] for e in store.events(kind="prompt")]
 
 
+def betting(store: Store) -> tuple[Table, Dealer]:
+    """The simulated table, opened, shuffled, loaded and burned: betting is open."""
+    table = make_table(store)
+    dealer = Dealer(table)
+    open_to_betting(table, dealer)
+    return table, dealer
+
+
 def open_to_betting(table: Table, dealer: Dealer, first: str = "3♠") -> None:
     table.cmd_open()
     table.cmd_shuffle(8)
@@ -123,9 +131,7 @@ def test_a_shuffle_that_does_not_verify_does_not_open_the_cut(store):
 
 
 def test_banker_win_pays_even_money_less_5_percent_631a_13_c(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "banker", 1000)
     table.cmd_place_wager(2, "player", 2000)
     table.cmd_place_wager(3, "tie", 500)
@@ -149,9 +155,7 @@ def test_banker_win_pays_even_money_less_5_percent_631a_13_c(store):
 
 
 def test_table_1_decides_the_banker_third_card_631a_11_c_2_iii(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(5, "tie", 1000)
     table.cmd_no_more_bets()
     # Player 2+3 = 5 draws (631a.11(b)(1)); Banker 3+K = 3; Player's third is an 8:
@@ -173,9 +177,7 @@ def test_table_1_decides_the_banker_third_card_631a_11_c_2_iii(store):
 
 
 def test_the_first_card_locks_the_table_627b_3_a_2(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "player", 1000)
     dealer.draw("9♣")
     assert table.locks == ["first-card"]
@@ -185,9 +187,7 @@ def test_the_first_card_locks_the_table_627b_3_a_2(store):
 
 
 def test_wager_refusals_name_what_is_allowed(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     with pytest.raises(CommandRefused, match="seat 15 does not exist; allowed: 1 to 14"):
         table.cmd_place_wager(15, "banker", 1000)
     with pytest.raises(CommandRefused, match="allowed: banker, player, tie"):
@@ -197,9 +197,7 @@ def test_wager_refusals_name_what_is_allowed(store):
 
 
 def test_cover_card_then_last_hand_then_one_more_631a_10_d(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_no_more_bets()
     dealer.draw("9♣", "8♦")
     dealer.cover()  # during the hand: it is completed
@@ -214,9 +212,7 @@ def test_cover_card_then_last_hand_then_one_more_631a_10_d(store):
 
 
 def test_a_shoe_fault_stops_play_and_recovery_resumes_the_round(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "banker", 1000)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦")
@@ -232,9 +228,7 @@ def test_a_shoe_fault_stops_play_and_recovery_resumes_the_round(store):
 
 
 def test_restart_mid_round_completes_from_the_recorded_cards_and_settles_once(store, tmp_path):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "banker", 1000)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦", "4♥")
@@ -254,9 +248,7 @@ def test_restart_mid_round_completes_from_the_recorded_cards_and_settles_once(st
 
 
 def test_a_card_index_gap_voids_the_round_631a_15_e(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "banker", 1000)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦")
@@ -270,9 +262,7 @@ def test_a_card_index_gap_voids_the_round_631a_15_e(store):
 
 
 def test_a_face_up_card_opens_a_simulated_round_and_the_wagers_wait_631a_15_d(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "banker", 1000)
     dealer.draw("7♣", face_up=True)
     assert table.simulated and table.state is TableState.DEALING
@@ -288,9 +278,7 @@ def test_a_face_up_card_opens_a_simulated_round_and_the_wagers_wait_631a_15_d(st
 
 
 def test_a_face_up_card_mid_round_is_set_aside_then_simulated_631a_15_d(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(1, "banker", 1000)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦")
@@ -304,9 +292,7 @@ def test_a_face_up_card_mid_round_is_set_aside_then_simulated_631a_15_d(store):
 
 
 def test_a_card_during_a_shoe_fault_voids_the_round_on_recovery(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(2, "player", 2500)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦")
@@ -321,9 +307,7 @@ def test_a_card_during_a_shoe_fault_voids_the_round_on_recovery(store):
 
 
 def test_a_card_after_the_shoe_is_finished_is_discarded(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_no_more_bets()
     dealer.cover()
     dealer.draw("9♣", "8♦", "K♥", "K♠")
@@ -348,9 +332,7 @@ def test_betting_open_arms_the_seat_panel_every_round(store):
 
 def test_a_misread_mid_round_voids_it_after_the_supervisor_rules(store):
     """The table never guesses a card it did not read; nothing is settled from it."""
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.cmd_place_wager(3, "banker", 2000)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦")
@@ -367,9 +349,7 @@ def test_a_misread_mid_round_voids_it_after_the_supervisor_rules(store):
 
 
 def test_a_fault_a_device_clears_is_not_cleared_by_acknowledging_it(store):
-    table = make_table(store)
-    dealer = Dealer(table)
-    open_to_betting(table, dealer)
+    table, dealer = betting(store)
     table.handle(DeviceFault("shoe", "shoe_lid_open", "lid open", "close the lid"))
     table.cmd_acknowledge_fault("floor")
     assert table.state is TableState.DEVICE_FAULT
