@@ -332,10 +332,13 @@ class Daemon:
         shuffler = self.devices.get("shuffler")
         if shuffler is None:
             # 631a.5(a): shuffled by hand; the dealer confirms by loading the shoe.
-            self._enqueue(ShuffleComplete("manual", back or BackColour.RED, cards, 0, 0, 0))
+            self._enqueue(ShuffleComplete("manual", back if back is not None else BackColour.RED,
+                                            cards, 0, 0, 0))
             return
         while self.table.state is TableState.SHUFFLING:
-            batch = back or getattr(shuffler, "held_batch", None) or self.table.batch_in_shuffler
+            # RED is 0, so each fallback tests for None, never for truth.
+            batch = next((b for b in (back, getattr(shuffler, "held_batch", None),
+                                      self.table.batch_in_shuffler) if b is not None), None)
             try:
                 if batch is None:
                     raise ShufflerNotConnectedError("the shuffler has not said which batch it holds")

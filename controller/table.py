@@ -837,7 +837,7 @@ class Table:
             self.round_no = 0
             bind_round(self.shoe.shoe_no, None)
             self._record("shoe_loaded", {"shoe_no": self.shoe.shoe_no,
-                                         "back": back.name.lower() if back else None})
+                                         "back": back.name.lower() if back is not None else None})
             self.shoe_loaded()
             self.announce("burn", detail="631a.5(f): expose the first card")
 

@@ -81,7 +81,8 @@ class BatchTracker:
     @property
     def in_shuffler(self) -> BackColour | None:
         """The batch in the shuffler (shuffled or not), if any."""
-        return self._find(BatchPlace.SHUFFLED) or self._find(BatchPlace.SHUFFLER)
+        shuffled = self._find(BatchPlace.SHUFFLED)  # RED is 0: test for None, not truth
+        return shuffled if shuffled is not None else self._find(BatchPlace.SHUFFLER)
 
     @property
     def discard_rack(self) -> BackColour | None:
@@ -195,6 +196,29 @@ class BatchTracker:
         want = "an empty shuffler" if expected is None else f"the {expected.name} batch in the shuffler"
         return BatchFault("batch-shuffler-mismatch", seen, want,
                           "Check the batch in the shuffler against the table's two batches.")
+
+    # --- persistence ------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready state, so the controller's store can carry it across a restart."""
+        return {
+            "batches": [b.name for b in self._batches],
+            "place": {b.name: p.value for b, p in self._place.items()},
+            "discard_rack": self._discard_rack.name if self._discard_rack is not None else None,
+            "last_in_play": self._last_in_play.name if self._last_in_play is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> BatchTracker:
+        first, second = (BackColour[name] for name in data["batches"])  # type: ignore[attr-defined]
+        tracker = cls(first, second)
+        places = data["place"]
+        assert isinstance(places, dict)
+        tracker._place = {BackColour[name]: BatchPlace(value) for name, value in places.items()}
+        for attr in ("discard_rack", "last_in_play"):
+            name = data.get(attr)
+            setattr(tracker, f"_{attr}", BackColour[name] if isinstance(name, str) else None)
+        return tracker
 
     # --- helpers --------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from controller.rules.submission import SubmissionError, parse_submission
 from controller.store import Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from drivers.protocols import (
-    CardDrawn, CoverCardDrawn, DeviceFault, DeviceFaultCleared, LockedOut, ShuffleComplete,
+    CardDrawn, CoverCardDrawn, DeviceFault, DeviceFaultCleared, LockedOut, ShoeLoaded,
+    ShuffleComplete,
 )
 
 CONFIG = Path(__file__).parents[2] / "config" / "simulated-table.toml"
@@ -435,3 +436,17 @@ def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631
     with pytest.raises(SubmissionError, match="wagers.tie.without_base_wager = True: only "
                                               "majestic_match_player"):
         parse_submission(rules, "mm.toml")
+
+
+def test_a_red_batch_is_named_red_not_lost_as_zero_681a_3_b(store):
+    """BackColour.RED is 0: the table must never treat it as 'no colour'."""
+    table = make_table(store)
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.handle(ShoeLoaded("shoe", 416, BackColour.RED))
+    assert store.events(kind="shoe_loaded")[-1].payload == {"shoe_no": 1, "back": "red"}
+    Dealer(table).draw("3♠")
+    table.handle(CardDrawn("shoe", 1, Card.parse("2♣"), BackColour.BLUE, False))
+    assert table.state is TableState.DEVICE_FAULT
+    assert table.fault["detail"] == "card 1 has a BLUE back; the batch in play is RED"

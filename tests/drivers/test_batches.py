@@ -103,3 +103,18 @@ def test_unknown_colour_is_a_programming_error() -> None:
     tracker = BatchTracker(RED, BLUE)
     with pytest.raises(BatchError, match="GREEN is not one of this table's batches"):
         tracker.shuffler_loaded(GREEN)
+
+
+def test_the_tracker_round_trips_through_its_dict_681a_3_b():
+    tracker = BatchTracker(BackColour.RED, BackColour.BLUE)
+    assert tracker.shuffler_loaded(BackColour.RED) is None
+    assert tracker.shuffle_complete(BackColour.RED, True) is None
+    assert tracker.shoe_loaded(BackColour.RED) is None
+    assert tracker.card_drawn(BackColour.RED) is None
+    assert tracker.shuffler_loaded(BackColour.BLUE) is None
+    copy = BatchTracker.from_dict(tracker.to_dict())
+    assert copy.to_dict() == tracker.to_dict() == {
+        "batches": ["RED", "BLUE"], "place": {"RED": "in-play", "BLUE": "shuffler"},
+        "discard_rack": "RED", "last_in_play": "RED"}
+    assert (copy.in_play, copy.in_shuffler, copy.discard_rack) == (
+        BackColour.RED, BackColour.BLUE, BackColour.RED)
