@@ -51,6 +51,7 @@ class ShufflerConfig:
     vendor_id: int = 0
     product_id: int = 0
     backend: str = ""
+    batches: tuple[str, str] | None = None  # 681a.3(b): the two back colours that alternate
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,21 @@ def _pin(value: Any) -> bool:
     return isinstance(value, str) and bool(value) or (isinstance(value, int) and 0 <= value <= 53)
 
 
+_COLOURS = ("red", "blue", "green", "black")
+
+
+def _batches(c: _Checker, shuffler: Mapping[str, Any]) -> tuple[str, str] | None:
+    value = shuffler.get("batches")
+    if value is None:
+        return None
+    if (isinstance(value, list) and len(value) == 2 and all(v in _COLOURS for v in value)
+            and value[0] != value[1]):
+        return (value[0], value[1])
+    c.problems.append(f"shuffler.batches = {value!r}: not allowed; allowed: two different back "
+                      f"colours of {', '.join(_COLOURS)} (681a.3(b)(2)), e.g. [\"red\", \"blue\"]")
+    return None
+
+
 def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     """Validate a parsed TOML document; raise ConfigError listing every problem."""
     from controller.rules.submission import SubmissionError, parse_submission
@@ -163,7 +179,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     )
 
     sh_t = c.table("shuffler", required=False)
-    c.unknown(sh_t, "shuffler", {"enabled", "vendor_id", "product_id", "backend"})
+    c.unknown(sh_t, "shuffler", {"enabled", "vendor_id", "product_id", "backend", "batches"})
     sh_enabled = c.get(sh_t, "shuffler", "enabled", bool, "true or false", bool(sh_t))
     def usb_id(value: int) -> bool:
         return 0 < value <= 0xFFFF
@@ -177,6 +193,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         backend=c.get(sh_t, "shuffler", "backend", str,
                       "empty for libusb, or an import path 'module:attribute'", "",
                       check=lambda v: v == "" or ":" in v),
+        batches=_batches(c, sh_t),
     )
 
     gpio_t = c.table("gpio")

@@ -24,6 +24,7 @@ from controller.control import ControlError, ControlServer
 from controller.logsetup import bind_table, configure_logging
 from controller.rules.cards import BackColour
 from controller.sdnotify import SdNotifier
+from drivers.batches import BatchTracker
 from controller.store import IntegrityError, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from controller.watchdog import Health, WatchdogPinger
@@ -92,6 +93,8 @@ class Daemon:
             lock_seats=getattr(seats, "lock", None),
             open_seats=getattr(seats, "open_betting", None),
             set_led=getattr(seats, "set_led", None), progressive=self.progressive,
+            batches=BatchTracker(*(BackColour[c.upper()] for c in config.shuffler.batches))
+            if config.shuffler.batches else None,
             vig_collection=(config.submission.game.vigorish.collection
                             if config.submission.game.vigorish else "at-payout"),
         )

@@ -22,6 +22,8 @@ from controller.rules.cards import BackColour, Card
 from controller.rules.settlement import PlacedWager, check_wager, settle_round
 from controller.rules.wager import Outcome, Settlement, SettlementPoint
 from controller.store import Store
+from drivers.batches import BatchFault, BatchPlace, BatchTracker
+from drivers.errors import BatchError
 from drivers.protocols import (
     BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
     LateSensorChange, LedState, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
@@ -190,6 +192,7 @@ class Table:
                  open_seats: Callable[[frozenset[int]], None] | None = None,
                  set_led: Callable[[int, LedState], None] | None = None,
                  progressive: Any = None,
+                 batches: BatchTracker | None = None,
                  vig_collection: str = "at-payout") -> None:
         self.table_id = table_id
         self.seats = seats
@@ -200,6 +203,7 @@ class Table:
         self._open_seats = open_seats
         self._set_led = set_led
         self.progressive = progressive  # controller.progressive.ProgressiveSystem, if offered
+        self.batches = batches  # 681a.3(b): two batches alternating, when the table has them
         # Seats whose progressive sensor may register a wager; none unless a progressive
         # wager is offered (set by the progressive system).
         self.progressive_seats_allowed: frozenset[int] = frozenset()
@@ -243,6 +247,7 @@ class Table:
             "simulated": self.simulated, "stashed_wagers": self.stashed_wagers,
             "void_after_recovery": self.void_after_recovery,
             "batch_in_shuffler": _colour(self.batch_in_shuffler),
+            "batch_tracker": self.batches.to_dict() if self.batches is not None else None,
             "batch_shuffled": _colour(self.batch_shuffled),
         }
 
@@ -284,6 +289,8 @@ class Table:
         self.void_after_recovery = data.get("void_after_recovery", "")
         self.batch_in_shuffler = _colour_from(data.get("batch_in_shuffler"))
         self.batch_shuffled = _colour_from(data.get("batch_shuffled"))
+        if self.batches is not None and data.get("batch_tracker"):
+            self.batches = BatchTracker.from_dict(data["batch_tracker"])
         self.machine.set_state(TableState(state_name))
         if self.round_id is not None:
             record = self.store.round(self.round_id)
@@ -437,6 +444,7 @@ class Table:
                 self._on_shoe_loaded_event(event)
             case BatchHeld():
                 self.batch_in_shuffler = event.back
+                self._track_batch("shuffler", self._shuffler_holds, event.back)
                 with self.store.transaction():
                     self._record("batch_held", {"back": event.back.name.lower()
                                                 if event.back is not None else None},
@@ -512,6 +520,9 @@ class Table:
             self.announce("resume", state=self.state.value)
 
     def _on_shuffle_complete(self, done: ShuffleComplete) -> None:
+        if not self._track_batch("shuffler", self.batches.shuffle_complete if self.batches
+                                 else None, done.back, done.verified):
+            return
         with self.store.transaction():
             self._record("shuffle_complete", {"back": done.back.name.lower(),
                                               "cards_counted": done.cards_counted,
@@ -556,7 +567,10 @@ class Table:
 
     def _on_card(self, event: CardDrawn) -> None:
         problem = None
-        if self.shoe.back is not None and int(event.back) != self.shoe.back:
+        if self.batches is not None and self.state is not TableState.DEVICE_FAULT:
+            fault = self._batch_call(self.batches.card_drawn, event.back)
+            problem = f"{fault.detail} ({fault.code})" if fault is not None else None
+        if problem is None and self.shoe.back is not None and int(event.back) != self.shoe.back:
             problem = (f"card {event.index} has a {event.back.name} back; the batch in play is "
                        f"{BackColour(self.shoe.back).name}")
         if problem:
@@ -744,6 +758,8 @@ class Table:
         # The "one more hand" of 631a.10(d) is a live hand, never a simulated one.
         if self.shoe.cover_card_seen and not was_simulated and (
                 self.shoe.last_hand_announced or self.rules.reshuffles_at_cover_card):
+            if self.batches is not None:
+                self.batches.shoe_collected()  # shoe and discard rack emptied (681a.3(b)(5))
             self.shoe_finished()
             self._record("shoe_complete", {"shoe_no": self.shoe.shoe_no,
                                            "rounds": self.shoe.rounds_in_shoe,
@@ -808,13 +824,49 @@ class Table:
         self._record("round_void", {"reason": reason, "settlements": settlements},
                      severity="warning")
         self.wagers, self.coup, self.round_id = [], None, None
+        if self.batches is not None:
+            self.batches.shoe_collected()
         self.void_round()
         self.announce("shoe_complete", detail=f"round void ({reason}); replace the decks")
 
     # --- shoe lifecycle -----------------------------------------------------------------------
 
+    # --- two-batch alternation (681a.3(b)) -------------------------------------------------
+
+    def _shuffler_holds(self, back: BackColour | None) -> Any:
+        """The shuffler says which batch it holds: a batch the dealer just put in, or a check."""
+        assert self.batches is not None
+        if (back is not None and self.batches.in_shuffler is None
+                and self.batches.place(back) is BatchPlace.OUT):
+            return self.batches.shuffler_loaded(back)
+        return self.batches.shuffler_reports(back)
+
+    @staticmethod
+    def _batch_call(step: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return step(*args)
+        except BatchError as exc:  # a colour that is neither of the table's batches
+            return BatchFault("batch-unknown-colour", str(exc), "one of the table's two batches",
+                              "Stop: cards of another batch are at the table; call a floorperson.")
+
+    def _track_batch(self, device: str, step: Callable[..., Any] | None, *args: Any) -> bool:
+        """Apply one batch step; a breach stops the table (a supervisor rules). True if fine."""
+        if step is None:
+            return True
+        fault = self._batch_call(step, *args)
+        if fault is None:
+            with self.store.transaction():
+                self._persist_state()
+            return True
+        self._on_fault(DeviceFault(device, "batch_mismatch", f"{fault.detail} ({fault.code})",
+                                   fault.action))
+        return False
+
     def _on_shoe_loaded_event(self, event: ShoeLoaded) -> None:
         if self.state is TableState.CUT:
+            if not self._track_batch("shoe", self.batches.shoe_loaded if self.batches else None,
+                                     event.back):
+                return
             if self.batch_shuffled is not None and event.back is not self.batch_shuffled:
                 self._on_fault(DeviceFault(
                     event.device, "batch_mismatch",

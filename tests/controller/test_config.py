@@ -41,6 +41,8 @@ def test_the_shipped_simulated_table_is_valid():
     (("shuffler", "vendor_id"), 0, "shuffler.vendor_id = 0: not allowed; allowed: a USB vendor "
                                    "id 0x0001-0xFFFF"),
     (("store", "colour"), "red", "store.colour: unknown key; allowed keys: path"),
+    (("shuffler", "batches"), ["red", "red"], "shuffler.batches = ['red', 'red']: not allowed; "
+                                              "allowed: two different back colours"),
 ])
 def test_a_bad_device_value_is_named(path, value, message):
     data = simulated()

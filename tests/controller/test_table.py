@@ -450,3 +450,45 @@ def test_a_red_batch_is_named_red_not_lost_as_zero_681a_3_b(store):
     table.handle(CardDrawn("shoe", 1, Card.parse("2♣"), BackColour.BLUE, False))
     assert table.state is TableState.DEVICE_FAULT
     assert table.fault["detail"] == "card 1 has a BLUE back; the batch in play is RED"
+
+
+def test_two_batches_alternate_shoe_by_shoe_681a_3_b(store):
+    """681a.3(b)(4): each batch is dealt every other shoe; a wrong one stops the table."""
+    from drivers.batches import BatchTracker
+    from drivers.protocols import BatchHeld
+
+    table = table_for(store, submission_rules(
+        table=lambda t: t.update(seats=8), game={"family": "21-baccarat", "decks": 8},
+        wagers={"player": {}, "banker": {}}), batches=BatchTracker(BackColour.RED,
+                                                                   BackColour.BLUE))
+    dealer = Dealer(table)
+    table.handle(BatchHeld("shuffler", BackColour.RED))  # the dealer put RED in the shuffler
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.handle(ShoeLoaded("shoe", 416, BackColour.RED))
+    dealer.draw("9♠")  # 681a.7(c) burn
+    table.cmd_no_more_bets()
+    dealer.cover()
+    dealer.draw("10♣", "10♦", "7♥", "8♠")  # the cover card's round ends the shoe (681a)
+    assert table.state is TableState.END_OF_SHOE
+    assert table.batches.discard_rack is None  # collected with the shoe (681a.3(b)(5))
+    table.handle(BatchHeld("shuffler", BackColour.BLUE))
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.BLUE, 416, 0, 0, 0))
+    table.handle(ShoeLoaded("shoe", 416, BackColour.RED))  # RED again: not alternated
+    assert table.state is TableState.DEVICE_FAULT
+    assert table.fault["code"] == "batch_mismatch"
+    assert "batches alternate every shoe" in table.fault["detail"]
+    table.cmd_acknowledge_fault("floor")
+    assert table.state is TableState.CUT
+    table.handle(ShoeLoaded("shoe", 416, BackColour.BLUE))
+    assert table.state is TableState.BURN
+    # The tracker survives a restart in the table's snapshot.
+    revived = table_for(store, submission_rules(
+        table=lambda t: t.update(seats=8), game={"family": "21-baccarat", "decks": 8},
+        wagers={"player": {}, "banker": {}}), batches=BatchTracker(BackColour.RED,
+                                                                   BackColour.BLUE))
+    revived.restore()
+    assert (revived.batches.in_play, revived.batches.next_to_play) == (BackColour.BLUE,
+                                                                     BackColour.RED)
