@@ -61,6 +61,10 @@ class GpioConfig:
     seats: tuple[SeatWiring, ...]
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     factory_options: Mapping[str, Any] = field(default_factory=dict)
+    # 13-14 seats need more lines than a Pi header has: the LEDs go on an I/O expander
+    # with its own pin factory (docs/wiring.md, table B).
+    led_pin_factory: str | None = None
+    led_factory_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -198,7 +202,14 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
 
     gpio_t = c.table("gpio")
     c.unknown(gpio_t, "gpio", {"pin_factory", "lockout_pin", "debounce_ms", "seats",
-                               "factory_options"})
+                               "factory_options", "led_pin_factory", "led_factory_options"})
+    factory_allowed = "'lgpio' (Raspberry Pi), 'mock', or an import path 'module:attribute'"
+
+    def factory_ok(value: str) -> bool:
+        return value in ("lgpio", "mock") or ":" in value
+
+    led_factory = c.get(gpio_t, "gpio", "led_pin_factory", str, factory_allowed, None,
+                        check=factory_ok)
     seats_t = gpio_t.get("seats", {})
     seats: list[SeatWiring] = []
     if not isinstance(seats_t, Mapping):
@@ -220,7 +231,8 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         led = c.get(wiring, path, "led", (int, str), "a BCM GPIO number 0-53 or a pin name",
                     check=_pin)
         seats.append(SeatWiring(int(seat_key), sensor, led))
-    pins = [p for s in seats for p in (s.sensor_pin, s.led_pin)]
+    # LEDs on their own factory use that factory's line numbers, not the header's.
+    pins = [p for s in seats for p in (s.sensor_pin,) + (() if led_factory else (s.led_pin,))]
     lockout = c.get(gpio_t, "gpio", "lockout_pin", (int, str), "a BCM GPIO number 0-53",
                     check=_pin)
     pins.append(lockout)
@@ -232,15 +244,17 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         c.problems.append(f"gpio.seats: {len(seats)} seats wired but table.seats = "
                           f"{submission.table.seats}; allowed: one sensor and LED per seat")
     gpio = GpioConfig(
-        pin_factory=c.get(gpio_t, "gpio", "pin_factory", str,
-                          "'lgpio' (Raspberry Pi), 'mock', or an import path 'module:attribute'",
-                          check=lambda v: v in ("lgpio", "mock") or ":" in v) or "",
+        pin_factory=c.get(gpio_t, "gpio", "pin_factory", str, factory_allowed,
+                          check=factory_ok) or "",
         lockout_pin=lockout,
         seats=tuple(sorted(seats, key=lambda s: s.seat)),
         debounce_ms=c.get(gpio_t, "gpio", "debounce_ms", int, "0 to 500 milliseconds",
                           DEFAULT_DEBOUNCE_MS, check=lambda v: 0 <= v <= 500),
         factory_options=c.get(gpio_t, "gpio", "factory_options", Mapping,
                               "a table of options for the pin factory", {}),
+        led_pin_factory=led_factory,
+        led_factory_options=c.get(gpio_t, "gpio", "led_factory_options", Mapping,
+                                  "a table of options for the LEDs' pin factory", {}),
     )
 
     disp_t = c.table("display", required=False)

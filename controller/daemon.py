@@ -51,7 +51,9 @@ def build_devices(config: TableConfig) -> dict[str, Device]:
             {w.seat: SeatPins(w.sensor_pin, w.led_pin) for w in config.gpio.seats},
             config.gpio.lockout_pin, pin_factory=config.gpio.pin_factory,
             factory_options=dict(config.gpio.factory_options),
-            debounce_s=config.gpio.debounce_ms / 1000),
+            debounce_s=config.gpio.debounce_ms / 1000,
+            led_pin_factory=config.gpio.led_pin_factory,
+            led_factory_options=dict(config.gpio.led_factory_options)),
     }
     if config.shuffler.enabled:
         from drivers.shuffler import UsbShuffler

@@ -90,3 +90,19 @@ def test_an_unreadable_file_says_so(tmp_path):
     bad.write_text("[table\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_fourteen_seats_put_their_leds_on_an_expander_631a_2_a():
+    """14 sensors + 14 LEDs + the button are 29 lines; the header has 28 (docs/wiring.md B)."""
+    data = simulated()
+    data["table"]["seats"] = 14
+    data["gpio"]["seats"] = {str(seat): {"sensor": sensor, "led": seat}
+                             for seat, sensor in zip(range(1, 15), [4, 5, 6, 7, 8, 9, 12, 13,
+                                                                    16, 17, 18, 19, 20, 21])}
+    data["gpio"]["lockout_pin"] = 22
+    assert any(p.startswith("gpio: pin(s)") for p in problems(data))  # LED 4..9 clash
+    data["gpio"]["led_pin_factory"] = "lgpio"
+    data["gpio"]["led_factory_options"] = {"chip": 2}
+    config = parse_config(data, "table.toml")
+    assert (len(config.gpio.seats), config.gpio.led_pin_factory,
+            dict(config.gpio.led_factory_options)) == (14, "lgpio", {"chip": 2})
