@@ -33,6 +33,8 @@ from drivers.protocols import Device, DeviceEvent, LinkState
 log = structlog.get_logger("tabled")
 
 EXIT_OK, EXIT_CONFIG = 0, 6
+LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
+LIGHT_TEST_ALL_ON_S = 1.5
 LINKED_SYNC_S = 2.0  # a pit display lagging a hit at another table by 2 s is acceptable
 SHUFFLE_RETRY_S = 0.5  # waiting for the shuffler's link; its own reconnect backoff is slower
 QUEUE_LIMIT = 10_000  # device events waiting for the table; a full queue means the loop is stuck
@@ -278,6 +280,8 @@ class Daemon:
             description="collect the vigorish marked at a seat whose player leaves")
         reg("adjust_meter", self._adjust_meter, supervisor=True,
             description="an audited correction of a progressive meter (reason required)")
+        reg("light_test", self._light_test,
+            description="a light pattern the technician watches: every seat LED, every win light")
         reg("meters", lambda a: self.progressive.meters() if self.progressive else [],
             description="every progressive meter with its 605a.7 companions")
         reg("awards", lambda a: [w.as_dict() for w in self.progressive.pending_awards()]
@@ -401,6 +405,44 @@ class Daemon:
         except CommandRefused as exc:
             raise ControlError(str(exc)) from exc
 
+    async def _light_test(self, args: Mapping[str, Any]) -> Any:
+        """Each seat's LED, then its win light, in turn, slowly enough to watch; then all at
+        once. Only outside a round, so no player reads a test pattern as a win."""
+        from drivers.protocols import LedState
+
+        if self.table.state not in LIGHT_TEST_STATES:
+            raise ControlError(f"the light test runs only while no round is in play (closed, "
+                               f"end of shoe or a fault); the table is {self.table.state.value}")
+        seats, display = self.devices.get("seats"), self.devices.get("display")
+        if seats is None and display is None:
+            raise ControlError("this table has no seat LEDs or display configured")
+        numbers = [w.seat for w in self.config.gpio.seats]
+        before = {n: seats.led(n) for n in numbers} if seats is not None else {}  # type: ignore
+        try:
+            for seat in numbers:
+                if seats is not None:
+                    seats.set_led(seat, LedState.WON)  # type: ignore[attr-defined]
+                if display is not None:
+                    display.win_light(seat, True)  # type: ignore[attr-defined]
+                await asyncio.sleep(LIGHT_TEST_STEP_S)
+                if display is not None:
+                    display.win_light(seat, False)  # type: ignore[attr-defined]
+                if seats is not None:
+                    seats.set_led(seat, LedState.OFF)  # type: ignore[attr-defined]
+            for seat in numbers:
+                if seats is not None:
+                    seats.set_led(seat, LedState.ACCEPTED)  # type: ignore[attr-defined]
+            await asyncio.sleep(LIGHT_TEST_ALL_ON_S)
+        finally:
+            for seat, state in before.items():
+                seats.set_led(seat, state)  # type: ignore[union-attr]
+        with self.store.transaction():
+            self.store.append_event("light_test", {"seats": numbers,
+                                                   "display": display is not None})
+        return {"device": "lights", "passed": True,
+                "detail": f"{len(numbers)} seat LEDs chased one by one, then all lit"
+                          + ("; win lights with them" if display is not None else "")}
+
     async def _self_test(self, args: Mapping[str, Any]) -> Any:
         name = str(args.get("device", ""))
         device = self.devices.get(name)
@@ -454,6 +496,10 @@ class Daemon:
                 "counters": dict(h.counters), "last_error": h.last_error,
             })
         return report
+
+
+LIGHT_TEST_STATES = frozenset({TableState.CLOSED, TableState.END_OF_SHOE,
+                               TableState.DEVICE_FAULT, TableState.OUT_OF_ORDER})
 
 
 def _colour(back: Any) -> str | None:

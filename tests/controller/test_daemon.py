@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,6 +200,57 @@ async def test_the_table_does_not_open_without_a_working_shoe(tmp_path):
                                                r"table opens once it is up"):
             await client.call("open")
         assert (await client.call("status"))["state"] == "closed"
+    finally:
+        await client.close()
+        stop.set()
+        await task
+
+
+class StandInSeats(StandInDevice):
+    def __init__(self) -> None:
+        super().__init__("seats")
+        self.leds: dict[int, Any] = {}
+        self.history: list[tuple[int, str]] = []
+
+    def led(self, seat: int) -> Any:
+        from drivers.protocols import LedState
+        return self.leds.get(seat, LedState.OFF)
+
+    def set_led(self, seat: int, state: Any) -> None:
+        self.leds[seat] = state
+        self.history.append((seat, state.value))
+
+    def open_betting(self, seats: frozenset[int]) -> None:
+        pass
+
+
+async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, monkeypatch):
+    from drivers.protocols import LedState
+
+    monkeypatch.setattr("controller.daemon.LIGHT_TEST_STEP_S", 0.0)
+    monkeypatch.setattr("controller.daemon.LIGHT_TEST_ALL_ON_S", 0.0)
+    config = config_for(tmp_path)
+    seats, display = StandInSeats(), StandInDisplay()
+    seats.leds[3] = LedState.UNAVAILABLE
+    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe"), "seats": seats,
+                                     "display": display})
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    while not Path(config.control_socket).exists():
+        await asyncio.sleep(0.01)
+    client = await ControlClient(config.control_socket).connect()
+    try:
+        result = await client.call("light_test")
+        assert result == {"device": "lights", "passed": True,
+                          "detail": "10 seat LEDs chased one by one, then all lit; win lights "
+                                    "with them"}
+        won = [seat for seat, state in seats.history if state == "won"]
+        assert won == list(range(1, 11))
+        assert seats.leds[3] is LedState.UNAVAILABLE and seats.leds[4] is LedState.OFF
+        assert display.lights == {seat: False for seat in range(1, 11)}
+        await client.call("open")
+        with pytest.raises(ControlError, match="only while no round is in play"):
+            await client.call("light_test")
     finally:
         await client.close()
         stop.set()
