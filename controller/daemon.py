@@ -226,7 +226,7 @@ class Daemon:
                 self.table.handle(event)
                 self._show_meters()
             except Exception:  # one bad event must not stop the table; it is logged loudly
-                log.exception("event_handling_failed", event=repr(event))
+                log.exception("event_handling_failed", device_event=repr(event))
                 with self.store.transaction():
                     self.store.append_event("internal_error", {"event": repr(event)},
                                             severity="error")

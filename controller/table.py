@@ -258,8 +258,11 @@ class Table:
                 severity: str = "info", device: str | None = None) -> None:
         self.store.append_event(kind, payload, severity=severity, device=device,
                                 round_id=self.round_id)
+        # structlog reserves "event" for the message itself.
+        fields = {("event_" if key == "event" else key): value
+                  for key, value in (payload or {}).items()}
         getattr(log, "warning" if severity == "warning" else
-                "error" if severity in ("error", "critical") else "info")(kind, **dict(payload or {}))
+                "error" if severity in ("error", "critical") else "info")(kind, **fields)
 
     def announce(self, action: str, **detail: Any) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""
@@ -408,7 +411,7 @@ class Table:
         """Apply one device event. Called only from the event loop's thread."""
         if self.state is TableState.OUT_OF_ORDER:
             with self.store.transaction():
-                self._record("event_ignored_out_of_order", {"event": type(event).__name__})
+                self._record("event_ignored_out_of_order", {"device_event": type(event).__name__})
             return
         match event:
             case CardDrawn():
@@ -444,7 +447,8 @@ class Table:
                 self._on_shoe_loaded_event(event)
             case BatchHeld():
                 self.batch_in_shuffler = event.back
-                self._track_batch("shuffler", self._shuffler_holds, event.back)
+                if self.batches is not None:
+                    self._track_batch("shuffler", self._shuffler_holds, event.back)
                 with self.store.transaction():
                     self._record("batch_held", {"back": event.back.name.lower()
                                                 if event.back is not None else None},

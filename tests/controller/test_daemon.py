@@ -255,3 +255,28 @@ async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, mon
         await client.close()
         stop.set()
         await task
+
+
+async def test_an_event_the_table_cannot_handle_is_logged_and_play_goes_on(tmp_path):
+    config = config_for(tmp_path)
+    shoe = StandInDevice("shoe")
+    daemon = Daemon(config, devices={"shoe": shoe})
+    stop = asyncio.Event()
+    task = asyncio.create_task(daemon.run(stop))
+    while not Path(config.control_socket).exists():
+        await asyncio.sleep(0.01)
+    client = await ControlClient(config.control_socket).connect()
+    try:
+        shoe.emit("not an event")  # a driver bug
+        for _ in range(200):
+            errors = await client.call("events", kind="internal_error")
+            if errors:
+                break
+            await asyncio.sleep(0.01)
+        assert errors[0]["payload"] == {"event": "'not an event'"}
+        assert errors[0]["severity"] == "error"
+        assert (await client.call("open"))["state"] == "opening"  # the table still answers
+    finally:
+        await client.close()
+        stop.set()
+        await task

@@ -492,3 +492,21 @@ def test_two_batches_alternate_shoe_by_shoe_681a_3_b(store):
     revived.restore()
     assert (revived.batches.in_play, revived.batches.next_to_play) == (BackColour.BLUE,
                                                                      BackColour.RED)
+
+
+def test_the_shuffler_naming_its_batch_is_recorded_without_a_tracker(store):
+    from drivers.protocols import BatchHeld
+
+    table = make_table(store)
+    table.handle(BatchHeld("shuffler", BackColour.BLUE))
+    assert (store.events()[-1].kind, store.events()[-1].payload) == ("batch_held",
+                                                                     {"back": "blue"})
+    assert table.batch_in_shuffler is BackColour.BLUE
+
+
+def test_device_events_are_recorded_not_acted_on_when_out_of_order(store):
+    table = make_table(store)
+    table.mark_out_of_order("event chain: entry 9 was altered")
+    Dealer(table).draw("9♣")
+    assert table.state is TableState.OUT_OF_ORDER
+    assert store.events()[-1].payload == {"device_event": "CardDrawn"}
