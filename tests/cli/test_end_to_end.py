@@ -27,14 +27,10 @@ CONFIG = ROOT / "config" / "simulated-table.toml"
 WAIT_S = 30.0  # a fault or a round reaches the log within a second; generous for CI
 
 
-def _harness_or_skip(workdir: Path) -> Any:
-    """The harness, or a skip while the simulators it needs have not landed yet."""
-    try:
-        from hil import mock_pins, shoe_sim, usb_shuffler  # noqa: F401
-        from firmware_bridge import aio  # noqa: F401
-        from hil.table_harness import TableHarness
-    except ModuleNotFoundError as exc:
-        pytest.skip(f"simulated table not available yet: {exc}")
+def simulated_table(workdir: Path) -> Any:
+    """The simulated table (the daemon process and its simulated devices)."""
+    from hil.table_harness import TableHarness
+
     return TableHarness(CONFIG, workdir, seed=11)
 
 
@@ -93,7 +89,7 @@ async def play_one_round(h: Any) -> None:
 
 
 async def test_read_commands_after_a_round(tmp_path: Path) -> None:
-    async with _harness_or_skip(tmp_path) as h:
+    async with simulated_table(tmp_path) as h:
         await play_one_round(h)
         code, out = await tablectl(h.socket, "status")
         assert code == exitcodes.OK, out
@@ -124,11 +120,12 @@ async def test_read_commands_after_a_round(tmp_path: Path) -> None:
 
         code, out = await tablectl(h.socket, "test", "lights", "--yes")
         assert code == exitcodes.OK, out
-        assert "seats self-test: PASS" in out
+        assert out == ("lights self-test: PASS - 10 seat LEDs chased one by one, then all lit\n"
+                       "lights confirmed\n")
 
 
 async def test_shoe_unplugged_is_a_device_fault_and_recovers(tmp_path: Path) -> None:
-    async with _harness_or_skip(tmp_path) as h:
+    async with simulated_table(tmp_path) as h:
         await h.call("open")  # a device fault stops play only once the table is open
         await wait_for(h.socket, lambda e: e["kind"] == "device_fault"
                        and e["device"] == "shoe", h.shoe.unplug)
@@ -149,7 +146,7 @@ async def test_shoe_unplugged_is_a_device_fault_and_recovers(tmp_path: Path) -> 
 
 
 async def test_sensors_and_lockout_button_through_the_gpio_bridge(tmp_path: Path) -> None:
-    async with _harness_or_skip(tmp_path) as h:
+    async with simulated_table(tmp_path) as h:
         gpio = h.table_config.gpio
 
         async def touch_every_seat() -> None:
@@ -176,7 +173,7 @@ async def test_sensors_and_lockout_button_through_the_gpio_bridge(tmp_path: Path
 
 
 async def test_broken_chain_offline_and_out_of_order(tmp_path: Path) -> None:
-    async with _harness_or_skip(tmp_path) as h:
+    async with simulated_table(tmp_path) as h:
         await h.call("open")
         await h.stop_daemon()
         code, out = await tablectl(h.socket, "status")
@@ -200,7 +197,7 @@ async def test_broken_chain_offline_and_out_of_order(tmp_path: Path) -> None:
 
 
 async def test_shoe_with_old_firmware_is_refused(tmp_path: Path) -> None:
-    harness = _harness_or_skip(tmp_path)
+    harness = simulated_table(tmp_path)
     from hil.shoe_sim import SimulatedShoe
 
     class OldFirmwareShoe(type(harness)):  # type: ignore[misc]
