@@ -54,6 +54,9 @@ class Capture:
     def _tidy(self, text: str) -> str:
         text = text.replace(self.socket, SOCKET_ON_TABLE)
         text = text.replace(str(self.workdir / "table.sqlite"), STORE_ON_TABLE)
+        text = text.replace(str(ROOT / "config"), "/etc/tabled")  # this checkout's path
+        # The simulator's pseudo-terminal stands where udev's stable name would be.
+        text = re.sub(r"/tmp/sim-shoe-[^/\s]+/tty", "/dev/baccarat-shoe", text)
         return text.replace(str(self.workdir), "/var/lib/tabled")
 
     async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
