@@ -43,6 +43,7 @@ class SeatWiring:
 class ShoeConfig:
     url: str
     baudrate: int = DEFAULT_BAUDRATE
+    firmware_versions: tuple[str, ...] | None = None  # approved firmware; None accepts any
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class ShufflerConfig:
     product_id: int = 0
     backend: str = ""
     batches: tuple[str, str] | None = None  # 681a.3(b): the two back colours that alternate
+    firmware_versions: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class DisplayConfig:
     enabled: bool
     url: str = ""
     baudrate: int = DEFAULT_BAUDRATE
+    firmware_versions: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,19 @@ def _pin(value: Any) -> bool:
 _COLOURS = ("red", "blue", "green", "black")
 
 
+def _firmware_versions(c: _Checker, section: Mapping[str, Any], path: str
+                       ) -> tuple[str, ...] | None:
+    """The device's approved firmware versions; a device reporting another is refused."""
+    value = section.get("firmware_versions")
+    if value is None:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    c.problems.append(f"{path}.firmware_versions = {value!r}: not allowed; allowed: a non-empty "
+                      "list of the approved firmware version strings, e.g. [\"shoe-fw 2.1\"]")
+    return None
+
+
 def _batches(c: _Checker, shuffler: Mapping[str, Any]) -> tuple[str, str] | None:
     value = shuffler.get("batches")
     if value is None:
@@ -173,17 +189,19 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         c.problems.extend(line.removeprefix(f"{source}: ") for line in exc.errors or [str(exc)])
 
     shoe_t = c.table("shoe")
-    c.unknown(shoe_t, "shoe", {"url", "baudrate"})
+    c.unknown(shoe_t, "shoe", {"url", "baudrate", "firmware_versions"})
     shoe = ShoeConfig(
         url=c.get(shoe_t, "shoe", "url", str, "a serial URL: /dev/ttyUSB0, /dev/baccarat-shoe, "
                   "socket://host:port", check=bool) or "",
         baudrate=c.get(shoe_t, "shoe", "baudrate", int, "one of 9600, 19200, 38400, 57600, 115200, "
                        "230400", DEFAULT_BAUDRATE,
                        check=lambda v: v in (9600, 19200, 38400, 57600, 115200, 230400)),
+        firmware_versions=_firmware_versions(c, shoe_t, "shoe"),
     )
 
     sh_t = c.table("shuffler", required=False)
-    c.unknown(sh_t, "shuffler", {"enabled", "vendor_id", "product_id", "backend", "batches"})
+    c.unknown(sh_t, "shuffler", {"enabled", "vendor_id", "product_id", "backend", "batches",
+                                 "firmware_versions"})
     sh_enabled = c.get(sh_t, "shuffler", "enabled", bool, "true or false", bool(sh_t))
     def usb_id(value: int) -> bool:
         return 0 < value <= 0xFFFF
@@ -198,6 +216,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
                       "empty for libusb, or an import path 'module:attribute'", "",
                       check=lambda v: v == "" or ":" in v),
         batches=_batches(c, sh_t),
+        firmware_versions=_firmware_versions(c, sh_t, "shuffler"),
     )
 
     gpio_t = c.table("gpio")
@@ -258,13 +277,14 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     )
 
     disp_t = c.table("display", required=False)
-    c.unknown(disp_t, "display", {"enabled", "url", "baudrate"})
+    c.unknown(disp_t, "display", {"enabled", "url", "baudrate", "firmware_versions"})
     disp_enabled = c.get(disp_t, "display", "enabled", bool, "true or false", bool(disp_t))
     display = DisplayConfig(
         enabled=disp_enabled,
         url=c.get(disp_t, "display", "url", str, "a serial URL", ... if disp_enabled else "") or "",
         baudrate=c.get(disp_t, "display", "baudrate", int, "a standard baud rate",
                        DEFAULT_BAUDRATE),
+        firmware_versions=_firmware_versions(c, disp_t, "display"),
     )
 
     store_t = c.table("store")

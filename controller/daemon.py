@@ -47,7 +47,8 @@ def build_devices(config: TableConfig) -> dict[str, Device]:
     from drivers.shoe import SerialShoe
 
     devices: dict[str, Device] = {
-        "shoe": SerialShoe("shoe", config.shoe.url, baudrate=config.shoe.baudrate),
+        "shoe": SerialShoe("shoe", config.shoe.url, baudrate=config.shoe.baudrate,
+                           firmware_versions=config.shoe.firmware_versions),
         "seats": GpioSeatPanel(
             "seats",
             {w.seat: SeatPins(w.sensor_pin, w.led_pin) for w in config.gpio.seats},
@@ -62,12 +63,14 @@ def build_devices(config: TableConfig) -> dict[str, Device]:
 
         devices["shuffler"] = UsbShuffler("shuffler", config.shuffler.vendor_id,
                                           config.shuffler.product_id,
-                                          backend=config.shuffler.backend)
+                                          backend=config.shuffler.backend,
+                                          firmware_versions=config.shuffler.firmware_versions)
     if config.display.enabled:
         from drivers.display import SerialDisplay
 
         devices["display"] = SerialDisplay("display", config.display.url,
-                                           baudrate=config.display.baudrate)
+                                           baudrate=config.display.baudrate,
+                                           firmware_versions=config.display.firmware_versions)
     return devices
 
 

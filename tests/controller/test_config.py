@@ -106,3 +106,14 @@ def test_fourteen_seats_put_their_leds_on_an_expander_631a_2_a():
     config = parse_config(data, "table.toml")
     assert (len(config.gpio.seats), config.gpio.led_pin_factory,
             dict(config.gpio.led_factory_options)) == (14, "lgpio", {"chip": 2})
+
+
+def test_approved_firmware_lists_are_read_and_checked():
+    data = simulated()
+    data["shoe"]["firmware_versions"] = ["shoe-sim 1.0", "shoe-fw 2.1"]
+    config = parse_config(data, "table.toml")
+    assert config.shoe.firmware_versions == ("shoe-sim 1.0", "shoe-fw 2.1")
+    assert config.shuffler.firmware_versions is None  # not listed: any version is accepted
+    data["shuffler"]["firmware_versions"] = "1.0"
+    assert any(p.startswith("shuffler.firmware_versions = '1.0': not allowed; allowed: a "
+                            "non-empty list") for p in problems(data))
