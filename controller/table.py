@@ -524,8 +524,8 @@ class Table:
             self.announce("resume", state=self.state.value)
 
     def _on_shuffle_complete(self, done: ShuffleComplete) -> None:
-        if not self._track_batch("shuffler", self.batches.shuffle_complete if self.batches
-                                 else None, done.back, done.verified):
+        if self.batches is not None and not self._track_batch(
+                "shuffler", self.batches.shuffle_complete, done.back, done.verified):
             return
         with self.store.transaction():
             self._record("shuffle_complete", {"back": done.back.name.lower(),
@@ -570,17 +570,8 @@ class Table:
             self._persist_state()
 
     def _on_card(self, event: CardDrawn) -> None:
-        problem = None
-        if self.batches is not None and self.state is not TableState.DEVICE_FAULT:
-            fault = self._batch_call(self.batches.card_drawn, event.back)
-            problem = f"{fault.detail} ({fault.code})" if fault is not None else None
-        if problem is None and self.shoe.back is not None and int(event.back) != self.shoe.back:
-            problem = (f"card {event.index} has a {event.back.name} back; the batch in play is "
-                       f"{BackColour(self.shoe.back).name}")
-        if problem:
-            self._on_fault(DeviceFault(event.device, "batch_mismatch", problem,
-                                       "stop dealing: the card's back colour is not the batch in "
-                                       "play (681a.3(b)); call the floor supervisor"))
+        # A card during a fault is handled below whatever its back (the round is voided).
+        if self.state is not TableState.DEVICE_FAULT and not self._card_from_batch_in_play(event):
             return
         if self.shoe.last_card_index >= 0 and event.index != self.shoe.last_card_index + 1:
             self._on_card_gap(event)
@@ -853,14 +844,31 @@ class Table:
             return BatchFault("batch-unknown-colour", str(exc), "one of the table's two batches",
                               "Stop: cards of another batch are at the table; call a floorperson.")
 
-    def _track_batch(self, device: str, step: Callable[..., Any] | None, *args: Any) -> bool:
-        """Apply one batch step; a breach stops the table (a supervisor rules). True if fine."""
-        if step is None:
+    def _card_from_batch_in_play(self, event: CardDrawn) -> bool:
+        """681a.3(b): the card's back must be the batch in play. One check, not two: the
+        two-batch tracker when the table has one, else the colour the shoe was loaded with."""
+        if self.batches is not None:
+            # Not persisted here: the card's own step persists the tracker with the card.
+            return self._track_batch(event.device, self.batches.card_drawn, event.back,
+                                     persist=False)
+        if self.shoe.back is None or int(event.back) == self.shoe.back:
             return True
+        self._on_fault(DeviceFault(
+            event.device, "batch_mismatch",
+            f"card {event.index} has a {event.back.name} back; the batch in play is "
+            f"{BackColour(self.shoe.back).name}",
+            "stop dealing: the card's back colour is not the batch in play (681a.3(b)); "
+            "call the floor supervisor"))
+        return False
+
+    def _track_batch(self, device: str, step: Callable[..., Any], *args: Any,
+                     persist: bool = True) -> bool:
+        """Apply one batch step; a breach stops the table (a supervisor rules). True if fine."""
         fault = self._batch_call(step, *args)
         if fault is None:
-            with self.store.transaction():
-                self._persist_state()
+            if persist:
+                with self.store.transaction():
+                    self._persist_state()
             return True
         self._on_fault(DeviceFault(device, "batch_mismatch", f"{fault.detail} ({fault.code})",
                                    fault.action))
@@ -868,10 +876,10 @@ class Table:
 
     def _on_shoe_loaded_event(self, event: ShoeLoaded) -> None:
         if self.state is TableState.CUT:
-            if not self._track_batch("shoe", self.batches.shoe_loaded if self.batches else None,
-                                     event.back):
-                return
-            if self.batch_shuffled is not None and event.back is not self.batch_shuffled:
+            if self.batches is not None:
+                if not self._track_batch("shoe", self.batches.shoe_loaded, event.back):
+                    return
+            elif self.batch_shuffled is not None and event.back is not self.batch_shuffled:
                 self._on_fault(DeviceFault(
                     event.device, "batch_mismatch",
                     f"the shoe was loaded with the {event.back.name} batch; the batch shuffled "
