@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -42,21 +43,28 @@ def config_for(tmp_path: Path):
                                 f"control.socket={tmp_path / 'control.sock'}"])
 
 
-async def run_daemon(config, body):
-    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+@contextlib.asynccontextmanager
+async def running(config, devices=None):  # noqa: ANN001
+    """The daemon in this process with stand-in devices; yields a control client."""
+    daemon = Daemon(config, devices=devices or {"shoe": StandInDevice("shoe")})
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
-    for _ in range(200):
+    for _ in range(500):
         if Path(config.control_socket).exists():
             break
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the socket appears once the store is checked
     client = await ControlClient(config.control_socket).connect()
     try:
-        return await body(client)
+        yield client
     finally:
         await client.close()
         stop.set()
         await task
+
+
+async def run_daemon(config, body):
+    async with running(config) as client:
+        return await body(client)
 
 
 async def test_a_tampered_event_log_puts_the_table_out_of_order(tmp_path):
@@ -129,29 +137,23 @@ async def test_an_award_waits_for_the_display_to_confirm_the_win_light_631c_6_c_
                          [f"store.path={tmp_path / 'table.sqlite'}",
                           f"control.socket={tmp_path / 'control.sock'}"])
     shoe, display = StandInDevice("shoe"), StandInDisplay()
-    daemon = Daemon(config, devices={"shoe": shoe, "display": display})
-    stop = asyncio.Event()
-    task = asyncio.create_task(daemon.run(stop))
-    while not Path(config.control_socket).exists():
-        await asyncio.sleep(0.01)
-    client = await ControlClient(config.control_socket).connect()
+    async with running(config, {"shoe": shoe, "display": display}) as client:
 
-    async def settle(state: str) -> None:
-        for _ in range(500):
-            if (await client.call("status"))["state"] == state:
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"table never reached {state}")
+        async def settle(state: str) -> None:
+            for _ in range(500):
+                if (await client.call("status"))["state"] == state:
+                    return
+                await asyncio.sleep(0.01)
+            raise AssertionError(f"table never reached {state}")
 
-    index = 0
+        index = 0
 
-    def deal(*cards: str) -> None:
-        nonlocal index
-        for text in cards:
-            shoe.emit(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
-            index += 1
+        def deal(*cards: str) -> None:
+            nonlocal index
+            for text in cards:
+                shoe.emit(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
+                index += 1
 
-    try:
         await client.call("open")
         await client.call("shuffle", back="red")  # no shuffler configured: shuffled by hand
         await settle("cut")
@@ -174,10 +176,6 @@ async def test_an_award_waits_for_the_display_to_confirm_the_win_light_631c_6_c_
         paid = await client.call("validate_award", auth=auth, award_id=award["award_id"])
         assert (paid["state"], paid["validated_by"]) == ("paid", "floor")
         assert display.meters[-1]["heavenly9/progressive"] == 1_000_000
-    finally:
-        await client.close()
-        stop.set()
-        await task
 
 
 class UnpluggedShoe(StandInDevice):
@@ -188,22 +186,12 @@ class UnpluggedShoe(StandInDevice):
 
 async def test_the_table_does_not_open_without_a_working_shoe(tmp_path):
     config = config_for(tmp_path)
-    daemon = Daemon(config, devices={"shoe": UnpluggedShoe("shoe")})
-    stop = asyncio.Event()
-    task = asyncio.create_task(daemon.run(stop))
-    while not Path(config.control_socket).exists():
-        await asyncio.sleep(0.01)
-    client = await ControlClient(config.control_socket).connect()
-    try:
+    async with running(config, {"shoe": UnpluggedShoe("shoe")}) as client:
         with pytest.raises(ControlError, match=r"the shoe is refused \(protocol 0 is not "
                                                r"supported; this controller speaks 1\); the "
                                                r"table opens once it is up"):
             await client.call("open")
         assert (await client.call("status"))["state"] == "closed"
-    finally:
-        await client.close()
-        stop.set()
-        await task
 
 
 class StandInSeats(StandInDevice):
@@ -232,14 +220,8 @@ async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, mon
     config = config_for(tmp_path)
     seats, display = StandInSeats(), StandInDisplay()
     seats.leds[3] = LedState.UNAVAILABLE
-    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe"), "seats": seats,
-                                     "display": display})
-    stop = asyncio.Event()
-    task = asyncio.create_task(daemon.run(stop))
-    while not Path(config.control_socket).exists():
-        await asyncio.sleep(0.01)
-    client = await ControlClient(config.control_socket).connect()
-    try:
+    devices = {"shoe": StandInDevice("shoe"), "seats": seats, "display": display}
+    async with running(config, devices) as client:
         result = await client.call("light_test")
         assert result == {"device": "lights", "passed": True,
                           "detail": "10 seat LEDs chased one by one, then all lit; win lights "
@@ -251,22 +233,12 @@ async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, mon
         await client.call("open")
         with pytest.raises(ControlError, match="only while no round is in play"):
             await client.call("light_test")
-    finally:
-        await client.close()
-        stop.set()
-        await task
 
 
 async def test_an_event_the_table_cannot_handle_is_logged_and_play_goes_on(tmp_path):
     config = config_for(tmp_path)
     shoe = StandInDevice("shoe")
-    daemon = Daemon(config, devices={"shoe": shoe})
-    stop = asyncio.Event()
-    task = asyncio.create_task(daemon.run(stop))
-    while not Path(config.control_socket).exists():
-        await asyncio.sleep(0.01)
-    client = await ControlClient(config.control_socket).connect()
-    try:
+    async with running(config, {"shoe": shoe}) as client:
         shoe.emit("not an event")  # a driver bug
         for _ in range(200):
             errors = await client.call("events", kind="internal_error")
@@ -276,7 +248,3 @@ async def test_an_event_the_table_cannot_handle_is_logged_and_play_goes_on(tmp_p
         assert errors[0]["payload"] == {"event": "'not an event'"}
         assert errors[0]["severity"] == "error"
         assert (await client.call("open"))["state"] == "opening"  # the table still answers
-    finally:
-        await client.close()
-        stop.set()
-        await task
