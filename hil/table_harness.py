@@ -15,16 +15,18 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.control import ControlClient, ControlError
 from controller.rules.cards import BackColour
 
 DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
 PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fail loudly
+POLL_INTERVAL_S = 0.02  # short next to a daemon start (~1 s); cheap for a local socket
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -167,18 +169,17 @@ class TableHarness:
         """The daemon's pin factory opens the bridge when its GPIO driver starts."""
         from hil.mock_pins import PinBridgeClient, PinBridgeError
 
-        deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
-        while True:
+        async def attempt() -> Any:
             try:
                 return PinBridgeClient(self.gpio_socket)
             except PinBridgeError:
-                if asyncio.get_running_loop().time() > deadline:
-                    raise
-                await asyncio.sleep(0.05)  # polling a socket path: nothing to await instead
+                return None
+
+        return await _poll_until(attempt, DAEMON_READY_TIMEOUT_S,
+                                 lambda: f"no pin bridge at {self.gpio_socket}")
 
     async def _connect(self) -> ControlClient:
-        deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
-        while True:
+        async def attempt() -> ControlClient | None:
             assert self.daemon is not None
             if self.daemon.returncode is not None:
                 raise RuntimeError(f"tabled exited with {self.daemon.returncode}; see "
@@ -188,10 +189,10 @@ class TableHarness:
                 await client.call("status")
                 return client
             except (FileNotFoundError, ConnectionError, OSError):
-                if asyncio.get_running_loop().time() > deadline:
-                    raise TimeoutError(f"tabled did not open {self.socket} within "
-                                       f"{DAEMON_READY_TIMEOUT_S} s:\n{_tail(self.daemon_log)}")
-                await asyncio.sleep(0.05)  # polling a socket path: nothing to await instead
+                return None
+
+        return await _poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: (
+            f"tabled did not open {self.socket}:\n{_tail(self.daemon_log)}"))
 
     async def stop_daemon(self, sig: int = signal.SIGTERM) -> int | None:
         if self.client is not None:
@@ -263,14 +264,14 @@ class TableHarness:
     async def wait_for_state(self, *states: str, timeout: float = PROMPT_TIMEOUT_S
                              ) -> dict[str, Any]:
         """Poll the daemon's status until the table is in one of `states`."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            status = await self.call("status")
-            if status["state"] in states:
-                return status
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"table stayed {status['state']}, expected {states}")
-            await asyncio.sleep(0.02)  # polling the daemon's state over its socket
+        last: dict[str, Any] = {}
+
+        async def attempt() -> dict[str, Any] | None:
+            last.update(await self.call("status"))
+            return dict(last) if last["state"] in states else None
+
+        return await _poll_until(attempt, timeout, lambda: (
+            f"table stayed {last.get('state')}, expected {states}"))
 
     async def power_cut(self) -> None:
         """SIGKILL the daemon (no chance to clean up) and start it again on the same store."""
@@ -280,14 +281,13 @@ class TableHarness:
         await self._wait_for_devices()
 
     async def _wait_for_devices(self) -> None:
-        deadline = asyncio.get_running_loop().time() + DAEMON_READY_TIMEOUT_S
-        while True:
-            links = {d["device"]: d["link"] for d in await self.call("devices")}
-            if all(state == "up" for state in links.values()):
-                return
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"devices not up after a restart: {links}")
-            await asyncio.sleep(0.05)  # polling the daemon's view of its links
+        links: dict[str, str] = {}
+
+        async def attempt() -> bool | None:
+            links.update({d["device"]: d["link"] for d in await self.call("devices")})
+            return True if all(state == "up" for state in links.values()) else None
+
+        await _poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: f"devices not up: {links}")
 
     def _note(self, event: dict[str, Any]) -> None:
         """Bookkeeping for every committed event, including ones replayed after a restart."""
@@ -399,6 +399,23 @@ class TableHarness:
         """The dealer's "no more bets": the lock-out button, through the GPIO bridge."""
         self.pins.press(self.table_config.gpio.lockout_pin)
         self.pins.release(self.table_config.gpio.lockout_pin)
+
+
+async def _poll_until(attempt: Callable[[], Awaitable[T | None]], timeout: float,
+                      failure: Callable[[], str]) -> T:
+    """Call `attempt` until it returns something other than None, or raise TimeoutError.
+
+    For what the daemon offers no event for (a socket path appearing, a link coming up);
+    everything else the harness waits on arrives as events.
+    """
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = await attempt()
+        if result is not None:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"{failure()} (after {timeout:g} s)")
+        await asyncio.sleep(POLL_INTERVAL_S)
 
 
 # --- presentation -----------------------------------------------------------------------
