@@ -20,6 +20,20 @@ from functools import cached_property, lru_cache
 
 from controller.rules.par import falling
 
+
+def _initial_four_weight(counts: list[int], p1: int, p2: int, b1: int, b2: int
+                         ) -> tuple[dict[int, int], int]:
+    """Ways to deal value classes p1, p2 to the Player and b1, b2 to the Banker from a shoe
+    with `counts` cards per class: each hand's two cards in either order (one order when
+    alike), times the falling factorial of each class for the cards it gives."""
+    used: dict[int, int] = {}
+    for cls in (p1, p2, b1, b2):
+        used[cls] = used.get(cls, 0) + 1
+    weight = (1 if p1 == p2 else 2) * (1 if b1 == b2 else 2)
+    for cls, k in used.items():
+        weight *= falling(counts[cls], k)
+    return used, weight
+
 # Value classes: index 0 = ace, 1..8 = 2..9, 9 = ten-value (10, J, Q, K).
 _VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 STAND = 17
@@ -73,12 +87,7 @@ class TwentyOneEnumeration:
         for pa, pb in pairs:
             ps = state(pa, pb)
             for ba, bb in pairs:
-                used: dict[int, int] = {}
-                for cls in (pa, pb, ba, bb):
-                    used[cls] = used.get(cls, 0) + 1
-                w4 = (1 if pa == pb else 2) * (1 if ba == bb else 2)
-                for cls, k in used.items():
-                    w4 *= falling(counts[cls], k)
+                used, w4 = _initial_four_weight(counts, pa, pb, ba, bb)
                 if not w4:
                     continue
                 key = (ps, state(ba, bb))
@@ -177,12 +186,7 @@ class TwentyOneEnumeration:
             for p2 in range(p1, 10):
                 for b1 in range(10):
                     for b2 in range(b1, 10):
-                        used: dict[int, int] = {}
-                        for cls in (p1, p2, b1, b2):
-                            used[cls] = used.get(cls, 0) + 1
-                        w4 = (1 if p1 == p2 else 2) * (1 if b1 == b2 else 2)
-                        for cls, k in used.items():
-                            w4 *= falling(counts[cls], k)
+                        used, w4 = _initial_four_weight(counts, p1, p2, b1, b2)
                         if not w4:
                             continue
                         ph, pa = _add(*_add(0, False, p1), p2)
