@@ -471,7 +471,7 @@ class Table:
         """
         if device == "shoe":
             return True
-        return device in ("shuffler", "manual") and self.state is TableState.SHUFFLING
+        return device == "shuffler" and self.state is TableState.SHUFFLING
 
     def _on_fault(self, fault: DeviceFault) -> None:
         if fault.code == "shoe_misread":
@@ -540,7 +540,10 @@ class Table:
 
     def _on_locked(self, locked: LockedOut | None, cause: str) -> None:
         if self.state is not TableState.BETTING_OPEN:
-            return  # a second lock (button after first card) changes nothing
+            # The seat panel echoes every lock the table asks for (no more bets, first card)
+            # as a LockedOut event, and a button press after the first card is another one:
+            # the round is already open, so neither changes anything.
+            return
         with self.store.transaction():
             self.progressive_seats = locked.wagers if locked else frozenset()
             self.round_no += 1
