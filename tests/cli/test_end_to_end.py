@@ -90,6 +90,13 @@ async def play_one_round(h: Any) -> None:
 
 async def test_read_commands_after_a_round(tmp_path: Path) -> None:
     async with simulated_table(tmp_path) as h:
+        # The light pattern runs only while no round is in play (players would read it as a
+        # win), so before the table opens.
+        code, out = await tablectl(h.socket, "test", "lights", "--yes")
+        assert code == exitcodes.OK, out
+        assert out == ("lights self-test: PASS - 10 seat LEDs chased one by one, then all lit\n"
+                       "lights confirmed\n")
+
         await play_one_round(h)
         code, out = await tablectl(h.socket, "status")
         assert code == exitcodes.OK, out
@@ -117,11 +124,6 @@ async def test_read_commands_after_a_round(tmp_path: Path) -> None:
         code, out = await tablectl(h.socket, "events", "verify")
         assert code == exitcodes.OK, out
         assert "event log hash chain OK: " in out
-
-        code, out = await tablectl(h.socket, "test", "lights", "--yes")
-        assert code == exitcodes.OK, out
-        assert out == ("lights self-test: PASS - 10 seat LEDs chased one by one, then all lit\n"
-                       "lights confirmed\n")
 
 
 async def test_shoe_unplugged_is_a_device_fault_and_recovers(tmp_path: Path) -> None:
