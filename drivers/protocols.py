@@ -17,7 +17,7 @@ from controller.rules.cards import BackColour, Card
 
 
 class LinkState(enum.Enum):
-    """Reconnect state of one device link (STYLE.md 7: missing at start-up is RETRYING)."""
+    """Reconnect state of one device link (missing at start-up is RETRYING, not an error)."""
 
     CONNECTING = "connecting"
     HANDSHAKING = "handshaking"
