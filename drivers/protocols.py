@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
 
 
 class LinkState(enum.Enum):
