@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.errors import DeviceNotConnectedError
 from drivers.protocols import (
     DeviceFault,

@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers import protocols as events
 from drivers.errors import DriverConfigError, ShufflerBusyError, ShufflerNotConnectedError
 from drivers.link_device import COMMON_FAULT_ACTIONS, LinkedDevice, host_hello
