@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.protocols import DeviceFault, ShuffleComplete
 from drivers.shuffler import UsbShuffler
 from drivers.timers import Deadline
