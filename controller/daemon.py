@@ -80,7 +80,8 @@ class Daemon:
 
         self.config = config
         self.game = build_game(config.submission)
-        self.store = Store(config.store_path)
+        self.store = Store(config.store_path,
+                           flush_delay_s=config.store_flush_delay_ms / 1000)
         self.devices = dict(devices) if devices is not None else build_devices(config)
         self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.started_monotonic = time.monotonic()
