@@ -22,9 +22,9 @@ from controller.auth import authorise
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer
 from controller.logsetup import bind_table, configure_logging
-from controller.rules.cards import BackColour
+from cards import BackColour
 from controller.sdnotify import SdNotifier
-from drivers.batches import BatchTracker
+from controller.rules.batches import BatchTracker
 from controller.store import IntegrityError, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from controller.watchdog import Health, WatchdogPinger

@@ -18,12 +18,11 @@ import structlog
 from transitions import Machine
 
 from controller.logsetup import bind_round
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
 from controller.rules.settlement import PlacedWager, check_wager, settle_round
 from controller.rules.wager import Outcome, Settlement, SettlementPoint
 from controller.store import Store
-from drivers.batches import BatchFault, BatchPlace, BatchTracker
-from drivers.errors import BatchError
+from controller.rules.batches import BatchError, BatchFault, BatchPlace, BatchTracker
 from drivers.protocols import (
     BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
     LateSensorChange, LedState, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
