@@ -60,7 +60,7 @@ async def measure(idle_seconds: float) -> dict[str, float]:
         for attempt in range(3):
             harness = TableHarness(CONFIG, Path(tmp) / f"start{attempt}", seed=attempt)
             from hil.shoe_sim import SimulatedShoe
-            from controller.rules.cards import BackColour
+            from cards import BackColour
 
             harness.shoe = SimulatedShoe([], BackColour.RED, 0)
             await harness.shoe.start()

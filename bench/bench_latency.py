@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.rules.cards import BackColour  # noqa: E402
+from cards import BackColour  # noqa: E402
 from drivers.protocols import CardDrawn, LinkChanged, LinkState, LockedOut  # noqa: E402
 from drivers.seats import GpioSeatPanel, SeatPins  # noqa: E402
 from drivers.shoe import SerialShoe  # noqa: E402

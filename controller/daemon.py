@@ -22,9 +22,9 @@ from controller.auth import authorise
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer
 from controller.logsetup import bind_table, configure_logging
-from controller.rules.cards import BackColour
+from cards import BackColour
 from controller.sdnotify import SdNotifier
-from drivers.batches import BatchTracker
+from controller.rules.batches import BatchTracker
 from controller.store import IntegrityError, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from controller.table_snapshot import wager_json
@@ -84,7 +84,8 @@ class Daemon:
 
         self.config = config
         self.game = build_game(config.submission)
-        self.store = Store(config.store_path)
+        self.store = Store(config.store_path,
+                           flush_delay_s=config.store_flush_delay_ms / 1000)
         self.devices = dict(devices) if devices is not None else build_devices(config)
         self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.started_monotonic = time.monotonic()

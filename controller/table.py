@@ -21,7 +21,7 @@ from typing import Any
 from transitions import Machine
 
 from controller.logsetup import bind_round
-from controller.rules.cards import Card
+from cards import Card
 from controller.rules.settlement import PlacedWager
 from controller.store import Store
 from controller.table_base import CommandRefused
@@ -31,7 +31,7 @@ from controller.table_ports import Announce, LockSeats, OpenSeats, Progressive, 
 from controller.table_rounds import RoundPlay
 from controller.table_rules import RulesAdapter
 from controller.table_snapshot import TableSnapshot, wager_json
-from drivers.batches import BatchTracker
+from controller.rules.batches import BatchTracker
 from drivers.protocols import (
     BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
     LateSensorChange, LedState, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,

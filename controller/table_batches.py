@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controller.logsetup import bind_round
-from controller.rules.cards import BackColour
+from cards import BackColour
 from controller.table_base import TableBase
 from controller.table_machine import TableState
 from controller.table_snapshot import ShoeProgress
-from drivers.batches import BatchFault, BatchPlace
-from drivers.errors import BatchError
+from controller.rules.batches import BatchError, BatchFault, BatchPlace
 from drivers.protocols import BatchHeld, CardDrawn, DeviceFault, ShoeLoaded, ShuffleComplete
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from controller.rules.cards import Card
+from cards import Card
 from controller.rules.game import Coup, Game
 from controller.rules.settlement import PlacedWager, check_wager, settle_round
 from controller.rules.wager import Settlement, SettlementPoint

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
 from controller.rules.settlement import PlacedWager
 from controller.table_machine import TableState
-from drivers.batches import BatchTracker
+from controller.rules.batches import BatchTracker
 from drivers.protocols import CardDrawn
 
 

@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
 
 
 class LinkState(enum.Enum):
-    """Reconnect state of one device link (STYLE.md 7: missing at start-up is RETRYING)."""
+    """Reconnect state of one device link (missing at start-up is RETRYING, not an error)."""
 
     CONNECTING = "connecting"
     HANDSHAKING = "handshaking"

@@ -42,7 +42,7 @@ import structlog
 import usb.backend
 import usb.core
 
-from controller.rules.cards import BackColour, Card, shoe_of
+from cards import BackColour, Card, shoe_of
 from firmware_bridge import messages as wire
 from firmware_bridge.link import LinkEndpoint, LinkUp, LinkDown, MessageReceived, PeerRefused, Role
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.rules.baccarat import Hand, NextCard
-from controller.rules.cards import Card, shoe_of
+from cards import Card, shoe_of
 from controller.rules.game import Game
 from controller.rules.settlement import PlacedWager, settle_round, void_round
 from controller.rules.shoe import ShoePhase, cut_and_cover, phase_after_round

@@ -130,7 +130,7 @@ class StandInDisplay(StandInDevice):
 
 
 async def test_an_award_waits_for_the_display_to_confirm_the_win_light_631c_6_c_5(tmp_path):
-    from controller.rules.cards import BackColour, Card
+    from cards import BackColour, Card
     from drivers.protocols import CardDrawn, LockedOut, ShoeLoaded
 
     config = load_config(Path(__file__).parents[2] / "config" / "progressive-heavenly9-mystery.toml",

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from controller.config import load_config
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
+from controller.rules.card_values import burn_value
 from controller.rules.game import build_game
 from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
@@ -102,7 +103,7 @@ def open_to_betting(table: Table, dealer: Dealer, first: str = "3♠") -> None:
     table.on_shoe_loaded()
     assert table.state is TableState.BURN
     dealer.draw(first)  # 631a.5(f): exposed; its value says how many more to burn
-    burn = Card.parse(first).burn_value
+    burn = burn_value(Card.parse(first))
     dealer.draw(*["2♣"] * burn)
     assert table.state is TableState.BETTING_OPEN
 
@@ -455,7 +456,7 @@ def test_a_red_batch_is_named_red_not_lost_as_zero_681a_3_b(store):
 
 def test_two_batches_alternate_shoe_by_shoe_681a_3_b(store):
     """681a.3(b)(4): each batch is dealt every other shoe; a wrong one stops the table."""
-    from drivers.batches import BatchTracker
+    from controller.rules.batches import BatchTracker
     from drivers.protocols import BatchHeld
 
     table = table_for(store, submission_rules(

@@ -19,7 +19,7 @@ LOCKOUT_PIN = 10
 
 
 class FakeClock:
-    """A monotonic clock the test advances by hand (STYLE.md 11)."""
+    """A monotonic clock the test advances by hand."""
 
     def __init__(self, start: float = 1000.0) -> None:
         self.now = start
