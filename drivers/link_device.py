@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.errors import DeviceNotConnectedError
 from drivers.protocols import (
     DeviceFault,
@@ -165,7 +165,10 @@ class LinkedDevice:
         self._self_test = loop.create_future()
         try:
             await self._link.send(wire.SelfTestRequest())
-            result = await asyncio.wait_for(asyncio.shield(self._self_test), SELF_TEST_TIMEOUT_S)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that
+            # arrives with the result (drivers/timers.py), leaving the caller running on.
+            async with asyncio.timeout(SELF_TEST_TIMEOUT_S):
+                result = await asyncio.shield(self._self_test)
         except (TimeoutError, BridgeError) as exc:
             return SelfTestResult(self.name, False, f"no self-test result: {exc or 'timed out'}")
         finally:
@@ -188,7 +191,8 @@ class LinkedDevice:
                 assert self._state_changed is not None
                 self._state_changed.clear()
                 await self._state_changed.wait()
-        await asyncio.wait_for(until(), timeout)
+        async with asyncio.timeout(timeout):  # cancelled with the caller, on 3.11 too
+            await until()
 
     # --- for subclasses ---------------------------------------------------------
 

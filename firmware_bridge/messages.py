@@ -8,7 +8,7 @@ their wire type, allowed values, unit and meaning in ``wire(...)`` metadata;
 same facts (``catalogue_markdown()``), so the table and the code cannot drift.
 
 No message knows about baccarat beyond the integers the shoe and shuffler
-report; ranks, suits and back colours use the values of controller.rules.cards.
+report; ranks, suits and back colours use the values of cards.
 """
 
 from __future__ import annotations
@@ -344,9 +344,9 @@ class FaultCleared(Message):
 
 # --- shoe -> host ------------------------------------------------------------------
 
-_RANKS = range(1, 14)  # ace=1 .. king=13, controller.rules.cards.Rank
-_SUITS = range(0, 4)  # clubs, diamonds, hearts, spades, controller.rules.cards.Suit
-_BACKS = range(0, 4)  # red, blue, green, black, controller.rules.cards.BackColour
+_RANKS = range(1, 14)  # ace=1 .. king=13, cards.Rank
+_SUITS = range(0, 4)  # clubs, diamonds, hearts, spades, cards.Suit
+_BACKS = range(0, 4)  # red, blue, green, black, cards.BackColour
 SHOE = frozenset({DeviceKind.SHOE})
 SHUFFLER = frozenset({DeviceKind.SHUFFLER})
 
