@@ -127,6 +127,10 @@ class TableHarness:
         self.client: ControlClient | None = None
         self.result = HarnessResult()
         self.last_seq = 0  # the last committed event the harness has seen
+        # After a restart the harness acts on the restored state (_resume), never again on
+        # a prompt committed before the cut: kept across play() calls, or the next call
+        # would act on such a prompt a second time (a second shuffle, refused: issue 13).
+        self._acted_through = 0
         self._shoes_target = 0
 
     def _overrides(self, shoe_port: str) -> list[str]:
@@ -243,7 +247,7 @@ class TableHarness:
             await self.call("open")
         stream = await ControlClient(self.socket).connect()
         events = stream.subscribe(self.last_seq)
-        act_after = self.last_seq
+        act_after = max(self.last_seq, self._acted_through)
         try:
             while self.result.shoes_completed < target:
                 event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
@@ -261,6 +265,7 @@ class TableHarness:
                     stream = await ControlClient(self.socket).connect()
                     events = stream.subscribe(self.last_seq)  # catch up on what we missed
                     act_after = (await self.call("events", limit=1) or [{"seq": 0}])[-1]["seq"]
+                    self._acted_through = act_after
                     await self._resume()
         finally:
             await stream.close()
