@@ -91,6 +91,8 @@ class TableConfig:
     control_socket: str
     control_socket_mode: int
     supervisor_pin_hashes: Mapping[str, str]
+    # The key and anchor of critical memory; '' = beside the store, "<stem>.critical/".
+    critical_dir: str = ""
 
     @property
     def table_id(self) -> str:
@@ -288,9 +290,11 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     )
 
     store_t = c.table("store")
-    c.unknown(store_t, "store", {"path"})
+    c.unknown(store_t, "store", {"path", "critical_dir"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
+    critical_dir = c.get(store_t, "store", "critical_dir", str, "a directory only the daemon's "
+                         "user can open, e.g. /var/lib/tabled/table.critical", "") or ""
 
     ctl_t = c.table("control")
     c.unknown(ctl_t, "control", {"socket", "mode"})
@@ -324,6 +328,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
+        critical_dir=critical_dir,
     )
 
 
