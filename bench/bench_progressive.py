@@ -17,7 +17,7 @@ from pathlib import Path
 from controller.progressive.config import parse_progressive_config
 from controller.progressive.system import ProgressiveSystem
 from controller.rules.baccarat import BaccaratCoup, NextCard
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
 from controller.store import Store
 from drivers.protocols import LockedOut
 

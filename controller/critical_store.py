@@ -35,23 +35,13 @@ def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
     return CriticalPaths.for_store(store_path, critical_dir or None)
 
 
-def open_store(store_path: str, critical_dir: str = "") -> Store:
+def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float = 0.0) -> Store:
     """The boot check: open and verify the table's store, or raise IntegrityError naming
     what failed and what the technician does next. Nothing is written before the check."""
     paths = paths_for(store_path, critical_dir)
     key = critical.load_key(paths)
     store_file = paths.store
-    if store_file.is_dir():
-        raise IntegrityError("store unusable", f"{store_file} is a directory, not a store file",
-                             ACTION_UNUSABLE)
-    if not store_file.exists():
-        anchor = critical.read_anchor(paths.anchor, key)
-        raise IntegrityError("store missing", f"no store at {store_file}, but this table was "
-                             "initialised" + (f" and its anchor records commit {anchor.commit_no}"
-                                              f" (log entry {anchor.log_seq})" if anchor else ""),
-                             "restore the store from its backup, or have a supervisor clear "
-                             "critical memory (tabled --clear-store); never start a new store "
-                             "by hand")
+    missing_store(paths, key)
     if not os.access(store_file, os.R_OK | os.W_OK) or not os.access(
             store_file.parent, os.W_OK | os.X_OK):
         raise IntegrityError("store unusable", f"{store_file} (or its directory) is not "
@@ -59,7 +49,8 @@ def open_store(store_path: str, critical_dir: str = "") -> Store:
                              "read and write permission on the store and its directory "
                              "(docs/deployment.md), then restart the daemon")
     try:
-        store = Store(store_file, key=key, paths=paths, create=False)
+        store = Store(store_file, key=key, paths=paths, create=False,
+                      flush_delay_s=flush_delay_s)
     except IntegrityError:
         raise
     except sqlite3.DatabaseError as exc:
@@ -74,6 +65,22 @@ def open_store(store_path: str, critical_dir: str = "") -> Store:
         store.close()
         raise _unusable(store_file, exc) from None
     return store
+
+
+def missing_store(paths: CriticalPaths, key: bytes) -> None:
+    """Raise the boot check's failure if the initialised table's store file is not there."""
+    store_file = paths.store
+    if store_file.is_dir():
+        raise IntegrityError("store unusable", f"{store_file} is a directory, not a store file",
+                             ACTION_UNUSABLE)
+    if not store_file.exists():
+        anchor = critical.read_anchor(paths.anchor, key)
+        raise IntegrityError("store missing", f"no store at {store_file}, but this table was "
+                             "initialised" + (f" and its anchor records commit {anchor.commit_no}"
+                                              f" (log entry {anchor.log_seq})" if anchor else ""),
+                             "restore the store from its backup, or have a supervisor clear "
+                             "critical memory (tabled --clear-store); never start a new store "
+                             "by hand")
 
 
 def _unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:

@@ -1,4 +1,4 @@
-"""One exception tree for every device driver (STYLE.md 5).
+"""One exception tree for every device driver.
 
 Each class mixes in the built-in it refines, so callers that only know the
 standard library (``except TimeoutError``) still catch the right thing, and each
@@ -85,13 +85,3 @@ class DisplayError(DriverError):
 class DisplayTimeoutError(DisplayError, DriverTimeoutError):
     """The display did not answer in time."""
 
-
-# --- two-batch alternation ---------------------------------------------------
-
-
-class BatchError(DriverError):
-    """Root of errors of the two-batch alternation tracker (681a.3(b))."""
-
-
-class BatchSequenceError(BatchError, RuntimeError):
-    """A batch moved in a way 681a.3(b) does not allow (e.g. a second batch into the discard rack)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.errors import DeviceNotConnectedError
 from drivers.protocols import (
     DeviceFault,
@@ -66,7 +66,8 @@ COMMON_FAULT_ACTIONS: Mapping[wire.FaultCode, str] = {
 def host_hello() -> wire.Hello:
     """The Hello this host sends to every device."""
     return wire.Hello(protocol_version=wire.PROTOCOL_VERSION, device_kind=wire.DeviceKind.HOST,
-                      serial_number="", firmware_version=HOST_SOFTWARE_VERSION, capabilities=0)
+                      serial_number="", firmware_version=HOST_SOFTWARE_VERSION,
+                      capabilities=wire.CAP_PROTOCOL_1_1)
 
 
 def back_colour(value: int) -> BackColour:
@@ -164,7 +165,10 @@ class LinkedDevice:
         self._self_test = loop.create_future()
         try:
             await self._link.send(wire.SelfTestRequest())
-            result = await asyncio.wait_for(asyncio.shield(self._self_test), SELF_TEST_TIMEOUT_S)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that
+            # arrives with the result (drivers/timers.py), leaving the caller running on.
+            async with asyncio.timeout(SELF_TEST_TIMEOUT_S):
+                result = await asyncio.shield(self._self_test)
         except (TimeoutError, BridgeError) as exc:
             return SelfTestResult(self.name, False, f"no self-test result: {exc or 'timed out'}")
         finally:
@@ -187,7 +191,8 @@ class LinkedDevice:
                 assert self._state_changed is not None
                 self._state_changed.clear()
                 await self._state_changed.wait()
-        await asyncio.wait_for(until(), timeout)
+        async with asyncio.timeout(timeout):  # cancelled with the caller, on 3.11 too
+            await until()
 
     # --- for subclasses ---------------------------------------------------------
 
@@ -331,12 +336,12 @@ class LinkedDevice:
 
     async def _dispatch(self, message: wire.Message) -> None:
         if isinstance(message, wire.Fault):
-            code = message.code.name.lower()
-            action = self.fault_actions.get(message.code) or COMMON_FAULT_ACTIONS.get(
+            code = wire.fault_name(message.code)
+            action = self.fault_actions.get(message.code) or COMMON_FAULT_ACTIONS.get(  # type: ignore[call-overload]
                 message.code, "Call a technician: the device reported a fault.")
             self._fault(code, message.detail, action)
         elif isinstance(message, wire.FaultCleared):
-            self._clear(message.code.name.lower())
+            self._clear(wire.fault_name(message.code))
         elif isinstance(message, wire.SelfTestResult):
             if self._self_test is not None and not self._self_test.done():
                 self._self_test.set_result(message)

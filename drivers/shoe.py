@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from controller.rules.cards import BackColour, Card, Rank, Suit
+from cards import BackColour, Card, Rank, Suit
 from drivers import protocols as events
 from drivers.errors import ShoeNotConnectedError
 from drivers.link_device import COMMON_FAULT_ACTIONS, LinkedDevice, host_hello

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
 from drivers.reconnect import ReconnectPolicy
 from drivers.seats import SeatPins
 from hil.display_sim import SimulatedDisplay

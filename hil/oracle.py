@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller.rules.cards import Card
+from cards import Card
 
 # 631a.11(c)(2)(iii), Table 1: row = Banker's two-card Point Count, column = value of
 # the Player's third card; D draw, S stay.

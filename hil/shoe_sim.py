@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from controller.rules.cards import BackColour, Card, shoe_of
+from cards import BackColour, Card, shoe_of
 from firmware_bridge import messages as wire
 from hil.pty_device import PtyDevice, SimulatorError
 

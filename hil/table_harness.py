@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from controller.control import ControlClient, ControlError
-from controller.rules.cards import BackColour
+from cards import BackColour
 
 DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
 PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fail loudly

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from controller.rules.cards import BackColour
-from drivers.batches import BatchTracker
+from cards import BackColour
+from controller.rules.batches import BatchTracker
 from drivers.protocols import BatchHeld, CardDrawn, LinkChanged, LinkState, ShoeLoaded, ShuffleComplete
 from drivers.shoe import SerialShoe
 from drivers.shuffler import UsbShuffler

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.protocols import (
     CardDrawn,
     CoverCardDrawn,

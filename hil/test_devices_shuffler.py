@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.errors import DriverConfigError, ShufflerBusyError, ShufflerNotConnectedError
 from drivers.protocols import (
     BatchHeld,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.rules.cards import Card
+from cards import Card
+from controller.rules.card_values import burn_value
 from hil.oracle import check_round, expected_draws, expected_net, points
 from hil.table_harness import TableHarness
 
@@ -43,7 +44,7 @@ def test_every_card_the_shoe_dealt_is_accounted_for_631a_5_f_631a_10_d(played_sh
     burn = [e["payload"] for e in result.events if e["kind"] in ("burn_first_card", "burn_card")]
     first = burn[0]["card"]
     burned = 1 + burn[0]["burn"]
-    assert len(burn) == burned == 1 + Card.parse(first).burn_value  # 631a.5(f)
+    assert len(burn) == burned == 1 + burn_value(Card.parse(first))  # 631a.5(f)
     dealt = [c["card"] for r in rounds for c in r["cards"]]
     # The cards in play are exactly the stack after the burn, in order, none skipped.
     assert [str(c) for c in stack[:burned]][0] == first

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from controller.control import ControlError
-from controller.rules.cards import Card
+from cards import Card
 from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(600)]

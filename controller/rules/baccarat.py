@@ -10,13 +10,14 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from controller.rules.cards import Card
+from cards import Card
+from controller.rules.card_values import baccarat_value, burn_value
 from controller.rules.wager import RoundView
 
 
 def point_count(cards: Iterable[Card]) -> int:
     """631a.6(b): the total of the card values, keeping only the right-hand digit."""
-    return sum(card.baccarat_value for card in cards) % 10
+    return sum(baccarat_value(card) for card in cards) % 10
 
 
 # 631a.11(c)(2)(iii), Table 1: rows are the Banker's two-card Point Count 3..6,
@@ -54,7 +55,7 @@ def banker_draws(
         return True  # 631a.11(c)(2)(i)
     if banker_two_card_count == 7:
         return False  # 631a.11(c)(2)(ii)
-    return TABLE_1[(banker_two_card_count, player_third.baccarat_value)]  # 631a.11(c)(2)(iii)
+    return TABLE_1[(banker_two_card_count, baccarat_value(player_third))]  # 631a.11(c)(2)(iii)
 
 
 class Hand(enum.Enum):
@@ -176,7 +177,7 @@ class BaccaratCoup:
 
 def burn_count(first_card: Card) -> int:
     """631a.5(f): after exposing the first card, burn as many more as its face value."""
-    return first_card.burn_value
+    return burn_value(first_card)
 
 
 def banker_draws_value(

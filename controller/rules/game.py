@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from controller.rules.baccarat import BaccaratCoup, NextCard
-from controller.rules.cards import Card
+from cards import Card
+from controller.rules.card_values import burn_value
 from controller.rules.registry import load_rules
 from controller.rules.submission import CutConfig, GameConfig, Submission, load_submission
 from controller.rules.wager import RoundView, WagerRule
@@ -95,7 +96,7 @@ class Game:
         """Cards to burn face down after exposing `first_card` (631a.5(f); 681a.7(c) burns none more)."""
         if self.config.is_21:
             return 0
-        return first_card.burn_value
+        return burn_value(first_card)
 
 
 def build_game(submission: Submission) -> Game:

@@ -26,7 +26,8 @@ from itertools import combinations_with_replacement
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from controller.rules.baccarat import banker_draws_value, player_draws
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
+from controller.rules.card_values import baccarat_value
 from controller.rules.wager import Outcome
 
 if TYPE_CHECKING:
@@ -372,7 +373,7 @@ class ParContext:
     def rank_rounds(self) -> dict[RoundClass, int]:
         """631a round classes with the third cards' ranks (1..13), same denominator."""
         counts = [0] + [4 * self.shoe.decks] * 13
-        values = [0] + [Card(r, Suit.CLUBS).baccarat_value for r in Rank]
+        values = [0] + [baccarat_value(Card(r, Suit.CLUBS)) for r in Rank]
         return enumerate_rounds(counts, values)
 
     @cached_property

@@ -10,7 +10,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.rules.cards import Card
+from cards import Card
+from controller.rules.card_values import burn_value
 
 MAX_CARDS_631A_ROUND = 6  # 631a.9(c) four cards plus at most one more each (631a.10(c))
 
@@ -81,7 +82,7 @@ def burn_plan(first_card: Card, *, twenty_one: bool = False) -> int:
     631a.5(f): as many as the first card's face value (10/J/Q/K ten, ace one).
     681a.7(c): only the first card itself.
     """
-    return 0 if twenty_one else first_card.burn_value
+    return 0 if twenty_one else burn_value(first_card)
 
 
 def can_complete_631a_round(cards_remaining: int) -> bool:

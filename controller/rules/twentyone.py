@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from controller.rules.baccarat import Hand, NextCard, Winner
-from controller.rules.cards import Card, Rank
+from cards import Card, Rank
 from controller.rules.money import Rounding
 from controller.rules.par import ParContext, Resolution, WagerPar, lines_from_resolutions
 from controller.rules.registry import FAMILY_681A, wager_rule

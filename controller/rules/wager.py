@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
-from controller.rules.cards import Card
+from cards import Card
 
 
 class SettlementPoint(enum.Enum):

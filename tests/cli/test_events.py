@@ -151,14 +151,29 @@ def test_offline_verify_finds_a_deleted_entry_json(store_file, capsys):
                  "are gone"}
 
 
-def test_offline_verify_of_a_file_that_is_not_a_store(store_file, tmp_path, capsys):
+def test_offline_verify_of_a_file_that_is_not_a_store(tmp_path, capsys):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"garbage" * 200)
+    assert main(["events", "verify", "--store", str(junk)]) == exitcodes.BAD_ARGUMENTS
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no "CHECK FAILED ... Do not play" for a wrong path
+    assert f"{junk} is not a table store: it is not an SQLite database" in captured.err
+    missing = tmp_path / "none.sqlite"
+    assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
+    assert f"no store file at {missing}" in capsys.readouterr().err
+
+
+def test_offline_verify_of_the_tables_own_store_damaged(store_file, capsys):
+    """Beside its key the file is this table's store: damage is an integrity failure, in the
+    words the daemon uses, not a wrong path."""
     store_file.write_bytes(b"garbage" * 200)
     assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.INTEGRITY_FAILURE
     assert (f"store unusable: {store_file} is not a SQLite store: its header is damaged"
             in capsys.readouterr().out)
-    missing = tmp_path / "none.sqlite"
-    assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
-    assert f"no store file at {missing}" in capsys.readouterr().err
+    store_file.unlink()
+    assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.INTEGRITY_FAILURE
+    assert (f"store missing: no store at {store_file}, but this table was initialised and its "
+            "anchor records commit" in capsys.readouterr().out)
 
 
 def test_offline_verify_in_a_subprocess_with_the_daemon_down(store_file):

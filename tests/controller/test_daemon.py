@@ -139,7 +139,7 @@ class StandInDisplay(StandInDevice):
 
 
 async def test_an_award_waits_for_the_display_to_confirm_the_win_light_631c_6_c_5(tmp_path):
-    from controller.rules.cards import BackColour, Card
+    from cards import BackColour, Card
     from drivers.protocols import CardDrawn, LockedOut, ShoeLoaded
 
     config = load_config(Path(__file__).parents[2] / "config" / "progressive-heavenly9-mystery.toml",
@@ -219,6 +219,10 @@ class StandInSeats(StandInDevice):
 
     def open_betting(self, seats: frozenset[int]) -> None:
         pass
+
+    def lock(self, cause: str) -> Any:
+        from drivers.protocols import LockedOut
+        return LockedOut(cause, 0.0, frozenset())
 
 
 async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, monkeypatch):

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from controller.config import load_config
-from controller.rules.cards import BackColour, Card
+from cards import BackColour, Card
+from controller.rules.card_values import burn_value
 from controller.rules.game import build_game
+from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
 from controller.store import Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
@@ -101,7 +103,7 @@ def open_to_betting(table: Table, dealer: Dealer, first: str = "3♠") -> None:
     table.on_shoe_loaded()
     assert table.state is TableState.BURN
     dealer.draw(first)  # 631a.5(f): exposed; its value says how many more to burn
-    burn = Card.parse(first).burn_value
+    burn = burn_value(Card.parse(first))
     dealer.draw(*["2♣"] * burn)
     assert table.state is TableState.BETTING_OPEN
 
@@ -271,7 +273,7 @@ def test_a_face_up_card_opens_a_simulated_round_and_the_wagers_wait_631a_15_d(st
     assert table.state is TableState.BETTING_OPEN
     simulated = store.rounds()[-1]
     assert (simulated["simulated"], simulated["wagers"], simulated["settlements"]) == (True, [], [])
-    assert table.wagers == [{"seat": 1, "wager": "banker", "amount_cents": 1000}]
+    assert table.wagers == [PlacedWager(1, "banker", 1000)]
     assert table.shoe.rounds_in_shoe == 0  # a simulated round is not a round of play
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦", "4♥", "4♠")
@@ -421,7 +423,7 @@ def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5
         table.cmd_place_wager(3, "dragon_bonus_player", 500)
     table.cmd_place_wager(3, "player", 500)
     table.cmd_place_wager(3, "dragon_bonus_player", 500)
-    assert [w["wager"] for w in table.wagers] == ["player", "dragon_bonus_player"]
+    assert [w.wager for w in table.wagers] == ["player", "dragon_bonus_player"]
 
 
 def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631c_7_b(store):
@@ -454,7 +456,7 @@ def test_a_red_batch_is_named_red_not_lost_as_zero_681a_3_b(store):
 
 def test_two_batches_alternate_shoe_by_shoe_681a_3_b(store):
     """681a.3(b)(4): each batch is dealt every other shoe; a wrong one stops the table."""
-    from drivers.batches import BatchTracker
+    from controller.rules.batches import BatchTracker
     from drivers.protocols import BatchHeld
 
     table = table_for(store, submission_rules(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.rules.cards import shoe_of
+from cards import shoe_of
 from hil.shoe_sim import COVER_MIN_FROM_BOTTOM_631A, COVER_MIN_FROM_BOTTOM_681A, build_stack
 
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from controller.rules.cards import BackColour
+from cards import BackColour
 from drivers.protocols import CardDrawn, DeviceFault, LinkChanged, LinkState
 from drivers.reconnect import ReconnectPolicy
 from drivers.shoe import SerialShoe

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from controller.rules.cards import BackColour, Card, Rank, Suit
+from cards import BackColour, Card, Rank, Suit
 from drivers.protocols import CardDrawn, LinkChanged, LinkState
 from drivers.reconnect import ReconnectPolicy
 from drivers.shoe import SerialShoe

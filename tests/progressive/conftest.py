@@ -12,7 +12,7 @@ import pytest
 
 from controller.progressive.config import ProgressiveConfig, parse_progressive_config
 from controller.rules.baccarat import BaccaratCoup, NextCard, point_count
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
 from controller.rules.wager import RoundView
 from controller.store import Store
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from controller.rules.baccarat import BaccaratCoup
-from controller.rules.cards import Card
+from cards import Card
+from controller.rules.card_values import baccarat_value
 from controller.rules.game import Game, build_game
 from controller.rules.submission import parse_submission
 from controller.rules.wager import RoundView
@@ -30,8 +31,8 @@ def deal(text: str) -> BaccaratCoup:
 
 def view(player: str, banker: str) -> RoundView:
     p, b = tuple(cards(player)), tuple(cards(banker))
-    return RoundView(player=p, banker=b, player_total=sum(c.baccarat_value for c in p) % 10,
-                     banker_total=sum(c.baccarat_value for c in b) % 10)
+    return RoundView(player=p, banker=b, player_total=sum(baccarat_value(c) for c in p) % 10,
+                     banker_total=sum(baccarat_value(c) for c in b) % 10)
 
 
 def game_of(wagers: dict[str, dict[str, object]], **game: object) -> Game:

@@ -8,7 +8,8 @@ from controller.rules.baccarat import (
     BaccaratCoup, NextCard, Winner, banker_draws, banker_draws_value, burn_count, player_draws,
     point_count,
 )
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
+from controller.rules.card_values import baccarat_value
 
 from tests.rules.helpers import cards, deal
 
@@ -27,16 +28,16 @@ CELLS = [(b, v, INDEPENDENT_TABLE_1[b][v] == "D") for b in (3, 4, 5, 6) for v in
     (Rank.TWO, 2), (Rank.THREE, 3), (Rank.FOUR, 4), (Rank.FIVE, 5), (Rank.SIX, 6),
     (Rank.SEVEN, 7), (Rank.EIGHT, 8), (Rank.NINE, 9)], ids=lambda x: str(x))
 def test_631a_6_a_1_two_to_nine_face_value(rank: Rank, value: int) -> None:
-    assert Card(rank, Suit.HEARTS).baccarat_value == value
+    assert baccarat_value(Card(rank, Suit.HEARTS)) == value
 
 
 @pytest.mark.parametrize("rank", [Rank.TEN, Rank.JACK, Rank.QUEEN, Rank.KING])
 def test_631a_6_a_2_tens_and_faces_zero(rank: Rank) -> None:
-    assert Card(rank, Suit.SPADES).baccarat_value == 0
+    assert baccarat_value(Card(rank, Suit.SPADES)) == 0
 
 
 def test_631a_6_a_3_ace_is_one() -> None:
-    assert Card(Rank.ACE, Suit.CLUBS).baccarat_value == 1
+    assert baccarat_value(Card(Rank.ACE, Suit.CLUBS)) == 1
 
 
 def test_631a_6_b_1_ace_two_four_is_seven() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.rules.baccarat import BaccaratCoup
-from controller.rules.cards import Card
+from cards import Card
 from controller.rules.game import Coup, load_game
 from controller.rules.twentyone import TwentyOneCoup
 

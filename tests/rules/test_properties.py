@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.rules.baccarat import BaccaratCoup, NextCard
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
 from controller.rules.settlement import PlacedWager, VigorishLedger, settle_round
 from controller.rules.twentyone import TwentyOneCoup
 from controller.rules.wager import Outcome, SettlementPoint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.rules.cards import shoe_of
+from cards import shoe_of
 from controller.rules.irregularities import (
     Action, card_drawn_in_error, extra_card_after_17_21, face_up_in_shoe_21,
     insufficient_cards, misdealt_player_third, shuffler_failed_21,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from controller.rules.baccarat import BaccaratCoup, point_count
-from controller.rules.cards import Card
+from cards import Card
 from controller.rules.wager import RoundView
 
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.rules.baccarat import BaccaratCoup
-from controller.rules.cards import Card, shoe_of
+from cards import Card, shoe_of
+from controller.rules.card_values import baccarat_value
 from controller.rules.par import ParContext
 from controller.rules.side import combinatorics as comb
 from controller.rules.submission import GameConfig
@@ -63,8 +64,8 @@ def test_suit_uniformity_by_brute_force_one_deck() -> None:
     one_colour: dict[tuple[int, int], int] = {}
     one_suit: dict[tuple[int, int], int] = {}
     for a, b, c, d in permutations(range(len(black)), 4):
-        p = (black[a].baccarat_value + black[c].baccarat_value) % 10
-        bk = (black[b].baccarat_value + black[d].baccarat_value) % 10
+        p = (baccarat_value(black[a]) + baccarat_value(black[c])) % 10
+        bk = (baccarat_value(black[b]) + baccarat_value(black[d])) % 10
         if not (p >= 8 or bk >= 8 or (p >= 6 and bk >= 6)):
             continue
         one_colour[(p, bk)] = one_colour.get((p, bk), 0) + 2
@@ -88,7 +89,7 @@ def test_representative_views_have_their_signature() -> None:
         cards = v.player + v.banker
         assert (v.player_total, v.banker_total, len(v.player), len(v.banker)) == sig[:4]
         shared, one_rank, suit_class = sig[4:]
-        assert (len({c.baccarat_value for c in cards}) == 1) == (shared >= 0)
+        assert (len({baccarat_value(c) for c in cards}) == 1) == (shared >= 0)
         assert (len({c.rank for c in cards}) == 1) == one_rank
         one_suit, one_colour = len({c.suit for c in cards}) == 1, len({c.suit.is_red for c in cards}) == 1
         assert suit_class == (comb.ALL_ONE_SUIT if one_suit else comb.ONE_COLOUR if one_colour

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.rules.baccarat import BaccaratCoup
-from controller.rules.cards import Card, shoe_of
+from cards import Card, shoe_of
+from controller.rules.card_values import baccarat_value
 from controller.rules.game import load_game
 from controller.rules.submission import SubmissionError, parse_submission
 from controller.rules.wager import Outcome, RoundView, SettlementPoint
@@ -116,8 +117,8 @@ def deal(shoe: list[Card]) -> tuple[RoundView, RoundView]:
     r = coup.result()
     full = RoundView(r.player, r.banker, r.player_total, r.banker_total)
     p2, b2 = r.player[:2], r.banker[:2]
-    four = RoundView(p2, b2, sum(c.baccarat_value for c in p2) % 10,
-                     sum(c.baccarat_value for c in b2) % 10)
+    four = RoundView(p2, b2, sum(baccarat_value(c) for c in p2) % 10,
+                     sum(baccarat_value(c) for c in b2) % 10)
     return four, full
 
 

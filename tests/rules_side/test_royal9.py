@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from controller.rules.cards import Suit
+from cards import Suit
 from controller.rules.registry import WagerConfigError
 from controller.rules.side.common import PaysMeter
 from controller.rules.side.royal9 import default_combinations, make_royal_9
@@ -128,7 +128,7 @@ def test_exact_distribution_symmetry_and_personal_lines() -> None:
 def test_all_lines_together_are_any_royal_9_by_the_core_rank_enumeration() -> None:
     """Every line needs a Royal 9 in some hand and every Royal 9 hits a line, so the lines
     sum to P(some hand is a face card and a nine), counted independently over ranks."""
-    from controller.rules.cards import Rank
+    from cards import Rank
     from controller.rules.par import ParContext
     from controller.rules.submission import GameConfig
 

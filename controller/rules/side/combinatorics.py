@@ -27,7 +27,8 @@ from fractions import Fraction
 from functools import lru_cache
 
 from controller.rules.baccarat import banker_draws, player_draws
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
+from controller.rules.card_values import baccarat_value
 from controller.rules.wager import RoundView
 
 CARDS_PER_DECK = 52
@@ -105,7 +106,7 @@ def initial_four_distribution(
     tally: dict[str | None, int] = {}
     for i, j in pairs:
         hand_p = (reps[i], reps[j])
-        total_p = (reps[i].baccarat_value + reps[j].baccarat_value) % 10
+        total_p = (baccarat_value(reps[i]) + baccarat_value(reps[j])) % 10
         for k, m in pairs:
             used: dict[int, int] = {}
             for c in (i, j, k, m):
@@ -117,7 +118,7 @@ def initial_four_distribution(
                 continue
             hand_b = (reps[k], reps[m])
             view = RoundView(hand_p, hand_b, total_p,
-                             (reps[k].baccarat_value + reps[m].baccarat_value) % 10)
+                             (baccarat_value(reps[k]) + baccarat_value(reps[m])) % 10)
             label = classify(view)
             tally[label] = tally.get(label, 0) + weight
     total = falling(CARDS_PER_DECK * decks, 4)
@@ -142,7 +143,7 @@ def _hand_views(decks: int, player_hand: bool) -> tuple[tuple[RoundView, int], .
             weight = decks * (decks - 1) if c1 == c2 else 2 * decks * decks
             if not weight:
                 continue
-            total = (c1.baccarat_value + c2.baccarat_value) % 10
+            total = (baccarat_value(c1) + baccarat_value(c2)) % 10
             view = (RoundView((c1, c2), _FILLER, total, 5) if player_hand
                     else RoundView(_FILLER, (c1, c2), 5, total))
             out.append((view, weight))

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from controller.rules.baccarat import Hand
-from controller.rules.cards import Card, Rank
+from cards import Card, Rank
 from controller.rules.money import Rounding, payout_cents, round_cents
 from controller.rules.par import (
     MysteryPar, ParContext, ParLine, ProgressivePar, WagerPar,

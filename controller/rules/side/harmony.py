@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from controller.rules.cards import Rank
+from cards import Rank
+from controller.rules.card_values import baccarat_value
 from collections.abc import Mapping
 
 from controller.rules.money import Rounding
@@ -48,7 +49,7 @@ OUTCOMES: dict[str, tuple[str, Callable[[RoundView], bool]]] = {
     FOUR_OF_A_KIND: ("627b.6(g)(3)", lambda v: len(_tie_cards(v)) == 4
                      and len({c.rank for c in _tie_cards(v)}) == 1),
     SIX_ZERO_VALUE: ("627b.6(g)(4)", lambda v: len(_tie_cards(v)) == 6
-                     and all(c.baccarat_value == 0 for c in _tie_cards(v))),
+                     and all(baccarat_value(c) == 0 for c in _tie_cards(v))),
     TIE_0: ("627b.6(g)(5)", lambda v: v.player_total == 0),
     TIE_1_5: ("627b.6(g)(6)", lambda v: 1 <= v.player_total <= 5),
     TIE_6_9: ("627b.6(g)(7)", lambda v: v.player_total >= 6),

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
 from controller.rules.money import Rounding
 from controller.rules.side.combinatorics import CardClass
 from controller.rules.side.common import (

@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from controller.rules.baccarat import Hand
-from controller.rules.cards import Rank
+from cards import Rank
 from controller.rules.money import Rounding
 from controller.rules.side.common import (
     FixedOdds, LineWager, ParSpace, PayLine, Paytable, initial_two,

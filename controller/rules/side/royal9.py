@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
-from controller.rules.cards import Card, Rank, Suit
+from cards import Card, Rank, Suit
 from controller.rules.money import Rounding
 from controller.rules.par import ProgressivePar
 from controller.rules.side.combinatorics import CardClass

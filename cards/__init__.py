@@ -1,8 +1,11 @@
-"""Playing cards as the rules see them: rank, suit, and the back colour of the batch.
+"""Playing cards: rank, suit, and the back colour of a batch of decks.
 
-Pure data; no I/O. The wire protocol (firmware_bridge) carries rank as 1..13 and
-suit as 0..3 in exactly the enum values below, so a card crosses from the shoe
-to the rules without a translation table.
+The vocabulary the devices and the rules share, and nothing more: no game's
+values (a card's baccarat Point Count lives in `controller.rules.card_values`),
+no I/O. `drivers/` and `controller/rules/` both import it; it imports neither.
+The wire protocol (firmware_bridge) carries rank as 1..13, suit as 0..3 and the
+back colour as 0..3 in exactly the enum values below, so a card crosses from
+the shoe to the rules without a translation table.
 """
 
 from __future__ import annotations
@@ -69,16 +72,6 @@ class Card:
 
     def __str__(self) -> str:
         return f"{self.rank.label}{self.suit.symbol}"
-
-    @property
-    def baccarat_value(self) -> int:
-        """631a.6(a): 2-9 face value, 10/J/Q/K zero, ace one."""
-        return 0 if self.rank >= Rank.TEN else int(self.rank)
-
-    @property
-    def burn_value(self) -> int:
-        """631a.5(f): the exposed burn card counts 10/J/Q/K as ten and ace as one."""
-        return 10 if self.rank >= Rank.TEN else int(self.rank)
 
     @classmethod
     def parse(cls, text: str) -> Card:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.rules.cards import BackColour
-from drivers.batches import BatchPlace, BatchTracker
-from drivers.errors import BatchError
+from cards import BackColour
+from controller.rules.batches import BatchError, BatchPlace, BatchTracker
 
 RED, BLUE, GREEN = BackColour.RED, BackColour.BLUE, BackColour.GREEN
 

@@ -1,6 +1,7 @@
 """Two-batch alternation tracker for a table with a batch shuffler (681a.3(b)).
 
-Pure: it is told what the shoe and the shuffler report and what the dealer did,
+A sans-I/O decider of the rules engine (it used to live in drivers/, which know no
+game): it is told what the shoe and the shuffler report and what the dealer did,
 and answers with a ``BatchFault`` (what was seen, what was expected, what to do)
 or ``None``. It never raises for something a device or dealer did; it raises
 ``BatchError`` only for a programming error (an unknown back colour).
@@ -24,8 +25,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from controller.rules.cards import BackColour
-from drivers.errors import BatchError
+from cards import BackColour
+
+
+class BatchError(ValueError):
+    """A programming error: a back colour that is not one of the table's two batches (681a.3(b))."""
 
 
 class BatchPlace(enum.Enum):
