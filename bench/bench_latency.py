@@ -54,7 +54,7 @@ async def bench_lockout(rounds: int) -> list[int]:
     # A clock that moves a second per round keeps each press outside the previous edge's
     # debounce window; the latency itself is measured with perf_counter_ns.
     fake_now = [0.0]
-    panel = GpioSeatPanel("seats", SEATS, LOCKOUT_PIN, pin_factory="mock", tick_s=None,
+    panel = GpioSeatPanel("seats", SEATS, LOCKOUT_PIN, pin_factory="mock", background=False,
                           clock=lambda: fake_now[0])
     await panel.start(emit)
     factory = panel.pin_factory

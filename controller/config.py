@@ -91,6 +91,8 @@ class TableConfig:
     control_socket: str
     control_socket_mode: int
     supervisor_pin_hashes: Mapping[str, str]
+    store_flush_delay_ms: float = 0.0
+    """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
 
     @property
     def table_id(self) -> str:
@@ -288,9 +290,13 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     )
 
     store_t = c.table("store")
-    c.unknown(store_t, "store", {"path"})
+    c.unknown(store_t, "store", {"path", "flush_delay_ms"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
+    flush_delay_ms = c.get(store_t, "store", "flush_delay_ms", (int, float),
+                           "0 to 1000 milliseconds (a stand-in for slow storage in benchmarks "
+                           "and tests; leave it out at a table)", 0,
+                           check=lambda v: 0 <= v <= 1000)
 
     ctl_t = c.table("control")
     c.unknown(ctl_t, "control", {"socket", "mode"})
@@ -324,6 +330,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
+        store_flush_delay_ms=float(flush_delay_ms),
     )
 
 

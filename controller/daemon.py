@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -27,10 +27,14 @@ from controller.sdnotify import SdNotifier
 from controller.rules.batches import BatchTracker
 from controller.store import IntegrityError, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from controller.table_snapshot import wager_json
 from controller.watchdog import Health, WatchdogPinger
-from drivers.protocols import Device, DeviceEvent, LinkState
+from drivers.protocols import (
+    Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
+)
 
 log = structlog.get_logger("tabled")
+DeviceT = TypeVar("DeviceT", bound=Device)
 
 EXIT_OK, EXIT_CONFIG = 0, 6
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
@@ -80,12 +84,16 @@ class Daemon:
 
         self.config = config
         self.game = build_game(config.submission)
-        self.store = Store(config.store_path)
+        self.store = Store(config.store_path,
+                           flush_delay_s=config.store_flush_delay_ms / 1000)
         self.devices = dict(devices) if devices is not None else build_devices(config)
         self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.started_monotonic = time.monotonic()
         self._last_event_wait = 0.0
-        seats = self.devices.get("seats")
+        # Each optional device as the Protocol the daemon calls it through.
+        self.seats = _device_as(self.devices, "seats", SeatPanel)
+        self.display = _device_as(self.devices, "display", ProgressiveDisplay)
+        self.shuffler = _device_as(self.devices, "shuffler", Shuffler)
         self.progressive = None
         if config.progressive is not None:
             from controller.progressive.system import ProgressiveSystem
@@ -97,9 +105,10 @@ class Daemon:
         self.table = Table(
             table_id=config.table_id, seats=config.submission.table.seats,
             rules=RulesAdapter(self.game), store=self.store, announce=self._show_prompt,
-            lock_seats=getattr(seats, "lock", None),
-            open_seats=getattr(seats, "open_betting", None),
-            set_led=getattr(seats, "set_led", None), progressive=self.progressive,
+            lock_seats=self.seats.lock if self.seats is not None else None,
+            open_seats=self.seats.open_betting if self.seats is not None else None,
+            set_led=self.seats.set_led if self.seats is not None else None,
+            progressive=self.progressive,
             batches=BatchTracker(*(BackColour[c.upper()] for c in config.shuffler.batches))
             if config.shuffler.batches else None,
             vig_collection=(config.submission.game.vigorish.collection
@@ -128,23 +137,20 @@ class Daemon:
             log.error("event_queue_full", dropped=type(event).__name__)
 
     def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
-        display = self.devices.get("display")
-        if display is not None and hasattr(display, "show_prompt"):
-            display.show_prompt(action.replace("_", " "))
+        if self.display is not None:
+            self.display.show_prompt(action.replace("_", " "))
 
     def _win_light(self, seat: int, on: bool) -> None:
         """631c.6(c)(5): the light the dealer verifies before a progressive is paid."""
-        display = self.devices.get("display")
-        if display is not None:
-            display.win_light(seat, on)  # type: ignore[attr-defined]
+        if self.display is not None:
+            self.display.win_light(seat, on)
 
     def _show_meters(self) -> None:
         if self.progressive is None:
             return
         amounts = dict(self.progressive.display_amounts())
-        display = self.devices.get("display")
-        if amounts != self._shown_meters and display is not None:
-            display.show_meters(amounts)  # type: ignore[attr-defined]
+        if amounts != self._shown_meters and self.display is not None:
+            self.display.show_meters(amounts)
         self._shown_meters = amounts
 
     async def _sync_linked(self) -> None:
@@ -341,7 +347,7 @@ class Daemon:
         from drivers.protocols import DeviceFault, ShuffleComplete
 
         cards = self.config.submission.game.decks * 52
-        shuffler = self.devices.get("shuffler")
+        shuffler = self.shuffler
         if shuffler is None:
             # 631a.5(a): shuffled by hand; the dealer confirms by loading the shoe.
             self._enqueue(ShuffleComplete("manual", back if back is not None else BackColour.RED,
@@ -349,12 +355,12 @@ class Daemon:
             return
         while self.table.state is TableState.SHUFFLING:
             # RED is 0, so each fallback tests for None, never for truth.
-            batch = next((b for b in (back, getattr(shuffler, "held_batch", None),
+            batch = next((b for b in (back, shuffler.held_batch,
                                       self.table.batch_in_shuffler) if b is not None), None)
             try:
                 if batch is None:
                     raise ShufflerNotConnectedError("the shuffler has not said which batch it holds")
-                await shuffler.shuffle(batch, cards)  # type: ignore[attr-defined]
+                await shuffler.shuffle(batch, cards)
                 return
             except ShufflerBusyError:
                 return  # a shuffle is already running; its result arrives as events
@@ -394,12 +400,11 @@ class Daemon:
 
     def _validate_award(self, args: Mapping[str, Any]) -> Any:
         award_id = _int(args, "award_id", None, 1, 2**62)
-        display = self.devices.get("display")
+        display = self.display
         if display is not None and self.progressive is not None:
             award = next((a for a in self.progressive.pending_awards()
                           if a.award_id == award_id), None)
-            if award is not None and not display.win_light_confirmed(  # type: ignore[attr-defined]
-                    award.seat):
+            if award is not None and not display.win_light_confirmed(award.seat):
                 # 631c.6(c)(5): the dealer verifies the win light before the award is paid.
                 raise ControlError(f"the win light for seat {award.seat} is not confirmed lit by "
                                    "the display; check the display before validating")
@@ -416,29 +421,30 @@ class Daemon:
         if self.table.state not in LIGHT_TEST_STATES:
             raise ControlError(f"the light test runs only while no round is in play (closed, "
                                f"end of shoe or a fault); the table is {self.table.state.value}")
-        seats, display = self.devices.get("seats"), self.devices.get("display")
+        seats, display = self.seats, self.display
         if seats is None and display is None:
             raise ControlError("this table has no seat LEDs or display configured")
         numbers = [w.seat for w in self.config.gpio.seats]
-        before = {n: seats.led(n) for n in numbers} if seats is not None else {}  # type: ignore
+        before = {n: seats.led(n) for n in numbers} if seats is not None else {}
         try:
             for seat in numbers:
                 if seats is not None:
-                    seats.set_led(seat, LedState.WON)  # type: ignore[attr-defined]
+                    seats.set_led(seat, LedState.WON)
                 if display is not None:
-                    display.win_light(seat, True)  # type: ignore[attr-defined]
+                    display.win_light(seat, True)
                 await asyncio.sleep(LIGHT_TEST_STEP_S)
                 if display is not None:
-                    display.win_light(seat, False)  # type: ignore[attr-defined]
+                    display.win_light(seat, False)
                 if seats is not None:
-                    seats.set_led(seat, LedState.OFF)  # type: ignore[attr-defined]
+                    seats.set_led(seat, LedState.OFF)
             for seat in numbers:
                 if seats is not None:
-                    seats.set_led(seat, LedState.ACCEPTED)  # type: ignore[attr-defined]
+                    seats.set_led(seat, LedState.ACCEPTED)
             await asyncio.sleep(LIGHT_TEST_ALL_ON_S)
         finally:
             for seat, state in before.items():
-                seats.set_led(seat, state)  # type: ignore[union-attr]
+                if seats is not None:
+                    seats.set_led(seat, state)
         with self.store.transaction():
             self.store.append_event("light_test", {"seats": numbers,
                                                    "display": display is not None})
@@ -480,7 +486,7 @@ class Daemon:
                      "last_hand": t.shoe.last_hand_announced,
                      "rounds": t.shoe.rounds_in_shoe},
             "round": {"round_id": t.round_id, "round_no": t.round_no,
-                      "wagers": t.wagers,
+                      "wagers": [wager_json(w) for w in t.wagers],
                       "next": t.coup.next_card().name.lower() if t.coup is not None else None},
             "fault": t.fault, "out_of_order": t.out_of_order_reason or None,
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
@@ -499,6 +505,25 @@ class Daemon:
                 "counters": dict(h.counters), "last_error": h.last_error,
             })
         return report
+
+
+def _device_as(devices: Mapping[str, Device], name: str, protocol: type[DeviceT]
+               ) -> DeviceT | None:
+    """The configured device `name` as the Protocol the daemon drives it through, or None.
+
+    A device object lacking one of the Protocol's methods is a wiring error: it is
+    named with what is missing instead of failing later at the first call.
+    """
+    device = devices.get(name)
+    if device is None:
+        return None
+    if not isinstance(device, protocol):
+        missing = sorted(m for m in dir(protocol)
+                         if not m.startswith("_") and not hasattr(device, m))
+        raise TypeError(f"device {name!r} ({type(device).__name__}) lacks "
+                        f"{', '.join(missing)}: it must implement {protocol.__name__} "
+                        "(drivers/protocols.py)")
+    return device
 
 
 LIGHT_TEST_STATES = frozenset({TableState.CLOSED, TableState.END_OF_SHOE,

@@ -144,7 +144,8 @@ class WatchdogPinger:
         try:
             verdict = self._health()
             if inspect.isawaitable(verdict):
-                verdict = await asyncio.wait_for(verdict, timeout)
+                async with asyncio.timeout(timeout):  # not wait_for (3.11): drivers/timers.py
+                    verdict = await verdict
         except asyncio.TimeoutError:
             return Health(False, f"health check did not answer within {timeout:.3f} s")
         except asyncio.CancelledError:

@@ -109,7 +109,8 @@ class SerialDisplay(LinkedDevice):
                 assert self._synced is not None
                 self._synced.clear()
                 await self._synced.wait()
-        await asyncio.wait_for(until(), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: see drivers/timers.py (3.11)
+            await until()
 
     # --- lifecycle ---------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""One exception tree for every device driver (STYLE.md 5).
+"""One exception tree for every device driver.
 
 Each class mixes in the built-in it refines, so callers that only know the
 standard library (``except TimeoutError``) still catch the right thing, and each

@@ -164,7 +164,10 @@ class LinkedDevice:
         self._self_test = loop.create_future()
         try:
             await self._link.send(wire.SelfTestRequest())
-            result = await asyncio.wait_for(asyncio.shield(self._self_test), SELF_TEST_TIMEOUT_S)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that
+            # arrives with the result (drivers/timers.py), leaving the caller running on.
+            async with asyncio.timeout(SELF_TEST_TIMEOUT_S):
+                result = await asyncio.shield(self._self_test)
         except (TimeoutError, BridgeError) as exc:
             return SelfTestResult(self.name, False, f"no self-test result: {exc or 'timed out'}")
         finally:
@@ -187,7 +190,8 @@ class LinkedDevice:
                 assert self._state_changed is not None
                 self._state_changed.clear()
                 await self._state_changed.wait()
-        await asyncio.wait_for(until(), timeout)
+        async with asyncio.timeout(timeout):  # cancelled with the caller, on 3.11 too
+            await until()
 
     # --- for subclasses ---------------------------------------------------------
 

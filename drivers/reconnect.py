@@ -1,4 +1,4 @@
-"""Reconnect state of one device link, as a sans-I/O state object (STYLE.md 1, 7).
+"""Reconnect state of one device link, as a sans-I/O state object.
 
 The driver's connection task does the I/O (open the port, wait for the
 handshake, read until the link fails, sleep the delay this object returns); this

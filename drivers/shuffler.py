@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -28,6 +29,7 @@ from drivers import protocols as events
 from drivers.errors import DriverConfigError, ShufflerBusyError, ShufflerNotConnectedError
 from drivers.link_device import COMMON_FAULT_ACTIONS, LinkedDevice, host_hello
 from drivers.reconnect import ReconnectPolicy
+from drivers.timers import Deadline, Schedule, loop_schedule
 from firmware_bridge import messages as wire
 
 log = structlog.get_logger()
@@ -47,6 +49,15 @@ SHUFFLER_FAULT_ACTIONS: Mapping[wire.FaultCode, str] = {
     wire.FaultCode.SHUFFLER_BATCH_MISSING:
         "The batch to shuffle is not in the shuffler: load the right batch (681a.3(b)).",
 }
+
+
+@dataclass(frozen=True, eq=False)
+class ShuffleJob:
+    """One shuffle request; compared by identity, so a timer for an earlier job never
+    matches a later one asking for the same batch."""
+
+    back: BackColour
+    expected_cards: int
 
 
 def resolve_backend(spec: str) -> Any:
@@ -87,8 +98,10 @@ class UsbShuffler(LinkedDevice):
                  reconnect: ReconnectPolicy | None = None,
                  firmware_versions: Collection[str] | None = None,
                  stall_timeout_s: float = SHUFFLE_STALL_TIMEOUT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """``backend``: "" for pyusb's default or "module:attr" (a backend or a factory of one)."""
+                 clock: Callable[[], float] = time.monotonic,
+                 schedule: Schedule = loop_schedule) -> None:
+        """``backend``: "" for pyusb's default or "module:attr" (a backend or a factory of one).
+        ``schedule``: how the stall deadline is timed (tests pass a fake clock's)."""
         for key, value in (("vendor_id", vendor_id), ("product_id", product_id)):
             if not 0 <= value <= 0xFFFF:
                 raise DriverConfigError(f"shuffler.{key} = {value:#x}: must be 0x0000..0xFFFF")
@@ -100,9 +113,11 @@ class UsbShuffler(LinkedDevice):
         self._stall_timeout_s = stall_timeout_s
         self._held: BackColour | None = None
         self._held_known = False
-        self._job: tuple[BackColour, int] | None = None
-        self._watchdog: asyncio.Task[None] | None = None
-        self._progress = asyncio.Event() if _loop_running() else None
+        self._job: ShuffleJob | None = None
+        # 681a.9(c): no progress for this long = the cycle did not complete. A timer object,
+        # not a task: it is cancelled before _finish_job returns, on every Python (see
+        # drivers/timers.py for the 3.11 wait_for bug that made the old task outlive its job).
+        self._stall = Deadline[ShuffleJob](stall_timeout_s, self._on_stall, schedule=schedule)
         self._usb_device: Any = None
 
     # --- what the controller uses ---------------------------------------------------
@@ -112,16 +127,17 @@ class UsbShuffler(LinkedDevice):
         acknowledged the request. The result arrives as events."""
         if self._job is not None:
             raise ShufflerBusyError(
-                f"{self.name}: still shuffling the {self._job[0].name} batch; wait for its result")
-        self._job = (BackColour(back), expected_cards)
+                f"{self.name}: still shuffling the {self._job.back.name} batch; wait for its result")
+        job = self._job = ShuffleJob(BackColour(back), expected_cards)
         try:
             await self._send(wire.StartShuffle(int(back), expected_cards), ShufflerNotConnectedError)
         except BaseException:
-            self._job = None
+            if self._job is job:
+                self._job = None
             raise
         self._counters["shuffles_started"] += 1
-        if self._job is not None:  # a very fast shuffler may have finished already
-            self._arm_watchdog()
+        if self._job is job:  # a very fast shuffler may have finished already
+            self._stall.arm(job)
 
     @property
     def held_batch(self) -> BackColour | None:
@@ -131,7 +147,7 @@ class UsbShuffler(LinkedDevice):
     @property
     def shuffling(self) -> BackColour | None:
         """The batch being shuffled now, if any."""
-        return self._job[0] if self._job else None
+        return self._job.back if self._job else None
 
     # --- link hooks -----------------------------------------------------------------
 
@@ -163,7 +179,7 @@ class UsbShuffler(LinkedDevice):
 
     async def _on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.ShuffleProgress):
-            self._poke_watchdog()
+            self._stall.extend()
             self._send_event(events.ShuffleProgress(self.name, message.cards_counted,
                                                     message.cards_expected))
         elif isinstance(message, wire.ShuffleComplete):
@@ -187,14 +203,14 @@ class UsbShuffler(LinkedDevice):
 
     async def _on_down(self, reason: str) -> None:
         if self._job is not None:
-            back = self._job[0]
+            back = self._job.back
             self._finish_job()
             self._fault("shuffler_cycle_incomplete",
                         f"the link failed while the {back.name} batch was being shuffled: {reason}",
                         SHUFFLER_FAULT_ACTIONS[wire.FaultCode.SHUFFLER_CYCLE_INCOMPLETE])
 
     async def stop(self) -> None:
-        self._disarm_watchdog()
+        self._finish_job()  # no result will be read any more: the job ends with the driver
         await super().stop()
 
     # --- internals ---------------------------------------------------------------------
@@ -219,38 +235,17 @@ class UsbShuffler(LinkedDevice):
 
     def _finish_job(self) -> None:
         self._job = None
-        self._disarm_watchdog()
+        self._stall.cancel()
 
-    def _arm_watchdog(self) -> None:
-        self._disarm_watchdog()
-        self._progress = asyncio.Event()
-        self._watchdog = asyncio.create_task(self._watch(), name=f"{self.name}-cycle")
-
-    def _poke_watchdog(self) -> None:
-        if self._progress is not None:
-            self._progress.set()
-
-    def _disarm_watchdog(self) -> None:
-        task, self._watchdog = self._watchdog, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-
-    async def _watch(self) -> None:
-        assert self._progress is not None
-        while True:
-            self._progress.clear()
-            try:
-                await asyncio.wait_for(self._progress.wait(), self._stall_timeout_s)
-            except TimeoutError:
-                break
-        job = self._job
+    def _on_stall(self, job: ShuffleJob) -> None:
+        if job is not self._job:
+            return  # belt and braces: Deadline already drops callbacks of ended jobs
         self._job = None
-        self._watchdog = None
-        if job is not None:
-            self._fault("shuffler_cycle_incomplete",
-                        f"no progress for {self._stall_timeout_s:g} s while shuffling the "
-                        f"{job[0].name} batch",
-                        SHUFFLER_FAULT_ACTIONS[wire.FaultCode.SHUFFLER_CYCLE_INCOMPLETE])
+        self._counters["stalls"] += 1
+        self._fault("shuffler_cycle_incomplete",
+                    f"no progress for {self._stall_timeout_s:g} s while shuffling the "
+                    f"{job.back.name} batch",
+                    SHUFFLER_FAULT_ACTIONS[wire.FaultCode.SHUFFLER_CYCLE_INCOMPLETE])
 
 
 async def _over_usb(async_link: Any, device: Any, role: Any, hello: wire.Hello,
@@ -275,11 +270,3 @@ async def _over_usb(async_link: Any, device: Any, role: Any, hello: wire.Hello,
     ep_out, ep_in = await asyncio.to_thread(endpoints)
     return async_link.over_usb(device, ep_out=ep_out, ep_in=ep_in, role=role, hello=hello,
                                accept_peer=accept_peer)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        return False

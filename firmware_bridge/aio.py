@@ -70,9 +70,11 @@ FD_EIO_RETRY = 0.1
 instead of spinning on a reader that is always 'ready'."""
 
 USB_PACKET_SIZE = 64  # full-speed bulk wMaxPacketSize (USB 2.0 section 5.8.3)
-USB_READ_TIMEOUT_MS = 50
-"""Bulk IN poll timeout: bounds how long close() waits for the reader thread, and is far
-below the link's minimum RTO, so polling adds no meaningful latency."""
+USB_READ_TIMEOUT_MS = 500
+"""Bulk IN read timeout. A read returns as soon as bytes arrive, so this adds no latency; it
+bounds how long close() waits for the reader thread (half a second, at an unplug or a
+shutdown) and sets how often an idle link wakes the reader: twice a second, not twenty
+times (the idle-CPU figure of bench/bench_daemon.py)."""
 
 USB_MAX_QUEUED_WRITES = 32
 """Bulk OUT writes waiting for the writer thread; beyond it new bytes are dropped (a device

@@ -1,7 +1,7 @@
 """The controller's side of a driver's ``emit``, for tests and HIL scenarios.
 
 Thread-safe (GPIO callbacks emit from gpiozero's thread) and awaitable: a test
-awaits the event it expects, with a timeout, instead of sleeping (STYLE.md 11).
+awaits the event it expects, with a timeout, instead of sleeping.
 """
 
 from __future__ import annotations

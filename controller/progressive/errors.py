@@ -1,4 +1,4 @@
-"""One exception tree for the progressive system (STYLE.md 5)."""
+"""One exception tree for the progressive system."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ DRAW_RULES = ("one-card", "to-17")  # 681a.7(g) ruling, docs/rulings.md
 BONUS_CARDS = ("first-three",)  # 681a.3(e) ruling
 
 # 631a.2(a): 10 to 14 numbered positions; 681a.2(a): no more than eight players.
-# Minibaccarat (627a) is not in ../shared/regs; ruling: 1..14 (docs/rulings.md).
+# Minibaccarat's own chapter (627a) is not among the four implemented; ruling: 1..14 (docs/rulings.md).
 SEATS = {"baccarat": (10, 14), "minibaccarat": (1, 14), "21-baccarat": (1, 8)}
 DECKS = {"baccarat": (6, 7, 8), "minibaccarat": (6, 7, 8), "21-baccarat": (4, 8)}  # 631a.3(a), 681a.3(a)
 MIN_TIE_ODDS = Fraction(8)  # 631a.13(b)

@@ -211,6 +211,10 @@ class StandInSeats(StandInDevice):
     def open_betting(self, seats: frozenset[int]) -> None:
         pass
 
+    def lock(self, cause: str) -> Any:
+        from drivers.protocols import LockedOut
+        return LockedOut(cause, 0.0, frozenset())
+
 
 async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, monkeypatch):
     from drivers.protocols import LedState

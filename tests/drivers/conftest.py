@@ -19,7 +19,7 @@ LOCKOUT_PIN = 10
 
 
 class FakeClock:
-    """A monotonic clock the test advances by hand (STYLE.md 11)."""
+    """A monotonic clock the test advances by hand."""
 
     def __init__(self, start: float = 1000.0) -> None:
         self.now = start
@@ -44,7 +44,7 @@ async def recorder() -> Recorder:
 @pytest.fixture
 async def panel(clock: FakeClock, recorder: Recorder) -> AsyncIterator[GpioSeatPanel]:
     """Ten seats on gpiozero's MockFactory, no background tick: the test calls tick()."""
-    p = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock, tick_s=None)
+    p = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock, background=False)
     await p.start(recorder)
     yield p
     await p.stop()

@@ -1,4 +1,4 @@
-"""Capped exponential backoff as a sans-I/O state object (STYLE.md 7)."""
+"""Capped exponential backoff as a sans-I/O state object."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Two LinkEndpoints over impaired channels on a fake clock: every message arrives exactly once, in order.
 
-Impairments (STYLE.md 10): one byte at a time, random splits, loss, duplication,
+Impairments: one byte at a time, random splits, loss, duplication,
 corruption, garbage, delay and jitter, alone and together, in both directions,
 plus device reboots in the middle of a stream.  No test sleeps: the
 simulation jumps the fake clock to the next deadline.

@@ -1,4 +1,4 @@
-"""The core stays sans-I/O (STYLE.md 1): no clocks, sleeps, sockets, threads or drivers in it."""
+"""The core stays sans-I/O: no clocks, sleeps, sockets, threads or drivers in it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Exact par sheets checked against independently published figures.
 
-Each comparison is to the precision the source publishes (see docs/par-sheets.md and
-../shared/reference/published-house-edges.md).
+Each comparison is to the precision the source publishes (the sources are named in
+docs/par-sheets.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Exact par distributions checked against independent published figures (8 decks).
 
-../shared/reference/published-house-edges.md: each figure to the precision it
-is published with.
+Each figure is compared to the precision it is published with; the source
+(Wizard of Odds appendices, Jacobson's analyses) is named in each test.
 """
 
 from __future__ import annotations

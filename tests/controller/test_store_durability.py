@@ -1,0 +1,103 @@
+"""Which steps the store flushes before returning (docs/architecture.md, "Durable writes").
+
+Money, locks and state changes are on disk before the daemon acts on them;
+cards inside a round, prompts and sensor/shuffler progress ride along with the
+next flush.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import store as store_module
+from controller.store import GROUPED_KINDS, Store
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    s = Store(tmp_path / "t.sqlite")
+    flushes: list[int] = []
+    real_flush = s._flush_wal
+    monkeypatch.setattr(s, "_flush_wal", lambda: (flushes.append(1), real_flush()))
+    s.flushes = flushes  # type: ignore[attr-defined]
+    yield s
+    s.close()
+
+
+def test_the_grouped_kinds_move_no_money():
+    assert GROUPED_KINDS == {"card", "prompt", "seat_sensor", "shuffle_progress",
+                             "late_sensor_change"}
+
+
+def test_a_money_step_is_flushed_before_the_transaction_returns(store):
+    with store.transaction():
+        store.append_event("wager_accepted", {"seat": 3, "wager": "banker", "amount_cents": 500})
+    assert (len(store.flushes), store.grouped_commits) == (1, 0)
+
+
+def test_cards_and_prompts_wait_for_the_next_flush_in_log_order(store):
+    before = store.flushed_commits
+    for index in range(5):
+        with store.transaction():
+            store.append_event("card", {"index": index})
+            store.append_event("prompt", {"action": "deal"})
+    assert (store.flushed_commits - before, store.grouped_commits, store.flushes) == (0, 5, [])
+    with store.transaction():
+        store.append_event("round_settled", {"round": 1})
+    assert (store.flushed_commits - before, len(store.flushes)) == (1, 1)
+    kinds = [e.kind for e in store.events()]
+    assert kinds == ["card", "prompt"] * 5 + ["round_settled"]
+    assert store.verify_chain() == 11
+
+
+def test_one_money_event_makes_the_whole_step_flushed(store):
+    with store.transaction():
+        store.append_event("card", {"index": 4})
+        store.append_event("round_settled", {"round": 1})  # the fourth card settled the round
+    assert (store.flushed_commits, store.grouped_commits) == (2, 0)  # 2: opening the store
+
+
+def test_a_step_that_records_nothing_is_flushed(store):
+    with store.transaction():
+        store.save_table_state("betting_open", {"round_no": 1})
+    assert (len(store.flushes), store.grouped_commits) == (1, 0)
+
+
+def test_a_failed_step_is_neither_committed_nor_counted(store):
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.append_event("card", {"index": 1})
+            raise RuntimeError("decision failed")
+    assert (store.grouped_commits, store.flushes, store.events()) == (0, [], [])
+
+
+def test_grouped_steps_survive_a_reopen_once_flushed(tmp_path):
+    path = tmp_path / "t.sqlite"
+    first = Store(path)
+    with first.transaction():
+        first.append_event("card", {"index": 1})
+    with first.transaction():
+        first.append_event("round_settled", {"round": 1})
+    first.close()
+    again = Store(path)
+    assert [e.kind for e in again.events()] == ["card", "round_settled"]
+    again.close()
+
+
+def test_slow_storage_delays_only_flushed_commits(tmp_path, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(store_module.time, "sleep", slept.append)
+    slow = Store(tmp_path / "slow.sqlite", flush_delay_s=0.005)
+    slept.clear()  # opening the store is itself a flushed step
+    with slow.transaction():
+        slow.append_event("card", {"index": 1})
+    assert slept == []
+    with slow.transaction():
+        slow.append_event("round_settled", {"round": 1})
+    assert slept == [0.005]
+    slow.close()
+
+
+def test_a_negative_flush_delay_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="flush_delay_s = -1: must be >= 0"):
+        Store(tmp_path / "x.sqlite", flush_delay_s=-1)
