@@ -95,7 +95,9 @@
         ...live.cards.filter((c) => c.hand === hand).map((c) => cardFace(c.card)));
     }
 
-    document.getElementById("seats").replaceChildren(...live.seats.map((seat) => {
+    const seatsBox = document.getElementById("seats");
+    seatsBox.style.setProperty("--seat-cols", String(Math.ceil(live.seats.length / 2) || 7));
+    seatsBox.replaceChildren(...live.seats.map((seat) => {
       const node = el("div", {class: "seat" + (seat.wagers.length ? " playing" : "") +
                                      (seat.progressive ? " progressive" : ""),
                               "data-seat": seat.seat},

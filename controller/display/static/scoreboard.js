@@ -101,8 +101,13 @@
     table.replaceChildren(...rows);
   }
 
+  // "heavenly_9" -> "Heavenly 9"; a mystery level is named for itself; Royal 9's levels
+  // (mega, major, minor) follow the game's name.
   function meterName(meter) {
-    return wagerName(meter.progressive) + (meter.level ? " \u00b7 " + wagerName(meter.level) : "");
+    if (meter.level === "mystery") return "Must-Hit-By Mystery";
+    const game = wagerName(meter.game || meter.progressive);
+    return ["progressive", "", undefined].includes(meter.level) ? game
+      : game + " \u00b7 " + wagerName(meter.level);
   }
 
   function drawLive(live) {
