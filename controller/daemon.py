@@ -137,6 +137,8 @@ class Daemon:
             log.error("event_queue_full", dropped=type(event).__name__)
 
     def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
+        if action == "reshuffle":  # back in SHUFFLING after a fault: ask the shuffler again
+            self._spawn(self._request_shuffle(None))
         if self.display is not None:
             self.display.show_prompt(action.replace("_", " "))
 
@@ -280,9 +282,11 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
-        reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault(
-            str(a.get("_supervisor", "")))), supervisor=True,
-            description="a floor supervisor's ruling on a fault no device clears (misread)")
+        reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
+            lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
+            **self.status()}, supervisor=True,
+            description="a floor supervisor's ruling: clears what a ruling can, names what "
+                        "still holds the table (docs/faults.md)")
         reg("self_test", self._self_test, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
             lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))},
@@ -353,7 +357,7 @@ class Daemon:
             self._enqueue(ShuffleComplete("manual", back if back is not None else BackColour.RED,
                                             cards, 0, 0, 0))
             return
-        while self.table.state is TableState.SHUFFLING:
+        while self.table.shuffle_wanted:
             # RED is 0, so each fallback tests for None, never for truth.
             batch = next((b for b in (back, shuffler.held_batch,
                                       self.table.batch_in_shuffler) if b is not None), None)
@@ -474,6 +478,7 @@ class Daemon:
         t = self.table
         return {
             "table_id": t.table_id, "state": t.state.value, "seats": t.seats,
+            "version": __version__,
             "batches": {"in_play": _colour(t.shoe.back), "shuffled": _colour(t.batch_shuffled),
                         "in_shuffler": _colour(t.batch_in_shuffler)},
             "game": self.config.submission.game.family,
@@ -488,7 +493,8 @@ class Daemon:
             "round": {"round_id": t.round_id, "round_no": t.round_no,
                       "wagers": [wager_json(w) for w in t.wagers],
                       "next": t.coup.next_card().name.lower() if t.coup is not None else None},
-            "fault": t.fault, "out_of_order": t.out_of_order_reason or None,
+            "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
+            "out_of_order": t.out_of_order_reason or None,
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 
@@ -548,6 +554,7 @@ def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tabled", description="Baccarat table controller daemon")
+    parser.add_argument("--version", action="version", version=f"tabled {__version__}")
     parser.add_argument("--config", required=True, help="the table's configuration (TOML)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration value, e.g. shoe.url=/dev/ttyUSB1")
