@@ -36,10 +36,7 @@ from drivers.protocols import (
 log = structlog.get_logger("tabled")
 DeviceT = TypeVar("DeviceT", bound=Device)
 
-EXIT_OK, EXIT_CONFIG = 0, 6
-# tablectl's INTEGRITY_FAILURE: `--init-store`/`--clear-store` could not do their job. The
-# daemon itself never exits for a failed store: it stays up, out of order, naming it.
-EXIT_STORE = 5
+EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
 LIGHT_TEST_ALL_ON_S = 1.5
 LINKED_SYNC_S = 2.0  # a pit display lagging a hit at another table by 2 s is acceptable
