@@ -280,6 +280,9 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
+        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
+            str(a.get("dealer", "")))),
+            description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault(
             str(a.get("_supervisor", "")))), supervisor=True,
             description="a floor supervisor's ruling on a fault no device clears (misread)")
