@@ -477,6 +477,7 @@ class Daemon:
         t = self.table
         return {
             "table_id": t.table_id, "state": t.state.value, "seats": t.seats,
+            "version": __version__,
             "batches": {"in_play": _colour(t.shoe.back), "shuffled": _colour(t.batch_shuffled),
                         "in_shuffler": _colour(t.batch_in_shuffler)},
             "game": self.config.submission.game.family,
@@ -551,6 +552,7 @@ def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tabled", description="Baccarat table controller daemon")
+    parser.add_argument("--version", action="version", version=f"tabled {__version__}")
     parser.add_argument("--config", required=True, help="the table's configuration (TOML)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration value, e.g. shoe.url=/dev/ttyUSB1")

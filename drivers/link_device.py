@@ -66,7 +66,8 @@ COMMON_FAULT_ACTIONS: Mapping[wire.FaultCode, str] = {
 def host_hello() -> wire.Hello:
     """The Hello this host sends to every device."""
     return wire.Hello(protocol_version=wire.PROTOCOL_VERSION, device_kind=wire.DeviceKind.HOST,
-                      serial_number="", firmware_version=HOST_SOFTWARE_VERSION, capabilities=0)
+                      serial_number="", firmware_version=HOST_SOFTWARE_VERSION,
+                      capabilities=wire.CAP_PROTOCOL_1_1)
 
 
 def back_colour(value: int) -> BackColour:
@@ -335,12 +336,12 @@ class LinkedDevice:
 
     async def _dispatch(self, message: wire.Message) -> None:
         if isinstance(message, wire.Fault):
-            code = message.code.name.lower()
-            action = self.fault_actions.get(message.code) or COMMON_FAULT_ACTIONS.get(
+            code = wire.fault_name(message.code)
+            action = self.fault_actions.get(message.code) or COMMON_FAULT_ACTIONS.get(  # type: ignore[call-overload]
                 message.code, "Call a technician: the device reported a fault.")
             self._fault(code, message.detail, action)
         elif isinstance(message, wire.FaultCleared):
-            self._clear(message.code.name.lower())
+            self._clear(wire.fault_name(message.code))
         elif isinstance(message, wire.SelfTestResult):
             if self._self_test is not None and not self._self_test.done():
                 self._self_test.set_result(message)

@@ -30,6 +30,7 @@ from controller.cli import exitcodes
 from controller.cli.client import (
     Daemon, DaemonUnavailable, EventFeed, UnsupportedCommand, default_socket,
 )
+from controller.cli.storefile import not_a_table_store
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
     table, visible_len, when, with_progress,
@@ -198,16 +199,26 @@ def _run(args: argparse.Namespace, body: Callable[[Daemon], Awaitable[int]]) -> 
         return asyncio.run(go())
     except DaemonUnavailable as exc:
         print(exc.explain(), file=sys.stderr)
+        _json_error(args, str(exc), exc.reason, socket=exc.path)
         return exitcodes.DAEMON_NOT_RUNNING
     except UnsupportedCommand as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
+        _json_error(args, str(exc), "unsupported")
         return exitcodes.UNSUPPORTED
     except ControlError as exc:
         print(f"tablectl: the daemon refused: {exc} ({exc.code})", file=sys.stderr)
+        _json_error(args, str(exc), exc.code)
         return exitcodes.REFUSED if exc.code in _REFUSAL_CODES else exitcodes.FAILURE
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return exitcodes.FAILURE
+
+
+def _json_error(args: argparse.Namespace, message: str, reason: str, **extra: Any) -> None:
+    """With --json, a failure is a JSON document on stdout too: a script reading stdout
+    must not be left with nothing to parse. The human text stays on stderr."""
+    if _json(args):
+        print_json({"ok": False, "error": message, "reason": reason, **extra})
 
 
 def _emit_json(args: argparse.Namespace, obj: Any) -> bool:
@@ -237,6 +248,21 @@ def status_exit_code(status: Mapping[str, Any]) -> int:
 
 _LABEL_WIDTH = 17  # one value column for every block of `status`
 
+# What the table waits for in each state where play cannot go on by itself: a technician
+# at a silent table must see whether it waits for a person or for a device.
+_WAITING_FOR = {
+    "closed": "the table to be opened (the pit's 'open' command)",
+    "opening": "the decks to be inspected and a shuffle to be started",
+    "shuffling": "the shuffler to finish shuffling, counting and verifying the batch "
+                 "(a real shuffler takes about 90 s; 'tablectl test shuffler' shows its count)",
+    "cut": "the dealer: offer the cut, insert the cover cards and load the shoe (the shoe "
+           "reports it when the cards are in; then the first card is burned)",
+    "burn": "the first card to be drawn and exposed, and the burn cards",
+    "betting_open": "wagers, then 'no more bets' (the dealer's lock-out button)",
+    "no_more_bets": "the first card from the shoe",
+    "end_of_shoe": "a new shoe: shuffle the next batch",
+}
+
 
 def render_status(s: Mapping[str, Any]) -> str:
     """The human view of the daemon's `status` result."""
@@ -246,7 +272,9 @@ def render_status(s: Mapping[str, Any]) -> str:
     game = s.get("game")
     if s.get("variant"):
         game = f"{game} ({s['variant']})"
-    lines = [head, key_values([("game", game), ("configuration", s.get("config")),
+    lines = [head, key_values([("waiting for", _WAITING_FOR.get(state)),
+                               ("game", game), ("configuration", s.get("config")),
+                               ("daemon version", s.get("version")),
                                ("daemon uptime", duration(s.get("uptime_s"))
                                 if s.get("uptime_s") is not None else None)],
                               "  ", _LABEL_WIDTH)]
@@ -305,6 +333,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 # --- devices ---------------------------------------------------------------------------------
 
+DEVICES_WIDTH = 80  # `devices` fits a serial console or a phone's SSH session
+
 # The link counters a technician compares between visits; the rest are listed below the table.
 _MAIN_COUNTERS = (("crc_errors", "CRC"), ("retransmits", "RETX"), ("resyncs", "RESYNC"),
                   ("reconnects", "RECONN"))
@@ -328,18 +358,26 @@ def _counter(counters: Mapping[str, Any], key: str) -> Any:
 
 def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
     """The human view of the daemon's `devices` result."""
-    rows = []
+    # Two tables, so each fits an 80-column serial console: who the device is and where,
+    # then how its link has behaved. Long ports and versions are shortened in the middle
+    # (--json has them whole).
+    width = min(DEVICES_WIDTH, shutil.get_terminal_size((DEVICES_WIDTH, 24)).columns)
+    identity, link_rows = [], []
     for d in devices:
         link = str(d.get("link"))
         counters = d.get("counters") or {}
-        rows.append([
-            d.get("device"), d.get("kind"), paint(link, "green" if link == "up" else "red"),
-            d.get("port"), d.get("serial_number") or None, d.get("firmware_version") or None,
-            d.get("protocol_version"), duration(d.get("uptime_s")) if d.get("uptime_s")
-            is not None else None,
+        identity.append([
+            d.get("device"), paint(link, "green" if link == "up" else "red"), d.get("port"),
+            d.get("serial_number") or None, d.get("firmware_version") or None])
+        link_rows.append([
+            d.get("device"), d.get("protocol_version"),
+            duration(d.get("uptime_s")) if d.get("uptime_s") is not None else None,
             *[_counter(counters, key) for key, _ in _MAIN_COUNTERS]])
-    out = [table(["DEVICE", "KIND", "LINK", "PORT", "SERIAL", "FIRMWARE", "PROTO", "UPTIME",
-                  *[label for _, label in _MAIN_COUNTERS]], rows, right=range(6, 12))]
+    out = [table(["DEVICE", "LINK", "PORT", "SERIAL", "FIRMWARE"], identity,
+                 max_width=width, shrinkable=(2, 3, 4)),
+           "",
+           table(["DEVICE", "PROTO", "UPTIME", *[label for _, label in _MAIN_COUNTERS]],
+                 link_rows, right=range(1, 7))]
     main_keys = {name for key, _ in _MAIN_COUNTERS for name in (key, "link_" + key)}
     for d in devices:
         others = {k: v for k, v in (d.get("counters") or {}).items()
@@ -347,19 +385,21 @@ def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
         if others:
             # Wrapped to the terminal: a linked device has a dozen link-layer counters.
             out.append(textwrap.fill(
-                ", ".join(f"{k}={v}" for k, v in sorted(others.items())),
-                width=max(60, shutil.get_terminal_size((100, 24)).columns),
+                ", ".join(f"{k}={v}" for k, v in sorted(others.items())), width=width,
                 initial_indent=f"{d.get('device')} counters: ", subsequent_indent="  ",
                 break_on_hyphens=False))
     for d in devices:
         if d.get("last_error"):
-            out.append(paint(f"{d.get('device')} last error: {d['last_error']}",
+            out.append(paint(textwrap.fill(f"{d.get('device')} last error: {d['last_error']}",
+                                           width=width, subsequent_indent="  "),
                              "red" if d.get("link") != "up" else "yellow"))
     for d in devices:
         link = d.get("link")
         if link != "up":
-            out.append(paint(f"NOT UP: {d.get('device')} ({link})", "red", "bold") + " - "
-                       + _LINK_HINTS.get(str(link), _LINK_HINTS["retrying"]))
+            label = f"NOT UP: {d.get('device')} ({link})"
+            text = textwrap.fill(f"{label} - " + _LINK_HINTS.get(str(link), _LINK_HINTS["retrying"]),
+                                 width=width, subsequent_indent="  ")
+            out.append(paint(label, "red", "bold") + text[len(label):])
     return "\n".join(out)
 
 
@@ -408,7 +448,8 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
         cards: list[dict[str, Any]] = []
         if not _json(args):
             print(_result_line(result))
-        if result["passed"] and (args.cards or not _json(args)):
+        listened = bool(result["passed"] and (args.cards or not _json(args)))
+        if listened:
             # Listen before asking: a card drawn the moment the prompt appears still counts.
             feed = await _events_after_now(d, _socket(args))
             if not _json(args):
@@ -442,6 +483,12 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
         if args.cards and len(cards) < args.cards:
             print(f"only {len(cards)} of {args.cards} cards were read before the timeout",
                   file=sys.stderr)
+            return exitcodes.FAILURE
+        if listened and not cards:
+            # Silence is the shoe's most common failure (dirty reader, cable): never a pass.
+            print(paint(f"no card was read in {args.timeout:g} s", "red", "bold")
+                  + " - draw a card slowly; if none shows, check the shoe's reader window "
+                    "and cable ('tablectl devices')", file=sys.stderr)
             return exitcodes.FAILURE
         return exitcodes.OK
     return _run(args, body)
@@ -649,8 +696,13 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         stuck = [s for s in present if present[s]]
         passed = bool(result["passed"]) and not missing and not stuck
         if _json(args):
-            print_json({**result, "seats": seats, "touched": sorted(touched),
-                        "never_seen": missing, "still_present": stuck, "passed": passed})
+            # `detail` is the verdict of the whole test; the panel's own self-test (which can
+            # pass while a sensor never responds) is kept apart under `self_test`.
+            print_json({"device": result.get("device", "seats"), "passed": passed,
+                        "detail": _sensor_verdict(result, missing, stuck),
+                        "self_test": {k: result[k] for k in ("passed", "detail") if k in result},
+                        "seats": seats, "touched": sorted(touched), "never_seen": missing,
+                        "still_present": stuck})
         else:
             if not live:
                 print(sensor_grid(present, touched))
@@ -664,6 +716,19 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
                 print(paint("all seat sensors respond", "green", "bold"))
         return exitcodes.OK if passed else exitcodes.FAILURE
     return _run(args, body)
+
+
+def _sensor_verdict(self_test: Mapping[str, Any], missing: Sequence[int],
+                    stuck: Sequence[int]) -> str:
+    """One sentence for the sensors test's result, agreeing with its pass/fail."""
+    problems = []
+    if not self_test.get("passed"):
+        problems.append(f"self-test failed: {self_test.get('detail')}")
+    if missing:
+        problems.append(f"seats never seen with a wager: {_ranges(missing)}")
+    if stuck:
+        problems.append(f"seats still reading a wager: {_ranges(stuck)}")
+    return "; ".join(problems) if problems else "all seat sensors respond"
 
 
 def seat_sensor_change(event: Mapping[str, Any]) -> tuple[int, bool] | None:
@@ -778,6 +843,13 @@ def cmd_test_lights(args: argparse.Namespace) -> int:
                 confirmed = True
             else:
                 confirmed = _ask("Did every seat LED (and the win light) light up? [y/n] ")
+                if confirmed is None:
+                    print("tablectl: 'test lights' asks the technician what they saw and needs "
+                          "a terminal to ask on (its input is closed); run it in a terminal, "
+                          "or pass --yes after watching the lights", file=sys.stderr)
+                    _json_error(args, "no answer: the input is closed", "needs_terminal",
+                                tests=ran)
+                    return exitcodes.BAD_ARGUMENTS
         ok = passed and bool(confirmed)
         if _json(args):
             print_json({"tests": ran, "confirmed": confirmed, "passed": ok})
@@ -790,15 +862,15 @@ def cmd_test_lights(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
-def _ask(question: str) -> bool:
-    """A y/n question on the terminal; no answer (EOF) counts as no."""
+def _ask(question: str) -> bool | None:
+    """A y/n question on the terminal; None when the input is closed (no one to answer)."""
     while True:
         # The question goes to stderr so that stdout stays clean (--json).
         print(question, end="", file=sys.stderr, flush=True)
         line = sys.stdin.readline()
         if not line:
             print(file=sys.stderr)
-            return False
+            return None
         answer = line.strip().lower()
         if not sys.stdin.isatty():
             print(answer, file=sys.stderr)  # a piped answer is not echoed; show it
@@ -1032,11 +1104,34 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+# A human event line stays readable: a list or table in the payload longer than the first
+# limit (a settled round's settlements, a full status) is summarised, a text (a fault's
+# action, which the technician needs whole) is cut only past the second, and the whole
+# payload past the third. `--json` and `--export` keep every byte.
+EVENT_VALUE_CHARS = 40
+EVENT_TEXT_CHARS = 160
+EVENT_DETAIL_CHARS = 320
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, str):
+        return value if len(value) <= EVENT_TEXT_CHARS else value[:EVENT_TEXT_CHARS - 1] + "…"
+    text = _compact(value)
+    if len(text) <= EVENT_VALUE_CHARS:
+        return text
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(str(k) for k in value)[:EVENT_VALUE_CHARS - 4] + ",…}"
+    return text[:EVENT_VALUE_CHARS - 1] + "…"
+
+
 def event_line(e: Mapping[str, Any]) -> str:
-    """One log entry on one line: seq, time, severity, device, kind, payload."""
+    """One log entry on one line: seq, time, severity, device, kind, payload (summarised)."""
     payload = e.get("payload") or {}
-    detail = " ".join(f"{k}={v if isinstance(v, str) else _compact(v)}"
-                      for k, v in payload.items())
+    detail = " ".join(f"{k}={_brief(v)}" for k, v in payload.items())
+    if len(detail) > EVENT_DETAIL_CHARS:
+        detail = detail[:EVENT_DETAIL_CHARS - 12].rstrip() + " … (--json)"
     sev = str(e.get("severity"))
     severity = paint(f"{sev:<8}", *_SEVERITY_STYLE.get(sev, ()))
     text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {severity}"
@@ -1180,6 +1275,13 @@ def _verify_offline(args: argparse.Namespace) -> int:
                 part = Path(str(source) + suffix)
                 if part.exists():
                     shutil.copyfile(part, str(copy) + suffix)
+            refused = not_a_table_store(copy)
+            if refused is not None:  # before Store(): it would add its schema to any SQLite file
+                print(f"tablectl: {refused.replace(str(copy), str(source))}; give the path of "
+                      "the table's store (the [store] path in its configuration, e.g. "
+                      "/var/lib/tabled/table.sqlite)", file=sys.stderr)
+                _json_error(args, refused.replace(str(copy), str(source)), "not_a_table_store")
+                return exitcodes.BAD_ARGUMENTS
             store = Store(copy)
             try:
                 store.quick_check()

@@ -151,8 +151,10 @@ def test_offline_verify_finds_a_deleted_entry_json(store_file, capsys):
 def test_offline_verify_of_a_file_that_is_not_a_store(tmp_path, capsys):
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"garbage" * 200)
-    assert main(["events", "verify", "--store", str(junk)]) == exitcodes.INTEGRITY_FAILURE
-    assert "the file is not a readable SQLite store" in capsys.readouterr().out
+    assert main(["events", "verify", "--store", str(junk)]) == exitcodes.BAD_ARGUMENTS
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no "HASH CHAIN BROKEN ... Do not play" for a wrong path
+    assert f"{junk} is not a table store: it is not an SQLite database" in captured.err
     missing = tmp_path / "none.sqlite"
     assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
     assert f"no store file at {missing}" in capsys.readouterr().err
