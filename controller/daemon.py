@@ -137,6 +137,8 @@ class Daemon:
             log.error("event_queue_full", dropped=type(event).__name__)
 
     def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
+        if action == "reshuffle":  # back in SHUFFLING after a fault: ask the shuffler again
+            self._spawn(self._request_shuffle(None))
         if self.display is not None:
             self.display.show_prompt(action.replace("_", " "))
 
@@ -280,12 +282,20 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
+<<<<<<< HEAD
         reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
             str(a.get("dealer", "")))),
             description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault(
             str(a.get("_supervisor", "")))), supervisor=True,
             description="a floor supervisor's ruling on a fault no device clears (misread)")
+=======
+        reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
+            lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
+            **self.status()}, supervisor=True,
+            description="a floor supervisor's ruling: clears what a ruling can, names what "
+                        "still holds the table (docs/faults.md)")
+>>>>>>> main
         reg("self_test", self._self_test, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
             lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))},
@@ -356,7 +366,7 @@ class Daemon:
             self._enqueue(ShuffleComplete("manual", back if back is not None else BackColour.RED,
                                             cards, 0, 0, 0))
             return
-        while self.table.state is TableState.SHUFFLING:
+        while self.table.shuffle_wanted:
             # RED is 0, so each fallback tests for None, never for truth.
             batch = next((b for b in (back, shuffler.held_batch,
                                       self.table.batch_in_shuffler) if b is not None), None)
@@ -492,7 +502,8 @@ class Daemon:
             "round": {"round_id": t.round_id, "round_no": t.round_no,
                       "wagers": [wager_json(w) for w in t.wagers],
                       "next": t.coup.next_card().name.lower() if t.coup is not None else None},
-            "fault": t.fault, "out_of_order": t.out_of_order_reason or None,
+            "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
+            "out_of_order": t.out_of_order_reason or None,
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 

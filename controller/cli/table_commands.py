@@ -1050,6 +1050,12 @@ def cmd_fault_acknowledge(args: argparse.Namespace) -> int:
             raise
         if not _emit_json(args, status):
             print(f"fault acknowledged by {args.supervisor}")
+            ack = status.get("acknowledgement") or {}
+            for fault in ack.get("cleared", []):
+                print(f"  cleared: {fault['device']} {fault['code']}")
+            for fault in ack.get("still_held", []):  # docs/faults.md: what ends each one
+                print(f"  still holding the table: {fault['device']} {fault['code']}: "
+                      f"{fault['clears']}")
             print(render_status(status))
         return status_exit_code(status)
     return _run(args, body)
