@@ -313,20 +313,14 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
-<<<<<<< HEAD
         reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
             str(a.get("dealer", "")))),
             description="a new dealer takes over between rounds (681a.7(c): burns one card)")
-        reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault(
-            str(a.get("_supervisor", "")))), supervisor=True,
-            description="a floor supervisor's ruling on a fault no device clears (misread)")
-=======
         reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
             lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
             **self.status()}, supervisor=True,
             description="a floor supervisor's ruling: clears what a ruling can, names what "
                         "still holds the table (docs/faults.md)")
->>>>>>> main
         reg("self_test", self._self_test, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
             lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))},

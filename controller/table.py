@@ -45,12 +45,6 @@ __all__ = ["BASE_WAGERS", "CommandRefused", "RulesAdapter", "Table", "TableState
 # every other wager is optional and needs one of these at the seat first.
 BASE_WAGERS = frozenset({"banker", "player", "tie"})
 
-<<<<<<< HEAD
-# Faults no device will ever clear by itself: a floor supervisor acknowledges them.
-ONE_SHOT_FAULTS = frozenset({"shoe_misread", "shoe_index_gap", "batch_mismatch",
-                             "shuffle_request_failed"})
-=======
->>>>>>> main
 
 
 class Table(RoundPlay, BatchChecks):
@@ -199,7 +193,6 @@ class Table(RoundPlay, BatchChecks):
         locked = self._lock_seats(cause) if self._lock_seats else None
         self._on_locked(locked, cause)
 
-<<<<<<< HEAD
     def cmd_new_dealer(self, dealer: str = "") -> None:
         """A new dealer takes over the table (between rounds)."""
         if self.state not in (TableState.BETTING_OPEN, TableState.END_OF_SHOE,
@@ -218,16 +211,11 @@ class Table(RoundPlay, BatchChecks):
                 self.announce("burn", detail="681a.7(c): the new dealer places one card in the "
                               "discard rack before dealing")
 
-    def cmd_acknowledge_fault(self, supervisor: str = "") -> None:
-        """A floor supervisor's ruling on a fault no device will clear (e.g. a misread card)."""
-        if self.state is not TableState.DEVICE_FAULT or not self.fault:
-=======
     def cmd_acknowledge_fault(self, supervisor: str = "") -> dict[str, Any]:
         """A floor supervisor's ruling: clears every fault a ruling can end (a misread card,
         a shuffle to redo) and answers which faults still hold and what clears each
         (controller/faults.py, docs/faults.md)."""
         if self.state is not TableState.DEVICE_FAULT or not self.faults:
->>>>>>> main
             raise CommandRefused(f"no fault to acknowledge; the table is {self.state.value}")
         with self.store.transaction():
             first = dict(self.fault or self.faults.first() or {})
