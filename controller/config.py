@@ -99,6 +99,8 @@ class TableConfig:
     supervisor_pin_hashes: Mapping[str, str]
     store_flush_delay_ms: float = 0.0
     """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
+    critical_dir: str = ""
+    """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
 
     @property
     def table_id(self) -> str:
@@ -309,11 +311,13 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     )
 
     store_t = c.table("store")
-    c.unknown(store_t, "store", {"path", "flush_delay_ms"})
+    c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
     if store_path:
         check_store_path(c.report, store_path)
+    critical_dir = c.get(store_t, "store", "critical_dir", str, "a directory only the daemon's "
+                         "user can open, e.g. /var/lib/tabled/table.critical", "") or ""
     flush_delay_ms = c.get(store_t, "store", "flush_delay_ms", (int, float),
                            "0 to 1000 milliseconds (a stand-in for slow storage in benchmarks "
                            "and tests; leave it out at a table)", 0,
@@ -356,7 +360,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
-        store_flush_delay_ms=float(flush_delay_ms),
+        store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
     )
 
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from transitions import Machine
 
+from controller.faults import HeldFault
 from controller.logsetup import bind_round
-from cards import Card
+from cards import BackColour, Card
 from controller.rules.settlement import PlacedWager
 from controller.store import Store
 from controller.table_base import CommandRefused
@@ -44,8 +45,6 @@ __all__ = ["BASE_WAGERS", "CommandRefused", "RulesAdapter", "Table", "TableState
 # every other wager is optional and needs one of these at the seat first.
 BASE_WAGERS = frozenset({"banker", "player", "tie"})
 
-# Faults no device will ever clear by itself: a floor supervisor acknowledges them.
-ONE_SHOT_FAULTS = frozenset({"shoe_misread", "batch_mismatch", "shuffle_request_failed"})
 
 
 class Table(RoundPlay, BatchChecks):
@@ -134,6 +133,9 @@ class Table(RoundPlay, BatchChecks):
             self.announce("inspect_cards", detail="inspect the decks (631a.4) then shuffle")
 
     def cmd_shuffle(self, decks: int) -> None:
+        if self.state is TableState.DEVICE_FAULT and self.resume_state is TableState.SHUFFLING:
+            self._technician_reshuffle(decks)
+            return
         with self.store.transaction():
             self.start_shuffle()
             self._record("shuffle_requested", {"decks": decks})
@@ -190,14 +192,40 @@ class Table(RoundPlay, BatchChecks):
         locked = self._lock_seats(cause) if self._lock_seats else None
         self._on_locked(locked, cause)
 
-    def cmd_acknowledge_fault(self, supervisor: str = "") -> None:
-        """A floor supervisor's ruling on a fault no device will clear (e.g. a misread card)."""
-        if self.state is not TableState.DEVICE_FAULT or not self.fault:
+    def cmd_acknowledge_fault(self, supervisor: str = "") -> dict[str, Any]:
+        """A floor supervisor's ruling: clears every fault a ruling can end (a misread card,
+        a shuffle to redo) and answers which faults still hold and what clears each
+        (controller/faults.py, docs/faults.md)."""
+        if self.state is not TableState.DEVICE_FAULT or not self.faults:
             raise CommandRefused(f"no fault to acknowledge; the table is {self.state.value}")
         with self.store.transaction():
-            self._record("fault_acknowledged", {**self.fault, "supervisor": supervisor})
-            if self.fault["code"] in ONE_SHOT_FAULTS:
-                self._on_fault_cleared(self.fault["device"], self.fault["code"])
+            first = dict(self.fault or self.faults.first() or {})
+            ack = self.faults.acknowledge()
+            self._record("fault_acknowledged", {**first, "supervisor": supervisor,
+                                                **ack.as_dict()})
+            if not self.faults:
+                self._recover(ack.cleared[-1].device, ack.cleared[-1].code)
+            else:
+                self.fault = self.faults.first()
+                self._persist_state()
+        return ack.as_dict()
+
+    @property
+    def shuffle_wanted(self) -> bool:
+        """A shuffle request should be (or stay) on its way to the shuffler: the table is
+        shuffling, or a fault holds it there and a technician asked for the shuffle."""
+        return self.state is TableState.SHUFFLING or (
+            self.state is TableState.DEVICE_FAULT and self.resume_state is TableState.SHUFFLING)
+
+    def _technician_reshuffle(self, decks: int) -> None:
+        """681a.9(c): a technician's shuffle while a shuffle fault holds the table (tablectl
+        test shuffler --shuffle): its verified count ends the fault (_on_shuffle_complete)."""
+        if not self.faults.technician_may_shuffle():
+            held = "; ".join(f"{f.device} {f.code}" for f in self.faults.held)
+            raise CommandRefused(f"a shuffle cannot end this fault ({held}); "
+                                 "see tablectl status for what clears it")
+        with self.store.transaction():
+            self._record("shuffle_requested", {"decks": decks, "during_fault": True})
 
     def cmd_validate_award(self, award_id: int, supervisor: str) -> dict[str, Any]:
         if self.progressive is None:
@@ -285,7 +313,8 @@ class Table(RoundPlay, BatchChecks):
         """
         if device == "shoe":
             return True
-        return device == "shuffler" and self.state is TableState.SHUFFLING
+        step = self.resume_state if self.state is TableState.DEVICE_FAULT else self.state
+        return device == "shuffler" and step is TableState.SHUFFLING
 
     def _on_fault(self, fault: DeviceFault) -> None:
         if fault.code == "shoe_misread":
@@ -295,12 +324,20 @@ class Table(RoundPlay, BatchChecks):
                                           "action": fault.action},
                          severity="error" if self._stops_play(fault.device) else "warning",
                          device=fault.device)
-            if self.state in OPERATING and self._stops_play(fault.device):
+            if not self._stops_play(fault.device):
+                return
+            held = HeldFault(fault.device, fault.code, fault.detail, fault.action)
+            if self.state in OPERATING:
                 self.resume_state = self.state
-                self.fault = {"device": fault.device, "code": fault.code, "detail": fault.detail,
-                              "action": fault.action}
+                self.faults.reset()
+                self.faults.hold(held)
+                self.fault = self.faults.first()
+                self.verified_in_fault = None
                 self.device_failed()
                 self.announce("stop", detail=f"{fault.device}: {fault.detail}. {fault.action}")
+            elif self.state is TableState.DEVICE_FAULT and self.faults.hold(held):
+                # A second fault while the first holds: the table resumes only when both end.
+                self._persist_state()
 
     def _on_misread(self, fault: DeviceFault) -> None:
         """A card left the shoe unread: it used up one index, and the table never guesses it."""
@@ -316,26 +353,51 @@ class Table(RoundPlay, BatchChecks):
         if code is not None:
             with self.store.transaction():
                 self._record("device_fault_cleared", {"code": code}, device=device)
-        if self.state is not TableState.DEVICE_FAULT or not self.fault:
+        if self.state is not TableState.DEVICE_FAULT or not self.faults:
             return
-        if self.fault["device"] != device or (code is not None and self.fault["code"] != code
-                                              and not self.fault["code"].startswith("link_")):
+        gone = self.faults.clear(device, code)
+        if not gone:
             return
         with self.store.transaction():
-            self._record("device_recovered", {"code": code or self.fault["code"]}, device=device)
-            self.fault = None
-            self.device_recovered()
-            self.resume_state = None
-            reason, self.void_after_recovery = self.void_after_recovery, ""
-            if reason and self.round_id is not None:
-                self._void_round(reason)
+            if self.faults:
+                self.fault = self.faults.first()
+                self._record("fault_still_held", {"cleared": [f.code for f in gone],
+                                                  "still_held": [f.holding()
+                                                                 for f in self.faults.held]},
+                             device=device)
+                self._persist_state()
                 return
-            if self.state is TableState.BURN and self.shoe.burn_expected == 0:
-                self.burn_done()  # the last burn card was the unread one
-                self.announce("place_bets", round_no=self.round_no + 1)
+            self._recover(device, gone[-1].code)
+
+    def _recover(self, device: str, code: str) -> None:
+        """The last fault holding the table ended: resume the step it interrupted.
+        Caller holds the store's transaction."""
+        self._record("device_recovered", {"code": code}, device=device)
+        self.fault = None
+        self.faults.reset()
+        self.device_recovered()
+        self.resume_state = None
+        reason, self.void_after_recovery = self.void_after_recovery, ""
+        if reason and self.round_id is not None:
+            self._void_round(reason)
+            return
+        if self.state is TableState.BURN and self.shoe.burn_expected == 0:
+            self.burn_done()  # the last burn card was the unread one
+            self.announce("place_bets", round_no=self.round_no + 1)
+            return
+        if self.state is TableState.SHUFFLING:
+            verified, self.verified_in_fault = self.verified_in_fault, None
+            if verified is not None:
+                self._shuffle_verified(verified)
                 return
+            # 681a.9(c): the shuffle the fault interrupted is redone; the daemon asks the
+            # shuffler on this prompt (a table left in SHUFFLING with no shuffle running
+            # was the issue-13 wedge).
             self._persist_state()
-            self.announce("resume", state=self.state.value)
+            self.announce("reshuffle", detail="681a.9(c): the batch is shuffled again")
+            return
+        self._persist_state()
+        self.announce("resume", state=self.state.value)
 
     def _on_shuffle_complete(self, done: ShuffleComplete) -> None:
         if not self._shuffle_counted(done):
@@ -346,10 +408,22 @@ class Table(RoundPlay, BatchChecks):
                                               "missing": done.missing, "extra": done.extra,
                                               "duplicates": done.duplicates}, device=done.device)
             if self.state is TableState.SHUFFLING and done.verified:
-                self.batch_shuffled = done.back
-                self.shuffle_verified()
-                self.announce("cut", detail="offer the cut (631a.5(b)); insert the cover cards "
-                              "(631a.5(c)-(d)) and load the shoe")
+                self._shuffle_verified(done.back)
+            elif (done.verified and self.state is TableState.DEVICE_FAULT
+                  and self.resume_state is TableState.SHUFFLING):
+                # 681a.9(c): the batch was shuffled and counted out exactly after all.
+                self.verified_in_fault = done.back
+                gone = self.faults.verified_shuffle()
+                if gone and not self.faults:
+                    self._recover(done.device, gone[-1].code)
+                else:
+                    self._persist_state()
+
+    def _shuffle_verified(self, back: BackColour) -> None:
+        self.batch_shuffled = back
+        self.shuffle_verified()
+        self.announce("cut", detail="offer the cut (631a.5(b)); insert the cover cards "
+                      "(631a.5(c)-(d)) and load the shoe")
 
     def _on_locked(self, locked: LockedOut | None, cause: str) -> None:
         if self.state is not TableState.BETTING_OPEN:

@@ -14,6 +14,7 @@ from typing import Any
 
 from cards import BackColour, Card
 from controller.rules.settlement import PlacedWager
+from controller.faults import FaultBook
 from controller.table_machine import TableState
 from controller.rules.batches import BatchTracker
 from drivers.protocols import CardDrawn
@@ -47,7 +48,11 @@ class TableSnapshot:
     wagers: list[PlacedWager] = field(default_factory=list)
     round_settlements: list[dict[str, Any]] = field(default_factory=list)  # both points
     progressive_seats: frozenset[int] = frozenset()
-    fault: dict[str, str] | None = None
+    fault: dict[str, str] | None = None  # the first of `faults`: what the dealer was told
+    faults: FaultBook = field(default_factory=FaultBook)  # all holding the table (faults.py)
+    # 681a.9(c): a batch verified while a fault held a shuffling table (a technician's
+    # shuffle); on recovery the table goes on to the cut instead of shuffling it again.
+    verified_in_fault: BackColour | None = None
     resume_state: TableState | None = None
     out_of_order_reason: str = ""
     # 631a.15(d): a face-up card found during a live round waits for a simulated round.
@@ -69,7 +74,8 @@ class TableSnapshot:
             "wagers": [wager_json(w) for w in self.wagers],
             "round_settlements": self.round_settlements,
             "progressive_seats": sorted(self.progressive_seats),
-            "fault": self.fault,
+            "fault": self.fault, "faults": self.faults.to_list(),
+            "verified_in_fault": colour_name(self.verified_in_fault),
             "resume_state": self.resume_state.value if self.resume_state else None,
             "out_of_order_reason": self.out_of_order_reason,
             "pending_simulated_card": card_event_json(self.pending_simulated_card)
@@ -93,7 +99,8 @@ class TableSnapshot:
             wagers=[wager_from_json(w) for w in data["wagers"]],
             round_settlements=list(data.get("round_settlements", [])),
             progressive_seats=frozenset(data.get("progressive_seats", [])),
-            fault=data["fault"],
+            fault=data["fault"], faults=FaultBook.from_saved(data.get("faults"), data["fault"]),
+            verified_in_fault=colour_from(data.get("verified_in_fault")),
             resume_state=TableState(data["resume_state"]) if data["resume_state"] else None,
             out_of_order_reason=data.get("out_of_order_reason", ""),
             pending_simulated_card=card_event_from_json(held) if held else None,

@@ -18,10 +18,38 @@ from controller.cli import exitcodes
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
                     "controller.cli.supervisor_commands", "controller.cli.support_commands")
 
+# Which module registers each command, so that a command imports only its own module
+# (`tablectl par-sheet` never loads asyncio or the control client). A command missing here
+# still works: the parser then loads every module. tests/cli/test_lazy_imports.py fails
+# until a new command is added.
+COMMAND_MODULE = {
+    "par-sheet": "controller.cli.rules_commands",
+    "simulate": "controller.cli.rules_commands",
+    "config": "controller.cli.rules_commands",
+    "supervisor": "controller.cli.supervisor_commands",
+    "support-bundle": "controller.cli.support_commands",
+    **{name: "controller.cli.table_commands" for name in (
+        "status", "devices", "test", "rounds", "meters", "jackpot", "fault", "events")},
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand in ``argv`` (its first word that is not an option), if any."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+        if word in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """tablectl's parser; given ``argv``, with only the module of the command it names."""
     import importlib
 
+    command = _command_named(argv) if argv is not None else None
+    modules = ((COMMAND_MODULE[command],) if command in COMMAND_MODULE
+               else _COMMAND_MODULES)
     parser = argparse.ArgumentParser(
         prog="tablectl",
         description="Diagnose and operate a baccarat table controller.",
@@ -30,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print tablectl's version and exit (the daemon's is in 'status')")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module_name in _COMMAND_MODULES:
+    for module_name in modules:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -56,7 +84,9 @@ def _reader_went_away() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments, 0 on --help and --version
