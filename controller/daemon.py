@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -639,7 +640,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _amain(config: TableConfig) -> int:
-    daemon = Daemon(config)
+    try:
+        daemon = Daemon(config)
+    except sqlite3.OperationalError as exc:
+        # Validation judged the path as far as it could; opening is the last word (a disk
+        # full, a permission this account lacks). A configuration error: exit 6, no restart.
+        problem = (f"store.path = {config.store_path!r}: cannot be opened ({exc}); allowed: a "
+                   "writable file path for user tabled, e.g. /var/lib/tabled/table.sqlite")
+        print(str(ConfigError(config.source, [problem])), file=sys.stderr)
+        log.error("bad_configuration", problems=[problem], source=config.source)
+        return EXIT_CONFIG
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
