@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -310,6 +311,9 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
+        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
+            str(a.get("dealer", "")))),
+            description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
             lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
             **self.status()}, supervisor=True,
@@ -633,7 +637,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _amain(config: TableConfig) -> int:
-    daemon = Daemon(config)
+    try:
+        daemon = Daemon(config)
+    except sqlite3.OperationalError as exc:
+        # Validation judged the path as far as it could; opening is the last word (a disk
+        # full, a permission this account lacks). A configuration error: exit 6, no restart.
+        problem = (f"store.path = {config.store_path!r}: cannot be opened ({exc}); allowed: a "
+                   "writable file path for user tabled, e.g. /var/lib/tabled/table.sqlite")
+        print(str(ConfigError(config.source, [problem])), file=sys.stderr)
+        log.error("bad_configuration", problems=[problem], source=config.source)
+        return EXIT_CONFIG
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

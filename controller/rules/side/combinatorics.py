@@ -247,63 +247,58 @@ def _coup_space_with_suits(decks: int) -> tuple[dict[SuitSignature, int], int]:
     suited = [0] * 400
     coloured = [0] * 400
 
-    for p1 in VALUES:
-        a1, s1, c1 = counts[p1], suit_left[p1], colour_left[p1]
-        counts[p1] -= 1; suit_left[p1] -= 1; colour_left[p1] -= 1  # noqa: E702
-        for b1 in VALUES:
-            a2, s2, c2 = a1 * counts[b1], s1 * suit_left[b1], c1 * colour_left[b1]
-            counts[b1] -= 1; suit_left[b1] -= 1; colour_left[b1] -= 1  # noqa: E702
-            for p2 in VALUES:
-                a3, s3, c3 = a2 * counts[p2], s2 * suit_left[p2], c2 * colour_left[p2]
-                counts[p2] -= 1; suit_left[p2] -= 1; colour_left[p2] -= 1  # noqa: E702
-                p = (p1 + p2) % 10
-                for b2 in VALUES:
-                    a4 = a3 * counts[b2]
-                    if not a4:
+    # The four initial cards as two unordered two-card hands: the weight of a deal is the
+    # product of falling factorials over the values it uses, whatever their order, so each
+    # (Player pair, Banker pair) stands for its orderings (2 for a pair of two values).
+    pairs = [(x, y, 1 if x == y else 2) for x in VALUES for y in VALUES if x <= y]
+    for px, py, p_orders in pairs:
+        p = (px + py) % 10
+        for bx, by, b_orders in pairs:
+            a4 = s4 = c4 = p_orders * b_orders
+            for v in (px, py, bx, by):
+                a4 *= counts[v]; s4 *= suit_left[v]; c4 *= colour_left[v]  # noqa: E702
+                counts[v] -= 1; suit_left[v] -= 1; colour_left[v] -= 1  # noqa: E702
+            b = (bx + by) % 10
+            if not a4:
+                pass
+            elif player_draws(p, b):
+                for p3 in VALUES:
+                    a5 = a4 * counts[p3]
+                    if not a5:
                         continue
-                    s4, c4 = s3 * suit_left[b2], c3 * colour_left[b2]
-                    counts[b2] -= 1; suit_left[b2] -= 1; colour_left[b2] -= 1  # noqa: E702
-                    b = (b1 + b2) % 10
-                    if player_draws(p, b):
-                        for p3 in VALUES:
-                            a5 = a4 * counts[p3]
-                            if not a5:
-                                continue
-                            s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
-                            pt = (p + p3) % 10
-                            if draw_b[(b, p, p3)]:
-                                counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
-                                base = _index(pt, 0, 3, 3)
-                                for b3 in VALUES:
-                                    i = base + ((b + b3) % 10) * 4
-                                    every[i] += a5 * counts[b3]
-                                    suited[i] += s5 * suit_left[b3]
-                                    coloured[i] += c5 * colour_left[b3]
-                                counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
-                            else:
-                                i = _index(pt, b, 3, 2)
-                                f = scale[5]
-                                every[i] += a5 * f
-                                suited[i] += s5 * f
-                                coloured[i] += c5 * f
-                    elif draw_b[(b, p, -1)]:
-                        base = _index(p, 0, 2, 3)
-                        f = scale[5]
+                    s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
+                    pt = (p + p3) % 10
+                    if draw_b[(b, p, p3)]:
+                        counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
+                        base = _index(pt, 0, 3, 3)
                         for b3 in VALUES:
                             i = base + ((b + b3) % 10) * 4
-                            every[i] += a4 * counts[b3] * f
-                            suited[i] += s4 * suit_left[b3] * f
-                            coloured[i] += c4 * colour_left[b3] * f
+                            every[i] += a5 * counts[b3]
+                            suited[i] += s5 * suit_left[b3]
+                            coloured[i] += c5 * colour_left[b3]
+                        counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
                     else:
-                        i = _index(p, b, 2, 2)
-                        f = scale[4]
-                        every[i] += a4 * f
-                        suited[i] += s4 * f
-                        coloured[i] += c4 * f
-                    counts[b2] += 1; suit_left[b2] += 1; colour_left[b2] += 1  # noqa: E702
-                counts[p2] += 1; suit_left[p2] += 1; colour_left[p2] += 1  # noqa: E702
-            counts[b1] += 1; suit_left[b1] += 1; colour_left[b1] += 1  # noqa: E702
-        counts[p1] += 1; suit_left[p1] += 1; colour_left[p1] += 1  # noqa: E702
+                        i = _index(pt, b, 3, 2)
+                        f = scale[5]
+                        every[i] += a5 * f
+                        suited[i] += s5 * f
+                        coloured[i] += c5 * f
+            elif draw_b[(b, p, -1)]:
+                base = _index(p, 0, 2, 3)
+                f = scale[5]
+                for b3 in VALUES:
+                    i = base + ((b + b3) % 10) * 4
+                    every[i] += a4 * counts[b3] * f
+                    suited[i] += s4 * suit_left[b3] * f
+                    coloured[i] += c4 * colour_left[b3] * f
+            else:
+                i = _index(p, b, 2, 2)
+                f = scale[4]
+                every[i] += a4 * f
+                suited[i] += s4 * f
+                coloured[i] += c4 * f
+            for v in (px, py, bx, by):
+                counts[v] += 1; suit_left[v] += 1; colour_left[v] += 1  # noqa: E702
 
     # The loop followed one suit (clubs) and one colour (black); every suit and
     # colour is alike, so the counts for "some one suit" / "some one colour" are x4 / x2.
