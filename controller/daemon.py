@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ from drivers.protocols import (
 log = structlog.get_logger("tabled")
 DeviceT = TypeVar("DeviceT", bound=Device)
 
-EXIT_OK, EXIT_CONFIG = 0, 6
+EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
 LIGHT_TEST_ALL_ON_S = 1.5
 LINKED_SYNC_S = 2.0  # a pit display lagging a hit at another table by 2 s is acceptable
@@ -84,8 +85,7 @@ class Daemon:
 
         self.config = config
         self.game = build_game(config.submission)
-        self.store = Store(config.store_path,
-                           flush_delay_s=config.store_flush_delay_ms / 1000)
+        self.store, self.store_failure = _open_store(config)
         self.devices = dict(devices) if devices is not None else build_devices(config)
         self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.started_monotonic = time.monotonic()
@@ -176,18 +176,47 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """PRAGMA quick_check, the hash chain and the meters; a failure puts the table out of
+        """The critical-memory check ran when the store was opened (controller/critical.py);
+        the meters are cross-checked against the log here. A failure puts the table out of
         order with a message naming what failed, and nothing is cleared automatically."""
         try:
-            self.store.quick_check()
-            count = self.store.verify_chain()
+            if self.store_failure is not None:
+                raise self.store_failure
             problems = self.progressive.verify() if self.progressive is not None else []
             if problems:
                 raise IntegrityError("progressive meters", "; ".join(problems))
-            log.info("integrity_ok", events=count)
+            verified = self.store.verified
+            log.info("integrity_ok", entries_checked=verified.entries if verified else 0,
+                     log_seq=verified.log_seq if verified else 0)
         except IntegrityError as exc:
+            self.store_failure = exc
+            log.critical("integrity_failed", check=exc.check, detail=exc.detail,
+                         action=exc.action)
+            print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
+            self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+
+    async def _verify(self, args: Mapping[str, Any]) -> Any:
+        """`tablectl events verify [--full]`: the boot check again, on a connection of its
+        own in a worker thread so the table keeps running. A failure found now puts the
+        table out of order; a full pass moves the checkpoint later boots start from."""
+        from controller.critical import as_mapping
+        from controller.critical_store import verify_file
+
+        if self.store_failure is not None:
+            raise self.store_failure
+        full = bool(args.get("full", False))
+        try:
+            verified = await asyncio.to_thread(verify_file, self.store.path, self.store.key,
+                                               self.store.paths, full=full)
+        except IntegrityError as exc:
+            self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+            raise
+        if full and verified.log_seq:
+            last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
+            self.store.set_checkpoint(verified.log_seq, last[0].hash)
+        return as_mapping(verified)
 
     async def run(self, stop: asyncio.Event) -> int:
         self._loop = asyncio.get_running_loop()
@@ -271,8 +300,8 @@ class Daemon:
         reg("events", self._events, description="event log entries")
         reg("seat_totals", lambda a: {str(k): v for k, v in self.store.seat_totals().items()},
             description="each seat's net result, amount wagered and vigorish owed, in cents")
-        reg("verify_chain", lambda a: {"entries": self.store.verify_chain()},
-            description="recompute the event log's hash chain")
+        reg("verify_chain", self._verify, description="the critical-memory check: the event "
+            "log's MAC chain, the sealed tables, the anchor (full=true: every entry)")
         reg("open", self._guard(lambda a: self._open_table()), description="open the table")
         reg("shuffle", self._cmd_shuffle, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(lambda a: self.table.on_shoe_loaded()),
@@ -282,6 +311,9 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             description="lock every seat")
+        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
+            str(a.get("dealer", "")))),
+            description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
             lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
             **self.status()}, supervisor=True,
@@ -552,6 +584,25 @@ def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high:
     return value
 
 
+def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
+    """The table's store, checked; or, if it fails, an empty in-memory stand-in (so the
+    daemon can report the failure and refuse play) and the failure. The file on disk is
+    then never written: it is the evidence."""
+    from controller.critical_store import open_store
+
+    try:
+        return open_store(config.store_path, config.critical_dir,
+                          flush_delay_s=config.store_flush_delay_ms / 1000), None
+    except IntegrityError as exc:
+        return Store(":memory:"), exc
+
+
+def describe(exc: IntegrityError) -> str:
+    from controller.critical_store import describe as text
+
+    return text(exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tabled", description="Baccarat table controller daemon")
     parser.add_argument("--version", action="version", version=f"tabled {__version__}")
@@ -559,6 +610,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration value, e.g. shoe.url=/dev/ttyUSB1")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    once = parser.add_mutually_exclusive_group()
+    once.add_argument("--init-store", action="store_true",
+                      help="initialise a new table's critical memory (key, store, anchor) and "
+                           "exit; run once, as the daemon's user (docs/deployment.md)")
+    once.add_argument("--clear-store", action="store_true",
+                      help="a supervisor clears critical memory: the old store is kept as "
+                           "evidence, a new one records the last meter values; then exit")
+    parser.add_argument("--supervisor", help="with --clear-store: the supervisor's name")
+    parser.add_argument("--reason", default="", help="with --clear-store: why")
+    parser.add_argument("--pin-stdin", action="store_true",
+                        help="with --clear-store: read the PIN from standard input")
     args = parser.parse_args(argv)
     configure_logging(level=args.log_level)
     try:
@@ -567,11 +629,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
+    if args.init_store or args.clear_store:
+        from controller.critical_store import run_once
+
+        return run_once(config, args)
     return asyncio.run(_amain(config))
 
 
 async def _amain(config: TableConfig) -> int:
-    daemon = Daemon(config)
+    try:
+        daemon = Daemon(config)
+    except sqlite3.OperationalError as exc:
+        # Validation judged the path as far as it could; opening is the last word (a disk
+        # full, a permission this account lacks). A configuration error: exit 6, no restart.
+        problem = (f"store.path = {config.store_path!r}: cannot be opened ({exc}); allowed: a "
+                   "writable file path for user tabled, e.g. /var/lib/tabled/table.sqlite")
+        print(str(ConfigError(config.source, [problem])), file=sys.stderr)
+        log.error("bad_configuration", problems=[problem], source=config.source)
+        return EXIT_CONFIG
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

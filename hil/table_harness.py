@@ -159,7 +159,17 @@ class TableHarness:
         if self.shoe is not None:
             await self.shoe.stop()
 
+    def init_store(self) -> None:
+        """A new table's critical memory is initialised once, explicitly (tabled --init-store);
+        restarts and power cuts find it in place."""
+        from controller.critical_store import init_store, is_initialised
+
+        if not is_initialised(self.store_path, self.table_config.critical_dir):
+            init_store(self.store_path, self.table_config.critical_dir, operator="hil",
+                       table_id=self.table_config.table_id).close()
+
     async def start_daemon(self) -> None:
+        self.init_store()
         args = [sys.executable, "-m", "controller.daemon", "--config", str(self.config_path)]
         for override in self._overrides(self.shoe.port):
             args += ["--set", override]

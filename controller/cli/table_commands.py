@@ -169,11 +169,19 @@ def register(subparsers: Any) -> None:
                     help="also write the entries to FILE as JSON lines (with their hashes)")
     ev.set_defaults(handler=cmd_events)
     evs = ev.add_subparsers(dest="events_action", metavar="ACTION")
-    vf = evs.add_parser("verify", parents=[read], help="verify the event log's hash chain",
-                        description="Recompute the hash chain through the daemon, or offline "
-                                    "from the store file with --store. Exit 5 if it is broken.")
+    vf = evs.add_parser("verify", parents=[read], help="the critical-memory check: the event "
+                        "log's MAC chain, the sealed tables and the anchor",
+                        description="Run the daemon's boot check again (the log from the last "
+                                    "full check on; --full: every entry), through the daemon, or "
+                                    "offline from the store file with --store (as the daemon's "
+                                    "user: it needs the key). Exit 5 if anything fails.")
+    vf.add_argument("--full", action="store_true",
+                    help="recompute every entry's MAC, not only those since the last full check")
     vf.add_argument("--store", metavar="PATH",
                     help="check this SQLite store file directly (the daemon may be down)")
+    vf.add_argument("--critical-dir", metavar="DIR",
+                    help="with --store: the key and anchor (default: beside the store, "
+                         "<name>.critical)")
     vf.set_defaults(handler=cmd_events_verify)
 
 
@@ -1232,46 +1240,66 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_events_verify(args: argparse.Namespace) -> int:
-    """Verify the hash chain through the daemon, or offline from --store."""
+    """The critical-memory check through the daemon, or offline from --store."""
     if args.store:
         return _verify_offline(args)
 
     async def body(d: Daemon) -> int:
         try:
-            result = await with_progress("verifying the hash chain", d.call("verify_chain"))
+            result = await with_progress("verifying critical memory",
+                                         d.call("verify_chain", full=bool(args.full)))
         except ControlError as exc:
             # The daemon reports IntegrityError from its handler as an internal error whose
-            # message starts with the exception's name; that is the broken-chain answer.
+            # message starts with the exception's name; that is the broken-store answer.
             message = str(exc)
             if message.startswith("IntegrityError:"):
                 return _report_broken(args, message.removeprefix("IntegrityError:").strip(),
                                       source=f"daemon on {_socket(args)}")
             raise
-        entries = int(result.get("entries", 0))
-        if not _emit_json(args, {"ok": True, "entries": entries, "source": "daemon"}):
-            print(paint("event log hash chain OK", "green", "bold")
-                  + f": {entries} entries verified by the daemon")
-        return exitcodes.OK
+        return _report_verified(args, result, "by the daemon", "daemon")
     return _run(args, body)
+
+
+def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: str,
+                     source: str) -> int:
+    entries = int(result.get("entries", 0))
+    if not _emit_json(args, {"ok": True, **result, "source": source}):
+        first = int(result.get("from_seq", 1))
+        span = (f" (entries {first} to {result['log_seq']}; the earlier ones passed the last "
+                "full check)" if first > 1 and "log_seq" in result else "")
+        rows = (f"; {result['state_rows']} sealed rows match"
+                if "state_rows" in result else "")
+        print(paint("critical memory OK", "green", "bold")
+              + f": {entries} log entries verified {where}{span}{rows}")
+    return exitcodes.OK
 
 
 def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int:
     if not _emit_json(args, {"ok": False, "error": detail, "source": source}):
-        print(paint("EVENT LOG HASH CHAIN BROKEN", "red", "bold") + f" ({source})")
+        print(paint("CRITICAL MEMORY CHECK FAILED", "red", "bold") + f" ({source})")
         print(f"  {detail}")
-        print("  Action: the log was edited or damaged. Do not play: the table is out of order "
-              "until the store is restored; keep the store file as evidence and call the floor "
-              "supervisor and the vendor.")
+        print("  Action: the store was edited, damaged, lost or rolled back. Do not play: the "
+              "table is out of order until the store is restored from its backup or a "
+              "supervisor clears critical memory (tabled --clear-store); keep the store and its "
+              "critical-memory directory as evidence and call the floor supervisor and the "
+              "vendor.")
     return exitcodes.INTEGRITY_FAILURE
 
 
 def _verify_offline(args: argparse.Namespace) -> int:
     """Verify a store file without the daemon. The file is copied first (with its WAL) so
-    the check can never change the evidence: opening a Store writes its schema row."""
-    from controller.store import IntegrityError, Store, StoreError
+    the check can never change the evidence; the key and anchor are read where they are."""
+    from controller.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.critical_store import missing_store, verify_file
 
     source = Path(args.store)
+    paths = CriticalPaths.for_store(source, args.critical_dir)
     if not source.is_file():
+        if paths.key.exists():  # this table's store is gone: the boot check's own words
+            try:
+                missing_store(paths, load_key(paths))
+            except IntegrityError as exc:
+                return _report_broken(args, f"{exc.check}: {exc.detail}", source=str(source))
         print(f"tablectl: no store file at {source}", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
     try:
@@ -1282,30 +1310,20 @@ def _verify_offline(args: argparse.Namespace) -> int:
                 if part.exists():
                     shutil.copyfile(part, str(copy) + suffix)
             refused = not_a_table_store(copy)
-            if refused is not None:  # before Store(): it would add its schema to any SQLite file
+            if refused is not None and not paths.key.exists():
+                # No key beside it: a wrong path, not this table's store (with its key it is
+                # the table's own store, damaged, and the check below says how).
                 print(f"tablectl: {refused.replace(str(copy), str(source))}; give the path of "
                       "the table's store (the [store] path in its configuration, e.g. "
                       "/var/lib/tabled/table.sqlite)", file=sys.stderr)
                 _json_error(args, refused.replace(str(copy), str(source)), "not_a_table_store")
                 return exitcodes.BAD_ARGUMENTS
-            store = Store(copy)
-            try:
-                store.quick_check()
-                entries = store.verify_chain()
-            finally:
-                store.close()
+            key = load_key(paths)
+            result = as_mapping(verify_file(str(copy), key, paths, full=bool(args.full)))
     except PermissionError as exc:
         print(f"tablectl: permission denied reading {exc.filename or source}; run as a member "
               "of the tabled group or with sudo", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
     except IntegrityError as exc:
         return _report_broken(args, f"{exc.check}: {exc.detail}", source=str(source))
-    except (StoreError, OSError, Exception) as exc:  # noqa: BLE001 - a corrupt file fails anywhere
-        if type(exc).__name__ in ("DatabaseError", "OperationalError"):
-            return _report_broken(args, f"the file is not a readable SQLite store: {exc}",
-                                  source=str(source))
-        raise
-    if not _emit_json(args, {"ok": True, "entries": entries, "source": str(source)}):
-        print(paint("event log hash chain OK", "green", "bold")
-              + f": {entries} entries verified in {source}")
-    return exitcodes.OK
+    return _report_verified(args, dict(result), f"in {source}", str(source))
