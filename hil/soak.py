@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import random
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.control import ControlError
 from hil.oracle import check_round
 from hil.table_harness import HarnessResult, TableHarness
 
@@ -231,10 +233,20 @@ class Soak:
         self.table.shuffler("UNPLUG")
         await self._fault("shuffler_cycle_incomplete", "link_down")
         self.table.shuffler("REPLUG")
-        # 681a.9(c): the cycle was cut short; the supervisor rules, the table reshuffles.
-        await self._acknowledge()
-        await self._left_fault("cut")
-        self.result.exits["device + supervisor"] += 1
+        # 681a.9(c): the cycle was cut short. Once the shuffler answers again its driver
+        # finds the interrupted shuffle gone and clears the fault (the table reshuffles);
+        # if the supervisor gets there first, the acknowledgement ends it.
+        deadline = time.monotonic() + FAULT_TIMEOUT_S
+        while (status := await self.table.call("status"))["state"] != "cut":
+            assert time.monotonic() < deadline, f"wedged after a shuffler replug: {status}"
+            held = [f["code"] for f in status["faults_holding"]]
+            if held == ["shuffler_cycle_incomplete"] and self.rng.random() < 0.5:
+                with contextlib.suppress(ControlError):  # the device may have been first
+                    await self._acknowledge()
+                    self.result.exits["supervisor"] += 1
+                    continue
+            await asyncio.sleep(0.05)
+        self.result.exits["device"] += 1
 
 
 def _at_prompt(action: str, skip: int, start: int) -> Callable[[HarnessResult], bool]:
