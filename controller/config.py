@@ -8,18 +8,23 @@ what is allowed, and all errors are reported at once.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.access import AccessConfig, parse_access
+from controller.auth import check_pin_hashes, load_pin_hashes
+
 # 631a.2(a): numbered positions for 10 to 14 seated players.
 MIN_SEATS, MAX_SEATS = 10, 14
 DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors")
+                   "progressive", "linked", "mqtt", "supervisors", "access")
 
 
 class ConfigError(ValueError):
@@ -93,6 +98,8 @@ class TableConfig:
     supervisor_pin_hashes: Mapping[str, str]
     store_flush_delay_ms: float = 0.0
     """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
+    access: AccessConfig = AccessConfig()
+    """`[access]`: the groups behind each role, PIN guessing and connection limits."""
 
     @property
     def table_id(self) -> str:
@@ -177,7 +184,8 @@ def _batches(c: _Checker, shuffler: Mapping[str, Any]) -> tuple[str, str] | None
     return None
 
 
-def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
+def parse_config(data: Mapping[str, Any], source: str, *,
+                 file_mode: int | None = None) -> TableConfig:
     """Validate a parsed TOML document; raise ConfigError listing every problem."""
     from controller.rules.submission import SubmissionError, parse_submission
 
@@ -305,14 +313,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     mode_text = c.get(ctl_t, "control", "mode", str, "'0600' (owner only) or '0660' (group)",
                       "0660", check=lambda v: v in ("0600", "0660"))
 
-    sup_t = c.table("supervisors", required=False)
-    supervisors: dict[str, str] = {}
-    for name, digest in sup_t.items():
-        if not (isinstance(digest, str) and digest.startswith("pbkdf2_sha256$")):
-            c.problems.append(f"supervisors.{name}: not allowed; allowed: a PIN hash made by "
-                              "'tablectl supervisor hash-pin' (pbkdf2_sha256$...)")
-        else:
-            supervisors[name] = digest
+    access, supervisors = _access_and_pins(c, data, file_mode)
 
     progressive = None
     if any(key in data for key in ("progressive", "linked", "mqtt")):
@@ -330,6 +331,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
+        access=access,
         store_flush_delay_ms=float(flush_delay_ms),
     )
 
@@ -365,4 +367,27 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TableCo
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, [f"not valid TOML: {exc}"]) from exc
     apply_overrides(data, overrides or [], source)
-    return parse_config(data, source)
+    return parse_config(data, source, file_mode=stat.S_IMODE(os.stat(path).st_mode))
+
+
+def _access_and_pins(c: _Checker, data: Mapping[str, Any], file_mode: int | None,
+                     ) -> tuple[AccessConfig, dict[str, str]]:
+    """`[access]`, and the supervisors' PIN hashes: from the secrets file, or (a demo
+    table only, `inline_pin_hashes = true`) from `[supervisors]` in this file."""
+    access = parse_access(c.table("access", required=False), c.problems)
+    inline, problems = check_pin_hashes(c.table("supervisors", required=False), "supervisors")
+    c.problems.extend(problems)
+    if inline and access.secrets:
+        c.problems.append("supervisors: PIN hashes are kept in one place; allowed: the secrets "
+                          f"file ({access.secrets}) only, so remove [supervisors] from this file")
+    elif inline and file_mode is not None and file_mode & 0o077 \
+            and not access.inline_pin_hashes:
+        c.problems.append(
+            f"supervisors: PIN hashes in a file group or others can read (mode {file_mode:04o}) "
+            "can be guessed offline; allowed: [access] secrets = a file of mode 0600 holding "
+            "[supervisors] (docs/deployment.md), or inline_pin_hashes = true on a demo table")
+    if access.secrets:
+        hashes, problems = load_pin_hashes(access.secrets)
+        c.problems.extend(problems)
+        return access, hashes
+    return access, inline
