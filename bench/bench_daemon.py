@@ -110,7 +110,7 @@ def main() -> int:
     print(f"resident memory, peak during a shoe:                    {m['peak_rss_kib'] / 1024:8.1f} MiB"
           f"   bare interpreter:       {bare_rss / 1024:6.1f} MiB"
           f"   ratio {m['peak_rss_kib'] / bare_rss:6.1f}x")
-    print(f"CPU while idle ({args.idle_seconds:.0f} s, after the shoe):                "
+    print(f"CPU while idle ({args.idle_seconds:.0f} s, whole process, simulators too):   "
           f"{m['idle_cpu_fraction'] * 100:8.2f} %   of one core (100 %)"
           f"   ratio {m['idle_cpu_fraction']:.4f}")
     print(f"one shoe: {m['rounds']} rounds in {m['shoe_wall_s']:.1f} s wall, daemon CPU "

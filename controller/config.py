@@ -100,6 +100,8 @@ class TableConfig:
     """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
     access: AccessConfig = AccessConfig()
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
+    critical_dir: str = ""
+    """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
 
     @property
     def table_id(self) -> str:
@@ -298,9 +300,11 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     )
 
     store_t = c.table("store")
-    c.unknown(store_t, "store", {"path", "flush_delay_ms"})
+    c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
+    critical_dir = c.get(store_t, "store", "critical_dir", str, "a directory only the daemon's "
+                         "user can open, e.g. /var/lib/tabled/table.critical", "") or ""
     flush_delay_ms = c.get(store_t, "store", "flush_delay_ms", (int, float),
                            "0 to 1000 milliseconds (a stand-in for slow storage in benchmarks "
                            "and tests; leave it out at a table)", 0,
@@ -332,7 +336,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
         access=access,
-        store_flush_delay_ms=float(flush_delay_ms),
+        store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
     )
 
 

@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -30,12 +30,19 @@ from controller.sdnotify import SdNotifier
 from controller.rules.batches import BatchTracker
 from controller.store import IntegrityError, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from controller.table_snapshot import wager_json
 from controller.watchdog import Health, WatchdogPinger
-from drivers.protocols import Device, DeviceEvent, LinkState
+from drivers.protocols import (
+    Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
+)
 
 log = structlog.get_logger("tabled")
+DeviceT = TypeVar("DeviceT", bound=Device)
 
 EXIT_OK, EXIT_CONFIG = 0, 6
+# tablectl's INTEGRITY_FAILURE: `--init-store`/`--clear-store` could not do their job. The
+# daemon itself never exits for a failed store: it stays up, out of order, naming it.
+EXIT_STORE = 5
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
 LIGHT_TEST_ALL_ON_S = 1.5
 LINKED_SYNC_S = 2.0  # a pit display lagging a hit at another table by 2 s is acceptable
@@ -83,13 +90,15 @@ class Daemon:
 
         self.config = config
         self.game = build_game(config.submission)
-        self.store = Store(config.store_path,
-                           flush_delay_s=config.store_flush_delay_ms / 1000)
+        self.store, self.store_failure = _open_store(config)
         self.devices = dict(devices) if devices is not None else build_devices(config)
         self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.started_monotonic = time.monotonic()
         self._last_event_wait = 0.0
-        seats = self.devices.get("seats")
+        # Each optional device as the Protocol the daemon calls it through.
+        self.seats = _device_as(self.devices, "seats", SeatPanel)
+        self.display = _device_as(self.devices, "display", ProgressiveDisplay)
+        self.shuffler = _device_as(self.devices, "shuffler", Shuffler)
         self.progressive = None
         if config.progressive is not None:
             from controller.progressive.system import ProgressiveSystem
@@ -101,9 +110,10 @@ class Daemon:
         self.table = Table(
             table_id=config.table_id, seats=config.submission.table.seats,
             rules=RulesAdapter(self.game), store=self.store, announce=self._show_prompt,
-            lock_seats=getattr(seats, "lock", None),
-            open_seats=getattr(seats, "open_betting", None),
-            set_led=getattr(seats, "set_led", None), progressive=self.progressive,
+            lock_seats=self.seats.lock if self.seats is not None else None,
+            open_seats=self.seats.open_betting if self.seats is not None else None,
+            set_led=self.seats.set_led if self.seats is not None else None,
+            progressive=self.progressive,
             batches=BatchTracker(*(BackColour[c.upper()] for c in config.shuffler.batches))
             if config.shuffler.batches else None,
             vig_collection=(config.submission.game.vigorish.collection
@@ -137,23 +147,22 @@ class Daemon:
             log.error("event_queue_full", dropped=type(event).__name__)
 
     def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
-        display = self.devices.get("display")
-        if display is not None and hasattr(display, "show_prompt"):
-            display.show_prompt(action.replace("_", " "))
+        if action == "reshuffle":  # back in SHUFFLING after a fault: ask the shuffler again
+            self._spawn(self._request_shuffle(None))
+        if self.display is not None:
+            self.display.show_prompt(action.replace("_", " "))
 
     def _win_light(self, seat: int, on: bool) -> None:
         """631c.6(c)(5): the light the dealer verifies before a progressive is paid."""
-        display = self.devices.get("display")
-        if display is not None:
-            display.win_light(seat, on)  # type: ignore[attr-defined]
+        if self.display is not None:
+            self.display.win_light(seat, on)
 
     def _show_meters(self) -> None:
         if self.progressive is None:
             return
         amounts = dict(self.progressive.display_amounts())
-        display = self.devices.get("display")
-        if amounts != self._shown_meters and display is not None:
-            display.show_meters(amounts)  # type: ignore[attr-defined]
+        if amounts != self._shown_meters and self.display is not None:
+            self.display.show_meters(amounts)
         self._shown_meters = amounts
 
     async def _sync_linked(self) -> None:
@@ -182,18 +191,47 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """PRAGMA quick_check, the hash chain and the meters; a failure puts the table out of
+        """The critical-memory check ran when the store was opened (controller/critical.py);
+        the meters are cross-checked against the log here. A failure puts the table out of
         order with a message naming what failed, and nothing is cleared automatically."""
         try:
-            self.store.quick_check()
-            count = self.store.verify_chain()
+            if self.store_failure is not None:
+                raise self.store_failure
             problems = self.progressive.verify() if self.progressive is not None else []
             if problems:
                 raise IntegrityError("progressive meters", "; ".join(problems))
-            log.info("integrity_ok", events=count)
+            verified = self.store.verified
+            log.info("integrity_ok", entries_checked=verified.entries if verified else 0,
+                     log_seq=verified.log_seq if verified else 0)
         except IntegrityError as exc:
+            self.store_failure = exc
+            log.critical("integrity_failed", check=exc.check, detail=exc.detail,
+                         action=exc.action)
+            print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
+            self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+
+    async def _verify(self, args: Mapping[str, Any]) -> Any:
+        """`tablectl events verify [--full]`: the boot check again, on a connection of its
+        own in a worker thread so the table keeps running. A failure found now puts the
+        table out of order; a full pass moves the checkpoint later boots start from."""
+        from controller.critical import as_mapping
+        from controller.critical_store import verify_file
+
+        if self.store_failure is not None:
+            raise self.store_failure
+        full = bool(args.get("full", False))
+        try:
+            verified = await asyncio.to_thread(verify_file, self.store.path, self.store.key,
+                                               self.store.paths, full=full)
+        except IntegrityError as exc:
+            self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+            raise
+        if full and verified.log_seq:
+            last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
+            self.store.set_checkpoint(verified.log_seq, last[0].hash)
+        return as_mapping(verified)
 
     async def run(self, stop: asyncio.Event) -> int:
         self._loop = asyncio.get_running_loop()
@@ -284,7 +322,9 @@ class Daemon:
         reg("events", self._events, role=READ, description="event log entries")
         reg("seat_totals", lambda a: {str(k): v for k, v in self.store.seat_totals().items()},
             role=READ, description="each seat's net result, amount wagered and vigorish owed, in cents")
-        reg("verify_chain", self._verify_chain, role=READ, description="recompute the event log's hash chain")
+        reg("verify_chain", self._verify_shared, role=READ, description="the critical-memory "
+            "check: the event log's MAC chain, the sealed tables, the anchor (full=true: every "
+            "entry)")
         reg("open", self._guard(lambda a: self._open_table()), role=DEALER, description="open the table")
         reg("shuffle", self._cmd_shuffle, role=DEALER, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
@@ -294,9 +334,11 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), role=DEALER, description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             role=DEALER, description="lock every seat")
-        reg("acknowledge_fault", self._guard(lambda a: self.table.cmd_acknowledge_fault(
-            str(a.get("_supervisor", "")))), role=SUPERVISOR,
-            description="a floor supervisor's ruling on a fault no device clears (misread)")
+        reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
+            lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
+            **self.status()}, role=SUPERVISOR,
+            description="a floor supervisor's ruling: clears what a ruling can, names what "
+                        "still holds the table (docs/faults.md)")
         reg("self_test", self._self_test, role=TECHNICIAN, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
             lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}, role=DEALER,
@@ -313,8 +355,13 @@ class Daemon:
         reg("validate_award", self._validate_award, role=SUPERVISOR,
             description="a floor supervisor validates a progressive award (631c.6(c)(5))")
 
-    async def _verify_chain(self, args: Mapping[str, Any]) -> Any:
-        return {"entries": await self.store_work.verify_chain()}
+    async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
+        """Callers asking while the same check runs share its answer: a burst of requests
+        costs one pass over the log, not one each."""
+        full = args.get("full", False)
+        if not isinstance(full, bool):
+            raise ControlError(f"'full' = {full!r}: allowed: true or false", "bad_request")
+        return await self.store_work.once(("verify", full), lambda: self._verify(args))
 
     async def _rounds(self, args: Mapping[str, Any]) -> Any:
         limit = _int(args, "limit", 10, 1, 100_000)
@@ -382,20 +429,20 @@ class Daemon:
         from drivers.protocols import DeviceFault, ShuffleComplete
 
         cards = self.config.submission.game.decks * 52
-        shuffler = self.devices.get("shuffler")
+        shuffler = self.shuffler
         if shuffler is None:
             # 631a.5(a): shuffled by hand; the dealer confirms by loading the shoe.
             self._enqueue(ShuffleComplete("manual", back if back is not None else BackColour.RED,
                                             cards, 0, 0, 0))
             return
-        while self.table.state is TableState.SHUFFLING:
+        while self.table.shuffle_wanted:
             # RED is 0, so each fallback tests for None, never for truth.
-            batch = next((b for b in (back, getattr(shuffler, "held_batch", None),
+            batch = next((b for b in (back, shuffler.held_batch,
                                       self.table.batch_in_shuffler) if b is not None), None)
             try:
                 if batch is None:
                     raise ShufflerNotConnectedError("the shuffler has not said which batch it holds")
-                await shuffler.shuffle(batch, cards)  # type: ignore[attr-defined]
+                await shuffler.shuffle(batch, cards)
                 return
             except ShufflerBusyError:
                 return  # a shuffle is already running; its result arrives as events
@@ -435,12 +482,11 @@ class Daemon:
 
     def _validate_award(self, args: Mapping[str, Any]) -> Any:
         award_id = _int(args, "award_id", None, 1, 2**62)
-        display = self.devices.get("display")
+        display = self.display
         if display is not None and self.progressive is not None:
             award = next((a for a in self.progressive.pending_awards()
                           if a.award_id == award_id), None)
-            if award is not None and not display.win_light_confirmed(  # type: ignore[attr-defined]
-                    award.seat):
+            if award is not None and not display.win_light_confirmed(award.seat):
                 # 631c.6(c)(5): the dealer verifies the win light before the award is paid.
                 raise ControlError(f"the win light for seat {award.seat} is not confirmed lit by "
                                    "the display; check the display before validating")
@@ -457,29 +503,30 @@ class Daemon:
         if self.table.state not in LIGHT_TEST_STATES:
             raise ControlError(f"the light test runs only while no round is in play (closed, "
                                f"end of shoe or a fault); the table is {self.table.state.value}")
-        seats, display = self.devices.get("seats"), self.devices.get("display")
+        seats, display = self.seats, self.display
         if seats is None and display is None:
             raise ControlError("this table has no seat LEDs or display configured")
         numbers = [w.seat for w in self.config.gpio.seats]
-        before = {n: seats.led(n) for n in numbers} if seats is not None else {}  # type: ignore
+        before = {n: seats.led(n) for n in numbers} if seats is not None else {}
         try:
             for seat in numbers:
                 if seats is not None:
-                    seats.set_led(seat, LedState.WON)  # type: ignore[attr-defined]
+                    seats.set_led(seat, LedState.WON)
                 if display is not None:
-                    display.win_light(seat, True)  # type: ignore[attr-defined]
+                    display.win_light(seat, True)
                 await asyncio.sleep(LIGHT_TEST_STEP_S)
                 if display is not None:
-                    display.win_light(seat, False)  # type: ignore[attr-defined]
+                    display.win_light(seat, False)
                 if seats is not None:
-                    seats.set_led(seat, LedState.OFF)  # type: ignore[attr-defined]
+                    seats.set_led(seat, LedState.OFF)
             for seat in numbers:
                 if seats is not None:
-                    seats.set_led(seat, LedState.ACCEPTED)  # type: ignore[attr-defined]
+                    seats.set_led(seat, LedState.ACCEPTED)
             await asyncio.sleep(LIGHT_TEST_ALL_ON_S)
         finally:
             for seat, state in before.items():
-                seats.set_led(seat, state)  # type: ignore[union-attr]
+                if seats is not None:
+                    seats.set_led(seat, state)
         with self.store.transaction():
             self.store.append_event("light_test", {"seats": numbers,
                                                    "display": display is not None})
@@ -518,6 +565,7 @@ class Daemon:
         t = self.table
         return {
             "table_id": t.table_id, "state": t.state.value, "seats": t.seats,
+            "version": __version__,
             "batches": {"in_play": _colour(t.shoe.back), "shuffled": _colour(t.batch_shuffled),
                         "in_shuffler": _colour(t.batch_in_shuffler)},
             "game": self.config.submission.game.family,
@@ -530,9 +578,10 @@ class Daemon:
                      "last_hand": t.shoe.last_hand_announced,
                      "rounds": t.shoe.rounds_in_shoe},
             "round": {"round_id": t.round_id, "round_no": t.round_no,
-                      "wagers": t.wagers,
+                      "wagers": [wager_json(w) for w in t.wagers],
                       "next": t.coup.next_card().name.lower() if t.coup is not None else None},
-            "fault": t.fault, "out_of_order": t.out_of_order_reason or None,
+            "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
+            "out_of_order": t.out_of_order_reason or None,
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 
@@ -554,6 +603,27 @@ class Daemon:
 EVENT_FILTERS = {"kind": "an event kind, e.g. card, device_fault, prompt",
                  "device": "a device name: shoe, shuffler, seats, display",
                  "severity": "info, warning, error or critical"}
+
+
+def _device_as(devices: Mapping[str, Device], name: str, protocol: type[DeviceT]
+               ) -> DeviceT | None:
+    """The configured device `name` as the Protocol the daemon drives it through, or None.
+
+    A device object lacking one of the Protocol's methods is a wiring error: it is
+    named with what is missing instead of failing later at the first call.
+    """
+    device = devices.get(name)
+    if device is None:
+        return None
+    if not isinstance(device, protocol):
+        missing = sorted(m for m in dir(protocol)
+                         if not m.startswith("_") and not hasattr(device, m))
+        raise TypeError(f"device {name!r} ({type(device).__name__}) lacks "
+                        f"{', '.join(missing)}: it must implement {protocol.__name__} "
+                        "(drivers/protocols.py)")
+    return device
+
+
 LIGHT_TEST_STATES = frozenset({TableState.CLOSED, TableState.END_OF_SHOE,
                                TableState.DEVICE_FAULT, TableState.OUT_OF_ORDER})
 
@@ -592,12 +662,43 @@ def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high:
     return value
 
 
+def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
+    """The table's store, checked; or, if it fails, an empty in-memory stand-in (so the
+    daemon can report the failure and refuse play) and the failure. The file on disk is
+    then never written: it is the evidence."""
+    from controller.critical_store import open_store
+
+    try:
+        return open_store(config.store_path, config.critical_dir,
+                          flush_delay_s=config.store_flush_delay_ms / 1000), None
+    except IntegrityError as exc:
+        return Store(":memory:"), exc
+
+
+def describe(exc: IntegrityError) -> str:
+    from controller.critical_store import describe as text
+
+    return text(exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tabled", description="Baccarat table controller daemon")
+    parser.add_argument("--version", action="version", version=f"tabled {__version__}")
     parser.add_argument("--config", required=True, help="the table's configuration (TOML)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration value, e.g. shoe.url=/dev/ttyUSB1")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    once = parser.add_mutually_exclusive_group()
+    once.add_argument("--init-store", action="store_true",
+                      help="initialise a new table's critical memory (key, store, anchor) and "
+                           "exit; run once, as the daemon's user (docs/deployment.md)")
+    once.add_argument("--clear-store", action="store_true",
+                      help="a supervisor clears critical memory: the old store is kept as "
+                           "evidence, a new one records the last meter values; then exit")
+    parser.add_argument("--supervisor", help="with --clear-store: the supervisor's name")
+    parser.add_argument("--reason", default="", help="with --clear-store: why")
+    parser.add_argument("--pin-stdin", action="store_true",
+                        help="with --clear-store: read the PIN from standard input")
     args = parser.parse_args(argv)
     configure_logging(level=args.log_level)
     try:
@@ -606,6 +707,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
+    if args.init_store or args.clear_store:
+        from controller.critical_store import run_once
+
+        return run_once(config, args)
     return asyncio.run(_amain(config))
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import sys
 
-from controller.table import TRANSITIONS, TableState
+from controller.table_machine import TRANSITION_TABLE, TableState
 
 _HEADER = """# The table's state machine
 
-Generated from `controller.table.TRANSITIONS` by `python -m controller.diagram`;
-do not edit by hand. `device_recovered` returns to the state the fault
-interrupted (one guarded transition per state). `integrity_failed` leads to
-`out_of_order` from every state.
+Generated from `controller.table_machine.TRANSITION_TABLE` by `python -m controller.diagram`;
+do not edit by hand. Each arrow is labelled with its trigger and the rule that
+allows it. `device_recovered` returns to the state the fault interrupted (one
+guarded transition per state). `integrity_failed` leads to `out_of_order`
+from every state.
 
 ```mermaid
 stateDiagram-v2
@@ -25,15 +26,14 @@ stateDiagram-v2
 
 def mermaid() -> str:
     lines = [f"    [*] --> {TableState.CLOSED.value}"]
-    for spec in TRANSITIONS:
-        sources = spec["source"]
-        if sources == "*":
-            continue  # drawn once, below, to keep the diagram readable
-        if not isinstance(sources, list):
-            sources = [sources]
-        for source in sources:
-            label = spec["trigger"]
-            lines.append(f"    {source.value} --> {spec['dest'].value}: {label}")
+    for spec in TRANSITION_TABLE:
+        if isinstance(spec.sources, str):
+            continue  # "*": drawn once, below, to keep the diagram readable
+        # Mermaid ends a label at ':' and takes ';' as a statement end: keep both out.
+        section = spec.section.replace(":", " -").replace(";", ",")
+        for source in spec.sources:
+            lines.append(f"    {source.value} --> {spec.dest.value}: "
+                         f"{spec.trigger} ({section})")
     lines.append(f"    note right of {TableState.OUT_OF_ORDER.value}: "
                  "entered from any state by integrity_failed")
     return _HEADER + "\n".join(dict.fromkeys(lines)) + "\n```\n"

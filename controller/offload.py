@@ -3,8 +3,8 @@
 Chain verification over a million entries, or a read of 100,000 events, takes
 seconds of CPU: on the loop it would stall the table, every client and the
 watchdog's pings. Here each runs in a worker thread on a read-only connection
-of its own (`Store.reader`), with at most `MAX_PARALLEL` at once, and
-concurrent chain verifications share one run (its answer is the same for all).
+of its own (`Store.reader`), with at most `MAX_PARALLEL` at once; concurrent
+requests for the same long check (chain verification) share one run.
 The loop only awaits the result; the worker's result is built (JSON-ready
 dicts) in the worker too.
 """
@@ -12,8 +12,8 @@ dicts) in the worker too.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
 
 from controller.store import Store
 
@@ -26,7 +26,7 @@ class StoreWork:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._slots = asyncio.Semaphore(MAX_PARALLEL)
-        self._verifying: asyncio.Future[int] | None = None
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
 
     async def read(self, work: Callable[[Store], T]) -> T:
         """`work(reader)` in a worker thread; the reader is closed afterwards."""
@@ -42,14 +42,16 @@ class StoreWork:
         finally:
             reader.close()
 
-    async def verify_chain(self) -> int:
-        """Store.verify_chain off the loop; callers arriving while one runs share it."""
-        if self._verifying is None:
-            self._verifying = asyncio.ensure_future(self.read(lambda s: s.verify_chain()))
-            self._verifying.add_done_callback(self._verified)
-        return await asyncio.shield(self._verifying)
+    async def once(self, key: Hashable, start: Callable[[], Awaitable[T]]) -> T:
+        """`start()`'s result; callers arriving while a run for the same `key` is under way
+        share it (its answer is the same for all) instead of starting another."""
+        running = self._running.get(key)
+        if running is None:
+            running = self._running[key] = asyncio.ensure_future(start())
+            running.add_done_callback(lambda done: self._finished(key, done))
+        return await asyncio.shield(running)
 
-    def _verified(self, done: asyncio.Future[int]) -> None:
-        self._verifying = None
+    def _finished(self, key: Hashable, done: asyncio.Future[Any]) -> None:
+        self._running.pop(key, None)
         if not done.cancelled():
             done.exception()  # retrieved: a failure is reported to every waiting caller

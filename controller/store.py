@@ -1,9 +1,11 @@
 """The table's durable state: SQLite in WAL mode.
 
 Every step that changes money or state is one transaction together with its
-entry in the append-only event log. Each log entry carries the SHA-256 of the
-entry before it, so an edit or a deletion anywhere breaks the chain at a
-position `verify_chain()` can name.
+entry in the append-only event log. Each log entry carries HMAC-SHA256 over the
+entry before it and its own contents, keyed with the table's secret key, and
+every other critical table is covered by keyed digests and a seal
+(controller/critical.py, docs/architecture.md "Critical memory"): an edit, a
+deletion or a rollback anywhere is found by `verify()`, which names where.
 
 Durability follows what a step records (docs/architecture.md, "Durable writes"):
 a step whose events are all of GROUPED_KINDS (a card inside a round, a prompt,
@@ -17,7 +19,6 @@ grouped steps after the last flush, and always a suffix of the log.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import sqlite3
@@ -28,8 +29,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-GENESIS_HASH = "0" * 64
+import structlog
+
+from controller import critical
+from controller.critical import (  # noqa: F401 - re-exported: the store's own errors
+    GENESIS_MAC,
+    IntegrityError,
+    StoreError,
+)
+
+log = structlog.get_logger("store")
+
+SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
+GENESIS_HASH = GENESIS_MAC
+STORE_TABLES = ("meta", "rounds", "table_state", "seat_totals")
+
+CHECKPOINT_AFTER_COMMITS = 500
+"""Commits between WAL checkpoints (each a page or a few: about SQLite's own 1000-page
+default). The store checkpoints itself, right after a flushed step, so a checkpoint's two
+flushes never land on a card's decision."""
 
 GROUPED_KINDS = frozenset({"card", "prompt", "seat_sensor", "shuffle_progress",
                            "late_sensor_change"})
@@ -81,19 +99,6 @@ CREATE TABLE IF NOT EXISTS seat_totals (
 """
 
 
-class StoreError(Exception):
-    """The durable store cannot be used as it is."""
-
-
-class IntegrityError(StoreError):
-    """A start-up integrity check failed; `check` names which one."""
-
-    def __init__(self, check: str, detail: str) -> None:
-        super().__init__(f"{check}: {detail}")
-        self.check = check
-        self.detail = detail
-
-
 @dataclass(frozen=True, slots=True)
 class Event:
     seq: int
@@ -107,22 +112,29 @@ class Event:
     hash: str
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_canonical = critical.canonical
 
 
-def entry_hash(prev_hash: str, seq: int, at: float, kind: str, severity: str,
+def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, severity: str,
                device: str | None, round_id: int | None, payload_json: str) -> str:
-    """The hash of one log entry; documented so an auditor can recompute it."""
-    material = _canonical([prev_hash, seq, repr(at), kind, severity, device, round_id, payload_json])
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+    """The MAC of one log entry (controller.critical.entry_mac)."""
+    return critical.entry_mac(key, prev_hash, seq, at, kind, severity, device, round_id,
+                              payload_json)
 
 
 class Store:
-    """One SQLite database per table. Not thread-safe: owned by the event loop's thread."""
+    """One SQLite database per table. Not thread-safe: owned by the event loop's thread.
+
+    `key` is the table's critical-memory key (None: the public development key, for tests
+    and scratch copies). `paths` names the anchor kept beside the key; with it, every
+    durable commit moves the anchor. An existing store is verified before anything is
+    written to it (`check=False` leaves that to the caller, e.g. to report instead of
+    raise); `create=False` refuses to make a new, empty store where none is.
+    """
 
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
-                 flush_delay_s: float = 0.0) -> None:
+                 key: bytes | None = None, paths: critical.CriticalPaths | None = None,
+                 create: bool = True, check: bool = True, flush_delay_s: float = 0.0) -> None:
         """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
         (benchmarks and tests of slow storage; 0 at a table)."""
         if flush_delay_s < 0:
@@ -134,26 +146,94 @@ class Store:
         """Commits flushed to disk since this Store was opened (benchmarks print it)."""
         self.grouped_commits = 0
         """Commits left in the WAL for the next flush."""
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL: SQLite itself flushes the WAL only at checkpoints; _commit flushes it
-        # after every step that must be durable, which is what FULL would do for all.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._in_tx = False
+        self.checkpoints = 0
+        """WAL checkpoints run (two flushes each)."""
+        self._commits_since_checkpoint = 0
         self._tx_must_flush = True
+        self.key = key if key is not None else critical.DEVELOPMENT_KEY
+        self.paths = paths
+        self.verified: critical.Verified | None = None
+        self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: list[Event] = []
-        self._db.executescript(_SCHEMA)
-        with self.transaction():
-            self._db.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+        if self.path == ":memory:":
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        else:
+            if create:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            # mode=rw never creates a file: a missing store is never silently a new one.
+            uri = f"file:{Path(self.path).absolute()}?mode={'rwc' if create else 'rw'}"
+            # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                       check_same_thread=False)
+        try:
+            self._db.row_factory = sqlite3.Row
+            critical.install_functions(self._db, self.key)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL: SQLite itself flushes the WAL only at checkpoints; _commit flushes it
+            # after every step that must be durable, which is what FULL would do for all.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            # REPLACE deletes the row it replaces; only with recursive triggers does that
+            # deletion reach the digest triggers.
+            self._db.execute("PRAGMA recursive_triggers=ON")
+            fresh = self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+            if fresh:
+                if not create:
+                    raise IntegrityError("store missing", f"{self.path} is empty")
+                self._create()
+            elif check:
+                self.verified = self.verify()
+                self.upgrade()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _create(self) -> None:
+        with self.transaction() as db:
+            for statement in (_SCHEMA + critical.DIGEST_SCHEMA).split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                       (str(SCHEMA_VERSION),))
+            db.execute("INSERT INTO meta(key, value) VALUES (?, ?)",
+                       (critical.KEY_ID_META, critical.key_id(self.key)))
+            critical.protect(db, self.key, STORE_TABLES)
+
+    def upgrade(self) -> None:
+        """After the check passed: tables a newer version added, and their digests."""
+        with self.transaction() as db:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            critical.protect(db, self.key, STORE_TABLES)
+
+    def protect(self, tables: tuple[str, ...]) -> None:
+        """Cover another module's tables (e.g. the progressive ledger's) by digests."""
+        with self.transaction() as db:
+            critical.protect(db, self.key, tables)
+
+    def anchor(self) -> critical.Anchor | None:
+        return critical.read_anchor(self.paths.anchor, self.key) if self.paths else None
+
+    def verify(self, *, full: bool = False,
+               progress: Callable[[int], None] | None = None) -> critical.Verified:
+        """The critical-memory check (controller.critical.verify_store) on this store."""
+        try:
+            return critical.verify_store(self._db, self.key, anchor=self.anchor(),
+                                         expect_anchor=self.paths is not None, full=full,
+                                         progress=progress)
+        except sqlite3.DatabaseError as exc:
+            raise IntegrityError("store unreadable", f"{self.path}: {exc}",
+                                 critical.ACTION_UNUSABLE) from None
+
+    def set_checkpoint(self, seq: int, mac: str) -> None:
+        """A full verification reached entry `seq`: later boots start after it."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+                       " SET value = excluded.value",
+                       (critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac)))
 
     def close(self) -> None:
         self._db.close()
@@ -169,31 +249,63 @@ class Store:
         self._db.execute("BEGIN IMMEDIATE")
         self._in_tx = True
         self._tx_must_flush = False
+        changes = self._db.total_changes
         try:
             yield self._db
+            # Re-seal what this step wrote, in the same transaction (reads seal nothing).
+            seal = (critical.reseal(self._db, self.key)
+                    if self._db.total_changes != changes else None)
         except BaseException:
             self._db.execute("ROLLBACK")
             self._pending.clear()
-            raise
-        else:
-            # A step that records nothing is flushed too: only a known kind may wait.
-            self._commit(self._tx_must_flush or not self._pending)
-            pending, self._pending = self._pending, []
-            for event in pending:  # listeners see only what was committed
-                for listener in self._listeners:
-                    listener(event)
-        finally:
             self._in_tx = False
+            raise
+        # A step that records nothing is flushed too: only a known kind may wait.
+        flushed = self._commit(self._tx_must_flush or not self._pending)
+        self._in_tx = False
+        if seal is not None:
+            self.committed(seal, durable=flushed)
+        pending, self._pending = self._pending, []
+        for event in pending:  # listeners see only what was committed
+            for listener in self._listeners:
+                listener(event)
 
-    def _commit(self, flush: bool) -> None:
-        self._db.execute("COMMIT")
-        if not flush:
-            self.grouped_commits += 1
+    def committed(self, seal: critical.Seal, *, durable: bool) -> None:
+        """Every commit that wrote something ends here. Only a durable one (flushed: it and
+        every grouped commit before it are on the disk) moves the anchor, to its own seal:
+        after a power cut the store may be ahead of its anchor, never behind."""
+        if not durable or self.paths is None:
             return
-        self._flush_wal()
-        self.flushed_commits += 1
+        try:
+            critical.write_anchor(self.paths.anchor, self.key, critical.Anchor(
+                critical.key_id(self.key), seal.commit_no, seal.log_seq, seal.mac))
+        except OSError as exc:  # the store is committed; the anchor catches up next commit
+            log.error("anchor_write_failed", path=str(self.paths.anchor), error=str(exc))
+
+    def _commit(self, flush: bool) -> bool:
+        """COMMIT, flushed or grouped; returns whether this commit is durable."""
+        self._db.execute("COMMIT")
+        self._commits_since_checkpoint += 1
+        if flush:
+            self._flush_wal()
+            self.flushed_commits += 1
+            self._slow_storage(1)
+        else:
+            self.grouped_commits += 1
+        # A table that only records grouped steps for hours (a chattering sensor) still
+        # checkpoints, ten times later.
+        due = CHECKPOINT_AFTER_COMMITS * (1 if flush else 10)
+        if self._commits_since_checkpoint >= due:
+            # PASSIVE: copies what no reader needs; it flushes the WAL and the database file.
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._commits_since_checkpoint = 0
+            self.checkpoints += 1
+            self._slow_storage(2)
+        return flush
+
+    def _slow_storage(self, flushes: int) -> None:
         if self._flush_delay_s:
-            time.sleep(self._flush_delay_s)  # the loop waits, as it would on an SD card
+            time.sleep(self._flush_delay_s * flushes)  # the loop waits, as on an SD card
 
     def _flush_wal(self) -> None:
         """What synchronous=FULL does at a WAL commit: flush the WAL, and with it every
@@ -220,10 +332,11 @@ class Store:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
             row = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-            seq, prev = (row["seq"] + 1, row["hash"]) if row else (1, GENESIS_HASH)
+            seq, prev = (row["seq"] + 1, row["hash"]) if row else (1, GENESIS_MAC)
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
             payload_json = _canonical(dict(payload or {}))
-            digest = entry_hash(prev, seq, at, kind, severity, device, round_id, payload_json)
+            digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
+                                        round_id, payload_json)
             db.execute(
                 "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
@@ -264,8 +377,10 @@ class Store:
         verification, large exports) run in a worker thread: the event loop's connection
         is never shared between threads. The caller closes it."""
         view = copy.copy(self)
-        view._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        uri = f"file:{Path(self.path).absolute()}?mode=ro"
+        view._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         view._db.row_factory = sqlite3.Row
+        critical.install_functions(view._db, self.key)
         view._db.execute("PRAGMA query_only=ON")
         view._in_tx, view._listeners, view._pending = False, [], []
         return view
@@ -276,23 +391,9 @@ class Store:
                      row["round_id"], json.loads(row["payload"]), row["prev_hash"], row["hash"])
 
     def verify_chain(self) -> int:
-        """Recompute every hash; returns the number of entries or raises IntegrityError naming
-        the first entry where the chain breaks."""
-        prev, expected_seq, count = GENESIS_HASH, 1, 0
-        for row in self._db.execute("SELECT * FROM events ORDER BY seq"):
-            if row["seq"] != expected_seq:
-                raise IntegrityError("event chain", f"entry {expected_seq} is missing "
-                                     f"(next present entry is {row['seq']})")
-            if row["prev_hash"] != prev:
-                raise IntegrityError("event chain", f"entry {row['seq']} does not link to "
-                                     f"entry {row['seq'] - 1} (prev_hash differs)")
-            digest = entry_hash(prev, row["seq"], row["at"], row["kind"], row["severity"],
-                                row["device"], row["round_id"], row["payload"])
-            if digest != row["hash"]:
-                raise IntegrityError("event chain", f"entry {row['seq']} ({row['kind']}) was "
-                                     "altered: its hash does not match its contents")
-            prev, expected_seq, count = row["hash"], expected_seq + 1, count + 1
-        return count
+        """Recompute every entry's MAC from the first; returns the number of entries or
+        raises IntegrityError naming the first entry where the chain breaks."""
+        return critical.verify_chain(self._db, self.key, 1, GENESIS_MAC)
 
     def quick_check(self) -> None:
         result = [r[0] for r in self._db.execute("PRAGMA quick_check")]

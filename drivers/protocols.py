@@ -209,6 +209,10 @@ class Shuffler(Device, Protocol):
     async def shuffle(self, back: BackColour, expected_cards: int) -> None:
         """Ask for a shuffle of the batch with this back colour; the result arrives as events."""
 
+    @property
+    def held_batch(self) -> BackColour | None:
+        """The batch the shuffler last said it holds (681a.3(b)), if any."""
+
 
 @runtime_checkable
 class SeatPanel(Device, Protocol):
@@ -222,6 +226,8 @@ class SeatPanel(Device, Protocol):
 
     def set_led(self, seat: int, state: LedState) -> None: ...
 
+    def led(self, seat: int) -> LedState: ...
+
 
 @runtime_checkable
 class ProgressiveDisplay(Device, Protocol):
@@ -230,3 +236,9 @@ class ProgressiveDisplay(Device, Protocol):
     def show_meters(self, meters_cents: Mapping[str, int]) -> None: ...
 
     def win_light(self, seat: int, on: bool) -> None: ...
+
+    def win_light_confirmed(self, seat: int) -> bool:
+        """The display reports this seat's win light lit (631c.6(c)(5))."""
+
+    def show_prompt(self, text: str) -> None:
+        """Show the dealer's next step."""

@@ -20,7 +20,10 @@ Regulatory behaviour:
 
 Debouncing is this project's own (gpiozero's mock pins ignore ``bounce_time``)
 and uses the injected ``clock``, so tests drive it with a fake clock and
-``tick()``; in service a background task calls ``tick()`` every ``tick_s``. A
+``tick()``. In service nothing polls: the GPIO edge callbacks wake the event loop,
+which runs ``tick()`` exactly when something falls due (a change settling after
+the debounce time, a faulted sensor readmitted, an LED blinking to its next
+level) and sleeps otherwise, so an idle table costs no CPU. A
 sensor that chatters, or that already reads a wager when betting opens (stuck
 or a chip left on the spot), is taken out of play (LED UNAVAILABLE, never a
 wager) with a ``DeviceFault`` until it reads quiet/empty again.
@@ -63,11 +66,9 @@ MIN_SEATS, MAX_SEATS = 10, 14
 DEBOUNCE_S = 0.05
 """Default sensor debounce: a chip settling on the spot bounces for a few ms; 50 ms is well
 above that and well below the time a player takes to place a chip."""
-TICK_S = 0.04
-"""Background tick: settles debounced changes and steps the LED blink patterns. The lock-out
-reads the raw sensor levels, so the tick never decides a wager; it only delays the LED's
-"accepted" by up to 40 ms, and still renders the shortest blink (0.1 s) as 2-3 ticks. At
-25 Hz instead of 100 Hz the daemon's idle CPU falls by about half (bench/bench_daemon.py)."""
+WAKE_LATE_S = 0.001
+"""A timer wakes this long after the instant it is due: the event loop may run a timer up to
+its clock resolution early, and a wake just before an LED's edge would find nothing to do."""
 CHATTER_EDGES = 8
 """Raw edges within CHATTER_WINDOW_S that mark a sensor as chattering (a placed chip makes
 at most a handful of bounce edges, then one more when it is taken away)."""
@@ -178,13 +179,14 @@ class GpioSeatPanel:
         factory_options: Mapping[str, Any] | None = None,
         debounce_s: float = DEBOUNCE_S,
         clock: Callable[[], float] = time.monotonic,
-        tick_s: float | None = TICK_S,
+        background: bool = True,
         sensor_active_low: bool = True,
         lockout_active_low: bool = True,
         led_pin_factory: str | None = None,
         led_factory_options: Mapping[str, Any] | None = None,
     ) -> None:
-        """``tick_s=None`` runs no background tick (tests call ``tick()`` with a fake clock).
+        """``background=False`` schedules nothing on the event loop (tests call ``tick()``
+        with a fake clock); otherwise ``clock`` must be ``time.monotonic``, the loop's own.
 
         ``led_pin_factory`` puts the seat LEDs on a second pin factory: 14 seats need
         14 sensors + 14 LEDs + the button = 29 lines, one more than the 28 GPIOs of a
@@ -221,7 +223,7 @@ class GpioSeatPanel:
         self._led_factory: Any = None
         self._debounce_s = debounce_s
         self._clock = clock
-        self._tick_s = tick_s
+        self._background = background
         self._sensor_active_low = sensor_active_low
         self._lockout_active_low = lockout_active_low
 
@@ -240,7 +242,9 @@ class GpioSeatPanel:
         self._sensors: dict[int, Any] = {}
         self._leds: dict[int, Any] = {}
         self._button: Any = None
-        self._ticker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._link = LinkState.STOPPED
         self._last_error = ""
         self._counters: collections.Counter[str] = collections.Counter()
@@ -274,18 +278,16 @@ class GpioSeatPanel:
             return
         self._link = LinkState.UP
         emit(LinkChanged(self.name, LinkState.UP, f"pin factory {self._factory_spec}"))
-        if self._tick_s is not None:
-            self._ticker = asyncio.create_task(self._tick_forever(self._tick_s),
-                                               name=f"{self.name}-tick")
+        if self._background:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            self._wake()
 
     async def stop(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
-            try:
-                await self._ticker
-            except asyncio.CancelledError:
-                pass
-            self._ticker = None
+        self._loop = None  # edges arriving from now on schedule nothing
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._release_pins()
         if self._link is not LinkState.STOPPED and self._emit is not None:
             self._emit(LinkChanged(self.name, LinkState.STOPPED))
@@ -367,12 +369,14 @@ class GpioSeatPanel:
                 state.led = LedState.AWAITING if state.status is SeatStatus.OK else LedState.UNAVAILABLE
             self._counters["rounds_opened"] += 1
         self._write_leds()
+        self._wake()
 
     def lock(self, cause: str) -> LockedOut:
         """Lock every seat now, from any thread; idempotent until the next open_betting()."""
         with self._mutex:
             result = self._lock_locked(cause)
         self._write_leds()
+        self._wake()
         return result
 
     def set_led(self, seat: int, state: LedState) -> None:
@@ -382,6 +386,7 @@ class GpioSeatPanel:
         with self._mutex:
             self._seats[seat].led = state
         self._write_leds()
+        self._wake()
 
     # --- queries --------------------------------------------------------------
 
@@ -455,6 +460,7 @@ class GpioSeatPanel:
             self._counters["button_presses"] += 1
             self._lock_locked("button")
         self._write_leds()
+        self._wake()
 
     def _on_button_released(self) -> None:
         with self._mutex:
@@ -487,6 +493,7 @@ class GpioSeatPanel:
                             "is quiet; check the sensor and its cable (docs/wiring.md).")
         if state.led is LedState.UNAVAILABLE:
             self._write_leds()
+        self._wake()  # the change settles after the debounce time
 
     # --- internals --------------------------------------------------------------
 
@@ -578,11 +585,60 @@ class GpioSeatPanel:
                     state.led_level = level
                     led.value = level
 
-    async def _tick_forever(self, period: float) -> None:
-        while True:
-            await asyncio.sleep(period)
+    # --- waking the loop only when something falls due ------------------------------
+
+    def next_due(self) -> float | None:
+        """The clock time at which ``tick()`` next has something to do, or None (only an
+        edge or a command can change anything then)."""
+        with self._mutex:
+            now = self._clock()
+            due: list[float] = []
+            for seat, state in self._seats.items():
+                if state.status is SeatStatus.CHATTER:
+                    if state.edges:
+                        due.append(state.edges[-1] + CHATTER_QUIET_S)
+                elif state.status is SeatStatus.PRESENT_AT_OPEN:
+                    if not state.raw:
+                        due.append(state.raw_changed_at + self._debounce_s)
+                elif self._open and seat in self._allowed and state.raw != state.stable:
+                    due.append(state.raw_changed_at + self._debounce_s)
+                if seat in self._leds:
+                    pattern = LED_PATTERNS[state.led]
+                    if not isinstance(pattern, bool):
+                        on_s, off_s = pattern
+                        phase = now % (on_s + off_s)
+                        due.append(now + (on_s - phase if phase < on_s else on_s + off_s - phase))
+        return min(due) if due else None
+
+    def _wake(self) -> None:
+        """Re-plan the next timer; safe from gpiozero's thread and from the loop."""
+        loop = self._loop
+        if loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._plan()
+        else:
             try:
-                self.tick()
-            except Exception as exc:  # a bad tick must not stop debouncing for good
-                self._last_error = f"tick: {exc}"
-                log.exception("seat panel tick failed", device=self.name)
+                loop.call_soon_threadsafe(self._plan)
+            except RuntimeError:  # the loop closed while the pins were being released
+                pass
+
+    def _plan(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._loop is None:
+            return
+        due = self.next_due()
+        if due is not None:
+            delay = max(0.0, due - self._clock()) + WAKE_LATE_S
+            self._timer = self._loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        try:
+            self.tick()
+        except Exception as exc:  # a bad tick must not stop debouncing for good
+            self._last_error = f"tick: {exc}"
+            log.exception("seat panel tick failed", device=self.name)
+        self._plan()

@@ -70,9 +70,11 @@ FD_EIO_RETRY = 0.1
 instead of spinning on a reader that is always 'ready'."""
 
 USB_PACKET_SIZE = 64  # full-speed bulk wMaxPacketSize (USB 2.0 section 5.8.3)
-USB_READ_TIMEOUT_MS = 50
-"""Bulk IN poll timeout: bounds how long close() waits for the reader thread, and is far
-below the link's minimum RTO, so polling adds no meaningful latency."""
+USB_READ_TIMEOUT_MS = 500
+"""Bulk IN read timeout. A read returns as soon as bytes arrive, so this adds no latency; it
+bounds how long close() waits for the reader thread (half a second, at an unplug or a
+shutdown) and sets how often an idle link wakes the reader: twice a second, not twenty
+times (the idle-CPU figure of bench/bench_daemon.py)."""
 
 USB_MAX_QUEUED_WRITES = 32
 """Bulk OUT writes waiting for the writer thread; beyond it new bytes are dropped (a device
@@ -275,6 +277,27 @@ class AsyncLink:
                                                if self._core.last_down else None)
                 raise LinkDownError(f"link is {self._core.state.value}") from cause
             await self._changed()
+
+    @property
+    def closed(self) -> bool:
+        """True once closed or its transport was lost: no further session can start on it."""
+        return self._closed or self._transport_error is not None
+
+    async def wait_revived(self, timeout: float | None) -> bool:
+        """Wait while REFUSED (docs/protocol.md 4.5); True once a new session began (a peer
+        RESET, or reconnect()), False after ``timeout``.  Raises LinkDownError if the
+        transport is lost or the link closed meanwhile."""
+        async def left_refused() -> None:
+            while self._core.state is LinkState.REFUSED:
+                self._raise_if_closed()
+                await self._changed()
+            self._raise_if_closed()
+
+        try:
+            await asyncio.wait_for(left_refused(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def reconnect(self) -> None:
         """Start a new session on the same transport (sends RESET)."""

@@ -49,6 +49,7 @@ from firmware_bridge.errors import (
 from firmware_bridge.frame import Frame, FrameDecoder, FrameKind
 from firmware_bridge.messages import (
     PROTOCOL_VERSION,
+    VENDOR_MESSAGE_IDS,
     DeviceKind,
     Hello,
     Message,
@@ -56,6 +57,7 @@ from firmware_bridge.messages import (
     RefuseCode,
     decode_message,
     encode_message,
+    protocol_revision,
 )
 
 # --- timing: every value says where it comes from -----------------------------------------
@@ -89,8 +91,9 @@ link gives up ~6 s after a frame stops getting through (bellows' ASH gives up af
 a similar handful of ACK timeouts)."""
 
 KEEPALIVE_IDLE = 1.0
-"""Send an ACK as keepalive after this long without sending anything: one per second
-costs 11 bytes/s, negligible at any baud rate."""
+"""Send an ACK as keepalive after this long without sending, at EVERY baud rate (protocol
+1.1, 5.9): an ACK is 9 bytes on the wire, 1 % of a 9600-baud line, so it never needs
+stretching, and a peer's silence timeout can always count on it."""
 
 SILENCE_TIMEOUT = 3.0
 """Peer declared silent after three keepalive periods with nothing valid heard (the
@@ -101,8 +104,18 @@ RESET_INTERVAL = 0.5
 quickly after it powers up without flooding a port nobody listens on."""
 
 HANDSHAKE_TIMEOUT = 5.0
-"""From RESET_ACK to UP: Hello needs one round trip; 5 s covers the retransmissions of
-a lost Hello (0.25+0.5+1+2 s) before giving up."""
+"""From RESET_ACK to UP at 115200: Hello needs one round trip; 5 s covers four
+retransmissions of a lost Hello (0.25+0.5+1+2 s) before giving up.  Slower links get
+the same four retransmissions by formula (``handshake_budget``)."""
+
+HANDSHAKE_RETRANSMISSIONS = 4
+"""Retransmissions of a lost Hello that every baud rate's handshake timeout leaves room for."""
+
+HANDSHAKE_MARGIN = 1.0
+"""Added to the four retransmission timeouts: time for the last Hello's acknowledgement."""
+
+SLOW_LINK_BAUD = 28800
+"""Below this, the silence timeout stretches with the wire time (protocol 1.1, 5.9)."""
 
 SEND_QUEUE_LIMIT = 64
 """Messages accepted by send() but not yet in flight; beyond it send() raises
@@ -118,8 +131,33 @@ _RTT_K = 4  # RFC 6298 section 2.3
 _CLOCK_GRANULARITY = 0.001  # G in RFC 6298: the loop clock's resolution is far finer
 
 _SEQ_MODULUS = 256
-_REFUSE_REASON_BYTES = 200  # Refuse payload: id, code, length byte, reason <= 240 bytes
+REFUSE_REASON_BYTES = 200  # Refuse payload: id, code, length byte, reason <= 240 bytes
 _SESSION = struct.Struct("<I")
+NO_SESSION = 0
+"""Session id 0 is reserved (protocol 1.1, 4.1): never sent, and a RESET/RESET_ACK carrying
+it is ignored, so firmware may use 0 as "no session"."""
+
+
+def cut_utf8(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes on a character boundary (protocol 1.1, 4.2)."""
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+
+
+def baud_scale(baudrate: int) -> float:
+    """How much slower than 115200 a line is (1.0 at 115200 and above)."""
+    if baudrate <= 0:
+        raise ValueError(f"baud rate {baudrate} must be positive")
+    return max(1.0, BAUD_DEFAULT / baudrate)
+
+
+def handshake_budget(initial_rto: float, max_rto: float) -> float:
+    """Handshake timeout that leaves room for HANDSHAKE_RETRANSMISSIONS of a lost Hello:
+    four backed-off timeouts plus a margin; never below 5 s."""
+    total, rto = 0.0, initial_rto
+    for _ in range(HANDSHAKE_RETRANSMISSIONS):
+        total += rto
+        rto = min(max_rto, rto * 2)
+    return max(HANDSHAKE_TIMEOUT, total + HANDSHAKE_MARGIN)
 
 
 @dataclass(frozen=True)
@@ -147,19 +185,23 @@ class LinkTiming:
 
     @classmethod
     def for_baudrate(cls, baudrate: int) -> LinkTiming:
-        """Defaults stretched for a slow UART, so the timeouts always exceed the wire time."""
-        if baudrate <= 0:
-            raise ValueError(f"baud rate {baudrate} must be positive")
-        scale = max(1.0, BAUD_DEFAULT / baudrate)  # wire time grows as the baud rate falls
-        slow = max(1.0, scale / 4)  # idle timers only need stretching on very slow links
+        """The timing both ends MUST use at ``baudrate`` (docs/protocol.md 5.9, one formula).
+
+        s = max(1, 115200 / baud): the retransmission timeouts scale with the wire time;
+        the keepalive stays 1.0 s at every rate; the silence timeout is 3.0 s x
+        max(1, 28800 / baud); the handshake timeout leaves room for four Hello
+        retransmissions.  (1.0 stretched the keepalive too, so a 9600-baud host sent one
+        every 3 s to a device that, using the 115200 constants, timed out after 3 s.)"""
+        scale = baud_scale(baudrate)
         initial_rto = INITIAL_RTO * scale
+        max_rto = max(MAX_RTO, 2 * initial_rto)
         return cls(
             initial_rto=initial_rto,
             min_rto=MIN_RTO * scale,
-            max_rto=max(MAX_RTO, 2 * initial_rto),
-            keepalive_idle=KEEPALIVE_IDLE * slow,
-            silence_timeout=SILENCE_TIMEOUT * slow,
-            handshake_timeout=HANDSHAKE_TIMEOUT * slow,
+            max_rto=max_rto,
+            keepalive_idle=KEEPALIVE_IDLE,
+            silence_timeout=SILENCE_TIMEOUT * max(1.0, SLOW_LINK_BAUD / baudrate),
+            handshake_timeout=handshake_budget(initial_rto, max_rto),
         )
 
 
@@ -233,7 +275,16 @@ class BadMessage:
     payload: bytes
 
 
-LinkEvent = LinkUp | MessageReceived | MessageAcked | LinkDown | PeerRefused | BadMessage
+@dataclass(frozen=True)
+class VendorMessage:
+    """A message id of the vendor extension range (6.1) that the catalogue does not know:
+    acknowledged, counted, handed to the application, never an error (protocol 1.1)."""
+
+    payload: bytes
+
+
+LinkEvent = (LinkUp | MessageReceived | MessageAcked | LinkDown | PeerRefused | BadMessage
+             | VendorMessage)
 
 
 @dataclass
@@ -260,6 +311,8 @@ class LinkCounters:
     resets_sent: int = 0
     resets_received: int = 0
     bad_messages: int = 0
+    vendor_messages: int = 0
+    ignored_frames: int = 0  # well-formed but meaningless here (session id 0, non-Hello first)
     link_failures: int = 0
     dropped_events: int = 0
     dropped_output: int = 0
@@ -276,6 +329,7 @@ class _InFlight:
     message: Message
     first_sent: float
     tx_count: int = 1
+    timer_resends: int = 0  # resends after a timeout: only these count toward max_retries (5.5)
 
 
 @dataclass
@@ -377,10 +431,25 @@ class LinkEndpoint:
         self._end_session("local reset", LinkDownError("link reset by this side"))
         self._clear_session(now)  # the old session's queue was reported, never resent
         self.state = LinkState.RESETTING
-        self._own_session = self._session_ids() & 0xFFFFFFFF
+        self._own_session = self._new_session_id()
         self._peer_session = None
         self._decoder.reset()
         self._send_reset(now)
+
+    def _new_session_id(self) -> int:
+        # 4.1: 0 is reserved; a generator that yields it is asked again
+        for _ in range(8):
+            session = self._session_ids() & 0xFFFFFFFF
+            if session != NO_SESSION:
+                return session
+        raise ValueError("session_ids keeps returning 0, which protocol 1.1 reserves")
+
+    @property
+    def peer_revision(self) -> tuple[int, int] | None:
+        """The peer's protocol version as (major, minor), from its Hello (section 7)."""
+        if self.peer is None:
+            return None
+        return protocol_revision(self.peer)
 
     def receive(self, data: bytes, now: float) -> None:
         """Feed bytes read from the transport, in any split."""
@@ -490,6 +559,7 @@ class LinkEndpoint:
         self._rtx_deadline: float | None = None
         self._rtt = _Rtt(self.timing)
         self._hello_acked = False
+        self._hello_ack_withheld = False  # refusing before our Hello went out: see _refuse
         self._last_rx = now
         self._last_tx = now
         self._next_reset = now
@@ -544,11 +614,15 @@ class LinkEndpoint:
 
     def _on_frame(self, frame: Frame, now: float) -> None:
         kind = frame.kind
+        if kind in (FrameKind.RESET, FrameKind.RESET_ACK):
+            (session,) = _SESSION.unpack(frame.payload)
+            if session == NO_SESSION:
+                self.counters.ignored_frames += 1  # 4.1: id 0 is reserved, never a session
+                return
         if kind is FrameKind.RESET:
-            self._on_reset(_SESSION.unpack(frame.payload)[0], now)
+            self._on_reset(session, now)
             return
         if kind is FrameKind.RESET_ACK:
-            (session,) = _SESSION.unpack(frame.payload)
             if self.state is LinkState.RESETTING and session == self._own_session:
                 self._last_rx = now
                 self._start_session(now)
@@ -561,7 +635,7 @@ class LinkEndpoint:
         elif kind is FrameKind.NAK:
             self.counters.naks_received += 1
             self._on_ack(frame.ack, now)
-            self._retransmit_all(now)
+            self._retransmit_all(now, by_timer=False)
         else:
             self._on_data(frame, now)
         # After the payload, not before: a Refuse carries the ack of our Hello, and
@@ -605,8 +679,17 @@ class LinkEndpoint:
         self._rtx_deadline = now + self._rtt.rto if self._unacked else None
 
     def _on_data(self, frame: Frame, now: float) -> None:
-        self._on_ack(frame.ack, now)
+        self._on_ack(frame.ack, now)  # 5.2: a frame's ack is processed before its payload
         distance = _seq_distance(frame.seq, self._rx_expected)
+        if distance == 0 and self._is_stray_first(frame.payload):
+            # 4.2: the first DATA of a session is Hello (or a 1.0 peer's Refuse); anything
+            # else is not acknowledged, so the peer cannot mistake it for delivered
+            self.counters.ignored_frames += 1
+            self.counters.bad_messages += 1
+            self._emit(BadMessage(MessageError(
+                f"first message of the session has id 0x{frame.payload[0]:02X}, expected Hello"),
+                frame.payload))
+            return
         if distance == 0:
             self._rx_expected = (self._rx_expected + 1) % _SEQ_MODULUS
             self._nak_sent_for = None
@@ -619,6 +702,10 @@ class LinkEndpoint:
             self.counters.out_of_order += 1  # a frame before it was lost: go-back-N
             self._maybe_nak()
 
+    def _is_stray_first(self, payload: bytes) -> bool:
+        return (self.state is LinkState.HANDSHAKING and self._rx_expected == 0
+                and payload[0] not in (Hello.ID, Refuse.ID))
+
     def _maybe_nak(self) -> None:
         if self._nak_sent_for != self._rx_expected:
             self._nak_sent_for = self._rx_expected
@@ -629,6 +716,12 @@ class LinkEndpoint:
         try:
             message = decode_message(payload)
         except MessageError as exc:
+            if payload[0] in VENDOR_MESSAGE_IDS:
+                # 6.1: a vendor extension this side does not know: tolerated, not an error
+                self.counters.vendor_messages += 1
+                if self.state is LinkState.UP:
+                    self._emit(VendorMessage(payload))
+                return
             self.counters.bad_messages += 1
             awaiting_hello = self.state is LinkState.HANDSHAKING and self.peer is None
             if awaiting_hello and self._is_foreign_hello(payload):
@@ -662,6 +755,8 @@ class LinkEndpoint:
                     f"{type(message).__name__} before the handshake finished"), payload))
                 return
         if isinstance(message, Hello):
+            # 4.2: only RESET starts a session; a repeated Hello changes nothing
+            self.counters.bad_messages += 1
             self._emit(BadMessage(MessageError("second Hello in one session"), payload))
             return
         sender = self.peer.device_kind if self.peer is not None else None
@@ -709,10 +804,16 @@ class LinkEndpoint:
     def _refuse(self, code: RefuseCode, reason: str, error: LinkRefusedError) -> None:
         self.state = LinkState.REFUSED
         self.refusal = error
+        # 4.2 (1.1): Hello is always seq 0, so an own Hello not yet sent goes first and the
+        # Refuse follows it; only the Refuse acknowledges the peer's Hello
+        own_hello_unsent = any(item.ticket is None and isinstance(item.message, Hello)
+                               for item in self._pending)
         self._pending.clear()
-        # the reason may quote peer-supplied text: cut it to fit the str field by bytes
-        wire_reason = reason.encode("utf-8")[:_REFUSE_REASON_BYTES].decode("utf-8", "ignore")
-        self._queue_internal(Refuse(code, wire_reason), front=True)
+        if own_hello_unsent:
+            self._queue_internal(self.hello, front=False)
+            self._hello_ack_withheld = True
+        # the reason may quote peer-supplied text: cut it on a character boundary
+        self._queue_internal(Refuse(code, cut_utf8(reason, REFUSE_REASON_BYTES)), front=False)
         self._emit(PeerRefused(reason, True, error))
 
     def _refused_by_peer(self, refuse: Refuse) -> None:
@@ -763,17 +864,25 @@ class LinkEndpoint:
                 )
                 if queued.ticket is not None:
                     self.counters.messages_out += 1
-                self._send_frame(Frame(FrameKind.DATA, seq, self._rx_expected, queued.payload), now)
+                self._send_frame(Frame(FrameKind.DATA, seq, self._data_ack(seq), queued.payload), now)
                 if self._rtx_deadline is None:
                     self._rtx_deadline = now + self._rtt.rto
             if self._ack_due:
                 self._send_frame(Frame(FrameKind.ACK, 0, self._rx_expected), now)
 
-    def _retransmit_all(self, now: float) -> None:
+    def _data_ack(self, seq: int) -> int:
+        if self._hello_ack_withheld and seq == 0:
+            return (self._rx_expected - 1) % _SEQ_MODULUS  # Hello ahead of our Refuse: no ack yet
+        return self._rx_expected
+
+    def _retransmit_all(self, now: float, *, by_timer: bool) -> None:
         for item in self._unacked:
             item.tx_count += 1
+            if by_timer:
+                item.timer_resends += 1
             self.counters.retransmits += 1
-            self._send_frame(Frame(FrameKind.DATA, item.seq, self._rx_expected, item.payload), now)
+            self._send_frame(Frame(FrameKind.DATA, item.seq, self._data_ack(item.seq),
+                                   item.payload), now)
         if self._unacked:
             self._rtx_deadline = now + self._rtt.rto
 
@@ -783,7 +892,8 @@ class LinkEndpoint:
         if oldest is None:
             self._rtx_deadline = None
             return
-        if oldest.tx_count > self.timing.max_retries:
+        # 5.5 (1.1): only timer expiries count; a NAK proves the peer alive and listening
+        if oldest.timer_resends >= self.timing.max_retries:
             if self.state is LinkState.REFUSED:
                 self._unacked.clear()  # the refused peer never acknowledged our Refuse
                 self._rtx_deadline = None
@@ -795,7 +905,7 @@ class LinkEndpoint:
             )
             return
         self._rtt.back_off()
-        self._retransmit_all(now)
+        self._retransmit_all(now, by_timer=True)
 
     def _send_frame(self, frame: Frame, now: float) -> None:
         if frame.kind in (FrameKind.DATA, FrameKind.ACK, FrameKind.NAK):

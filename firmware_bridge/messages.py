@@ -27,6 +27,21 @@ from firmware_bridge.errors import (
 from firmware_bridge.frame import MAX_PAYLOAD
 
 PROTOCOL_VERSION = 1  # bump on any incompatible change to frames, link rules or this catalogue
+PROTOCOL_MINOR = 1
+"""Revision within PROTOCOL_VERSION (docs/protocol.md 7): 1.1 is wire-compatible with 1.0
+and announced by the capability bit CAP_PROTOCOL_1_1, not by a new protocol_version."""
+
+CAP_PROTOCOL_1_1 = 0x0000_0001
+"""Hello.capabilities bit 0: the sender follows protocol 1.1 (vendor extension ranges,
+refusal numbering, fault re-report order, per-baud timing).  A 1.0 peer sends 0."""
+
+VENDOR_MESSAGE_IDS = range(0xE0, 0xFF)
+"""Message ids 0xE0..0xFE are the vendor extension range (6.1): a receiver that does not
+know one acknowledges it and ignores it, it is never a bad message.  0xFF is reserved."""
+
+VENDOR_FAULT_CODES = range(0x8000, 0x10000)
+"""Fault codes 0x8000..0xFFFF are vendor-specific (6.3); codes 0x0000..0x7FFF not in
+FaultCode are reserved for later revisions.  A host accepts any code (6.3)."""
 NO_BACK_COLOUR = 255  # BatchStatus.held_back_colour when the shuffler holds no batch
 
 
@@ -40,7 +55,10 @@ class DeviceKind(enum.IntEnum):
 
 
 class FaultCode(enum.IntEnum):
-    """Every fault a device can report; high byte = device kind (0x0F = any device)."""
+    """Every fault the catalogue names; high byte = device kind (0x0F = any device).
+
+    Fault.code also carries codes not listed here (vendor 0x8000..0xFFFF, or reserved
+    ones a newer device knows) as plain ints: see ``fault_name``."""
 
     SHOE_LID_OPEN = 0x0101  # the shoe's lid/door is open: card reading is not trustworthy
     SHOE_SENSOR_FAULT = 0x0102  # a card sensor failed its self-check or reads out of range
@@ -55,6 +73,22 @@ class FaultCode(enum.IntEnum):
     DISPLAY_LAMP_FAILED = 0x0301  # a win light or meter segment draws no current
     DEVICE_OVERTEMP = 0x0F01  # the device is too hot to operate safely
     DEVICE_INTERNAL_ERROR = 0x0F02  # firmware assertion, watchdog reset, memory error
+
+
+def fault_name(code: int) -> str:
+    """Lower-case name of a fault code: the catalogue's, or ``vendor_fault_0x8123`` /
+    ``unknown_fault_0x0106`` for codes it does not name (6.3: tolerated, never dropped)."""
+    try:
+        return FaultCode(code).name.lower()
+    except ValueError:
+        prefix = "vendor_fault" if code in VENDOR_FAULT_CODES else "unknown_fault"
+        return f"{prefix}_0x{int(code):04x}"
+
+
+def protocol_revision(hello: Hello) -> tuple[int, int]:
+    """(major, minor) a peer speaks, from its Hello: 1.1 if it sets CAP_PROTOCOL_1_1."""
+    minor = PROTOCOL_MINOR if hello.capabilities & CAP_PROTOCOL_1_1 else 0
+    return hello.protocol_version, minor
 
 
 class DeviceState(enum.IntEnum):
@@ -139,9 +173,10 @@ class FieldSpec:
     unit: str = ""
     allowed: range | frozenset[int] | None = None  # for ints; None = the wire type's range
     enum: type[enum.IntEnum] | None = None  # decode into this enum; allowed = its members
+    open_enum: bool = False  # any value of the wire type is allowed; known ones decode to enum
 
     def allowed_values(self) -> range | frozenset[int] | None:
-        if self.enum is not None:
+        if self.enum is not None and not self.open_enum:
             return frozenset(int(member) for member in self.enum)
         return self.allowed
 
@@ -163,7 +198,11 @@ class FieldSpec:
 
     def convert(self, value: Any) -> Any:
         """Wire value -> Python value (enum member where the field has one)."""
-        return self.enum(value) if self.enum is not None else value
+        if self.enum is None:
+            return value
+        if self.open_enum and value not in self.enum._value2member_map_:
+            return value  # an extension code: kept as the integer
+        return self.enum(value)
 
 
 def _describe(allowed: range | frozenset[int]) -> str:
@@ -179,9 +218,10 @@ def wire(
     unit: str = "",
     allowed: range | frozenset[int] | None = None,
     enum: type[enum.IntEnum] | None = None,
+    open_enum: bool = False,
 ) -> Any:
     """Declare a message field: its wire type, meaning, unit and allowed values (field metadata)."""
-    spec = FieldSpec("", wire_type, doc, unit, allowed, enum)
+    spec = FieldSpec("", wire_type, doc, unit, allowed, enum, open_enum)
     return dataclasses.field(metadata={"wire": spec})
 
 
@@ -239,7 +279,8 @@ class Hello(Message):
     device_kind: DeviceKind = wire(U8, "kind of node sending", enum=DeviceKind)
     serial_number: str = wire(STR, "unit serial number, as printed on its label")
     firmware_version: str = wire(STR, "firmware (or host software) version, free text")
-    capabilities: int = wire(U32, "bit set of optional features; none are defined in version 1, send 0")
+    capabilities: int = wire(
+        U32, "bit set: bit 0 = speaks protocol 1.1 (CAP_PROTOCOL_1_1); send other bits 0, ignore unknown ones")
 
 
 @message(0x02, ANYONE)
@@ -287,7 +328,8 @@ class SelfTestResult(Message):
 class Fault(Message):
     """Device reports a fault became active (sent again for every active fault after each handshake)."""
 
-    code: FaultCode = wire(U16, "which fault", enum=FaultCode)
+    code: FaultCode | int = wire(U16, "which fault (any other code is tolerated, 6.3)",
+                                 enum=FaultCode, open_enum=True)
     detail: str = wire(STR, "free text for the technician")
 
 
@@ -296,7 +338,8 @@ class Fault(Message):
 class FaultCleared(Message):
     """Device reports a fault is no longer active."""
 
-    code: FaultCode = wire(U16, "which fault", enum=FaultCode)
+    code: FaultCode | int = wire(U16, "which fault (any other code is tolerated, 6.3)",
+                                 enum=FaultCode, open_enum=True)
 
 
 # --- shoe -> host ------------------------------------------------------------------
@@ -480,6 +523,8 @@ def catalogue_markdown() -> str:
             allowed = spec.allowed_values()
             if spec.enum is not None:
                 shown = ", ".join(f"{int(m)}={m.name}" for m in spec.enum)
+                if spec.open_enum:
+                    shown += f"; any other 0..{spec.wire.max_int} tolerated"
             elif allowed is not None:
                 shown = _describe(allowed)
             elif spec.wire.python_type is int:

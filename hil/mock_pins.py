@@ -36,6 +36,8 @@ from typing import Any
 import structlog
 from gpiozero.pins.mock import MockFactory, MockPin
 
+from hil.os_threads import os_named
+
 log = structlog.get_logger()
 
 BRIDGE_LINE_MAX = 256
@@ -86,8 +88,8 @@ class BridgedMockFactory(MockFactory):
         except FileNotFoundError:
             pass
         self._server = _BridgeServer(bridge_socket, self)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        args=(BRIDGE_POLL_S,), name="pin-bridge", daemon=True)
+        self._thread = threading.Thread(target=os_named("sim-pin-bridge", self._server.serve_forever),
+                                        args=(BRIDGE_POLL_S,), name="sim-pin-bridge", daemon=True)
         self._thread.start()
         log.info("pin bridge listening", socket=bridge_socket)
 

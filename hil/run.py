@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from controller.config import ConfigError
+from hil.display_process import DisplayProcess
 from hil.table_harness import TableHarness, render_summary
 
 
@@ -23,11 +24,17 @@ async def _play(args: argparse.Namespace, workdir: Path) -> int:
         print(line, flush=True)
 
     say(f"Simulated table from {args.config}; daemon log: {workdir / 'tabled.log'}")
-    async with TableHarness(Path(args.config), workdir, seed=args.seed, on_line=say) as table:
+    async with (TableHarness(Path(args.config), workdir, seed=args.seed, on_line=say) as table,
+                DisplayProcess(Path(args.config), table.socket, workdir,
+                               port=args.display_port) as display):
         status = await table.call("status")
         say(f"Table {status['table_id']}: {status['game']} ({status['variant']}), "
-            f"{table.decks} decks; shoe on {table.shoe.port}\n")
+            f"{table.decks} decks; shoe on {table.shoe.port}")
+        say(f"Scoreboard: {display.url('/scoreboard')}   Dealer: {display.url('/dealer')}\n")
         result = await table.play(shoes=args.shoes)
+        if args.keep_open:
+            say(f"\nShoe done; the pages stay up at {display.url('/scoreboard')} until Ctrl-C")
+            await asyncio.Event().wait()
     say(render_summary(result))
     balance = sum(r["table_net_cents"] for r in result.rounds) + sum(
         s["net_cents"] for r in result.rounds for s in r["settlements"])
@@ -40,6 +47,11 @@ def main() -> int:
     parser.add_argument("--shoes", type=int, default=1)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", help="keep the store and logs here (default: a temp dir)")
+    parser.add_argument("--display-port", type=int, default=0,
+                        help="serve the scoreboard and dealer pages on this local port "
+                             "(default: a free one)")
+    parser.add_argument("--keep-open", action="store_true",
+                        help="after the shoes, keep the daemon and the pages up until Ctrl-C")
     args = parser.parse_args()
     if args.shoes < 1:
         parser.error("--shoes must be 1 or more")

@@ -113,6 +113,8 @@ class TableHarness:
         self.on_line = on_line or (lambda line: None)
         self.socket = str(self.workdir / "control.sock")
         self.gpio_socket = str(self.workdir / "gpio.sock")
+        # The simulated shuffler lives in the daemon's process; faults reach it here.
+        self.shuffler_socket = str(self.workdir / "shuffler.sock")
         self.store_path = str(self.workdir / "table.sqlite")
         self.daemon_log = daemon_log or self.workdir / "tabled.log"
         self.extra_overrides = list(extra_overrides)
@@ -153,17 +155,39 @@ class TableHarness:
         if self.shoe is not None:
             await self.shoe.stop()
 
+    def init_store(self) -> None:
+        """A new table's critical memory is initialised once, explicitly (tabled --init-store);
+        restarts and power cuts find it in place."""
+        from controller.critical_store import init_store, is_initialised
+
+        if not is_initialised(self.store_path, self.table_config.critical_dir):
+            init_store(self.store_path, self.table_config.critical_dir, operator="hil",
+                       table_id=self.table_config.table_id).close()
+
     async def start_daemon(self) -> None:
+        self.init_store()
         args = [sys.executable, "-m", "controller.daemon", "--config", str(self.config_path)]
         for override in self._overrides(self.shoe.port):
             args += ["--set", override]
         log_file = open(self.daemon_log, "ab")  # noqa: SIM115 - handed to the child
         self.daemon = await asyncio.create_subprocess_exec(
             *args, stdout=log_file, stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            env={**os.environ, "PYTHONUNBUFFERED": "1",
+                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket})
         log_file.close()
         self.client = await self._connect()
         self.pins = await self._connect_pins()
+
+    def shuffler(self, request: str) -> str:
+        """One fault-injection request to the simulated shuffler (hil/usb_shuffler.py's
+        ShufflerControlServer line protocol), e.g. ``"JAM 20"``; returns its reply."""
+        from hil.usb_shuffler import ShufflerControlClient
+
+        client = ShufflerControlClient(self.shuffler_socket)
+        try:
+            return client.request(request)
+        finally:
+            client.close()
 
     async def _connect_pins(self) -> Any:
         """The daemon's pin factory opens the bridge when its GPIO driver starts."""

@@ -44,6 +44,7 @@ import usb.core
 
 from cards import BackColour, Card, shoe_of
 from firmware_bridge import messages as wire
+from hil.os_threads import os_named
 from firmware_bridge.link import LinkEndpoint, LinkUp, LinkDown, MessageReceived, PeerRefused, Role
 
 log = structlog.get_logger()
@@ -132,8 +133,8 @@ class SimulatedShuffler:
         self._plan = _Plan()
         self._stopping = False
         self._claimed_by: Any = None
-        self._thread = threading.Thread(target=self._run, name=f"sim-shuffler-{serial_number}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=os_named("sim-shuffler", self._run),
+                                        name=f"sim-shuffler-{serial_number}", daemon=True)
         self._thread.start()
 
     # --- the dealer and the technician ------------------------------------------------
@@ -723,8 +724,9 @@ class ShufflerControlServer:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         self._server = _ControlServer(path, self)
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name="sim-shuffler-control", daemon=True)
+        self._thread = threading.Thread(
+            target=os_named("sim-shuffler-ctl", self._server.serve_forever), args=(0.05,),
+            name="sim-shuffler-control", daemon=True)
         self._thread.start()
 
     def command(self, line: str) -> str:

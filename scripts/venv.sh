@@ -43,3 +43,25 @@ ensure_venv() {
         touch "$stamp"
     fi
 }
+
+# The browser tests (hil/test_display_browser.py) drive Debian's headless Chromium.
+# When it is missing and we may install system packages (root with apt-get, as in CI
+# containers), install it once, quietly, with a log; otherwise say why the browser
+# tests will skip (outside CI) or fail (under CI=true).
+ensure_chromium() {
+    local log=".venv/apt-chromium.log"
+    if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing chromium for the browser tests (apt-get, log in $log)..." >&2
+        if { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+           } >"$log" 2>&1; then
+            return 0
+        fi
+        echo "warning: installing chromium failed (see $log); the browser tests cannot run" >&2
+        return 0
+    fi
+    echo "note: chromium is not installed and this is not root with apt-get; the browser" \
+         "tests will skip (fail under CI=true). Install it with: sudo apt-get install chromium" >&2
+}

@@ -50,14 +50,43 @@ def visible_len(text: str) -> int:
     return len(_ANSI.sub("", text))
 
 
+def shorten(text: str, width: int) -> str:
+    """`text` cut to `width` columns with an ellipsis in the middle, so that both the start
+    and the end (a port's device name, a firmware's version number) stay readable."""
+    if visible_len(text) <= width:
+        return text
+    plain = _ANSI.sub("", text)
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return plain[:head] + "…" + (plain[-tail:] if tail else "")
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
-          right: Iterable[int] = (), indent: str = "") -> str:
+          right: Iterable[int] = (), indent: str = "", max_width: int | None = None,
+          shrinkable: Iterable[int] = ()) -> str:
     """Render rows under headers with aligned columns; columns in `right` align right
-    (numbers and money read best that way). None shows as '-'."""
+    (numbers and money read best that way). None shows as '-'. With `max_width`, the
+    columns in `shrinkable` (free text such as ports and versions) are narrowed, widest
+    first and never below their header, until a line fits; their cells are shortened."""
     right_cols = set(right)
     cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in row]
                                             for row in rows]
     widths = [max(visible_len(row[i]) for row in cells) for i in range(len(headers))]
+    if max_width is not None:
+        narrow = [i for i in shrinkable if 0 <= i < len(headers)]
+
+        def total() -> int:
+            return len(indent) + sum(widths) + 2 * (len(widths) - 1)
+
+        while total() > max_width:
+            candidates = [i for i in narrow if widths[i] > max(len(str(headers[i])), 6)]
+            if not candidates:
+                break
+            widest = max(candidates, key=lambda i: widths[i])
+            widths[widest] -= 1
+        for row in cells[1:]:
+            for i in narrow:
+                row[i] = shorten(row[i], widths[i])
     lines = []
     for n, row in enumerate(cells):
         parts = []

@@ -75,7 +75,8 @@ def _par_sheet(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from controller.rules.simulate import SimulationOptions, human_line, simulate
+    from controller.cli.output import ProgressBar
+    from controller.rules.simulate import SimulationOptions, human_line, signed_dollars, simulate
 
     if args.shoes < 1 or args.unit_cents < 1:
         print("--shoes and --unit-cents must be at least 1", file=sys.stderr)
@@ -85,11 +86,23 @@ def _simulate(args: argparse.Namespace) -> int:
         return exitcodes.BAD_CONFIGURATION
     options = SimulationOptions(shoes=args.shoes, seed=args.seed, unit_cents=args.unit_cents)
     total = 0
-    for record in simulate(game, options):
-        total += record["seat_net_cents"]
-        print(json.dumps(record, ensure_ascii=False) if args.json else human_line(record))
+    # Shoes done, on stderr (a terminal only, after a second): stdout stays the data.
+    bar = ProgressBar("simulating shoes", args.shoes)
+    shares_terminal = sys.stdout.isatty()
+    shoe = 0
+    try:
+        for record in simulate(game, options):
+            if record["shoe"] != shoe:
+                shoe = record["shoe"]
+                bar.update(shoe - 1)
+            elif shares_terminal:
+                bar.finish()  # the rounds scroll on the same screen: no bar over them
+            total += record["seat_net_cents"]
+            print(json.dumps(record, ensure_ascii=False) if args.json else human_line(record))
+    finally:
+        bar.finish()
     if not args.json:
-        print(f"seat net over all rounds: {total:+d} cents")
+        print(f"seat net over all rounds: {signed_dollars(total)}")
     return exitcodes.OK
 
 

@@ -30,6 +30,7 @@ from controller.cli import exitcodes
 from controller.cli.client import (
     Daemon, DaemonUnavailable, EventFeed, UnsupportedCommand, default_socket,
 )
+from controller.cli.storefile import not_a_table_store
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
     table, visible_len, when, with_progress,
@@ -168,11 +169,19 @@ def register(subparsers: Any) -> None:
                     help="also write the entries to FILE as JSON lines (with their hashes)")
     ev.set_defaults(handler=cmd_events)
     evs = ev.add_subparsers(dest="events_action", metavar="ACTION")
-    vf = evs.add_parser("verify", parents=[read], help="verify the event log's hash chain",
-                        description="Recompute the hash chain through the daemon, or offline "
-                                    "from the store file with --store. Exit 5 if it is broken.")
+    vf = evs.add_parser("verify", parents=[read], help="the critical-memory check: the event "
+                        "log's MAC chain, the sealed tables and the anchor",
+                        description="Run the daemon's boot check again (the log from the last "
+                                    "full check on; --full: every entry), through the daemon, or "
+                                    "offline from the store file with --store (as the daemon's "
+                                    "user: it needs the key). Exit 5 if anything fails.")
+    vf.add_argument("--full", action="store_true",
+                    help="recompute every entry's MAC, not only those since the last full check")
     vf.add_argument("--store", metavar="PATH",
                     help="check this SQLite store file directly (the daemon may be down)")
+    vf.add_argument("--critical-dir", metavar="DIR",
+                    help="with --store: the key and anchor (default: beside the store, "
+                         "<name>.critical)")
     vf.set_defaults(handler=cmd_events_verify)
 
 
@@ -198,16 +207,26 @@ def _run(args: argparse.Namespace, body: Callable[[Daemon], Awaitable[int]]) -> 
         return asyncio.run(go())
     except DaemonUnavailable as exc:
         print(exc.explain(), file=sys.stderr)
+        _json_error(args, str(exc), exc.reason, socket=exc.path)
         return exitcodes.DAEMON_NOT_RUNNING
     except UnsupportedCommand as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
+        _json_error(args, str(exc), "unsupported")
         return exitcodes.UNSUPPORTED
     except ControlError as exc:
         print(f"tablectl: the daemon refused: {exc} ({exc.code})", file=sys.stderr)
+        _json_error(args, str(exc), exc.code)
         return exitcodes.REFUSED if exc.code in _REFUSAL_CODES else exitcodes.FAILURE
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return exitcodes.FAILURE
+
+
+def _json_error(args: argparse.Namespace, message: str, reason: str, **extra: Any) -> None:
+    """With --json, a failure is a JSON document on stdout too: a script reading stdout
+    must not be left with nothing to parse. The human text stays on stderr."""
+    if _json(args):
+        print_json({"ok": False, "error": message, "reason": reason, **extra})
 
 
 def _emit_json(args: argparse.Namespace, obj: Any) -> bool:
@@ -237,6 +256,21 @@ def status_exit_code(status: Mapping[str, Any]) -> int:
 
 _LABEL_WIDTH = 17  # one value column for every block of `status`
 
+# What the table waits for in each state where play cannot go on by itself: a technician
+# at a silent table must see whether it waits for a person or for a device.
+_WAITING_FOR = {
+    "closed": "the table to be opened (the pit's 'open' command)",
+    "opening": "the decks to be inspected and a shuffle to be started",
+    "shuffling": "the shuffler to finish shuffling, counting and verifying the batch "
+                 "(a real shuffler takes about 90 s; 'tablectl test shuffler' shows its count)",
+    "cut": "the dealer: offer the cut, insert the cover cards and load the shoe (the shoe "
+           "reports it when the cards are in; then the first card is burned)",
+    "burn": "the first card to be drawn and exposed, and the burn cards",
+    "betting_open": "wagers, then 'no more bets' (the dealer's lock-out button)",
+    "no_more_bets": "the first card from the shoe",
+    "end_of_shoe": "a new shoe: shuffle the next batch",
+}
+
 
 def render_status(s: Mapping[str, Any]) -> str:
     """The human view of the daemon's `status` result."""
@@ -246,7 +280,9 @@ def render_status(s: Mapping[str, Any]) -> str:
     game = s.get("game")
     if s.get("variant"):
         game = f"{game} ({s['variant']})"
-    lines = [head, key_values([("game", game), ("configuration", s.get("config")),
+    lines = [head, key_values([("waiting for", _WAITING_FOR.get(state)),
+                               ("game", game), ("configuration", s.get("config")),
+                               ("daemon version", s.get("version")),
                                ("daemon uptime", duration(s.get("uptime_s"))
                                 if s.get("uptime_s") is not None else None)],
                               "  ", _LABEL_WIDTH)]
@@ -305,6 +341,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 # --- devices ---------------------------------------------------------------------------------
 
+DEVICES_WIDTH = 80  # `devices` fits a serial console or a phone's SSH session
+
 # The link counters a technician compares between visits; the rest are listed below the table.
 _MAIN_COUNTERS = (("crc_errors", "CRC"), ("retransmits", "RETX"), ("resyncs", "RESYNC"),
                   ("reconnects", "RECONN"))
@@ -328,18 +366,26 @@ def _counter(counters: Mapping[str, Any], key: str) -> Any:
 
 def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
     """The human view of the daemon's `devices` result."""
-    rows = []
+    # Two tables, so each fits an 80-column serial console: who the device is and where,
+    # then how its link has behaved. Long ports and versions are shortened in the middle
+    # (--json has them whole).
+    width = min(DEVICES_WIDTH, shutil.get_terminal_size((DEVICES_WIDTH, 24)).columns)
+    identity, link_rows = [], []
     for d in devices:
         link = str(d.get("link"))
         counters = d.get("counters") or {}
-        rows.append([
-            d.get("device"), d.get("kind"), paint(link, "green" if link == "up" else "red"),
-            d.get("port"), d.get("serial_number") or None, d.get("firmware_version") or None,
-            d.get("protocol_version"), duration(d.get("uptime_s")) if d.get("uptime_s")
-            is not None else None,
+        identity.append([
+            d.get("device"), paint(link, "green" if link == "up" else "red"), d.get("port"),
+            d.get("serial_number") or None, d.get("firmware_version") or None])
+        link_rows.append([
+            d.get("device"), d.get("protocol_version"),
+            duration(d.get("uptime_s")) if d.get("uptime_s") is not None else None,
             *[_counter(counters, key) for key, _ in _MAIN_COUNTERS]])
-    out = [table(["DEVICE", "KIND", "LINK", "PORT", "SERIAL", "FIRMWARE", "PROTO", "UPTIME",
-                  *[label for _, label in _MAIN_COUNTERS]], rows, right=range(6, 12))]
+    out = [table(["DEVICE", "LINK", "PORT", "SERIAL", "FIRMWARE"], identity,
+                 max_width=width, shrinkable=(2, 3, 4)),
+           "",
+           table(["DEVICE", "PROTO", "UPTIME", *[label for _, label in _MAIN_COUNTERS]],
+                 link_rows, right=range(1, 7))]
     main_keys = {name for key, _ in _MAIN_COUNTERS for name in (key, "link_" + key)}
     for d in devices:
         others = {k: v for k, v in (d.get("counters") or {}).items()
@@ -347,19 +393,21 @@ def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
         if others:
             # Wrapped to the terminal: a linked device has a dozen link-layer counters.
             out.append(textwrap.fill(
-                ", ".join(f"{k}={v}" for k, v in sorted(others.items())),
-                width=max(60, shutil.get_terminal_size((100, 24)).columns),
+                ", ".join(f"{k}={v}" for k, v in sorted(others.items())), width=width,
                 initial_indent=f"{d.get('device')} counters: ", subsequent_indent="  ",
                 break_on_hyphens=False))
     for d in devices:
         if d.get("last_error"):
-            out.append(paint(f"{d.get('device')} last error: {d['last_error']}",
+            out.append(paint(textwrap.fill(f"{d.get('device')} last error: {d['last_error']}",
+                                           width=width, subsequent_indent="  "),
                              "red" if d.get("link") != "up" else "yellow"))
     for d in devices:
         link = d.get("link")
         if link != "up":
-            out.append(paint(f"NOT UP: {d.get('device')} ({link})", "red", "bold") + " - "
-                       + _LINK_HINTS.get(str(link), _LINK_HINTS["retrying"]))
+            label = f"NOT UP: {d.get('device')} ({link})"
+            text = textwrap.fill(f"{label} - " + _LINK_HINTS.get(str(link), _LINK_HINTS["retrying"]),
+                                 width=width, subsequent_indent="  ")
+            out.append(paint(label, "red", "bold") + text[len(label):])
     return "\n".join(out)
 
 
@@ -408,7 +456,8 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
         cards: list[dict[str, Any]] = []
         if not _json(args):
             print(_result_line(result))
-        if result["passed"] and (args.cards or not _json(args)):
+        listened = bool(result["passed"] and (args.cards or not _json(args)))
+        if listened:
             # Listen before asking: a card drawn the moment the prompt appears still counts.
             feed = await _events_after_now(d, _socket(args))
             if not _json(args):
@@ -442,6 +491,12 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
         if args.cards and len(cards) < args.cards:
             print(f"only {len(cards)} of {args.cards} cards were read before the timeout",
                   file=sys.stderr)
+            return exitcodes.FAILURE
+        if listened and not cards:
+            # Silence is the shoe's most common failure (dirty reader, cable): never a pass.
+            print(paint(f"no card was read in {args.timeout:g} s", "red", "bold")
+                  + " - draw a card slowly; if none shows, check the shoe's reader window "
+                    "and cable ('tablectl devices')", file=sys.stderr)
             return exitcodes.FAILURE
         return exitcodes.OK
     return _run(args, body)
@@ -649,8 +704,13 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         stuck = [s for s in present if present[s]]
         passed = bool(result["passed"]) and not missing and not stuck
         if _json(args):
-            print_json({**result, "seats": seats, "touched": sorted(touched),
-                        "never_seen": missing, "still_present": stuck, "passed": passed})
+            # `detail` is the verdict of the whole test; the panel's own self-test (which can
+            # pass while a sensor never responds) is kept apart under `self_test`.
+            print_json({"device": result.get("device", "seats"), "passed": passed,
+                        "detail": _sensor_verdict(result, missing, stuck),
+                        "self_test": {k: result[k] for k in ("passed", "detail") if k in result},
+                        "seats": seats, "touched": sorted(touched), "never_seen": missing,
+                        "still_present": stuck})
         else:
             if not live:
                 print(sensor_grid(present, touched))
@@ -664,6 +724,19 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
                 print(paint("all seat sensors respond", "green", "bold"))
         return exitcodes.OK if passed else exitcodes.FAILURE
     return _run(args, body)
+
+
+def _sensor_verdict(self_test: Mapping[str, Any], missing: Sequence[int],
+                    stuck: Sequence[int]) -> str:
+    """One sentence for the sensors test's result, agreeing with its pass/fail."""
+    problems = []
+    if not self_test.get("passed"):
+        problems.append(f"self-test failed: {self_test.get('detail')}")
+    if missing:
+        problems.append(f"seats never seen with a wager: {_ranges(missing)}")
+    if stuck:
+        problems.append(f"seats still reading a wager: {_ranges(stuck)}")
+    return "; ".join(problems) if problems else "all seat sensors respond"
 
 
 def seat_sensor_change(event: Mapping[str, Any]) -> tuple[int, bool] | None:
@@ -778,6 +851,13 @@ def cmd_test_lights(args: argparse.Namespace) -> int:
                 confirmed = True
             else:
                 confirmed = _ask("Did every seat LED (and the win light) light up? [y/n] ")
+                if confirmed is None:
+                    print("tablectl: 'test lights' asks the technician what they saw and needs "
+                          "a terminal to ask on (its input is closed); run it in a terminal, "
+                          "or pass --yes after watching the lights", file=sys.stderr)
+                    _json_error(args, "no answer: the input is closed", "needs_terminal",
+                                tests=ran)
+                    return exitcodes.BAD_ARGUMENTS
         ok = passed and bool(confirmed)
         if _json(args):
             print_json({"tests": ran, "confirmed": confirmed, "passed": ok})
@@ -790,15 +870,15 @@ def cmd_test_lights(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
-def _ask(question: str) -> bool:
-    """A y/n question on the terminal; no answer (EOF) counts as no."""
+def _ask(question: str) -> bool | None:
+    """A y/n question on the terminal; None when the input is closed (no one to answer)."""
     while True:
         # The question goes to stderr so that stdout stays clean (--json).
         print(question, end="", file=sys.stderr, flush=True)
         line = sys.stdin.readline()
         if not line:
             print(file=sys.stderr)
-            return False
+            return None
         answer = line.strip().lower()
         if not sys.stdin.isatty():
             print(answer, file=sys.stderr)  # a piped answer is not echoed; show it
@@ -978,6 +1058,12 @@ def cmd_fault_acknowledge(args: argparse.Namespace) -> int:
             raise
         if not _emit_json(args, status):
             print(f"fault acknowledged by {args.supervisor}")
+            ack = status.get("acknowledgement") or {}
+            for fault in ack.get("cleared", []):
+                print(f"  cleared: {fault['device']} {fault['code']}")
+            for fault in ack.get("still_held", []):  # docs/faults.md: what ends each one
+                print(f"  still holding the table: {fault['device']} {fault['code']}: "
+                      f"{fault['clears']}")
             print(render_status(status))
         return status_exit_code(status)
     return _run(args, body)
@@ -1032,11 +1118,34 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+# A human event line stays readable: a list or table in the payload longer than the first
+# limit (a settled round's settlements, a full status) is summarised, a text (a fault's
+# action, which the technician needs whole) is cut only past the second, and the whole
+# payload past the third. `--json` and `--export` keep every byte.
+EVENT_VALUE_CHARS = 40
+EVENT_TEXT_CHARS = 160
+EVENT_DETAIL_CHARS = 320
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, str):
+        return value if len(value) <= EVENT_TEXT_CHARS else value[:EVENT_TEXT_CHARS - 1] + "…"
+    text = _compact(value)
+    if len(text) <= EVENT_VALUE_CHARS:
+        return text
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(str(k) for k in value)[:EVENT_VALUE_CHARS - 4] + ",…}"
+    return text[:EVENT_VALUE_CHARS - 1] + "…"
+
+
 def event_line(e: Mapping[str, Any]) -> str:
-    """One log entry on one line: seq, time, severity, device, kind, payload."""
+    """One log entry on one line: seq, time, severity, device, kind, payload (summarised)."""
     payload = e.get("payload") or {}
-    detail = " ".join(f"{k}={v if isinstance(v, str) else _compact(v)}"
-                      for k, v in payload.items())
+    detail = " ".join(f"{k}={_brief(v)}" for k, v in payload.items())
+    if len(detail) > EVENT_DETAIL_CHARS:
+        detail = detail[:EVENT_DETAIL_CHARS - 12].rstrip() + " … (--json)"
     sev = str(e.get("severity"))
     severity = paint(f"{sev:<8}", *_SEVERITY_STYLE.get(sev, ()))
     text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {severity}"
@@ -1131,46 +1240,66 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_events_verify(args: argparse.Namespace) -> int:
-    """Verify the hash chain through the daemon, or offline from --store."""
+    """The critical-memory check through the daemon, or offline from --store."""
     if args.store:
         return _verify_offline(args)
 
     async def body(d: Daemon) -> int:
         try:
-            result = await with_progress("verifying the hash chain", d.call("verify_chain"))
+            result = await with_progress("verifying critical memory",
+                                         d.call("verify_chain", full=bool(args.full)))
         except ControlError as exc:
             # The daemon reports IntegrityError from its handler as an internal error whose
-            # message starts with the exception's name; that is the broken-chain answer.
+            # message starts with the exception's name; that is the broken-store answer.
             message = str(exc)
             if message.startswith("IntegrityError:"):
                 return _report_broken(args, message.removeprefix("IntegrityError:").strip(),
                                       source=f"daemon on {_socket(args)}")
             raise
-        entries = int(result.get("entries", 0))
-        if not _emit_json(args, {"ok": True, "entries": entries, "source": "daemon"}):
-            print(paint("event log hash chain OK", "green", "bold")
-                  + f": {entries} entries verified by the daemon")
-        return exitcodes.OK
+        return _report_verified(args, result, "by the daemon", "daemon")
     return _run(args, body)
+
+
+def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: str,
+                     source: str) -> int:
+    entries = int(result.get("entries", 0))
+    if not _emit_json(args, {"ok": True, **result, "source": source}):
+        first = int(result.get("from_seq", 1))
+        span = (f" (entries {first} to {result['log_seq']}; the earlier ones passed the last "
+                "full check)" if first > 1 and "log_seq" in result else "")
+        rows = (f"; {result['state_rows']} sealed rows match"
+                if "state_rows" in result else "")
+        print(paint("critical memory OK", "green", "bold")
+              + f": {entries} log entries verified {where}{span}{rows}")
+    return exitcodes.OK
 
 
 def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int:
     if not _emit_json(args, {"ok": False, "error": detail, "source": source}):
-        print(paint("EVENT LOG HASH CHAIN BROKEN", "red", "bold") + f" ({source})")
+        print(paint("CRITICAL MEMORY CHECK FAILED", "red", "bold") + f" ({source})")
         print(f"  {detail}")
-        print("  Action: the log was edited or damaged. Do not play: the table is out of order "
-              "until the store is restored; keep the store file as evidence and call the floor "
-              "supervisor and the vendor.")
+        print("  Action: the store was edited, damaged, lost or rolled back. Do not play: the "
+              "table is out of order until the store is restored from its backup or a "
+              "supervisor clears critical memory (tabled --clear-store); keep the store and its "
+              "critical-memory directory as evidence and call the floor supervisor and the "
+              "vendor.")
     return exitcodes.INTEGRITY_FAILURE
 
 
 def _verify_offline(args: argparse.Namespace) -> int:
     """Verify a store file without the daemon. The file is copied first (with its WAL) so
-    the check can never change the evidence: opening a Store writes its schema row."""
-    from controller.store import IntegrityError, Store, StoreError
+    the check can never change the evidence; the key and anchor are read where they are."""
+    from controller.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.critical_store import missing_store, verify_file
 
     source = Path(args.store)
+    paths = CriticalPaths.for_store(source, args.critical_dir)
     if not source.is_file():
+        if paths.key.exists():  # this table's store is gone: the boot check's own words
+            try:
+                missing_store(paths, load_key(paths))
+            except IntegrityError as exc:
+                return _report_broken(args, f"{exc.check}: {exc.detail}", source=str(source))
         print(f"tablectl: no store file at {source}", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
     try:
@@ -1180,24 +1309,21 @@ def _verify_offline(args: argparse.Namespace) -> int:
                 part = Path(str(source) + suffix)
                 if part.exists():
                     shutil.copyfile(part, str(copy) + suffix)
-            store = Store(copy)
-            try:
-                store.quick_check()
-                entries = store.verify_chain()
-            finally:
-                store.close()
+            refused = not_a_table_store(copy)
+            if refused is not None and not paths.key.exists():
+                # No key beside it: a wrong path, not this table's store (with its key it is
+                # the table's own store, damaged, and the check below says how).
+                print(f"tablectl: {refused.replace(str(copy), str(source))}; give the path of "
+                      "the table's store (the [store] path in its configuration, e.g. "
+                      "/var/lib/tabled/table.sqlite)", file=sys.stderr)
+                _json_error(args, refused.replace(str(copy), str(source)), "not_a_table_store")
+                return exitcodes.BAD_ARGUMENTS
+            key = load_key(paths)
+            result = as_mapping(verify_file(str(copy), key, paths, full=bool(args.full)))
     except PermissionError as exc:
         print(f"tablectl: permission denied reading {exc.filename or source}; run as a member "
               "of the tabled group or with sudo", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
     except IntegrityError as exc:
         return _report_broken(args, f"{exc.check}: {exc.detail}", source=str(source))
-    except (StoreError, OSError, Exception) as exc:  # noqa: BLE001 - a corrupt file fails anywhere
-        if type(exc).__name__ in ("DatabaseError", "OperationalError"):
-            return _report_broken(args, f"the file is not a readable SQLite store: {exc}",
-                                  source=str(source))
-        raise
-    if not _emit_json(args, {"ok": True, "entries": entries, "source": str(source)}):
-        print(paint("event log hash chain OK", "green", "bold")
-              + f": {entries} entries verified in {source}")
-    return exitcodes.OK
+    return _report_verified(args, dict(result), f"in {source}", str(source))

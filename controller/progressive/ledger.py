@@ -171,11 +171,16 @@ class Award:
         return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
 
 
+PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awards",
+                    "progressive_rounds", "progressive_mystery", "progressive_outbox")
+
+
 def ensure_schema(store: Store) -> None:
     with store.transaction() as db:
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
+        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/critical.py)
 
 
 def _meter(row: sqlite3.Row) -> MeterRow:

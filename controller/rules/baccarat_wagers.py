@@ -15,7 +15,7 @@ from controller.rules.baccarat import point_count
 from controller.rules.money import Rounding, payout_cents, vigorish_cents
 from controller.rules.par import ParContext, ParLine, Resolution, WagerPar, lines_from_resolutions, par_by_rounds
 from controller.rules.registry import FAMILIES_631A, WagerConfigError, wager_rule
-from controller.rules.submission import GameConfig, VigorishConfig, WagerConfig
+from controller.rules.submission_types import GameConfig, VigorishConfig, WagerConfig
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
 
 WIN, LOSE, PUSH = Outcome.WIN, Outcome.LOSE, Outcome.PUSH

@@ -22,7 +22,9 @@ from controller.rules.baccarat import BaccaratCoup, NextCard
 from cards import Card
 from controller.rules.card_values import burn_value
 from controller.rules.registry import load_rules
-from controller.rules.submission import CutConfig, GameConfig, Submission, load_submission
+from controller.rules.submission import load_submission
+from controller.rules.submission_types import CutConfig, GameConfig, Submission
+from controller.rules.twentyone import TwentyOneCoup
 from controller.rules.wager import RoundView, WagerRule
 
 
@@ -87,9 +89,8 @@ class Game:
     def new_coup(self, *, bonus_wagered: bool = False) -> Coup:
         """A fresh sans-I/O coup; `bonus_wagered` matters only for 681a.7(f)(2)."""
         if self.config.is_21:
-            from controller.rules.twentyone import TwentyOneCoup
-
-            return TwentyOneCoup(draw_rule=self.config.draw_rule, bonus_wagered=bonus_wagered)
+            return TwentyOneCoup(draw_rule=self.config.draw_rule, bonus_wagered=bonus_wagered,
+                                 natural_rule=self.config.natural_rule)
         return BaccaratCoup()
 
     def burn_count(self, first_card: Card) -> int:

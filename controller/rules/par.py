@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from itertools import combinations_with_replacement
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from controller.rules.baccarat import banker_draws_value, player_draws
 from cards import Card, Rank, Suit
@@ -31,7 +31,10 @@ from controller.rules.card_values import baccarat_value
 from controller.rules.wager import Outcome
 
 if TYPE_CHECKING:
-    from controller.rules.submission import GameConfig
+    from controller.rules.submission_types import GameConfig
+
+
+_T = TypeVar("_T")
 
 
 def falling(n: int, k: int) -> int:
@@ -325,6 +328,14 @@ class ParContext:
     def __init__(self, game: GameConfig) -> None:
         self.game = game
         self.shoe = ShoeComposition(game.decks)
+        self._shared: dict[Hashable, object] = {}
+
+    def shared(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """`compute()` once per sheet under `key`: an analysis a game family owns (21
+        Baccarat's enumeration), shared by its wagers without this module knowing it."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]  # type: ignore[return-value]
 
     @property
     def six_card_denominator(self) -> int:
@@ -457,10 +468,8 @@ class ParSheet:
 
 def compute_par_sheet(game_obj: Any) -> ParSheet:
     """The par sheet of every wager a `Game` offers (full shoe, start of round)."""
-    from controller.rules.twentyone import TwentyOneParContext
-
     config = game_obj.config
-    ctx: ParContext = TwentyOneParContext(config) if config.is_21 else ParContext(config)
+    ctx = ParContext(config)
     pars: list[WagerPar] = []
     missing: list[str] = []
     for key, rule in game_obj.wager_rules.items():

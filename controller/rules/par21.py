@@ -11,6 +11,10 @@ and the next card it is dealt when its two-card total is under 17, whether
 by 681a.7(g) or as the Bonus-only card of 681a.7(f)(2)) are distributed as
 three cards drawn at random from the full shoe, whatever the other hand does;
 so a rank-level enumeration of three cards is exact.
+
+A natural's total and how it compares are `hand21`'s, for the configured natural
+rule; the enumerations key rounds by `hand21.comparison_value`, which is what the
+dealing engine settles on.
 """
 
 from __future__ import annotations
@@ -18,6 +22,12 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import cached_property, lru_cache
 
+from controller.rules.hand21 import (
+    NATURAL_WINS,
+    check_natural_rule,
+    comparison_value,
+    natural_total,
+)
 from controller.rules.par import falling
 
 
@@ -50,9 +60,11 @@ def _total(hard: int, ace: bool) -> int:
 class TwentyOneEnumeration:
     """Exact 681a round distributions for a full shoe of `decks` decks."""
 
-    def __init__(self, decks: int, draw_rule: str = "one-card") -> None:
+    def __init__(self, decks: int, draw_rule: str = "one-card",
+                 natural_rule: str = NATURAL_WINS) -> None:
         self.decks = decks
         self.draw_rule = draw_rule
+        self.natural_rule = check_natural_rule(natural_rule)
         self.n = 52 * decks
         self.counts = tuple([4 * decks] * 9 + [16 * decks])
 
@@ -60,10 +72,13 @@ class TwentyOneEnumeration:
 
     @cached_property
     def totals(self) -> dict[tuple[int, int], int]:
-        """(Player total, Banker total) -> weight over `denominator`."""
+        """(Player, Banker) `hand21.comparison_value`s -> weight over `denominator`."""
         if self.draw_rule == "one-card":
             return self._one_card_totals()
         return self._recursive_totals()
+
+    def _natural_value(self, hard: int, ace: bool) -> int:
+        return comparison_value(_total(hard, ace), True, self.natural_rule)
 
     def _one_card_totals(self) -> dict[tuple[int, int], int]:
         """At most six cards: moment sums over the initial four, as in `par.enumerate_rounds`.
@@ -106,8 +121,8 @@ class TwentyOneEnumeration:
 
         for ((ph, pa_, pn), (bh, ba_, bn)), total in s0.items():
             m1, m2 = s1[((ph, pa_, pn), (bh, ba_, bn))], s2[((ph, pa_, pn), (bh, ba_, bn))]
-            pt2 = 21 if pn else _total(ph, pa_)
-            bt2 = 21 if bn else _total(bh, ba_)
+            pt2 = self._natural_value(ph, pa_) if pn else _total(ph, pa_)
+            bt2 = self._natural_value(bh, ba_) if bn else _total(bh, ba_)
             if pn or bn:  # 681a.7(f): no further card counts for the main wagers
                 put(pt2, bt2, total * (n - 4) * (n - 5))
                 continue
@@ -196,7 +211,8 @@ class TwentyOneEnumeration:
                         p_nat = p_nat or (p1 == 0 and p2 == 0)
                         b_nat = b_nat or (b1 == 0 and b2 == 0)
                         if p_nat or b_nat:  # 681a.7(f): no card counts for the main wagers
-                            key = (21 if p_nat else _total(ph, pa), 21 if b_nat else _total(bh, ba), 4)
+                            key = (self._natural_value(ph, pa) if p_nat else _total(ph, pa),
+                                   self._natural_value(bh, ba) if b_nat else _total(bh, ba), 4)
                             by_depth[key] = by_depth.get(key, 0) + w4
                             continue
                         rem = tuple(c - used.get(i, 0) for i, c in enumerate(counts))
@@ -225,7 +241,8 @@ class TwentyOneEnumeration:
 
     @cached_property
     def bonus_three_cards(self) -> dict[tuple[int, ...], int]:
-        """Ranks of a hand's Bonus cards: three ranks, or two when its first two total 17+."""
+        """Ranks of a hand's Bonus cards: three ranks, or two when its first two total 17+
+        (two aces: 12 and a third card, or 21 and none under the "as-21" natural rule)."""
         per_rank = 4 * self.decks
         out: dict[tuple[int, ...], int] = {}
         for r1 in range(1, 14):
@@ -233,6 +250,8 @@ class TwentyOneEnumeration:
                 w2 = per_rank * (per_rank - (r1 == r2))
                 v1, v2 = min(r1, 10), min(r2, 10)
                 two = _total(v1 + v2, r1 == 1 or r2 == 1)
+                if r1 == r2 == 1:
+                    two = natural_total(two, self.natural_rule)
                 if two >= STAND:
                     key = (r1, r2)
                     out[key] = out.get(key, 0) + w2 * (self.n - 2)

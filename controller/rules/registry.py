@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from controller.rules.wager import WagerRule
 
 if TYPE_CHECKING:
-    from controller.rules.submission import GameConfig, WagerConfig
+    from controller.rules.submission_types import GameConfig, WagerConfig
 
 WagerFactory = Callable[["WagerConfig", "GameConfig"], WagerRule]
 

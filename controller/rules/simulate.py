@@ -18,6 +18,7 @@ from typing import Any
 from controller.rules.baccarat import Hand, NextCard
 from cards import Card, shoe_of
 from controller.rules.game import Game
+from controller.rules.money import format_cents
 from controller.rules.settlement import PlacedWager, settle_round, void_round
 from controller.rules.shoe import ShoePhase, cut_and_cover, phase_after_round
 from controller.rules.wager import Settlement, SettlementPoint
@@ -122,4 +123,9 @@ def human_line(record: dict[str, Any]) -> str:
                      " [VOID]" if record["void"] else ""])
     totals = "" if record["void"] else f"P {record['player_total']} B {record['banker_total']} "
     return (f"shoe {record['shoe']} round {record['round']:3d}: {totals}{record['outcome']:<6} "
-            f"net {record['seat_net_cents']:+d}c  {hands}{flags}")
+            f"net {signed_dollars(record['seat_net_cents'])}  {hands}{flags}")
+
+
+def signed_dollars(cents: int) -> str:
+    """A seat's result for people: +$9.50, -$25.00, $0.00."""
+    return ("+" if cents > 0 else "") + format_cents(cents)

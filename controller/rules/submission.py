@@ -11,12 +11,28 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from controller.rules.hand21 import NATURAL_RULES as NATURAL_RULES_681A
 from controller.rules.money import Rounding, parse_odds
+from controller.rules.registry import WagerConfigError, load_rules
+from controller.rules.submission_types import (  # re-exported: callers read them from here
+    MIN_CUT_CARDS,
+    VIG_RATE,
+    CutConfig,
+    GameConfig,
+    Submission,
+    TableConfig,
+    VigorishConfig,
+    WagerConfig,
+)
+
+__all__ = [
+    "CutConfig", "GameConfig", "MIN_CUT_CARDS", "Submission", "SubmissionError", "TableConfig",
+    "VIG_RATE", "VigorishConfig", "WagerConfig", "load_submission", "parse_submission",
+]
 
 # Top-level sections that belong to other engineers' packages; the rules parser skips them.
 OTHER_OWNED_SECTIONS: tuple[str, ...] = (
@@ -30,6 +46,7 @@ VIG_COLLECTION = ("at-payout", "marked")  # 631a.13(d)(1) and (2)
 DISCLOSED_THIRD = ("discard", "simulated-round")  # 631a.15(c)(1) and (2)
 DRAW_RULES = ("one-card", "to-17")  # 681a.7(g) ruling, docs/rulings.md
 BONUS_CARDS = ("first-three",)  # 681a.3(e) ruling
+NATURAL_RULES = NATURAL_RULES_681A  # 681a.1 naturals vs other hands (hand21, docs/rulings.md)
 
 # 631a.2(a): 10 to 14 numbered positions; 681a.2(a): no more than eight players.
 # Minibaccarat's own chapter (627a) is not among the four implemented; ruling: 1..14 (docs/rulings.md).
@@ -37,8 +54,6 @@ SEATS = {"baccarat": (10, 14), "minibaccarat": (1, 14), "21-baccarat": (1, 8)}
 DECKS = {"baccarat": (6, 7, 8), "minibaccarat": (6, 7, 8), "21-baccarat": (4, 8)}  # 631a.3(a), 681a.3(a)
 MIN_TIE_ODDS = Fraction(8)  # 631a.13(b)
 TIE_ODDS_681A = Fraction(10)  # 681a.8(b)
-VIG_RATE = Fraction(5, 100)  # 631a.13(c)
-MIN_CUT_CARDS = 10  # 631a.5(c), 681a.5(c)
 MIN_COVER_FROM_BOTTOM = {"baccarat": 14, "minibaccarat": 14, "21-baccarat": 10}  # 631a.5(d), 681a.5(d)
 
 COMMON_WAGER_KEYS = ("paytable", "min_cents", "max_cents", "without_base_wager")
@@ -56,80 +71,6 @@ class SubmissionError(ValueError):
         self.source = source
         self.errors = tuple(errors)
         super().__init__("\n".join(self.errors))
-
-
-@dataclass(frozen=True)
-class TableConfig:
-    id: str
-    seats: int
-    name: str = ""
-
-
-@dataclass(frozen=True)
-class VigorishConfig:
-    """631a.13(c)-(d): 5% of the amount won, optional round-up to 25c, and when it is collected."""
-
-    rate: Fraction = VIG_RATE
-    round_up_to_25c: bool = False
-    collection: str = "at-payout"  # "at-payout" 631a.13(d)(1) | "marked" 631a.13(d)(2)
-    rounding: Rounding = Rounding.UP  # a fraction of a cent of vigorish (ruling)
-
-
-@dataclass(frozen=True)
-class CutConfig:
-    """631a.5(c)-(d), 681a.5(c)-(d): where the cut and the second cover card go."""
-
-    min_cut_cards: int = MIN_CUT_CARDS
-    cover_card_from_bottom: int = 14
-
-
-@dataclass(frozen=True)
-class GameConfig:
-    """The `[game]` table."""
-
-    family: str
-    decks: int
-    variant: str = "standard"
-    fully_automated: bool = False
-    squeeze: bool = False  # 631a.9(d) procedure instead of 631a.9(c)
-    payout_rounding: Rounding = Rounding.DOWN
-    vigorish: VigorishConfig | None = None  # None: no vigorish (EZ, commission-free, 681a)
-    tie_odds: Fraction = Fraction(8)
-    disclosed_player_third: str = "discard"  # 631a.15(c)(1) "discard" | (2) "simulated-round"
-    cut: CutConfig = field(default_factory=CutConfig)
-    draw_rule: str = "one-card"  # 681a.7(g): one additional card (ruling); "to-17" optional
-    bonus_cards: str = "first-three"  # 681a.3(e)
-
-    @property
-    def is_21(self) -> bool:
-        return self.family == "21-baccarat"
-
-    @property
-    def shoe_cards(self) -> int:
-        return 52 * self.decks
-
-
-@dataclass(frozen=True)
-class WagerConfig:
-    """One `[wagers.<key>]` table: the common keys, and the rule's own options."""
-
-    key: str
-    paytable: str | None = None
-    min_cents: int | None = None
-    max_cents: int | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    without_base_wager: bool = False  # 631c.7(b): offered without a Baccarat wager
-
-
-@dataclass(frozen=True)
-class Submission:
-    source: str
-    table: TableConfig
-    game: GameConfig
-    wagers: tuple[WagerConfig, ...]
-
-    def wager(self, key: str) -> WagerConfig | None:
-        return next((w for w in self.wagers if w.key == key), None)
 
 
 class _Collector:
@@ -232,7 +173,7 @@ def _parse_game(c: _Collector, data: Mapping[str, Any]) -> GameConfig | None:
         return None
     c.unknown("game", g, ("family", "decks", "variant", "fully_automated", "squeeze",
                           "payout_rounding", "vigorish", "tie", "irregularities", "cut",
-                          "drawing"))
+                          "drawing", "naturals"))
     family = _get_choice(c, g, "family", "game.family", _MISSING, FAMILIES)
     if family is None:
         return None
@@ -277,6 +218,13 @@ def _parse_game(c: _Collector, data: Mapping[str, Any]) -> GameConfig | None:
                             " (681a.7(g), docs/rulings.md)") or "one-card"
     bonus_cards = _get_choice(c, draw_t, "bonus_cards", "game.drawing.bonus_cards",
                               "first-three", BONUS_CARDS, " (681a.3(e))") or "first-three"
+    nat_t = _get_table(c, g, "naturals", "game.naturals") or {}
+    if nat_t and not is21:
+        c.add("game.naturals", nat_t, "only for game.family = '21-baccarat' (631a.11 fixes naturals)")
+    c.unknown("game.naturals", nat_t, ("rule",))
+    natural_rule = _get_choice(c, nat_t, "rule", "game.naturals.rule", "natural-wins",
+                               NATURAL_RULES, " (681a.1, 681a.3(d), docs/rulings.md)") \
+        or "natural-wins"
     # An invalid deck count or variant is already reported; carry on with a stand-in so the
     # wagers are still checked and every error is listed in one pass.
     decks = decks if decks is not None else DECKS[family][-1]
@@ -286,7 +234,7 @@ def _parse_game(c: _Collector, data: Mapping[str, Any]) -> GameConfig | None:
         squeeze=squeeze, payout_rounding=payout_rounding, vigorish=vigorish,
         tie_odds=tie_odds, disclosed_player_third=disclosed,
         cut=CutConfig(min_cut_cards=min_cut, cover_card_from_bottom=cover),
-        draw_rule=draw_rule, bonus_cards=bonus_cards,
+        draw_rule=draw_rule, bonus_cards=bonus_cards, natural_rule=natural_rule,
     )
 
 
@@ -347,8 +295,6 @@ def _parse_tie(c: _Collector, g: Mapping[str, Any], is21: bool) -> Fraction:
 
 def _parse_wagers(c: _Collector, data: Mapping[str, Any], game: GameConfig | None
                   ) -> tuple[WagerConfig, ...]:
-    from controller.rules.registry import WagerConfigError, load_rules
-
     registry = load_rules()
     w = _get_table(c, data, "wagers", "wagers", required=True)
     if w is None:

@@ -13,69 +13,41 @@ Rulings on what 681a leaves open are in docs/rulings.md:
 * 681a.3(e) Bonus hands are judged on a hand's first three cards (the Bonus-
   only card of 681a.7(f)(2) included); a pair on the first two cards only.
 * A three-card straight treats the ace as low (A-2-3) or high (Q-K-A); no wrap.
+* How a natural compares with other hands, and whether two aces count as 21,
+  is `hand21`'s (`[game.naturals] rule`, default "natural-wins").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from cards import Card
 from controller.rules.baccarat import Hand, NextCard, Winner
-from cards import Card, Rank
+from controller.rules.baccarat_wagers import settlement_of
+from controller.rules.hand21 import (
+    NATURAL_WINS,
+    STAND,
+    hand_total,
+    hand_value,
+    is_natural,
+    main_total,
+    winner_21,
+    wins_with_17,
+)
 from controller.rules.money import Rounding
-from controller.rules.par import ParContext, Resolution, WagerPar, lines_from_resolutions
+from controller.rules.par import (
+    ParContext,
+    ParUnavailable,
+    Resolution,
+    WagerPar,
+    lines_from_resolutions,
+)
+from controller.rules.par21 import TwentyOneEnumeration
 from controller.rules.registry import FAMILY_681A, wager_rule
-from controller.rules.submission import GameConfig, WagerConfig
+from controller.rules.submission_types import GameConfig, WagerConfig
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
-
-STAND = 17  # 681a.2(b)(7)(i), 681a.7(f)-(g)
-BUST_OVER = 21  # 681a.6(c), 681a.7(i)-(j)
-
-
-def card_value_21(rank: int) -> int:
-    """681a.3(d): 2-10 face value, J/Q/K ten, ace one here (made eleven by `hand_total`)."""
-    return 10 if rank >= 10 else int(rank)
-
-
-def hand_total(ranks: Iterable[int]) -> tuple[int, bool]:
-    """681a.3(d), 681a.1: (total, soft). One ace counts 11 when that keeps the hand <= 21."""
-    hard = 0
-    has_ace = False
-    for r in ranks:
-        hard += card_value_21(r)
-        has_ace = has_ace or r == 1
-    if has_ace and hard + 10 <= 21:
-        return hard + 10, True
-    return hard, False
-
-
-def is_natural(ranks: Sequence[int]) -> bool:
-    """681a.1: two aces, or an ace and a ten-value card."""
-    if len(ranks) != 2:
-        return False
-    a, b = ranks
-    return (a == 1 and (b == 1 or b >= 10)) or (b == 1 and a >= 10)
-
-
-def main_total(ranks: Sequence[int]) -> int:
-    """The total a hand settles on: a natural (681a.1, two aces included) counts as 21 (ruling)."""
-    if is_natural(ranks):
-        return 21
-    return hand_total(ranks)[0]
-
-
-def winner_21(player_total: int, banker_total: int) -> Winner:
-    """681a.6(c), 681a.7(i)-(j): higher total wins at 21 or less; over 21 the lower total wins."""
-    p_over, b_over = player_total > BUST_OVER, banker_total > BUST_OVER
-    if player_total == banker_total:
-        return Winner.TIE  # 681a.7(i)(4), (j)(4)
-    if p_over != b_over:
-        return Winner.BANKER if p_over else Winner.PLAYER  # 681a.7(i)(1), (j)(1)
-    lower_wins = p_over  # both over 21: 681a.7(i)(3), (j)(3)
-    player_higher = player_total > banker_total
-    return Winner.PLAYER if player_higher != lower_wins else Winner.BANKER
-
 
 @dataclass(frozen=True, slots=True)
 class TwentyOneResult:
@@ -96,6 +68,7 @@ class TwentyOneCoup:
 
     draw_rule: str = "one-card"
     bonus_wagered: bool = False
+    natural_rule: str = NATURAL_WINS  # hand21: how naturals compare, two aces' total
     player: list[Card] = field(default_factory=list)
     banker: list[Card] = field(default_factory=list)
     player_extra: list[Card] = field(default_factory=list)
@@ -112,7 +85,7 @@ class TwentyOneCoup:
         return len(self.player) + len(self.banker) >= 4
 
     def _total(self, cards: list[Card]) -> int:
-        return main_total([c.rank for c in cards])
+        return main_total([c.rank for c in cards], self.natural_rule)
 
     def next_card(self) -> NextCard:
         dealt = len(self.player) + len(self.banker)
@@ -166,11 +139,13 @@ class TwentyOneCoup:
     def result(self) -> TwentyOneResult:
         if not self.complete:
             raise ValueError(f"the coup is not complete: next is {self.next_card().value}")
-        p, b = self._total(self.player), self._total(self.banker)
+        p_value = hand_value([c.rank for c in self.player], self.natural_rule)
+        b_value = hand_value([c.rank for c in self.banker], self.natural_rule)
         return TwentyOneResult(
             player=tuple(self.player), banker=tuple(self.banker),
             player_extra=tuple(self.player_extra), banker_extra=tuple(self.banker_extra),
-            player_total=p, banker_total=b, winner=winner_21(p, b),
+            player_total=self._total(self.player), banker_total=self._total(self.banker),
+            winner=winner_21(p_value, b_value),
             player_natural=is_natural([c.rank for c in self.player[:2]]),
             banker_natural=is_natural([c.rank for c in self.banker[:2]]),
         )
@@ -222,17 +197,17 @@ def resolve_bonus(ranks: Sequence[int], table: str) -> Resolution:
     return Resolution(Outcome.WIN, BONUS_LINES[best], BONUS_SECTIONS[best], Fraction(pays[best]))
 
 
-def resolve_main(side: str, player_total: int, banker_total: int) -> Resolution:
-    """681a.7(i)-(j), 681a.8(a): 1 to 1, or 1 to 2 when the hand wins with 17."""
-    w = winner_21(player_total, banker_total)
+def resolve_main(side: str, player_value: int, banker_value: int) -> Resolution:
+    """681a.7(i)-(j), 681a.8(a) on `hand21` comparison values: 1 to 1, or 1 to 2 with 17."""
+    w = winner_21(player_value, banker_value)
     if w is Winner.TIE:
         return Resolution(Outcome.PUSH, "Equal totals: wager returned",
                           "681a.7(i)(4)" if side == "player" else "681a.7(j)(4)")
     sub = "681a.7(i)" if side == "player" else "681a.7(j)"
     if w.value != side:
         return Resolution(Outcome.LOSE, f"{w.value.title()} wins", sub)
-    mine = player_total if side == "player" else banker_total
-    if mine == STAND:
+    mine = player_value if side == "player" else banker_value
+    if wins_with_17(mine):
         return Resolution(Outcome.WIN, "Wins with 17", "681a.8(a)", Fraction(1, 2))
     return Resolution(Outcome.WIN, f"{side.title()} wins", "681a.8(a)", Fraction(1))
 
@@ -245,17 +220,16 @@ class TwentyOneMainWager:
     name: str = ""
     section: str = "681a.6(c)"
     settles_at: SettlementPoint = SettlementPoint.END_OF_ROUND
+    natural_rule: str = NATURAL_WINS
 
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
-        from controller.rules.baccarat_wagers import settlement_of
-
-        p = main_total([c.rank for c in round_view.player])
-        b = main_total([c.rank for c in round_view.banker])
+        p = hand_value([c.rank for c in round_view.player], self.natural_rule)
+        b = hand_value([c.rank for c in round_view.banker], self.natural_rule)
         return settlement_of(self.key, seat, amount_cents, resolve_main(self.side, p, b),
                              self.rounding)
 
     def par(self, ctx: ParContext) -> WagerPar:
-        t = ctx_21(ctx)
+        t = main_enumeration(ctx)
         weights: dict[Resolution, int] = {}
         for (p, b), w in t.totals.items():
             r = resolve_main(self.side, p, b)
@@ -271,6 +245,7 @@ class TwentyOneTieWager:
     name: str = "Tie (10 to 1)"
     section: str = "681a.6(d)(1)"
     settles_at: SettlementPoint = SettlementPoint.END_OF_ROUND
+    natural_rule: str = NATURAL_WINS
 
     @staticmethod
     def resolve(p: int, b: int) -> Resolution:
@@ -279,14 +254,12 @@ class TwentyOneTieWager:
         return Resolution(Outcome.LOSE, "No tie", "681a.7(k)(1)(ii)")
 
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
-        from controller.rules.baccarat_wagers import settlement_of
-
-        p = main_total([c.rank for c in round_view.player])
-        b = main_total([c.rank for c in round_view.banker])
+        p = hand_value([c.rank for c in round_view.player], self.natural_rule)
+        b = hand_value([c.rank for c in round_view.banker], self.natural_rule)
         return settlement_of(self.key, seat, amount_cents, self.resolve(p, b), self.rounding)
 
     def par(self, ctx: ParContext) -> WagerPar:
-        t = ctx_21(ctx)
+        t = main_enumeration(ctx)
         weights: dict[Resolution, int] = {}
         for (p, b), w in t.totals.items():
             r = self.resolve(p, b)
@@ -306,8 +279,6 @@ class TwentyOneBonusWager:
     settles_at: SettlementPoint = SettlementPoint.END_OF_ROUND
 
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
-        from controller.rules.baccarat_wagers import settlement_of
-
         if self.side == "player":
             cards = round_view.player + round_view.player_extra
         else:
@@ -316,9 +287,7 @@ class TwentyOneBonusWager:
         return settlement_of(self.key, seat, amount_cents, r, self.rounding)
 
     def par(self, ctx: ParContext) -> WagerPar:
-        from controller.rules.par21 import TwentyOneEnumeration
-
-        t = TwentyOneEnumeration(ctx.game.decks, ctx.game.draw_rule)
+        t = enumeration(ctx)
         dist = t.bonus_three_cards
         weights: dict[Resolution, int] = {}
         for ranks, w in dist.items():
@@ -331,51 +300,43 @@ class TwentyOneBonusWager:
                                "681a.7(f)(2) card is always drawn",))
 
 
-class TwentyOneParContext(ParContext):
-    """Par context for 681a; the exact enumerations are in `controller.rules.par21`."""
-
-    @property
-    def twentyone(self):  # type: ignore[no-untyped-def]
-        from controller.rules.par import ParUnavailable
-        from controller.rules.par21 import TwentyOneEnumeration
-
-        if self.game.draw_rule != "one-card":
-            raise ParUnavailable(
-                "exact enumeration with draw rule 'to-17' takes minutes (hands of any length "
-                "with card removal); run controller.rules.par21 offline")
-
-        cached = self.__dict__.get("_t21")
-        if cached is None:
-            cached = TwentyOneEnumeration(self.game.decks, self.game.draw_rule)
-            self.__dict__["_t21"] = cached
-        return cached
+def enumeration(ctx: ParContext) -> TwentyOneEnumeration:
+    """The 681a enumeration of this sheet's shoe and rules, shared by every 681a wager."""
+    g = ctx.game
+    return ctx.shared(("681a", g.decks, g.draw_rule, g.natural_rule),
+                      lambda: TwentyOneEnumeration(g.decks, g.draw_rule, g.natural_rule))
 
 
-def ctx_21(ctx: ParContext):  # type: ignore[no-untyped-def]
-    if not isinstance(ctx, TwentyOneParContext):
-        raise TypeError("21 Baccarat wagers need a TwentyOneParContext")
-    return ctx.twentyone
+def main_enumeration(ctx: ParContext) -> TwentyOneEnumeration:
+    """`enumeration`, refused for the draw rule whose exact main-wager analysis takes minutes."""
+    if ctx.game.draw_rule != "one-card":
+        raise ParUnavailable(
+            "exact enumeration with draw rule 'to-17' takes minutes (hands of any length "
+            "with card removal); run controller.rules.par21 offline")
+    return enumeration(ctx)
 
 
 @wager_rule("player", section="681a.6(c)(1)", families=FAMILY_681A, description="Player's Hand")
 def _make_player(config: WagerConfig, game: GameConfig) -> TwentyOneMainWager:
-    return TwentyOneMainWager(config.key, "player", game.payout_rounding, "Player", "681a.6(c)(1)")
+    return TwentyOneMainWager(config.key, "player", game.payout_rounding, "Player", "681a.6(c)(1)",
+                              natural_rule=game.natural_rule)
 
 
 @wager_rule("banker", section="681a.6(c)(2)", families=FAMILY_681A, description="Banker's Hand")
 def _make_banker(config: WagerConfig, game: GameConfig) -> TwentyOneMainWager:
-    return TwentyOneMainWager(config.key, "banker", game.payout_rounding, "Banker", "681a.6(c)(2)")
+    return TwentyOneMainWager(config.key, "banker", game.payout_rounding, "Banker", "681a.6(c)(2)",
+                              natural_rule=game.natural_rule)
 
 
 @wager_rule("tie", section="681a.6(d)(1)", families=FAMILY_681A, description="Tie (10 to 1)")
 def _make_tie(config: WagerConfig, game: GameConfig) -> TwentyOneTieWager:
-    return TwentyOneTieWager(config.key, game.payout_rounding)
+    return TwentyOneTieWager(config.key, game.payout_rounding, natural_rule=game.natural_rule)
 
 
 _BONUS_BY_DECKS = {4: ("A", "B", "C"), 8: ("D", "E", "F")}  # 681a.8(c)
 
 
-def _bonus(side: str):  # type: ignore[no-untyped-def]
+def _bonus(side: str) -> Callable[[WagerConfig, GameConfig], TwentyOneBonusWager]:
     def make(config: WagerConfig, game: GameConfig) -> TwentyOneBonusWager:
         assert config.paytable is not None
         sec = "681a.6(d)(2)" if side == "player" else "681a.6(d)(3)"
@@ -389,4 +350,3 @@ wager_rule("bonus_player", section="681a.6(d)(2)", families=FAMILY_681A,
 wager_rule("bonus_banker", section="681a.6(d)(3)", families=FAMILY_681A,
            paytables_by_decks=_BONUS_BY_DECKS, description="Bonus on the Banker's Hand")(_bonus("banker"))
 
-_ = Rank

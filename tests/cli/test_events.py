@@ -9,7 +9,7 @@ import pytest
 
 from controller.cli import exitcodes, main
 from controller.cli.table_commands import parse_since
-from controller.store import Store
+from controller.critical_store import init_store, open_store
 
 
 def _fill(fake) -> None:
@@ -89,7 +89,7 @@ def test_since_forms():
 def test_verify_through_the_daemon(fake, capsys):
     _fill(fake)
     assert main(["events", "verify", "--socket", fake.socket]) == exitcodes.OK
-    assert "event log hash chain OK: 4 entries verified by the daemon" in \
+    assert "critical memory OK: 4 log entries verified by the daemon" in \
         capsys.readouterr().out
 
 
@@ -99,15 +99,17 @@ def test_verify_through_the_daemon_broken_chain(fake, capsys):
         "UPDATE events SET payload = '{\"card\":\"9S\"}' WHERE seq = 3"))
     assert main(["events", "verify", "--socket", fake.socket]) == exitcodes.INTEGRITY_FAILURE
     out = capsys.readouterr().out
-    assert "EVENT LOG HASH CHAIN BROKEN (daemon on" in out
-    assert "  event chain: entry 3 (card) was altered: its hash does not match its contents" \
+    assert "CRITICAL MEMORY CHECK FAILED (daemon on" in out
+    assert "  event chain: entry 3 (card) was altered: its MAC does not match its contents" \
         in out
 
 
 @pytest.fixture
 def store_file(tmp_path):
+    """An initialised table's store (entry 1 records the initialisation) with six cards."""
     path = tmp_path / "table.sqlite"
-    store = Store(path, clock=(float(t) for t in range(1_700_000_000, 1_800_000_000)).__next__)
+    init_store(str(path), operator="test", table_id="T1").close()
+    store = open_store(str(path))  # entry 2: the boot check passed
     for n in range(6):
         store.append_event("card", {"index": n, "card": "9H"}, device="shoe")
     store.close()
@@ -117,22 +119,22 @@ def store_file(tmp_path):
 def test_offline_verify_of_an_intact_store(store_file, capsys):
     before = store_file.read_bytes()
     assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.OK
-    assert f"event log hash chain OK: 6 entries verified in {store_file}" in \
-        capsys.readouterr().out
+    assert f"critical memory OK: 8 log entries verified in {store_file}; 2 sealed rows match" \
+        in capsys.readouterr().out
     assert store_file.read_bytes() == before  # the evidence is never written to
 
 
 def test_offline_verify_finds_an_edited_entry(store_file, capsys):
     db = sqlite3.connect(store_file)
     db.execute("UPDATE events SET payload = ? WHERE seq = 4",
-               (json.dumps({"card": "KS", "index": 3}),))
+               (json.dumps({"card": "KS", "index": 1}),))
     db.commit()
     db.close()
     rc = main(["events", "verify", "--store", str(store_file)])
     assert rc == exitcodes.INTEGRITY_FAILURE
     out = capsys.readouterr().out
-    assert f"EVENT LOG HASH CHAIN BROKEN ({store_file})" in out
-    assert "  event chain: entry 4 (card) was altered: its hash does not match its contents" \
+    assert f"CRITICAL MEMORY CHECK FAILED ({store_file})" in out
+    assert "  event chain: entry 4 (card) was altered: its MAC does not match its contents" \
         in out
 
 
@@ -145,17 +147,33 @@ def test_offline_verify_finds_a_deleted_entry_json(store_file, capsys):
     assert rc == exitcodes.INTEGRITY_FAILURE
     assert json.loads(capsys.readouterr().out) == {
         "ok": False, "source": str(store_file),
-        "error": "event chain: entry 2 is missing (next present entry is 3)"}
+        "error": "event chain: entry 2 is missing (next present entry is 3); 1 of 8 entries "
+                 "are gone"}
 
 
 def test_offline_verify_of_a_file_that_is_not_a_store(tmp_path, capsys):
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"garbage" * 200)
-    assert main(["events", "verify", "--store", str(junk)]) == exitcodes.INTEGRITY_FAILURE
-    assert "the file is not a readable SQLite store" in capsys.readouterr().out
+    assert main(["events", "verify", "--store", str(junk)]) == exitcodes.BAD_ARGUMENTS
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no "CHECK FAILED ... Do not play" for a wrong path
+    assert f"{junk} is not a table store: it is not an SQLite database" in captured.err
     missing = tmp_path / "none.sqlite"
     assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
     assert f"no store file at {missing}" in capsys.readouterr().err
+
+
+def test_offline_verify_of_the_tables_own_store_damaged(store_file, capsys):
+    """Beside its key the file is this table's store: damage is an integrity failure, in the
+    words the daemon uses, not a wrong path."""
+    store_file.write_bytes(b"garbage" * 200)
+    assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.INTEGRITY_FAILURE
+    assert (f"store unusable: {store_file} is not a SQLite store: its header is damaged"
+            in capsys.readouterr().out)
+    store_file.unlink()
+    assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.INTEGRITY_FAILURE
+    assert (f"store missing: no store at {store_file}, but this table was initialised and its "
+            "anchor records commit" in capsys.readouterr().out)
 
 
 def test_offline_verify_in_a_subprocess_with_the_daemon_down(store_file):

@@ -63,16 +63,36 @@ def test_status_json_is_the_daemons_answer(fake, capsys):
 def test_devices_table_aligned_with_counters(fake, capsys):
     assert main(["devices", "--socket", fake.socket]) == exitcodes.OK
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["DEVICE", "KIND", "LINK", "PORT", "SERIAL", "FIRMWARE", "PROTO",
-                                "UPTIME", "CRC", "RETX", "RESYNC", "RECONN"]
-    assert lines[1].split() == ["shoe", "shoe", "up", "/dev/ttyUSB0", "SH-00042", "2.1.0", "1",
-                                "01:02:00", "2", "5", "1", "0"]
-    assert lines[3].split()[:4] == ["seats", "seats", "up", "gpio:lgpio"]
+    assert lines[0].split() == ["DEVICE", "LINK", "PORT", "SERIAL", "FIRMWARE"]
+    assert lines[1].split() == ["shoe", "up", "/dev/ttyUSB0", "SH-00042", "2.1.0"]
+    assert lines[3].split() == ["seats", "up", "gpio:lgpio", "-", "-"]
     # Columns line up: every row's LINK starts where the header's does.
     column = lines[0].index("LINK")
     assert all(line[column:column + 2] == "up" for line in lines[1:4])
+    assert lines[4] == ""
+    assert lines[5].split() == ["DEVICE", "PROTO", "UPTIME", "CRC", "RETX", "RESYNC", "RECONN"]
+    assert lines[6].split() == ["shoe", "1", "01:02:00", "2", "5", "1", "0"]
+    assert lines[8].split() == ["seats", "-", "-", "-", "-", "-", "-"]
     assert "shoe counters: frames_in=1200" in lines
     assert "seats counters: button_presses=4" in lines
+
+
+def test_devices_fit_80_columns_with_long_ports_and_versions(fake, capsys, monkeypatch):
+    """A serial console is 80 columns: long cells are cut in the middle, never wrapped."""
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal still gets the 80-column view
+    fake.devices[2]["port"] = "gpio:hil.mock_pins:BridgedMockFactory"
+    fake.devices[1].update(firmware_version="shuffler-firmware 5.0.17-rc3+build.20261121",
+                           serial_number="SHUFFLER-SERIAL-000000017",
+                           counters={f"link_counter_{n}": n for n in range(1, 30)},
+                           last_error="a long last error " * 8)
+    assert main(["devices", "--socket", fake.socket]) == exitcodes.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    shuffler = lines[2].split()
+    assert shuffler[:2] == ["shuffler", "up"]
+    assert shuffler[-1].startswith("shuffler-f") and shuffler[-1].endswith(".20261121")
+    assert "…" in shuffler[-1]
+    assert lines[3].split()[2].startswith("gpio:hil") and lines[3].split()[2].endswith("Factory")
 
 
 def test_devices_unplugged_shoe_exits_4(fake, capsys):
@@ -81,8 +101,8 @@ def test_devices_unplugged_shoe_exits_4(fake, capsys):
     assert main(["devices", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
     out = capsys.readouterr().out
     assert "shoe last error: /dev/ttyUSB0: No such file or directory" in out
-    assert "NOT UP: shoe (retrying) - check its cable and power; the table reconnects by " \
-        "itself" in out
+    assert "NOT UP: shoe (retrying) - check its cable and power; the table reconnects by\n" \
+        "  itself" in out  # wrapped at 80 columns
 
 
 def test_devices_wrong_firmware_is_refused(fake, capsys):
@@ -91,8 +111,8 @@ def test_devices_wrong_firmware_is_refused(fake, capsys):
                                       "this host speaks version 1")
     assert main(["devices", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
     out = capsys.readouterr().out
-    assert out.splitlines()[1].split()[:7] == ["shoe", "shoe", "refused", "/dev/ttyUSB0",
-                                               "SH-00042", "shoe-fw", "0.9"]
+    assert out.splitlines()[1].split() == ["shoe", "refused", "/dev/ttyUSB0", "SH-00042",
+                                           "shoe-fw", "0.9"]
     assert "shoe last error: incompatible protocol version: shoe speaks version 0" in out
     assert "NOT UP: shoe (refused) - wrong firmware or protocol version" in out
 
@@ -107,7 +127,7 @@ def test_devices_link_prefixed_counters(fake, capsys):
                                    "link_resyncs": 2, "reconnects": 1, "shuffles_completed": 4}
     assert main(["devices", "--socket", fake.socket]) == exitcodes.OK
     out = capsys.readouterr().out
-    assert out.splitlines()[2].split()[-4:] == ["3", "9", "2", "1"]
+    assert out.splitlines()[7].split()[-4:] == ["3", "9", "2", "1"]
     assert "shuffler counters: shuffles_completed=4" in out
 
 

@@ -70,7 +70,7 @@ def test_lucky_nines_only_after_a_baccarat_wager_at_the_seat_631c_4_c(store: Sto
     table.cmd_no_more_bets()
     with pytest.raises(CommandRefused, match=BETTING_CLOSED):
         table.cmd_place_wager(4, "lucky_nines", 500)
-    assert [(w["seat"], w["wager"], w["amount_cents"]) for w in table.wagers] == [
+    assert [(w.seat, w.wager, w.amount_cents) for w in table.wagers] == [
         (5, "banker", 1000), (4, "tie", 500), (4, "lucky_nines", 500)]
 
 
@@ -88,7 +88,7 @@ def test_golden_talons_after_a_minibaccarat_wager_before_no_more_bets_627b_5_a_6
     assert table.state is TableState.NO_MORE_BETS
     with pytest.raises(CommandRefused, match=BETTING_CLOSED):
         table.cmd_place_wager(2, golden, 500)
-    assert [(w["seat"], w["wager"]) for w in table.wagers] == [(2, "player"), (2, golden)]
+    assert [(w.seat, w.wager) for w in table.wagers] == [(2, "player"), (2, golden)]
 
 
 def test_harmony_after_a_minibaccarat_wager_before_no_more_bets_627b_6_c(store: Store) -> None:
@@ -104,7 +104,7 @@ def test_harmony_after_a_minibaccarat_wager_before_no_more_bets_627b_6_c(store: 
     table.cmd_no_more_bets()
     with pytest.raises(CommandRefused, match=BETTING_CLOSED):
         table.cmd_place_wager(3, "harmony_progressive", 500)
-    assert [(w["seat"], w["wager"]) for w in table.wagers] == [
+    assert [(w.seat, w.wager) for w in table.wagers] == [
         (7, "banker"), (7, "banker_pair"), (7, "harmony_progressive"), (3, "player")]
 
 

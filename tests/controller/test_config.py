@@ -40,7 +40,8 @@ def test_the_shipped_simulated_table_is_valid():
                                   "only) or '0660' (group)"),
     (("shuffler", "vendor_id"), 0, "shuffler.vendor_id = 0: not allowed; allowed: a USB vendor "
                                    "id 0x0001-0xFFFF"),
-    (("store", "colour"), "red", "store.colour: unknown key; allowed keys: flush_delay_ms, path"),
+    (("store", "colour"), "red", "store.colour: unknown key; allowed keys: critical_dir, "
+                                 "flush_delay_ms, path"),
     (("store", "flush_delay_ms"), -5, "store.flush_delay_ms = -5: not allowed; allowed: 0 to "
                                       "1000 milliseconds"),
     (("shuffler", "batches"), ["red", "red"], "shuffler.batches = ['red', 'red']: not allowed; "

@@ -13,7 +13,7 @@ import pytest
 from controller.config import load_config
 from controller.control import ControlClient, ControlError
 from controller.daemon import Daemon
-from controller.store import Store
+from controller.critical_store import init_store, is_initialised, open_store
 from drivers.protocols import DeviceHealth, LinkState, SelfTestResult
 
 CONFIG = Path(__file__).parents[2] / "config" / "simulated-table.toml"
@@ -43,10 +43,18 @@ def config_for(tmp_path: Path):
                                 f"control.socket={tmp_path / 'control.sock'}"])
 
 
+def initialise(config) -> None:  # noqa: ANN001
+    """tabled --init-store, once per table: the daemon never makes a store by itself."""
+    if not is_initialised(config.store_path, config.critical_dir):
+        init_store(config.store_path, config.critical_dir, operator="test",
+                   table_id=config.table_id).close()
+
+
 @contextlib.asynccontextmanager
 async def running(config, devices=None, prepare=None):  # noqa: ANN001
     """The daemon in this process with stand-in devices; yields a control client.
     `prepare(daemon)` runs before it starts (e.g. to say who the callers are)."""
+    initialise(config)
     daemon = Daemon(config, devices=devices or {"shoe": StandInDevice("shoe")})
     if prepare is not None:
         prepare(daemon)
@@ -72,20 +80,21 @@ async def run_daemon(config, body):
 
 async def test_a_tampered_event_log_puts_the_table_out_of_order(tmp_path):
     config = config_for(tmp_path)
-    store = Store(config.store_path)
+    initialise(config)
+    store = open_store(config.store_path)  # entries 1 and 2: initialised, verified
     for n in range(3):
         store.append_event("wager_accepted", {"seat": n + 1, "amount_cents": 500})
     store.close()
     raw = sqlite3.connect(config.store_path)
-    raw.execute("""UPDATE events SET payload = '{"amount_cents":50000,"seat":2}' WHERE seq = 2""")
+    raw.execute("""UPDATE events SET payload = '{"amount_cents":50000,"seat":2}' WHERE seq = 4""")
     raw.commit()
     raw.close()
 
     async def body(client):
         status = await client.call("status")
         assert status["state"] == "out_of_order"
-        assert status["out_of_order"] == ("event chain: entry 2 (wager_accepted) was altered: its "
-                                          "hash does not match its contents")
+        assert status["out_of_order"] == ("event chain: entry 4 (wager_accepted) was altered: its "
+                                          "MAC does not match its contents")
         with pytest.raises(ControlError, match="not allowed while the table is out_of_order"):
             await client.call("open")
         return status
@@ -213,6 +222,10 @@ class StandInSeats(StandInDevice):
 
     def open_betting(self, seats: frozenset[int]) -> None:
         pass
+
+    def lock(self, cause: str) -> Any:
+        from drivers.protocols import LockedOut
+        return LockedOut(cause, 0.0, frozenset())
 
 
 async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, monkeypatch):

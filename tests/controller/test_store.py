@@ -30,7 +30,8 @@ def test_event_chain_links_each_entry_to_the_one_before(store):
     second = store.append_event("wager_accepted", {"seat": 3, "amount_cents": 2500}, round_id=7)
     assert first.seq == 1 and first.prev_hash == GENESIS_HASH
     assert second.prev_hash == first.hash
-    assert second.hash == entry_hash(first.hash, 2, second.at, "wager_accepted", "info", None, 7,
+    assert second.hash == entry_hash(store.key, first.hash, 2, second.at, "wager_accepted",
+                                     "info", None, 7,
                                      '{"amount_cents":2500,"seat":3}')
     assert store.verify_chain() == 2
 

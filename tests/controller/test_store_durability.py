@@ -101,3 +101,22 @@ def test_slow_storage_delays_only_flushed_commits(tmp_path, monkeypatch):
 def test_a_negative_flush_delay_is_refused(tmp_path):
     with pytest.raises(ValueError, match="flush_delay_s = -1: must be >= 0"):
         Store(tmp_path / "x.sqlite", flush_delay_s=-1)
+
+
+def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "CHECKPOINT_AFTER_COMMITS", 10)
+    s = Store(tmp_path / "c.sqlite")
+    assert s._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # never on a card
+    for index in range(20):
+        with s.transaction():
+            s.append_event("card", {"index": index})
+    assert s.checkpoints == 0  # grouped steps wait for a flushed one
+    with s.transaction():
+        s.append_event("round_settled", {"round": 1})
+    assert s.checkpoints == 1
+    assert [e.payload.get("index") for e in s.events()][-2:] == [19, None]
+    for index in range(100):  # hours of sensor chatter and nothing else
+        with s.transaction():
+            s.append_event("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
+    assert s.checkpoints == 2  # after ten times as many grouped commits
+    s.close()

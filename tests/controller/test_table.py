@@ -15,6 +15,7 @@ from controller.config import load_config
 from cards import BackColour, Card
 from controller.rules.card_values import burn_value
 from controller.rules.game import build_game
+from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
 from controller.store import Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
@@ -272,7 +273,7 @@ def test_a_face_up_card_opens_a_simulated_round_and_the_wagers_wait_631a_15_d(st
     assert table.state is TableState.BETTING_OPEN
     simulated = store.rounds()[-1]
     assert (simulated["simulated"], simulated["wagers"], simulated["settlements"]) == (True, [], [])
-    assert table.wagers == [{"seat": 1, "wager": "banker", "amount_cents": 1000}]
+    assert table.wagers == [PlacedWager(1, "banker", 1000)]
     assert table.shoe.rounds_in_shoe == 0  # a simulated round is not a round of play
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦", "4♥", "4♠")
@@ -422,7 +423,7 @@ def test_an_optional_wager_needs_a_baccarat_wager_first_631c_3_c_631c_4_c_627b_5
         table.cmd_place_wager(3, "dragon_bonus_player", 500)
     table.cmd_place_wager(3, "player", 500)
     table.cmd_place_wager(3, "dragon_bonus_player", 500)
-    assert [w["wager"] for w in table.wagers] == ["player", "dragon_bonus_player"]
+    assert [w.wager for w in table.wagers] == ["player", "dragon_bonus_player"]
 
 
 def test_majestic_match_without_a_baccarat_wager_when_the_submission_says_so_631c_7_b(store):

@@ -44,7 +44,7 @@ async def recorder() -> Recorder:
 @pytest.fixture
 async def panel(clock: FakeClock, recorder: Recorder) -> AsyncIterator[GpioSeatPanel]:
     """Ten seats on gpiozero's MockFactory, no background tick: the test calls tick()."""
-    p = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock, tick_s=None)
+    p = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock, background=False)
     await p.start(recorder)
     yield p
     await p.stop()

@@ -40,7 +40,7 @@ async def test_another_process_places_chips_presses_lockout_and_reads_leds(
     """631c.2(d)(2) end to end through the bridge: wagers before the button count, after do not."""
     panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
                           pin_factory="hil.mock_pins:BridgedMockFactory",
-                          factory_options={"bridge_socket": socket_path}, clock=clock, tick_s=None)
+                          factory_options={"bridge_socket": socket_path}, clock=clock, background=False)
     await panel.start(recorder)
     try:
         panel.open_betting(frozenset(TEN_SEATS))
@@ -65,7 +65,7 @@ async def test_bridge_rejects_driving_an_output_and_bad_requests(
         socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
     panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
                           pin_factory="hil.mock_pins:BridgedMockFactory",
-                          factory_options={"bridge_socket": socket_path}, clock=clock, tick_s=None)
+                          factory_options={"bridge_socket": socket_path}, clock=clock, background=False)
     await panel.start(recorder)
     try:
         with PinBridgeClient(socket_path) as pins:

@@ -81,7 +81,7 @@ async def test_fourteen_seats_with_leds_on_a_second_factory(recorder: Recorder, 
     sensors = [4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 18, 19, 20, 21]
     seats = {n: SeatPins(sensor_pin=pin, led_pin=n) for n, pin in enumerate(sensors, start=1)}
     p = GpioSeatPanel("seats", seats, 22, pin_factory="mock", led_pin_factory="mock",
-                      clock=clock, tick_s=None)
+                      clock=clock, background=False)
     await p.start(recorder)
     try:
         p.open_betting(frozenset(seats))

@@ -37,7 +37,7 @@ def test_debounced_changes_are_exactly_the_settled_levels(gaps: list[int]) -> No
         clock = FakeClock()
         emitted: list[object] = []
         panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock,
-                              tick_s=None)
+                              background=False)
         await panel.start(emitted.append)
         try:
             panel.open_betting(frozenset(TEN_SEATS))

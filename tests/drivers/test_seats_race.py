@@ -111,7 +111,7 @@ async def test_631c_2_d_2_10000_lockouts_at_forced_points_among_sensor_changes(
     # would cost more than the panel itself.
     emitted: list[object] = []
     panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock,
-                          tick_s=None)
+                          background=False)
     await panel.start(emitted.append)
     rng = random.Random(SEED)
     factory = panel.pin_factory
@@ -202,7 +202,7 @@ async def parked_panel(emitted: list[object]) -> tuple[GpioSeatPanel, ParkingClo
     holder: list[GpioSeatPanel] = []
     clock = ParkingClock(lambda: holder[0]._mutex)
     panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, pin_factory="mock", clock=clock,
-                          tick_s=None)
+                          background=False)
     holder.append(panel)
     await panel.start(emitted.append)
     panel.open_betting(frozenset(TEN_SEATS))

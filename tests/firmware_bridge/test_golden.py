@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from firmware_bridge.crc import crc16
+from firmware_bridge.crc import crc16, crc16_table
 from firmware_bridge.frame import Frame, FrameKind, decode_frame
 from firmware_bridge.link import LinkEndpoint, Role
 from firmware_bridge.messages import (
@@ -52,8 +52,11 @@ DATA_VECTORS: list[tuple[int, int, Message, str]] = [
      "02 01 01 02 1a 03 01 01 14 07 50 49 2d 30 30 30 31 0a 74 61 62 6c 65 64 20 30 2e 31 01 01 01 03 60 4e 00"),
     (0, 1, Hello(1, DeviceKind.SHOE, 'SHOE-42', '2.3.1', 0),
      "02 01 03 01 15 12 01 01 01 07 53 48 4f 45 2d 34 32 05 32 2e 33 2e 31 01 01 01 03 4c a6 00"),
-    (0, 1, Refuse(RefuseCode.INCOMPATIBLE_VERSION, 'version 2 != 1'),
-     "02 01 03 01 11 14 02 01 0e 76 65 72 73 69 6f 6e 20 32 20 21 3d 20 31 65 22 00"),
+    (0, 0, Hello(1, DeviceKind.HOST, 'PI-0001', 'tabled 1.1', 1),
+     "02 01 01 02 1a 03 01 01 15 07 50 49 2d 30 30 30 31 0a 74 61 62 6c 65 64 20 31 2e 31 01 01 01 03 ae 9b 00"),
+    # 4.2 (1.1): Refuse follows the refuser's own Hello, so it is seq 1
+    (1, 1, Refuse(RefuseCode.INCOMPATIBLE_VERSION, 'version 2 != 1'),
+     "05 01 01 01 11 14 02 01 0e 76 65 72 73 69 6f 6e 20 32 20 21 3d 20 31 b0 d4 00"),
     (1, 1, StatusRequest(),
      "05 01 01 01 01 04 03 90 06 00"),
     (2, 2, Status(3600, DeviceState.READY, 'ok'),
@@ -66,6 +69,9 @@ DATA_VECTORS: list[tuple[int, int, Message, str]] = [
      "05 01 04 03 0c 0f 07 01 01 08 6c 69 64 20 6f 70 65 6e 4d d8 00"),
     (5, 3, FaultCleared(FaultCode.SHOE_LID_OPEN),
      "05 01 05 03 03 06 08 01 01 a5 c9 00"),
+    # 6.3 (1.1): a vendor fault code decodes (as the integer), it is not a bad message
+    (4, 3, Fault(0x8001, 'vendor: hopper low'),
+     "05 01 04 03 16 19 07 01 80 12 76 65 6e 64 6f 72 3a 20 68 6f 70 70 65 72 20 6c 6f 77 da e9 00"),
     (6, 3, CardDrawn(5, 12, 2, 1, False),
      "05 01 06 03 07 03 20 05 04 0c 02 01 03 49 88 00"),
     (7, 3, CoverCardDrawn(350),
@@ -135,6 +141,15 @@ def test_crc_check_value_directly() -> None:
     assert naive_crc(b"123456789") == 0x29B1
 
 
+def test_binascii_crc_equals_the_table_crc_on_every_vector() -> None:
+    # docs/protocol.md 3.2: frames are checked with binascii.crc_hqx(data, 0xFFFF)
+    for *_, wire_hex in DATA_VECTORS + LINK_VECTORS:  # type: ignore[operator]
+        raw = naive_cobs_decode(bytes.fromhex(wire_hex)[:-1])
+        body = raw[:-2]
+        expected = raw[-2] << 8 | raw[-1]
+        assert crc16(body) == crc16_table(body) == naive_crc(body) == expected
+
+
 @pytest.mark.parametrize(("seq", "ack", "message", "wire_hex"), DATA_VECTORS,
                          ids=[type(v[2]).__name__ for v in DATA_VECTORS])
 def test_data_vector(seq: int, ack: int, message: Message, wire_hex: str) -> None:
@@ -160,13 +175,17 @@ def test_every_message_and_frame_kind_has_a_vector() -> None:
     assert {v[0] for v in LINK_VECTORS} | {FrameKind.DATA} == set(FrameKind)
 
 
+def _vector(cls: type[Message]) -> str:
+    return next(wire_hex for _, _, message, wire_hex in DATA_VECTORS if type(message) is cls)
+
+
 def test_field_values_spelled_out() -> None:
     # a few vectors decoded by hand, byte by byte, as a firmware author would
-    payload = naive_parse(DATA_VECTORS[9][3])[3]  # CardDrawn
+    payload = naive_parse(_vector(CardDrawn))[3]
     assert payload == bytes([0x20, 5, 0, 12, 2, 1, 0])  # id, index u16 LE, Q, hearts, blue, face down
-    payload = naive_parse(DATA_VECTORS[16][3])[3]  # ShowMeter
+    payload = naive_parse(_vector(ShowMeter))[3]
     assert int.from_bytes(payload[7:15], "little") == 1234567 and payload[1:7] == b"\x05major"
-    payload = naive_parse(DATA_VECTORS[7][3])[3]  # Fault
+    payload = naive_parse(_vector(Fault))[3]
     assert int.from_bytes(payload[1:3], "little") == FaultCode.SHOE_LID_OPEN == 0x0101
 
 

@@ -90,7 +90,6 @@ def test_faults_cover_every_device() -> None:
         (bytes.fromhex("20 0000 01 00 00 00 00"), FieldValueError),  # trailing byte
         (bytes.fromhex("42 05 41"), FieldValueError),  # string runs past the end
         (bytes.fromhex("42 02 c3 28"), FieldValueError),  # invalid UTF-8
-        (bytes.fromhex("07 9999 00"), FieldValueError),  # unknown fault code
     ],
 )
 def test_bad_payloads_raise_message_errors(payload: bytes, error: type[MessageError]) -> None:

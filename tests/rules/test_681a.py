@@ -8,10 +8,11 @@ import pytest
 
 from controller.rules.baccarat import NextCard, Winner
 from controller.rules.game import Coup, load_game
+from controller.rules.hand21 import hand_total, is_natural, winner_21
 from controller.rules.par import compute_par_sheet
 from controller.rules.par21 import TwentyOneEnumeration
 from controller.rules.twentyone import (
-    BONUS_PAYTABLES, TwentyOneCoup, bonus_hands, hand_total, is_natural, winner_21,
+    BONUS_PAYTABLES, TwentyOneCoup, bonus_hands,
 )
 from controller.rules.wager import Outcome, RoundView
 
@@ -27,8 +28,10 @@ def coup_of(text: str, *, bonus: bool = False, rule: str = "one-card") -> Twenty
     return coup
 
 
-def g21(decks: int = 8, **wagers: dict[str, object]):  # type: ignore[no-untyped-def]
-    return game_of({"tie": {}, **wagers}, family="21-baccarat", decks=decks)
+def g21(decks: int = 8, naturals: dict[str, object] | None = None,
+        **wagers: dict[str, object]):  # type: ignore[no-untyped-def]
+    extra = {} if naturals is None else {"naturals": naturals}
+    return game_of({"tie": {}, **wagers}, family="21-baccarat", decks=decks, **extra)
 
 
 def v21(player: str, banker: str, pe: str = "", be: str = "") -> RoundView:
@@ -213,11 +216,112 @@ def test_681a_to_17_par_reported_unavailable() -> None:
     assert {m.split(":")[0] for m in sheet.missing} == {"player", "banker", "tie"}
 
 
-def test_681a_1_two_aces_natural_counts_as_21() -> None:
-    """681a.1 natural of two aces ends the round (681a.7(f)(1)) and beats a 20 (ruling)."""
+def test_681a_1_two_aces_natural_beats_twenty_but_loses_to_ace_ten() -> None:
+    """681a.1 two aces are a natural: the round ends (681a.7(f)(1)) and they beat a 20; their
+    681a.3(d)(3) total is 12, so an ace and a ten (21) beats them (ruling "natural-wins")."""
     coup = coup_of("AS KH AD QC")
     r = coup.result()
-    assert coup.complete and r.player_natural and r.player_total == 21
+    assert coup.complete and r.player_natural and r.player_total == 12
     assert r.winner is Winner.PLAYER
-    s = g21().wager_rules["player"].settle(1, 100, coup.round_view())
+    g = g21()
+    s = g.wager_rules["player"].settle(1, 100, coup.round_view())
     assert s.outcome is Outcome.WIN and s.win_cents == 100
+    aces_vs_ace_ten = coup_of("AS AH AD KC").round_view()
+    assert g.wager_rules["banker"].settle(1, 100, aces_vs_ace_ten).win_cents == 100
+    assert g.wager_rules["tie"].settle(1, 100, aces_vs_ace_ten).outcome is Outcome.LOSE
+    assert g.wager_rules["tie"].settle(1, 100, coup_of("AS AH AD AC").round_view()).win_cents \
+        == 1000  # 681a.8(b): equal naturals tie
+
+
+@pytest.mark.parametrize("rule,player,banker,tie", [
+    ("natural-wins", Outcome.LOSE, Outcome.WIN, Outcome.LOSE),
+    ("as-21", Outcome.PUSH, Outcome.PUSH, Outcome.WIN),
+    ("by-total", Outcome.LOSE, Outcome.WIN, Outcome.LOSE),
+])
+def test_681a_1_two_aces_against_ace_ten_by_natural_rule(rule: str, player: Outcome,
+                                                         banker: Outcome, tie: Outcome) -> None:
+    """681a.7(i)(4)/(j)(4) and 681a.7(k)(1): the readings differ on A-A against A-K."""
+    g = g21(naturals={"rule": rule})
+    coup = g.new_coup()
+    for c in cards("AS AH AD KC"):
+        coup.place(c)
+    view = coup.round_view()
+    assert [g.wager_rules[k].settle(1, 100, view).outcome for k in ("player", "banker", "tie")] \
+        == [player, banker, tie]
+
+
+@pytest.mark.parametrize("rule,beats_twenty", [("natural-wins", True), ("as-21", True),
+                                               ("by-total", False)])
+def test_681a_1_two_aces_against_twenty_by_natural_rule(rule: str, beats_twenty: bool) -> None:
+    g = g21(naturals={"rule": rule})
+    coup = g.new_coup()
+    for c in cards("AS KH AD QC"):
+        coup.place(c)
+    s = g.wager_rules["player"].settle(1, 100, coup.round_view())
+    assert s.outcome is (Outcome.WIN if beats_twenty else Outcome.LOSE)
+
+
+@pytest.mark.parametrize("rule,extra", [("natural-wins", ["9♠"]), ("by-total", ["9♠"]),
+                                        ("as-21", [])])
+def test_681a_7_f_2_two_aces_take_the_bonus_card_unless_they_count_21(rule: str,
+                                                                    extra: list[str]) -> None:
+    """681a.7(f)(2): a hand under 17 takes the Bonus-only card; two aces are a soft 12
+    (681a.3(d)(3)) unless the "as-21" reading counts them 21. Dealing engine and par sheet
+    share the definition (hand21), so the Bonus is paid as the par sheet assumes."""
+    g = g21(naturals={"rule": rule})
+    coup = g.new_coup(bonus_wagered=True)
+    for c in cards("AS KH AD 9C 9S"):
+        if coup.complete:
+            break
+        coup.place(c)
+    assert coup.complete and [str(c) for c in coup.player_extra] == extra
+    enumeration = TwentyOneEnumeration(4, natural_rule=rule)
+    assert ((1, 1) in enumeration.bonus_three_cards) is (not extra)
+
+
+# Exact par figures of each natural rule (percent, six decimals): Player = Banker, Tie, Bonus.
+PAR_BY_NATURAL_RULE = {
+    ("natural-wins", 4): ("2.384581", "5.855510", ("6.891364", "5.801792", "4.635733")),
+    ("natural-wins", 8): ("2.380144", "5.417679", ("6.780030", "5.778924", "5.402390")),
+    ("as-21", 4): ("2.384581", "5.335134", ("8.379604", "7.290032", "6.167267")),
+    ("as-21", 8): ("2.380144", "4.849868", ("8.409468", "7.408363", "6.823638")),
+    ("by-total", 4): ("2.404433", "4.745065", ("6.891364", "5.801792", "4.635733")),
+    ("by-total", 8): ("2.400576", "4.284423", ("6.780030", "5.778924", "5.402390")),
+}
+
+
+@pytest.mark.parametrize("rule,decks", list(PAR_BY_NATURAL_RULE),
+                         ids=[f"{r}-{d}decks" for r, d in PAR_BY_NATURAL_RULE])
+def test_681a_8_par_figures_of_each_natural_rule(rule: str, decks: int) -> None:
+    """681a.8(a)-(c) house edges under each reading of 681a.1 (docs/par-sheets.md)."""
+    main, tie, bonus = PAR_BY_NATURAL_RULE[(rule, decks)]
+    tables = "ABC" if decks == 4 else "DEF"
+    for table, expected in zip(tables, bonus):
+        g = g21(decks, naturals={"rule": rule}, bonus_player={"paytable": table},
+                bonus_banker={"paytable": table})
+        edges = {wp.key: f"{float(wp.house_edge) * 100:.6f}" for wp in compute_par_sheet(g).wagers}
+        assert edges == {"player": main, "banker": main, "tie": tie,
+                         "bonus_player": expected, "bonus_banker": expected}
+
+
+@pytest.mark.parametrize("decks,board", [(4, "5.9"), (8, "5.4")])
+def test_681a_8_b_default_tie_hold_rounds_to_the_boards_figure(decks: int, board: str) -> None:
+    """The Board's final rulemaking for 681a states the Tie's hold as 5.9% (four decks) and
+    5.4% (eight); the default reading reproduces both (docs/rulings.md)."""
+    sheet = compute_par_sheet(load_game(CONFIG / f"21-baccarat-{decks}deck.toml"))
+    tie = next(wp for wp in sheet.wagers if wp.key == "tie")
+    assert f"{float(tie.house_edge) * 100:.1f}" == board
+
+
+@pytest.mark.parametrize("decks", [4, 8])
+def test_681a_tie_readings_differ_by_exactly_two_aces_against_ace_ten(decks: int) -> None:
+    """Independent of the enumeration: "as-21" and "natural-wins" differ only when one hand is
+    A-A and the other an ace and a ten-value card (a tie, or a loss for A-A), so the Tie's
+    probability differs by exactly that chance, counted here by hand."""
+    aces, tens, n = 4 * decks, 16 * decks, 52 * decks
+    aa_then_ace_ten = aces * (aces - 1) * 2 * (aces - 2) * tens  # Player A-A, Banker A-10 / 10-A
+    difference = Fraction(2 * aa_then_ace_ten, n * (n - 1) * (n - 2) * (n - 3))
+    as_21, wins = (TwentyOneEnumeration(decks, natural_rule=r) for r in ("as-21", "natural-wins"))
+    tie_as_21 = Fraction(sum(w for (p, b), w in as_21.totals.items() if p == b), as_21.denominator)
+    tie_wins = Fraction(sum(w for (p, b), w in wins.totals.items() if p == b), wins.denominator)
+    assert tie_as_21 - tie_wins == difference

@@ -151,6 +151,22 @@ def test_681a_8_c_bonus_paytable_letters_by_deck_count() -> None:
     assert any("'D', 'E', 'F'" in e for e in errors(data))
 
 
+def test_681a_1_natural_rule_choices() -> None:
+    """681a.1/681a.3(d): how naturals compare is the Rules Submission's choice (docs/rulings.md)."""
+    def data(naturals: object, family: str = "21-baccarat") -> dict:
+        return {"table": {"id": "T", "seats": 8},
+                "game": {"family": family, "decks": 8, "naturals": naturals},
+                "wagers": {"banker": {}, "player": {}}}
+
+    assert parse_submission(data({}), "t.toml").game.natural_rule == "natural-wins"
+    assert parse_submission(data({"rule": "as-21"}), "t.toml").game.natural_rule == "as-21"
+    assert errors(data({"rule": "blackjack"})) == [
+        "t.toml: game.naturals.rule = 'blackjack': must be one of 'natural-wins', 'as-21', "
+        "'by-total' (681a.1, 681a.3(d), docs/rulings.md)"]
+    assert any("game.naturals" in e and "only for game.family = '21-baccarat'" in e
+               for e in errors(base(naturals={"rule": "as-21"})))
+
+
 def test_631a_15_c_irregularity_option() -> None:
     sub = parse_submission(base(irregularities={"disclosed_player_third": "simulated-round"}),
                            "t.toml")

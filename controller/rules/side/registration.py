@@ -28,7 +28,7 @@ from controller.rules.side.rising_phoenix import (
     RISING_PHOENIX_BONUSES, RisingPhoenixBanker, RisingPhoenixBonus, rising_phoenix_pair,
 )
 from controller.rules.side.royal9 import make_royal_9
-from controller.rules.submission import GameConfig, WagerConfig
+from controller.rules.submission_types import GameConfig, WagerConfig
 from controller.rules.wager import WagerRule
 
 BACCARAT, MINIBACCARAT = frozenset({"baccarat"}), frozenset({"minibaccarat"})

@@ -1,0 +1,502 @@
+"""Critical memory: the keyed MACs that make the store tamper-evident, and their check.
+
+Design (docs/architecture.md, "Critical memory"):
+
+- Every event-log entry carries HMAC-SHA256(key, previous MAC + its contents): the chain.
+- Every other critical table (rounds, table state, seat totals, meta, the progressive
+  meters, wagers, awards, rounds, mystery secrets and outbox) is summed into a per-table
+  digest: the count of its rows and the sum, modulo 2**256, of HMAC(key, table + row) over
+  its rows. SQLite triggers keep the digests current inside the writing transaction, so no
+  write path can forget them; the sum is order-free, so an insert, update or delete costs
+  one or two MACs, however large the table.
+- One seal row binds the digests, the head of the log and a commit counter under the key.
+  `Store.transaction()` re-seals every transaction that wrote something.
+- An anchor file outside the store, next to the key, holds the counter and seal of the last
+  durable commit, written atomically. A store behind its anchor was rolled back (an older
+  copy put back, the WAL lost or cut); a store ahead of it is a power cut between the
+  commit and the anchor write, which is normal.
+
+`verify_store` is the one check: the daemon runs it at boot, `tablectl events verify` runs
+it through the daemon or offline. At boot it checks everything except the part of the log
+that the last full verification already covered (its checkpoint is a MACed meta row);
+`full=True` checks every entry and moves the checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GENESIS_MAC = "0" * 64
+KEY_BYTES = 32
+MODULUS = 2**256
+ZERO_DIGEST = "0" * 64
+# A store made without a key (unit tests, offline tools on a scratch copy) is keyed with
+# this public value; the daemon never opens such a store, because its key id differs.
+DEVELOPMENT_KEY = b"tabled development key: never used by a live table."
+CHECKPOINT_META = "chain_checkpoint"
+KEY_ID_META = "key_id"
+
+DIGEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS critical_digest (
+    name    TEXT PRIMARY KEY,    -- a protected table
+    columns TEXT    NOT NULL,    -- JSON list of the columns its row MACs cover
+    rows    INTEGER NOT NULL,
+    acc     TEXT    NOT NULL     -- hex: sum of HMAC(key, table, row) mod 2**256
+);
+CREATE TABLE IF NOT EXISTS critical_seal (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    commit_no INTEGER NOT NULL,  -- transactions that wrote something, ever
+    log_seq   INTEGER NOT NULL,  -- the last event-log entry at that commit
+    log_mac   TEXT    NOT NULL,
+    mac       TEXT    NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The durable store cannot be used as it is."""
+
+
+class IntegrityError(StoreError):
+    """A critical-memory check failed; `check` names which one, `action` what to do next."""
+
+    def __init__(self, check: str, detail: str, action: str = "") -> None:
+        super().__init__(f"{check}: {detail}")
+        self.check = check
+        self.detail = detail
+        self.action = action or ACTION_TAMPER
+
+
+ACTION_TAMPER = ("do not play; keep the store and its critical-memory directory as evidence, "
+                 "call the floor supervisor and the vendor; restore the store from its backup "
+                 "or have a supervisor clear critical memory (tabled --clear-store)")
+ACTION_UNUSABLE = ("do not play; check the disk and the file named (space, permissions, "
+                   "damage), keep the files as evidence, then restore the store from its backup "
+                   "or have a supervisor clear critical memory (tabled --clear-store)")
+ACTION_INIT = ("a new table: initialise its critical memory once with 'tabled --config FILE "
+               "--init-store' (docs/deployment.md)")
+
+
+def key_id(key: bytes) -> str:
+    """A public fingerprint of the key: which key made this store, without revealing it."""
+    return hmac.new(key, b"tabled key id", hashlib.sha256).hexdigest()[:16]
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
+              device: str | None, round_id: int | None, payload_json: str) -> str:
+    """The MAC of one log entry; documented so an auditor holding the key can recompute it."""
+    material = canonical([prev_mac, seq, repr(at), kind, severity, device, round_id, payload_json])
+    return hmac.new(key, material.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
+    """One protected row's MAC as a number; `repr` of SQLite's value types is exact."""
+    material = f"{table}\x00{tuple(values)!r}".encode()
+    return int.from_bytes(hmac.digest(key, material, "sha256"), "big")
+
+
+def seal_mac(key: bytes, commit_no: int, log_seq: int, log_mac: str,
+             digests: Iterable[tuple[str, str, int, str]]) -> str:
+    material = canonical(["seal", commit_no, log_seq, log_mac, sorted(digests)])
+    return hmac.new(key, material.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def checkpoint_mac(key: bytes, seq: int, mac: str) -> str:
+    return hmac.new(key, canonical(["checkpoint", seq, mac]).encode(), hashlib.sha256).hexdigest()
+
+
+def install_functions(db: sqlite3.Connection, key: bytes) -> None:
+    """The SQL function the digest triggers call: cm_mix(acc, sign, table, column values...)."""
+
+    def mix(acc: str, sign: int, table: str, *values: Any) -> str:
+        total = (int(acc, 16) + sign * row_mac(key, table, values)) % MODULUS
+        return f"{total:064x}"
+
+    db.create_function("cm_mix", -1, mix, deterministic=True)
+
+
+def table_columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _trigger_sql(table: str, columns: Sequence[str]) -> list[str]:
+    def values(prefix: str) -> str:
+        return ", ".join(f'{prefix}."{c}"' for c in columns)
+
+    update = 'UPDATE critical_digest SET {rows}acc = {acc} WHERE name = \'{t}\';'
+    add = f"cm_mix(acc, 1, '{table}', {values('NEW')})"
+    sub = f"cm_mix(acc, -1, '{table}', {values('OLD')})"
+    both = f"cm_mix(cm_mix(acc, -1, '{table}', {values('OLD')}), 1, '{table}', {values('NEW')})"
+    return [
+        f'CREATE TRIGGER "cm_ins_{table}" AFTER INSERT ON "{table}" BEGIN '
+        + update.format(rows="rows = rows + 1, ", acc=add, t=table) + " END",
+        f'CREATE TRIGGER "cm_del_{table}" AFTER DELETE ON "{table}" BEGIN '
+        + update.format(rows="rows = rows - 1, ", acc=sub, t=table) + " END",
+        f'CREATE TRIGGER "cm_upd_{table}" AFTER UPDATE ON "{table}" BEGIN '
+        + update.format(rows="", acc=both, t=table) + " END",
+    ]
+
+
+def protect(db: sqlite3.Connection, key: bytes, tables: Iterable[str]) -> None:
+    """Cover these tables by digests (inside the caller's transaction); idempotent.
+
+    A table seen for the first time, or whose columns changed (a schema migration, run
+    only after the store passed its check), gets fresh triggers and a digest computed
+    from its present rows.
+    """
+    for table in tables:
+        columns = table_columns(db, table)
+        row = db.execute("SELECT columns FROM critical_digest WHERE name = ?", (table,)).fetchone()
+        if row is not None and json.loads(row[0]) == columns:
+            continue
+        for kind in ("ins", "del", "upd"):
+            db.execute(f'DROP TRIGGER IF EXISTS "cm_{kind}_{table}"')
+        rows, acc = digest_of(db, key, table, columns)
+        db.execute("INSERT INTO critical_digest(name, columns, rows, acc) VALUES (?,?,?,?)"
+                   " ON CONFLICT(name) DO UPDATE SET columns = excluded.columns,"
+                   " rows = excluded.rows, acc = excluded.acc",
+                   (table, json.dumps(columns), rows, acc))
+        for statement in _trigger_sql(table, columns):
+            db.execute(statement)
+
+
+def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str]
+              ) -> tuple[int, str]:
+    cursor = db.cursor()
+    cursor.row_factory = None  # plain tuples, exactly what the triggers hand cm_mix
+    names = ", ".join(f'"{c}"' for c in columns)
+    total, rows = 0, 0
+    for values in cursor.execute(f'SELECT {names} FROM "{table}"'):
+        total += row_mac(key, table, values)
+        rows += 1
+    return rows, f"{total % MODULUS:064x}"
+
+
+@dataclass(frozen=True, slots=True)
+class Seal:
+    commit_no: int
+    log_seq: int
+    log_mac: str
+    mac: str
+
+
+def log_head(db: sqlite3.Connection) -> tuple[int, str]:
+    row = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+    return (int(row[0]), str(row[1])) if row else (0, GENESIS_MAC)
+
+
+def digests(db: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
+    return [(str(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in
+            db.execute("SELECT name, columns, rows, acc FROM critical_digest ORDER BY name")]
+
+
+def reseal(db: sqlite3.Connection, key: bytes) -> Seal:
+    """Seal what this transaction wrote (called just before its COMMIT)."""
+    row = db.execute("SELECT commit_no FROM critical_seal WHERE id = 1").fetchone()
+    commit_no = (int(row[0]) if row else 0) + 1
+    seq, mac = log_head(db)
+    seal = Seal(commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, digests(db)))
+    db.execute("INSERT INTO critical_seal(id, commit_no, log_seq, log_mac, mac) VALUES (1,?,?,?,?)"
+               " ON CONFLICT(id) DO UPDATE SET commit_no = excluded.commit_no,"
+               " log_seq = excluded.log_seq, log_mac = excluded.log_mac, mac = excluded.mac",
+               (seal.commit_no, seal.log_seq, seal.log_mac, seal.mac))
+    return seal
+
+
+# --- the anchor: outside the store ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """Where the last durable commit left the store: kept beside the key, not in the store."""
+
+    key_id: str
+    commit_no: int
+    log_seq: int
+    seal_mac: str
+
+    def body(self) -> dict[str, Any]:
+        return {"key_id": self.key_id, "commit_no": self.commit_no, "log_seq": self.log_seq,
+                "seal_mac": self.seal_mac}
+
+
+def anchor_mac(key: bytes, anchor: Anchor) -> str:
+    return hmac.new(key, canonical(["anchor", anchor.body()]).encode(), hashlib.sha256).hexdigest()
+
+
+def write_anchor(path: Path, key: bytes, anchor: Anchor) -> None:
+    """Atomically: write a temporary file, fsync it, rename it over the anchor, fsync the
+    directory, so a power cut leaves either the old anchor or the new one, never half."""
+    text = canonical({**anchor.body(), "mac": anchor_mac(key, anchor)}) + "\n"
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_anchor(path: Path, key: bytes) -> Anchor | None:
+    """The anchor, or None if there is none; raises IntegrityError if it is not genuine."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise IntegrityError("anchor", f"cannot read {path}: {exc.strerror}",
+                             ACTION_UNUSABLE) from None
+    try:
+        data = json.loads(text)
+        anchor = Anchor(str(data["key_id"]), int(data["commit_no"]), int(data["log_seq"]),
+                        str(data["seal_mac"]))
+        genuine = hmac.compare_digest(str(data["mac"]), anchor_mac(key, anchor))
+    except (ValueError, KeyError, TypeError):
+        genuine = False
+    if not genuine:
+        raise IntegrityError("anchor", f"{path} is damaged or was not written with this "
+                             "table's key")
+    return anchor
+
+
+# --- the key --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CriticalPaths:
+    """The key and the anchor of one store: a directory only the daemon's user can open."""
+
+    store: Path
+    directory: Path
+
+    @classmethod
+    def for_store(cls, store_path: str | Path, directory: str | Path | None = None
+                  ) -> CriticalPaths:
+        store = Path(store_path)
+        return cls(store, Path(directory) if directory else
+                   store.with_name(store.stem + ".critical"))
+
+    @property
+    def key(self) -> Path:
+        return self.directory / "key"
+
+    @property
+    def anchor(self) -> Path:
+        return self.directory / "anchor"
+
+
+def create_key(paths: CriticalPaths) -> bytes:
+    """A new random key, mode 0600 in a 0700 directory; refuses to replace an existing key."""
+    paths.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(paths.directory, 0o700)
+    key = os.urandom(KEY_BYTES)
+    fd = os.open(paths.key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, key.hex().encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return key
+
+
+def load_key(paths: CriticalPaths) -> bytes:
+    try:
+        text = paths.key.read_text().strip()
+    except FileNotFoundError:
+        if paths.store.exists():
+            raise IntegrityError("key", f"no key at {paths.key}: the store at {paths.store} "
+                                 "cannot be verified without the key it was made with",
+                                 "restore the critical-memory directory from its backup, or "
+                                 "have a supervisor clear critical memory (tabled "
+                                 "--clear-store)") from None
+        raise IntegrityError("not initialised", f"no store at {paths.store} and no key at "
+                             f"{paths.key}", ACTION_INIT) from None
+    except PermissionError:
+        raise IntegrityError("key", f"{paths.key} is not readable by this user; the key is "
+                             "readable by the daemon's user only", "run this as the daemon's "
+                             "user (sudo -u tabled ...)") from None
+    except OSError as exc:
+        raise IntegrityError("key", f"cannot read {paths.key}: {exc.strerror}",
+                             ACTION_UNUSABLE) from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != KEY_BYTES:
+        raise IntegrityError("key", f"{paths.key} does not hold a {KEY_BYTES}-byte key in hex")
+    return key
+
+
+# --- the check --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    entries: int          # log entries whose MAC was recomputed
+    log_seq: int          # the last entry in the log
+    from_seq: int         # first entry checked (1 for a full check)
+    state_rows: int       # protected rows whose MACs were recomputed
+    commit_no: int
+    anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
+
+
+def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
+                 expect_anchor: bool, full: bool = False,
+                 progress: Callable[[int], None] | None = None) -> Verified:
+    """Check the store on `db` (which must see committed data only). Raises IntegrityError
+    naming the first failure; the same call serves boot, `tablectl events verify` and the
+    daily full check."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for required in ("meta", "events", "critical_digest", "critical_seal"):
+        if required not in tables:
+            raise IntegrityError("schema", f"table {required} is missing (dropped)")
+    stored_key_id = db.execute("SELECT value FROM meta WHERE key = ?", (KEY_ID_META,)).fetchone()
+    if stored_key_id is None or stored_key_id[0] != key_id(key):
+        raise IntegrityError("key", "the store was not made with this table's key "
+                             f"(store key id {stored_key_id[0] if stored_key_id else 'none'}, "
+                             f"key id {key_id(key)})")
+
+    seal_row = db.execute("SELECT commit_no, log_seq, log_mac, mac FROM critical_seal").fetchone()
+    if seal_row is None:
+        raise IntegrityError("seal", "the seal row is missing")
+    seal = Seal(int(seal_row[0]), int(seal_row[1]), str(seal_row[2]), str(seal_row[3]))
+    sealed = digests(db)
+    if not hmac.compare_digest(seal.mac, seal_mac(key, seal.commit_no, seal.log_seq,
+                                                  seal.log_mac, sealed)):
+        raise IntegrityError("seal", f"the seal of commit {seal.commit_no} does not match the "
+                             "table digests and log head it covers (edited without the key)")
+
+    behind = 0
+    if anchor is None:
+        if expect_anchor:
+            raise IntegrityError("anchor", "the anchor file is missing; the store cannot be "
+                                 "shown to be the latest")
+    else:
+        if anchor.key_id != key_id(key):
+            raise IntegrityError("anchor", "the anchor was made with another key")
+        if seal.commit_no < anchor.commit_no:
+            raise IntegrityError("rollback", f"the store is at commit {seal.commit_no} (log "
+                                 f"entry {seal.log_seq}) but its anchor recorded commit "
+                                 f"{anchor.commit_no} (log entry {anchor.log_seq}): an older "
+                                 "copy was put back, or the WAL was cut or damaged")
+        if seal.commit_no == anchor.commit_no and not hmac.compare_digest(seal.mac,
+                                                                          anchor.seal_mac):
+            raise IntegrityError("rollback", f"commit {seal.commit_no} in the store is not the "
+                                 "commit its anchor recorded: the store was replaced")
+        behind = seal.commit_no - anchor.commit_no
+
+    head_seq, head_mac = log_head(db)
+    count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    if (head_seq, head_mac) != (seal.log_seq, seal.log_mac):
+        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
+                             f"records entry {seal.log_seq}: entries were removed or added")
+    if count != head_seq:
+        gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
+                         " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
+        first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
+        missing, present = (1, first) if first != 1 else (
+            db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
+        raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
+                             f"is {present}); {head_seq - count} of {head_seq} entries are gone")
+
+    triggers: dict[str, list[str]] = {}
+    for table, sql in db.execute("SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
+                                 " AND name LIKE 'cm\\_%' ESCAPE '\\' ORDER BY sql"):
+        triggers.setdefault(str(table), []).append(str(sql))
+    state_rows = 0
+    for name, columns_json, rows, acc in sealed:
+        if name not in tables:
+            raise IntegrityError(f"table {name}", f"the table is missing (dropped); it held "
+                                 f"{rows} rows")
+        columns = json.loads(columns_json)
+        if table_columns(db, name) != columns:
+            raise IntegrityError(f"table {name}", "its columns differ from the sealed ones")
+        found, found_acc = digest_of(db, key, name, columns)
+        state_rows += found
+        if found != rows:
+            raise IntegrityError(f"table {name}", f"{rows} rows sealed, {found} found (rows "
+                                 "deleted or inserted)")
+        if found_acc != acc:
+            raise IntegrityError(f"table {name}", "a row differs from what was sealed "
+                                 "(edited without the key)")
+
+    start, prev = 1, GENESIS_MAC
+    if not full:
+        start, prev = _checkpoint(db, key)
+    checked = verify_chain(db, key, start, prev, progress)
+    for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
+        if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
+            raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
+    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind)
+
+
+def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:
+    """(first entry to check, MAC it must link to) from the last full verification."""
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (CHECKPOINT_META,)).fetchone()
+    if row is None:
+        return 1, GENESIS_MAC
+    try:
+        data = json.loads(row[0])
+        seq, mac, tag = int(data["seq"]), str(data["mac"]), str(data["tag"])
+    except (ValueError, KeyError, TypeError):
+        raise IntegrityError("checkpoint", "the chain checkpoint is unreadable") from None
+    if not hmac.compare_digest(tag, checkpoint_mac(key, seq, mac)):
+        raise IntegrityError("checkpoint", "the chain checkpoint was not written with the key")
+    return seq + 1, mac
+
+
+def checkpoint_value(key: bytes, seq: int, mac: str) -> str:
+    return canonical({"seq": seq, "mac": mac, "tag": checkpoint_mac(key, seq, mac)})
+
+
+def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
+                 progress: Callable[[int], None] | None = None) -> int:
+    """Recompute every MAC from entry `start` (which must link to `prev`)."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    expected, count = start, 0
+    for seq, at, kind, severity, device, round_id, payload, prev_mac, mac in cursor.execute(
+            "SELECT seq, at, kind, severity, device, round_id, payload, prev_hash, hash"
+            " FROM events WHERE seq >= ? ORDER BY seq", (start,)):
+        if seq != expected:
+            raise IntegrityError("event chain", f"entry {expected} is missing (next present "
+                                 f"entry is {seq})")
+        if prev_mac != prev:
+            raise IntegrityError("event chain", f"entry {seq} does not link to entry "
+                                 f"{seq - 1} (prev_hash differs)")
+        if not hmac.compare_digest(entry_mac(key, prev, seq, at, kind, severity, device,
+                                             round_id, payload), str(mac)):
+            raise IntegrityError("event chain", f"entry {seq} ({kind}) was altered: its MAC "
+                                 "does not match its contents")
+        prev, expected, count = mac, expected + 1, count + 1
+        if progress is not None and count % 100_000 == 0:
+            progress(count)
+    return count
+
+
+def reason_text(exc: IntegrityError) -> str:
+    return f"{exc.check}: {exc.detail}"
+
+
+def as_mapping(verified: Verified) -> Mapping[str, Any]:
+    return {"entries": verified.entries, "log_seq": verified.log_seq,
+            "from_seq": verified.from_seq, "state_rows": verified.state_rows,
+            "commit_no": verified.commit_no, "anchor_behind": verified.anchor_behind}

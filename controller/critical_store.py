@@ -1,0 +1,294 @@
+"""Opening a table's store as critical memory: the boot check, initialisation and the
+supervised clear (docs/architecture.md "Critical memory", docs/deployment.md).
+
+The daemon never makes a store on its own: a new table's store, key and anchor come from
+`tabled --init-store`, and a store that fails its check stays as it is (evidence) until
+it is restored from a backup or a supervisor clears critical memory with
+`tabled --clear-store`, which keeps the old files and records the last meter values.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from controller import critical
+from controller.critical import (
+    ACTION_UNUSABLE,
+    CriticalPaths,
+    IntegrityError,
+    Verified,
+)
+from controller.store import Store
+
+INITIALISED_EVENT = "critical_memory_initialised"
+CLEARED_EVENT = "critical_memory_cleared"
+VERIFIED_EVENT = "critical_memory_verified"
+
+
+def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
+    return CriticalPaths.for_store(store_path, critical_dir or None)
+
+
+def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float = 0.0) -> Store:
+    """The boot check: open and verify the table's store, or raise IntegrityError naming
+    what failed and what the technician does next. Nothing is written before the check."""
+    paths = paths_for(store_path, critical_dir)
+    key = critical.load_key(paths)
+    store_file = paths.store
+    missing_store(paths, key)
+    if not os.access(store_file, os.R_OK | os.W_OK) or not os.access(
+            store_file.parent, os.W_OK | os.X_OK):
+        raise IntegrityError("store unusable", f"{store_file} (or its directory) is not "
+                             "readable and writable by this user", "give the daemon's user "
+                             "read and write permission on the store and its directory "
+                             "(docs/deployment.md), then restart the daemon")
+    try:
+        store = Store(store_file, key=key, paths=paths, create=False,
+                      flush_delay_s=flush_delay_s)
+    except IntegrityError:
+        raise
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(store_file, exc) from None
+    try:
+        # The first write of this run: a full disk or a read-only file shows here, not in
+        # the middle of a round.
+        assert store.verified is not None
+        with store.transaction():
+            store.append_event(VERIFIED_EVENT, _verified_payload(store.verified))
+    except sqlite3.DatabaseError as exc:
+        store.close()
+        raise _unusable(store_file, exc) from None
+    return store
+
+
+def missing_store(paths: CriticalPaths, key: bytes) -> None:
+    """Raise the boot check's failure if the initialised table's store file is not there."""
+    store_file = paths.store
+    if store_file.is_dir():
+        raise IntegrityError("store unusable", f"{store_file} is a directory, not a store file",
+                             ACTION_UNUSABLE)
+    if not store_file.exists():
+        anchor = critical.read_anchor(paths.anchor, key)
+        raise IntegrityError("store missing", f"no store at {store_file}, but this table was "
+                             "initialised" + (f" and its anchor records commit {anchor.commit_no}"
+                                              f" (log entry {anchor.log_seq})" if anchor else ""),
+                             "restore the store from its backup, or have a supervisor clear "
+                             "critical memory (tabled --clear-store); never start a new store "
+                             "by hand")
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:
+    text = str(exc)
+    if "disk is full" in text or getattr(exc, "sqlite_errorcode", 0) == 13:  # SQLITE_FULL
+        return IntegrityError("store unusable", f"the disk holding {path} is full",
+                              "free space on the disk (or replace it), then restart the daemon;"
+                              " the store itself is kept")
+    if "readonly" in text or "unable to open" in text:
+        return IntegrityError("store unusable", f"{path} cannot be opened for writing ({text})",
+                              "give the daemon's user read and write permission on the store "
+                              "and its directory, then restart the daemon")
+    if "not a database" in text:
+        return IntegrityError("store unusable", f"{path} is not a SQLite store: its header is "
+                              "damaged", ACTION_UNUSABLE)
+    return IntegrityError("store unusable", f"{path}: {text} (damaged pages)", ACTION_UNUSABLE)
+
+
+def _verified_payload(verified: Verified) -> dict[str, Any]:
+    return dict(critical.as_mapping(verified))
+
+
+def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
+                full: bool, progress: Callable[[int], None] | None = None) -> Verified:
+    """The same check on a connection of its own (read-only, one snapshot): for the
+    daemon's full verification in a worker thread and for offline `tablectl` (which checks
+    a copy, so messages name `paths.store`, the original)."""
+    uri = f"file:{Path(store_path).absolute()}?mode=ro"
+    shown = paths.store if paths is not None else Path(store_path)
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(shown, exc) from None
+    try:
+        critical.install_functions(db, key)
+        db.execute("BEGIN")  # one read snapshot for the whole check
+        anchor = critical.read_anchor(paths.anchor, key) if paths is not None else None
+        return critical.verify_store(db, key, anchor=anchor, expect_anchor=paths is not None,
+                                     full=full, progress=progress)
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(shown, exc) from None
+    finally:
+        db.close()
+
+
+# --- initialisation -------------------------------------------------------------------------
+
+
+def init_store(store_path: str, critical_dir: str = "", *, operator: str,
+               table_id: str) -> Store:
+    """A new table's critical memory: key, store and anchor, with a logged record."""
+    paths = paths_for(store_path, critical_dir)
+    for existing, what in ((paths.store, "a store"), (paths.anchor, "an anchor"),
+                           (paths.key, "a key")):
+        if existing.exists():
+            raise IntegrityError("already initialised", f"{what} already exists at {existing}",
+                                 "this table's critical memory exists; to start over, a "
+                                 "supervisor clears it (tabled --clear-store)")
+    key = critical.create_key(paths)
+    store = Store(paths.store, key=key, paths=paths, create=True)
+    with store.transaction():
+        store.append_event(INITIALISED_EVENT, {
+            "table_id": table_id, "operator": operator, "host": socket.gethostname(),
+            "key_id": critical.key_id(key), "store": str(paths.store),
+            "anchor": str(paths.anchor)}, severity="warning")
+    return store
+
+
+def is_initialised(store_path: str, critical_dir: str = "") -> bool:
+    return paths_for(store_path, critical_dir).key.exists()
+
+
+# --- the supervised clear -------------------------------------------------------------------
+
+
+def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, reason: str,
+                table_id: str, authorised: Callable[[], bool],
+                now: Callable[[], float] = time.time) -> tuple[Store, Path]:
+    """A supervisor clears critical memory: the old files move to an evidence directory
+    untouched, a new store starts, and its first record carries the last values read
+    from the old store (as found: they failed or escaped the check, so they are evidence,
+    not balances). Returns the new store and the evidence directory."""
+    if not reason.strip():
+        raise IntegrityError("clear refused", "a reason is required", "say why critical memory "
+                             "is cleared (--reason)")
+    if not authorised():
+        raise IntegrityError("clear refused", f"supervisor {supervisor!r} was not authorised "
+                             "(wrong name or PIN)", "a floor supervisor enters their own PIN")
+    paths = paths_for(store_path, critical_dir)
+    key = critical.load_key(paths) if paths.key.exists() else critical.create_key(paths)
+    failure = _failure_of(paths, key)
+    last = _last_values(paths.store)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now()))
+    evidence = paths.store.with_name(f"{paths.store.name}.cleared-{stamp}")
+    evidence.mkdir(mode=0o700)
+    moved = []
+    for part in (paths.store, Path(f"{paths.store}-wal"), Path(f"{paths.store}-shm"),
+                 paths.anchor):
+        if part.exists() or part.is_symlink():
+            os.replace(part, evidence / part.name)
+            moved.append(part.name)
+    store = Store(paths.store, key=key, paths=paths, create=True)
+    with store.transaction():
+        store.append_event(CLEARED_EVENT, {
+            "table_id": table_id, "supervisor": supervisor, "reason": reason.strip(),
+            "failure": failure, "evidence": str(evidence), "moved": moved,
+            "last_values": last}, severity="critical")
+    return store, evidence
+
+
+def _failure_of(paths: CriticalPaths, key: bytes) -> str:
+    """Why the old store is being cleared, in the boot check's words ('' if it passed)."""
+    if not paths.store.exists():
+        return "store missing"
+    try:
+        verify_file(str(paths.store), key, paths, full=True)
+    except IntegrityError as exc:
+        return critical.reason_text(exc)
+    return ""
+
+
+def _last_values(store_file: Path) -> Mapping[str, Any]:
+    """The meters, seat totals and seal found in the old store, read without trusting it."""
+    found: dict[str, Any] = {}
+    if not store_file.is_file():
+        return found
+    try:
+        db = sqlite3.connect(f"file:{store_file.absolute()}?mode=ro", uri=True)
+    except sqlite3.DatabaseError as exc:
+        return {"unreadable": str(exc)}
+    db.row_factory = sqlite3.Row
+    queries = {
+        "progressive_meters": "SELECT progressive, level, amount_cents, frac_num, frac_den,"
+                              " version, awarded_cents, paid_count FROM progressive_meters",
+        "seat_totals": "SELECT seat, net_cents, wagered_cents, vig_owed_cents FROM seat_totals",
+        "seal": "SELECT commit_no, log_seq FROM critical_seal",
+        "pending_awards": "SELECT award_id, progressive, level, seat, amount_cents, state FROM"
+                          " progressive_awards WHERE state != 'paid'",
+    }
+    try:
+        for name, sql in queries.items():
+            try:
+                found[name] = [dict(r) for r in db.execute(sql)]
+            except sqlite3.DatabaseError as exc:
+                found[name] = {"unreadable": str(exc)}
+    finally:
+        db.close()
+    return found
+
+
+def describe(exc: IntegrityError) -> str:
+    """The technician's two lines: what failed, and what to do next."""
+    return f"{critical.reason_text(exc)}\nNext: {exc.action}"
+
+
+# --- `tabled --init-store` / `tabled --clear-store` -----------------------------------------
+
+
+def supervisor_authorised(config: Any, name: str, pin: str) -> bool:
+    """The one place the clear asks whether a supervisor's PIN is right (controller.auth
+    owns PINs; this is its only use here)."""
+    from controller.auth import authorise
+
+    return bool(name) and authorise(config.supervisor_pin_hashes, name, pin)
+
+
+def run_once(config: Any, args: Any) -> int:
+    """Initialise or clear, print what happened, and return the daemon's exit status."""
+    import getpass
+    import sys
+
+    from controller.daemon import EXIT_OK, EXIT_STORE
+
+    try:
+        if args.init_store:
+            store = init_store(config.store_path, config.critical_dir,
+                               operator=_operator(), table_id=config.table_id)
+            print(f"tabled: critical memory of table {config.table_id} initialised: store "
+                  f"{store.path}, key and anchor in {store.paths.directory if store.paths else ''}")
+            store.close()
+            return EXIT_OK
+        name = args.supervisor or ""
+        if not name:
+            raise IntegrityError("clear refused", "--supervisor NAME is required",
+                                 "a floor supervisor clears critical memory with their PIN")
+        pin = (sys.stdin.readline().strip() if args.pin_stdin
+               else getpass.getpass(f"PIN for supervisor {name}: "))
+        store, evidence = clear_store(
+            config.store_path, config.critical_dir, supervisor=name, reason=args.reason,
+            table_id=config.table_id, authorised=lambda: supervisor_authorised(config, name, pin))
+        print(f"tabled: critical memory of table {config.table_id} cleared by {name}; the old "
+              f"files are kept in {evidence}; the new store's first record carries the last "
+              "meter values")
+        store.close()
+        return EXIT_OK
+    except IntegrityError as exc:
+        print(f"tabled: {describe(exc)}", file=sys.stderr)
+        return EXIT_STORE
+    except OSError as exc:
+        print(f"tabled: {exc.filename or ''}: {exc.strerror}\nNext: {ACTION_UNUSABLE}",
+              file=sys.stderr)
+        return EXIT_STORE
+
+
+def _operator() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.getuid())

@@ -1,0 +1,5 @@
+import sys
+
+from controller.display.service import main
+
+sys.exit(main())

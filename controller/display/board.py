@@ -1,0 +1,280 @@
+"""What the scoreboard and the dealer's screen show, folded from the daemon's events.
+
+Sans-I/O: `Board.apply(event)` takes one event as the control socket streams it
+(docs/control-api.md) and says which parts of the view changed; `status` and `meters`
+answers are folded in with `apply_status` / `apply_meters`. The display service
+(controller/display/service.py) does the I/O around it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.display.roads import RoadRound, Roads, Winner
+
+# The parts of the view, each pushed to the browsers as one server-sent event type.
+ROADS = "roads"  # changes once per round: bead plate, big road, derived roads, counts
+LIVE = "live"  # prompts, cards, state, faults, seats, meters: small and frequent
+TOPICS = (ROADS, LIVE)
+
+DELAY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+RECENT_HANDS = 12  # the 21 Baccarat results view lists this many hands
+
+# Where the next card goes, as the dealer's page names it, for each prompt that calls
+# for a card (the `deal` prompt names the hand itself).
+_CARD_PROMPTS = {"burn": "burn", "discard": "discard", "set_aside": "discard"}
+
+# What a dealer does about a fault when the daemon's prompt did not say (it always
+# should: every device fault carries its action).
+_NO_ACTION = "call a technician (tablectl status, tablectl events --severity error)"
+
+
+def card_rank(card: str) -> str:
+    """'10♥' -> '10', 'K♠' -> 'K': the event log writes a card as rank then suit symbol."""
+    return card[:-1]
+
+
+def _is_pair(cards: Sequence[str]) -> bool:
+    return len(cards) >= 2 and card_rank(cards[0]) == card_rank(cards[1])
+
+
+def road_round(result: Mapping[str, Any]) -> RoadRound:
+    """A settled round's summary (`round_settled` payload `result`) as the roads see it."""
+    winner = Winner(result["winner"])
+    player, banker = list(result.get("player", [])), list(result.get("banker", []))
+    total = result.get("banker_total" if winner is Winner.BANKER else "player_total", 0)
+    return RoadRound(winner, banker_pair=_is_pair(banker), player_pair=_is_pair(player),
+                     natural=bool(result.get("player_natural") or result.get("banker_natural")),
+                     winning_total=int(total))
+
+
+@dataclass
+class Metrics:
+    """Counters for the Prometheus endpoint (controller/display/metrics.py)."""
+
+    events: Counter[str] = field(default_factory=Counter)  # by kind
+    faults: Counter[tuple[str, str]] = field(default_factory=Counter)  # (device, code)
+    rounds_settled: int = 0
+    rounds_void: int = 0
+    awards: int = 0
+    # Commit in the daemon -> seen here, for live events (not history replayed at connect):
+    # a cumulative histogram, one count per bucket of DELAY_BUCKETS_S, plus sum and count.
+    delay_buckets: list[int] = field(default_factory=lambda: [0] * len(DELAY_BUCKETS_S))
+    delay_sum_s: float = 0.0
+    delay_count: int = 0
+    daemon_connects: int = 0
+
+    def observe_delay(self, delay_s: float) -> None:
+        for i, bound in enumerate(DELAY_BUCKETS_S):
+            if delay_s <= bound:
+                self.delay_buckets[i] += 1
+        self.delay_sum_s += delay_s
+        self.delay_count += 1
+
+
+@dataclass
+class Board:
+    """The displays' model of one table."""
+
+    table: dict[str, Any] = field(default_factory=dict)  # id, name, game, limits, ...
+    daemon_connected: bool = False
+    last_seq: int = 0
+    state: str = "unknown"
+    shoe_no: int = 0
+    cards_left: int | None = None
+    rounds: list[RoadRound] = field(default_factory=list)
+    hands: list[dict[str, Any]] = field(default_factory=list)  # recent results, newest last
+    round_no: int = 0
+    cards: list[dict[str, Any]] = field(default_factory=list)  # this round's, in order
+    prompt: dict[str, Any] | None = None
+    next_card: str | None = None
+    no_more_bets: bool = False
+    last_hand: bool = False
+    fault: dict[str, Any] | None = None
+    wagers: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # seat -> wagers
+    progressive_seats: list[int] = field(default_factory=list)
+    progressive_wagers: dict[int, int] = field(default_factory=dict)  # seat -> cents
+    seat_sensors: dict[int, bool] = field(default_factory=dict)
+    meters: list[dict[str, Any]] = field(default_factory=list)
+    award: dict[str, Any] | None = None  # a win light that is on, until validated
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    metrics: Metrics = field(default_factory=Metrics)
+    _roads_cache: dict[str, Any] | None = None
+
+    # --- folding in ---------------------------------------------------------------
+
+    def apply(self, event: Mapping[str, Any], *, now: float | None = None) -> set[str]:
+        """Fold one event in; returns the topics that changed. Replayed history (an event
+        older than the last one seen) is ignored, so a reconnect may overlap safely.
+        `now` (seconds since the epoch) is given for live events, to measure their delay."""
+        seq = int(event["seq"])
+        if seq <= self.last_seq:
+            return set()
+        self.last_seq = seq
+        kind, payload = str(event["kind"]), event.get("payload") or {}
+        self.metrics.events[kind] += 1
+        if now is not None:
+            self.metrics.observe_delay(max(0.0, now - float(event["at"])))
+        handler = getattr(self, "_on_" + kind, None)
+        changed: set[str] = handler(payload, event) if handler is not None else set()
+        return changed | {LIVE}
+
+    def _on_shoe_loaded(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.shoe_no = int(payload.get("shoe_no", self.shoe_no + 1))
+        self.rounds, self.hands, self.cards = [], [], []
+        self.last_hand = False
+        self._roads_cache = None
+        return {ROADS}
+
+    def _on_prompt(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        action = str(payload.get("action", ""))
+        self.prompt = dict(payload)
+        if action == "deal":
+            self.next_card = str(payload.get("next", "")) or None
+        elif action in _CARD_PROMPTS:
+            self.next_card = _CARD_PROMPTS[action]
+        else:
+            self.next_card = None
+        if action == "place_bets":
+            self.no_more_bets = False
+            self.round_no = int(payload.get("round_no", self.round_no + 1))
+            self.cards, self.wagers, self.progressive_seats = [], {}, []
+            self.progressive_wagers = {}
+            self.seat_sensors = {}
+        elif action == "last_hand":
+            self.last_hand = True
+        elif action == "jackpot":
+            self.award = {k: payload.get(k) for k in
+                          ("award_id", "seat", "progressive", "level", "amount_cents")}
+            self.metrics.awards += 1
+        return set()
+
+    def _on_no_more_bets(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.no_more_bets = True
+        self.progressive_seats = sorted(int(s) for s in payload.get("progressive_seats") or [])
+        return set()
+
+    def _on_wager_accepted(self, payload: Mapping[str, Any],
+                           event: Mapping[str, Any]) -> set[str]:
+        self.wagers.setdefault(int(payload["seat"]), []).append(
+            {"wager": payload["wager"], "amount_cents": int(payload["amount_cents"])})
+        return set()
+
+    def _on_progressive_accepted(self, payload: Mapping[str, Any],
+                                 event: Mapping[str, Any]) -> set[str]:
+        # The progressive wagers at the lock: {progressive, accepted: [{seat, amount_cents}]}.
+        accepted = {int(w["seat"]): int(w["amount_cents"]) for w in payload.get("accepted", [])}
+        self.progressive_seats = sorted(set(self.progressive_seats) | set(accepted))
+        self.progressive_wagers.update(accepted)
+        return set()
+
+    def _on_seat_sensor(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.seat_sensors[int(payload["seat"])] = bool(payload["present"])
+        return set()
+
+    def _on_card(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.cards.append({"card": payload["card"], "hand": payload.get("hand"),
+                           "slot": payload.get("slot"), "index": payload.get("index")})
+        self.cards_left = None if self.cards_left is None else self.cards_left - 1
+        self.next_card = None  # until the table's next prompt says where the next one goes
+        return set()
+
+    def _on_round_settled(self, payload: Mapping[str, Any],
+                          event: Mapping[str, Any]) -> set[str]:
+        if payload.get("simulated"):
+            return set()  # 631a.15(d): a simulated round is not a result of the shoe
+        result = payload.get("result") or {}
+        self.rounds.append(road_round(result))
+        self.hands.append({"round_no": payload.get("round_no"), **result})
+        del self.hands[:-RECENT_HANDS]
+        self.metrics.rounds_settled += 1
+        self._roads_cache = None
+        return {ROADS}
+
+    def _on_round_void(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.metrics.rounds_void += 1
+        return set()
+
+    def _on_cover_card(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        return set()
+
+    def _on_device_fault(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        device = str(event.get("device") or "table")
+        self.fault = {"device": device, "code": payload.get("code"),
+                      "detail": payload.get("detail"),
+                      "action": payload.get("action") or _NO_ACTION}
+        self.metrics.faults[(device, str(payload.get("code")))] += 1
+        return set()
+
+    def _clear_fault(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.fault = None
+        return set()
+
+    _on_device_recovered = _clear_fault
+    _on_device_fault_cleared = _clear_fault
+
+    def _on_jackpot_validated(self, payload: Mapping[str, Any],
+                              event: Mapping[str, Any]) -> set[str]:
+        if self.award is not None and self.award.get("award_id") == payload.get("award_id"):
+            self.award = None
+        return set()
+
+    def apply_status(self, status: Mapping[str, Any]) -> set[str]:
+        """The daemon's `status` answer is the authority on state, shoe and fault."""
+        self.state = str(status.get("state", self.state))
+        shoe = status.get("shoe") or {}
+        self.cards_left = shoe.get("cards_left", self.cards_left)
+        self.last_hand = bool(shoe.get("last_hand", self.last_hand))
+        self.fault = status.get("fault") or (None if self.state != "device_fault" else self.fault)
+        if self.state == "betting_open":
+            self.no_more_bets = False
+        nxt = (status.get("round") or {}).get("next")
+        if nxt and self.state in ("no_more_bets", "dealing", "third_cards"):
+            self.next_card = str(nxt)
+        for key in ("table_id", "game", "variant", "seats"):
+            if key in status:
+                self.table.setdefault(key, status[key])
+        return {LIVE}
+
+    def apply_meters(self, meters: Sequence[Mapping[str, Any]]) -> set[str]:
+        self.meters = [dict(m) for m in meters]
+        return {LIVE}
+
+    def apply_devices(self, devices: Sequence[Mapping[str, Any]]) -> set[str]:
+        self.devices = [dict(d) for d in devices]
+        return {LIVE}
+
+    def reset(self) -> None:
+        """Forget the table's history (the daemon's store was replaced)."""
+        fresh = Board(table=self.table, metrics=self.metrics)
+        self.__dict__.update(fresh.__dict__)
+
+    # --- views --------------------------------------------------------------------
+
+    def roads_view(self) -> dict[str, Any]:
+        if self._roads_cache is None:
+            self._roads_cache = {"shoe_no": self.shoe_no, **Roads(tuple(self.rounds)).to_json(),
+                                 "hands": list(self.hands)}
+        return self._roads_cache
+
+    def live_view(self) -> dict[str, Any]:
+        return {
+            "table": self.table, "daemon_connected": self.daemon_connected,
+            "seq": self.last_seq, "state": self.state, "shoe_no": self.shoe_no,
+            "cards_left": self.cards_left, "round_no": self.round_no, "cards": self.cards,
+            "prompt": self.prompt, "next_card": self.next_card,
+            "no_more_bets": self.no_more_bets, "last_hand": self.last_hand,
+            "fault": self.fault,
+            "seats": [{"seat": seat, "wagers": self.wagers.get(seat, []),
+                       "progressive": seat in self.progressive_seats,
+                       "progressive_cents": self.progressive_wagers.get(seat, 0),
+                       "sensor": self.seat_sensors.get(seat, False)}
+                      for seat in range(1, int(self.table.get("seats", 0)) + 1)],
+            "meters": self.meters, "award": self.award,
+        }
+
+    def view(self, topic: str) -> dict[str, Any]:
+        return self.roads_view() if topic == ROADS else self.live_view()

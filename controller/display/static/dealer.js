@@ -1,0 +1,131 @@
+// The dealer's screen: where the next card goes, what to do now, lock-out, faults, seats.
+"use strict";
+
+(() => {
+  const {el, cardFace, setText, money, wagerName} = Display;
+
+  // The daemon's `deal` prompt names the next card (controller/rules/baccarat.py NextCard).
+  const ORDINAL = {first: "1st card", second: "2nd card", third: "3rd card",
+                   draw: "draw a card", bonus_extra: "Bonus-only card"};
+  function destination(next) {
+    if (!next) return {hand: "", label: "\u2013", detail: ""};
+    if (next === "burn") return {hand: "burn", label: "BURN", detail: "burn card, face down"};
+    if (next === "discard") return {hand: "discard", label: "DISCARD", detail: "to the discard rack"};
+    const [hand, ...rest] = next.split("_");
+    const step = rest.join("_");
+    if (hand !== "player" && hand !== "banker") return {hand: "", label: next.toUpperCase(), detail: ""};
+    return {hand, label: hand.toUpperCase(), detail: ORDINAL[step] || step.replace(/_/g, " "),
+            third: step === "third" || step === "draw"};
+  }
+
+  const PROMPTS = {
+    inspect_cards: "Inspect the cards, then shuffle",
+    cut: "Offer the cut, insert the cover card, load the shoe",
+    burn: "Burn cards",
+    place_bets: "Place your bets",
+    deal: "Deal",
+    last_hand: "Announce: last hand",
+    shoe_complete: "Shoe complete: replace the decks",
+    stop: "STOP: do not deal",
+    resume: "Resume the game",
+    hold_card: "Hold the card",
+    discard: "Discard the card",
+    set_aside: "Set the card aside",
+    collect_vigorish: "Collect the marked vigorish",
+    jackpot: "Jackpot: verify the win light, call the floor supervisor",
+  };
+
+  function promptText(prompt) {
+    if (!prompt) return ["", ""];
+    const action = prompt.action;
+    let text = PROMPTS[action] || action.replace(/_/g, " ");
+    if (action === "place_bets" && prompt.round_no) text += ` \u2013 hand ${prompt.round_no}`;
+    if (action === "burn" && prompt.remaining !== undefined) text += `: ${prompt.remaining} more`;
+    if (action === "deal" && prompt.next) {
+      const d = destination(prompt.next);
+      text = `Deal to the ${d.label}` + (d.detail ? ` (${d.detail})` : "");
+    }
+    if (action === "jackpot") text += ` \u2013 seat ${prompt.seat}, ${money(prompt.amount_cents)}`;
+    if (action === "collect_vigorish" && prompt.seats) {
+      text += ": " + prompt.seats.map((s) => `seat ${s.seat} ${money(s.cents)}`).join(", ");
+    }
+    return [text, prompt.detail || ""];
+  }
+
+  function drawLive(live) {
+    const table = live.table || {};
+    setText("table-name", table.name || table.table_id || "Table");
+    setText("shoe-no", live.shoe_no || "\u2013");
+    setText("round-no", live.round_no || "\u2013");
+    setText("cards-left", live.cards_left === null ? "\u2013" : live.cards_left);
+    const lock = document.getElementById("lockout");
+    const locked = live.state !== "betting_open";
+    lock.dataset.locked = locked ? "1" : "0";
+    lock.textContent = !live.daemon_connected ? "DAEMON OFFLINE" :
+      live.state === "betting_open" ? "BETTING OPEN" :
+      live.no_more_bets ? "LOCKED OUT \u2013 NO MORE BETS" : "LOCKED \u2013 " + live.state.replace(/_/g, " ").toUpperCase();
+
+    const d = destination(live.next_card);
+    const next = document.getElementById("next-card");
+    next.dataset.next = live.next_card || "";
+    next.dataset.hand = d.hand;
+    next.classList.toggle("third", !!d.third);
+    next.textContent = d.label;
+    setText("next-detail", d.detail);
+
+    const [text, detail] = promptText(live.prompt);
+    const prompt = document.getElementById("prompt");
+    prompt.dataset.action = live.prompt ? live.prompt.action : "";
+    setText("prompt", text);
+    setText("prompt-detail", detail);
+    document.getElementById("last-hand").hidden = !live.last_hand;
+
+    const fault = document.getElementById("fault");
+    fault.hidden = !live.fault;
+    if (live.fault) {
+      fault.dataset.code = live.fault.code || "";
+      setText("fault-device", (live.fault.device || "table").toUpperCase());
+      setText("fault-code", live.fault.code || "");
+      setText("fault-detail", live.fault.detail || "");
+      setText("fault-action", live.fault.action || "");
+    }
+
+    for (const hand of ["player", "banker"]) {
+      document.getElementById(hand + "-cards").replaceChildren(
+        ...live.cards.filter((c) => c.hand === hand).map((c) => cardFace(c.card)));
+    }
+
+    const seatsBox = document.getElementById("seats");
+    seatsBox.style.setProperty("--seat-cols", String(Math.ceil(live.seats.length / 2) || 7));
+    seatsBox.replaceChildren(...live.seats.map((seat) => {
+      const node = el("div", {class: "seat" + (seat.wagers.length ? " playing" : "") +
+                                     (seat.progressive ? " progressive" : ""),
+                              "data-seat": seat.seat},
+        el("div", {class: "seat-no", text: String(seat.seat)}));
+      for (const w of seat.wagers) {
+        node.append(el("div", {class: "seat-wager", "data-wager": w.wager},
+          el("span", {text: wagerName(w.wager)}), el("b", {text: money(w.amount_cents)})));
+      }
+      if (seat.progressive) {
+        node.append(el("div", {class: "seat-progressive", "data-cents": seat.progressive_cents},
+          el("span", {text: "Progressive"}), el("b", {text: money(seat.progressive_cents)})));
+      } else if (seat.sensor) {
+        node.append(el("div", {class: "seat-sensor", text: "chip on sensor"}));
+      }
+      if (live.award && live.award.seat === seat.seat) node.classList.add("won");
+      return node;
+    }));
+
+    const light = document.getElementById("win-light");
+    light.hidden = !live.award;
+    if (live.award) {
+      light.replaceChildren(el("b", {text: "JACKPOT"}),
+        el("span", {text: `Seat ${live.award.seat} \u00b7 ${wagerName(live.award.progressive)}`}),
+        el("span", {class: "amount", text: money(live.award.amount_cents)}));
+    }
+    setText("daemon-state", live.daemon_connected ? `${table.table_id || ""} \u00b7 ${live.state}`
+                                                  : "daemon offline: showing the last known state");
+  }
+
+  Display.connect(["live"], {live: drawLive});
+})();

@@ -1,0 +1,90 @@
+"""The table's states and the transitions between them, each with the rule that allows it.
+
+Data only: `controller.table.Table` is the model the `transitions` machine
+drives, `controller.diagram` draws docs/state-machine.md from `TRANSITIONS`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class TableState(enum.Enum):
+    CLOSED = "closed"
+    OPENING = "opening"  # card inspection, 631a.4 / 681a.4
+    SHUFFLING = "shuffling"
+    CUT = "cut"  # cut and cover cards placed, waiting for the shoe to be loaded, 631a.5(b)-(d)
+    BURN = "burn"  # 631a.5(f)
+    BETTING_OPEN = "betting_open"
+    NO_MORE_BETS = "no_more_bets"  # lock-out, 631a.8(c)
+    DEALING = "dealing"  # the first four cards, 631a.9(c)
+    FIRST_FOUR_SETTLED = "first_four_settled"  # settlement point after four cards, 631a.9(e)
+    THIRD_CARDS = "third_cards"  # 631a.10-631a.11
+    RESULT = "result"  # 631a.12(a)
+    SETTLEMENT = "settlement"  # 631a.12(b)
+    END_OF_SHOE = "end_of_shoe"  # 631a.3(b), 631a.10(d): new decks / batch swap
+    DEVICE_FAULT = "device_fault"
+    OUT_OF_ORDER = "out_of_order"  # 681a.9(d); integrity failures
+
+
+# States in which a device fault interrupts play and from which play resumes.
+OPERATING = (TableState.OPENING, TableState.SHUFFLING, TableState.CUT, TableState.BURN,
+             TableState.BETTING_OPEN, TableState.NO_MORE_BETS, TableState.DEALING,
+             TableState.FIRST_FOUR_SETTLED, TableState.THIRD_CARDS, TableState.RESULT,
+             TableState.SETTLEMENT, TableState.END_OF_SHOE)
+
+# The states of a round in play: cards belong to it, and a void returns its wagers.
+ROUND_IN_PLAY = (TableState.NO_MORE_BETS, TableState.DEALING, TableState.FIRST_FOUR_SETTLED,
+                 TableState.THIRD_CARDS)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One trigger: from which states, to which, and the rule (or reason) behind it."""
+
+    trigger: str
+    sources: tuple[TableState, ...] | str  # "*" = every state
+    dest: TableState
+    section: str
+    condition: str | None = None  # a method of the model that must return True
+
+    def as_machine_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"trigger": self.trigger, "dest": self.dest,
+                                "source": self.sources if isinstance(self.sources, str)
+                                else list(self.sources)}
+        if self.condition is not None:
+            spec["conditions"] = self.condition
+        return spec
+
+
+S = TableState
+TRANSITION_TABLE: tuple[Transition, ...] = (
+    Transition("open_table", (S.CLOSED,), S.OPENING, "631a.4: inspect the cards"),
+    Transition("start_shuffle", (S.OPENING, S.END_OF_SHOE), S.SHUFFLING, "631a.5(a)"),
+    Transition("shuffle_verified", (S.SHUFFLING,), S.CUT, "631a.5(b), 681a.3(b)(3)"),
+    Transition("shoe_loaded", (S.CUT,), S.BURN, "631a.5(c)-(e)"),
+    Transition("burn_done", (S.BURN,), S.BETTING_OPEN, "631a.5(f), 681a.7(c)"),
+    Transition("lock_out", (S.BETTING_OPEN,), S.NO_MORE_BETS, "631a.8(c)"),
+    Transition("first_card", (S.NO_MORE_BETS,), S.DEALING, "631a.9(c)"),
+    Transition("four_cards", (S.DEALING,), S.FIRST_FOUR_SETTLED, "631a.9(e)"),
+    Transition("third_card_due", (S.FIRST_FOUR_SETTLED,), S.THIRD_CARDS, "631a.10-631a.11"),
+    Transition("hands_complete", (S.FIRST_FOUR_SETTLED, S.THIRD_CARDS), S.RESULT, "631a.12(a)"),
+    Transition("announce_result", (S.RESULT,), S.SETTLEMENT, "631a.12(b)"),
+    Transition("next_round", (S.SETTLEMENT,), S.BETTING_OPEN, "631a.10(d)"),
+    Transition("shoe_finished", (S.SETTLEMENT,), S.END_OF_SHOE, "631a.10(d), 681a.7(d)"),
+    Transition("void_round", ROUND_IN_PLAY, S.END_OF_SHOE, "631a.15(e)"),
+    Transition("device_failed", OPERATING, S.DEVICE_FAULT, "nothing is dealt from a device "
+               "in doubt"),
+    Transition("close_table", (S.OPENING, S.BETTING_OPEN, S.END_OF_SHOE, S.DEVICE_FAULT),
+               S.CLOSED, "no round in play"),
+    Transition("integrity_failed", "*", S.OUT_OF_ORDER, "681a.9(d); the store's integrity"),
+) + tuple(
+    # Recovery returns to the state the fault interrupted, never further.
+    Transition("device_recovered", (S.DEVICE_FAULT,), state, "resume where the fault stopped",
+               condition=f"_resumes_{state.name.lower()}")
+    for state in OPERATING
+)
+
+TRANSITIONS: list[dict[str, Any]] = [t.as_machine_spec() for t in TRANSITION_TABLE]

@@ -1,0 +1,42 @@
+"""What the table needs from its collaborators, as Protocols (no `Any` at these seams).
+
+The daemon hands the table the real objects (the seat panel's methods, the
+progressive system, the store); the tests hand it stand-ins that satisfy the
+same Protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from drivers.protocols import LedState, LockedOut
+
+if TYPE_CHECKING:
+    from controller.progressive.core import Acceptance
+    from controller.progressive.ledger import Award
+    from controller.rules.wager import RoundView
+
+# Tell the dealer what to do next (the display shows it): action and its details.
+Announce = Callable[[str, Mapping[str, Any]], None]
+LockSeats = Callable[[str], LockedOut]  # lock every seat now; returns what the sensors held
+OpenSeats = Callable[[frozenset[int]], None]  # unlock; these seats may take progressive wagers
+SetLed = Callable[[int, LedState], None]
+
+
+class Progressive(Protocol):
+    """The table's view of `controller.progressive.system.ProgressiveSystem`."""
+
+    def open_betting(self) -> dict[int, LedState]: ...
+
+    def on_lock(self, locked: LockedOut, base_wagers: Sequence[Mapping[str, Any]],
+                round_id: int) -> Acceptance: ...
+
+    def on_round_result(self, round_id: int, round_view: RoundView,
+                        settlements: Sequence[Mapping[str, Any]]) -> Iterable[Award]: ...
+
+    def on_round_void(self, round_id: int, reason: str) -> list[tuple[int, int]]: ...
+
+    def pending_awards(self) -> list[Award]: ...
+
+    def validate_award(self, award_id: int, supervisor: str) -> Award: ...

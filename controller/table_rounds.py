@@ -1,0 +1,279 @@
+"""The table's rounds: where each card from the shoe goes, settlement, void rounds.
+
+Every decision about a card is the rules engine's (the coup says which hand
+the next card goes to); this part records each step durably, with its event,
+and tells the dealer what comes next.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from controller.logsetup import bind_round
+from controller.rules.wager import Outcome, Settlement, SettlementPoint
+from controller.table_base import TableBase
+from controller.table_machine import ROUND_IN_PLAY, TableState
+from controller.table_snapshot import wager_json
+from drivers.protocols import CardDrawn, CoverCardDrawn, LedState
+
+if TYPE_CHECKING:
+    from controller.progressive.ledger import Award
+
+
+class RoundPlay(TableBase):
+    """Cards, rounds and their settlement, applied to the store, the LEDs and the dealer."""
+
+    def _on_cover_card(self, event: CoverCardDrawn) -> None:
+        with self.store.transaction():
+            self.shoe.cover_card_seen = True
+            # 631a.10(d): complete this hand, then "last hand", then one more.
+            self._record("cover_card", {"index": event.index}, device=event.device)
+            self._persist_state()
+
+    def _on_card(self, event: CardDrawn) -> None:
+        # A card during a fault is handled below whatever its back (the round is voided).
+        if self.state is not TableState.DEVICE_FAULT and not self._card_from_batch_in_play(event):
+            return
+        if self.shoe.last_card_index >= 0 and event.index != self.shoe.last_card_index + 1:
+            self._on_card_gap(event)
+            return
+        self.shoe.last_card_index = event.index
+        self.shoe.cards_drawn += 1
+        state = self.state
+        if state is TableState.BURN:
+            self._on_burn_card(event)
+        elif event.face_up and state in (TableState.BETTING_OPEN, TableState.NO_MORE_BETS):
+            self._start_simulated_round(event)  # 631a.15(d)
+        elif event.face_up and state in (TableState.DEALING, TableState.THIRD_CARDS) \
+                and not self.simulated:
+            self._set_aside_face_up_card(event)  # 631a.15(d), after the live round
+        elif state is TableState.BETTING_OPEN:
+            # 627b.3(a)(2), applied to every game (docs/rulings.md): the first card out of
+            # the shoe locks every seat; a card drawn before "no more bets" (631a.15(a)-(b))
+            # becomes the first card of this round.
+            locked = self._lock_seats("first-card") if self._lock_seats else None
+            self._on_locked(locked, "first-card")
+            self._on_round_card(event)
+        elif state in (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS):
+            self._on_round_card(event)
+        elif state is TableState.DEVICE_FAULT:
+            self._on_card_during_fault(event)
+        else:
+            self._on_card_out_of_play(event)
+
+    def _on_card_gap(self, event: CardDrawn) -> None:
+        """Cards left the shoe that the table never saw: nothing is settled from incomplete data."""
+        with self.store.transaction():
+            self._record("card_gap", {"expected_index": self.shoe.last_card_index + 1,
+                                      "received_index": event.index, "card": str(event.card)},
+                         severity="error", device=event.device)
+            self.shoe.last_card_index = event.index
+            if self.round_id is not None and self.coup is not None \
+                    and self.state in ROUND_IN_PLAY:
+                self._void_round("cards left the shoe unseen by the controller")
+
+    def _on_burn_card(self, event: CardDrawn) -> None:
+        with self.store.transaction():
+            self.shoe.burned.append(str(event.card))
+            if self.shoe.burn_expected is None:
+                # 631a.5(f): expose the first card; burn as many more as its face value.
+                self.shoe.burn_expected = self.rules.burn_count(event.card)
+                self._record("burn_first_card", {"card": str(event.card), "index": event.index,
+                                                 "burn": self.shoe.burn_expected,
+                                                 "back": event.back.name.lower()})
+            else:
+                self.shoe.burn_expected -= 1
+                self._record("burn_card", {"index": event.index,
+                                           "back": event.back.name.lower()})
+            if self.shoe.burn_expected == 0:
+                self.burn_done()
+                self.announce("place_bets", round_no=self.round_no + 1)
+            else:
+                self.announce("burn", remaining=self.shoe.burn_expected)
+                self._persist_state()
+
+    def _on_round_card(self, event: CardDrawn) -> None:
+        assert self.coup is not None and self.round_id is not None
+        with self.store.transaction():
+            slot = self.coup.place(event.card)
+            hand = slot.hand.value if slot.hand else "extra"
+            self.store.add_round_card(self.round_id, {"index": event.index,
+                                                      "card": str(event.card), "hand": hand,
+                                                      "slot": slot.name.lower()})
+            self._record("card", {"index": event.index, "card": str(event.card), "hand": hand,
+                                  "slot": slot.name.lower(), "back": event.back.name.lower()},
+                         device=event.device)
+            self._persist_state()  # the shoe position moves with every card
+            if self.state is TableState.NO_MORE_BETS:
+                self.first_card()
+            if self.state is TableState.DEALING and self.coup.initial_cards_complete:
+                self.four_cards()
+                self._settle_point(SettlementPoint.FIRST_FOUR_CARDS)
+                if self.coup.complete:
+                    self.hands_complete()
+                else:
+                    self.third_card_due()
+            elif self.state is TableState.THIRD_CARDS and self.coup.complete:
+                self.hands_complete()
+            if self.state is TableState.RESULT:
+                self._finish_round()
+            else:
+                self.announce("deal", next=self.coup.next_card().name.lower())
+
+    def _start_simulated_round(self, event: CardDrawn) -> None:
+        """631a.15(d): the disclosed card opens a simulated round in which no wager counts.
+
+        Wagers already on the layout wait for the next live round.
+        """
+        with self.store.transaction():
+            self.stashed_wagers, self.wagers = self.wagers, []
+            self.simulated = True
+            self.round_id = self.store.open_round(self.shoe.shoe_no, 0, [], simulated=True)
+            bind_round(self.shoe.shoe_no, self.round_id)
+            self._record("simulated_round", {"card": str(event.card), "index": event.index,
+                                             "ruling": "631a.15(d): a disclosed card opens a "
+                                             "simulated round; no wagers are accepted"},
+                         severity="warning", device=event.device)
+            self.coup = self.rules.new_coup()  # simulated: no wagers
+            self.round_settlements = []
+            if self.state is TableState.BETTING_OPEN:
+                self.lock_out()
+        self._on_round_card(event)
+
+    def _set_aside_face_up_card(self, event: CardDrawn) -> None:
+        assert self.coup is not None
+        with self.store.transaction():
+            self.pending_simulated_card = event
+            self._record("card_face_up", {"index": event.index, "card": str(event.card),
+                                          "ruling": "631a.15(d): set aside; it opens a simulated "
+                                          "round once this round is settled"},
+                         severity="warning", device=event.device)
+            self._persist_state()
+            self.announce("set_aside", card=str(event.card),
+                          next=self.coup.next_card().name.lower())
+
+    def _on_card_during_fault(self, event: CardDrawn) -> None:
+        """Nothing is settled from data the controller could not vouch for."""
+        with self.store.transaction():
+            in_round = self.round_id is not None and self.coup is not None
+            self._record("card_during_fault", {"index": event.index, "card": str(event.card),
+                                               "round_voided": in_round},
+                         severity="error", device=event.device)
+            if in_round:
+                self.void_after_recovery = (f"card {event.card} left the shoe while the table "
+                                            "was in a device fault")
+            self._persist_state()
+
+    def _on_card_out_of_play(self, event: CardDrawn) -> None:
+        """A card when no round can use it (shoe finished, shuffling): it goes with the old decks."""
+        with self.store.transaction():
+            self._record("card_discarded", {"index": event.index, "card": str(event.card),
+                                            "state": self.state.value,
+                                            "ruling": "631a.3(b), 631a.10(d): no round is in "
+                                            "play; the card is discarded"},
+                         severity="warning", device=event.device)
+            self.announce("discard", card=str(event.card))
+
+    # --- settlement ------------------------------------------------------------------------
+
+    def _settle_point(self, point: SettlementPoint) -> None:
+        assert self.coup is not None
+        settlements = [settlement_json(s, self.vig_collection)
+                       for s in self.rules.settle(point, self.wagers, self.coup)]
+        if settlements:
+            self._record("settled_" + point.value.replace("-", "_"), {"settlements": settlements})
+            self.round_settlements.extend(settlements)
+
+    def _finish_round(self) -> None:
+        """631a.12: announce the result, collect losers, pay winners highest seat first."""
+        assert self.coup is not None and self.round_id is not None
+        summary = self.rules.result_summary(self.coup)
+        self.announce_result()
+        self._settle_point(SettlementPoint.END_OF_ROUND)
+        settlements = list(self.round_settlements)
+        self.store.close_round(self.round_id, "settled", summary, settlements)
+        if self.progressive is not None and not self.simulated:
+            for award in self.progressive.on_round_result(self.round_id, self.coup.round_view(),
+                                                          settlements):
+                self._announce_award(award)
+        table_net = -sum(s["net_cents"] for s in settlements)
+        self._record("round_settled", {"round_no": 0 if self.simulated else self.round_no,
+                                       "simulated": self.simulated, "result": summary,
+                                       "settlements": settlements, "table_net_cents": table_net})
+        was_simulated = self.simulated
+        if self.simulated:
+            self.simulated = False
+            self.wagers, self.stashed_wagers = self.stashed_wagers, []
+        else:
+            self.shoe.rounds_in_shoe += 1
+            self.wagers = []
+        self.round_settlements = []
+        self.coup = None
+        self.progressive_seats = frozenset()
+        finished_round = self.round_id
+        self.round_id = None
+        # The "one more hand" of 631a.10(d) is a live hand, never a simulated one.
+        if self.shoe.cover_card_seen and not was_simulated and (
+                self.shoe.last_hand_announced or self.rules.reshuffles_at_cover_card):
+            if self.batches is not None:
+                self.batches.shoe_collected()  # shoe and discard rack emptied (681a.3(b)(5))
+            self.shoe_finished()
+            self._record("shoe_complete", {"shoe_no": self.shoe.shoe_no,
+                                           "rounds": self.shoe.rounds_in_shoe,
+                                           "last_round_id": finished_round})
+            self.announce("shoe_complete", detail="replace the decks (631a.3(b), 631a.10(d))")
+            return
+        self.next_round()
+        if self.shoe.cover_card_seen and not self.shoe.last_hand_announced:
+            self.shoe.last_hand_announced = True
+            self._persist_state()
+            self.announce("last_hand", detail="631a.10(d): one more hand after this announcement")
+        bind_round(self.shoe.shoe_no, None)
+        held, self.pending_simulated_card = self.pending_simulated_card, None
+        if held is not None:
+            self._start_simulated_round(held)
+        else:
+            self.announce("place_bets", round_no=self.round_no + 1)
+
+    def _announce_award(self, award: Award) -> None:
+        """631c.6(c)(5): the win light is on; a floor supervisor validates before payment."""
+        self._show_leds({award.seat: LedState.WON})
+        self.announce("jackpot", award_id=award.award_id, seat=award.seat,
+                      progressive=award.progressive, level=award.level,
+                      amount_cents=award.amount_cents,
+                      detail="verify the win light, then a floor supervisor validates "
+                             "(tablectl jackpot validate)")
+
+    def _void_round(self, reason: str) -> None:
+        """631a.15(e): the round is void and every wager is returned."""
+        assert self.round_id is not None
+        settlements = [{**wager_json(w), "outcome": "void", "win_cents": 0,
+                        "vigorish_cents": 0, "net_cents": 0,
+                        "label": "void: wager returned", "section": "631a.15(e)"}
+                       for w in self.wagers]
+        self.store.close_round(self.round_id, "void", {"reason": reason}, settlements)
+        if self.progressive is not None and not self.simulated:
+            returned = self.progressive.on_round_void(self.round_id, reason)
+            if returned:
+                self._record("progressive_wagers_returned",
+                             {"seats": [{"seat": seat, "cents": cents}
+                                        for seat, cents in returned]})
+        self._record("round_void", {"reason": reason, "settlements": settlements},
+                     severity="warning")
+        self.wagers, self.coup, self.round_id = [], None, None
+        if self.batches is not None:
+            self.batches.shoe_collected()
+        self.void_round()
+        self.announce("shoe_complete", detail=f"round void ({reason}); replace the decks")
+
+
+def settlement_json(s: Settlement, vig_collection: str) -> dict[str, Any]:
+    marked = s.vigorish_cents if vig_collection == "marked" else 0
+    return {
+        "seat": s.seat, "wager": s.wager, "amount_cents": s.amount_cents,
+        "outcome": s.outcome.value, "odds": str(s.odds), "win_cents": s.win_cents,
+        "vigorish_cents": s.vigorish_cents, "vig_marked_cents": marked,
+        # With marked vigorish (631a.13(d)(2)) the seat keeps the full win until collection.
+        "net_cents": s.net_cents + marked if s.outcome is Outcome.WIN else s.net_cents,
+        "label": s.label, "section": s.section,
+    }

@@ -1,0 +1,141 @@
+"""What the table saves with every step, declared once: `TableSnapshot`.
+
+The store keeps the JSON of the last snapshot beside the state's name
+(`Store.save_table_state`); a restart rebuilds the table from it. The field
+names are the table's attribute names, so the table saves and restores by
+walking this dataclass's fields (there is no second list to keep in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from cards import BackColour, Card
+from controller.rules.settlement import PlacedWager
+from controller.faults import FaultBook
+from controller.table_machine import TableState
+from controller.rules.batches import BatchTracker
+from drivers.protocols import CardDrawn
+
+
+@dataclass
+class ShoeProgress:
+    shoe_no: int = 0
+    cards_drawn: int = 0
+    burn_expected: int | None = None  # cards still to burn after the exposed first card
+    burned: list[str] = field(default_factory=list)
+    cover_card_seen: bool = False
+    last_hand_announced: bool = False
+    rounds_in_shoe: int = 0
+    last_card_index: int = -1
+    back: int | None = None  # BackColour of the batch in the shoe (681a.3(b))
+    # Cards the shoe reported with an index the table never saw (a reader outage), and
+    # cards the table set aside to the discard rack (681a.7(c), 681a.9, 631a.15): both are
+    # reconciled with the shuffler's count at the end of the shoe.
+    lost_indexes: list[int] = field(default_factory=list)
+    discarded: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TableSnapshot:
+    """Everything the table must find again after a restart, besides its state's name."""
+
+    shoe: ShoeProgress = field(default_factory=ShoeProgress)
+    round_id: int | None = None
+    round_no: int = 0
+    wagers: list[PlacedWager] = field(default_factory=list)
+    round_settlements: list[dict[str, Any]] = field(default_factory=list)  # both points
+    progressive_seats: frozenset[int] = frozenset()
+    fault: dict[str, str] | None = None  # the first of `faults`: what the dealer was told
+    faults: FaultBook = field(default_factory=FaultBook)  # all holding the table (faults.py)
+    # 681a.9(c): a batch verified while a fault held a shuffling table (a technician's
+    # shuffle); on recovery the table goes on to the cut instead of shuffling it again.
+    verified_in_fault: BackColour | None = None
+    resume_state: TableState | None = None
+    out_of_order_reason: str = ""
+    # 631a.15(d): a face-up card found during a live round waits for a simulated round.
+    pending_simulated_card: CardDrawn | None = None
+    simulated: bool = False  # the round in progress is a simulated round (no wagers)
+    stashed_wagers: list[PlacedWager] = field(default_factory=list)  # waiting out a simulated round
+    void_after_recovery: str = ""  # why the round must be voided once the fault clears
+    batch_in_shuffler: BackColour | None = None  # as the shuffler last reported
+    batch_shuffled: BackColour | None = None  # verified by the last shuffle
+    batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shoe": vars(self.shoe).copy(), "round_id": self.round_id, "round_no": self.round_no,
+            "wagers": [wager_json(w) for w in self.wagers],
+            "round_settlements": self.round_settlements,
+            "progressive_seats": sorted(self.progressive_seats),
+            "fault": self.fault, "faults": self.faults.to_list(),
+            "verified_in_fault": colour_name(self.verified_in_fault),
+            "resume_state": self.resume_state.value if self.resume_state else None,
+            "out_of_order_reason": self.out_of_order_reason,
+            "pending_simulated_card": card_event_json(self.pending_simulated_card)
+            if self.pending_simulated_card else None,
+            "simulated": self.simulated,
+            "stashed_wagers": [wager_json(w) for w in self.stashed_wagers],
+            "void_after_recovery": self.void_after_recovery,
+            "batch_in_shuffler": colour_name(self.batch_in_shuffler),
+            "batch_shuffled": colour_name(self.batch_shuffled),
+            "batches": self.batches.to_dict() if self.batches is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], batches: BatchTracker | None) -> TableSnapshot:
+        """The saved snapshot; `batches` is the configured tracker, replaced by the saved one."""
+        held = data.get("pending_simulated_card")
+        tracker = data.get("batches", data.get("batch_tracker"))  # the key's earlier name
+        return cls(
+            shoe=ShoeProgress(**data["shoe"]), round_id=data["round_id"],
+            round_no=data["round_no"],
+            wagers=[wager_from_json(w) for w in data["wagers"]],
+            round_settlements=list(data.get("round_settlements", [])),
+            progressive_seats=frozenset(data.get("progressive_seats", [])),
+            fault=data["fault"], faults=FaultBook.from_saved(data.get("faults"), data["fault"]),
+            verified_in_fault=colour_from(data.get("verified_in_fault")),
+            resume_state=TableState(data["resume_state"]) if data["resume_state"] else None,
+            out_of_order_reason=data.get("out_of_order_reason", ""),
+            pending_simulated_card=card_event_from_json(held) if held else None,
+            simulated=bool(data.get("simulated", False)),
+            stashed_wagers=[wager_from_json(w) for w in data.get("stashed_wagers", [])],
+            void_after_recovery=data.get("void_after_recovery", ""),
+            batch_in_shuffler=colour_from(data.get("batch_in_shuffler")),
+            batch_shuffled=colour_from(data.get("batch_shuffled")),
+            batches=BatchTracker.from_dict(tracker) if batches is not None and tracker
+            else batches,
+        )
+
+
+def wager_json(wager: PlacedWager) -> dict[str, Any]:
+    """A wager as the store, the control API and the event log carry it."""
+    return {"seat": wager.seat, "wager": wager.wager, "amount_cents": wager.amount_cents}
+
+
+def wager_from_json(data: Mapping[str, Any]) -> PlacedWager:
+    return PlacedWager(int(data["seat"]), str(data["wager"]), int(data["amount_cents"]))
+
+
+def colour_name(back: BackColour | int | None) -> str | None:
+    return BackColour(back).name.lower() if back is not None else None
+
+
+def colour_from(name: str | None) -> BackColour | None:
+    return BackColour[name.upper()] if name else None
+
+
+def card_event_json(event: CardDrawn) -> dict[str, Any]:
+    return {"device": event.device, "index": event.index, "card": str(event.card),
+            "back": event.back.value, "face_up": event.face_up}
+
+
+def card_event_from_json(data: Mapping[str, Any]) -> CardDrawn:
+    return CardDrawn(data["device"], data["index"], Card.parse(data["card"]),
+                     BackColour(data["back"]), data["face_up"])
