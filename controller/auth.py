@@ -102,8 +102,9 @@ def secret_file_problem(path: str | Path) -> str | None:
     return None
 
 
-def load_pin_hashes(path: str | Path) -> tuple[dict[str, str], list[str]]:
-    """The `[supervisors]` table of the secrets file, and the problems found."""
+def read_secrets(path: str | Path) -> tuple[Mapping[str, Any], list[str]]:
+    """The `[supervisors]` table of the secrets file (each hash is checked by the
+    configuration, controller/config_checks.py), and the problems found."""
     try:
         problem = secret_file_problem(path)
         if problem:
@@ -115,25 +116,13 @@ def load_pin_hashes(path: str | Path) -> tuple[dict[str, str], list[str]]:
                     "allowed: a TOML file with a [supervisors] table, mode 0600"]
     except tomllib.TOMLDecodeError as exc:
         return {}, [f"access.secrets: {path} is not valid TOML: {exc}"]
-    unknown = sorted(set(data) - {"supervisors"})
     problems = [f"access.secrets: [{key}] in {path}: unknown table; allowed: [supervisors]"
-                for key in unknown]
-    hashes, more = check_pin_hashes(data.get("supervisors", {}), f"{path} supervisors")
-    return hashes, problems + more
-
-
-def check_pin_hashes(table: Any, where: str) -> tuple[dict[str, str], list[str]]:
+                for key in sorted(set(data) - {"supervisors"})]
+    table = data.get("supervisors", {})
     if not isinstance(table, Mapping):
-        return {}, [f"{where}: must be a table of NAME = PIN hash"]
-    hashes, problems = {}, []
-    for name, digest in table.items():
-        if isinstance(digest, str) and digest.startswith("pbkdf2_sha256$") \
-                and _iterations(digest) > 0:
-            hashes[str(name)] = digest
-        else:
-            problems.append(f"{where}.{name}: not allowed; allowed: a PIN hash made by "
-                            "'tablectl supervisor hash-pin' (pbkdf2_sha256$...)")
-    return hashes, problems
+        return {}, [*problems, f"access.secrets: supervisors in {path} must be a table of "
+                                "NAME = PIN hash"]
+    return table, problems
 
 
 # --- online guessing ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import os
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -39,10 +40,7 @@ from drivers.protocols import (
 log = structlog.get_logger("tabled")
 DeviceT = TypeVar("DeviceT", bound=Device)
 
-EXIT_OK, EXIT_CONFIG = 0, 6
-# tablectl's INTEGRITY_FAILURE: `--init-store`/`--clear-store` could not do their job. The
-# daemon itself never exits for a failed store: it stays up, out of order, naming it.
-EXIT_STORE = 5
+EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
 LIGHT_TEST_ALL_ON_S = 1.5
 LINKED_SYNC_S = 2.0  # a pit display lagging a hit at another table by 2 s is acceptable
@@ -334,6 +332,9 @@ class Daemon:
             _int(a, "amount_cents", None, 1, 10**9))), role=DEALER, description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             role=DEALER, description="lock every seat")
+        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
+            str(a.get("dealer", "")))), role=DEALER,
+            description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
             lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
             **self.status()}, role=SUPERVISOR,
@@ -715,7 +716,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _amain(config: TableConfig) -> int:
-    daemon = Daemon(config)
+    try:
+        daemon = Daemon(config)
+    except sqlite3.OperationalError as exc:
+        # Validation judged the path as far as it could; opening is the last word (a disk
+        # full, a permission this account lacks). A configuration error: exit 6, no restart.
+        problem = (f"store.path = {config.store_path!r}: cannot be opened ({exc}); allowed: a "
+                   "writable file path for user tabled, e.g. /var/lib/tabled/table.sqlite")
+        print(str(ConfigError(config.source, [problem])), file=sys.stderr)
+        log.error("bad_configuration", problems=[problem], source=config.source)
+        return EXIT_CONFIG
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -56,6 +56,9 @@ MIN_TIE_ODDS = Fraction(8)  # 631a.13(b)
 TIE_ODDS_681A = Fraction(10)  # 681a.8(b)
 MIN_COVER_FROM_BOTTOM = {"baccarat": 14, "minibaccarat": 14, "21-baccarat": 10}  # 631a.5(d), 681a.5(d)
 
+# The most one wager may be ($10,000,000): the daemon's place_wager accepts no more, and
+# it keeps every sum of a night's wagers far inside SQLite's 64-bit integers.
+MAX_WAGER_CENTS = 10**9
 COMMON_WAGER_KEYS = ("paytable", "min_cents", "max_cents", "without_base_wager")
 # Optional wagers a Rules Submission may offer without a Baccarat wager at the seat.
 WITHOUT_BASE_WAGER_ALLOWED = {
@@ -324,9 +327,9 @@ def _parse_wagers(c: _Collector, data: Mapping[str, Any], game: GameConfig | Non
                 paytable = None
         elif paytable is not None:
             c.add(f"{path}.paytable", paytable, f"this wager has no paytable choice ({spec.section})")
-        min_cents = _get_int(c, table, "min_cents", f"{path}.min_cents", None, 1, None,
+        min_cents = _get_int(c, table, "min_cents", f"{path}.min_cents", None, 1, MAX_WAGER_CENTS,
                              why=" (integer cents)")
-        max_cents = _get_int(c, table, "max_cents", f"{path}.max_cents", None, 1, None,
+        max_cents = _get_int(c, table, "max_cents", f"{path}.max_cents", None, 1, MAX_WAGER_CENTS,
                              why=" (integer cents)")
         if min_cents is not None and max_cents is not None and min_cents > max_cents:
             c.add(f"{path}.max_cents", max_cents, f"must be >= min_cents ({min_cents})")

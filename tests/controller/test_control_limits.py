@@ -296,9 +296,9 @@ def test_a_secrets_file_others_can_read_is_refused(tmp_path: Path):
     secrets = tmp_path / "secrets.toml"
     secrets.write_text(f'[supervisors]\nana = "{hash_pin("4321", iterations=FAST)}"\n')
     secrets.chmod(0o640)
-    assert auth.load_pin_hashes(secrets) == ({}, [
+    assert auth.read_secrets(secrets) == ({}, [
         f"access.secrets: {secrets} has mode 0640: group or others can read it; allowed: 0600 "
         f"or 0400, owned by the daemon's user (chmod 0600 {secrets})"])
     secrets.chmod(0o600)
-    hashes, problems = auth.load_pin_hashes(secrets)
+    hashes, problems = auth.read_secrets(secrets)
     assert (list(hashes), problems) == (["ana"], [])
