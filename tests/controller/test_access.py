@@ -61,7 +61,7 @@ EXPECTED_ROLES = {
     "status": READ, "devices": READ, "rounds": READ, "events": READ, "seat_totals": READ,
     "verify_chain": READ, "meters": READ, "awards": READ, "subscribe": READ,
     "open": DEALER, "shuffle": DEALER, "shoe_loaded": DEALER, "place_wager": DEALER,
-    "no_more_bets": DEALER, "seat_leaves": DEALER,
+    "no_more_bets": DEALER, "seat_leaves": DEALER, "new_dealer": DEALER,
     "self_test": TECHNICIAN, "light_test": TECHNICIAN,
     "acknowledge_fault": SUPERVISOR, "adjust_meter": SUPERVISOR, "validate_award": SUPERVISOR,
 }
