@@ -244,3 +244,49 @@ async def test_another_users_roles_come_from_the_kernel(groups, open_answer):
     status, opened = json.loads(out or b"null") or [None, None]
     assert status == {"id": None, "ok": True, "result": "closed"}, err
     assert {k: v for k, v in opened.items() if k != "id"} == open_answer
+
+
+# --- where PIN hashes may live --------------------------------------------------------------
+
+def _without_inline_opt_in(tmp_path, mode: int):  # noqa: ANN001, ANN202
+    from pathlib import Path
+
+    source = Path(__file__).parents[2] / "config" / "simulated-table.toml"
+    text = source.read_text().replace("inline_pin_hashes = true\n", "")
+    path = tmp_path / "table.toml"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_pin_hashes_in_a_group_readable_configuration_are_refused(tmp_path):
+    from controller.config import ConfigError, load_config
+
+    path = _without_inline_opt_in(tmp_path, 0o640)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.problems == [
+        "supervisors: PIN hashes in a file group or others can read (mode 0640) can be "
+        "guessed offline; allowed: [access] secrets = a file of mode 0600 holding "
+        "[supervisors] (docs/deployment.md), or inline_pin_hashes = true on a demo table"]
+    path.chmod(0o600)  # the service user's alone: acceptable
+    assert list(load_config(path).supervisor_pin_hashes) == ["floor"]
+
+
+def test_pin_hashes_come_from_the_secrets_file(tmp_path):
+    from controller.auth import hash_pin
+    from controller.config import ConfigError, load_config
+
+    path = _without_inline_opt_in(tmp_path, 0o640)
+    text = path.read_text()
+    start = text.index("[supervisors]")
+    path.write_text(text[:start] + text[start:].split("\n\n", 1)[-1] if "\n\n" in
+                    text[start:] else text[:start])
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f'[supervisors]\nana = "{hash_pin("4321", iterations=100_000)}"\n')
+    secrets.chmod(0o600)
+    config = load_config(path, [f"access.secrets={secrets}"])
+    assert list(config.supervisor_pin_hashes) == ["ana"]
+    secrets.chmod(0o644)
+    with pytest.raises(ConfigError, match="has mode 0644: group or others can read it"):
+        load_config(path, [f"access.secrets={secrets}"])
