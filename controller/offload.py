@@ -54,9 +54,14 @@ class StoreWork:
         """controller.critical_store.verify_file in a child process of its own; its
         IntegrityError is raised here as if the check had run in this process."""
         async with self._slots:
-            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-                outcome = await asyncio.get_running_loop().run_in_executor(
-                    pool, _verify_in_child, store_path, key, paths, full)
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            try:
+                # Starting and joining a process blocks its caller: a worker thread does both.
+                future = await asyncio.to_thread(pool.submit, _verify_in_child, store_path, key,
+                                                 paths, full)
+                outcome = await asyncio.wrap_future(future)
+            finally:
+                await asyncio.to_thread(pool.shutdown)
         if outcome[0] == "failed":
             from controller.critical import IntegrityError
 
