@@ -345,6 +345,27 @@ def load_key(paths: CriticalPaths) -> bytes:
     return key
 
 
+def unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:
+    """What SQLite's error means for the technician: the same words at boot and offline."""
+    text = str(exc)
+    if "disk is full" in text or getattr(exc, "sqlite_errorcode", 0) == 13:  # SQLITE_FULL
+        return IntegrityError("store unusable", f"the disk holding {path} is full",
+                              "free space on the disk (or replace it), then restart the daemon;"
+                              " the store itself is kept")
+    if "readonly" in text or "unable to open" in text:
+        return IntegrityError("store unusable", f"{path} cannot be opened for writing ({text})",
+                              "give the daemon's user read and write permission on the store "
+                              "and its directory, then restart the daemon")
+    if "disk I/O error" in text:
+        return IntegrityError("store unusable", f"{path} cannot be written or read (disk I/O "
+                              "error: a full, read-only or failing disk)", ACTION_UNUSABLE)
+    if "not a database" in text:
+        return IntegrityError("store unusable", f"{path} is not a SQLite store: its header is "
+                              "damaged", ACTION_UNUSABLE)
+    return IntegrityError("store unusable", f"{path}: {text} (damaged pages)", ACTION_UNUSABLE)
+
+
+
 # --- the check --------------------------------------------------------------------------------
 
 
@@ -358,9 +379,8 @@ class Verified:
     anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
 
 
-def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
-                 expect_anchor: bool, full: bool = False,
-                 progress: Callable[[int], None] | None = None) -> Verified:
+def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
+                 full: bool = False, progress: Callable[[int], None] | None = None) -> Verified:
     """Check the store on `db` (which must see committed data only). Raises IntegrityError
     naming the first failure; the same call serves boot, `tablectl events verify` and the
     daily full check."""
@@ -385,8 +405,9 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
                              "table digests and log head it covers (edited without the key)")
 
     behind = 0
+    anchor = read_anchor(anchor_path, key) if anchor_path is not None else None
     if anchor is None:
-        if expect_anchor:
+        if anchor_path is not None:
             raise IntegrityError("anchor", "the anchor file is missing; the store cannot be "
                                  "shown to be the latest")
     else:
@@ -405,9 +426,12 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
 
     head_seq, head_mac = log_head(db)
     count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-    if (head_seq, head_mac) != (seal.log_seq, seal.log_mac):
+    if head_seq != seal.log_seq:
         raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
                              f"records entry {seal.log_seq}: entries were removed or added")
+    if head_mac != seal.log_mac:
+        raise IntegrityError("event log", f"the last entry, {head_seq}, is not the one sealed "
+                             "(its MAC differs): the log was rewritten")
     if count != head_seq:
         gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
                          " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]

@@ -205,7 +205,7 @@ class Daemon:
         from controller.critical_store import verify_file
 
         if self.store_failure is not None:
-            raise self.store_failure
+            raise _integrity_answer(self.store_failure)
         full = bool(args.get("full", False))
         try:
             verified = await asyncio.to_thread(verify_file, self.store.path, self.store.key,
@@ -214,7 +214,7 @@ class Daemon:
             self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
-            raise
+            raise _integrity_answer(exc) from None
         if full and verified.log_seq:
             last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
             self.store.set_checkpoint(verified.log_seq, last[0].hash)
@@ -594,6 +594,12 @@ def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
                           flush_delay_s=config.store_flush_delay_ms / 1000), None
     except IntegrityError as exc:
         return Store(":memory:"), exc
+
+
+def _integrity_answer(exc: IntegrityError) -> ControlError:
+    """A failed check is an answer, not a bug: no traceback in the log. The message keeps
+    the form tablectl and docs/control-api.md know ("IntegrityError: check: detail")."""
+    return ControlError(f"IntegrityError: {exc.check}: {exc.detail}", "internal")
 
 
 def describe(exc: IntegrityError) -> str:
