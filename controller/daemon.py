@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
@@ -267,11 +269,27 @@ class Daemon:
             try:
                 self.table.handle(event)
                 self._show_meters()
+            except sqlite3.DatabaseError as exc:  # the store itself failed: disk full, I/O
+                self._store_lost(exc)
             except Exception:  # one bad event must not stop the table; it is logged loudly
                 log.exception("event_handling_failed", device_event=repr(event))
                 with self.store.transaction():
                     self.store.append_event("internal_error", {"event": repr(event)},
                                             severity="error")
+
+    def _store_lost(self, exc: sqlite3.DatabaseError) -> None:
+        """The store stopped taking writes in play. The step was rolled back; the table goes
+        out of order on an in-memory stand-in (nothing more is written to the file, which
+        keeps every committed step), and the daemon stays up to say why: no restart loop."""
+        from controller.critical import unusable
+
+        failure = unusable(Path(self.store.path), exc)
+        self.store_failure = failure
+        log.critical("store_failed", check=failure.check, detail=failure.detail,
+                     action=failure.action)
+        print(f"tabled: table out of order: {describe(failure)}", file=sys.stderr, flush=True)
+        self.table.store = Store(":memory:")
+        self.table.mark_out_of_order(f"{failure.check}: {failure.detail}")
 
     def health(self) -> Health:
         """For the systemd watchdog: can this process still do its job?
