@@ -90,19 +90,28 @@ def key_id(key: bytes) -> str:
     return hmac.new(key, b"tabled key id", hashlib.sha256).hexdigest()[:16]
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
+    return _CANONICAL.encode(obj)
 
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
               device: str | None, round_id: int | None, payload_json: str) -> str:
-    """The MAC of one log entry; documented so an auditor holding the key can recompute it."""
-    material = canonical([prev_mac, seq, repr(at), kind, severity, device, round_id, payload_json])
-    return hmac.new(key, material.encode("utf-8"), hashlib.sha256).hexdigest()
+    """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
+    [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
+    auditor holding the key can recompute it."""
+    material = _CANONICAL.encode([prev_mac, seq, repr(at), kind, severity, device, round_id,
+                                  payload_json])
+    return hmac.digest(key, material.encode("utf-8"), "sha256").hex()
 
 
 def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
-    """One protected row's MAC as a number; `repr` of SQLite's value types is exact."""
+    """One protected row's MAC as a number: HMAC-SHA256(key, table name, NUL, Python's repr
+    of the row's tuple), big-endian. repr is exact for SQLite's value types (int, float,
+    str, bytes, None), and `digest_of` computes the same bytes in its own loop."""
     material = f"{table}\x00{tuple(values)!r}".encode()
     return int.from_bytes(hmac.digest(key, material, "sha256"), "big")
 
@@ -177,9 +186,11 @@ def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[
     cursor = db.cursor()
     cursor.row_factory = None  # plain tuples, exactly what the triggers hand cm_mix
     names = ", ".join(f'"{c}"' for c in columns)
+    # row_mac, unrolled: this loop runs over every sealed row at every boot.
+    prefix, mac, number = f"{table}\x00".encode(), hmac.digest, int.from_bytes
     total, rows = 0, 0
     for values in cursor.execute(f'SELECT {names} FROM "{table}"'):
-        total += row_mac(key, table, values)
+        total += number(mac(key, prefix + repr(values).encode(), "sha256"), "big")
         rows += 1
     return rows, f"{total % MODULUS:064x}"
 

@@ -132,6 +132,10 @@ def init_store(store_path: str, critical_dir: str = "", *, operator: str,
     return store
 
 
+def load_key_for(store_path: str, critical_dir: str = "") -> bytes:
+    return critical.load_key(paths_for(store_path, critical_dir))
+
+
 def is_initialised(store_path: str, critical_dir: str = "") -> bool:
     return paths_for(store_path, critical_dir).key.exists()
 
