@@ -37,7 +37,7 @@ __all__ = [
 # Top-level sections that belong to other engineers' packages; the rules parser skips them.
 OTHER_OWNED_SECTIONS: tuple[str, ...] = (
     "shoe", "shuffler", "gpio", "store", "control", "display", "progressive", "simulation",
-    "linked", "mqtt", "supervisors",
+    "linked", "mqtt", "supervisors", "access",
 )
 
 FAMILIES = ("baccarat", "minibaccarat", "21-baccarat")
