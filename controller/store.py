@@ -18,6 +18,7 @@ grouped steps after the last flush, and always a suffix of the log.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sqlite3
@@ -363,6 +364,26 @@ class Store:
             sql = f"SELECT * FROM ({sql.replace('ORDER BY seq', 'ORDER BY seq DESC')} LIMIT ?) ORDER BY seq"
             args.append(limit)
         return [self._event(row) for row in self._db.execute(sql, args)]
+
+    def events_from(self, after_seq: int, count: int) -> list[Event]:
+        """The first `count` entries after `after_seq`, oldest first: one page of a stream
+        (`events(limit=)` gives the last ones instead)."""
+        rows = self._db.execute("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                (after_seq, count))
+        return [self._event(row) for row in rows]
+
+    def reader(self) -> Store:
+        """This store on a read-only connection of its own, for long reads (chain
+        verification, large exports) run in a worker thread: the event loop's connection
+        is never shared between threads. The caller closes it."""
+        view = copy.copy(self)
+        uri = f"file:{Path(self.path).absolute()}?mode=ro"
+        view._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        view._db.row_factory = sqlite3.Row
+        critical.install_functions(view._db, self.key)
+        view._db.execute("PRAGMA query_only=ON")
+        view._in_tx, view._listeners, view._pending = False, [], []
+        return view
 
     @staticmethod
     def _event(row: sqlite3.Row) -> Event:

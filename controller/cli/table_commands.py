@@ -56,7 +56,7 @@ OUT_OF_ORDER_ACTION = ("do not play: the event log or the database failed its in
                        "check. Run 'tablectl events verify' and call the floor supervisor and "
                        "the vendor; the table stays out of order until the store is restored")
 
-_REFUSAL_CODES = {"refused", "unauthorised"}
+_REFUSAL_CODES = {"refused", "unauthorised", "forbidden"}
 
 
 # --- argument parsing ------------------------------------------------------------------

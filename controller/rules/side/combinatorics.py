@@ -213,7 +213,8 @@ def _index(pt: int, bt: int, pn: int, bn: int) -> int:
 
 
 @lru_cache(maxsize=8)
-def coup_space(decks: int, with_suits: bool) -> tuple[dict, int]:
+def coup_space(decks: int, with_suits: bool
+               ) -> tuple[Mapping[Signature, int] | Mapping[SuitSignature, int], int]:
     """Signature (or SuitSignature) -> weight, and the common denominator (52N)_6."""
     if with_suits:
         return _coup_space_with_suits(decks)
@@ -225,7 +226,7 @@ def coup_space(decks: int, with_suits: bool) -> tuple[dict, int]:
 
 
 @lru_cache(maxsize=8)
-def _coup_space_with_suits(decks: int) -> tuple[dict, int]:
+def _coup_space_with_suits(decks: int) -> tuple[dict[SuitSignature, int], int]:
     """SuitSignature -> number of six-card-equivalent sequences, and the total (52N)_6.
 
     Rounds that end after four or five cards are weighted by the number of
@@ -303,7 +304,7 @@ def _coup_space_with_suits(decks: int) -> tuple[dict, int]:
     # colour is alike, so the counts for "some one suit" / "some one colour" are x4 / x2.
     suited = [4 * w for w in suited]
     coloured = [2 * w for w in coloured]
-    tally: dict = {}
+    tally: dict[SuitSignature, int] = {}
     signatures = [(pt, bt, pn, bn) for pt in VALUES for bt in VALUES
                   for pn in (2, 3) for bn in (2, 3)]
     for value in VALUES:
@@ -352,7 +353,7 @@ def representative_view(signature: Signature | SuitSignature) -> RoundView:
         shared, one_rank, suit_class = -1, False, BOTH_COLOURS
         pv, bv = _hand_values(pt, pn)[0], _hand_values(bt, bn)[0]
     else:
-        shared, one_rank, suit_class = signature[4:]  # type: ignore[misc]
+        shared, one_rank, suit_class = signature[4:]
         if shared >= 0:
             pv, bv = (shared,) * pn, (shared,) * bn
         else:
@@ -380,9 +381,9 @@ def coup_distribution(
     `space` may supply value-level signature weights computed elsewhere (the
     core par engine's round facts) so that one sheet enumerates the coup once.
     """
-    space, total = space if space is not None else coup_space(decks, with_suits)
+    weights, total = space if space is not None else coup_space(decks, with_suits)
     tally: dict[str | None, int] = {}
-    for signature, weight in space.items():
+    for signature, weight in weights.items():
         label = classify(representative_view(signature))
         tally[label] = tally.get(label, 0) + weight
     return {label: Fraction(w, total) for label, w in tally.items()}

@@ -189,7 +189,7 @@ def make_royal_9(
     if denomination_dollars not in (1, 5) or isinstance(denomination_dollars, bool):
         raise SideWagerConfigError(key, "denomination_dollars", denomination_dollars,
                                    "allowed: 1, 5 (627b.3(f)-(g))")
-    denomination = int(denomination_dollars) * 100  # type: ignore[call-overload]
+    denomination = int(denomination_dollars) * 100
     minimums = ROYAL_9_MINIMUM_RESETS[denomination]
     if not isinstance(meters, Mapping) or set(meters) != set(minimums):
         raise SideWagerConfigError(key, "meters", meters,
@@ -236,5 +236,5 @@ def make_royal_9(
     if mystery is not None:
         if mystery not in ROYAL_9_MYSTERY_CONFIGURATIONS or isinstance(mystery, bool):
             raise SideWagerConfigError(key, "mystery", mystery, "allowed: 1, 2, 3 (627b.3(h))")
-        config = ROYAL_9_MYSTERY_CONFIGURATIONS[mystery]  # type: ignore[index]
+        config = ROYAL_9_MYSTERY_CONFIGURATIONS[mystery]
     return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding)
