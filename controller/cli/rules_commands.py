@@ -29,7 +29,8 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--shoes", type=int, default=1, help="number of shoes (default 1)")
     sim.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     sim.add_argument("--unit-cents", type=int, default=10000,
-                     help="amount of each wager in cents (default 10000)")
+                     help="amount of each wager in cents (default 10000), kept within each "
+                          "wager's min_cents..max_cents; Royal 9 at its denomination")
     sim.add_argument("--json", action="store_true", help="one JSON object per round")
     sim.set_defaults(handler=_simulate)
 

@@ -76,3 +76,17 @@ def test_simulate_same_seed_same_cards(capsys: pytest.CaptureFixture[str]) -> No
 def test_simulate_human(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(CONFIG / "baccarat-6deck-marked-vig.toml")]) == 0
     assert "seat net over all rounds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("unit_cents", ["10000", "100"])
+def test_simulate_royal_9_stakes_its_denomination(unit_cents: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """627b.3(f): a $5 Royal 9 wager is exactly $5 whatever --unit-cents says; the other wagers
+    stay within their table limits (min_cents..max_cents of the submission)."""
+    assert main(["simulate", str(CONFIG / "minibaccarat-royal9.toml"), "--shoes", "1",
+                 "--seed", "2", "--unit-cents", unit_cents, "--json"]) == exitcodes.OK
+    rounds = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    stakes = {s["wager"]: s["amount_cents"] for r in rounds for s in r["settlements"]}
+    expected_main = 10000 if unit_cents == "10000" else 1000  # banker/player min_cents = 1000
+    assert stakes["royal_9_progressive"] == 500
+    assert stakes["banker"] == stakes["player"] == expected_main
