@@ -225,6 +225,10 @@ def describe(exc: IntegrityError) -> str:
 
 # --- `tabled --init-store` / `tabled --clear-store` -----------------------------------------
 
+# tablectl's INTEGRITY_FAILURE: `--init-store`/`--clear-store` could not do their job. The
+# daemon itself never exits for a failed store: it stays up, out of order, naming it.
+EXIT_STORE = 5
+
 
 def supervisor_authorised(config: Any, name: str, pin: str) -> bool:
     """The one place the clear asks whether a supervisor's PIN is right (controller.auth
@@ -239,8 +243,6 @@ def run_once(config: Any, args: Any) -> int:
     import getpass
     import sys
 
-    from controller.daemon import EXIT_OK, EXIT_STORE
-
     try:
         if args.init_store:
             store = init_store(config.store_path, config.critical_dir,
@@ -248,7 +250,7 @@ def run_once(config: Any, args: Any) -> int:
             print(f"tabled: critical memory of table {config.table_id} initialised: store "
                   f"{store.path}, key and anchor in {store.paths.directory if store.paths else ''}")
             store.close()
-            return EXIT_OK
+            return os.EX_OK
         name = args.supervisor or ""
         if not name:
             raise IntegrityError("clear refused", "--supervisor NAME is required",
@@ -262,7 +264,7 @@ def run_once(config: Any, args: Any) -> int:
               f"files are kept in {evidence}; the new store's first record carries the last "
               "meter values")
         store.close()
-        return EXIT_OK
+        return os.EX_OK
     except IntegrityError as exc:
         print(f"tabled: {describe(exc)}", file=sys.stderr)
         return EXIT_STORE

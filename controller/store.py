@@ -18,6 +18,7 @@ grouped steps after the last flush, and always a suffix of the log.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sqlite3
@@ -31,6 +32,7 @@ from typing import Any
 import structlog
 
 from controller import critical
+from controller.anchor_writer import AnchorWriter
 from controller.critical import (  # noqa: F401 - re-exported: the store's own errors
     GENESIS_MAC,
     IntegrityError,
@@ -151,6 +153,7 @@ class Store:
         self._tx_must_flush = True
         self.key = key if key is not None else critical.DEVELOPMENT_KEY
         self.paths = paths
+        self._anchor_writer: AnchorWriter[critical.Anchor] | None = None  # at the first anchor
         self.verified: critical.Verified | None = None
         self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
@@ -186,7 +189,7 @@ class Store:
                 self.verified = self.verify()
                 self.upgrade()
         except BaseException:
-            self._db.close()
+            self.close()
             raise
 
     def _create(self) -> None:
@@ -231,6 +234,9 @@ class Store:
                        (critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac)))
 
     def close(self) -> None:
+        if self._anchor_writer is not None:
+            self._anchor_writer.close()  # the last durable commit's anchor, before the store
+            self._anchor_writer = None
         self._db.close()
 
     # --- transactions ---------------------------------------------------------
@@ -271,11 +277,14 @@ class Store:
         after a power cut the store may be ahead of its anchor, never behind."""
         if not durable or self.paths is None:
             return
-        try:
-            critical.write_anchor(self.paths.anchor, self.key, critical.Anchor(
-                critical.key_id(self.key), seal.commit_no, seal.log_seq, seal.mac))
-        except OSError as exc:  # the store is committed; the anchor catches up next commit
-            log.error("anchor_write_failed", path=str(self.paths.anchor), error=str(exc))
+        if self._anchor_writer is None:
+            anchor_path, key = self.paths.anchor, self.key
+            self._anchor_writer = AnchorWriter(
+                lambda anchor: critical.write_anchor(anchor_path, key, anchor))
+        # Off the event loop and coalesced (controller/anchor_writer.py): the anchor lags the
+        # store by at most ANCHOR_INTERVAL_S, which a power cut could give as well.
+        self._anchor_writer.submit(critical.Anchor(
+            critical.key_id(self.key), seal.commit_no, seal.log_seq, seal.mac))
 
     def _commit(self, flush: bool) -> bool:
         """COMMIT, flushed or grouped; returns whether this commit is durable."""
@@ -359,6 +368,26 @@ class Store:
             sql = f"SELECT * FROM ({sql.replace('ORDER BY seq', 'ORDER BY seq DESC')} LIMIT ?) ORDER BY seq"
             args.append(limit)
         return [self._event(row) for row in self._db.execute(sql, args)]
+
+    def events_from(self, after_seq: int, count: int) -> list[Event]:
+        """The first `count` entries after `after_seq`, oldest first: one page of a stream
+        (`events(limit=)` gives the last ones instead)."""
+        rows = self._db.execute("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                (after_seq, count))
+        return [self._event(row) for row in rows]
+
+    def reader(self) -> Store:
+        """This store on a read-only connection of its own, for long reads (chain
+        verification, large exports) run in a worker thread: the event loop's connection
+        is never shared between threads. The caller closes it."""
+        view = copy.copy(self)
+        uri = f"file:{Path(self.path).absolute()}?mode=ro"
+        view._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        view._db.row_factory = sqlite3.Row
+        critical.install_functions(view._db, self.key)
+        view._db.execute("PRAGMA query_only=ON")
+        view._in_tx, view._listeners, view._pending = False, [], []
+        return view
 
     @staticmethod
     def _event(row: sqlite3.Row) -> Event:

@@ -81,6 +81,25 @@ class BatchChecks(TableBase):
         return self.batches is None or self._track_batch(
             "shuffler", self.batches.shuffle_complete, done.back, done.verified)
 
+    def _reconcile_shoe(self, done: ShuffleComplete) -> None:
+        """The cards of the shoe just played, reconciled with the shuffler's count of its batch.
+
+        Cards the controller never saw (index gaps, misreads) voided their round; here
+        the count says whether they are physically back (631a.15, 681a.9, docs/rulings.md).
+        """
+        shoe = self.shoe
+        played = shoe.shoe_no > 0 and shoe.cards_drawn > 0 and not shoe.reconciled
+        if not played or (shoe.back is not None and int(done.back) != shoe.back):
+            return
+        shoe.reconciled = True
+        self._record("shoe_reconciled", {
+            "shoe_no": shoe.shoe_no, "back": done.back.name.lower(),
+            "cards_drawn": shoe.cards_drawn, "lost_indexes": list(shoe.lost_indexes),
+            "discarded": len(shoe.discarded), "cards_counted": done.cards_counted,
+            "missing": done.missing, "extra": done.extra, "duplicates": done.duplicates,
+            "accounted": done.verified}, severity="info" if done.verified else "error",
+            device=done.device)
+
     def _on_shoe_loaded_event(self, event: ShoeLoaded) -> None:
         if self.state is TableState.CUT:
             if self.batches is not None:

@@ -36,6 +36,12 @@ class ShoeProgress:
     # reconciled with the shuffler's count at the end of the shoe.
     lost_indexes: list[int] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
+    dealer_burn_due: bool = False  # 681a.7(c): a new dealer took over and has not burned yet
+    # 681a.9(b): the last round is complete and the next has no wager or lock yet, so a
+    # card now is one drawn by accident to a finished hand; `hand_of_17` if one had 17.
+    extra_card_window: bool = False
+    hand_of_17: bool = False
+    reconciled: bool = False  # the shuffler counted this shoe's batch after it was played
 
 
 @dataclass

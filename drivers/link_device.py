@@ -3,16 +3,20 @@
 ``LinkedDevice`` runs one background task per device. It opens the transport
 (the subclass says how: a serial URL or a USB device), waits for the
 handshake, then reads messages until the link fails, and starts again after
-the delay ``drivers.reconnect.Reconnector`` gives. Every state goes out as a
+the delay ``drivers.reconnect.Reconnector`` gives. It follows the host rules of
+docs/protocol.md 4.4: a device that reboots is handshaken again on the open
+port (H1: one session per reboot, no reopen on top of its handshake), and a
+refused device keeps its port open so its RESET revives the link at once (H2). Every state goes out as a
 ``LinkChanged``; losing the link is a ``DeviceFault`` ("link_down") until the
 device is back; an incompatible device is REFUSED with a ``DeviceFault`` whose
 action tells the technician what to do.
 
 Device faults (firmware_bridge ``Fault``/``FaultCleared``) become
 ``DeviceFault``/``DeviceFaultCleared`` with the fault code's lower-case name.
-A device re-sends its active faults after every handshake; a fault that was
-active before an outage and is not re-sent by the time the device answers the
-``StatusRequest`` sent at connect is cleared then.
+A device re-sends its active faults after every handshake, before anything else
+(4.3); a re-sent fault the host kept active is not reported again, and a fault
+that was active before an outage and is not re-sent by the time the device
+answers the ``StatusRequest`` sent at connect is cleared then (H3).
 """
 
 from __future__ import annotations
@@ -268,19 +272,35 @@ class LinkedDevice:
             await asyncio.sleep(delay)
 
     async def _attempt(self, rec: Reconnector) -> float:
-        """One connection attempt and, if it comes up, its whole session; returns the retry delay."""
+        """One open port and every session on it; returns the delay before reopening.
+
+        docs/protocol.md 4.4 host rules: a device that reboots restarts the session on the
+        open port and is handshaken there (H1, one session per reboot); a refused device
+        keeps the port open so its next RESET revives the link at once (H2)."""
         self._counters["connect_attempts"] += 1
         self._set_state(rec.connecting(), self.port)
         try:
             self._link = await self._open()
-            self._set_state(rec.handshaking(), self.port)
-            self._peer = await self._link.wait_up(HANDSHAKE_TIMEOUT_S)
-        except LinkRefusedError as exc:
-            reason = str(exc)
-            if self._link is not None and getattr(self._link, "peer", None) is not None:
-                self._peer = self._link.peer
+        except (OSError, BridgeError, TimeoutError, ValueError) as exc:
             await self._close_link()
-            return self._refused(rec, reason)
+            return self._failed(rec, f"{type(exc).__name__}: {exc}")
+        while True:
+            outcome = await self._session(rec)
+            if outcome is not None:
+                return outcome
+
+    async def _session(self, rec: Reconnector) -> float | None:
+        """Handshake and run one session on the open link; None: the next session has
+        already begun on the same port (peer restart, refusal revived)."""
+        link = self._link
+        self._set_state(rec.handshaking(), self.port)
+        try:
+            self._peer = await link.wait_up(self._handshake_wait(link))
+        except LinkRefusedError as exc:
+            if getattr(link, "peer", None) is not None:
+                self._peer = link.peer
+            reprobe = self._refused(rec, str(exc))
+            return await self._wait_while_refused(link, reprobe)
         except (OSError, BridgeError, TimeoutError, ValueError) as exc:
             await self._close_link()
             return self._failed(rec, f"{type(exc).__name__}: {exc}")
@@ -291,23 +311,67 @@ class LinkedDevice:
         self._reported_since_up = set()
         self._clear(LINK_DOWN)
         self._clear(INCOMPATIBLE)
+        restarted = False
         try:
             self._status_pending = True
-            await self._link.send(wire.StatusRequest())
-            await self._on_up(self._link)
+            await link.send(wire.StatusRequest())
+            await self._on_up(link)
             while True:
-                message = await self._link.receive()
+                message = await link.receive()
                 await self._dispatch(message)
         except (LinkDownError, BridgeError, OSError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
+            restarted = self._session_restarted(link)
         except Exception as exc:  # a bug here must not silently end the device's task
             log.exception("driver failed handling the device", device=self.name)
             reason = f"driver error {type(exc).__name__}: {exc}"
-        await self._close_link()
+        if not restarted:
+            await self._close_link()
         await self._on_down(reason)
         if self._self_test is not None and not self._self_test.done():
             self._self_test.set_exception(LinkDownError(reason))
-        return self._failed(rec, reason)
+        delay = self._failed(rec, reason)
+        if restarted:
+            # H1: the device's RESET already began the next session on this port; closing
+            # and reopening it would end that handshake and start a second session
+            self._counters["peer_restarts"] += 1
+            return None
+        return delay
+
+    @staticmethod
+    def _session_restarted(link: Any) -> bool:
+        """The session ended because the peer started a new one (its RESET), on a port that
+        is still open: the core is already handshaking the new session."""
+        from firmware_bridge.link import LinkState as CoreState
+
+        try:
+            state = link.state
+        except Exception:  # noqa: BLE001 - a transport already gone: not a restart
+            return False
+        return state in (CoreState.HANDSHAKING, CoreState.UP) and not link.closed
+
+    @staticmethod
+    def _handshake_wait(link: Any) -> float:
+        """How long to wait for UP: the core's own handshake timeout at this baud rate
+        (docs/protocol.md 5.9) plus the RESET repeats that find a device powering up."""
+        timing = getattr(getattr(link, "endpoint", None), "timing", None)
+        if timing is None:
+            return HANDSHAKE_TIMEOUT_S
+        return max(HANDSHAKE_TIMEOUT_S, float(timing.handshake_timeout + timing.reset_interval))
+
+    async def _wait_while_refused(self, link: Any, reprobe_s: float) -> float | None:
+        """H2: keep the port open; the refused device's next RESET (after re-flashing) starts
+        a new session at once.  After ``reprobe_s`` without one, re-probe on the same port
+        (for a device swapped while powered).  A lost port is reopened after ``reprobe_s``."""
+        try:
+            revived = await link.wait_revived(reprobe_s)
+        except BridgeError:
+            await self._close_link()
+            return reprobe_s
+        if not revived:
+            self._counters["refused_reprobes"] += 1
+            link.reconnect()
+        return None
 
     def _failed(self, rec: Reconnector, reason: str) -> float:
         was = self._state
@@ -331,12 +395,19 @@ class LinkedDevice:
             self._fault(INCOMPATIBLE, reason,
                         f"Install approved firmware speaking protocol version {wire.PROTOCOL_VERSION} "
                         f"on the {self.kind} (or connect the right device to {self.port}); the table "
-                        f"re-checks every {rec.policy.refused_reprobe_s:g} s.")
+                        f"connects as soon as the device restarts, and re-checks every "
+                        f"{rec.policy.refused_reprobe_s:g} s.")
         return delay
 
     async def _dispatch(self, message: wire.Message) -> None:
         if isinstance(message, wire.Fault):
             code = wire.fault_name(message.code)
+            if code in self._active_faults:
+                # docs/protocol.md 4.3 / H3: the re-report of a fault the host kept active
+                # across the outage; reporting it again would be a second raise
+                self._reported_since_up.add(code)
+                self._counters["fault_rereports"] += 1
+                return
             action = self.fault_actions.get(message.code) or COMMON_FAULT_ACTIONS.get(  # type: ignore[call-overload]
                 message.code, "Call a technician: the device reported a fault.")
             self._fault(code, message.detail, action)

@@ -278,6 +278,27 @@ class AsyncLink:
                 raise LinkDownError(f"link is {self._core.state.value}") from cause
             await self._changed()
 
+    @property
+    def closed(self) -> bool:
+        """True once closed or its transport was lost: no further session can start on it."""
+        return self._closed or self._transport_error is not None
+
+    async def wait_revived(self, timeout: float | None) -> bool:
+        """Wait while REFUSED (docs/protocol.md 4.5); True once a new session began (a peer
+        RESET, or reconnect()), False after ``timeout``.  Raises LinkDownError if the
+        transport is lost or the link closed meanwhile."""
+        async def left_refused() -> None:
+            while self._core.state is LinkState.REFUSED:
+                self._raise_if_closed()
+                await self._changed()
+            self._raise_if_closed()
+
+        try:
+            await asyncio.wait_for(left_refused(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
     def reconnect(self) -> None:
         """Start a new session on the same transport (sends RESET)."""
         self._raise_if_closed()

@@ -118,6 +118,11 @@ def _build(workdir: Path) -> Bases:
     crashed = _snapshot(Path(config.store_path), workdir / "crashed")
     store.close()
     closed = _snapshot(Path(config.store_path), workdir / "closed")
+    # The anchor is written off the event loop, at most once a second (controller/
+    # anchor_writer.py), and for certain at close: the crashed copy gets the anchor of its
+    # last durable commit, which no commit followed.
+    shutil.copyfile(closed.directory / "table.critical" / "anchor",
+                    crashed.directory / "table.critical" / "anchor")
     return Bases(closed, crashed, older)
 
 
