@@ -232,7 +232,8 @@ class RoundPlay(TableBase):
         settlements = [settlement_json(s, self.vig_collection)
                        for s in self.rules.settle(point, self.wagers, self.coup)]
         if settlements:
-            self._record("settled_" + point.value.replace("-", "_"), {"settlements": settlements})
+            self._record("settled_first_four_cards" if point is SettlementPoint.FIRST_FOUR_CARDS
+                         else "settled_end_of_round", {"settlements": settlements})
             self.round_settlements.extend(settlements)
 
     def _finish_round(self) -> None:

@@ -50,11 +50,27 @@ class SimulationOptions:
     unit_cents: int = 10000
 
 
+def stake_cents(game: Game, key: str, unit_cents: int) -> int:
+    """What the simulated seat wagers on `key`: `unit_cents` brought within the wager's table
+    limits; a wager with one fixed amount (Royal 9's denomination, 627b.3(f)-(g)) at that."""
+    fixed = getattr(game.wager_rules[key], "denomination_cents", None)
+    if isinstance(fixed, int):
+        return fixed
+    limits = next((wc for wc in game.submission.wagers if wc.key == key), None)
+    amount = unit_cents
+    if limits is not None and limits.min_cents is not None:
+        amount = max(amount, limits.min_cents)
+    if limits is not None and limits.max_cents is not None:
+        amount = min(amount, limits.max_cents)
+    return amount
+
+
 def simulate(game: Game, options: SimulationOptions) -> Iterator[dict[str, Any]]:
     """Yield one JSON-ready object per round of `options.shoes` shoes."""
     rng = random.Random(options.seed)
     cfg = game.config
     bonus_offered = any(k.startswith("bonus_") for k in game.wager_rules)
+    stakes = {key: stake_cents(game, key, options.unit_cents) for key in game.wager_rules}
     for shoe_no in range(1, options.shoes + 1):
         stack = shoe_of(cfg.decks)
         rng.shuffle(stack)
@@ -74,7 +90,7 @@ def simulate(game: Game, options: SimulationOptions) -> Iterator[dict[str, Any]]
             cards: list[dict[str, Any]] = burned if round_no == 1 else []
             cover_seen = False
             coup = game.new_coup(bonus_wagered=bonus_offered)
-            wagers = [PlacedWager(SIM_SEAT, key, options.unit_cents) for key in game.wager_rules]
+            wagers = [PlacedWager(SIM_SEAT, key, stakes[key]) for key in game.wager_rules]
             settlements: list[Settlement] = []
             void = False
             while not coup.complete:

@@ -20,6 +20,7 @@ from controller.rules.side.common import SideWagerConfigError
 from controller.rules.side.five_treasures import Treasure, make_five_treasures
 from controller.rules.side.golden_talons import make_golden_talons
 from controller.rules.side.harmony import make_harmony
+from controller.rules.side.heavenly9 import MINIMUM_WAGER_CENTS as HEAVENLY_9_MINIMUM_CENTS
 from controller.rules.side.heavenly9 import make_heavenly_9
 from controller.rules.side.lucky_nines import make_lucky_nines
 from controller.rules.side.majestic_match import MajesticMatch
@@ -118,6 +119,11 @@ for _family in SECTION_BY_FAMILY:
                                               "progressive wager (631c.6(c)(4))"},
             description="Heavenly 9 progressive")
 def _heavenly_9(config: WagerConfig, game: GameConfig) -> WagerRule:
+    # 631c.2(c): a Heavenly 9 wager is no less than $5; refused here, not at settlement.
+    if config.min_cents is None or config.min_cents < HEAVENLY_9_MINIMUM_CENTS:
+        raise SideWagerConfigError(
+            config.key, "min_cents", config.min_cents,
+            f"required, at least {HEAVENLY_9_MINIMUM_CENTS} (631c.2(c): no less than $5)")
     return make_heavenly_9(config.key, config.options.get("mystery"),
                            config.options.get("mystery_wager_dollars"), game.payout_rounding)
 
@@ -164,6 +170,9 @@ for _side, _hand in HANDS.items():
                                          "default: the documented layout order",
                 "positions": "how many positions the layout has (default 14)",
                 "mystery": "mystery progressive configuration 1, 2 or 3 (627b.3(h))",
+                "suited_tie_over_personal": "true (default): a Suited Royal 9 Tie that is also "
+                                            "a personal Major/Minor pays the fixed amount "
+                                            "(docs/rulings.md); false: the meter",
             },
             description="Royal 9 progressive")
 def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
@@ -173,7 +182,8 @@ def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
                                    "an integer 1..16 (one unique King 9 per position)")
     return make_royal_9(config.key, config.options.get("denomination_dollars"),
                         config.options.get("meters"), config.options.get("personal_combinations"),
-                        config.options.get("mystery"), positions, game.payout_rounding)
+                        config.options.get("mystery"), positions, game.payout_rounding,
+                        config.options.get("suited_tie_over_personal", True))
 
 
 def _rising_phoenix_decks(config: WagerConfig, game: GameConfig) -> None:
