@@ -466,13 +466,18 @@ class ParSheet:
     missing: tuple[str, ...] = ()  # "key: reason" for offered wagers without an exact analysis
 
 
-def compute_par_sheet(game_obj: Any) -> ParSheet:
-    """The par sheet of every wager a `Game` offers (full shoe, start of round)."""
+def compute_par_sheet(game_obj: Any, extra_rules: Mapping[str, Any] | None = None) -> ParSheet:
+    """The par sheet of every wager a `Game` offers (full shoe, start of round), and of
+    `extra_rules` (key -> rule): wagers the table offers outside its `[wagers]`, such as the
+    progressives of its `[progressive.*]` sections."""
     config = game_obj.config
     ctx = ParContext(config)
     pars: list[WagerPar] = []
     missing: list[str] = []
-    for key, rule in game_obj.wager_rules.items():
+    rules = dict(game_obj.wager_rules)
+    for key, rule in (extra_rules or {}).items():
+        rules.setdefault(key, rule)
+    for key, rule in rules.items():
         if not isinstance(rule, ParRule):
             missing.append(f"{key}: its rule provides no exact analysis")
             continue
