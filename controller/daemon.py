@@ -229,7 +229,7 @@ class Daemon:
             raise _integrity_answer(exc) from None
         if full and verified.log_seq:
             last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
-            self.store.set_checkpoint(verified.log_seq, last[0].hash)
+            self.store.set_checkpoint(verified.log_seq, last[0].hash, verified.settled)
         return as_mapping(verified)
 
     async def run(self, stop: asyncio.Event) -> int:
