@@ -218,7 +218,7 @@ class ShoeDealing:
         elif draw.index + 1 >= self.game.shoe_size:
             self._void("631a.15(e)")  # the shoe cannot complete the round
 
-    def _record(self, r: _Round, settlements: Sequence[Settlement], **result: Any
+    def _close_round(self, r: _Round, settlements: Sequence[Settlement], **result: Any
                 ) -> dict[str, Any]:
         record: dict[str, Any] = {"shoe": self.shoe_no, "round": r.no, "simulated": r.simulated,
                                   "last_hand": r.last_hand,
@@ -239,7 +239,7 @@ class ShoeDealing:
         result = r.coup.result()
         extra = {} if self.game.config.is_21 else {"dragon_7": result.dragon_7,
                                                     "panda_8": result.panda_8}
-        self._record(r, r.settlements, void=False, player_total=result.player_total,
+        self._close_round(r, r.settlements, void=False, player_total=result.player_total,
                      banker_total=result.banker_total, outcome=result.winner.value, **extra)
         self.round = None
         if r.simulated:
@@ -263,7 +263,7 @@ class ShoeDealing:
         """RoundPlay._void_round: every wager returned; the shoe ends."""
         r = self.round
         assert r is not None
-        self._record(r, void_round(r.wagers, section), void=True, player_total=None,
+        self._close_round(r, void_round(r.wagers, section), void=True, player_total=None,
                      banker_total=None, outcome="void")
         self.round, self.set_aside = None, None
         self.wagers = self.stashed if r.simulated else []
