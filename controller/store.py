@@ -222,19 +222,15 @@ class Store:
         with self.transaction() as db:
             critical.protect(db, self.key, tables)
 
-    def anchor(self) -> critical.Anchor | None:
-        return critical.read_anchor(self.paths.anchor, self.key) if self.paths else None
-
     def verify(self, *, full: bool = False,
                progress: Callable[[int], None] | None = None) -> critical.Verified:
         """The critical-memory check (controller.critical.verify_store) on this store."""
         try:
-            return critical.verify_store(self._db, self.key, anchor=self.anchor(),
-                                         expect_anchor=self.paths is not None, full=full,
-                                         progress=progress)
+            return critical.verify_store(
+                self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
+                full=full, progress=progress)
         except sqlite3.DatabaseError as exc:
-            raise IntegrityError("store unreadable", f"{self.path}: {exc}",
-                                 critical.ACTION_UNUSABLE) from None
+            raise critical.unusable(Path(self.path), exc) from None
 
     def set_checkpoint(self, seq: int, mac: str) -> None:
         """A full verification reached entry `seq`: later boots start after it."""
