@@ -90,3 +90,22 @@ def test_simulate_royal_9_stakes_its_denomination(unit_cents: str,
     expected_main = 10000 if unit_cents == "10000" else 1000  # banker/player min_cents = 1000
     assert stakes["royal_9_progressive"] == 500
     assert stakes["banker"] == stakes["player"] == expected_main
+
+
+@pytest.mark.parametrize("name,key,section,edge,mystery", [
+    ("progressive-harmony-linked.toml", "harmony", "627b.6", "45.0407", None),
+    ("progressive-heavenly9-mystery.toml", "heavenly9", "631c.2", "27.1337", "1.0000"),
+    ("progressive-royal9.toml", "royal9", "627b.3", "29.6321", None),
+])
+def test_par_sheet_includes_progressives_of_the_progressive_sections(
+        name: str, key: str, section: str, edge: str, mystery: str | None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A progressive declared under [progressive.<name>] (not [wagers]) is on the par sheet,
+    with its meter at reset and its configured Must-Hit-By mystery (631c.6(c)(4))."""
+    assert main(["par-sheet", str(CONFIG / name), "--json"]) == exitcodes.OK
+    wagers = {w["key"]: w for w in json.loads(capsys.readouterr().out)["wagers"]}
+    assert wagers[key]["section"] == section
+    assert f"{wagers[key]['house_edge']['decimal'] * 100:.4f}" == edge
+    contribution = wagers[key]["mystery"]
+    assert (None if contribution is None
+            else f"{contribution['expected_contribution']['decimal'] * 100:.4f}") == mystery

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from controller.rules.baccarat import Hand
 from controller.rules.registry import wager_rule
 from controller.rules.side.commission_free import (
-    CommissionFreeBanker, CommissionFreeTie, LuckySix, commission_free_pair,
+    SIX_SIX_TIE_RULES, CommissionFreeBanker, CommissionFreeTie, LuckySix, commission_free_pair,
 )
 from controller.rules.side.common import SideWagerConfigError
 from controller.rules.side.five_treasures import Treasure, make_five_treasures
@@ -96,7 +96,13 @@ def _cf_pair(hand: Hand) -> Factory:
 
 
 def _lucky_six(config: WagerConfig, game: GameConfig) -> WagerRule:
-    return LuckySix(config.key, SECTION_BY_FAMILY[game.family][1], game.payout_rounding)
+    six_six = config.options.get("six_six_tie", "loses")
+    if six_six not in SIX_SIX_TIE_RULES:
+        raise SideWagerConfigError(config.key, "six_six_tie", six_six,
+                                   f"one of {', '.join(map(repr, SIX_SIX_TIE_RULES))} "
+                                   "(docs/rulings.md: Lucky Six on a 6-6 tie)")
+    return LuckySix(config.key, SECTION_BY_FAMILY[game.family][1], game.payout_rounding,
+                    six_six_tie=six_six)
 
 
 for _family in SECTION_BY_FAMILY:
@@ -108,7 +114,9 @@ for _family in SECTION_BY_FAMILY:
                    variants={"commission-free"},
                    description=f"{_side.title()} Pair, 11 to 1")(_cf_pair(_hand))
     wager_rule("lucky_six", section=f"{_section}(c)(3)", families={_family},
-               variants={"commission-free"}, description="Lucky Six")(_lucky_six)
+               variants={"commission-free"}, description="Lucky Six",
+               options={"six_six_tie": "'loses' (default) or 'returned': a 6-6 tie "
+                                       "(docs/rulings.md)"})(_lucky_six)
 
 
 # --- 631c: Heavenly 9, 5 Treasures, Lucky Nines, Majestic Match ---------------------------------
