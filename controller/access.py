@@ -73,6 +73,7 @@ class AccessConfig:
     pin_delay_s: float = 1.0  # first delay after a wrong PIN from a caller; doubles each time
     pin_max_delay_s: float = 30.0
     max_connections: int = 4096  # well under LimitNOFILE=16384 in tabled.service
+    max_connections_per_user: int = 256  # one account cannot take every slot
     idle_timeout_s: float = 300.0  # a request connection silent this long is closed
     subscriber_stall_s: float = 30.0  # a subscriber that reads nothing this long is dropped
 
@@ -89,12 +90,14 @@ ACCESS_KEYS: Mapping[str, tuple[type | tuple[type, ...], str]] = {
     "pin_delay_s": ((int, float), "seconds, 0 to 60"),
     "pin_max_delay_s": ((int, float), "seconds, 0 to 600"),
     "max_connections": (int, "a whole number 1 to 60000"),
+    "max_connections_per_user": (int, "a whole number 1 to 60000"),
     "idle_timeout_s": ((int, float), "seconds, 1 to 86400"),
     "subscriber_stall_s": ((int, float), "seconds, 1 to 3600"),
 }
 _RANGES: Mapping[str, tuple[float, float]] = {
     "pin_lockout_after": (1, 1000), "pin_lockout_s": (1, 86400), "pin_delay_s": (0, 60),
-    "pin_max_delay_s": (0, 600), "max_connections": (1, 60000), "idle_timeout_s": (1, 86400),
+    "pin_max_delay_s": (0, 600), "max_connections": (1, 60000),
+    "max_connections_per_user": (1, 60000), "idle_timeout_s": (1, 86400),
     "subscriber_stall_s": (1, 3600),
 }
 

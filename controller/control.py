@@ -36,6 +36,7 @@ log = structlog.get_logger("control")
 
 MAX_REQUEST_BYTES = 64 * 1024  # a request is a few hundred bytes; this caps a runaway client
 HISTORY_PAGE = 256  # entries read from the store per step of a stream (about 100 KB)
+TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
 REFUSAL_LOG_INTERVAL_S = 1.0  # one log entry per caller and reason per second; the rest counted
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
@@ -98,6 +99,7 @@ class ControlServer:
         self._history: History | None = None
         self._closing = False
         self.connections = 0
+        self._per_user: dict[int, int] = {}
         self.identify: Callable[[asyncio.StreamWriter], Caller] = self._peer
         self._refusals: dict[tuple[str, str], tuple[float, int]] = {}
 
@@ -162,23 +164,45 @@ class ControlServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        caller: Caller | None = None
         try:
-            if self.connections > self.limits.max_connections:
-                await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"too many connections: the limit is {self.limits.max_connections} "
-                    "([access] max_connections); close idle ones or try again later")})
-                return
             try:
                 caller = self.identify(writer)
             except OSError as exc:
                 log.error("control_peer_unknown", error=str(exc))
+                return
+            self._per_user[caller.uid] = self._per_user.get(caller.uid, 0) + 1
+            refusal = self._over_limit(caller)
+            if refusal:
+                await _send(writer, {"id": None, "ok": False, "code": "refused",
+                                     "error": refusal})
                 return
             await self._serve(reader, writer, caller)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
             self.connections -= 1
+            if caller is not None:
+                left = self._per_user.pop(caller.uid) - 1
+                if left:
+                    self._per_user[caller.uid] = left
             writer.close()
+
+    def _over_limit(self, caller: Caller) -> str:
+        """Why this connection is one too many, or "". Root and the daemon's user are not
+        held to the per-user cap and have a reserve above the total, so an account
+        flooding the socket never locks a technician with sudo out."""
+        limits = self.limits
+        trusted = caller.uid in self.access.trusted
+        if not trusted and self._per_user[caller.uid] > limits.max_connections_per_user:
+            return (f"too many connections from uid {caller.uid}: the limit is "
+                    f"{limits.max_connections_per_user} per user ([access] "
+                    "max_connections_per_user); close idle ones or try again later")
+        total = limits.max_connections + (TRUSTED_RESERVE if trusted else 0)
+        if self.connections > total:
+            return (f"too many connections: the limit is {limits.max_connections} "
+                    "([access] max_connections); close idle ones or try again later")
+        return ""
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      caller: Caller) -> None:
