@@ -246,6 +246,8 @@ class Daemon:
         self.store.subscribe(self.control.publish)
         self.control.set_history(self.store.events_from)
         secure_store_files(self.store.path)
+        if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
+            log.warning("access_groups_missing", groups=self.control.access.missing_groups)
         if self.config.access.inline_pin_hashes and self.config.supervisor_pin_hashes:
             self._record("pin_hashes_exposed", {"config": self.config.source, "reason": (
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
