@@ -40,6 +40,17 @@ async def _status_replies(shoe: SerialShoe, count: int) -> None:
         await asyncio.sleep(0.01)
 
 
+async def _shoe_with_lid_open(sim: SimulatedShoe, recorder: Recorder) -> SerialShoe:
+    """A connected shoe whose lid is open: the host has shoe_lid_open active."""
+    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
+    await shoe.start(recorder)
+    await sim.wait_host(10)
+    await sim.set_lid(True)
+    await recorder.wait_for(DeviceFault, lambda e: e.code == "shoe_lid_open")
+    await _status_replies(shoe, 1)
+    return shoe
+
+
 @pytest.fixture
 async def sim() -> SimulatedShoe:
     stack, cover = build_stack(1, random.Random(5))
@@ -92,13 +103,8 @@ async def test_h2_refused_device_is_revived_by_its_reset(recorder: Recorder) -> 
 
 async def test_h3_fault_active_across_a_reboot_is_not_cleared_and_raised_again(
         sim: SimulatedShoe, recorder: Recorder) -> None:
-    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
-    await shoe.start(recorder)
+    shoe = await _shoe_with_lid_open(sim, recorder)
     try:
-        await sim.wait_host(10)
-        await sim.set_lid(True)
-        await recorder.wait_for(DeviceFault, lambda e: e.code == "shoe_lid_open")
-        await _status_replies(shoe, 1)
         await _reboot(sim)
         await asyncio.wait_for(_status_replies(shoe, 2), 10)
         lid = [e for e in recorder.events if getattr(e, "code", None) == "shoe_lid_open"]
@@ -110,13 +116,8 @@ async def test_h3_fault_active_across_a_reboot_is_not_cleared_and_raised_again(
 
 async def test_h3_fault_fixed_while_down_is_cleared_at_the_first_status(
         sim: SimulatedShoe, recorder: Recorder) -> None:
-    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
-    await shoe.start(recorder)
+    shoe = await _shoe_with_lid_open(sim, recorder)
     try:
-        await sim.wait_host(10)
-        await sim.set_lid(True)
-        await recorder.wait_for(DeviceFault, lambda e: e.code == "shoe_lid_open")
-        await _status_replies(shoe, 1)
         await sim.stop_answering()
         sim.active_faults.clear()  # the lid is closed while the firmware restarts
         await sim.resume_answering()
