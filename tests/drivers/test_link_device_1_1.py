@@ -128,3 +128,31 @@ async def test_h3_fault_fixed_while_down_is_cleared_at_the_first_status(
         assert lid == ["DeviceFault", "DeviceFaultCleared"]
     finally:
         await shoe.stop()
+
+
+@pytest.mark.parametrize("baud", [9600, 115200])
+async def test_a_protocol_1_0_shoe_still_works_with_the_1_1_host(baud: int, recorder: Recorder) -> None:
+    # 7: negotiation falls back to 1.0; the 1.0 firmware core (hil.misbehaviour.LEGACY_1_0:
+    # no 1.1 bit, 1.0 refusal numbering, 1.0 stretched keepalive: 3 s at 9600) stays up
+    from drivers.protocols import CardDrawn
+    from hil.misbehaviour import legacy_endpoint
+
+    stack, cover = build_stack(1, random.Random(7))
+    sim = SimulatedShoe(stack, BackColour.RED, cover, endpoint_factory=legacy_endpoint,
+                        baudrate=baud)
+    await sim.start()
+    shoe = SerialShoe("shoe", sim.port, baudrate=baud, reconnect=FAST)
+    await shoe.start(recorder)
+    try:
+        await sim.wait_host(10)
+        await shoe.wait_state(LinkState.UP, 10)
+        assert shoe.peer is not None and shoe.peer.capabilities == 0  # a 1.0 device
+        card = await sim.draw()
+        assert (await recorder.wait_for(CardDrawn)).card == card
+        await asyncio.sleep(4.0)  # longer than the 1.0 device's 3 s keepalive period at 9600
+        assert shoe.state is LinkState.UP
+        assert [e.state for e in recorder.of(LinkChanged)][-1] is LinkState.UP
+        assert shoe.health().counters["connects"] == 1
+    finally:
+        await shoe.stop()
+        await sim.stop()
