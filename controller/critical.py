@@ -90,19 +90,28 @@ def key_id(key: bytes) -> str:
     return hmac.new(key, b"tabled key id", hashlib.sha256).hexdigest()[:16]
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
+    return _CANONICAL.encode(obj)
 
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
               device: str | None, round_id: int | None, payload_json: str) -> str:
-    """The MAC of one log entry; documented so an auditor holding the key can recompute it."""
-    material = canonical([prev_mac, seq, repr(at), kind, severity, device, round_id, payload_json])
-    return hmac.new(key, material.encode("utf-8"), hashlib.sha256).hexdigest()
+    """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
+    [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
+    auditor holding the key can recompute it."""
+    material = _CANONICAL.encode([prev_mac, seq, repr(at), kind, severity, device, round_id,
+                                  payload_json])
+    return hmac.digest(key, material.encode("utf-8"), "sha256").hex()
 
 
 def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
-    """One protected row's MAC as a number; `repr` of SQLite's value types is exact."""
+    """One protected row's MAC as a number: HMAC-SHA256(key, table name, NUL, Python's repr
+    of the row's tuple), big-endian. repr is exact for SQLite's value types (int, float,
+    str, bytes, None), and `digest_of` computes the same bytes in its own loop."""
     material = f"{table}\x00{tuple(values)!r}".encode()
     return int.from_bytes(hmac.digest(key, material, "sha256"), "big")
 
@@ -177,9 +186,11 @@ def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[
     cursor = db.cursor()
     cursor.row_factory = None  # plain tuples, exactly what the triggers hand cm_mix
     names = ", ".join(f'"{c}"' for c in columns)
+    # row_mac, unrolled: this loop runs over every sealed row at every boot.
+    prefix, mac, number = f"{table}\x00".encode(), hmac.digest, int.from_bytes
     total, rows = 0, 0
     for values in cursor.execute(f'SELECT {names} FROM "{table}"'):
-        total += row_mac(key, table, values)
+        total += number(mac(key, prefix + repr(values).encode(), "sha256"), "big")
         rows += 1
     return rows, f"{total % MODULUS:064x}"
 
@@ -345,6 +356,27 @@ def load_key(paths: CriticalPaths) -> bytes:
     return key
 
 
+def unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:
+    """What SQLite's error means for the technician: the same words at boot and offline."""
+    text = str(exc)
+    if "disk is full" in text or getattr(exc, "sqlite_errorcode", 0) == 13:  # SQLITE_FULL
+        return IntegrityError("store unusable", f"the disk holding {path} is full",
+                              "free space on the disk (or replace it), then restart the daemon;"
+                              " the store itself is kept")
+    if "readonly" in text or "unable to open" in text:
+        return IntegrityError("store unusable", f"{path} cannot be opened for writing ({text})",
+                              "give the daemon's user read and write permission on the store "
+                              "and its directory, then restart the daemon")
+    if "disk I/O error" in text:
+        return IntegrityError("store unusable", f"{path} cannot be written or read (disk I/O "
+                              "error: a full, read-only or failing disk)", ACTION_UNUSABLE)
+    if "not a database" in text:
+        return IntegrityError("store unusable", f"{path} is not a SQLite store: its header is "
+                              "damaged", ACTION_UNUSABLE)
+    return IntegrityError("store unusable", f"{path}: {text} (damaged pages)", ACTION_UNUSABLE)
+
+
+
 # --- the check --------------------------------------------------------------------------------
 
 
@@ -358,9 +390,8 @@ class Verified:
     anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
 
 
-def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
-                 expect_anchor: bool, full: bool = False,
-                 progress: Callable[[int], None] | None = None) -> Verified:
+def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
+                 full: bool = False, progress: Callable[[int], None] | None = None) -> Verified:
     """Check the store on `db` (which must see committed data only). Raises IntegrityError
     naming the first failure; the same call serves boot, `tablectl events verify` and the
     daily full check."""
@@ -385,8 +416,9 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
                              "table digests and log head it covers (edited without the key)")
 
     behind = 0
+    anchor = read_anchor(anchor_path, key) if anchor_path is not None else None
     if anchor is None:
-        if expect_anchor:
+        if anchor_path is not None:
             raise IntegrityError("anchor", "the anchor file is missing; the store cannot be "
                                  "shown to be the latest")
     else:
@@ -405,9 +437,12 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
 
     head_seq, head_mac = log_head(db)
     count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-    if (head_seq, head_mac) != (seal.log_seq, seal.log_mac):
+    if head_seq != seal.log_seq:
         raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
                              f"records entry {seal.log_seq}: entries were removed or added")
+    if head_mac != seal.log_mac:
+        raise IntegrityError("event log", f"the last entry, {head_seq}, is not the one sealed "
+                             "(its MAC differs): the log was rewritten")
     if count != head_seq:
         gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
                          " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]

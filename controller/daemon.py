@@ -15,6 +15,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
@@ -216,7 +217,7 @@ class Daemon:
         from controller.critical_store import verify_file
 
         if self.store_failure is not None:
-            raise self.store_failure
+            raise _integrity_answer(self.store_failure)
         full = bool(args.get("full", False))
         try:
             verified = await asyncio.to_thread(verify_file, self.store.path, self.store.key,
@@ -225,7 +226,7 @@ class Daemon:
             self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
-            raise
+            raise _integrity_answer(exc) from None
         if full and verified.log_seq:
             last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
             self.store.set_checkpoint(verified.log_seq, last[0].hash)
@@ -283,11 +284,27 @@ class Daemon:
             try:
                 self.table.handle(event)
                 self._show_meters()
+            except sqlite3.DatabaseError as exc:  # the store itself failed: disk full, I/O
+                self._store_lost(exc)
             except Exception:  # one bad event must not stop the table; it is logged loudly
                 log.exception("event_handling_failed", device_event=repr(event))
                 with self.store.transaction():
                     self.store.append_event("internal_error", {"event": repr(event)},
                                             severity="error")
+
+    def _store_lost(self, exc: sqlite3.DatabaseError) -> None:
+        """The store stopped taking writes in play. The step was rolled back; the table goes
+        out of order on an in-memory stand-in (nothing more is written to the file, which
+        keeps every committed step), and the daemon stays up to say why: no restart loop."""
+        from controller.critical import unusable
+
+        failure = unusable(Path(self.store.path), exc)
+        self.store_failure = failure
+        log.critical("store_failed", check=failure.check, detail=failure.detail,
+                     action=failure.action)
+        print(f"tabled: table out of order: {describe(failure)}", file=sys.stderr, flush=True)
+        self.table.store = Store(":memory:")
+        self.table.mark_out_of_order(f"{failure.check}: {failure.detail}")
 
     def health(self) -> Health:
         """For the systemd watchdog: can this process still do its job?
@@ -674,6 +691,12 @@ def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
                           flush_delay_s=config.store_flush_delay_ms / 1000), None
     except IntegrityError as exc:
         return Store(":memory:"), exc
+
+
+def _integrity_answer(exc: IntegrityError) -> ControlError:
+    """A failed check is an answer, not a bug: no traceback in the log. The message keeps
+    the form tablectl and docs/control-api.md know ("IntegrityError: check: detail")."""
+    return ControlError(f"IntegrityError: {exc.check}: {exc.detail}", "internal")
 
 
 def describe(exc: IntegrityError) -> str:

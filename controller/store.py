@@ -22,6 +22,7 @@ import copy
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -44,6 +45,10 @@ log = structlog.get_logger("store")
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
 GENESIS_HASH = GENESIS_MAC
 STORE_TABLES = ("meta", "rounds", "table_state", "seat_totals")
+
+FLUSH_TRACE_ENV = "TABLE_STORE_FLUSH_TRACE"
+"""Names a file to which every flush appends how far the WAL is on the disk (the HIL
+power-cut test of unflushed steps; unset at a table)."""
 
 CHECKPOINT_AFTER_COMMITS = 500
 """Commits between WAL checkpoints (each a page or a few: about SQLite's own 1000-page
@@ -151,6 +156,7 @@ class Store:
         """WAL checkpoints run (two flushes each)."""
         self._commits_since_checkpoint = 0
         self._tx_must_flush = True
+        self._flush_trace = os.environ.get(FLUSH_TRACE_ENV, "")
         self.key = key if key is not None else critical.DEVELOPMENT_KEY
         self.paths = paths
         self._anchor_writer: AnchorWriter[critical.Anchor] | None = None  # at the first anchor
@@ -216,19 +222,15 @@ class Store:
         with self.transaction() as db:
             critical.protect(db, self.key, tables)
 
-    def anchor(self) -> critical.Anchor | None:
-        return critical.read_anchor(self.paths.anchor, self.key) if self.paths else None
-
     def verify(self, *, full: bool = False,
                progress: Callable[[int], None] | None = None) -> critical.Verified:
         """The critical-memory check (controller.critical.verify_store) on this store."""
         try:
-            return critical.verify_store(self._db, self.key, anchor=self.anchor(),
-                                         expect_anchor=self.paths is not None, full=full,
-                                         progress=progress)
+            return critical.verify_store(
+                self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
+                full=full, progress=progress)
         except sqlite3.DatabaseError as exc:
-            raise IntegrityError("store unreadable", f"{self.path}: {exc}",
-                                 critical.ACTION_UNUSABLE) from None
+            raise critical.unusable(Path(self.path), exc) from None
 
     def set_checkpoint(self, seq: int, mac: str) -> None:
         """A full verification reached entry `seq`: later boots start after it."""
@@ -323,8 +325,25 @@ class Store:
         fd = os.open(self.path + "-wal", os.O_RDONLY)
         try:
             os.fdatasync(fd)
+            if self._flush_trace:
+                self._trace_flush(fd)
         finally:
             os.close(fd)
+
+    def _trace_flush(self, wal_fd: int) -> None:
+        """Test seam (TABLE_STORE_FLUSH_TRACE): note how far the WAL is on the disk now, so
+        the HIL power-cut test can cut it back to exactly what a power cut would leave. The
+        WAL header's salt names the WAL's cycle; the wal-index (the -shm file) holds the
+        number of valid frames, in this machine's byte order (SQLite's file format)."""
+        salt = os.pread(wal_fd, 8, 16).hex()
+        shm = os.open(self.path + "-shm", os.O_RDONLY)
+        try:
+            frames = int.from_bytes(os.pread(shm, 4, 16), sys.byteorder)
+        finally:
+            os.close(shm)
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        with open(self._flush_trace, "a", encoding="ascii") as trace:
+            trace.write(f"{salt} {frames} {page_size}\n")
 
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         self._listeners.append(listener)

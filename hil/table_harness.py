@@ -161,8 +161,12 @@ class TableHarness:
         from controller.critical_store import init_store, is_initialised
 
         if not is_initialised(self.store_path, self.table_config.critical_dir):
-            init_store(self.store_path, self.table_config.critical_dir, operator="hil",
-                       table_id=self.table_config.table_id).close()
+            store = init_store(self.store_path, self.table_config.critical_dir, operator="hil",
+                               table_id=self.table_config.table_id)
+            where = store.paths.directory if store.paths else ""
+            store.close()
+            self.on_line(f"Critical memory initialised (as tabled --init-store does): store "
+                         f"{self.store_path}, key and anchor in {where}")
 
     async def start_daemon(self) -> None:
         self.init_store()

@@ -59,6 +59,11 @@ def _load(path: str) -> Any:
 def _progressive_rules(path: str) -> dict[str, Any] | None:
     """The progressives a table declares under `[progressive.<name>]` (not in `[wagers]`),
     by their wager key; None (errors printed) when those sections are invalid."""
+    import tomllib
+
+    with open(path, "rb") as fh:  # already read once by _load: readable, valid TOML
+        if "progressive" not in tomllib.load(fh):
+            return {}  # and the progressive package (asyncio, logging) stays unloaded
     from controller.progressive.config import load_progressive_config
     from controller.progressive.errors import ProgressiveConfigError
 
