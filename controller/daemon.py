@@ -211,17 +211,16 @@ class Daemon:
 
     async def _verify(self, args: Mapping[str, Any]) -> Any:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
-        own in a worker thread so the table keeps running. A failure found now puts the
+        own in a child process so the table keeps running. A failure found now puts the
         table out of order; a full pass moves the checkpoint later boots start from."""
         from controller.critical import as_mapping
-        from controller.critical_store import verify_file
 
         if self.store_failure is not None:
             raise _integrity_answer(self.store_failure)
         full = bool(args.get("full", False))
         try:
-            verified = await asyncio.to_thread(verify_file, self.store.path, self.store.key,
-                                               self.store.paths, full=full)
+            verified = await self.store_work.verify_file(self.store.path, self.store.key,
+                                                         self.store.paths, full=full)
         except IntegrityError as exc:
             self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
@@ -229,7 +228,7 @@ class Daemon:
             raise _integrity_answer(exc) from None
         if full and verified.log_seq:
             last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
-            self.store.set_checkpoint(verified.log_seq, last[0].hash)
+            self.store.set_checkpoint(verified.log_seq, last[0].hash, verified.settled)
         return as_mapping(verified)
 
     async def run(self, stop: asyncio.Event) -> int:

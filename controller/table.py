@@ -397,8 +397,9 @@ class Table(RoundPlay, BatchChecks):
         self.device_recovered()
         self.resume_state = None
         reason, self.void_after_recovery = self.void_after_recovery, ""
+        section, self.void_after_recovery_section = self.void_after_recovery_section, ""
         if reason and self.round_id is not None:
-            self._void_round(reason)
+            self._void_round(reason, section or "631a.15(e)")
             return
         if self.state is TableState.BURN and self.shoe.burn_expected == 0:
             self.burn_done()  # the last burn card was the unread one
