@@ -30,7 +30,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -181,18 +181,67 @@ def protect(db: sqlite3.Connection, key: bytes, tables: Iterable[str]) -> None:
             db.execute(statement)
 
 
-def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str]
-              ) -> tuple[int, str]:
+def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str], *,
+              after_rowid: int = 0, up_to_rowid: int | None = None) -> tuple[int, str]:
+    """(rows, sum of their row MACs) over the table, or over a rowid range of it."""
     cursor = db.cursor()
     cursor.row_factory = None  # plain tuples, exactly what the triggers hand cm_mix
     names = ", ".join(f'"{c}"' for c in columns)
-    # row_mac, unrolled: this loop runs over every sealed row at every boot.
+    sql, args = f'SELECT {names} FROM "{table}" WHERE rowid > ?', [after_rowid]
+    if up_to_rowid is not None:
+        sql += " AND rowid <= ?"
+        args.append(up_to_rowid)
+    # row_mac, unrolled: this loop runs over the sealed rows at every boot.
     prefix, mac, number = f"{table}\x00".encode(), hmac.digest, int.from_bytes
     total, rows = 0, 0
-    for values in cursor.execute(f'SELECT {names} FROM "{table}"'):
+    for values in cursor.execute(sql, args):
         total += number(mac(key, prefix + repr(values).encode(), "sha256"), "big")
         rows += 1
     return rows, f"{total % MODULUS:064x}"
+
+
+# Tables whose rows stop changing: rows before the first one matching the condition never
+# change again (a round is written while open; settled or void, the store never updates it).
+# A full check records such a prefix (its last rowid, rows and MAC sum) in meta, sealed like
+# any meta row; boot then re-reads only the rows after it, so boot time follows the activity
+# since the last full check, not the table's age. An edit inside the prefix is found by the
+# next full check, as an edit to a log entry before the checkpoint is.
+SETTLED_PREFIX = {"rounds": "state = 'open'"}
+SETTLED_META = "settled_prefix:"
+
+
+def settled_prefix(db: sqlite3.Connection, key: bytes, table: str, still_open: str,
+                   columns: Sequence[str]) -> dict[str, Any]:
+    first_open = db.execute(f'SELECT MIN(rowid) FROM "{table}" WHERE {still_open}').fetchone()[0]
+    last = (int(first_open) - 1 if first_open is not None else
+            int(db.execute(f'SELECT COALESCE(MAX(rowid), 0) FROM "{table}"').fetchone()[0]))
+    rows, acc = digest_of(db, key, table, columns, up_to_rowid=last)
+    return {"last_rowid": last, "rows": rows, "acc": acc}
+
+
+def _sealed_rows(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str],
+                 full: bool) -> tuple[int, str, dict[str, Any] | None]:
+    """(rows, MAC sum) of the whole table, read in full or after its settled prefix; and,
+    for a full check, the table's new settled prefix."""
+    still_open = SETTLED_PREFIX.get(table)
+    if still_open is None:
+        return (*digest_of(db, key, table, columns), None)
+    if full:
+        prefix = settled_prefix(db, key, table, still_open, columns)
+        tail_rows, tail_acc = digest_of(db, key, table, columns, after_rowid=prefix["last_rowid"])
+        total = (int(prefix["acc"], 16) + int(tail_acc, 16)) % MODULUS
+        return prefix["rows"] + tail_rows, f"{total:064x}", prefix
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (SETTLED_META + table,)).fetchone()
+    if row is None:
+        return (*digest_of(db, key, table, columns), None)
+    try:
+        known = json.loads(row[0])
+        last, known_rows, known_acc = int(known["last_rowid"]), int(known["rows"]), known["acc"]
+    except (ValueError, KeyError, TypeError):
+        raise IntegrityError(f"table {table}", "its settled-prefix record is unreadable") from None
+    tail_rows, tail_acc = digest_of(db, key, table, columns, after_rowid=last)
+    return (known_rows + tail_rows,
+            f"{(int(known_acc, 16) + int(tail_acc, 16)) % MODULUS:064x}", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +437,7 @@ class Verified:
     state_rows: int       # protected rows whose MACs were recomputed
     commit_no: int
     anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
+    settled: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # full check only
 
 
 def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
@@ -457,6 +507,7 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
                                  " AND name LIKE 'cm\\_%' ESCAPE '\\' ORDER BY sql"):
         triggers.setdefault(str(table), []).append(str(sql))
     state_rows = 0
+    settled: dict[str, dict[str, Any]] = {}
     for name, columns_json, rows, acc in sealed:
         if name not in tables:
             raise IntegrityError(f"table {name}", f"the table is missing (dropped); it held "
@@ -464,7 +515,9 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         columns = json.loads(columns_json)
         if table_columns(db, name) != columns:
             raise IntegrityError(f"table {name}", "its columns differ from the sealed ones")
-        found, found_acc = digest_of(db, key, name, columns)
+        found, found_acc, prefix = _sealed_rows(db, key, name, columns, full)
+        if prefix is not None:
+            settled[name] = prefix
         state_rows += found
         if found != rows:
             raise IntegrityError(f"table {name}", f"{rows} rows sealed, {found} found (rows "
@@ -480,7 +533,7 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
-    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind)
+    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, settled)
 
 
 def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:

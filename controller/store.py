@@ -232,12 +232,16 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise critical.unusable(Path(self.path), exc) from None
 
-    def set_checkpoint(self, seq: int, mac: str) -> None:
-        """A full verification reached entry `seq`: later boots start after it."""
+    def set_checkpoint(self, seq: int, mac: str,
+                       settled: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """A full verification reached entry `seq` (and found these settled prefixes,
+        critical.SETTLED_PREFIX): later boots start after them."""
+        rows = [(critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac))]
+        rows += [(critical.SETTLED_META + table, critical.canonical(dict(prefix)))
+                 for table, prefix in (settled or {}).items()]
         with self.transaction() as db:
-            db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
-                       " SET value = excluded.value",
-                       (critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac)))
+            db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO"
+                           " UPDATE SET value = excluded.value", rows)
 
     def close(self) -> None:
         if self._anchor_writer is not None:

@@ -393,3 +393,47 @@ def test_a_store_that_fails_in_play_puts_the_table_out_of_order(tmp_path, monkey
     status, alive = asyncio.run(run())
     assert status["out_of_order"] == f"store unusable: the disk holding {config.store_path} is full"
     assert alive  # the consumer lives on: no watchdog restart
+
+
+def test_settled_rounds_are_read_again_by_the_full_check_only(tmp_path):
+    """After a full check, boot re-reads only the rounds after the settled prefix it found
+    (critical.SETTLED_PREFIX); an edit inside the prefix waits for the next full check."""
+    path = tmp_path / "t.sqlite"
+    store = Store(path)
+    for n in (1, 2, 3):
+        rid = store.open_round(1, n, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])
+        store.close_round(rid, "settled", {"winner": "banker"},
+                          [{"seat": 1, "amount_cents": 1000, "net_cents": 950}])
+    store.open_round(1, 4, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])  # open
+    store.append_event("wager_locked", {"seat": 1})
+    full = store.verify(full=True)
+    assert full.settled == {"rounds": {"last_rowid": 3, "rows": 3,
+                                       "acc": full.settled["rounds"]["acc"]}}
+    head = store.events()[-1]
+    store.set_checkpoint(head.seq, head.hash, full.settled)
+    store.close()
+
+    def edit(sql: str) -> None:
+        """Drop the digest triggers, edit, put the same triggers back: all but the keyed
+        digest looks untouched."""
+        db = sqlite3.connect(path)
+        triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                              ).fetchall()
+        for name, _ in triggers:
+            db.execute(f'DROP TRIGGER "{name}"')
+        db.execute(sql)
+        for _, statement in triggers:
+            db.execute(statement)
+        db.commit()
+        db.close()
+
+    shutil.copyfile(path, tmp_path / "clean.sqlite")
+    edit("UPDATE rounds SET settlements = '[]' WHERE round_id = 2")  # inside the prefix
+    booted = Store(path)  # boot reads rounds from 4 on: this edit waits for the full check
+    with pytest.raises(IntegrityError, match="table rounds: a row differs from what was sealed"):
+        booted.verify(full=True)
+    booted.close()
+    shutil.copyfile(tmp_path / "clean.sqlite", path)
+    edit("UPDATE rounds SET wagers = '[]' WHERE round_id = 4")  # after the prefix
+    with pytest.raises(IntegrityError, match="table rounds: a row differs from what was sealed"):
+        Store(path)
