@@ -8,18 +8,28 @@ what is allowed, and all errors are reported at once.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.access import AccessConfig, parse_access
+from controller.auth import read_secrets
+from controller.config_checks import (
+    ConfigProblems, check_control_socket, check_feature_packages, check_import_path,
+    check_pin_hash, check_store_path,
+)
+
 # 631a.2(a): numbered positions for 10 to 14 seated players.
 MIN_SEATS, MAX_SEATS = 10, 14
 DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
+BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors")
+                   "progressive", "linked", "mqtt", "supervisors", "access")
 
 
 class ConfigError(ValueError):
@@ -93,6 +103,8 @@ class TableConfig:
     supervisor_pin_hashes: Mapping[str, str]
     store_flush_delay_ms: float = 0.0
     """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
+    access: AccessConfig = AccessConfig()
+    """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""
     """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
 
@@ -102,21 +114,22 @@ class TableConfig:
 
 
 class _Checker:
-    """Collects problems while reading typed values out of nested tables."""
+    """Reads typed values out of nested tables into one ConfigProblems collector."""
 
     def __init__(self, source: str, data: Mapping[str, Any]) -> None:
         self.source = source
         self.data = data
-        self.problems: list[str] = []
+        self.report = ConfigProblems()
+        self.problems = self.report.items  # read by parse_config; written only via report
 
     def table(self, key: str, *, required: bool = True) -> Mapping[str, Any]:
         value = self.data.get(key)
         if value is None:
             if required:
-                self.problems.append(f"[{key}]: the section is missing (required)")
+                self.report.missing(f"[{key}]", "the section (required)")
             return {}
         if not isinstance(value, Mapping):
-            self.problems.append(f"{key} = {value!r}: must be a table [{key}]")
+            self.report.add(key, value, f"a table [{key}]")
             return {}
         return value
 
@@ -125,7 +138,7 @@ class _Checker:
         name = f"{path}.{key}"
         if key not in section:
             if default is ...:
-                self.problems.append(f"{name}: missing; allowed: {allowed}")
+                self.report.missing(name, allowed)
                 return None
             return default
         value = section[key]
@@ -136,15 +149,14 @@ class _Checker:
         if ok and check is not None:
             ok = bool(check(value))
         if not ok:
-            self.problems.append(f"{name} = {value!r}: not allowed; allowed: {allowed}")
+            self.report.add(name, value, allowed)
             return None if default is ... else default
         return value
 
     def unknown(self, section: Mapping[str, Any], path: str, known: set[str]) -> None:
         for key in section:
             if key not in known:
-                self.problems.append(
-                    f"{path}.{key}: unknown key; allowed keys: {', '.join(sorted(known))}")
+                self.report.unknown(f"{path}.{key}", known)
 
 
 def _pin(value: Any) -> bool:
@@ -152,6 +164,7 @@ def _pin(value: Any) -> bool:
 
 
 _COLOURS = ("red", "blue", "green", "black")
+_BAUD_ALLOWED = "one of " + ", ".join(str(b) for b in BAUDRATES)
 
 
 def _firmware_versions(c: _Checker, section: Mapping[str, Any], path: str
@@ -162,8 +175,8 @@ def _firmware_versions(c: _Checker, section: Mapping[str, Any], path: str
         return None
     if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
         return tuple(value)
-    c.problems.append(f"{path}.firmware_versions = {value!r}: not allowed; allowed: a non-empty "
-                      "list of the approved firmware version strings, e.g. [\"shoe-fw 2.1\"]")
+    c.report.add(f"{path}.firmware_versions", value, "a non-empty list of the approved firmware "
+                 "version strings, e.g. [\"shoe-fw 2.1\"]")
     return None
 
 
@@ -174,12 +187,29 @@ def _batches(c: _Checker, shuffler: Mapping[str, Any]) -> tuple[str, str] | None
     if (isinstance(value, list) and len(value) == 2 and all(v in _COLOURS for v in value)
             and value[0] != value[1]):
         return (value[0], value[1])
-    c.problems.append(f"shuffler.batches = {value!r}: not allowed; allowed: two different back "
-                      f"colours of {', '.join(_COLOURS)} (681a.3(b)(2)), e.g. [\"red\", \"blue\"]")
+    c.report.add("shuffler.batches", value, f"two different back colours of {', '.join(_COLOURS)} "
+                 "(681a.3(b)(2)), e.g. [\"red\", \"blue\"]")
     return None
 
 
-def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
+_BACKEND_ALLOWED = "empty for libusb, or an importable pyusb backend 'module:attribute'"
+
+
+def _wager_limits(c: _Checker, submission: Any) -> None:
+    """A table's every wager has a minimum and a maximum (631a.8(a): posted limits); a
+    missing one would let the daemon accept 1 cent to its ceiling."""
+    from controller.rules.submission import MAX_WAGER_CENTS  # the range the rules enforce
+
+    for wager in submission.wagers:
+        for bound, value in (("min_cents", wager.min_cents), ("max_cents", wager.max_cents)):
+            if value is None:
+                c.report.missing(f"wagers.{wager.key}.{bound}",
+                                 f"the table's {bound[:3]}imum for this wager in cents, 1 to "
+                                 f"{MAX_WAGER_CENTS:,} (a table configuration posts both)")
+
+
+def parse_config(data: Mapping[str, Any], source: str, *,
+                 file_mode: int | None = None) -> TableConfig:
     """Validate a parsed TOML document; raise ConfigError listing every problem."""
     from controller.rules.submission import SubmissionError, parse_submission
 
@@ -197,9 +227,8 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     shoe = ShoeConfig(
         url=c.get(shoe_t, "shoe", "url", str, "a serial URL: /dev/ttyUSB0, /dev/baccarat-shoe, "
                   "socket://host:port", check=bool) or "",
-        baudrate=c.get(shoe_t, "shoe", "baudrate", int, "one of 9600, 19200, 38400, 57600, 115200, "
-                       "230400", DEFAULT_BAUDRATE,
-                       check=lambda v: v in (9600, 19200, 38400, 57600, 115200, 230400)),
+        baudrate=c.get(shoe_t, "shoe", "baudrate", int, _BAUD_ALLOWED, DEFAULT_BAUDRATE,
+                       check=lambda v: v in BAUDRATES),
         firmware_versions=_firmware_versions(c, shoe_t, "shoe"),
     )
 
@@ -216,8 +245,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
                         ... if sh_enabled else 0, check=usb_id) or 0,
         product_id=c.get(sh_t, "shuffler", "product_id", int, "a USB product id 0x0001-0xFFFF",
                          ... if sh_enabled else 0, check=usb_id) or 0,
-        backend=c.get(sh_t, "shuffler", "backend", str,
-                      "empty for libusb, or an import path 'module:attribute'", "",
+        backend=c.get(sh_t, "shuffler", "backend", str, _BACKEND_ALLOWED, "",
                       check=lambda v: v == "" or ":" in v),
         batches=_batches(c, sh_t),
         firmware_versions=_firmware_versions(c, sh_t, "shuffler"),
@@ -236,17 +264,15 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     seats_t = gpio_t.get("seats", {})
     seats: list[SeatWiring] = []
     if not isinstance(seats_t, Mapping):
-        c.problems.append(f"gpio.seats = {seats_t!r}: must be a table of seat number -> "
-                          "{{sensor = PIN, led = PIN}}")
+        c.report.add("gpio.seats", seats_t, "a table of seat number -> {sensor = PIN, led = PIN}")
         seats_t = {}
     for seat_key, wiring in seats_t.items():
         path = f"gpio.seats.{seat_key}"
         if not (seat_key.isdigit() and 1 <= int(seat_key) <= MAX_SEATS):
-            c.problems.append(f"{path}: seat number {seat_key!r} not allowed; allowed: 1 to "
-                              f"{MAX_SEATS} (631a.2(a))")
+            c.report.add(path, wiring, f"seat numbers 1 to {MAX_SEATS} (631a.2(a))")
             continue
         if not isinstance(wiring, Mapping):
-            c.problems.append(f"{path} = {wiring!r}: must be {{sensor = PIN, led = PIN}}")
+            c.report.add(path, wiring, "{sensor = PIN, led = PIN}")
             continue
         c.unknown(wiring, path, {"sensor", "led"})
         sensor = c.get(wiring, path, "sensor", (int, str), "a BCM GPIO number 0-53 or a pin name",
@@ -261,11 +287,11 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     pins.append(lockout)
     duplicates = sorted({str(p) for p in pins if p is not None and pins.count(p) > 1})
     if duplicates:
-        c.problems.append(f"gpio: pin(s) {', '.join(duplicates)} wired to more than one input or "
-                          "output; allowed: each pin used once")
-    if submission is not None and seats and len(seats) != submission.table.seats:
-        c.problems.append(f"gpio.seats: {len(seats)} seats wired but table.seats = "
-                          f"{submission.table.seats}; allowed: one sensor and LED per seat")
+        c.report.clash("gpio", f"pin(s) {', '.join(duplicates)} wired to more than one input or "
+                       "output", "each pin used once")
+    if submission is not None and len(seats) != submission.table.seats:
+        c.report.clash("gpio.seats", f"{len(seats)} seats wired but table.seats = "
+                       f"{submission.table.seats}", "one sensor and LED per seat")
     gpio = GpioConfig(
         pin_factory=c.get(gpio_t, "gpio", "pin_factory", str, factory_allowed,
                           check=factory_ok) or "",
@@ -286,8 +312,8 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     display = DisplayConfig(
         enabled=disp_enabled,
         url=c.get(disp_t, "display", "url", str, "a serial URL", ... if disp_enabled else "") or "",
-        baudrate=c.get(disp_t, "display", "baudrate", int, "a standard baud rate",
-                       DEFAULT_BAUDRATE),
+        baudrate=c.get(disp_t, "display", "baudrate", int, _BAUD_ALLOWED, DEFAULT_BAUDRATE,
+                       check=lambda v: v in BAUDRATES),
         firmware_versions=_firmware_versions(c, disp_t, "display"),
     )
 
@@ -295,6 +321,8 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
+    if store_path:
+        check_store_path(c.report, store_path)
     critical_dir = c.get(store_t, "store", "critical_dir", str, "a directory only the daemon's "
                          "user can open, e.g. /var/lib/tabled/table.critical", "") or ""
     flush_delay_ms = c.get(store_t, "store", "flush_delay_ms", (int, float),
@@ -306,17 +334,12 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     c.unknown(ctl_t, "control", {"socket", "mode"})
     control_socket = c.get(ctl_t, "control", "socket", str, "a Unix socket path, e.g. "
                            "/run/tabled/control.sock", check=bool) or ""
+    if control_socket:
+        check_control_socket(c.report, control_socket)
     mode_text = c.get(ctl_t, "control", "mode", str, "'0600' (owner only) or '0660' (group)",
                       "0660", check=lambda v: v in ("0600", "0660"))
 
-    sup_t = c.table("supervisors", required=False)
-    supervisors: dict[str, str] = {}
-    for name, digest in sup_t.items():
-        if not (isinstance(digest, str) and digest.startswith("pbkdf2_sha256$")):
-            c.problems.append(f"supervisors.{name}: not allowed; allowed: a PIN hash made by "
-                              "'tablectl supervisor hash-pin' (pbkdf2_sha256$...)")
-        else:
-            supervisors[name] = digest
+    access, supervisors = _access_and_pins(c, data, file_mode)
 
     progressive = None
     if any(key in data for key in ("progressive", "linked", "mqtt")):
@@ -327,6 +350,11 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
             progressive = parse_progressive_config(data, source)
         except ProgressiveConfigError as exc:
             c.problems.extend(exc.problems)
+        check_feature_packages(c.report, [key for key in ("mqtt", "linked") if key in data])
+    if submission is not None:
+        _wager_limits(c, submission)
+    if shuffler.enabled and shuffler.backend:
+        check_import_path(c.report, "shuffler.backend", shuffler.backend, _BACKEND_ALLOWED)
 
     if c.problems:
         raise ConfigError(source, c.problems)
@@ -334,6 +362,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
+        access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
     )
 
@@ -369,4 +398,32 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TableCo
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, [f"not valid TOML: {exc}"]) from exc
     apply_overrides(data, overrides or [], source)
-    return parse_config(data, source)
+    return parse_config(data, source, file_mode=stat.S_IMODE(os.stat(path).st_mode))
+
+
+def _access_and_pins(c: _Checker, data: Mapping[str, Any], file_mode: int | None,
+                     ) -> tuple[AccessConfig, dict[str, str]]:
+    """`[access]`, and the supervisors' PIN hashes: from the secrets file, or (a demo
+    table only, `inline_pin_hashes = true`) from `[supervisors]` in this file."""
+    access = parse_access(c.table("access", required=False), c.problems)
+    inline = c.table("supervisors", required=False)
+    if inline and access.secrets:
+        c.report.clash("supervisors", "PIN hashes here and in the secrets file "
+                       f"({access.secrets})", "one place: the secrets file, so remove "
+                       "[supervisors] from this file")
+    elif inline and file_mode is not None and file_mode & 0o077 \
+            and not access.inline_pin_hashes:
+        c.report.clash("supervisors", f"PIN hashes in a file group or others can read (mode "
+                       f"{file_mode:04o}) can be guessed offline", "[access] secrets = a file "
+                       "of mode 0600 holding [supervisors] (docs/deployment.md), or "
+                       "inline_pin_hashes = true on a demo table")
+    table = inline
+    if access.secrets:
+        table, problems = read_secrets(access.secrets)
+        c.problems.extend(problems)
+    hashes = {}
+    for name, digest in table.items():
+        checked = check_pin_hash(c.report, name, digest)
+        if checked is not None:
+            hashes[str(name)] = checked
+    return access, hashes

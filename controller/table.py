@@ -182,6 +182,7 @@ class Table(RoundPlay, BatchChecks):
                                  f"before the optional wager {wager!r} (631c.3(c))")
         with self.store.transaction():
             self.wagers.append(placed)
+            self.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
             self._record("wager_accepted", wager_json(placed))
             self._persist_state()
 
@@ -191,6 +192,24 @@ class Table(RoundPlay, BatchChecks):
                                  f"is {self.state.value}")
         locked = self._lock_seats(cause) if self._lock_seats else None
         self._on_locked(locked, cause)
+
+    def cmd_new_dealer(self, dealer: str = "") -> None:
+        """A new dealer takes over the table (between rounds)."""
+        if self.state not in (TableState.BETTING_OPEN, TableState.END_OF_SHOE,
+                              TableState.CLOSED, TableState.OPENING, TableState.SHUFFLING,
+                              TableState.CUT, TableState.BURN):
+            raise CommandRefused(f"a new dealer takes over between rounds; the table is "
+                                 f"{self.state.value}")
+        with self.store.transaction():
+            # 681a.7(c): the new dealer's first card goes to the discard rack; 631a has no
+            # such burn. In a burn or before the shoe is loaded the shoe's own burn serves.
+            burn = self.rules.is_21 and self.state is TableState.BETTING_OPEN
+            self.shoe.dealer_burn_due = burn
+            self._record("new_dealer", {"dealer": dealer, "burn": burn})
+            self._persist_state()
+            if burn:
+                self.announce("burn", detail="681a.7(c): the new dealer places one card in the "
+                              "discard rack before dealing")
 
     def cmd_acknowledge_fault(self, supervisor: str = "") -> dict[str, Any]:
         """A floor supervisor's ruling: clears every fault a ruling can end (a misread card,
@@ -378,8 +397,9 @@ class Table(RoundPlay, BatchChecks):
         self.device_recovered()
         self.resume_state = None
         reason, self.void_after_recovery = self.void_after_recovery, ""
+        section, self.void_after_recovery_section = self.void_after_recovery_section, ""
         if reason and self.round_id is not None:
-            self._void_round(reason)
+            self._void_round(reason, section or "631a.15(e)")
             return
         if self.state is TableState.BURN and self.shoe.burn_expected == 0:
             self.burn_done()  # the last burn card was the unread one
@@ -407,6 +427,7 @@ class Table(RoundPlay, BatchChecks):
                                               "cards_counted": done.cards_counted,
                                               "missing": done.missing, "extra": done.extra,
                                               "duplicates": done.duplicates}, device=done.device)
+            self._reconcile_shoe(done)
             if self.state is TableState.SHUFFLING and done.verified:
                 self._shuffle_verified(done.back)
             elif (done.verified and self.state is TableState.DEVICE_FAULT
@@ -432,6 +453,7 @@ class Table(RoundPlay, BatchChecks):
             # the round is already open, so neither changes anything.
             return
         with self.store.transaction():
+            self.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
             self.progressive_seats = locked.wagers if locked else frozenset()
             self.round_no += 1
             wagers = [wager_json(w) for w in self.wagers]

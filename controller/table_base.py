@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller.rules.game import Coup
-from controller.store import Store
+from controller.store import GROUPED_KINDS, Store
 from controller.table_machine import TableState
 from controller.table_ports import Announce, LockSeats, OpenSeats, Progressive, SetLed
 from controller.table_rules import RulesAdapter
@@ -91,8 +91,12 @@ class TableBase(TableSnapshot):
         # structlog reserves "event" for the message itself.
         fields = {("event_" if key == "event" else key): value
                   for key, value in (payload or {}).items()}
+        # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
+        # gets them at debug level only (a shoe is ~900 of them, each a journald write on
+        # the Pi), and everything else at its severity.
         getattr(log, "warning" if severity == "warning" else
-                "error" if severity in ("error", "critical") else "info")(kind, **fields)
+                "error" if severity in ("error", "critical") else
+                "debug" if kind in GROUPED_KINDS else "info")(kind, **fields)
 
     def announce(self, action: str, **detail: Any) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""

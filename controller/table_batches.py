@@ -1,6 +1,6 @@
 """The table's side of 681a.3(b): the batch in play, the shuffler's batch, loading the shoe.
 
-The decisions are `drivers.batches.BatchTracker`'s (pure: it answers a
+The decisions are `controller.rules.batches.BatchTracker`'s (pure: it answers a
 `BatchFault` or None); this part applies them: a breach stops the table for a
 floor supervisor, a good step is saved.
 """
@@ -80,6 +80,25 @@ class BatchChecks(TableBase):
         """681a.3(b)(3): the shuffled batch is the one the tracker expects, fully counted."""
         return self.batches is None or self._track_batch(
             "shuffler", self.batches.shuffle_complete, done.back, done.verified)
+
+    def _reconcile_shoe(self, done: ShuffleComplete) -> None:
+        """The cards of the shoe just played, reconciled with the shuffler's count of its batch.
+
+        Cards the controller never saw (index gaps, misreads) voided their round; here
+        the count says whether they are physically back (631a.15, 681a.9, docs/rulings.md).
+        """
+        shoe = self.shoe
+        played = shoe.shoe_no > 0 and shoe.cards_drawn > 0 and not shoe.reconciled
+        if not played or (shoe.back is not None and int(done.back) != shoe.back):
+            return
+        shoe.reconciled = True
+        self._record("shoe_reconciled", {
+            "shoe_no": shoe.shoe_no, "back": done.back.name.lower(),
+            "cards_drawn": shoe.cards_drawn, "lost_indexes": list(shoe.lost_indexes),
+            "discarded": len(shoe.discarded), "cards_counted": done.cards_counted,
+            "missing": done.missing, "extra": done.extra, "duplicates": done.duplicates,
+            "accounted": done.verified}, severity="info" if done.verified else "error",
+            device=done.device)
 
     def _on_shoe_loaded_event(self, event: ShoeLoaded) -> None:
         if self.state is TableState.CUT:

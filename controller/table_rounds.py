@@ -13,7 +13,12 @@ from controller.logsetup import bind_round
 from controller.rules.wager import Outcome, Settlement, SettlementPoint
 from controller.table_base import TableBase
 from controller.table_machine import ROUND_IN_PLAY, TableState
-from controller.table_snapshot import wager_json
+from controller.rules.dealing import hand_of
+from controller.rules.procedure import (
+    CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
+    lost_cards,
+)
+from controller.rules.settlement import void_round
 from drivers.protocols import CardDrawn, CoverCardDrawn, LedState
 
 if TYPE_CHECKING:
@@ -30,47 +35,108 @@ class RoundPlay(TableBase):
             self._record("cover_card", {"index": event.index}, device=event.device)
             self._persist_state()
 
+    def _phase(self) -> Phase:
+        """Where the table stands, in the terms of the dealing procedure's deciders."""
+        state = self.state
+        if state is TableState.BURN:
+            return Phase.BURN
+        if state is TableState.BETTING_OPEN:
+            return Phase.BETTING
+        if state is TableState.NO_MORE_BETS:
+            return Phase.LOCKED
+        if state in ROUND_IN_PLAY:
+            return Phase.SIMULATED if self.simulated else Phase.DEALING
+        if state is TableState.DEVICE_FAULT:
+            return Phase.FAULT
+        return Phase.OUT_OF_PLAY
+
+    def _card_facts(self, event: CardDrawn) -> CardFacts:
+        return CardFacts(face_up=event.face_up, twenty_one=self.rules.is_21,
+                         dealer_burn_due=self.shoe.dealer_burn_due,
+                         after_completed_round=self.shoe.extra_card_window,
+                         hand_of_17=self.shoe.hand_of_17)
+
     def _on_card(self, event: CardDrawn) -> None:
         # A card during a fault is handled below whatever its back (the round is voided).
         if self.state is not TableState.DEVICE_FAULT and not self._card_from_batch_in_play(event):
             return
-        if self.shoe.last_card_index >= 0 and event.index != self.shoe.last_card_index + 1:
-            self._on_card_gap(event)
-            return
+        expected = self.shoe.last_card_index + 1
+        lost = lost_cards(expected, event.index, self._phase(),
+                          round_open=self.round_id is not None and self.coup is not None) \
+            if self.shoe.last_card_index >= 0 else None
         self.shoe.last_card_index = event.index
         self.shoe.cards_drawn += 1
-        state = self.state
-        if state is TableState.BURN:
-            self._on_burn_card(event)
-        elif event.face_up and state in (TableState.BETTING_OPEN, TableState.NO_MORE_BETS):
-            self._start_simulated_round(event)  # 631a.15(d)
-        elif event.face_up and state in (TableState.DEALING, TableState.THIRD_CARDS) \
-                and not self.simulated:
-            self._set_aside_face_up_card(event)  # 631a.15(d), after the live round
-        elif state is TableState.BETTING_OPEN:
-            # 627b.3(a)(2), applied to every game (docs/rulings.md): the first card out of
-            # the shoe locks every seat; a card drawn before "no more bets" (631a.15(a)-(b))
-            # becomes the first card of this round.
-            locked = self._lock_seats("first-card") if self._lock_seats else None
-            self._on_locked(locked, "first-card")
-            self._on_round_card(event)
-        elif state in (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS):
-            self._on_round_card(event)
-        elif state is TableState.DEVICE_FAULT:
-            self._on_card_during_fault(event)
-        else:
-            self._on_card_out_of_play(event)
+        if lost is not None and not self._apply_lost_cards(lost, expected, event):
+            return
+        ruling = card_ruling(self._phase(), self._card_facts(event))
+        match ruling.disposition:
+            case Disposition.BURN:
+                self._on_burn_card(event)
+            case Disposition.SIMULATED_ROUND:
+                self._start_simulated_round(event)
+            case Disposition.SET_ASIDE:
+                self._set_aside_face_up_card(event)
+            case Disposition.OPEN_ROUND:
+                # The first card out of the shoe locks every seat; a card drawn before
+                # "no more bets" becomes the first card of this round.
+                locked = self._lock_seats("first-card") if self._lock_seats else None
+                self._on_locked(locked, "first-card")
+                self._on_round_card(event)
+            case Disposition.DEAL:
+                self._on_round_card(event)
+            case Disposition.HOLD:
+                self._on_card_during_fault(event)
+            case Disposition.DISCARD:
+                self._discard(event, ruling)
 
-    def _on_card_gap(self, event: CardDrawn) -> None:
-        """Cards left the shoe that the table never saw: nothing is settled from incomplete data."""
+    def _apply_lost_cards(self, lost: LostCards, expected: int, event: CardDrawn) -> bool:
+        """Cards left the shoe that the table never saw: nothing is settled from incomplete
+        data. True if the card received goes on to be handled as usual."""
         with self.store.transaction():
-            self._record("card_gap", {"expected_index": self.shoe.last_card_index + 1,
-                                      "received_index": event.index, "card": str(event.card)},
+            self.shoe.lost_indexes.extend(lost.indexes)
+            self.shoe.cards_drawn += len(lost.indexes)
+            self._record("card_gap", {"expected_index": expected,
+                                      "received_index": event.index, "card": str(event.card),
+                                      "lost_indexes": list(lost.indexes),
+                                      "action": lost.action.value, "section": lost.section},
                          severity="error", device=event.device)
-            self.shoe.last_card_index = event.index
-            if self.round_id is not None and self.coup is not None \
-                    and self.state in ROUND_IN_PLAY:
-                self._void_round("cards left the shoe unseen by the controller")
+            match lost.action:
+                case LostCardsAction.VOID_ROUND:
+                    self._void_round(f"card(s) {_indexes(lost.indexes)} left the shoe unseen "
+                                     "by the controller", section=lost.section)
+                    return False
+                case LostCardsAction.DISCARD_RECEIVED:
+                    self._discard(event, CardRuling(
+                        Disposition.DISCARD, lost.section,
+                        f"card(s) {_indexes(lost.indexes)} left the shoe unseen; collect every "
+                        "card dealt since the last round to the discard rack"))
+                    return False
+                case LostCardsAction.VOID_AFTER_FAULT:
+                    self.void_after_recovery = (f"card(s) {_indexes(lost.indexes)} left the "
+                                                "shoe unseen by the controller")
+                    self.void_after_recovery_section = lost.section
+                case LostCardsAction.COUNT_AS_BURNED if self.shoe.burn_expected is not None:
+                    # Burned face down unread, like a misread burn card (631a.5(f)).
+                    self.shoe.burn_expected = max(0, self.shoe.burn_expected - len(lost.indexes))
+                    if self.shoe.burn_expected == 0:
+                        self.burn_done()
+                        self.announce("place_bets", round_no=self.round_no + 1)
+                case _:
+                    self._persist_state()
+        return True
+
+    def _discard(self, event: CardDrawn, ruling: CardRuling) -> None:
+        """The card goes to the discard rack and into no round (631a.3(b), 681a.7(c), 681a.9)."""
+        with self.store.transaction():
+            self.shoe.discarded.append(str(event.card))
+            if ruling.section.startswith("681a.7(c)"):
+                self.shoe.dealer_burn_due = False
+            self._record("card_discarded", {"index": event.index, "card": str(event.card),
+                                            "state": self.state.value,
+                                            "ruling": ruling.text},
+                         severity="warning", device=event.device)
+            self._persist_state()
+            self.announce("discard", card=str(event.card), ruling=ruling.text)
 
     def _on_burn_card(self, event: CardDrawn) -> None:
         with self.store.transaction():
@@ -96,7 +162,7 @@ class RoundPlay(TableBase):
         assert self.coup is not None and self.round_id is not None
         with self.store.transaction():
             slot = self.coup.place(event.card)
-            hand = slot.hand.value if slot.hand else "extra"
+            hand = hand_of(slot)  # the same words as `tablectl simulate`
             self.store.add_round_card(self.round_id, {"index": event.index,
                                                       "card": str(event.card), "hand": hand,
                                                       "slot": slot.name.lower()})
@@ -117,6 +183,9 @@ class RoundPlay(TableBase):
                 self.hands_complete()
             if self.state is TableState.RESULT:
                 self._finish_round()
+            elif event.index + 1 >= self.rules.game.shoe_size:
+                # 631a.15(e): the shoe's last card is out and the round is not complete.
+                self._void_round("the shoe cannot complete the round")
             else:
                 self.announce("deal", next=self.coup.next_card().name.lower())
 
@@ -159,20 +228,10 @@ class RoundPlay(TableBase):
             self._record("card_during_fault", {"index": event.index, "card": str(event.card),
                                                "round_voided": in_round},
                          severity="error", device=event.device)
-            if in_round:
+            if in_round and not self.void_after_recovery:
                 self.void_after_recovery = (f"card {event.card} left the shoe while the table "
                                             "was in a device fault")
             self._persist_state()
-
-    def _on_card_out_of_play(self, event: CardDrawn) -> None:
-        """A card when no round can use it (shoe finished, shuffling): it goes with the old decks."""
-        with self.store.transaction():
-            self._record("card_discarded", {"index": event.index, "card": str(event.card),
-                                            "state": self.state.value,
-                                            "ruling": "631a.3(b), 631a.10(d): no round is in "
-                                            "play; the card is discarded"},
-                         severity="warning", device=event.device)
-            self.announce("discard", card=str(event.card))
 
     # --- settlement ------------------------------------------------------------------------
 
@@ -181,7 +240,8 @@ class RoundPlay(TableBase):
         settlements = [settlement_json(s, self.vig_collection)
                        for s in self.rules.settle(point, self.wagers, self.coup)]
         if settlements:
-            self._record("settled_" + point.value.replace("-", "_"), {"settlements": settlements})
+            self._record("settled_first_four_cards" if point is SettlementPoint.FIRST_FOUR_CARDS
+                         else "settled_end_of_round", {"settlements": settlements})
             self.round_settlements.extend(settlements)
 
     def _finish_round(self) -> None:
@@ -207,6 +267,10 @@ class RoundPlay(TableBase):
         else:
             self.shoe.rounds_in_shoe += 1
             self.wagers = []
+            # 681a.9(b): until the next round takes a wager or a lock, a card is one drawn
+            # by accident to the finished hands.
+            self.shoe.extra_card_window = self.rules.is_21
+            self.shoe.hand_of_17 = 17 in (summary["player_total"], summary["banker_total"])
         self.round_settlements = []
         self.coup = None
         self.progressive_seats = frozenset()
@@ -244,13 +308,11 @@ class RoundPlay(TableBase):
                       detail="verify the win light, then a floor supervisor validates "
                              "(tablectl jackpot validate)")
 
-    def _void_round(self, reason: str) -> None:
-        """631a.15(e): the round is void and every wager is returned."""
+    def _void_round(self, reason: str, section: str = "631a.15(e)") -> None:
+        """The round is void and every wager is returned (631a.15(e), or `section`)."""
         assert self.round_id is not None
-        settlements = [{**wager_json(w), "outcome": "void", "win_cents": 0,
-                        "vigorish_cents": 0, "net_cents": 0,
-                        "label": "void: wager returned", "section": "631a.15(e)"}
-                       for w in self.wagers]
+        settlements = [settlement_json(s, self.vig_collection)
+                       for s in void_round(self.wagers, section)]
         self.store.close_round(self.round_id, "void", {"reason": reason}, settlements)
         if self.progressive is not None and not self.simulated:
             returned = self.progressive.on_round_void(self.round_id, reason)
@@ -260,7 +322,10 @@ class RoundPlay(TableBase):
                                         for seat, cents in returned]})
         self._record("round_void", {"reason": reason, "settlements": settlements},
                      severity="warning")
-        self.wagers, self.coup, self.round_id = [], None, None
+        # A void simulated round gives back the wagers that waited for it (631a.15(d)).
+        self.wagers = self.stashed_wagers if self.simulated else []
+        self.stashed_wagers, self.simulated, self.pending_simulated_card = [], False, None
+        self.coup, self.round_id, self.round_settlements = None, None, []
         if self.batches is not None:
             self.batches.shoe_collected()
         self.void_round()
@@ -277,3 +342,7 @@ def settlement_json(s: Settlement, vig_collection: str) -> dict[str, Any]:
         "net_cents": s.net_cents + marked if s.outcome is Outcome.WIN else s.net_cents,
         "label": s.label, "section": s.section,
     }
+
+
+def _indexes(indexes: tuple[int, ...]) -> str:
+    return ", ".join(str(i) for i in indexes) or "?"

@@ -357,7 +357,7 @@ class LinkedDevice:
         timing = getattr(getattr(link, "endpoint", None), "timing", None)
         if timing is None:
             return HANDSHAKE_TIMEOUT_S
-        return max(HANDSHAKE_TIMEOUT_S, timing.handshake_timeout + timing.reset_interval)
+        return max(HANDSHAKE_TIMEOUT_S, float(timing.handshake_timeout + timing.reset_interval))
 
     async def _wait_while_refused(self, link: Any, reprobe_s: float) -> float | None:
         """H2: keep the port open; the refused device's next RESET (after re-flashing) starts

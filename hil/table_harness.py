@@ -161,8 +161,12 @@ class TableHarness:
         from controller.critical_store import init_store, is_initialised
 
         if not is_initialised(self.store_path, self.table_config.critical_dir):
-            init_store(self.store_path, self.table_config.critical_dir, operator="hil",
-                       table_id=self.table_config.table_id).close()
+            store = init_store(self.store_path, self.table_config.critical_dir, operator="hil",
+                               table_id=self.table_config.table_id)
+            where = store.paths.directory if store.paths else ""
+            store.close()
+            self.on_line(f"Critical memory initialised (as tabled --init-store does): store "
+                         f"{self.store_path}, key and anchor in {where}")
 
     async def start_daemon(self) -> None:
         self.init_store()
@@ -237,14 +241,23 @@ class TableHarness:
         assert self.client is not None
         return await self.client.call(cmd, **args)
 
+    async def skip_history(self) -> None:
+        """A table a previous run left in this workdir: its events are history, not prompts
+        to act on again (play() would otherwise replay its rounds' prompts)."""
+        head = await self.call("events", limit=1)
+        self.last_seq = max(self.last_seq, int(head[-1]["seq"]) if head else 0)
+
     async def play(self, shoes: int = 1, *, power_cuts: PowerCuts | None = None,
-                   until: Callable[[HarnessResult], bool] | None = None) -> HarnessResult:
+                   until: Callable[[HarnessResult], bool] | None = None,
+                   resume: bool = False) -> HarnessResult:
         """Deal `shoes` complete shoes, following the daemon's prompts.
 
         With `power_cuts`, the daemon is killed with SIGKILL at random instants right
         after the dealer acts (while the daemon is processing that action), restarted,
         and the dealer resumes from the state the daemon restored. With `until`, play
         pauses as soon as it holds (a test then injects a fault and calls `resync()`).
+        With `resume`, the dealer first does what the restored state needs (after
+        skip_history(), for a table a previous run left between shoes).
         """
         assert self.client is not None
         target = self.result.shoes_completed + shoes
@@ -254,6 +267,8 @@ class TableHarness:
         stream = await ControlClient(self.socket).connect()
         events = stream.subscribe(self.last_seq)
         act_after = self.last_seq
+        if resume:
+            await self._resume()
         try:
             while self.result.shoes_completed < target:
                 event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)

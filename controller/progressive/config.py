@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from controller.config_checks import ConfigProblems
 from controller.progressive.errors import ProgressiveConfigError
 from controller.rules.side.common import MeterSpec, SideWagerConfigError
 from controller.rules.side.harmony import HarmonyProgressive, make_harmony
@@ -120,15 +121,7 @@ class ProgressiveConfig:
         raise KeyError(name)
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, key: str, value: object, allowed: str) -> None:
-        self.items.append(f"{key} = {value!r}: not allowed; allowed: {allowed}")
-
-    def missing(self, key: str, allowed: str) -> None:
-        self.items.append(f"{key}: missing; allowed: {allowed}")
+_Problems = ConfigProblems  # the one collector of configuration errors (controller.config_checks)
 
 
 def _int(value: object) -> bool:
@@ -156,8 +149,7 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
         return None
     for key in raw:
         if key not in _COMMON_KEYS | _GAME_KEYS[game]:
-            problems.items.append(f"{path}.{key}: unknown key; allowed keys: "
-                                  f"{', '.join(sorted(_COMMON_KEYS | _GAME_KEYS[game]))}")
+            problems.unknown(f"{path}.{key}", _COMMON_KEYS | _GAME_KEYS[game])
     base = raw.get("base_wagers", list(DEFAULT_BASE_WAGERS))
     if not (isinstance(base, list) and base and all(isinstance(b, str) and b for b in base)):
         problems.add(f"{path}.base_wagers", base, "a non-empty list of wager keys, e.g. "
@@ -273,8 +265,7 @@ def _parse_linked(raw: object, problems: _Problems) -> LinkedConfig | None:
         return None
     for key in raw:
         if key not in {"dsn", "schema", "group", "timeout_s"}:
-            problems.items.append(f"linked.{key}: unknown key; allowed keys: dsn, group, "
-                                  "schema, timeout_s")
+            problems.unknown(f"linked.{key}", ("dsn", "group", "schema", "timeout_s"))
     dsn, schema, group = raw.get("dsn"), raw.get("schema", "tabled_linked"), raw.get("group")
     timeout = raw.get("timeout_s", DEFAULT_LINK_TIMEOUT_S)
     if not isinstance(dsn, str) or not dsn:
@@ -301,8 +292,7 @@ def _parse_mqtt(raw: object, problems: _Problems) -> MqttConfig | None:
     before = len(problems.items)
     for key in raw:
         if key not in {"host", "port", "site", "prefix", "client_id"}:
-            problems.items.append(f"mqtt.{key}: unknown key; allowed keys: client_id, host, "
-                                  "port, prefix, site")
+            problems.unknown(f"mqtt.{key}", ("client_id", "host", "port", "prefix", "site"))
     host, port = raw.get("host"), raw.get("port", DEFAULT_MQTT_PORT)
     site, prefix = raw.get("site"), raw.get("prefix", DEFAULT_MQTT_PREFIX)
     client_id = raw.get("client_id", "")

@@ -90,9 +90,11 @@ class TwentyOneEnumeration:
         counts = list(self.counts)
         n = self.n
         pairs = [(a, b) for a in range(10) for b in range(a, 10)]
-        s0: dict[tuple, int] = {}
-        s1: dict[tuple, list[int]] = {}
-        s2: dict[tuple, dict[tuple[int, int], int]] = {}
+        # (Player hand state, Banker hand state), each (hard total, has ace, natural)
+        HandPair = tuple[tuple[int, bool, bool], tuple[int, bool, bool]]
+        s0: dict[HandPair, int] = {}
+        s1: dict[HandPair, list[int]] = {}
+        s2: dict[HandPair, dict[tuple[int, int], int]] = {}
 
         def state(a: int, b: int) -> tuple[int, bool, bool]:
             hard, ace = _VALUES[a] + _VALUES[b], a == 0 or b == 0

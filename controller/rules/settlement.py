@@ -75,13 +75,15 @@ def settle_round(game: Game, wagers: Iterable[PlacedWager], round_view: RoundVie
     return settlement_order(out, list(rules))
 
 
-def void_round(wagers: Iterable[PlacedWager]) -> list[Settlement]:
-    """631a.15(e): a round the shoe cannot complete is void and every wager is returned."""
+def void_round(wagers: Iterable[PlacedWager], section: str = "631a.15(e)") -> list[Settlement]:
+    """A void round returns every wager: 631a.15(e) (the shoe cannot complete the round),
+    or the section of the irregularity that voided it. The live table and `tablectl
+    simulate` both record a void round with these settlements."""
     from fractions import Fraction
 
     return [Settlement(wager=p.wager, seat=p.seat, amount_cents=p.amount_cents,
                        outcome=Outcome.PUSH, odds=Fraction(0), win_cents=0, vigorish_cents=0,
-                       label="void round: wager returned", section="631a.15(e)")
+                       label="void round: wager returned", section=section)
             for p in sorted(wagers, key=lambda p: -p.seat)]
 
 

@@ -213,7 +213,8 @@ def _index(pt: int, bt: int, pn: int, bn: int) -> int:
 
 
 @lru_cache(maxsize=8)
-def coup_space(decks: int, with_suits: bool) -> tuple[dict, int]:
+def coup_space(decks: int, with_suits: bool
+               ) -> tuple[Mapping[Signature, int] | Mapping[SuitSignature, int], int]:
     """Signature (or SuitSignature) -> weight, and the common denominator (52N)_6."""
     if with_suits:
         return _coup_space_with_suits(decks)
@@ -225,7 +226,7 @@ def coup_space(decks: int, with_suits: bool) -> tuple[dict, int]:
 
 
 @lru_cache(maxsize=8)
-def _coup_space_with_suits(decks: int) -> tuple[dict, int]:
+def _coup_space_with_suits(decks: int) -> tuple[dict[SuitSignature, int], int]:
     """SuitSignature -> number of six-card-equivalent sequences, and the total (52N)_6.
 
     Rounds that end after four or five cards are weighted by the number of
@@ -246,69 +247,64 @@ def _coup_space_with_suits(decks: int) -> tuple[dict, int]:
     suited = [0] * 400
     coloured = [0] * 400
 
-    for p1 in VALUES:
-        a1, s1, c1 = counts[p1], suit_left[p1], colour_left[p1]
-        counts[p1] -= 1; suit_left[p1] -= 1; colour_left[p1] -= 1  # noqa: E702
-        for b1 in VALUES:
-            a2, s2, c2 = a1 * counts[b1], s1 * suit_left[b1], c1 * colour_left[b1]
-            counts[b1] -= 1; suit_left[b1] -= 1; colour_left[b1] -= 1  # noqa: E702
-            for p2 in VALUES:
-                a3, s3, c3 = a2 * counts[p2], s2 * suit_left[p2], c2 * colour_left[p2]
-                counts[p2] -= 1; suit_left[p2] -= 1; colour_left[p2] -= 1  # noqa: E702
-                p = (p1 + p2) % 10
-                for b2 in VALUES:
-                    a4 = a3 * counts[b2]
-                    if not a4:
+    # The four initial cards as two unordered two-card hands: the weight of a deal is the
+    # product of falling factorials over the values it uses, whatever their order, so each
+    # (Player pair, Banker pair) stands for its orderings (2 for a pair of two values).
+    pairs = [(x, y, 1 if x == y else 2) for x in VALUES for y in VALUES if x <= y]
+    for px, py, p_orders in pairs:
+        p = (px + py) % 10
+        for bx, by, b_orders in pairs:
+            a4 = s4 = c4 = p_orders * b_orders
+            for v in (px, py, bx, by):
+                a4 *= counts[v]; s4 *= suit_left[v]; c4 *= colour_left[v]  # noqa: E702
+                counts[v] -= 1; suit_left[v] -= 1; colour_left[v] -= 1  # noqa: E702
+            b = (bx + by) % 10
+            if not a4:
+                pass
+            elif player_draws(p, b):
+                for p3 in VALUES:
+                    a5 = a4 * counts[p3]
+                    if not a5:
                         continue
-                    s4, c4 = s3 * suit_left[b2], c3 * colour_left[b2]
-                    counts[b2] -= 1; suit_left[b2] -= 1; colour_left[b2] -= 1  # noqa: E702
-                    b = (b1 + b2) % 10
-                    if player_draws(p, b):
-                        for p3 in VALUES:
-                            a5 = a4 * counts[p3]
-                            if not a5:
-                                continue
-                            s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
-                            pt = (p + p3) % 10
-                            if draw_b[(b, p, p3)]:
-                                counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
-                                base = _index(pt, 0, 3, 3)
-                                for b3 in VALUES:
-                                    i = base + ((b + b3) % 10) * 4
-                                    every[i] += a5 * counts[b3]
-                                    suited[i] += s5 * suit_left[b3]
-                                    coloured[i] += c5 * colour_left[b3]
-                                counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
-                            else:
-                                i = _index(pt, b, 3, 2)
-                                f = scale[5]
-                                every[i] += a5 * f
-                                suited[i] += s5 * f
-                                coloured[i] += c5 * f
-                    elif draw_b[(b, p, -1)]:
-                        base = _index(p, 0, 2, 3)
-                        f = scale[5]
+                    s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
+                    pt = (p + p3) % 10
+                    if draw_b[(b, p, p3)]:
+                        counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
+                        base = _index(pt, 0, 3, 3)
                         for b3 in VALUES:
                             i = base + ((b + b3) % 10) * 4
-                            every[i] += a4 * counts[b3] * f
-                            suited[i] += s4 * suit_left[b3] * f
-                            coloured[i] += c4 * colour_left[b3] * f
+                            every[i] += a5 * counts[b3]
+                            suited[i] += s5 * suit_left[b3]
+                            coloured[i] += c5 * colour_left[b3]
+                        counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
                     else:
-                        i = _index(p, b, 2, 2)
-                        f = scale[4]
-                        every[i] += a4 * f
-                        suited[i] += s4 * f
-                        coloured[i] += c4 * f
-                    counts[b2] += 1; suit_left[b2] += 1; colour_left[b2] += 1  # noqa: E702
-                counts[p2] += 1; suit_left[p2] += 1; colour_left[p2] += 1  # noqa: E702
-            counts[b1] += 1; suit_left[b1] += 1; colour_left[b1] += 1  # noqa: E702
-        counts[p1] += 1; suit_left[p1] += 1; colour_left[p1] += 1  # noqa: E702
+                        i = _index(pt, b, 3, 2)
+                        f = scale[5]
+                        every[i] += a5 * f
+                        suited[i] += s5 * f
+                        coloured[i] += c5 * f
+            elif draw_b[(b, p, -1)]:
+                base = _index(p, 0, 2, 3)
+                f = scale[5]
+                for b3 in VALUES:
+                    i = base + ((b + b3) % 10) * 4
+                    every[i] += a4 * counts[b3] * f
+                    suited[i] += s4 * suit_left[b3] * f
+                    coloured[i] += c4 * colour_left[b3] * f
+            else:
+                i = _index(p, b, 2, 2)
+                f = scale[4]
+                every[i] += a4 * f
+                suited[i] += s4 * f
+                coloured[i] += c4 * f
+            for v in (px, py, bx, by):
+                counts[v] += 1; suit_left[v] += 1; colour_left[v] += 1  # noqa: E702
 
     # The loop followed one suit (clubs) and one colour (black); every suit and
     # colour is alike, so the counts for "some one suit" / "some one colour" are x4 / x2.
     suited = [4 * w for w in suited]
     coloured = [2 * w for w in coloured]
-    tally: dict = {}
+    tally: dict[SuitSignature, int] = {}
     signatures = [(pt, bt, pn, bn) for pt in VALUES for bt in VALUES
                   for pn in (2, 3) for bn in (2, 3)]
     for value in VALUES:
@@ -357,7 +353,7 @@ def representative_view(signature: Signature | SuitSignature) -> RoundView:
         shared, one_rank, suit_class = -1, False, BOTH_COLOURS
         pv, bv = _hand_values(pt, pn)[0], _hand_values(bt, bn)[0]
     else:
-        shared, one_rank, suit_class = signature[4:]  # type: ignore[misc]
+        shared, one_rank, suit_class = signature[4:]
         if shared >= 0:
             pv, bv = (shared,) * pn, (shared,) * bn
         else:
@@ -385,9 +381,9 @@ def coup_distribution(
     `space` may supply value-level signature weights computed elsewhere (the
     core par engine's round facts) so that one sheet enumerates the coup once.
     """
-    space, total = space if space is not None else coup_space(decks, with_suits)
+    weights, total = space if space is not None else coup_space(decks, with_suits)
     tally: dict[str | None, int] = {}
-    for signature, weight in space.items():
+    for signature, weight in weights.items():
         label = classify(representative_view(signature))
         tally[label] = tally.get(label, 0) + weight
     return {label: Fraction(w, total) for label, w in tally.items()}

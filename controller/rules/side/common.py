@@ -113,6 +113,11 @@ class MeterSpec:
     reserve_rate: Fraction = Fraction(0)
     minimum_reset_cents: int = 0  # the regulation's floor for reset_cents
 
+    @property
+    def increment_text(self) -> str:
+        """The increment as a par sheet's note prints it."""
+        return "unstated" if self.increment_rate is None else f"{self.increment_rate * 100}%"
+
 
 @dataclass(frozen=True, slots=True)
 class PayLine:
@@ -389,7 +394,7 @@ class LineWager:
         line needs `meter_return[level]`, the meter's amount over the wager.
         """
         distribution = self.exact_distribution(decks, seat)
-        expected = -(1 - sum(distribution.values()))
+        expected = -(1 - sum(distribution.values(), Fraction(0)))
         for line in self.paytable.lines:
             p = distribution[line.label]
             pay = line.pay

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from cards import Card
 from controller.rules.money import Rounding
 from controller.rules.side.common import (
     FixedOdds, LineWager, PayLine, Paytable, choose, odds_table,
@@ -50,7 +51,7 @@ class Treasure(enum.Enum):
         self.labels = labels
 
 
-def _three_card(cards: tuple, total: int, wanted: int) -> bool:
+def _three_card(cards: tuple[Card, ...], total: int, wanted: int) -> bool:
     return len(cards) == 3 and total == wanted
 
 

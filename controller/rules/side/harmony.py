@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from cards import Rank
+from cards import Card, Rank
 from controller.rules.card_values import baccarat_value
 from collections.abc import Mapping
 
@@ -36,7 +36,7 @@ TIE_SAME_COLOUR, ANY_TIE = "Tie (all cards same color)", "Any tie"
 TIE_5_CARDS, TIE_6_CARDS, TIE_4_CARDS = "5 card tie", "6 card tie", "4 card tie"
 
 
-def _tie_cards(v: RoundView) -> tuple:
+def _tie_cards(v: RoundView) -> tuple[Card, ...]:
     return v.player + v.banker
 
 
@@ -119,7 +119,7 @@ class HarmonyProgressive(LineWager):
     def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar:
         reset = self.meter.reset_cents or 0
         note = (f"a {self.par_wager_cents}-cent wager; incrementation "
-                f"{self.meter.increment_rate * 100}% and reserve {self.meter.reserve_rate * 100}% "
+                f"{self.meter.increment_text} and reserve {self.meter.reserve_rate * 100}% "
                 "(627b.6(j)) return to players over the meter's cycle")
         if not reset:
             note += "; no reseed_cents configured, so the return at reset counts a $0 meter"
@@ -143,5 +143,5 @@ def make_harmony(key: str, paytable: object, reseed_cents: object = None,
                                      or not isinstance(reseed_cents, int) or reseed_cents <= 0):
         raise SideWagerConfigError(key, "reseed_cents", reseed_cents, "a positive integer of cents")
     increment, reserve = HARMONY_RATES[letter]
-    meter = MeterSpec("progressive", reseed_cents, increment, "627b.6(j)", reserve_rate=reserve)  # type: ignore[arg-type]
+    meter = MeterSpec("progressive", reseed_cents, increment, "627b.6(j)", reserve_rate=reserve)
     return HarmonyProgressive(key, HARMONY_PAYTABLES[letter], meter, rounding, par_wager_cents=par_wager_cents)

@@ -80,7 +80,7 @@ class Heavenly9Progressive(LineWager):
     def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar:
         return meter_par(self.paytable, distribution, {"progressive": self.meter.reset_cents or 0},
                          MINIMUM_WAGER_CENTS,
-                         f"a ${MINIMUM_WAGER_CENTS // 100} wager; the {self.meter.increment_rate * 100}% "
+                         f"a ${MINIMUM_WAGER_CENTS // 100} wager; the {self.meter.increment_text} "
                          "increment (631c.2(i)) returns to players over the meter's cycle "
                          "and is not in the figure at reset")
 

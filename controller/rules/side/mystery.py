@@ -57,7 +57,7 @@ def mystery_configuration(key: str, paytable: object, wager_dollars: object) -> 
     if isinstance(wager_dollars, bool) or wager_dollars not in dollars:
         raise SideWagerConfigError(key, "mystery_wager_dollars", wager_dollars,
                                    f"allowed: {', '.join(map(str, dollars))} (631c.6(c)(4))")
-    return MUST_HIT_BY_CONFIGURATIONS[(paytable.strip().upper(), int(wager_dollars))]  # type: ignore[arg-type]
+    return MUST_HIT_BY_CONFIGURATIONS[(paytable.strip().upper(), int(wager_dollars))]
 
 
 def qualifies(config: MysteryConfiguration, baccarat_wager_cents: int,

@@ -1,0 +1,191 @@
+"""One collector of configuration errors, and the checks that need more than the value.
+
+Every configuration error a table's file can have is reported in one format,
+
+    KEY = VALUE: not allowed; allowed: WHAT
+    KEY: missing; allowed: WHAT
+    KEY: WHAT IS WRONG; allowed: WHAT        (values that clash with each other)
+    KEY: unknown key; allowed keys: A, B, C
+
+by `ConfigProblems`, which `controller.config` (devices, store, control socket,
+supervisors) and `controller.progressive.config` share. `tablectl config validate`
+and `tabled` at start both run `controller.config.load_config`, so a file one
+refuses the other refuses with the same lines.
+
+The checks below look at the machine (the file system, the installed packages, an
+importable backend): a value that is well-formed but cannot work here is refused
+before the daemon starts, not met as a traceback after it did.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+# Linux's sockaddr_un.sun_path holds 108 bytes, the terminating NUL included.
+MAX_SOCKET_PATH_BYTES = 107
+# PBKDF2-SHA256 iterations accepted in [supervisors]: below the floor a stolen
+# configuration gives the PINs away in seconds; above the ceiling one PIN check
+# costs a Pi 4 several seconds (600,000, hash-pin's default, takes about one).
+MIN_PIN_ITERATIONS = 100_000
+MAX_PIN_ITERATIONS = 2_000_000
+PIN_HASH_FORMAT = "pbkdf2_sha256$ITERATIONS$SALT-HEX$HASH-HEX"
+
+
+class ConfigProblems:
+    """Collects every problem of one configuration file, in the one format above."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, key: str, value: object, allowed: str) -> None:
+        self.items.append(f"{key} = {value!r}: not allowed; allowed: {allowed}")
+
+    def missing(self, key: str, allowed: str) -> None:
+        self.items.append(f"{key}: missing; allowed: {allowed}")
+
+    def clash(self, key: str, problem: str, allowed: str) -> None:
+        """Values each allowed alone that do not go together (a pin wired twice)."""
+        self.items.append(f"{key}: {problem}; allowed: {allowed}")
+
+    def unknown(self, key: str, known: Iterable[str]) -> None:
+        self.items.append(f"{key}: unknown key; allowed keys: {', '.join(sorted(known))}")
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return Path("/")
+
+
+def _on_read_only_filesystem(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def check_store_path(problems: ConfigProblems, value: str) -> None:
+    """The store must be a file the daemon can create or write. What depends on the account
+    (permissions) is judged only where the parent folder exists: systemd makes
+    /var/lib/tabled for user tabled at the first start (validate as that user)."""
+    allowed = ("a writable file path whose folder exists or can be made, e.g. "
+               "/var/lib/tabled/table.sqlite")
+    path = Path(value)
+    if path.is_dir():
+        problems.add("store.path", value, f"{allowed} (this is a directory)")
+        return
+    if path.exists() and not path.is_file():
+        problems.add("store.path", value, f"{allowed} (this is not a regular file)")
+        return
+    existing = _nearest_existing(path.parent)
+    if not existing.is_dir():
+        problems.add("store.path", value, f"{allowed} ({existing} is a file, not a folder)")
+        return
+    if _on_read_only_filesystem(existing):
+        problems.add("store.path", value, f"{allowed} ({existing} is on a read-only file system)")
+        return
+    target = path if path.exists() else existing
+    if (path.exists() or existing == path.parent) and not os.access(target, os.W_OK):
+        problems.add("store.path", value, f"{allowed} ({target} is not writable by this "
+                     "account; the daemon runs as user tabled: validate with "
+                     "'sudo -u tabled tablectl config validate FILE')")
+
+
+def check_control_socket(problems: ConfigProblems, value: str) -> None:
+    """A Unix socket path the kernel accepts, not the name of something else."""
+    allowed = (f"a Unix socket path of at most {MAX_SOCKET_PATH_BYTES} bytes, not an existing "
+               "file or folder, e.g. /run/tabled/control.sock")
+    size = len(os.fsencode(value))
+    if size > MAX_SOCKET_PATH_BYTES:
+        problems.add("control.socket", value, f"{allowed} (this one is {size} bytes)")
+        return
+    path = Path(value)
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        problems.add("control.socket", value, f"{allowed} ({exc.strerror})")
+        return
+    if mode is not None and not stat.S_ISSOCK(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "an existing file that is not a socket"
+        problems.add("control.socket", value, f"{allowed} (this is {kind}; the daemon replaces "
+                     "only a socket it left behind)")
+        return
+    existing = _nearest_existing(path.parent)
+    if not existing.is_dir():
+        problems.add("control.socket", value, f"{allowed} ({existing} is a file, not a folder)")
+
+
+def check_import_path(problems: ConfigProblems, key: str, value: str, allowed: str) -> None:
+    """'module:attribute' names something importable (a backend, a pin factory)."""
+    module_name, _, attribute = value.partition(":")
+    if not module_name or not attribute:
+        problems.add(key, value, allowed)
+        return
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        problems.add(key, value, f"{allowed} (cannot import {module_name}: {exc})")
+        return
+    if not hasattr(module, attribute):
+        problems.add(key, value, f"{allowed} ({module_name} has no {attribute!r})")
+
+
+def check_pin_hash(problems: ConfigProblems, name: str, digest: object) -> str | None:
+    """A supervisor's PIN hash as 'tablectl supervisor hash-pin' makes it; the hash if good."""
+    key = f"supervisors.{name}"
+    allowed = (f"a PIN hash made by 'tablectl supervisor hash-pin' ({PIN_HASH_FORMAT}, "
+               f"{MIN_PIN_ITERATIONS:,} to {MAX_PIN_ITERATIONS:,} iterations)")
+    parts = digest.split("$") if isinstance(digest, str) else []
+    if len(parts) != 4 or parts[0] != "pbkdf2_sha256":
+        problems.add(key, digest, allowed)
+        return None
+    _, iterations, salt, hashed = parts
+    if not iterations.isdigit():
+        problems.add(key, digest, allowed)
+        return None
+    if not MIN_PIN_ITERATIONS <= int(iterations) <= MAX_PIN_ITERATIONS:
+        problems.add(key, f"pbkdf2_sha256${iterations}$...", f"{allowed}; this one has "
+                     f"{int(iterations):,} iterations")
+        return None
+    try:
+        salt_bytes, hash_bytes = bytes.fromhex(salt), bytes.fromhex(hashed)
+    except ValueError:
+        problems.add(key, f"pbkdf2_sha256${iterations}$...", f"{allowed}; the salt and hash "
+                     "must be hexadecimal")
+        return None
+    if len(salt_bytes) < 16 or len(hash_bytes) != 32:
+        problems.add(key, f"pbkdf2_sha256${iterations}$...", f"{allowed}; a salt of 16 bytes "
+                     "or more and a 32-byte hash")
+        return None
+    return str(digest)
+
+
+# The packages a progressive feature needs beyond '.[pi]', and the extra that installs them.
+FEATURE_PACKAGES = {"mqtt": ("paho.mqtt.client", "paho-mqtt"),
+                    "linked": ("psycopg", "psycopg")}
+
+
+def check_feature_packages(problems: ConfigProblems, sections: Iterable[str]) -> None:
+    """[mqtt] and [linked] need the 'linked' extra: a file that uses them on a table where
+    it is not installed is refused now, not by an ImportError after systemd started it."""
+    for section in sections:
+        module, package = FEATURE_PACKAGES[section]
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            problems.items.append(
+                f"[{section}]: needs the Python package {package}, which is not installed "
+                f"here ({exc}); allowed: install the 'linked' extra "
+                f"(/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'; on 32-bit "
+                f"Raspberry Pi OS: apt install libpq5, then '/opt/tabled[pi,linked-libpq]'), "
+                f"or remove [{section}]")

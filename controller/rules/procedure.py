@@ -1,0 +1,163 @@
+"""The dealing procedure as pure decisions: where a card from the shoe goes, what lost cards mean.
+
+Both the live table (controller/table_rounds.py) and `tablectl simulate`
+(controller/rules/simulate.py) ask these functions, so the same cards give the
+same rounds in both. Nothing here reads a device or a clock: the caller says
+where the table stands (`Phase`) and what it knows about the card, and applies
+the `CardRuling` it gets back.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from controller.rules.irregularities import (
+    Action, card_drawn_in_error, extra_card_after_17_21, face_up_in_shoe_21,
+)
+
+
+class Phase(enum.Enum):
+    """Where the table stands when a card leaves the shoe."""
+
+    BURN = "burn"  # 631a.5(f), 681a.7(c): the shoe's first cards
+    BETTING = "betting"  # between rounds: no round is open
+    LOCKED = "locked"  # "no more bets" (631a.8(c)); the round has no card yet
+    DEALING = "dealing"  # a live round with cards on the layout
+    SIMULATED = "simulated"  # a 631a.15(d) simulated round
+    FAULT = "fault"  # a device fault stopped the table
+    OUT_OF_PLAY = "out of play"  # no shoe in play (finished, shuffling, closed)
+
+
+class Disposition(enum.Enum):
+    """What the table does with the card."""
+
+    BURN = "burn"
+    OPEN_ROUND = "the first card of a round: it locks every seat"
+    DEAL = "deal it to the round in play"
+    SIMULATED_ROUND = "open a simulated round with it"
+    SET_ASIDE = "set it aside for a simulated round after this round"
+    DISCARD = "place it in the discard rack"
+    HOLD = "record it; the round is void once the fault clears"
+
+
+@dataclass(frozen=True, slots=True)
+class CardRuling:
+    disposition: Disposition
+    section: str
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.reason} ({self.section})"
+
+
+@dataclass(frozen=True, slots=True)
+class CardFacts:
+    """What the table knows about the card and the moment, besides its phase."""
+
+    face_up: bool = False  # found face up in the shoe (the shoe reports it)
+    twenty_one: bool = False  # the table plays 681a, not 631a
+    dealer_burn_due: bool = False  # 681a.7(c): a new dealer has not burned a card yet
+    # 681a.9(b): a card after a completed 21 Baccarat round and before the next round
+    # took a wager or a lock is the one the dealer drew by accident to a finished hand.
+    after_completed_round: bool = False
+    hand_of_17: bool = False  # the completed round left a hand of exactly 17
+
+
+def card_ruling(phase: Phase, facts: CardFacts) -> CardRuling:
+    """Where the card goes (631a.5(f), 631a.15, 681a.7(c), 681a.9; rulings in docs/rulings.md)."""
+    if phase is Phase.FAULT:
+        return CardRuling(Disposition.HOLD, "631a.15, 681a.9",
+                          "a card left the shoe while the table was stopped by a fault")
+    if phase is Phase.OUT_OF_PLAY:
+        return CardRuling(Disposition.DISCARD, "631a.3(b), 631a.10(d), 681a.7(d)",
+                          "no round is in play; the card is discarded")
+    if phase is Phase.BURN:
+        return CardRuling(Disposition.BURN, "681a.7(c)" if facts.twenty_one else "631a.5(f)",
+                          "burned at the start of the shoe")
+    if facts.twenty_one:
+        return _ruling_681a(phase, facts)
+    return _ruling_631a(phase, facts)
+
+
+def _ruling_681a(phase: Phase, facts: CardFacts) -> CardRuling:
+    # 681a has no simulated round and no "first card of the next hand": a card the
+    # procedure did not call for goes to the discard rack (681a.9(a)-(b)).
+    if facts.face_up and phase is not Phase.SIMULATED:
+        decision = face_up_in_shoe_21()
+        return CardRuling(Disposition.DISCARD, decision.section,
+                          "found face up in the shoe: not used in this round")
+    if phase is Phase.BETTING and facts.dealer_burn_due:
+        return CardRuling(Disposition.DISCARD, "681a.7(c)",
+                          "a new dealer's first card goes to the discard rack")
+    if phase is Phase.BETTING and facts.after_completed_round:
+        decision = extra_card_after_17_21()
+        if facts.hand_of_17:
+            return CardRuling(Disposition.DISCARD, decision.section,
+                              "drawn by accident to a hand of 17")
+        return CardRuling(Disposition.DISCARD, f"{decision.section}, docs/rulings.md",
+                          "drawn by accident after the round was complete")
+    if phase is Phase.BETTING:
+        return CardRuling(Disposition.OPEN_ROUND, "627b.3(a)(2), docs/rulings.md",
+                          "the first card out of the shoe locks every seat")
+    return CardRuling(Disposition.DEAL, "681a.7(e)-(g)", "the card the rules call for")
+
+
+def _ruling_631a(phase: Phase, facts: CardFacts) -> CardRuling:
+    if facts.face_up and phase in (Phase.BETTING, Phase.LOCKED):
+        decision = card_drawn_in_error(disclosed=True)
+        assert decision.action is Action.SIMULATED_ROUND
+        return CardRuling(Disposition.SIMULATED_ROUND, decision.section,
+                          "a disclosed card opens a simulated round; no wagers are accepted")
+    if facts.face_up and phase is Phase.DEALING:
+        return CardRuling(Disposition.SET_ASIDE, "631a.15(d)",
+                          "set aside; it opens a simulated round once this round is settled")
+    if phase is Phase.BETTING:
+        # 631a.15(a)-(b): a card drawn before "no more bets" is the round's first card.
+        return CardRuling(Disposition.OPEN_ROUND, "627b.3(a)(2), 631a.15(a), docs/rulings.md",
+                          "the first card out of the shoe locks every seat")
+    return CardRuling(Disposition.DEAL, "631a.9-631a.11", "the card the rules call for")
+
+
+class LostCardsAction(enum.Enum):
+    VOID_ROUND = "void the round in play and return its wagers"
+    VOID_AFTER_FAULT = "void the round once the fault clears"
+    COUNT_AS_BURNED = "count the lost cards as burned"
+    DISCARD_RECEIVED = "discard the card received; no round was open"
+    RECORD = "record the lost cards; no round is affected"
+
+
+@dataclass(frozen=True, slots=True)
+class LostCards:
+    """Cards that left the shoe with indexes the table never saw, and what that means."""
+
+    indexes: tuple[int, ...]
+    action: LostCardsAction
+    section: str = "631a.15, 681a.9, docs/rulings.md"
+
+
+def lost_cards(expected_index: int, received_index: int, phase: Phase, *,
+               round_open: bool) -> LostCards | None:
+    """A card-index gap: the cards between were dealt unseen, so nothing is settled on a guess.
+
+    None if `received_index` is the card expected. A round with lost cards is
+    void (its layout cannot be checked against the controller's hands); lost
+    burn cards count as burned; between rounds the received card is discarded
+    with the lost ones, since they may have been dealt to the layout already.
+    """
+    if expected_index < 0 or received_index == expected_index:
+        return None
+    lost = tuple(range(expected_index, received_index)) if received_index > expected_index \
+        else ()
+    if phase is Phase.FAULT:
+        action = LostCardsAction.VOID_AFTER_FAULT if round_open else LostCardsAction.RECORD
+    elif phase in (Phase.LOCKED, Phase.DEALING, Phase.SIMULATED) and round_open:
+        action = LostCardsAction.VOID_ROUND
+    elif phase is Phase.BURN:
+        action = LostCardsAction.COUNT_AS_BURNED
+    elif phase is Phase.BETTING:
+        action = LostCardsAction.DISCARD_RECEIVED
+    else:
+        action = LostCardsAction.RECORD
+    return LostCards(lost, action)

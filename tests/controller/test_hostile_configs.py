@@ -1,0 +1,204 @@
+"""Hostile configurations: each is refused by `tablectl config validate` AND by `tabled` at
+start (exit 6, no traceback), with a message naming the key and what is allowed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from controller.cli import exitcodes
+from controller.cli import main as tablectl
+from controller.daemon import EXIT_CONFIG
+from controller.daemon import main as tabled
+
+ROOT = Path(__file__).resolve().parents[2]
+SIMULATED = (ROOT / "config" / "simulated-table.toml").read_text(encoding="utf-8")
+FEED = (ROOT / "config" / "progressive-heavenly9-mystery.toml").read_text(encoding="utf-8")
+FLOOR_HASH = re.search(r'floor = "(pbkdf2_sha256\$[^"]+)"', SIMULATED)[1]  # type: ignore[index]
+
+
+def _sub(old: str, new: str, text: str = SIMULATED) -> str:
+    assert text.count(old) >= 1, old
+    return text.replace(old, new, 1)
+
+
+def _with_pin_iterations(iterations: int) -> Callable[[Path], str]:
+    _, _, salt, digest = FLOOR_HASH.split("$")
+    return lambda tmp: _sub(FLOOR_HASH, f"pbkdf2_sha256${iterations}${salt}${digest}")
+
+
+def _store_under_a_file(tmp: Path) -> str:
+    blocker = tmp / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be")
+    return _sub('path = "/var/lib/tabled/table.sqlite"', f'path = "{blocker}/table.sqlite"')
+
+
+def _socket_is_a_file(tmp: Path) -> str:
+    regular = tmp / "control.sock"
+    regular.write_text("a regular file")
+    return _sub('socket = "/run/tabled/control.sock"', f'socket = "{regular}"')
+
+
+# (id, the hostile file's text given a scratch folder, a line every refusal must contain)
+HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
+    ("max-cents-above-2-63",
+     lambda tmp: _sub("max_cents = 500000", f"max_cents = {2**63 + 5}"),
+     f"wagers.banker.max_cents = {2**63 + 5}: must be 1..1000000000 (integer cents)"),
+    ("wager-without-minimum",
+     lambda tmp: _sub("[wagers.banker]\nmin_cents = 500\n", "[wagers.banker]\n"),
+     "wagers.banker.min_cents: missing; allowed: the table's minimum for this wager in cents, "
+     "1 to 1,000,000,000"),
+    ("wager-without-maximum",
+     lambda tmp: _sub("max_cents = 100000\n", ""),
+     "wagers.tie.max_cents: missing; allowed: the table's maximum for this wager in cents"),
+    ("display-baud-minus-1",
+     lambda tmp: SIMULATED + '\n[display]\nenabled = true\nurl = "/dev/baccarat-display"\n'
+                             'baudrate = -1\n',
+     "display.baudrate = -1: not allowed; allowed: one of 9600, 19200, 38400, 57600, 115200, "
+     "230400"),
+    ("pin-hash-1-iteration", _with_pin_iterations(1),
+     "supervisors.floor = 'pbkdf2_sha256$1$...': not allowed; allowed: a PIN hash made by "
+     "'tablectl supervisor hash-pin' (pbkdf2_sha256$ITERATIONS$SALT-HEX$HASH-HEX, 100,000 to "
+     "2,000,000 iterations); this one has 1 iterations"),
+    ("pin-hash-10-12-iterations", _with_pin_iterations(10**12),
+     "this one has 1,000,000,000,000 iterations"),
+    ("store-path-is-a-directory",
+     lambda tmp: _sub('path = "/var/lib/tabled/table.sqlite"', f'path = "{tmp}"'),
+     "store.path = '{tmp}': not allowed; allowed: a writable file path whose folder exists or "
+     "can be made, e.g. /var/lib/tabled/table.sqlite (this is a directory)"),
+    ("store-path-unwritable", _store_under_a_file,
+     "store.path = '{tmp}/not-a-folder/table.sqlite': not allowed; allowed: a writable file "
+     "path whose folder exists or can be made, e.g. /var/lib/tabled/table.sqlite "
+     "({tmp}/not-a-folder is a file, not a folder)"),
+    ("socket-path-over-108-bytes",
+     lambda tmp: _sub('socket = "/run/tabled/control.sock"',
+                      f'socket = "/run/tabled/{"s" * 120}.sock"'),
+     "not allowed; allowed: a Unix socket path of at most 107 bytes, not an existing file or "
+     "folder, e.g. /run/tabled/control.sock (this one is 137 bytes)"),
+    ("socket-path-is-a-regular-file", _socket_is_a_file,
+     "control.socket = '{tmp}/control.sock': not allowed; allowed: a Unix socket path of at "
+     "most 107 bytes, not an existing file or folder, e.g. /run/tabled/control.sock (this is "
+     "an existing file that is not a socket; the daemon replaces only a socket it left behind)"),
+    ("shuffler-backend-module-missing",
+     lambda tmp: _sub('backend = "hil.usb_shuffler:get_backend"',
+                      'backend = "hil.no_such_backend:get_backend"'),
+     "shuffler.backend = 'hil.no_such_backend:get_backend': not allowed; allowed: empty for "
+     "libusb, or an importable pyusb backend 'module:attribute' (cannot import "
+     "hil.no_such_backend: No module named 'hil.no_such_backend')"),
+    ("shuffler-backend-attribute-missing",
+     lambda tmp: _sub('backend = "hil.usb_shuffler:get_backend"',
+                      'backend = "hil.usb_shuffler:no_such_function"'),
+     "(hil.usb_shuffler has no 'no_such_function')"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored():
+    """tabled's main() configures logging onto the captured stream; later tests in the same
+    process must not log to it once the capture is closed."""
+    import logging
+
+    import structlog
+
+    saved, root = structlog.get_config(), logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.configure(**saved)
+    root.handlers[:], root.level = handlers, level
+
+
+@pytest.fixture(params=HOSTILE, ids=[case[0] for case in HOSTILE])
+def hostile(request, tmp_path) -> tuple[Path, str]:
+    _, make, expected = request.param
+    path = tmp_path / "table.toml"
+    path.write_text(make(tmp_path), encoding="utf-8")
+    return path, expected.replace("{tmp}", str(tmp_path))
+
+
+def test_config_validate_refuses_it_naming_the_key(hostile, capsys):
+    path, expected = hostile
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    out = capsys.readouterr().out
+    assert expected in out
+    assert out.endswith("1 error(s)\n"), out  # exactly this one problem, nothing collateral
+
+
+def test_the_daemon_refuses_it_at_start_naming_the_key(hostile, capsys):
+    path, expected = hostile
+    assert tabled(["--config", str(path)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"{path}: 1 configuration error(s):\n" in err
+    assert expected in err
+    assert "Traceback" not in err
+
+
+def test_the_daemon_process_exits_6_which_systemd_does_not_restart(tmp_path):
+    """systemd/tabled.service: RestartPreventExitStatus=6, so no restart loop."""
+    path = tmp_path / "table.toml"
+    path.write_text(HOSTILE[3][1](tmp_path), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "controller.daemon", "--config", str(path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 6
+    assert "display.baudrate = -1: not allowed" in done.stderr
+    assert "Traceback" not in done.stderr
+    unit = (ROOT / "systemd" / "tabled.service").read_text(encoding="utf-8")
+    assert "\nRestartPreventExitStatus=6\n" in unit
+
+
+def _without_paho(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a table installed with '.[pi]' only: the 'linked' extra's paho-mqtt is absent
+    (a None entry in sys.modules makes every import of it fail, as Python documents)."""
+    for name in [n for n in sys.modules if n == "paho" or n.startswith("paho.")] + ["paho"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "paho.mqtt", None)
+    monkeypatch.setitem(sys.modules, "paho.mqtt.client", None)
+
+
+MQTT_REFUSAL = ("[mqtt]: needs the Python package paho-mqtt, which is not installed here "
+                "(import of paho.mqtt.client halted; None in sys.modules); allowed: install the "
+                "'linked' extra (/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'; on "
+                "32-bit Raspberry Pi OS: apt install libpq5, then "
+                "'/opt/tabled[pi,linked-libpq]'), or remove [mqtt]")
+
+
+def test_an_mqtt_feed_without_the_linked_extra_is_refused_by_both(tmp_path, capsys,
+                                                                 monkeypatch):
+    path = tmp_path / "table.toml"
+    path.write_text(FEED, encoding="utf-8")
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.OK  # paho installed here
+    capsys.readouterr()
+    _without_paho(monkeypatch)
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    assert f"{path}: {MQTT_REFUSAL}\n1 error(s)\n" in capsys.readouterr().out
+    assert tabled(["--config", str(path)]) == EXIT_CONFIG
+    assert MQTT_REFUSAL in capsys.readouterr().err
+
+
+def test_every_problem_is_reported_at_once_in_one_format(tmp_path, capsys):
+    text = _with_pin_iterations(1)(tmp_path)
+    text = _sub("max_cents = 100000\n", "", text)
+    text = _sub('backend = "hil.usb_shuffler:get_backend"', 'backend = "nonsense"', text)
+    text += '\n[display]\nenabled = true\nurl = "/dev/baccarat-display"\nbaudrate = -1\n'
+    path = tmp_path / "table.toml"
+    path.write_text(text, encoding="utf-8")
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "4 error(s)"
+    pattern = re.compile(rf"^{re.escape(str(path))}: [\w.\[\]]+( = .+: not allowed|: missing);"
+                         r" allowed: .+$")
+    assert [bool(pattern.match(line)) for line in lines[:-1]] == [True] * 4, lines
+
+
+def test_the_shipped_configurations_still_validate(capsys):
+    for name in ("simulated-table.toml", "progressive-heavenly9-mystery.toml",
+                 "progressive-royal9.toml", "progressive-harmony-linked.toml"):
+        assert tablectl(["config", "validate", str(ROOT / "config" / name)]) == exitcodes.OK, \
+            capsys.readouterr().out
+    if os.environ.get("CI") == "true":
+        assert "valid table configuration" in capsys.readouterr().out
