@@ -255,16 +255,19 @@ class ScriptedDaemon:
     simulated table does not produce on demand (a 21 Baccarat shoe, a fault, a jackpot)."""
 
     def __init__(self, path: str, status: dict[str, Any]) -> None:
+        from controller.access import Role
         from controller.control import ControlServer
 
         self.server = ControlServer(path)
         self.log: list[Any] = []
         self.status = status
-        self.server.register("status", lambda args: self.status)
-        self.server.register("meters", lambda args: [])
-        self.server.register("devices", lambda args: [])
-        self.server.register("events", self._events)
-        self.server.set_history(lambda after: [e for e in self.log if e.seq > after])
+        # The commands the display uses, each needing only the read role, as in the daemon.
+        self.server.register("status", lambda args: self.status, role=Role.READ)
+        self.server.register("meters", lambda args: [], role=Role.READ)
+        self.server.register("devices", lambda args: [], role=Role.READ)
+        self.server.register("events", self._events, role=Role.READ)
+        self.server.set_history(
+            lambda after, limit: [e for e in self.log if e.seq > after][:limit])
 
     def _events(self, args: Any) -> list[dict[str, Any]]:
         from controller.control import event_json

@@ -71,7 +71,7 @@ def table_info(config_path: str) -> tuple[dict[str, Any], str]:
     except SubmissionError as exc:
         raise ConfigError(config_path, [e.removeprefix(f"{config_path}: ")
                                         for e in exc.errors]) from exc
-    control = data.get("control") if isinstance(data.get("control"), dict) else {}
+    control: dict[str, Any] = data["control"] if isinstance(data.get("control"), dict) else {}
     socket_path = control.get("socket", DEFAULT_SOCKET)
     if not isinstance(socket_path, str) or not socket_path:
         raise ConfigError(config_path, [f"control.socket = {socket_path!r}: allowed: the "

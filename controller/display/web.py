@@ -197,12 +197,13 @@ class WebServer:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                      b"Cache-Control: no-store\r\nConnection: close\r\n"
                      b"X-Accel-Buffering: no\r\n\r\n" + f"retry: {RETRY_MS}\n\n".encode())
-        for message in self.snapshot(topics):  # a fresh browser starts from the present
-            writer.write(message)
+        for snapshot in self.snapshot(topics):  # a fresh browser starts from the present
+            writer.write(snapshot)
         self.streams.add(stream)
         try:
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             while True:
+                message: bytes | None
                 try:
                     message = await asyncio.wait_for(stream.queue.get(), KEEPALIVE_S)
                 except TimeoutError:

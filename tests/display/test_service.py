@@ -28,7 +28,10 @@ def test_a_secrets_file_it_cannot_read_is_never_opened(tmp_path: Path) -> None:
     # The daemon's PIN hashes stay out of the display's reach (docs/deployment.md).
     text = (ROOT / "config" / "simulated-table.toml").read_text()
     config = tmp_path / "table.toml"
-    config.write_text(text + '\n[access]\nsecrets = "/nonexistent/secrets.toml"\n')
+    secrets = 'secrets = "/nonexistent/secrets.toml"\n'
+    text = text.replace("[access]\n", "[access]\n" + secrets) if "[access]\n" in text \
+        else text + "\n[access]\n" + secrets
+    config.write_text(text)
     info, _ = table_info(str(config))
     assert info["table_id"] == "SIM-BAC-01"
 
