@@ -148,3 +148,17 @@ def test_live_event_delays_are_a_cumulative_histogram() -> None:
     # Buckets 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5 s.
     assert m.delay_buckets == [0, 0, 1, 1, 1, 1, 2, 2]
     assert m.delay_count == 2 and round(m.delay_sum_s, 3) == 0.73
+
+
+def test_every_kind_the_displays_follow_is_in_the_event_catalogue() -> None:
+    # A kind renamed or dropped in the daemon (controller/events.py) fails here, not on a
+    # scoreboard that silently stops changing.
+    from controller.display.service import REFRESH_KINDS_DEVICES
+    from controller.events import CATALOGUE
+
+    handled = {name.removeprefix("_on_") for name in dir(Board) if name.startswith("_on_")}
+    assert handled == {"shoe_loaded", "prompt", "no_more_bets", "wager_accepted",
+                       "progressive_accepted", "seat_sensor", "card", "round_settled",
+                       "round_void", "cover_card", "device_fault", "device_recovered",
+                       "device_fault_cleared", "jackpot_validated"}
+    assert (handled | REFRESH_KINDS_DEVICES) - {e.kind for e in CATALOGUE} == set()
