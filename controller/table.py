@@ -23,6 +23,7 @@ from transitions import Machine
 from controller.faults import HeldFault
 from controller.logsetup import bind_round
 from cards import BackColour, Card
+from controller.rules.procedure import BASE_WAGERS, base_wager_missing, vigorish_to_collect
 from controller.rules.settlement import PlacedWager
 from controller.store import Store
 from controller.table_base import CommandRefused
@@ -41,9 +42,6 @@ from drivers.protocols import (
 
 __all__ = ["BASE_WAGERS", "CommandRefused", "RulesAdapter", "Table", "TableState"]
 
-# The Baccarat wagers of 631a.8(a)(1)-(3) (627a for Minibaccarat, 681a.6 for 21 Baccarat);
-# every other wager is optional and needs one of these at the seat first.
-BASE_WAGERS = frozenset({"banker", "player", "tie"})
 
 
 
@@ -150,10 +148,11 @@ class Table(RoundPlay, BatchChecks):
             return self._collect_marked_vigorish(seat, "player leaves")
 
     def _collect_marked_vigorish(self, seat: int | None, reason: str) -> int:
-        owed = {s: t["vig_owed_cents"] for s, t in self.store.seat_totals().items()
-                if t["vig_owed_cents"] and (seat is None or s == seat)}
-        for owing_seat in sorted(owed, reverse=True):  # highest seat first, as 631a.12(b)
+        collected = vigorish_to_collect(
+            {s: t["vig_owed_cents"] for s, t in self.store.seat_totals().items()}, seat)
+        for owing_seat, _ in collected:
             self.store.collect_vigorish(owing_seat)
+        owed = dict(collected)
         if owed:
             self.announce("collect_vigorish", reason=reason,
                           seats=[{"seat": s, "cents": c} for s, c in sorted(owed.items())])
@@ -174,12 +173,10 @@ class Table(RoundPlay, BatchChecks):
         problem = self.rules.check_wager(placed)
         if problem:
             raise CommandRefused(problem)
-        if wager not in BASE_WAGERS and not self.rules.without_base_wager(wager) and not any(
-                w.seat == seat and w.wager in BASE_WAGERS for w in self.wagers):
-            # 631c.3(c), 631c.4(c), 627b.5(a)-(b): an optional wager follows a Baccarat
-            # wager at the same seat (applied to every optional wager, docs/rulings.md C15).
-            raise CommandRefused(f"seat {seat} must first place a Banker, Player or Tie wager "
-                                 f"before the optional wager {wager!r} (631c.3(c))")
+        problem = base_wager_missing(placed, self.wagers,
+                                     without_base_wager=self.rules.without_base_wager(wager))
+        if problem:
+            raise CommandRefused(problem)
         with self.store.transaction():
             self.wagers.append(placed)
             self.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
