@@ -248,3 +248,122 @@ async def take_screenshots(browser: Any, display: DisplayProcess, tmp_path: Path
             header = path.read_bytes()[16:24]  # PNG IHDR: width, height
             assert (int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")) == (
                 viewport["width"], viewport["height"])
+
+
+class ScriptedDaemon:
+    """The daemon's side of the control socket with a scripted event log: for what the
+    simulated table does not produce on demand (a 21 Baccarat shoe, a fault, a jackpot)."""
+
+    def __init__(self, path: str, status: dict[str, Any]) -> None:
+        from controller.access import Role
+        from controller.control import ControlServer
+
+        self.server = ControlServer(path)
+        self.log: list[Any] = []
+        self.status = status
+        # The commands the display uses, each needing only the read role, as in the daemon.
+        self.server.register("status", lambda args: self.status, role=Role.READ)
+        self.server.register("meters", lambda args: [], role=Role.READ)
+        self.server.register("devices", lambda args: [], role=Role.READ)
+        self.server.register("events", self._events, role=Role.READ)
+        self.server.set_history(
+            lambda after, limit: [e for e in self.log if e.seq > after][:limit])
+
+    def _events(self, args: Any) -> list[dict[str, Any]]:
+        from controller.control import event_json
+
+        chosen = [e for e in self.log if e.seq > args.get("after_seq", 0)
+                  and args.get("kind") in (None, e.kind)]
+        return [event_json(e) for e in chosen[-args.get("limit", 50):]]
+
+    def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
+        import time
+
+        from controller.store import Event
+
+        event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
+                      "", "")
+        self.log.append(event)
+        self.server.publish(event)
+        return event.at
+
+
+async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any,
+                                                                     tmp_path: Path) -> None:
+    import asyncio
+
+    from controller.display.service import DisplayService
+
+    socket_path = str(tmp_path / "control.sock")
+    daemon = ScriptedDaemon(socket_path, {"state": "betting_open", "shoe": {"cards_left": 200},
+                                          "round": {}, "fault": None})
+    daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+    # 681a: 21-point hands; the Player's 7♠ 9♦ K♣ busts at 26, the Banker stands on 19.
+    daemon.emit("round_settled", {"round_no": 1, "simulated": False, "settlements": [],
+                                  "table_net_cents": 0, "result": {
+                                      "player": ["7♠", "9♦", "K♣"], "banker": ["9♥", "K♦"],
+                                      "player_total": 26, "banker_total": 19,
+                                      "winner": "banker", "player_natural": False,
+                                      "banker_natural": False}})
+    await daemon.server.start()
+    table = {"table_id": "SIM-21-01", "name": "21 Baccarat", "game": "21-baccarat",
+             "decks": 8, "seats": 6, "limits": [{"wager": "player", "min_cents": 1000,
+                                                 "max_cents": 200000}]}
+    service = DisplayService(socket_path, table)
+    port = await service.web.start("127.0.0.1", 0)
+    tasks = [asyncio.create_task(service.follow_daemon()),
+             asyncio.create_task(service.publish_changes())]
+    try:
+        board = await browser.new_page(viewport=LANDSCAPE, bypass_csp=True)
+        dealer = await browser.new_page(viewport=PORTRAIT, bypass_csp=True)
+        for page in (board, dealer):
+            await page.add_init_script(OBSERVER)
+        await board.goto(f"http://127.0.0.1:{port}/scoreboard")
+        await dealer.goto(f"http://127.0.0.1:{port}/dealer")
+        await board.wait_for_function("document.body.classList.contains('game-21')",
+                                      timeout=PAGE_WAIT_MS)
+        row = board.locator("#hands21 tr[data-round-no='1']")
+        await row.wait_for(timeout=PAGE_WAIT_MS)
+        assert await row.locator("td.total").all_inner_texts() == ["26", "19"]
+        assert await row.locator("td.total.bust").inner_text() == "26"
+        assert await row.locator("td.result").inner_text() == "BANKER"
+        assert not await board.locator("#bead-plate").is_visible()  # not a 21 Baccarat view
+        assert await board.inner_text("#limits tr[data-wager='player']") == "Player\t$10\t\u2013\t$2K"
+
+        # The next card's destination before it is dealt: a burn card.
+        at = daemon.emit("prompt", {"action": "burn", "remaining": 3})
+        await dealer.wait_for_function("'next:burn' in window.__seen", timeout=PAGE_WAIT_MS)
+        assert (await dealer.evaluate("window.__seen['next:burn']")) - at * 1000 <= DOM_DEADLINE_MS
+        assert await dealer.inner_text("#prompt") == "Burn cards: 3 more"
+
+        # A fault, with what to do, on the dealer's page.
+        daemon.status = {**daemon.status, "state": "device_fault", "fault": {
+            "device": "shoe", "code": "lid_open", "detail": "the shoe's lid is open",
+            "action": "close the lid; the game resumes by itself"}}
+        daemon.emit("device_fault", {"code": "lid_open", "detail": "the shoe's lid is open",
+                                     "action": "close the lid; the game resumes by itself"},
+                    device="shoe")
+        await dealer.locator("#fault").wait_for(state="visible", timeout=PAGE_WAIT_MS)
+        assert await dealer.inner_text("#fault-action") == \
+            "close the lid; the game resumes by itself"
+        await board.wait_for_function(
+            "document.getElementById('announce').dataset.kind === 'paused'", timeout=PAGE_WAIT_MS)
+        daemon.status = {**daemon.status, "state": "betting_open", "fault": None}
+        daemon.emit("device_recovered", {"code": "lid_open"}, device="shoe")
+        await dealer.locator("#fault").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
+
+        # A progressive award: the win light on both pages until a supervisor validates it.
+        daemon.emit("prompt", {"action": "jackpot", "award_id": 3, "seat": 4,
+                               "progressive": "heavenly9", "level": "progressive",
+                               "amount_cents": 1_002_550, "detail": "verify the win light"})
+        await board.locator("#win-light").wait_for(state="visible", timeout=PAGE_WAIT_MS)
+        assert await board.inner_text("#win-light .amount") == "$10,025.50"
+        await dealer.locator(".seat.won[data-seat='4']").wait_for(timeout=PAGE_WAIT_MS)
+        daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor"})
+        await board.locator("#win-light").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await service.web.close()
+        await daemon.server.close()
