@@ -216,7 +216,7 @@ def session_zero(ctx: Context) -> Verdicts:
     alive = _answers_status(p)
     yield "handshake.session_zero", not answered and alive, (
         "RESET(0) ignored, session unchanged" if not answered and alive else
-        f"RESET(0) answered with {[rx.kind().name for rx in answered if rx.kind()]}; "
+        f"RESET(0) answered with {[rx.describe() for rx in answered]}; "
         f"session {'alive' if alive else 'lost'}")
 
 
@@ -233,7 +233,7 @@ def stray_first(ctx: Context) -> Verdicts:
              and rx.kind() in (FrameKind.ACK, FrameKind.DATA) and rx.frame.ack >= 1]
     yield "handshake.stray_first", not acked, (
         "StatusRequest at seq 0 not acknowledged" if not acked else
-        f"acknowledged by a {acked[0].kind().name if acked[0].kind() else '?'} with ack "
+        f"acknowledged by a {acked[0].describe()} with ack "
         f"{acked[0].frame.ack if acked[0].frame else '?'}")
 
 
@@ -588,7 +588,7 @@ def refusal(ctx: Context) -> Verdicts:
     if answered:
         problems.append("a message was delivered and answered")
     if spoke:
-        problems.append(f"sent {spoke[0].kind().name if spoke[0].kind() else 'garbage'} "
+        problems.append(f"sent {spoke[0].describe()} "
                         f"{spoke[0].time - quiet_from:.2f} s into our silence")
     yield "refusal.state", not problems, "; ".join(problems) or (
         f"acknowledged our DATA, answered nothing, quiet for {p.now() - quiet_from:.1f} s")

@@ -56,6 +56,10 @@ class Rx:
     def kind(self) -> FrameKind | None:
         return self.frame.kind if self.frame is not None else None
 
+    def describe(self) -> str:
+        """What arrived, for a report: the frame kind, or "a bad frame"."""
+        return self.frame.kind.name if self.frame is not None else "a bad frame"
+
 
 _SESSION = struct.Struct("<I")
 
