@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 import grp
 import os
+import pwd
 import socket
 import struct
 from collections.abc import Iterable, Mapping
@@ -37,7 +38,7 @@ from typing import Any
 # Linux's SO_PEERGROUPS (since 4.13; absent from Python's socket module): the peer's
 # supplementary groups as they were when it connected.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
-MAX_PEER_GROUPS = 1024  # NGROUPS_MAX is 65536, but a technician's account has a handful
+MAX_PEER_GROUPS = 256  # Python's getsockopt reads at most 1024 bytes
 
 
 class Role(enum.Enum):
@@ -180,7 +181,8 @@ class AccessPolicy:
     def caller(self, sock: socket.socket) -> Caller:
         """The connection's caller from SO_PEERCRED / SO_PEERGROUPS."""
         pid, uid, gid = peer_credentials(sock)
-        return Caller(uid, gid, pid, self.roles_for(uid, {gid, *peer_groups(sock)}))
+        return Caller(uid, gid, pid,
+                      self.roles_for(uid, {gid, *peer_groups(sock, uid, gid)}))
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -190,14 +192,26 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
     return pid, uid, gid
 
 
-def peer_groups(sock: socket.socket) -> tuple[int, ...]:
-    """The peer's supplementary groups; () where the kernel cannot say (then only the
+def peer_groups(sock: socket.socket, uid: int | None = None, gid: int | None = None,
+                ) -> tuple[int, ...]:
+    """The peer's supplementary groups, as the kernel recorded them at connect(). Python
+    reads at most 1024 option bytes (256 groups); for a peer with more, the account's
+    groups from the user database stand in. () where neither can say (then only the
     primary gid counts, which errs on the side of fewer roles)."""
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * MAX_PEER_GROUPS)
     except OSError:
-        return ()
+        return _account_groups(uid, gid)
     return struct.unpack(f"{len(raw) // 4}I", raw[: len(raw) // 4 * 4])
+
+
+def _account_groups(uid: int | None, gid: int | None) -> tuple[int, ...]:
+    if uid is None or gid is None:
+        return ()
+    try:
+        return tuple(os.getgrouplist(pwd.getpwuid(uid).pw_name, gid))
+    except (KeyError, OSError):
+        return ()
 
 
 def _gid_of(name: str) -> int | None:

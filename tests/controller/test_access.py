@@ -4,8 +4,10 @@ and no command that lets a client assert a device fact (681a.3(b) batch check)."
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
+import struct
 
 import pytest
 
@@ -50,7 +52,9 @@ def test_the_kernel_says_who_connected():
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with ours, theirs:
         assert peer_credentials(ours) == (os.getpid(), os.geteuid(), os.getegid())
-        assert set(peer_groups(ours)) == set(os.getgroups())
+        raw = ours.getsockopt(socket.SOL_SOCKET, 59, 1024)  # SO_PEERGROUPS, not a fallback
+        assert set(peer_groups(ours)) == set(os.getgroups()) == {
+            g for (g,) in struct.iter_unpack("I", raw)}
         caller = AccessPolicy(AccessConfig(), gid_of=GIDS.get).caller(ours)
     assert (caller.uid, caller.pid, caller.roles) == (os.geteuid(), os.getpid(), EVERY_ROLE)
 
@@ -193,3 +197,96 @@ async def settle(client: ControlClient, state: str) -> dict:
             return status
         await asyncio.sleep(0.01)
     raise AssertionError(f"table never reached {state}: {status['state']}")
+
+
+# --- the kernel's word, end to end (needs root to become another user) ---------------------
+
+CHILD = """
+import json, os, socket, sys
+path, uid, groups = sys.argv[1], int(sys.argv[2]), [int(g) for g in sys.argv[3].split(",")]
+os.setgroups(groups); os.setgid(groups[0]); os.setuid(uid)  # credentials as at connect()
+sock = socket.socket(socket.AF_UNIX); sock.connect(path)
+answers = []
+for cmd in ("status", "open"):
+    sock.sendall(json.dumps({"cmd": cmd}).encode() + b"\\n")
+    answers.append(json.loads(sock.makefile().readline()))
+print(json.dumps(answers))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becoming another user needs root; the "
+                    "mapping itself is tested above with the policy's own code")
+@pytest.mark.parametrize(("groups", "open_answer"), [
+    ("5001", {"ok": False, "code": "forbidden",
+              "error": "open needs the dealer role; this caller (uid 65534) has read "
+                       "(docs/deployment.md, groups)"}),
+    ("5001,5002", {"ok": True, "result": "opened"}),
+])
+async def test_another_users_roles_come_from_the_kernel(groups, open_answer):
+    import sys
+    import tempfile
+
+    from controller.control import ControlServer
+
+    directory = tempfile.mkdtemp(prefix="access-")
+    os.chmod(directory, 0o755)
+    server = ControlServer(f"{directory}/c.sock", mode=0o666, access=policy())
+    server.register("status", lambda args: "closed", role=READ)
+    server.register("open", lambda args: "opened", role=DEALER)
+    await server.start()
+    try:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", CHILD, server.path, "65534", groups,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(child.communicate(), 60)
+    finally:
+        await server.close()
+    status, opened = json.loads(out or b"null") or [None, None]
+    assert status == {"id": None, "ok": True, "result": "closed"}, err
+    assert {k: v for k, v in opened.items() if k != "id"} == open_answer
+
+
+# --- where PIN hashes may live --------------------------------------------------------------
+
+def _without_inline_opt_in(tmp_path, mode: int):  # noqa: ANN001, ANN202
+    from pathlib import Path
+
+    source = Path(__file__).parents[2] / "config" / "simulated-table.toml"
+    text = source.read_text().replace("inline_pin_hashes = true\n", "")
+    path = tmp_path / "table.toml"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_pin_hashes_in_a_group_readable_configuration_are_refused(tmp_path):
+    from controller.config import ConfigError, load_config
+
+    path = _without_inline_opt_in(tmp_path, 0o640)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.problems == [
+        "supervisors: PIN hashes in a file group or others can read (mode 0640) can be "
+        "guessed offline; allowed: [access] secrets = a file of mode 0600 holding "
+        "[supervisors] (docs/deployment.md), or inline_pin_hashes = true on a demo table"]
+    path.chmod(0o600)  # the service user's alone: acceptable
+    assert list(load_config(path).supervisor_pin_hashes) == ["floor"]
+
+
+def test_pin_hashes_come_from_the_secrets_file(tmp_path):
+    from controller.auth import hash_pin
+    from controller.config import ConfigError, load_config
+
+    path = _without_inline_opt_in(tmp_path, 0o640)
+    text = path.read_text()
+    start = text.index("[supervisors]")
+    path.write_text(text[:start] + text[start:].split("\n\n", 1)[-1] if "\n\n" in
+                    text[start:] else text[:start])
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f'[supervisors]\nana = "{hash_pin("4321", iterations=100_000)}"\n')
+    secrets.chmod(0o600)
+    config = load_config(path, [f"access.secrets={secrets}"])
+    assert list(config.supervisor_pin_hashes) == ["ana"]
+    secrets.chmod(0o644)
+    with pytest.raises(ConfigError, match="has mode 0644: group or others can read it"):
+        load_config(path, [f"access.secrets={secrets}"])

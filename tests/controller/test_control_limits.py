@@ -302,3 +302,35 @@ def test_a_secrets_file_others_can_read_is_refused(tmp_path: Path):
     secrets.chmod(0o600)
     hashes, problems = auth.read_secrets(secrets)
     assert (list(hashes), problems) == (["ana"], [])
+
+
+async def test_a_chain_broken_while_running_is_found_by_the_check_in_its_own_process(tmp_path):
+    """verify_chain runs in a child process (controller/offload.py); what it finds comes
+    back as the daemon's own IntegrityError: the table goes out of order, naming the entry."""
+    import sqlite3
+
+    config = config_for(tmp_path)
+    async with running(config) as client:
+        for seat in (1, 2, 3):
+            await client.call("seat_leaves", seat=seat)  # a few entries to alter
+        last = (await client.call("events", limit=1))[0]["seq"]
+        raw = sqlite3.connect(config.store_path)
+        raw.execute("UPDATE events SET payload = '{\"x\":1}' WHERE seq = ?", (last - 1,))
+        raw.commit()
+        raw.close()
+        first, second = await asyncio.gather(
+            client_call(config.control_socket, "verify_chain", full=True),
+            client_call(config.control_socket, "verify_chain", full=True))
+        status = await client.call("status")
+    assert first == second  # one check, shared
+    assert first["code"] == "internal"
+    assert f"entry {last - 1} " in first["error"] and "was altered" in first["error"]
+    assert status["state"] == "out_of_order"
+
+
+async def client_call(path: str, cmd: str, **args: object) -> dict:
+    reader, writer = await asyncio.open_unix_connection(path)
+    writer.write(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
+    answer = json.loads(await reader.readline())
+    writer.close()
+    return answer
