@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
 
@@ -39,7 +39,6 @@ from drivers.protocols import (
 )
 
 log = structlog.get_logger("tabled")
-DeviceT = TypeVar("DeviceT", bound=Device)
 
 EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
@@ -95,9 +94,12 @@ class Daemon:
         self.started_monotonic = time.monotonic()
         self._last_event_wait = 0.0
         # Each optional device as the Protocol the daemon calls it through.
-        self.seats = _device_as(self.devices, "seats", SeatPanel)
-        self.display = _device_as(self.devices, "display", ProgressiveDisplay)
-        self.shuffler = _device_as(self.devices, "shuffler", Shuffler)
+        seats, display, shuffler = (_device_as(self.devices, name, protocol) for name, protocol
+                                    in (("seats", SeatPanel), ("display", ProgressiveDisplay),
+                                        ("shuffler", Shuffler)))
+        self.seats = seats if isinstance(seats, SeatPanel) else None
+        self.display = display if isinstance(display, ProgressiveDisplay) else None
+        self.shuffler = shuffler if isinstance(shuffler, Shuffler) else None
         self.progressive = None
         if config.progressive is not None:
             from controller.progressive.system import ProgressiveSystem
@@ -624,8 +626,7 @@ EVENT_FILTERS = {"kind": "an event kind, e.g. card, device_fault, prompt",
                  "severity": "info, warning, error or critical"}
 
 
-def _device_as(devices: Mapping[str, Device], name: str, protocol: type[DeviceT]
-               ) -> DeviceT | None:
+def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Device | None:
     """The configured device `name` as the Protocol the daemon drives it through, or None.
 
     A device object lacking one of the Protocol's methods is a wiring error: it is

@@ -16,7 +16,7 @@ from controller.table_machine import ROUND_IN_PLAY, TableState
 from controller.rules.dealing import hand_of
 from controller.rules.procedure import (
     CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
-    lost_cards,
+    lost_cards, shoe_ends_after_round,
 )
 from controller.rules.settlement import void_round
 from drivers.protocols import CardDrawn, CoverCardDrawn, LedState
@@ -277,8 +277,10 @@ class RoundPlay(TableBase):
         finished_round = self.round_id
         self.round_id = None
         # The "one more hand" of 631a.10(d) is a live hand, never a simulated one.
-        if self.shoe.cover_card_seen and not was_simulated and (
-                self.shoe.last_hand_announced or self.rules.reshuffles_at_cover_card):
+        if shoe_ends_after_round(cover_card_seen=self.shoe.cover_card_seen,
+                                 last_hand_announced=self.shoe.last_hand_announced,
+                                 simulated=was_simulated,
+                                 reshuffle_at_cover=self.rules.reshuffles_at_cover_card):
             if self.batches is not None:
                 self.batches.shoe_collected()  # shoe and discard rack emptied (681a.3(b)(5))
             self.shoe_finished()

@@ -40,6 +40,9 @@ class PlayerPlan:
     sit_out: float = 0.15  # chance that a seat skips a round
     progressive: float = 0.0  # chance that a playing seat also puts a chip on its sensor
     progressive_without_base: tuple[int, ...] = ()  # seats that touch the sensor, no wager
+    # Seconds the players take over their bets: 0 in tests; a few for a person watching
+    # the scoreboard and the dealer's screen (`python -m hil.run --pace`).
+    betting_s: float = 0.0
 
     def wagers_for_round(self, rng: random.Random) -> list[tuple[int, str, int]]:
         placed = []
@@ -402,6 +405,8 @@ class TableHarness:
             await self._do(action, {"round_no": status["round"]["round_no"] + 1})
 
     async def _place_bets(self, round_no: int) -> None:
+        if self.players.betting_s:
+            await asyncio.sleep(self.players.betting_s)
         based: set[int] = set()
         for seat, wager, amount in self.players.wagers_for_round(self.rng):
             try:

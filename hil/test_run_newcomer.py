@@ -3,6 +3,7 @@ running for tablectl, the log path it prints, and no retained MQTT messages left
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ import uuid
 from pathlib import Path
 
 from hil.mqtt_cleanup import clear_retained
+from hil.table_harness import TableHarness
 from tests.progressive.conftest import MQTT_HOST, MQTT_PORT, service_required
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +46,26 @@ def test_the_same_workdir_twice_continues_the_table(tmp_path):
     first_round = [line for line in first.stdout.splitlines() if line.startswith("Round  1 ")]
     second_round = [line for line in second.stdout.splitlines() if line.startswith("Round  1 ")]
     assert first_round and second_round and first_round != second_round
+
+
+def test_a_table_left_in_the_middle_of_a_shoe_is_refused_with_the_reason(tmp_path):
+    workdir = tmp_path / "sim"
+
+    async def leave_mid_shoe() -> None:
+        async with TableHarness(ROOT / "config" / "simulated-table.toml", workdir,
+                                seed=5) as table:
+            await table.play(shoes=1, until=lambda result: len(result.rounds) >= 2)
+
+    asyncio.run(leave_mid_shoe())
+    again = _run("--workdir", str(workdir))
+    assert again.returncode == 2, again.stdout + again.stderr
+    refusal = re.search(rf"^The table in {re.escape(str(workdir))} stopped in state ([A-Z_]+): "
+                        r"it cannot be continued here \(the simulated shoe's cards went with "
+                        r"the last run\)\. Use a new --workdir, or delete .+ to start that "
+                        r"table again\.$", again.stdout, re.M)
+    assert refusal is not None, again.stdout
+    assert refusal[1] not in ("CLOSED", "END_OF_SHOE", "SHUFFLING", "CUT")
+    assert "wager refused" not in again.stdout and "Round " not in again.stdout
 
 
 def test_keep_running_prints_the_tablectl_line_that_works():

@@ -18,6 +18,7 @@ from controller.rules.baccarat import Hand, NextCard
 from controller.rules.game import Coup, Game
 from controller.rules.procedure import (
     CardFacts, Disposition, LostCardsAction, Phase, card_ruling, lost_cards,
+    shoe_ends_after_round,
 )
 from controller.rules.settlement import PlacedWager, settle_round, void_round
 from controller.rules.wager import Settlement, SettlementPoint
@@ -248,8 +249,10 @@ class ShoeDealing:
             self.wagers = []
             self.extra_card_window = self.game.config.is_21  # 681a.9(b)
             self.hand_of_17 = 17 in (result.player_total, result.banker_total)
-        if self.cover_seen and not r.simulated and (
-                self.last_hand_announced or self.game.reshuffles_at_cover_card):
+        if shoe_ends_after_round(cover_card_seen=self.cover_seen,
+                                 last_hand_announced=self.last_hand_announced,
+                                 simulated=r.simulated,
+                                 reshuffle_at_cover=self.game.reshuffles_at_cover_card):
             self._end_shoe()
             return
         self.phase = Phase.BETTING
