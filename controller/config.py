@@ -8,12 +8,16 @@ what is allowed, and all errors are reported at once.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.access import AccessConfig, parse_access
+from controller.auth import read_secrets
 from controller.config_checks import (
     ConfigProblems, check_control_socket, check_feature_packages, check_import_path,
     check_pin_hash, check_store_path,
@@ -25,7 +29,7 @@ DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors")
+                   "progressive", "linked", "mqtt", "supervisors", "access")
 
 
 class ConfigError(ValueError):
@@ -99,6 +103,8 @@ class TableConfig:
     supervisor_pin_hashes: Mapping[str, str]
     store_flush_delay_ms: float = 0.0
     """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
+    access: AccessConfig = AccessConfig()
+    """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""
     """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
 
@@ -202,7 +208,8 @@ def _wager_limits(c: _Checker, submission: Any) -> None:
                                  f"{MAX_WAGER_CENTS:,} (a table configuration posts both)")
 
 
-def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
+def parse_config(data: Mapping[str, Any], source: str, *,
+                 file_mode: int | None = None) -> TableConfig:
     """Validate a parsed TOML document; raise ConfigError listing every problem."""
     from controller.rules.submission import SubmissionError, parse_submission
 
@@ -332,12 +339,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
     mode_text = c.get(ctl_t, "control", "mode", str, "'0600' (owner only) or '0660' (group)",
                       "0660", check=lambda v: v in ("0600", "0660"))
 
-    sup_t = c.table("supervisors", required=False)
-    supervisors: dict[str, str] = {}
-    for name, digest in sup_t.items():
-        checked = check_pin_hash(c.report, name, digest)
-        if checked is not None:
-            supervisors[name] = checked
+    access, supervisors = _access_and_pins(c, data, file_mode)
 
     progressive = None
     if any(key in data for key in ("progressive", "linked", "mqtt")):
@@ -360,6 +362,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> TableConfig:
         source=source, raw=data, submission=submission, progressive=progressive, shoe=shoe, shuffler=shuffler, gpio=gpio,
         display=display, store_path=store_path, control_socket=control_socket,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
+        access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
     )
 
@@ -395,4 +398,32 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TableCo
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, [f"not valid TOML: {exc}"]) from exc
     apply_overrides(data, overrides or [], source)
-    return parse_config(data, source)
+    return parse_config(data, source, file_mode=stat.S_IMODE(os.stat(path).st_mode))
+
+
+def _access_and_pins(c: _Checker, data: Mapping[str, Any], file_mode: int | None,
+                     ) -> tuple[AccessConfig, dict[str, str]]:
+    """`[access]`, and the supervisors' PIN hashes: from the secrets file, or (a demo
+    table only, `inline_pin_hashes = true`) from `[supervisors]` in this file."""
+    access = parse_access(c.table("access", required=False), c.problems)
+    inline = c.table("supervisors", required=False)
+    if inline and access.secrets:
+        c.report.clash("supervisors", "PIN hashes here and in the secrets file "
+                       f"({access.secrets})", "one place: the secrets file, so remove "
+                       "[supervisors] from this file")
+    elif inline and file_mode is not None and file_mode & 0o077 \
+            and not access.inline_pin_hashes:
+        c.report.clash("supervisors", f"PIN hashes in a file group or others can read (mode "
+                       f"{file_mode:04o}) can be guessed offline", "[access] secrets = a file "
+                       "of mode 0600 holding [supervisors] (docs/deployment.md), or "
+                       "inline_pin_hashes = true on a demo table")
+    table = inline
+    if access.secrets:
+        table, problems = read_secrets(access.secrets)
+        c.problems.extend(problems)
+    hashes = {}
+    for name, digest in table.items():
+        checked = check_pin_hash(c.report, name, digest)
+        if checked is not None:
+            hashes[str(name)] = checked
+    return access, hashes

@@ -186,5 +186,6 @@ def check_feature_packages(problems: ConfigProblems, sections: Iterable[str]) ->
             problems.items.append(
                 f"[{section}]: needs the Python package {package}, which is not installed "
                 f"here ({exc}); allowed: install the 'linked' extra "
-                f"(/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'), or remove "
-                f"[{section}]")
+                f"(/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'; on 32-bit "
+                f"Raspberry Pi OS: apt install libpq5, then '/opt/tabled[pi,linked-libpq]'), "
+                f"or remove [{section}]")

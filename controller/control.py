@@ -2,10 +2,16 @@
 
 Request:  {"id": 1, "cmd": "status", "args": {...}, "auth": {"supervisor": "ana", "pin": "1234"}}
 Response: {"id": 1, "ok": true, "result": ...}  or  {"id": 1, "ok": false, "error": "...",
-           "code": "bad_request" | "refused" | "unauthorised" | "internal"}
+           "code": "bad_request" | "forbidden" | "refused" | "unauthorised" | "internal"}
 `subscribe` turns the connection into a stream of {"event": {...}} lines (committed
 log entries, starting after `after_seq`). The protocol is documented in
 docs/control-api.md.
+
+Each command needs one role (controller/access.py), checked against the caller the
+kernel reports for the connection. The server holds up under any client: a cap on
+connections, an idle timeout, a request size limit, and subscribers that are fed
+page by page from the store (nothing is buffered per subscriber beyond one page; a
+subscriber that stops reading is dropped with a reason).
 """
 
 from __future__ import annotations
@@ -14,21 +20,28 @@ import asyncio
 import json
 import os
 import stat
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from controller.access import AccessConfig, AccessPolicy, Caller, Role
+from controller.auth import PinGuard, PinPolicy, PinRefused
 from controller.store import Event
 
 log = structlog.get_logger("control")
 
 MAX_REQUEST_BYTES = 64 * 1024  # a request is a few hundred bytes; this caps a runaway client
-SUBSCRIBER_QUEUE_LIMIT = 10_000  # events buffered per slow subscriber before it is dropped
+HISTORY_PAGE = 256  # entries read from the store per step of a stream (about 100 KB)
+TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
+REFUSAL_LOG_INTERVAL_S = 1.0  # one log entry per caller and reason per second; the rest counted
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
+History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
+Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
 
 
 class ControlError(Exception):
@@ -42,8 +55,16 @@ class ControlError(Exception):
 @dataclass(frozen=True)
 class Command:
     handler: Handler
-    needs_supervisor: bool = False
+    role: Role
     description: str = ""
+
+    @property
+    def needs_supervisor(self) -> bool:
+        return self.role is Role.SUPERVISOR
+
+
+SUBSCRIBE = Command(lambda args: None, Role.READ,
+                    "a stream of committed event log entries after after_seq")
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -52,36 +73,60 @@ def event_json(event: Event) -> dict[str, Any]:
             "hash": event.hash}
 
 
+def bad_request(message: str) -> ControlError:
+    return ControlError(message, "bad_request")
+
+
 class ControlServer:
     def __init__(self, path: str, *, mode: int = 0o660,
-                 authorise: Callable[[str, str], bool] = lambda name, pin: False,
+                 access: AccessPolicy | None = None,
+                 pins: PinGuard | None = None,
+                 authorise: Callable[[str, str], bool] | None = None,
                  on_supervisor_command: Callable[[str, str, Mapping[str, Any]], None] | None = None,
+                 record: Record | None = None,
                  ) -> None:
         self.path = path
         self.mode = mode
-        self.commands: dict[str, Command] = {}
-        self._authorise = authorise
+        self.commands: dict[str, Command] = {"subscribe": SUBSCRIBE}
+        self.access = access or AccessPolicy(AccessConfig())
+        self.limits = self.access.config
+        self._record_to_log = record
+        self.pins = pins or PinGuard(verify=authorise or (lambda name, pin: False),
+                                     policy=PinPolicy(), record=self._record)
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
-        self._subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
-        self._history: Callable[[int], list[Event]] | None = None
+        self._subscribers: set[asyncio.Event] = set()
+        self._history: History | None = None
+        self._closing = False
+        self.connections = 0
+        self._per_user: dict[int, int] = {}
+        self.identify: Callable[[asyncio.StreamWriter], Caller] = self._peer
+        self._refusals: dict[tuple[str, str], tuple[float, int]] = {}
 
-    def register(self, name: str, handler: Handler, *, supervisor: bool = False,
-                 description: str = "") -> None:
-        self.commands[name] = Command(handler, supervisor, description)
+    def register(self, name: str, handler: Handler, *, role: Role | None = None,
+                 supervisor: bool = False, description: str = "") -> None:
+        """`role` is what the caller needs; without one a command is technician-only (the
+        narrowest role), or supervisor-only with `supervisor=True`."""
+        if role is None:
+            role = Role.SUPERVISOR if supervisor else Role.TECHNICIAN
+        self.commands[name] = Command(handler, role, description)
 
-    def set_history(self, history: Callable[[int], list[Event]]) -> None:
+    def set_history(self, history: History) -> None:
         self._history = history
 
+    def set_record(self, record: Record) -> None:
+        self._record_to_log = record
+
+    def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
+        log.warning(kind, **{k: v for k, v in payload.items() if k != "event"})
+        if self._record_to_log is not None:
+            self._record_to_log(kind, payload, severity)
+
     def publish(self, event: Event) -> None:
-        """Called for every committed log entry; fans out to subscribers without blocking."""
-        payload = event_json(event)
-        for queue in list(self._subscribers):
-            if queue.qsize() >= SUBSCRIBER_QUEUE_LIMIT:
-                self._subscribers.discard(queue)
-                queue.put_nowait(None)  # tell the stream to close: it fell too far behind
-            else:
-                queue.put_nowait(payload)
+        """Called for every committed log entry: wakes the streams, which read it from the
+        store themselves (so a slow one costs no memory here)."""
+        for wake in self._subscribers:
+            wake.set()
 
     async def start(self) -> None:
         socket_path = Path(self.path)
@@ -93,15 +138,17 @@ class ControlServer:
             socket_path.unlink()
         old_umask = os.umask(0o777 & ~self.mode)  # the socket is born with the right mode
         try:
-            self._server = await asyncio.start_unix_server(self._client, path=self.path,
-                                                           limit=MAX_REQUEST_BYTES)
+            self._server = await asyncio.start_unix_server(
+                self._client, path=self.path, limit=MAX_REQUEST_BYTES,
+                backlog=min(self.limits.max_connections, 4096))
         finally:
             os.umask(old_umask)
         os.chmod(self.path, self.mode)
 
     async def close(self) -> None:
-        for queue in list(self._subscribers):
-            queue.put_nowait(None)
+        self._closing = True
+        for wake in list(self._subscribers):
+            wake.set()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -110,58 +157,97 @@ class ControlServer:
         except FileNotFoundError:
             pass
 
+    # --- one connection -------------------------------------------------------------------
+
+    def _peer(self, writer: asyncio.StreamWriter) -> Caller:
+        return self.access.caller(writer.get_extra_info("socket"))
+
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        caller: Caller | None = None
         try:
-            while True:
-                try:
-                    line = await reader.readline()
-                except (asyncio.LimitOverrunError, ValueError):
-                    await _send(writer, {"ok": False, "code": "bad_request",
-                                         "error": f"request longer than {MAX_REQUEST_BYTES} bytes"})
-                    return
-                if not line:
-                    return
-                response = await self._dispatch(line)
-                if response.get("result") == _SUBSCRIBE:
-                    await self._stream(response, writer)
-                    return
-                await _send(writer, response)
+            try:
+                caller = self.identify(writer)
+            except OSError as exc:
+                log.error("control_peer_unknown", error=str(exc))
+                return
+            self._per_user[caller.uid] = self._per_user.get(caller.uid, 0) + 1
+            refusal = self._over_limit(caller)
+            if refusal:
+                await _send(writer, {"id": None, "ok": False, "code": "refused",
+                                     "error": refusal})
+                return
+            await self._serve(reader, writer, caller)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
+            self.connections -= 1
+            if caller is not None:
+                left = self._per_user.pop(caller.uid) - 1
+                if left:
+                    self._per_user[caller.uid] = left
             writer.close()
 
-    async def _dispatch(self, line: bytes) -> dict[str, Any]:
+    def _over_limit(self, caller: Caller) -> str:
+        """Why this connection is one too many, or "". Root and the daemon's user are not
+        held to the per-user cap and have a reserve above the total, so an account
+        flooding the socket never locks a technician with sudo out."""
+        limits = self.limits
+        trusted = caller.uid in self.access.trusted
+        if not trusted and self._per_user[caller.uid] > limits.max_connections_per_user:
+            return (f"too many connections from uid {caller.uid}: the limit is "
+                    f"{limits.max_connections_per_user} per user ([access] "
+                    "max_connections_per_user); close idle ones or try again later")
+        total = limits.max_connections + (TRUSTED_RESERVE if trusted else 0)
+        if self.connections > total:
+            return (f"too many connections: the limit is {limits.max_connections} "
+                    "([access] max_connections); close idle ones or try again later")
+        return ""
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     caller: Caller) -> None:
+        while not self._closing:
+            try:
+                line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
+            except TimeoutError:
+                await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
+                    f"closed: no request for {self.limits.idle_timeout_s:g} s "
+                    "([access] idle_timeout_s); reconnect to continue")})
+                return
+            except (asyncio.LimitOverrunError, ValueError):
+                await _send(writer, {"id": None, "ok": False, "code": "bad_request",
+                                     "error": f"request longer than {MAX_REQUEST_BYTES} bytes; "
+                                              "allowed: one JSON object per line, up to that"})
+                return
+            if not line:
+                return
+            response = await self.dispatch(line, caller)
+            if response.get("result") is _SUBSCRIBED:
+                await self._stream(response, writer, caller)
+                return
+            await _send(writer, response)
+
+    async def dispatch(self, line: bytes, caller: Caller) -> dict[str, Any]:
         request_id = None
         try:
-            try:
-                request = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise ControlError(f"not a JSON object: {exc}", "bad_request") from exc
-            if not isinstance(request, dict):
-                raise ControlError("a request is a JSON object with 'cmd'", "bad_request")
+            request = _parse(line)
             request_id = request.get("id")
-            name = str(request.get("cmd"))
-            args = request.get("args") or {}
-            if not isinstance(args, dict):
-                raise ControlError("'args' must be a JSON object", "bad_request")
-            if name == "subscribe":
-                return {"id": request_id, "ok": True, "result": _SUBSCRIBE,
-                        "after_seq": int(args.get("after_seq", 0))}
+            name, args = _command_and_args(request)
             command = self.commands.get(name)
             if command is None:
-                raise ControlError(f"unknown command {name!r}; allowed: "
-                                   f"{', '.join(sorted([*self.commands, 'subscribe']))}",
-                                   "bad_request")
+                raise bad_request(f"unknown command {name!r}; allowed: "
+                                  f"{', '.join(sorted(self.commands))}")
+            if command.role not in caller.roles:
+                self._refused(caller, name, f"needs the {command.role.value} role", command.role)
+                raise ControlError(
+                    f"{name} needs the {command.role.value} role; this caller (uid "
+                    f"{caller.uid}) has {_roles(caller)} (docs/deployment.md, groups)",
+                    "forbidden")
+            if command is SUBSCRIBE:
+                return {"id": request_id, "ok": True, "result": _SUBSCRIBED,
+                        "after_seq": _whole(args, "after_seq", 0, 0, 2**62)}
             if command.needs_supervisor:
-                auth = request.get("auth") or {}
-                who, pin = str(auth.get("supervisor", "")), str(auth.get("pin", ""))
-                if not who or not await asyncio.to_thread(self._authorise, who, pin):
-                    raise ControlError(f"{name} needs a floor supervisor's name and PIN",
-                                       "unauthorised")
-                if self._audit:
-                    self._audit(who, name, args)
-                args = {**args, "_supervisor": who}  # handlers record who authorised them
+                args = await self._supervisor(name, request, args, caller)
             result = command.handler(args)
             if asyncio.iscoroutine(result):
                 result = await result
@@ -173,31 +259,137 @@ class ControlServer:
             return {"id": request_id, "ok": False, "error": f"{type(exc).__name__}: {exc}",
                     "code": "internal"}
 
-    async def _stream(self, response: dict[str, Any], writer: asyncio.StreamWriter) -> None:
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._subscribers.add(queue)  # before reading history so nothing falls in between
+    async def _supervisor(self, name: str, request: Mapping[str, Any], args: dict[str, Any],
+                          caller: Caller) -> dict[str, Any]:
+        auth = request.get("auth")
+        if auth is None:
+            auth = {}
+        if not isinstance(auth, Mapping):
+            raise bad_request(f"'auth' = {auth!r}: allowed: an object "
+                              "{\"supervisor\": NAME, \"pin\": DIGITS}")
+        who, pin = auth.get("supervisor", ""), auth.get("pin", "")
+        if not isinstance(who, str) or not isinstance(pin, str):
+            raise bad_request("'auth.supervisor' and 'auth.pin' must be strings")
+        if not who:
+            self._refused(caller, name, "no supervisor name and PIN", Role.SUPERVISOR)
+            raise ControlError(f"{name} needs a floor supervisor's name and PIN", "unauthorised")
+        try:
+            await self.pins.check(who, pin, caller.key, name)
+        except PinRefused as exc:
+            self._refused(caller, name, str(exc), Role.SUPERVISOR, supervisor=who)
+            raise ControlError(f"{name} needs a floor supervisor's name and PIN: {exc}",
+                               "unauthorised") from exc
+        if self._audit:
+            self._audit(who, name, args)
+        return {**args, "_supervisor": who}  # handlers record who authorised them
+
+    def _refused(self, caller: Caller, command: str, reason: str, role: Role,
+                 supervisor: str | None = None) -> None:
+        """A refused command goes to the event log as refused (never as done). One entry per
+        caller and reason per second: a client looping on a refusal cannot flood the log."""
+        key = (caller.key, f"{command}|{reason}")
+        now = time.monotonic()
+        last, suppressed = self._refusals.get(key, (0.0, 0))
+        if now - last < REFUSAL_LOG_INTERVAL_S:
+            self._refusals[key] = (last, suppressed + 1)
+            return
+        if len(self._refusals) > 4096:
+            self._refusals.clear()
+        self._refusals[key] = (now, 0)
+        payload: dict[str, Any] = {"command": command, "role_needed": role.value,
+                                   "reason": reason, "caller": caller.describe()}
+        if supervisor is not None:
+            payload["supervisor"] = supervisor[:64]
+        if suppressed:
+            payload["repeats_not_logged"] = suppressed
+        self._record("command_refused", payload, "warning")
+
+    # --- subscribe ------------------------------------------------------------------------
+
+    async def _stream(self, response: dict[str, Any], writer: asyncio.StreamWriter,
+                      caller: Caller) -> None:
+        wake = asyncio.Event()
+        self._subscribers.add(wake)  # before reading so nothing committed falls in between
         try:
             await _send(writer, {"id": response["id"], "ok": True, "result": "subscribed"})
             last = response["after_seq"]
-            for event in self._history(last) if self._history else []:
-                await _send(writer, {"event": event_json(event)})
-                last = event.seq
-            while True:
-                item = await queue.get()
-                if item is None:
+            while not self._closing:
+                wake.clear()  # before the read: a commit after it sets the flag again
+                page = self._history(last, HISTORY_PAGE) if self._history else []
+                for event in page:
+                    writer.write(_line({"event": event_json(event)}))
+                    last = event.seq
+                if page and not await self._drained(writer, caller, last):
                     return
-                if item["seq"] > last:
-                    await _send(writer, {"event": item})
-                    last = item["seq"]
+                if len(page) < HISTORY_PAGE:
+                    await wake.wait()
+                else:
+                    await asyncio.sleep(0)  # a long history: let the rest of the loop run
         finally:
-            self._subscribers.discard(queue)
+            self._subscribers.discard(wake)
+
+    async def _drained(self, writer: asyncio.StreamWriter, caller: Caller, last: int) -> bool:
+        try:
+            await asyncio.wait_for(writer.drain(), self.limits.subscriber_stall_s)
+            return True
+        except TimeoutError:
+            reason = (f"read nothing for {self.limits.subscriber_stall_s:g} s "
+                      "([access] subscriber_stall_s); reconnect with after_seq "
+                      f"= the last seq received")
+            self._record("subscriber_dropped", {"caller": caller.describe(), "reason": reason,
+                                                "sent_up_to_seq": last}, "warning")
+            writer.write(_line({"closed": reason}))
+            writer.transport.abort()  # its buffer is full: nothing more is kept for it
+            return False
 
 
-_SUBSCRIBE = "__subscribe__"
+_SUBSCRIBED = object()
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    try:
+        request = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise bad_request(f"not a JSON object: {exc}") from exc
+    except RecursionError:
+        raise bad_request("not a JSON object: nested too deeply; allowed: "
+                          "{\"cmd\": NAME, \"args\": {...}}") from None
+    if not isinstance(request, dict):
+        raise bad_request("a request is a JSON object with 'cmd'")
+    return request
+
+
+def _command_and_args(request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    name = request.get("cmd")
+    if not isinstance(name, str):
+        raise bad_request(f"'cmd' = {name!r}: allowed: a command name (a string)")
+    args = request.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise bad_request("'args' must be a JSON object")
+    if "_supervisor" in args:
+        raise bad_request("'_supervisor' is set by the daemon from 'auth', never by a client")
+    return name, args
+
+
+def _whole(args: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise bad_request(f"'{key}' = {value!r}: allowed: a whole number {low} to {high}")
+    return value
+
+
+def _roles(caller: Caller) -> str:
+    return ", ".join(sorted(r.value for r in caller.roles)) or "no role"
+
+
+def _line(obj: Mapping[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
 async def _send(writer: asyncio.StreamWriter, obj: Mapping[str, Any]) -> None:
-    writer.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    writer.write(_line(obj))
     await writer.drain()
 
 
@@ -240,11 +432,15 @@ class ControlClient:
         return response.get("result")
 
     async def subscribe(self, after_seq: int = 0):  # type: ignore[no-untyped-def]
-        """Yield committed events (dicts) from after_seq on, forever."""
+        """Yield committed events (dicts) from after_seq on, until the daemon ends the stream
+        (ConnectionError with its reason if it dropped this subscriber)."""
         await self.call("subscribe", after_seq=after_seq)
         assert self._reader is not None
         while True:
             line = await self._reader.readline()
             if not line:
                 return
-            yield json.loads(line)["event"]
+            item = json.loads(line)
+            if "closed" in item:
+                raise ConnectionError(f"the daemon ended the stream: {item['closed']}")
+            yield item["event"]

@@ -30,7 +30,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -90,19 +90,28 @@ def key_id(key: bytes) -> str:
     return hmac.new(key, b"tabled key id", hashlib.sha256).hexdigest()[:16]
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
+    return _CANONICAL.encode(obj)
 
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
               device: str | None, round_id: int | None, payload_json: str) -> str:
-    """The MAC of one log entry; documented so an auditor holding the key can recompute it."""
-    material = canonical([prev_mac, seq, repr(at), kind, severity, device, round_id, payload_json])
-    return hmac.new(key, material.encode("utf-8"), hashlib.sha256).hexdigest()
+    """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
+    [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
+    auditor holding the key can recompute it."""
+    material = _CANONICAL.encode([prev_mac, seq, repr(at), kind, severity, device, round_id,
+                                  payload_json])
+    return hmac.digest(key, material.encode("utf-8"), "sha256").hex()
 
 
 def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
-    """One protected row's MAC as a number; `repr` of SQLite's value types is exact."""
+    """One protected row's MAC as a number: HMAC-SHA256(key, table name, NUL, Python's repr
+    of the row's tuple), big-endian. repr is exact for SQLite's value types (int, float,
+    str, bytes, None), and `digest_of` computes the same bytes in its own loop."""
     material = f"{table}\x00{tuple(values)!r}".encode()
     return int.from_bytes(hmac.digest(key, material, "sha256"), "big")
 
@@ -172,16 +181,67 @@ def protect(db: sqlite3.Connection, key: bytes, tables: Iterable[str]) -> None:
             db.execute(statement)
 
 
-def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str]
-              ) -> tuple[int, str]:
+def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str], *,
+              after_rowid: int = 0, up_to_rowid: int | None = None) -> tuple[int, str]:
+    """(rows, sum of their row MACs) over the table, or over a rowid range of it."""
     cursor = db.cursor()
     cursor.row_factory = None  # plain tuples, exactly what the triggers hand cm_mix
     names = ", ".join(f'"{c}"' for c in columns)
+    sql, args = f'SELECT {names} FROM "{table}" WHERE rowid > ?', [after_rowid]
+    if up_to_rowid is not None:
+        sql += " AND rowid <= ?"
+        args.append(up_to_rowid)
+    # row_mac, unrolled: this loop runs over the sealed rows at every boot.
+    prefix, mac, number = f"{table}\x00".encode(), hmac.digest, int.from_bytes
     total, rows = 0, 0
-    for values in cursor.execute(f'SELECT {names} FROM "{table}"'):
-        total += row_mac(key, table, values)
+    for values in cursor.execute(sql, args):
+        total += number(mac(key, prefix + repr(values).encode(), "sha256"), "big")
         rows += 1
     return rows, f"{total % MODULUS:064x}"
+
+
+# Tables whose rows stop changing: rows before the first one matching the condition never
+# change again (a round is written while open; settled or void, the store never updates it).
+# A full check records such a prefix (its last rowid, rows and MAC sum) in meta, sealed like
+# any meta row; boot then re-reads only the rows after it, so boot time follows the activity
+# since the last full check, not the table's age. An edit inside the prefix is found by the
+# next full check, as an edit to a log entry before the checkpoint is.
+SETTLED_PREFIX = {"rounds": "state = 'open'"}
+SETTLED_META = "settled_prefix:"
+
+
+def settled_prefix(db: sqlite3.Connection, key: bytes, table: str, still_open: str,
+                   columns: Sequence[str]) -> dict[str, Any]:
+    first_open = db.execute(f'SELECT MIN(rowid) FROM "{table}" WHERE {still_open}').fetchone()[0]
+    last = (int(first_open) - 1 if first_open is not None else
+            int(db.execute(f'SELECT COALESCE(MAX(rowid), 0) FROM "{table}"').fetchone()[0]))
+    rows, acc = digest_of(db, key, table, columns, up_to_rowid=last)
+    return {"last_rowid": last, "rows": rows, "acc": acc}
+
+
+def _sealed_rows(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[str],
+                 full: bool) -> tuple[int, str, dict[str, Any] | None]:
+    """(rows, MAC sum) of the whole table, read in full or after its settled prefix; and,
+    for a full check, the table's new settled prefix."""
+    still_open = SETTLED_PREFIX.get(table)
+    if still_open is None:
+        return (*digest_of(db, key, table, columns), None)
+    if full:
+        prefix = settled_prefix(db, key, table, still_open, columns)
+        tail_rows, tail_acc = digest_of(db, key, table, columns, after_rowid=prefix["last_rowid"])
+        total = (int(prefix["acc"], 16) + int(tail_acc, 16)) % MODULUS
+        return prefix["rows"] + tail_rows, f"{total:064x}", prefix
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (SETTLED_META + table,)).fetchone()
+    if row is None:
+        return (*digest_of(db, key, table, columns), None)
+    try:
+        known = json.loads(row[0])
+        last, known_rows, known_acc = int(known["last_rowid"]), int(known["rows"]), known["acc"]
+    except (ValueError, KeyError, TypeError):
+        raise IntegrityError(f"table {table}", "its settled-prefix record is unreadable") from None
+    tail_rows, tail_acc = digest_of(db, key, table, columns, after_rowid=last)
+    return (known_rows + tail_rows,
+            f"{(int(known_acc, 16) + int(tail_acc, 16)) % MODULUS:064x}", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +405,27 @@ def load_key(paths: CriticalPaths) -> bytes:
     return key
 
 
+def unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:
+    """What SQLite's error means for the technician: the same words at boot and offline."""
+    text = str(exc)
+    if "disk is full" in text or getattr(exc, "sqlite_errorcode", 0) == 13:  # SQLITE_FULL
+        return IntegrityError("store unusable", f"the disk holding {path} is full",
+                              "free space on the disk (or replace it), then restart the daemon;"
+                              " the store itself is kept")
+    if "readonly" in text or "unable to open" in text:
+        return IntegrityError("store unusable", f"{path} cannot be opened for writing ({text})",
+                              "give the daemon's user read and write permission on the store "
+                              "and its directory, then restart the daemon")
+    if "disk I/O error" in text:
+        return IntegrityError("store unusable", f"{path} cannot be written or read (disk I/O "
+                              "error: a full, read-only or failing disk)", ACTION_UNUSABLE)
+    if "not a database" in text:
+        return IntegrityError("store unusable", f"{path} is not a SQLite store: its header is "
+                              "damaged", ACTION_UNUSABLE)
+    return IntegrityError("store unusable", f"{path}: {text} (damaged pages)", ACTION_UNUSABLE)
+
+
+
 # --- the check --------------------------------------------------------------------------------
 
 
@@ -356,11 +437,11 @@ class Verified:
     state_rows: int       # protected rows whose MACs were recomputed
     commit_no: int
     anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
+    settled: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # full check only
 
 
-def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
-                 expect_anchor: bool, full: bool = False,
-                 progress: Callable[[int], None] | None = None) -> Verified:
+def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
+                 full: bool = False, progress: Callable[[int], None] | None = None) -> Verified:
     """Check the store on `db` (which must see committed data only). Raises IntegrityError
     naming the first failure; the same call serves boot, `tablectl events verify` and the
     daily full check."""
@@ -385,8 +466,9 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
                              "table digests and log head it covers (edited without the key)")
 
     behind = 0
+    anchor = read_anchor(anchor_path, key) if anchor_path is not None else None
     if anchor is None:
-        if expect_anchor:
+        if anchor_path is not None:
             raise IntegrityError("anchor", "the anchor file is missing; the store cannot be "
                                  "shown to be the latest")
     else:
@@ -404,24 +486,18 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
         behind = seal.commit_no - anchor.commit_no
 
     head_seq, head_mac = log_head(db)
-    count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-    if (head_seq, head_mac) != (seal.log_seq, seal.log_mac):
+    if head_seq != seal.log_seq:
         raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
                              f"records entry {seal.log_seq}: entries were removed or added")
-    if count != head_seq:
-        gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
-                         " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
-        first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
-        missing, present = (1, first) if first != 1 else (
-            db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
-        raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
-                             f"is {present}); {head_seq - count} of {head_seq} entries are gone")
-
+    if head_mac != seal.log_mac:
+        raise IntegrityError("event log", f"the last entry, {head_seq}, is not the one sealed "
+                             "(its MAC differs): the log was rewritten")
     triggers: dict[str, list[str]] = {}
     for table, sql in db.execute("SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
                                  " AND name LIKE 'cm\\_%' ESCAPE '\\' ORDER BY sql"):
         triggers.setdefault(str(table), []).append(str(sql))
     state_rows = 0
+    settled: dict[str, dict[str, Any]] = {}
     for name, columns_json, rows, acc in sealed:
         if name not in tables:
             raise IntegrityError(f"table {name}", f"the table is missing (dropped); it held "
@@ -429,7 +505,9 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
         columns = json.loads(columns_json)
         if table_columns(db, name) != columns:
             raise IntegrityError(f"table {name}", "its columns differ from the sealed ones")
-        found, found_acc = digest_of(db, key, name, columns)
+        found, found_acc, prefix = _sealed_rows(db, key, name, columns, full)
+        if prefix is not None:
+            settled[name] = prefix
         state_rows += found
         if found != rows:
             raise IntegrityError(f"table {name}", f"{rows} rows sealed, {found} found (rows "
@@ -441,11 +519,21 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor: Anchor | None,
     start, prev = 1, GENESIS_MAC
     if not full:
         start, prev = _checkpoint(db, key)
+    if start == 1:  # the whole log is read: say how many entries are gone, not just the first
+        count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        if count != head_seq:
+            gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
+                             " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
+            first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
+            missing, present = (1, first) if first != 1 else (
+                db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
+            raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
+                                 f"is {present}); {head_seq - count} of {head_seq} entries are gone")
     checked = verify_chain(db, key, start, prev, progress)
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
-    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind)
+    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, settled)
 
 
 def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:

@@ -54,7 +54,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
     except IntegrityError:
         raise
     except sqlite3.DatabaseError as exc:
-        raise _unusable(store_file, exc) from None
+        raise critical.unusable(store_file, exc) from None
     try:
         # The first write of this run: a full disk or a read-only file shows here, not in
         # the middle of a round.
@@ -63,7 +63,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
             store.append_event(VERIFIED_EVENT, _verified_payload(store.verified))
     except sqlite3.DatabaseError as exc:
         store.close()
-        raise _unusable(store_file, exc) from None
+        raise critical.unusable(store_file, exc) from None
     return store
 
 
@@ -83,22 +83,6 @@ def missing_store(paths: CriticalPaths, key: bytes) -> None:
                              "by hand")
 
 
-def _unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:
-    text = str(exc)
-    if "disk is full" in text or getattr(exc, "sqlite_errorcode", 0) == 13:  # SQLITE_FULL
-        return IntegrityError("store unusable", f"the disk holding {path} is full",
-                              "free space on the disk (or replace it), then restart the daemon;"
-                              " the store itself is kept")
-    if "readonly" in text or "unable to open" in text:
-        return IntegrityError("store unusable", f"{path} cannot be opened for writing ({text})",
-                              "give the daemon's user read and write permission on the store "
-                              "and its directory, then restart the daemon")
-    if "not a database" in text:
-        return IntegrityError("store unusable", f"{path} is not a SQLite store: its header is "
-                              "damaged", ACTION_UNUSABLE)
-    return IntegrityError("store unusable", f"{path}: {text} (damaged pages)", ACTION_UNUSABLE)
-
-
 def _verified_payload(verified: Verified) -> dict[str, Any]:
     return dict(critical.as_mapping(verified))
 
@@ -113,15 +97,14 @@ def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
     try:
         db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     except sqlite3.DatabaseError as exc:
-        raise _unusable(shown, exc) from None
+        raise critical.unusable(shown, exc) from None
     try:
         critical.install_functions(db, key)
         db.execute("BEGIN")  # one read snapshot for the whole check
-        anchor = critical.read_anchor(paths.anchor, key) if paths is not None else None
-        return critical.verify_store(db, key, anchor=anchor, expect_anchor=paths is not None,
+        return critical.verify_store(db, key, anchor_path=paths.anchor if paths else None,
                                      full=full, progress=progress)
     except sqlite3.DatabaseError as exc:
-        raise _unusable(shown, exc) from None
+        raise critical.unusable(shown, exc) from None
     finally:
         db.close()
 
@@ -147,6 +130,10 @@ def init_store(store_path: str, critical_dir: str = "", *, operator: str,
             "key_id": critical.key_id(key), "store": str(paths.store),
             "anchor": str(paths.anchor)}, severity="warning")
     return store
+
+
+def load_key_for(store_path: str, critical_dir: str = "") -> bytes:
+    return critical.load_key(paths_for(store_path, critical_dir))
 
 
 def is_initialised(store_path: str, critical_dir: str = "") -> bool:

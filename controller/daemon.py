@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
 import structlog
 
 from controller import __version__
-from controller.auth import authorise
+from controller.access import AccessPolicy, Role
+from controller.auth import PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
-from controller.control import ControlError, ControlServer
+from controller.control import ControlError, ControlServer, event_json
+from controller.offload import StoreWork
 from controller.logsetup import bind_table, configure_logging
 from cards import BackColour
 from controller.sdnotify import SdNotifier
@@ -35,7 +39,6 @@ from drivers.protocols import (
 )
 
 log = structlog.get_logger("tabled")
-DeviceT = TypeVar("DeviceT", bound=Device)
 
 EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn
@@ -91,9 +94,12 @@ class Daemon:
         self.started_monotonic = time.monotonic()
         self._last_event_wait = 0.0
         # Each optional device as the Protocol the daemon calls it through.
-        self.seats = _device_as(self.devices, "seats", SeatPanel)
-        self.display = _device_as(self.devices, "display", ProgressiveDisplay)
-        self.shuffler = _device_as(self.devices, "shuffler", Shuffler)
+        seats, display, shuffler = (_device_as(self.devices, name, protocol) for name, protocol
+                                    in (("seats", SeatPanel), ("display", ProgressiveDisplay),
+                                        ("shuffler", Shuffler)))
+        self.seats = seats if isinstance(seats, SeatPanel) else None
+        self.display = display if isinstance(display, ProgressiveDisplay) else None
+        self.shuffler = shuffler if isinstance(shuffler, Shuffler) else None
         self.progressive = None
         if config.progressive is not None:
             from controller.progressive.system import ProgressiveSystem
@@ -114,10 +120,15 @@ class Daemon:
             vig_collection=(config.submission.game.vigorish.collection
                             if config.submission.game.vigorish else "at-payout"),
         )
+        access = config.access
         self.control = ControlServer(
             config.control_socket, mode=config.control_socket_mode,
-            authorise=lambda name, pin: authorise(config.supervisor_pin_hashes, name, pin),
+            access=AccessPolicy(access), record=self._record,
+            pins=PinGuard(config.supervisor_pin_hashes, PinPolicy(
+                access.pin_lockout_after, access.pin_lockout_s, access.pin_delay_s,
+                access.pin_max_delay_s), record=self._record),
             on_supervisor_command=self._audit_supervisor)
+        self.store_work = StoreWork(self.store)
         self._register_commands()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -168,6 +179,11 @@ class Daemon:
             self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
                                                            "args": dict(args)})
 
+    def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
+        """Access events (refusals, PIN failures, lockouts, dropped subscribers) into the log."""
+        with self.store.transaction():
+            self.store.append_event(kind, payload, severity=severity)
+
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -197,25 +213,24 @@ class Daemon:
 
     async def _verify(self, args: Mapping[str, Any]) -> Any:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
-        own in a worker thread so the table keeps running. A failure found now puts the
+        own in a child process so the table keeps running. A failure found now puts the
         table out of order; a full pass moves the checkpoint later boots start from."""
         from controller.critical import as_mapping
-        from controller.critical_store import verify_file
 
         if self.store_failure is not None:
-            raise self.store_failure
+            raise _integrity_answer(self.store_failure)
         full = bool(args.get("full", False))
         try:
-            verified = await asyncio.to_thread(verify_file, self.store.path, self.store.key,
-                                               self.store.paths, full=full)
+            verified = await self.store_work.verify_file(self.store.path, self.store.key,
+                                                         self.store.paths, full=full)
         except IntegrityError as exc:
             self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
-            raise
+            raise _integrity_answer(exc) from None
         if full and verified.log_seq:
             last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
-            self.store.set_checkpoint(verified.log_seq, last[0].hash)
+            self.store.set_checkpoint(verified.log_seq, last[0].hash, verified.settled)
         return as_mapping(verified)
 
     async def run(self, stop: asyncio.Event) -> int:
@@ -231,7 +246,14 @@ class Daemon:
             if self.progressive.linked is not None:
                 self._spawn(self._sync_linked())
         self.store.subscribe(self.control.publish)
-        self.control.set_history(lambda after: self.store.events(after_seq=after))
+        self.control.set_history(self.store.events_from)
+        secure_store_files(self.store.path)
+        if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
+            log.warning("access_groups_missing", groups=self.control.access.missing_groups)
+        if self.config.access.inline_pin_hashes and self.config.supervisor_pin_hashes:
+            self._record("pin_hashes_exposed", {"config": self.config.source, "reason": (
+                "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
+                "a real table keeps them in the secrets file")}, "warning")
         await self.control.start()
         for device in self.devices.values():
             await device.start(self._emit)
@@ -268,11 +290,27 @@ class Daemon:
             try:
                 self.table.handle(event)
                 self._show_meters()
+            except sqlite3.DatabaseError as exc:  # the store itself failed: disk full, I/O
+                self._store_lost(exc)
             except Exception:  # one bad event must not stop the table; it is logged loudly
                 log.exception("event_handling_failed", device_event=repr(event))
                 with self.store.transaction():
                     self.store.append_event("internal_error", {"event": repr(event)},
                                             severity="error")
+
+    def _store_lost(self, exc: sqlite3.DatabaseError) -> None:
+        """The store stopped taking writes in play. The step was rolled back; the table goes
+        out of order on an in-memory stand-in (nothing more is written to the file, which
+        keeps every committed step), and the daemon stays up to say why: no restart loop."""
+        from controller.critical import unusable
+
+        failure = unusable(Path(self.store.path), exc)
+        self.store_failure = failure
+        log.critical("store_failed", check=failure.check, detail=failure.detail,
+                     action=failure.action)
+        print(f"tabled: table out of order: {describe(failure)}", file=sys.stderr, flush=True)
+        self.table.store = Store(":memory:")
+        self.table.mark_out_of_order(f"{failure.check}: {failure.detail}")
 
     def health(self) -> Health:
         """For the systemd watchdog: can this process still do its job?
@@ -295,47 +333,82 @@ class Daemon:
     # --- control commands -----------------------------------------------------------
 
     def _register_commands(self) -> None:
+        """Every command with the one role it needs (controller/access.py); the table in
+        docs/control-api.md is generated from these (tools/control_roles.py)."""
         reg = self.control.register
-        reg("status", lambda a: self.status(), description="table state, shoe, round, fault")
-        reg("devices", lambda a: self.device_report(), description="each device's health")
-        reg("rounds", lambda a: self.store.rounds(limit=_int(a, "limit", 10, 1, 100_000)),
-            description="game recall of the last rounds")
-        reg("events", self._events, description="event log entries")
+        READ, DEALER, TECHNICIAN, SUPERVISOR = Role  # noqa: N806
+        reg("status", lambda a: self.status(), role=READ, description="table state, shoe, round, fault")
+        reg("devices", lambda a: self.device_report(), role=READ, description="each device's health")
+        reg("rounds", self._rounds, role=READ, description="game recall of the last rounds")
+        reg("events", self._events, role=READ, description="event log entries")
         reg("seat_totals", lambda a: {str(k): v for k, v in self.store.seat_totals().items()},
-            description="each seat's net result, amount wagered and vigorish owed, in cents")
-        reg("verify_chain", self._verify, description="the critical-memory check: the event "
-            "log's MAC chain, the sealed tables, the anchor (full=true: every entry)")
-        reg("open", self._guard(lambda a: self._open_table()), description="open the table")
-        reg("shuffle", self._cmd_shuffle, description="shuffle a batch for a new shoe")
-        reg("shoe_loaded", self._guard(lambda a: self.table.on_shoe_loaded()),
-            description="the dealer loaded the shoe")
+            role=READ, description="each seat's net result, amount wagered and vigorish owed, in cents")
+        reg("verify_chain", self._verify_shared, role=READ, description="the critical-memory "
+            "check: the event log's MAC chain, the sealed tables, the anchor (full=true: every "
+            "entry)")
+        reg("open", self._guard(lambda a: self._open_table()), role=DEALER, description="open the table")
+        reg("shuffle", self._cmd_shuffle, role=DEALER, description="shuffle a batch for a new shoe")
+        reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
+            description="the dealer loaded the shoe: checked like the shoe's own report")
         reg("place_wager", self._guard(lambda a: self.table.cmd_place_wager(
             _int(a, "seat", None, 1, 14), str(a.get("wager", "")),
-            _int(a, "amount_cents", None, 1, 10**9))), description="accept a wager at a seat")
+            _int(a, "amount_cents", None, 1, 10**9))), role=DEALER, description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
-            description="lock every seat")
+            role=DEALER, description="lock every seat")
         reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
-            str(a.get("dealer", "")))),
+            str(a.get("dealer", "")))), role=DEALER,
             description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
             lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
-            **self.status()}, supervisor=True,
+            **self.status()}, role=SUPERVISOR,
             description="a floor supervisor's ruling: clears what a ruling can, names what "
                         "still holds the table (docs/faults.md)")
-        reg("self_test", self._self_test, description="run a device's self-test")
+        reg("self_test", self._self_test, role=TECHNICIAN, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
-            lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))},
+            lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}, role=DEALER,
             description="collect the vigorish marked at a seat whose player leaves")
-        reg("adjust_meter", self._adjust_meter, supervisor=True,
+        reg("adjust_meter", self._adjust_meter, role=SUPERVISOR,
             description="an audited correction of a progressive meter (reason required)")
-        reg("light_test", self._light_test,
+        reg("light_test", self._light_test, role=TECHNICIAN,
             description="a light pattern the technician watches: every seat LED, every win light")
-        reg("meters", lambda a: self.progressive.meters() if self.progressive else [],
+        reg("meters", lambda a: self.progressive.meters() if self.progressive else [], role=READ,
             description="every progressive meter with its 605a.7 companions")
         reg("awards", lambda a: [w.as_dict() for w in self.progressive.pending_awards()]
-            if self.progressive else [], description="progressive awards awaiting validation")
-        reg("validate_award", self._validate_award, supervisor=True,
+            if self.progressive else [], role=READ,
+            description="progressive awards awaiting validation")
+        reg("validate_award", self._validate_award, role=SUPERVISOR,
             description="a floor supervisor validates a progressive award (631c.6(c)(5))")
+
+    async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
+        """Callers asking while the same check runs share its answer: a burst of requests
+        costs one pass over the log, not one each."""
+        full = args.get("full", False)
+        if not isinstance(full, bool):
+            raise ControlError(f"'full' = {full!r}: allowed: true or false", "bad_request")
+        return await self.store_work.once(("verify", full), lambda: self._verify(args))
+
+    async def _rounds(self, args: Mapping[str, Any]) -> Any:
+        limit = _int(args, "limit", 10, 1, 100_000)
+        return await self.store_work.read(lambda store: store.rounds(limit=limit))
+
+    def _dealer_loaded_shoe(self, args: Mapping[str, Any]) -> None:
+        """The dealer's word that the shoe is loaded is not a device fact: it becomes the
+        same ShoeLoaded the shoe reports and meets the same 681a.3(b) batch check, with the
+        batch the shuffler verified (or the colour the dealer names); every card then dealt
+        is checked against it like any other."""
+        from drivers.protocols import ShoeLoaded
+
+        named = _back_colour(args["back"]) if args.get("back") is not None else None
+        if self.table.state is not TableState.CUT:
+            raise CommandRefused(f"not allowed while the table is {self.table.state.value}")
+        back = named if named is not None else self.table.batch_shuffled
+        if back is None:
+            raise ControlError("no batch was shuffled and verified: say which batch was "
+                               "loaded ('back': red, blue, green or black)", "bad_request")
+        # Recorded as the dealer's word; then checked and applied as the shoe's own report
+        # (the shoe is the device the fact is about, so a mismatch stops play as it would).
+        self._record("shoe_load_declared", {"back": back.name.lower(), "by": "dealer"}, "info")
+        self.table.handle(ShoeLoaded("shoe", self.config.submission.game.decks * 52, back))
 
     def _guard(self, fn: Any) -> Any:
         def run(args: Mapping[str, Any]) -> Any:
@@ -364,13 +437,7 @@ class Daemon:
         self.table.cmd_open()
 
     async def _cmd_shuffle(self, args: Mapping[str, Any]) -> Any:
-        back: BackColour | None = None
-        if args.get("back"):
-            try:
-                back = BackColour[str(args["back"]).upper()]
-            except KeyError:
-                raise ControlError(f"back = {args['back']!r}: allowed: red, blue, green, black",
-                                   "bad_request") from None
+        back = _back_colour(args["back"]) if args.get("back") is not None else None
         decks = self.config.submission.game.decks
         self._guard(lambda a: self.table.cmd_shuffle(decks))(args)
         self._spawn(self._request_shuffle(back))
@@ -500,14 +567,23 @@ class Daemon:
         result = await device.self_test()
         return {"device": result.device, "passed": result.passed, "detail": result.detail}
 
-    def _events(self, args: Mapping[str, Any]) -> Any:
-        from controller.control import event_json
-        events = self.store.events(
-            after_seq=_int(args, "after_seq", 0, 0, 2**62),
-            limit=_int(args, "limit", 50, 1, 100_000), kind=args.get("kind"),
-            device=args.get("device"), severity=args.get("severity"),
-            since=float(args["since"]) if args.get("since") is not None else None)
-        return [event_json(e) for e in events]
+    async def _events(self, args: Mapping[str, Any]) -> Any:
+        """Up to 100,000 entries: read and made JSON-ready in a worker thread."""
+        query: dict[str, Any] = {"after_seq": _int(args, "after_seq", 0, 0, 2**62),
+                                 "limit": _int(args, "limit", 50, 1, 100_000)}
+        for key, allowed in EVENT_FILTERS.items():
+            value = args.get(key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ControlError(f"'{key}' = {value!r}: allowed: {allowed}", "bad_request")
+            query[key] = value
+        since = args.get("since")
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)
+                                  or not 0 <= since < 2**40):
+            raise ControlError(f"'since' = {since!r}: allowed: seconds since the epoch "
+                               "(a number >= 0)", "bad_request")
+        query["since"] = float(since) if since is not None else None
+        return await self.store_work.read(
+            lambda store: [event_json(e) for e in store.events(**query)])
 
     def status(self) -> dict[str, Any]:
         t = self.table
@@ -548,8 +624,12 @@ class Daemon:
         return report
 
 
-def _device_as(devices: Mapping[str, Device], name: str, protocol: type[DeviceT]
-               ) -> DeviceT | None:
+EVENT_FILTERS = {"kind": "an event kind, e.g. card, device_fault, prompt",
+                 "device": "a device name: shoe, shuffler, seats, display",
+                 "severity": "info, warning, error or critical"}
+
+
+def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Device | None:
     """The configured device `name` as the Protocol the daemon drives it through, or None.
 
     A device object lacking one of the Protocol's methods is a wiring error: it is
@@ -577,6 +657,24 @@ def _colour(back: Any) -> str | None:
     return BackColour(back).name.lower()
 
 
+def _back_colour(value: Any) -> BackColour:
+    if isinstance(value, str) and value.upper() in BackColour.__members__:
+        return BackColour[value.upper()]
+    raise ControlError(f"'back' = {value!r}: allowed: red, blue, green, black", "bad_request")
+
+
+def secure_store_files(path: str) -> None:
+    """The store holds the armed Must-Hit-By Mystery trigger: only the daemon's user may
+    read it (the trigger's commitment is in the event log, which anyone may read)."""
+    if path == ":memory:":
+        return
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            os.chmod(name, 0o600)
+        except FileNotFoundError:
+            pass
+
+
 def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high: int) -> int:
     value = args.get(key, default)
     if value is None:
@@ -598,6 +696,12 @@ def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
                           flush_delay_s=config.store_flush_delay_ms / 1000), None
     except IntegrityError as exc:
         return Store(":memory:"), exc
+
+
+def _integrity_answer(exc: IntegrityError) -> ControlError:
+    """A failed check is an answer, not a bug: no traceback in the log. The message keeps
+    the form tablectl and docs/control-api.md know ("IntegrityError: check: detail")."""
+    return ControlError(f"IntegrityError: {exc.check}: {exc.detail}", "internal")
 
 
 def describe(exc: IntegrityError) -> str:

@@ -18,9 +18,11 @@ grouped steps after the last flush, and always a suffix of the log.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,6 +33,7 @@ from typing import Any
 import structlog
 
 from controller import critical
+from controller.anchor_writer import AnchorWriter
 from controller.critical import (  # noqa: F401 - re-exported: the store's own errors
     GENESIS_MAC,
     IntegrityError,
@@ -42,6 +45,10 @@ log = structlog.get_logger("store")
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
 GENESIS_HASH = GENESIS_MAC
 STORE_TABLES = ("meta", "rounds", "table_state", "seat_totals")
+
+FLUSH_TRACE_ENV = "TABLE_STORE_FLUSH_TRACE"
+"""Names a file to which every flush appends how far the WAL is on the disk (the HIL
+power-cut test of unflushed steps; unset at a table)."""
 
 CHECKPOINT_AFTER_COMMITS = 500
 """Commits between WAL checkpoints (each a page or a few: about SQLite's own 1000-page
@@ -149,8 +156,10 @@ class Store:
         """WAL checkpoints run (two flushes each)."""
         self._commits_since_checkpoint = 0
         self._tx_must_flush = True
+        self._flush_trace = os.environ.get(FLUSH_TRACE_ENV, "")
         self.key = key if key is not None else critical.DEVELOPMENT_KEY
         self.paths = paths
+        self._anchor_writer: AnchorWriter[critical.Anchor] | None = None  # at the first anchor
         self.verified: critical.Verified | None = None
         self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
@@ -186,7 +195,7 @@ class Store:
                 self.verified = self.verify()
                 self.upgrade()
         except BaseException:
-            self._db.close()
+            self.close()
             raise
 
     def _create(self) -> None:
@@ -213,28 +222,31 @@ class Store:
         with self.transaction() as db:
             critical.protect(db, self.key, tables)
 
-    def anchor(self) -> critical.Anchor | None:
-        return critical.read_anchor(self.paths.anchor, self.key) if self.paths else None
-
     def verify(self, *, full: bool = False,
                progress: Callable[[int], None] | None = None) -> critical.Verified:
         """The critical-memory check (controller.critical.verify_store) on this store."""
         try:
-            return critical.verify_store(self._db, self.key, anchor=self.anchor(),
-                                         expect_anchor=self.paths is not None, full=full,
-                                         progress=progress)
+            return critical.verify_store(
+                self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
+                full=full, progress=progress)
         except sqlite3.DatabaseError as exc:
-            raise IntegrityError("store unreadable", f"{self.path}: {exc}",
-                                 critical.ACTION_UNUSABLE) from None
+            raise critical.unusable(Path(self.path), exc) from None
 
-    def set_checkpoint(self, seq: int, mac: str) -> None:
-        """A full verification reached entry `seq`: later boots start after it."""
+    def set_checkpoint(self, seq: int, mac: str,
+                       settled: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """A full verification reached entry `seq` (and found these settled prefixes,
+        critical.SETTLED_PREFIX): later boots start after them."""
+        rows = [(critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac))]
+        rows += [(critical.SETTLED_META + table, critical.canonical(dict(prefix)))
+                 for table, prefix in (settled or {}).items()]
         with self.transaction() as db:
-            db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
-                       " SET value = excluded.value",
-                       (critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac)))
+            db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO"
+                           " UPDATE SET value = excluded.value", rows)
 
     def close(self) -> None:
+        if self._anchor_writer is not None:
+            self._anchor_writer.close()  # the last durable commit's anchor, before the store
+            self._anchor_writer = None
         self._db.close()
 
     # --- transactions ---------------------------------------------------------
@@ -275,11 +287,14 @@ class Store:
         after a power cut the store may be ahead of its anchor, never behind."""
         if not durable or self.paths is None:
             return
-        try:
-            critical.write_anchor(self.paths.anchor, self.key, critical.Anchor(
-                critical.key_id(self.key), seal.commit_no, seal.log_seq, seal.mac))
-        except OSError as exc:  # the store is committed; the anchor catches up next commit
-            log.error("anchor_write_failed", path=str(self.paths.anchor), error=str(exc))
+        if self._anchor_writer is None:
+            anchor_path, key = self.paths.anchor, self.key
+            self._anchor_writer = AnchorWriter(
+                lambda anchor: critical.write_anchor(anchor_path, key, anchor))
+        # Off the event loop and coalesced (controller/anchor_writer.py): the anchor lags the
+        # store by at most ANCHOR_INTERVAL_S, which a power cut could give as well.
+        self._anchor_writer.submit(critical.Anchor(
+            critical.key_id(self.key), seal.commit_no, seal.log_seq, seal.mac))
 
     def _commit(self, flush: bool) -> bool:
         """COMMIT, flushed or grouped; returns whether this commit is durable."""
@@ -314,8 +329,25 @@ class Store:
         fd = os.open(self.path + "-wal", os.O_RDONLY)
         try:
             os.fdatasync(fd)
+            if self._flush_trace:
+                self._trace_flush(fd)
         finally:
             os.close(fd)
+
+    def _trace_flush(self, wal_fd: int) -> None:
+        """Test seam (TABLE_STORE_FLUSH_TRACE): note how far the WAL is on the disk now, so
+        the HIL power-cut test can cut it back to exactly what a power cut would leave. The
+        WAL header's salt names the WAL's cycle; the wal-index (the -shm file) holds the
+        number of valid frames, in this machine's byte order (SQLite's file format)."""
+        salt = os.pread(wal_fd, 8, 16).hex()
+        shm = os.open(self.path + "-shm", os.O_RDONLY)
+        try:
+            frames = int.from_bytes(os.pread(shm, 4, 16), sys.byteorder)
+        finally:
+            os.close(shm)
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        with open(self._flush_trace, "a", encoding="ascii") as trace:
+            trace.write(f"{salt} {frames} {page_size}\n")
 
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -363,6 +395,26 @@ class Store:
             sql = f"SELECT * FROM ({sql.replace('ORDER BY seq', 'ORDER BY seq DESC')} LIMIT ?) ORDER BY seq"
             args.append(limit)
         return [self._event(row) for row in self._db.execute(sql, args)]
+
+    def events_from(self, after_seq: int, count: int) -> list[Event]:
+        """The first `count` entries after `after_seq`, oldest first: one page of a stream
+        (`events(limit=)` gives the last ones instead)."""
+        rows = self._db.execute("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                (after_seq, count))
+        return [self._event(row) for row in rows]
+
+    def reader(self) -> Store:
+        """This store on a read-only connection of its own, for long reads (chain
+        verification, large exports) run in a worker thread: the event loop's connection
+        is never shared between threads. The caller closes it."""
+        view = copy.copy(self)
+        uri = f"file:{Path(self.path).absolute()}?mode=ro"
+        view._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        view._db.row_factory = sqlite3.Row
+        critical.install_functions(view._db, self.key)
+        view._db.execute("PRAGMA query_only=ON")
+        view._in_tx, view._listeners, view._pending = False, [], []
+        return view
 
     @staticmethod
     def _event(row: sqlite3.Row) -> Event:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller.rules.game import Coup
-from controller.store import Store
+from controller.store import GROUPED_KINDS, Store
 from controller.table_machine import TableState
 from controller.table_ports import Announce, LockSeats, OpenSeats, Progressive, SetLed
 from controller.table_rules import RulesAdapter
@@ -22,6 +22,7 @@ from controller.table_snapshot import TableSnapshot
 from drivers.protocols import DeviceFault, LedState, LockedOut
 
 if TYPE_CHECKING:
+    from cards import BackColour
     from drivers.protocols import CardDrawn
 
 log = structlog.get_logger("table")
@@ -77,6 +78,9 @@ class TableBase(TableSnapshot):
         def _on_fault(self, fault: DeviceFault) -> None: ...
         def _on_locked(self, locked: LockedOut | None, cause: str) -> None: ...
         def _card_from_batch_in_play(self, event: CardDrawn) -> bool: ...
+        def _void_round(self, reason: str, section: str = "631a.15(e)") -> None: ...
+        def _shuffle_verified(self, back: BackColour) -> None: ...
+        def _on_fault_cleared(self, device: str, code: str | None) -> None: ...
 
     def snapshot(self) -> TableSnapshot:
         return TableSnapshot(**{name: getattr(self, name) for name in TableSnapshot.names()})
@@ -91,8 +95,12 @@ class TableBase(TableSnapshot):
         # structlog reserves "event" for the message itself.
         fields = {("event_" if key == "event" else key): value
                   for key, value in (payload or {}).items()}
+        # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
+        # gets them at debug level only (a shoe is ~900 of them, each a journald write on
+        # the Pi), and everything else at its severity.
         getattr(log, "warning" if severity == "warning" else
-                "error" if severity in ("error", "critical") else "info")(kind, **fields)
+                "error" if severity in ("error", "critical") else
+                "debug" if kind in GROUPED_KINDS else "info")(kind, **fields)
 
     def announce(self, action: str, **detail: Any) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""

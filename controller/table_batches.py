@@ -1,6 +1,6 @@
 """The table's side of 681a.3(b): the batch in play, the shuffler's batch, loading the shoe.
 
-The decisions are `drivers.batches.BatchTracker`'s (pure: it answers a
+The decisions are `controller.rules.batches.BatchTracker`'s (pure: it answers a
 `BatchFault` or None); this part applies them: a breach stops the table for a
 floor supervisor, a good step is saved.
 """

@@ -13,9 +13,10 @@ from controller.logsetup import bind_round
 from controller.rules.wager import Outcome, Settlement, SettlementPoint
 from controller.table_base import TableBase
 from controller.table_machine import ROUND_IN_PLAY, TableState
+from controller.rules.dealing import hand_of
 from controller.rules.procedure import (
     CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
-    lost_cards,
+    lost_cards, shoe_ends_after_round,
 )
 from controller.rules.settlement import void_round
 from drivers.protocols import CardDrawn, CoverCardDrawn, LedState
@@ -110,6 +111,10 @@ class RoundPlay(TableBase):
                         f"card(s) {_indexes(lost.indexes)} left the shoe unseen; collect every "
                         "card dealt since the last round to the discard rack"))
                     return False
+                case LostCardsAction.VOID_AFTER_FAULT:
+                    self.void_after_recovery = (f"card(s) {_indexes(lost.indexes)} left the "
+                                                "shoe unseen by the controller")
+                    self.void_after_recovery_section = lost.section
                 case LostCardsAction.COUNT_AS_BURNED if self.shoe.burn_expected is not None:
                     # Burned face down unread, like a misread burn card (631a.5(f)).
                     self.shoe.burn_expected = max(0, self.shoe.burn_expected - len(lost.indexes))
@@ -157,7 +162,7 @@ class RoundPlay(TableBase):
         assert self.coup is not None and self.round_id is not None
         with self.store.transaction():
             slot = self.coup.place(event.card)
-            hand = slot.hand.value if slot.hand else "extra"
+            hand = hand_of(slot)  # the same words as `tablectl simulate`
             self.store.add_round_card(self.round_id, {"index": event.index,
                                                       "card": str(event.card), "hand": hand,
                                                       "slot": slot.name.lower()})
@@ -178,6 +183,9 @@ class RoundPlay(TableBase):
                 self.hands_complete()
             if self.state is TableState.RESULT:
                 self._finish_round()
+            elif event.index + 1 >= self.rules.game.shoe_size:
+                # 631a.15(e): the shoe's last card is out and the round is not complete.
+                self._void_round("the shoe cannot complete the round")
             else:
                 self.announce("deal", next=self.coup.next_card().name.lower())
 
@@ -220,7 +228,7 @@ class RoundPlay(TableBase):
             self._record("card_during_fault", {"index": event.index, "card": str(event.card),
                                                "round_voided": in_round},
                          severity="error", device=event.device)
-            if in_round:
+            if in_round and not self.void_after_recovery:
                 self.void_after_recovery = (f"card {event.card} left the shoe while the table "
                                             "was in a device fault")
             self._persist_state()
@@ -232,7 +240,8 @@ class RoundPlay(TableBase):
         settlements = [settlement_json(s, self.vig_collection)
                        for s in self.rules.settle(point, self.wagers, self.coup)]
         if settlements:
-            self._record("settled_" + point.value.replace("-", "_"), {"settlements": settlements})
+            self._record("settled_first_four_cards" if point is SettlementPoint.FIRST_FOUR_CARDS
+                         else "settled_end_of_round", {"settlements": settlements})
             self.round_settlements.extend(settlements)
 
     def _finish_round(self) -> None:
@@ -268,8 +277,10 @@ class RoundPlay(TableBase):
         finished_round = self.round_id
         self.round_id = None
         # The "one more hand" of 631a.10(d) is a live hand, never a simulated one.
-        if self.shoe.cover_card_seen and not was_simulated and (
-                self.shoe.last_hand_announced or self.rules.reshuffles_at_cover_card):
+        if shoe_ends_after_round(cover_card_seen=self.shoe.cover_card_seen,
+                                 last_hand_announced=self.shoe.last_hand_announced,
+                                 simulated=was_simulated,
+                                 reshuffle_at_cover=self.rules.reshuffles_at_cover_card):
             if self.batches is not None:
                 self.batches.shoe_collected()  # shoe and discard rack emptied (681a.3(b)(5))
             self.shoe_finished()

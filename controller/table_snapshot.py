@@ -66,6 +66,7 @@ class TableSnapshot:
     simulated: bool = False  # the round in progress is a simulated round (no wagers)
     stashed_wagers: list[PlacedWager] = field(default_factory=list)  # waiting out a simulated round
     void_after_recovery: str = ""  # why the round must be voided once the fault clears
+    void_after_recovery_section: str = ""  # the rule that voids it ("" = 631a.15(e))
     batch_in_shuffler: BackColour | None = None  # as the shuffler last reported
     batch_shuffled: BackColour | None = None  # verified by the last shuffle
     batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
@@ -89,6 +90,7 @@ class TableSnapshot:
             "simulated": self.simulated,
             "stashed_wagers": [wager_json(w) for w in self.stashed_wagers],
             "void_after_recovery": self.void_after_recovery,
+            "void_after_recovery_section": self.void_after_recovery_section,
             "batch_in_shuffler": colour_name(self.batch_in_shuffler),
             "batch_shuffled": colour_name(self.batch_shuffled),
             "batches": self.batches.to_dict() if self.batches is not None else None,
@@ -113,6 +115,7 @@ class TableSnapshot:
             simulated=bool(data.get("simulated", False)),
             stashed_wagers=[wager_from_json(w) for w in data.get("stashed_wagers", [])],
             void_after_recovery=data.get("void_after_recovery", ""),
+            void_after_recovery_section=data.get("void_after_recovery_section", ""),
             batch_in_shuffler=colour_from(data.get("batch_in_shuffler")),
             batch_shuffled=colour_from(data.get("batch_shuffled")),
             batches=BatchTracker.from_dict(tracker) if batches is not None and tracker

@@ -112,9 +112,12 @@ class AsyncLink:
         timing: LinkTiming | None = None,
         accept_peer: Callable[[Hello], str | None] | None = None,
         session_ids: Callable[[], int] | None = None,
+        endpoint: LinkEndpoint | None = None,
     ) -> None:
+        """``endpoint``: a core built by the caller (e.g. a simulator's deliberately broken
+        one, hil.misbehaviour); otherwise one is made from the other arguments."""
         self._loop = asyncio.get_running_loop()
-        self._core = LinkEndpoint(
+        self._core = endpoint or LinkEndpoint(
             role, hello, timing=timing, accept_peer=accept_peer, session_ids=session_ids
         )
         self._transport: _Transport | None = None

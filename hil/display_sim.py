@@ -8,6 +8,8 @@ pty device's ``unplug()``/``replug()``/``garbage()``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from firmware_bridge import messages as wire
 from hil.pty_device import PtyDevice
 
@@ -18,9 +20,10 @@ class SimulatedDisplay(PtyDevice):
     device_kind = wire.DeviceKind.DISPLAY
 
     def __init__(self, *, serial_number: str = "SIM-DISP-0001",
-                 firmware_version: str = "display-sim 1.0", protocol_version: int | None = None) -> None:
+                 firmware_version: str = "display-sim 1.0", protocol_version: int | None = None,
+                 **link: Any) -> None:
         super().__init__(serial_number=serial_number, firmware_version=firmware_version,
-                         protocol_version=protocol_version, name="display")
+                         protocol_version=protocol_version, name="display", **link)
         self.meters: dict[str, int] = {}
         self.lights: dict[int, bool] = {}
         self.prompt = ""

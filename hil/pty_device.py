@@ -21,13 +21,14 @@ import tempfile
 import time
 import tty
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
 
 from firmware_bridge import messages as wire
 from firmware_bridge.errors import BridgeError
+from firmware_bridge.link import LinkEndpoint, LinkTiming
 
 log = structlog.get_logger()
 
@@ -53,7 +54,13 @@ class PtyDevice:
     device_kind = wire.DeviceKind.SHOE
 
     def __init__(self, *, serial_number: str, firmware_version: str,
-                 protocol_version: int | None = None, name: str = "device") -> None:
+                 protocol_version: int | None = None, name: str = "device",
+                 endpoint_factory: Callable[[wire.Hello, LinkTiming], LinkEndpoint] | None = None,
+                 baudrate: int = 115200) -> None:
+        """``endpoint_factory`` builds the firmware's link core (hil.misbehaviour: a broken
+        one, or ``legacy_endpoint`` for a protocol 1.0 device); ``baudrate`` sets its timing."""
+        self._endpoint_factory = endpoint_factory
+        self.timing = LinkTiming.for_baudrate(baudrate)
         self.serial_number = serial_number
         self.firmware_version = firmware_version
         self.protocol_version = wire.PROTOCOL_VERSION if protocol_version is None else protocol_version
@@ -132,12 +139,19 @@ class PtyDevice:
     async def resume_answering(self) -> None:
         """The firmware recovers (a watchdog reset): a fresh link on the same port."""
         from firmware_bridge.aio import AsyncLink
-        from firmware_bridge.link import Role
 
         if self._master is None or self._link is not None:
             return
-        self._link = AsyncLink.over_fd(self._master, Role.DEVICE, self.hello())
+        self._link = self._new_link(AsyncLink, self._master)
         self._task = asyncio.create_task(self._serve(self._link), name="sim-device")
+
+    def _new_link(self, link_class: Any, fd: int) -> Any:
+        from firmware_bridge.link import Role
+
+        hello = self.hello()
+        endpoint = (self._endpoint_factory(hello, self.timing)
+                    if self._endpoint_factory is not None else None)
+        return link_class.over_fd(fd, Role.DEVICE, hello, timing=self.timing, endpoint=endpoint)
 
     async def wait_host(self, timeout: float = UP_TIMEOUT_S) -> None:
         """Wait until the host has connected and the handshake is done."""
@@ -200,13 +214,12 @@ class PtyDevice:
     def hello(self) -> wire.Hello:
         return wire.Hello(protocol_version=self.protocol_version, device_kind=self.device_kind,
                           serial_number=self.serial_number, firmware_version=self.firmware_version,
-                          capabilities=0)
+                          capabilities=wire.CAP_PROTOCOL_1_1)
 
     async def _plug(self) -> None:
         if self._master is not None:
             return
         from firmware_bridge.aio import AsyncLink
-        from firmware_bridge.link import Role
 
         master, slave = os.openpty()
         # Raw mode at once: with the default line discipline the slave would echo the
@@ -218,7 +231,7 @@ class PtyDevice:
             os.unlink(tmp)
         os.symlink(os.ttyname(slave), tmp)
         os.replace(tmp, self._symlink)
-        self._link = AsyncLink.over_fd(master, Role.DEVICE, self.hello())
+        self._link = self._new_link(AsyncLink, master)
         self._task = asyncio.create_task(self._serve(self._link), name="sim-device")
 
     async def _unplug(self) -> None:
@@ -275,13 +288,12 @@ class PtyDevice:
             await asyncio.sleep(REVIVE_POLL_S)
 
     async def _handle(self, link: Any, message: wire.Message) -> None:
-        if isinstance(message, wire.StatusRequest):
-            state = wire.DeviceState.FAULTED if self.active_faults else wire.DeviceState.READY
-            detail = ", ".join(code.name for code in self.active_faults) or "ok"
-            self.post(wire.Status(int(time.monotonic() - self._started_at), state, detail))
-        elif isinstance(message, wire.SelfTestRequest):
-            passed, detail = self.self_test()
-            self.post(wire.SelfTestResult(passed, detail))
+        from hil.sim_firmware import reply_to
+
+        reply = reply_to(message, active_faults=self.active_faults,
+                         uptime_s=time.monotonic() - self._started_at, self_test=self.self_test())
+        if reply is not None:
+            self.post(reply)
         else:
             await self.on_message(message)
 

@@ -13,6 +13,7 @@ firmware or protocol version through the constructor.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from cards import BackColour, Card, shoe_of
 from firmware_bridge import messages as wire
@@ -58,11 +59,12 @@ class SimulatedShoe(PtyDevice):
 
     def __init__(self, stack: list[Card], back: BackColour, cover_card_at: int, *,
                  serial_number: str = "SIM-SHOE-0001", firmware_version: str = "shoe-sim 1.0",
-                 protocol_version: int | None = None) -> None:
+                 protocol_version: int | None = None, **link: Any) -> None:
         """``protocol_version`` None speaks firmware_bridge's own; another value makes the
-        daemon refuse the shoe (fault injection)."""
+        daemon refuse the shoe (fault injection).  ``link``: PtyDevice's endpoint_factory
+        and baudrate (a broken or protocol 1.0 firmware core, hil.misbehaviour)."""
         super().__init__(serial_number=serial_number, firmware_version=firmware_version,
-                         protocol_version=protocol_version, name="shoe")
+                         protocol_version=protocol_version, name="shoe", **link)
         self._stack: list[Card] = []
         self._back = BackColour.RED
         self._cover_card_at = 0

@@ -40,6 +40,9 @@ class PlayerPlan:
     sit_out: float = 0.15  # chance that a seat skips a round
     progressive: float = 0.0  # chance that a playing seat also puts a chip on its sensor
     progressive_without_base: tuple[int, ...] = ()  # seats that touch the sensor, no wager
+    # Seconds the players take over their bets: 0 in tests; a few for a person watching
+    # the scoreboard and the dealer's screen (`python -m hil.run --pace`).
+    betting_s: float = 0.0
 
     def wagers_for_round(self, rng: random.Random) -> list[tuple[int, str, int]]:
         placed = []
@@ -169,8 +172,12 @@ class TableHarness:
         from controller.critical_store import init_store, is_initialised
 
         if not is_initialised(self.store_path, self.table_config.critical_dir):
-            init_store(self.store_path, self.table_config.critical_dir, operator="hil",
-                       table_id=self.table_config.table_id).close()
+            store = init_store(self.store_path, self.table_config.critical_dir, operator="hil",
+                               table_id=self.table_config.table_id)
+            where = store.paths.directory if store.paths else ""
+            store.close()
+            self.on_line(f"Critical memory initialised (as tabled --init-store does): store "
+                         f"{self.store_path}, key and anchor in {where}")
 
     async def start_daemon(self) -> None:
         self.init_store()
@@ -245,14 +252,23 @@ class TableHarness:
         assert self.client is not None
         return await self.client.call(cmd, **args)
 
+    async def skip_history(self) -> None:
+        """A table a previous run left in this workdir: its events are history, not prompts
+        to act on again (play() would otherwise replay its rounds' prompts)."""
+        head = await self.call("events", limit=1)
+        self.last_seq = max(self.last_seq, int(head[-1]["seq"]) if head else 0)
+
     async def play(self, shoes: int = 1, *, power_cuts: PowerCuts | None = None,
-                   until: Callable[[HarnessResult], bool] | None = None) -> HarnessResult:
+                   until: Callable[[HarnessResult], bool] | None = None,
+                   resume: bool = False) -> HarnessResult:
         """Deal `shoes` complete shoes, following the daemon's prompts.
 
         With `power_cuts`, the daemon is killed with SIGKILL at random instants right
         after the dealer acts (while the daemon is processing that action), restarted,
         and the dealer resumes from the state the daemon restored. With `until`, play
         pauses as soon as it holds (a test then injects a fault and calls `resync()`).
+        With `resume`, the dealer first does what the restored state needs (after
+        skip_history(), for a table a previous run left between shoes).
         """
         assert self.client is not None
         target = self.result.shoes_completed + shoes
@@ -262,6 +278,8 @@ class TableHarness:
         stream = await ControlClient(self.socket).connect()
         events = stream.subscribe(self.last_seq)
         act_after = max(self.last_seq, self._acted_through)
+        if resume:
+            await self._resume()
         try:
             while self.result.shoes_completed < target:
                 died = acted = False
@@ -453,6 +471,8 @@ class TableHarness:
             await self._do(action, {"round_no": status["round"]["round_no"] + 1})
 
     async def _place_bets(self, round_no: int) -> None:
+        if self.players.betting_s:
+            await asyncio.sleep(self.players.betting_s)
         based: set[int] = set()
         for seat, wager, amount in self.players.wagers_for_round(self.rng):
             try:

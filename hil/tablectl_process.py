@@ -16,14 +16,15 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLECTL_TIMEOUT_S = 90.0  # the longest guided test (a shuffle) takes well under this
 
 
-async def run_tablectl(argv: Sequence[str], *, socket: str, stdin: str | None = None,
+async def run_tablectl(argv: Sequence[str], *, socket: str | None, stdin: str | None = None,
                        during: Callable[[], Awaitable[None]] | None = None, when: str = "",
                        env: Mapping[str, str] | None = None,
                        timeout: float = TABLECTL_TIMEOUT_S) -> tuple[int, str]:
-    """Run `tablectl argv` (with `--socket` unless it reads a store file) and return
-    (exit code, output). `during` runs once a line containing `when` has been printed:
-    the technician acts on the prompt, not before."""
-    real = [*argv] if "--store" in argv else [*argv, "--socket", socket]
+    """Run `tablectl argv` (with `--socket`, unless it reads a store file or `socket` is
+    None: the commands that need no daemon) and return (exit code, output). `during` runs
+    once a line containing `when` has been printed: the technician acts on the prompt, not
+    before."""
+    real = [*argv] if "--store" in argv or socket is None else [*argv, "--socket", socket]
     environment = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), **(env or {})}
     environment.pop("TABLECTL_SOCKET", None)
     proc = await asyncio.create_subprocess_exec(

@@ -118,12 +118,14 @@ async def wait_for_rounds(page: Any, rounds: int) -> None:
         timeout=PAGE_WAIT_MS)
 
 
-def until_deal_prompt_after(rounds: int):  # type: ignore[no-untyped-def]
-    """Stop the dealer with a `deal` prompt outstanding, once `rounds` rounds are settled."""
+def until_third_card_prompt_after(rounds: int):  # type: ignore[no-untyped-def]
+    """Stop the dealer with a third card called for and not yet dealt, once `rounds`
+    rounds are settled (the dealer's page then shows four cards and where the fifth goes)."""
     def stop(result: HarnessResult) -> bool:
         last = result.events[-1]
         return (len(result.rounds) >= rounds and last["kind"] == "prompt"
-                and last["payload"]["action"] == "deal")
+                and last["payload"]["action"] == "deal"
+                and last["payload"]["next"] in ("player_third", "banker_third"))
     return stop
 
 
@@ -133,10 +135,11 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
                 DisplayProcess(CONFIG, table.socket, tmp_path) as display):
         board = await open_page(browser, display.url("/scoreboard"), LANDSCAPE)
         dealer = await open_page(browser, display.url("/dealer"), LANDSCAPE)
-        result = await table.play(shoes=1, until=until_deal_prompt_after(ROUNDS))
+        result = await table.play(shoes=1, until=until_third_card_prompt_after(ROUNDS))
         rounds = settled(result.events)
-        assert len(rounds) == ROUNDS
-        await wait_for_rounds(board, ROUNDS)
+        played = len(rounds)
+        assert played >= ROUNDS
+        await wait_for_rounds(board, played)
         seen = await board.evaluate("window.__seen")
 
         # Each result, Bead Plate cell and Big Road cell within 500 ms of round_settled.
@@ -184,7 +187,7 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
             "banker": str(sum(r.winner is Winner.BANKER for r in road_rounds(result.events))),
             "player": str(sum(r.winner is Winner.PLAYER for r in road_rounds(result.events))),
             "tie": str(sum(r.winner is Winner.TIE for r in road_rounds(result.events))),
-            "rounds": str(ROUNDS)}
+            "rounds": str(played)}
 
         # The dealer's page: where the outstanding card goes, before it is dealt.
         prompt = result.events[-1]
@@ -196,6 +199,7 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
             prompt["at"] * 1000
         assert delay <= DOM_DEADLINE_MS, f"next card shown {delay:.0f} ms after the prompt"
         assert await dealer.get_attribute("#prompt", "data-action") == "deal"
+        assert len(await dealer.locator("#player-cards .card, #banker-cards .card").all()) == 4
         status = await table.call("status")
         for wager in status["round"]["wagers"]:
             seat = dealer.locator(f".seat[data-seat='{wager['seat']}'] "
@@ -210,7 +214,7 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
         # The display service crashes and comes back: the pages reconnect by themselves.
         await display.restart()
         await table.resync()
-        result = await table.play(shoes=1, until=lambda r: len(settled(r.events)) >= ROUNDS + 2)
+        result = await table.play(shoes=1, until=lambda r: len(settled(r.events)) >= played + 2)
         for page in (board, dealer):
             await page.wait_for_function(
                 "document.getElementById('connection').dataset.ok === '1'",
@@ -221,12 +225,12 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
         # the last event it saw, the pages show the rounds dealt afterwards.
         await table.power_cut()
         await table.resync()
-        result = await table.play(shoes=1, until=lambda r: len(settled(r.events)) >= ROUNDS + 4)
+        result = await table.play(shoes=1, until=lambda r: len(settled(r.events)) >= played + 4)
         await wait_for_rounds(board, len(settled(result.events)))
         assert await board.inner_text("#count-rounds") == str(len(settled(result.events)))
         metrics = (await (await board.context.request.get(display.url("/metrics"))).text())
         assert 'tabled_up{table="SIM-H9-01"} 1' in metrics
-        assert f'tabled_shoe_rounds{{table="SIM-H9-01",shoe="1"}} {ROUNDS + 4}' in metrics
+        assert f'tabled_shoe_rounds{{table="SIM-H9-01",shoe="1"}} {played + 4}' in metrics
         assert 'tabledisplay_daemon_connects_total{table="SIM-H9-01"} 2' in metrics
 
 
@@ -248,3 +252,122 @@ async def take_screenshots(browser: Any, display: DisplayProcess, tmp_path: Path
             header = path.read_bytes()[16:24]  # PNG IHDR: width, height
             assert (int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")) == (
                 viewport["width"], viewport["height"])
+
+
+class ScriptedDaemon:
+    """The daemon's side of the control socket with a scripted event log: for what the
+    simulated table does not produce on demand (a 21 Baccarat shoe, a fault, a jackpot)."""
+
+    def __init__(self, path: str, status: dict[str, Any]) -> None:
+        from controller.access import Role
+        from controller.control import ControlServer
+
+        self.server = ControlServer(path)
+        self.log: list[Any] = []
+        self.status = status
+        # The commands the display uses, each needing only the read role, as in the daemon.
+        self.server.register("status", lambda args: self.status, role=Role.READ)
+        self.server.register("meters", lambda args: [], role=Role.READ)
+        self.server.register("devices", lambda args: [], role=Role.READ)
+        self.server.register("events", self._events, role=Role.READ)
+        self.server.set_history(
+            lambda after, limit: [e for e in self.log if e.seq > after][:limit])
+
+    def _events(self, args: Any) -> list[dict[str, Any]]:
+        from controller.control import event_json
+
+        chosen = [e for e in self.log if e.seq > args.get("after_seq", 0)
+                  and args.get("kind") in (None, e.kind)]
+        return [event_json(e) for e in chosen[-args.get("limit", 50):]]
+
+    def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
+        import time
+
+        from controller.store import Event
+
+        event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
+                      "", "")
+        self.log.append(event)
+        self.server.publish(event)
+        return event.at
+
+
+async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any,
+                                                                     tmp_path: Path) -> None:
+    import asyncio
+
+    from controller.display.service import DisplayService
+
+    socket_path = str(tmp_path / "control.sock")
+    daemon = ScriptedDaemon(socket_path, {"state": "betting_open", "shoe": {"cards_left": 200},
+                                          "round": {}, "fault": None})
+    daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+    # 681a: 21-point hands; the Player's 7♠ 9♦ K♣ busts at 26, the Banker stands on 19.
+    daemon.emit("round_settled", {"round_no": 1, "simulated": False, "settlements": [],
+                                  "table_net_cents": 0, "result": {
+                                      "player": ["7♠", "9♦", "K♣"], "banker": ["9♥", "K♦"],
+                                      "player_total": 26, "banker_total": 19,
+                                      "winner": "banker", "player_natural": False,
+                                      "banker_natural": False}})
+    await daemon.server.start()
+    table = {"table_id": "SIM-21-01", "name": "21 Baccarat", "game": "21-baccarat",
+             "decks": 8, "seats": 6, "limits": [{"wager": "player", "min_cents": 1000,
+                                                 "max_cents": 200000}]}
+    service = DisplayService(socket_path, table)
+    port = await service.web.start("127.0.0.1", 0)
+    tasks = [asyncio.create_task(service.follow_daemon()),
+             asyncio.create_task(service.publish_changes())]
+    try:
+        board = await browser.new_page(viewport=LANDSCAPE, bypass_csp=True)
+        dealer = await browser.new_page(viewport=PORTRAIT, bypass_csp=True)
+        for page in (board, dealer):
+            await page.add_init_script(OBSERVER)
+        await board.goto(f"http://127.0.0.1:{port}/scoreboard")
+        await dealer.goto(f"http://127.0.0.1:{port}/dealer")
+        await board.wait_for_function("document.body.classList.contains('game-21')",
+                                      timeout=PAGE_WAIT_MS)
+        row = board.locator("#hands21 tr[data-round-no='1']")
+        await row.wait_for(timeout=PAGE_WAIT_MS)
+        assert await row.locator("td.total").all_inner_texts() == ["26", "19"]
+        assert await row.locator("td.total.bust").inner_text() == "26"
+        assert await row.locator("td.result").inner_text() == "BANKER"
+        assert not await board.locator("#bead-plate").is_visible()  # not a 21 Baccarat view
+        assert await board.inner_text("#limits tr[data-wager='player']") == "Player\t$10\t\u2013\t$2K"
+
+        # The next card's destination before it is dealt: a burn card.
+        at = daemon.emit("prompt", {"action": "burn", "remaining": 3})
+        await dealer.wait_for_function("'next:burn' in window.__seen", timeout=PAGE_WAIT_MS)
+        assert (await dealer.evaluate("window.__seen['next:burn']")) - at * 1000 <= DOM_DEADLINE_MS
+        assert await dealer.inner_text("#prompt") == "Burn cards: 3 more"
+
+        # A fault, with what to do, on the dealer's page.
+        daemon.status = {**daemon.status, "state": "device_fault", "fault": {
+            "device": "shoe", "code": "lid_open", "detail": "the shoe's lid is open",
+            "action": "close the lid; the game resumes by itself"}}
+        daemon.emit("device_fault", {"code": "lid_open", "detail": "the shoe's lid is open",
+                                     "action": "close the lid; the game resumes by itself"},
+                    device="shoe")
+        await dealer.locator("#fault").wait_for(state="visible", timeout=PAGE_WAIT_MS)
+        assert await dealer.inner_text("#fault-action") == \
+            "close the lid; the game resumes by itself"
+        await board.wait_for_function(
+            "document.getElementById('announce').dataset.kind === 'paused'", timeout=PAGE_WAIT_MS)
+        daemon.status = {**daemon.status, "state": "betting_open", "fault": None}
+        daemon.emit("device_recovered", {"code": "lid_open"}, device="shoe")
+        await dealer.locator("#fault").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
+
+        # A progressive award: the win light on both pages until a supervisor validates it.
+        daemon.emit("prompt", {"action": "jackpot", "award_id": 3, "seat": 4,
+                               "progressive": "heavenly9", "level": "progressive",
+                               "amount_cents": 1_002_550, "detail": "verify the win light"})
+        await board.locator("#win-light").wait_for(state="visible", timeout=PAGE_WAIT_MS)
+        assert await board.inner_text("#win-light .amount") == "$10,025.50"
+        await dealer.locator(".seat.won[data-seat='4']").wait_for(timeout=PAGE_WAIT_MS)
+        daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor"})
+        await board.locator("#win-light").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await service.web.close()
+        await daemon.server.close()

@@ -34,7 +34,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,14 +104,19 @@ class SimulatedShuffler:
                  held: BackColour | None = BackColour.BLUE,
                  serial_number: str = "SIM-SHUF-0001", firmware_version: str = "shuffler-sim 1.0",
                  protocol_version: int | None = None, card_time_s: float = CARD_TIME_S,
-                 bus: int = 1, address: int = 7) -> None:
+                 bus: int = 1, address: int = 7, threaded: bool = True,
+                 endpoint_factory: Callable[[wire.Hello], LinkEndpoint] | None = None) -> None:
         """``batches``: decks per back colour (default RED and BLUE, 8 decks each); ``held``:
-        the batch inside the shuffler at power-up."""
+        the batch inside the shuffler at power-up.  ``threaded=False`` runs no device thread:
+        the caller drives the firmware with ``step(now)`` on its own (e.g. simulated) clock,
+        as the conformance suite does.  ``endpoint_factory`` builds the firmware's link
+        endpoint from its Hello (a deliberately broken one, hil.misbehaviour)."""
         self.vendor_id, self.product_id = vendor_id, product_id
         self.serial_number, self.firmware_version = serial_number, firmware_version
         self.protocol_version = wire.PROTOCOL_VERSION if protocol_version is None else protocol_version
         self.card_time_s = card_time_s
         self.bus, self.address = bus, address
+        self._endpoint_factory = endpoint_factory
         decks = dict(batches or {BackColour.RED: 8, BackColour.BLUE: 8})
         self.decks = decks
         # The physical cards of each batch; the shuffler holds at most one of them.
@@ -135,7 +140,8 @@ class SimulatedShuffler:
         self._claimed_by: Any = None
         self._thread = threading.Thread(target=os_named("sim-shuffler", self._run),
                                         name=f"sim-shuffler-{serial_number}", daemon=True)
-        self._thread.start()
+        if threaded:
+            self._thread.start()
 
     # --- the dealer and the technician ------------------------------------------------
 
@@ -231,7 +237,8 @@ class SimulatedShuffler:
         with self._lock:
             self._stopping = True
             self._wake.notify_all()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
 
     @property
     def host_connected(self) -> bool:
@@ -301,10 +308,59 @@ class SimulatedShuffler:
     def hello(self) -> wire.Hello:
         return wire.Hello(protocol_version=self.protocol_version,
                           device_kind=wire.DeviceKind.SHUFFLER, serial_number=self.serial_number,
-                          firmware_version=self.firmware_version, capabilities=0)
+                          firmware_version=self.firmware_version,
+                          capabilities=wire.CAP_PROTOCOL_1_1)
 
     def _new_endpoint(self) -> LinkEndpoint:
+        if self._endpoint_factory is not None:
+            return self._endpoint_factory(self.hello())
         return LinkEndpoint(Role.DEVICE, self.hello())
+
+    @property
+    def endpoint(self) -> LinkEndpoint:
+        """The firmware's link endpoint (the simulator's sans-I/O core)."""
+        return self._endpoint
+
+    def take_output(self) -> bytes:
+        """Bytes the firmware queued for the host (unthreaded use: the caller is the host)."""
+        with self._lock:
+            out = bytes(self._to_host)
+            self._to_host.clear()
+            return out
+
+    def next_deadline(self) -> float | None:
+        """When ``step`` next has something to do (link timers, the next card counted)."""
+        candidates = [t for t in (self._endpoint.next_deadline(),
+                                  self._shuffle.next_card_at if self._shuffle else None)
+                      if t is not None]
+        return min(candidates, default=None)
+
+    def step(self, now: float) -> None:
+        """Run the firmware once at ``now``: bytes from the host, timers, the mechanism, and
+        the outbox; output goes to the host's side.  The device thread calls this in a loop."""
+        with self._lock:
+            endpoint = self._endpoint
+            if self._to_device:
+                data = bytes(self._to_device)
+                self._to_device.clear()
+                endpoint.receive(data, now)
+            endpoint.poll(now)
+            for event in endpoint.events():
+                self._on_link_event(event, now)
+            self._step_shuffle(now)
+            if self._up:
+                while self._outbox:
+                    try:
+                        endpoint.send(self._outbox[0], now)
+                    except Exception:  # LinkBusyError: the window is full; next round
+                        break
+                    self._outbox.popleft()
+            out = endpoint.outgoing()
+            if out and len(self._to_host) + len(out) <= IN_BUFFER_LIMIT:
+                self._to_host += out
+                self._wake.notify_all()
+            elif out:
+                log.warning("simulated shuffler: host not reading, output dropped", bytes=len(out))
 
     def _post(self, message: wire.Message) -> None:
         self._outbox.append(message)
@@ -325,31 +381,9 @@ class SimulatedShuffler:
                     self._wake.wait()
                     continue
                 now = time.monotonic()
-                endpoint = self._endpoint
-                if self._to_device:
-                    data = bytes(self._to_device)
-                    self._to_device.clear()
-                    endpoint.receive(data, now)
-                endpoint.poll(now)
-                for event in endpoint.events():
-                    self._on_link_event(event)
-                self._step_shuffle(now)
-                if self._up:
-                    while self._outbox:
-                        try:
-                            endpoint.send(self._outbox[0], now)
-                        except Exception:  # LinkBusyError: the window is full; next round
-                            break
-                        self._outbox.popleft()
-                out = endpoint.outgoing()
-                if out and len(self._to_host) + len(out) <= IN_BUFFER_LIMIT:
-                    self._to_host += out
-                    self._wake.notify_all()
-                elif out:
-                    log.warning("simulated shuffler: host not reading, output dropped",
-                                bytes=len(out))
+                self.step(now)
                 waits = [DEVICE_TICK_S]
-                deadline = endpoint.next_deadline()
+                deadline = self._endpoint.next_deadline()
                 if deadline is not None:
                     waits.append(max(0.0, deadline - now))
                 if self._shuffle is not None:
@@ -359,7 +393,7 @@ class SimulatedShuffler:
                 if waits and min(waits) > 0:
                     self._wake.wait(min(waits))
 
-    def _on_link_event(self, event: Any) -> None:
+    def _on_link_event(self, event: Any, now: float) -> None:
         if isinstance(event, LinkUp):
             self._up = True
             self.handshakes += 1
@@ -373,28 +407,28 @@ class SimulatedShuffler:
             self._up = False
         elif isinstance(event, MessageReceived):
             self.received.append(event.message)
-            self._on_message(event.message)
+            self._on_message(event.message, now)
 
-    def _on_message(self, message: wire.Message) -> None:
+    def _on_message(self, message: wire.Message, now: float) -> None:
         if isinstance(message, wire.StatusRequest):
             state = (wire.DeviceState.BUSY if self._shuffle else
                      wire.DeviceState.FAULTED if self.active_faults else wire.DeviceState.READY)
             held = "none" if self.held is None else BackColour(self.held).name
-            self._post(wire.Status(int(time.monotonic()), state, f"holds {held}"))
+            self._post(wire.Status(int(now) & 0xFFFFFFFF, state, f"holds {held}"))
         elif isinstance(message, wire.SelfTestRequest):
             faults = ", ".join(code.name for code in self.active_faults)
             self._post(wire.SelfTestResult(not faults, faults or "mechanism, counter and door ok"))
         elif isinstance(message, wire.StartShuffle):
-            self._start_shuffle(BackColour(message.back_colour), message.expected_cards)
+            self._start_shuffle(BackColour(message.back_colour), message.expected_cards, now)
 
-    def _start_shuffle(self, back: BackColour, expected: int) -> None:
+    def _start_shuffle(self, back: BackColour, expected: int, now: float) -> None:
         if self.held != back:
             held = "nothing" if self.held is None else f"the {BackColour(self.held).name} batch"
             self._set_fault(wire.FaultCode.SHUFFLER_BATCH_MISSING,
                             f"asked to shuffle the {back.name} batch; the shuffler holds {held}")
             return
         self._clear_fault(wire.FaultCode.SHUFFLER_BATCH_MISSING)
-        self._shuffle = _Shuffle(back, expected, next_card_at=time.monotonic() + self.card_time_s,
+        self._shuffle = _Shuffle(back, expected, next_card_at=now + self.card_time_s,
                                  plan=self._plan)
         self._plan = _Plan()
 

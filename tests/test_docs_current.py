@@ -53,3 +53,11 @@ def test_a_line_that_is_not_a_clause_is_refused_with_its_line_number():
                                 "of 631a, 631c, 627b or 681a")
     else:
         raise AssertionError("a bogus index line was accepted")
+
+
+def test_each_commands_role_is_documented_as_the_daemon_enforces_it():
+    """docs/control-api.md and docs/deployment.md carry the table the daemon's own
+    registrations generate (one role per command)."""
+    result = subprocess.run([sys.executable, "tools/control_roles.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import os
 import re
 import sqlite3
 import sys
@@ -53,22 +52,32 @@ class Capture:
 
     def _tidy(self, text: str) -> str:
         text = text.replace(self.socket, SOCKET_ON_TABLE)
+        text = text.replace(str(self.workdir / "table.toml"), "/etc/tabled/table.toml")
+        text = text.replace(str(self.workdir / "tabled.log"), "/var/log/tabled.log")
         text = text.replace(str(self.workdir / "table.sqlite"), STORE_ON_TABLE)
         text = text.replace(str(ROOT / "config"), "/etc/tabled")  # this checkout's path
         # The simulator's pseudo-terminal stands where udev's stable name would be.
-        text = re.sub(r"/tmp/sim-shoe-[^/\s]+/tty", "/dev/baccarat-shoe", text)
+        # In a table's column the name keeps the width of the path it stands for.
+        text = re.sub(r"/tmp/sim-shoe-[^/\s]+/tty( *)", lambda m: "/dev/baccarat-shoe".ljust(
+            len(m[0])) if m[1] else "/dev/baccarat-shoe", text)
         return text.replace(str(self.workdir), "/var/lib/tabled")
 
     async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
                   during: Callable[[], Awaitable[None]] | None = None, when: str = "",
-                  socket: str | None = None) -> int:
+                  socket: str | None = None, keep: int | None = None,
+                  daemon: bool = True) -> int:
         """Run `tablectl argv` as a process; `during` runs alongside it (fault injection,
-        the technician's hands on the sensors) once a line containing `when` is printed."""
+        the technician's hands on the sensors) once a line containing `when` is printed.
+        With `keep`, a long output shows its first `keep` lines, "...", and its last.
+        `daemon=False`: a command that takes no --socket (configuration, rules engine)."""
         shown = " ".join(argv)
-        code, output = await run_tablectl(argv, socket=socket or self.socket, stdin=stdin,
-                                          during=during, when=when, env={"COLUMNS": "100"},
-                                          timeout=CLI_TIMEOUT_S)
+        code, output = await run_tablectl(argv, socket=(socket or self.socket) if daemon
+                                          else None, stdin=stdin, during=during, when=when,
+                                          env={"COLUMNS": "80"}, timeout=CLI_TIMEOUT_S)
         text = self._tidy(output).rstrip("\n")
+        lines = text.splitlines()
+        if keep is not None and len(lines) > keep + 2:
+            text = "\n".join([*lines[:keep], "...", lines[-1]])
         block = [self._tidy(f"$ tablectl {shown}")] + ([text] if text else []) + [f"[exit {code}]"]
         self.blocks.setdefault(name, []).append("\n".join(block))
         print(f"--- {name}: tablectl {shown} -> {code}", file=sys.stderr)
@@ -137,12 +146,15 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
     gpio = harness.table_config.gpio
     async with harness as h:
         await h.play(shoes=1)
+        await cap.run("version", ["--version"], daemon=False)
         await cap.run("status", ["status"])
         await cap.run("devices", ["devices"])
         await cap.run("rounds", ["rounds", "--last", "2"])
         await cap.run("events", ["events", "--kind", "card", "--limit", "5"])
         await cap.run("events", ["events", "--kind", "shoe_complete", "--json"])
         await cap.run("verify", ["events", "verify"])
+        await cap.run("support-bundle", ["support-bundle", "--log", str(h.daemon_log),
+                                         "--output", str(workdir / "support.txt")])
 
         async def touch_every_seat() -> None:
             for wiring in gpio.seats:
@@ -206,30 +218,22 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await h.start_daemon()
         await cap.run("broken-chain", ["status"])
     # A second table with the Heavenly 9 progressive and the Must-Hit-By Mystery bonus.
-    # Its daemon's simulated shuffler takes fault injection on a socket of its own.
-    from hil.usb_shuffler import CONTROL_SOCKET_ENV, ShufflerControlClient
-
+    # Its daemon's simulated shuffler takes fault injection on the harness's socket.
     progressive_dir = workdir / "progressive"
-    shuffler_socket = str(progressive_dir / "shuffler-control.sock")
-    os.environ[CONTROL_SOCKET_ENV] = shuffler_socket  # inherited by the daemon process
     harness = TableHarness(ROOT / "config" / "progressive-heavenly9-mystery.toml",
                            progressive_dir, seed=seed)
     cap_p = Capture(harness.socket, progressive_dir)
-    try:
-        async with harness as h:
-            await h.play(shoes=1)
-            await cap_p.run("meters", ["meters"])
-            await cap_p.run("meters", ["jackpot", "pending"])
-            await cap_p.run("meters", ["jackpot", "validate", "1", "--supervisor", "floor",
-                                       "--pin-stdin"], stdin="2468\n")
-            shuffler = ShufflerControlClient(shuffler_socket)
-            held = shuffler.request("STATUS").split("held=")[1].split()[0].lower()
-            shuffler.request(f"REMOVE_CARD {held} 2")  # two cards went missing from the batch
-            await cap_p.run("fault-shuffler", ["test", "shuffler", "--shuffle", held,
-                                               "--timeout", "60"])
-            await cap_p.run("fault-shuffler", ["status"])
-    finally:
-        os.environ.pop(CONTROL_SOCKET_ENV, None)
+    async with harness as h:
+        await h.play(shoes=1)
+        await cap_p.run("meters", ["meters"])
+        await cap_p.run("meters", ["jackpot", "pending"])
+        await cap_p.run("meters", ["jackpot", "validate", "1", "--supervisor", "floor",
+                                   "--pin-stdin"], stdin="2468\n")
+        held = h.shuffler("STATUS").split("held=")[1].split()[0].lower()
+        h.shuffler(f"REMOVE_CARD {held} 2")  # two cards went missing from the batch
+        await cap_p.run("fault-shuffler", ["test", "shuffler", "--shuffle", held,
+                                           "--timeout", "60"])
+        await cap_p.run("fault-shuffler", ["status"])
     for name, outputs in cap_p.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
     # A third table whose shoe speaks another protocol version (old firmware).
@@ -245,6 +249,7 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap_f.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
     for name, outputs in cap_f.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
+    await capture_offline(cap, workdir)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
               f"running on simulated hardware (`hil.table_harness.TableHarness`, "
@@ -252,6 +257,31 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
               f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); faults were "
               "injected into the simulators. Scratch paths are shown as the paths on a table.")
     return cap.blocks, source
+
+
+def hostile_configuration(workdir: Path) -> Path:
+    """The simulated table's configuration with three mistakes a technician makes."""
+    text = (ROOT / "config" / "simulated-table.toml").read_text(encoding="utf-8")
+    text = text.replace("max_cents = 100000\n", "", 1)  # the tie's maximum forgotten
+    text = text.replace("lockout_pin = 26", "lockout_pin = 12", 1)  # seat 1's LED pin
+    text += '\n[display]\nenabled = true\nurl = "/dev/baccarat-display"\nbaudrate = 11520\n'
+    path = workdir / "table.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def capture_offline(cap: Capture, workdir: Path) -> None:
+    """The commands that need no daemon: the configuration and the rules engine."""
+    config = str(ROOT / "config" / "simulated-table.toml")
+    rules = str(ROOT / "config" / "baccarat-8deck.toml")
+    await cap.run("config-validate", ["config", "validate", config], daemon=False)
+    await cap.run("config-validate", ["config", "validate", str(hostile_configuration(workdir))],
+                  daemon=False)
+    await cap.run("par-sheet", ["par-sheet", rules], keep=22, daemon=False)
+    await cap.run("simulate", ["simulate", rules, "--shoes", "1", "--seed", "7"], keep=6,
+                  daemon=False)
+    await cap.run("hash-pin", ["supervisor", "hash-pin", "ana", "--pin-stdin"],
+                  stdin="482913\n", daemon=False)
 
 
 # --- the fake control server --------------------------------------------------------------

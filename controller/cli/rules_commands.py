@@ -29,7 +29,8 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--shoes", type=int, default=1, help="number of shoes (default 1)")
     sim.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     sim.add_argument("--unit-cents", type=int, default=10000,
-                     help="amount of each wager in cents (default 10000)")
+                     help="amount of each wager in cents (default 10000), kept within each "
+                          "wager's min_cents..max_cents; Royal 9 at its denomination")
     sim.add_argument("--json", action="store_true", help="one JSON object per round")
     sim.set_defaults(handler=_simulate)
 
@@ -55,14 +56,37 @@ def _load(path: str) -> Any:
         return None
 
 
+def _progressive_rules(path: str) -> dict[str, Any] | None:
+    """The progressives a table declares under `[progressive.<name>]` (not in `[wagers]`),
+    by their wager key; None (errors printed) when those sections are invalid."""
+    import tomllib
+
+    with open(path, "rb") as fh:  # already read once by _load: readable, valid TOML
+        if "progressive" not in tomllib.load(fh):
+            return {}  # and the progressive package (asyncio, logging) stays unloaded
+    from controller.progressive.config import load_progressive_config
+    from controller.progressive.errors import ProgressiveConfigError
+
+    try:
+        config = load_progressive_config(path)
+    except ProgressiveConfigError as exc:
+        for line in exc.problems:
+            print(f"{path}: {line}", file=sys.stderr)
+        return None
+    return {spec.wager_key: spec.rule for spec in config.progressives}
+
+
 def _par_sheet(args: argparse.Namespace) -> int:
     from controller.rules.par import compute_par_sheet, render_text, to_json_obj
 
     game = _load(args.config)
     if game is None:
         return exitcodes.BAD_CONFIGURATION
+    progressives = _progressive_rules(args.config)
+    if progressives is None:
+        return exitcodes.BAD_CONFIGURATION
     started = time.perf_counter()
-    sheet = compute_par_sheet(game)
+    sheet = compute_par_sheet(game, progressives)
     elapsed = time.perf_counter() - started
     if args.json:
         obj = to_json_obj(sheet)

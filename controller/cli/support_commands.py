@@ -103,6 +103,10 @@ def _journal() -> tuple[str, str]:
     return f"journalctl -u tabled -n {JOURNAL_LINES}", text
 
 
+def _last_lines(text: str) -> str:
+    return "\n".join(text.splitlines()[-JOURNAL_LINES:])
+
+
 def _read(path: Path, transform: Callable[[str], str] = lambda text: text) -> str:
     try:
         return transform(path.read_text(encoding="utf-8", errors="replace"))
@@ -144,7 +148,8 @@ def build_bundle(args: argparse.Namespace) -> tuple[str, str]:
                 json.dumps({k: daemon[k] for k in ("status", "devices", "events")},
                            indent=1, ensure_ascii=False))
     if args.log:
-        section(f"daemon log: {args.log}", _read(Path(args.log)))
+        section(f"daemon log: {args.log} (the last {JOURNAL_LINES} lines)",
+                _read(Path(args.log), _last_lines))
     else:
         where, text = _journal()
         section(f"daemon log: {where}", text)

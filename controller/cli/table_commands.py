@@ -36,6 +36,7 @@ from controller.cli.output import (
     table, visible_len, when, with_progress,
 )
 from controller.control import ControlError
+from controller.events import KINDS, SHOE_CARD_KINDS
 
 # How long the guided tests wait for the technician by default. A technician walks round
 # a 14-seat table touching each spot; two minutes is generous without hanging a script.
@@ -55,7 +56,7 @@ OUT_OF_ORDER_ACTION = ("do not play: the event log or the database failed its in
                        "check. Run 'tablectl events verify' and call the floor supervisor and "
                        "the vendor; the table stays out of order until the store is restored")
 
-_REFUSAL_CODES = {"refused", "unauthorised"}
+_REFUSAL_CODES = {"refused", "unauthorised", "forbidden"}
 
 
 # --- argument parsing ------------------------------------------------------------------
@@ -473,7 +474,7 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
                     line = shoe_event_line(event)
                     if line is None:
                         continue
-                    if event["kind"] in _SHOE_CARD_KINDS:
+                    if event["kind"] in SHOE_CARD_KINDS:
                         cards.append({"seq": event["seq"], "kind": event["kind"],
                                       **event["payload"]})
                     if not _json(args):
@@ -502,29 +503,26 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
-# Event kinds in which the daemon reports a card the shoe read (table.py); "shoe_card" is
-# the diagnostic event we asked for, shown when a daemon publishes it.
-_SHOE_CARD_KINDS = {"card", "burn_first_card", "burn_card", "card_out_of_turn", "card_face_up",
-                    "shoe_card"}
+class _Blank(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return ""
 
 
 def shoe_event_line(event: Mapping[str, Any]) -> str | None:
-    """One line for a shoe-related event, or None if the event is not about the shoe."""
+    """One line for a shoe-related event, or None if the event is not about the shoe.
+
+    Which events carry a card the shoe read, and what their line says, is the event
+    catalogue's (controller/events.py)."""
     kind, p = event.get("kind"), event.get("payload") or {}
     index = p.get("index")
     at = f"#{index + 1:<3}" if isinstance(index, int) else "    "
-    if kind == "card" or kind == "shoe_card":
-        where = p.get("hand") or ("face up" if p.get("face_up") else "")
-        back = f" back {p['back']}" if p.get("back") is not None else ""
-        return f"  card {at} {p.get('card')}  {where}{back}".rstrip()
-    if kind == "burn_first_card":
-        return f"  card      {p.get('card')}  exposed first card: burn {p.get('burn')} more"
-    if kind == "burn_card":
-        return f"  card {at} (burned face down)"
-    if kind == "card_out_of_turn":
-        return f"  card {at} {p.get('card')}  drawn out of turn (held for the next round)"
-    if kind == "card_face_up":
-        return paint(f"  card {at} {p.get('card')}  FACE UP in the shoe: discard", "yellow")
+    if kind in SHOE_CARD_KINDS:
+        card = f"{p['card']}  " if p.get("card") else ""
+        text = KINDS[str(kind)].shoe_card.format_map(_Blank(p))
+        if kind == "card" and p.get("back") is not None:
+            text += f" back {p['back']}"
+        line = f"  card {at} {card}{text}".rstrip()
+        return paint(line, "yellow") if event.get("severity") == "warning" else line
     if kind == "cover_card":
         return f"  cover card after {p.get('index')} cards"
     if kind == "device_fault" and event.get("device") == "shoe":

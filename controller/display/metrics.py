@@ -26,6 +26,11 @@ def _label(value: object) -> str:
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def _number(value: float) -> str:
+    """Whole numbers in full (a meter of 1000150 cents, not 1.00015e+06), else repr."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def _labels(**labels: object) -> str:
     return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}"
 
@@ -40,7 +45,7 @@ class _Writer:
         self.lines.append(f"# HELP {name} {help_text}")
         self.lines.append(f"# TYPE {name} {kind}")
         for labels, value in samples:
-            self.lines.append(f"{name}{_labels(table=self.table_id, **labels)} {value:g}")
+            self.lines.append(f"{name}{_labels(table=self.table_id, **labels)} {_number(value)}")
 
 
 def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
@@ -82,9 +87,9 @@ def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
     w.lines.append("# TYPE tabledisplay_event_delay_seconds histogram")
     for labels, value in [*buckets, ({"le": "+Inf"}, float(m.delay_count))]:
         w.lines.append(f"tabledisplay_event_delay_seconds_bucket"
-                       f"{_labels(table=w.table_id, **labels)} {value:g}")
+                       f"{_labels(table=w.table_id, **labels)} {_number(value)}")
     w.lines.append(f"tabledisplay_event_delay_seconds_sum{_labels(table=w.table_id)} "
-                   f"{m.delay_sum_s:g}")
+                   f"{_number(m.delay_sum_s)}")
     w.lines.append(f"tabledisplay_event_delay_seconds_count{_labels(table=w.table_id)} "
                    f"{m.delay_count}")
     w.family("tabledisplay_browsers", "gauge", "browsers following the live pages",

@@ -20,13 +20,14 @@ import os
 import signal
 import sys
 import time
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from controller.config import ConfigError, load_config
+from controller.config import ConfigError
 from controller.control import ControlClient, ControlError
 from controller.display.board import LIVE, ROADS, TOPICS, Board
 from controller.display.metrics import render_metrics
@@ -44,20 +45,44 @@ REFRESH_KINDS_DEVICES = frozenset({"device_fault", "device_recovered", "device_f
 PAGES = {"/scoreboard": "scoreboard.html", "/dealer": "dealer.html"}
 
 
+DEFAULT_SOCKET = "/run/tabled/control.sock"
+SUBMISSION_SECTIONS = ("table", "game", "wagers")
+
+
 def table_info(config_path: str) -> tuple[dict[str, Any], str]:
-    """What the pages show from the table's configuration (its Rules Submission): the
-    name, the game and the limits; and the control socket's path."""
-    config = load_config(config_path)
-    submission = config.submission
+    """What the pages show from the table's configuration: its Rules Submission (name,
+    game, limits) and the control socket's path.
+
+    Only those sections are read, never the device sections or the secrets file the
+    daemon's configuration may name (the display's user cannot and need not read it).
+    """
+    from controller.rules.submission import SubmissionError, parse_submission
+
+    try:
+        data = tomllib.loads(Path(config_path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(config_path, [f"cannot be read: {exc.strerror}"]) from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(config_path, [f"not valid TOML: {exc}"]) from exc
+    try:
+        # The Rules Submission's own sections; the daemon checks the rest of the file.
+        submission = parse_submission({k: data[k] for k in SUBMISSION_SECTIONS if k in data},
+                                      config_path)
+    except SubmissionError as exc:
+        raise ConfigError(config_path, [e.removeprefix(f"{config_path}: ")
+                                        for e in exc.errors]) from exc
+    control: dict[str, Any] = data["control"] if isinstance(data.get("control"), dict) else {}
+    socket_path = control.get("socket", DEFAULT_SOCKET)
+    if not isinstance(socket_path, str) or not socket_path:
+        raise ConfigError(config_path, [f"control.socket = {socket_path!r}: allowed: the "
+                                        "path of tabled's control socket"])
     limits = [{"wager": w.key, "min_cents": w.min_cents, "max_cents": w.max_cents}
               for w in submission.wagers if w.min_cents is not None or w.max_cents is not None]
-    progressives = ([spec.name for spec in config.progressive.progressives]
-                    if config.progressive is not None else [])
     info = {"table_id": submission.table.id, "name": submission.table.name,
             "game": submission.game.family, "variant": submission.game.variant,
             "decks": submission.game.decks, "seats": submission.table.seats,
-            "limits": limits, "progressives": progressives}
-    return info, config.control_socket
+            "limits": limits}
+    return info, socket_path
 
 
 class DisplayService:

@@ -111,6 +111,7 @@ class WebServer:
         self.snapshot = snapshot  # the current state of the topics, for a new browser
         self.topics = topics
         self.streams: set[Stream] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self.clients = 0
         self.dropped_streams = 0
         self._server: asyncio.AbstractServer | None = None
@@ -123,6 +124,8 @@ class WebServer:
     async def close(self) -> None:
         for stream in list(self.streams):
             stream.end()
+        for writer in list(self._writers):  # a stalled browser would hold wait_closed()
+            writer.transport.abort()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -138,6 +141,7 @@ class WebServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.clients += 1
+        self._writers.add(writer)
         try:
             if self.clients > MAX_CLIENTS:
                 await _write(writer, Response(503, b"too many connections\n"))
@@ -159,6 +163,7 @@ class WebServer:
             log.exception("display_request_failed")
         finally:
             self.clients -= 1
+            self._writers.discard(writer)
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
@@ -192,12 +197,13 @@ class WebServer:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                      b"Cache-Control: no-store\r\nConnection: close\r\n"
                      b"X-Accel-Buffering: no\r\n\r\n" + f"retry: {RETRY_MS}\n\n".encode())
-        for message in self.snapshot(topics):  # a fresh browser starts from the present
-            writer.write(message)
+        for snapshot in self.snapshot(topics):  # a fresh browser starts from the present
+            writer.write(snapshot)
         self.streams.add(stream)
         try:
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             while True:
+                message: bytes | None
                 try:
                     message = await asyncio.wait_for(stream.queue.get(), KEEPALIVE_S)
                 except TimeoutError:
@@ -206,6 +212,11 @@ class WebServer:
                     return
                 writer.write(message)
                 await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        except TimeoutError:  # the browser stopped taking data: same as a full queue
+            if not stream.dropped:
+                stream.dropped = True
+                self.dropped_streams += 1
+                log.warning("display_browser_dropped", reason="write stalled")
         finally:
             self.streams.discard(stream)
 

@@ -207,10 +207,21 @@ def enumerate_raw(counts: Sequence[int], values: Sequence[int]
         for cls, k in used_alone.items():
             weight *= ff[cls][k]
         hands.append(((values[x] + values[y]) % 10, weight, used_alone, 1 if x == y else 2))
-    # Moment sums per (P, B): S0, S1[class], S2[class * size + class].
-    s0: dict[tuple[int, int], int] = {}
-    s1: dict[tuple[int, int], list[int]] = {}
-    s2: dict[tuple[int, int], list[int]] = {}
+    # Moment sums per (P, B): S0, S1[class], S2[class * size + class]. A pair of totals needs
+    # S1 only if a third card may be drawn, S2 only if the Player draws (631a.11(c)): about
+    # half the pairs need neither, which halves the work of the loop below.
+    def moments_needed(p: int, b: int) -> int:
+        if p >= 8 or b >= 8:
+            return 0  # a natural: no third card (631a.11(a))
+        if player_draws(p, b):
+            return 2
+        return 1 if banker_draws_value(b, p, None) else 0
+
+    need = {(p, b): moments_needed(p, b) for p in range(10) for b in range(10)}
+    s0: dict[tuple[int, int], int] = {key: 0 for key in need}
+    s1: dict[tuple[int, int], list[int]] = {key: [0] * size for key, m in need.items() if m}
+    s2: dict[tuple[int, int], list[int]] = {key: [0] * (size * size)
+                                            for key, m in need.items() if m == 2}
     for p_total, p_weight, p_used, p_mult in hands:
         for b_total, b_weight, b_used, b_mult in hands:
             if p_used.keys() & b_used.keys():
@@ -226,14 +237,17 @@ def enumerate_raw(counts: Sequence[int], values: Sequence[int]
                 used = {**p_used, **b_used}
                 w4 = p_weight * b_weight
             key = (p_total, b_total)
-            row1 = s1.get(key)
-            if row1 is None:
-                s0[key] = 0
-                row1 = s1[key] = [0] * size
-                s2[key] = [0] * (size * size)
-            row2 = s2[key]
             s0[key] += w4
+            moments = need[key]
+            if not moments:
+                continue
+            row1 = s1[key]
             items = list(used.items())
+            if moments == 1:
+                for cls, k in items:
+                    row1[cls] += w4 * k
+                continue
+            row2 = s2[key]
             for cls, k in items:
                 wk = w4 * k
                 row1[cls] += wk
@@ -243,7 +257,9 @@ def enumerate_raw(counts: Sequence[int], values: Sequence[int]
     out: dict[tuple[int, int, int, int], int] = {}
     rest2 = (n - 4) * (n - 5)
     for (p, b), total in s0.items():
-        m1, m2 = s1[(p, b)], s2[(p, b)]
+        if not total:
+            continue
+        m1, m2 = s1.get((p, b), []), s2.get((p, b), [])
         if not player_draws(p, b):
             if p >= 8 or b >= 8 or b > 5:
                 out[(p, b, -1, -1)] = total * rest2
@@ -466,13 +482,18 @@ class ParSheet:
     missing: tuple[str, ...] = ()  # "key: reason" for offered wagers without an exact analysis
 
 
-def compute_par_sheet(game_obj: Any) -> ParSheet:
-    """The par sheet of every wager a `Game` offers (full shoe, start of round)."""
+def compute_par_sheet(game_obj: Any, extra_rules: Mapping[str, Any] | None = None) -> ParSheet:
+    """The par sheet of every wager a `Game` offers (full shoe, start of round), and of
+    `extra_rules` (key -> rule): wagers the table offers outside its `[wagers]`, such as the
+    progressives of its `[progressive.*]` sections."""
     config = game_obj.config
     ctx = ParContext(config)
     pars: list[WagerPar] = []
     missing: list[str] = []
-    for key, rule in game_obj.wager_rules.items():
+    rules = dict(game_obj.wager_rules)
+    for key, rule in (extra_rules or {}).items():
+        rules.setdefault(key, rule)
+    for key, rule in rules.items():
         if not isinstance(rule, ParRule):
             missing.append(f"{key}: its rule provides no exact analysis")
             continue

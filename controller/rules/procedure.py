@@ -12,9 +12,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from collections.abc import Iterable, Mapping
+
 from controller.rules.irregularities import (
     Action, card_drawn_in_error, extra_card_after_17_21, face_up_in_shoe_21,
 )
+from controller.rules.settlement import PlacedWager, VigorishLedger
+from controller.rules.shoe import ShoePhase, phase_after_round
+
+# The Baccarat wagers of 631a.8(a)(1)-(3) (627a for Minibaccarat, 681a.6 for 21 Baccarat);
+# every other wager is optional and needs one of these at the seat first.
+BASE_WAGERS = frozenset({"banker", "player", "tie"})
 
 
 class Phase(enum.Enum):
@@ -161,3 +169,45 @@ def lost_cards(expected_index: int, received_index: int, phase: Phase, *,
     else:
         action = LostCardsAction.RECORD
     return LostCards(lost, action)
+
+
+def base_wager_missing(placed: PlacedWager, on_layout: Iterable[PlacedWager], *,
+                       without_base_wager: bool = False) -> str | None:
+    """Why an optional wager may not be placed yet, or None.
+
+    631c.3(c), 631c.4(c), 627b.5(a)-(b): an optional wager follows a Baccarat wager at
+    the same seat (applied to every optional wager, docs/rulings.md C15); 631c.7(b) lets a
+    Rules Submission offer one without (`without_base_wager`).
+    """
+    if placed.wager in BASE_WAGERS or without_base_wager:
+        return None
+    if any(w.seat == placed.seat and w.wager in BASE_WAGERS for w in on_layout):
+        return None
+    return (f"seat {placed.seat} must first place a Banker, Player or Tie wager before the "
+            f"optional wager {placed.wager!r} (631c.3(c))")
+
+
+def shoe_ends_after_round(*, cover_card_seen: bool, last_hand_announced: bool,
+                          simulated: bool, reshuffle_at_cover: bool) -> bool:
+    """631a.10(d), 681a.7(d): whether the round just completed ends the shoe.
+
+    The "one more hand" after the cover card is a live hand: a simulated round
+    (631a.15(d)) never ends the shoe (docs/rulings.md C2).
+    """
+    if simulated:
+        return False
+    phase = ShoePhase.LAST_HAND if last_hand_announced else ShoePhase.PLAYING
+    return phase_after_round(phase, cover_card_seen,
+                             reshuffle_at_cover=reshuffle_at_cover) is ShoePhase.FINISHED
+
+
+def vigorish_to_collect(owed: Mapping[int, int], seat: int | None) -> list[tuple[int, int]]:
+    """631a.13(d)(2)(i): the marked vigorish collected before a new shoe (`seat` None) or
+    from a player who leaves, as (seat, cents), highest seat first as 631a.12(b) pays."""
+    ledger = VigorishLedger(dict(owed))
+    if seat is None:
+        collected, _ = ledger.new_shoe()
+    else:
+        cents, _ = ledger.seat_leaves(seat)
+        collected = {seat: cents}
+    return sorted(((s, c) for s, c in collected.items() if c), reverse=True)

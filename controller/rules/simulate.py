@@ -15,32 +15,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from controller.rules.baccarat import Hand, NextCard
-from cards import Card, shoe_of
+from cards import shoe_of
+from controller.rules.dealing import (
+    Action, Bet, Cover, Draw, Lock, NewDealer, ShoeDealing,
+)
 from controller.rules.game import Game
 from controller.rules.money import format_cents
-from controller.rules.settlement import PlacedWager, settle_round, void_round
-from controller.rules.shoe import ShoePhase, cut_and_cover, phase_after_round
-from controller.rules.wager import Settlement, SettlementPoint
+from controller.rules.procedure import Phase
+from controller.rules.settlement import PlacedWager
+from controller.rules.shoe import PreparedShoe, cut_and_cover
 
 SIM_SEAT = 1  # the one seat that holds every wager
-
-
-def _card_obj(card: Card, hand: str) -> dict[str, Any]:
-    return {"rank": card.rank.label, "suit": "CDHS"[card.suit], "card": str(card), "hand": hand}
-
-
-def _hand_of(slot: NextCard) -> str:
-    if slot in (NextCard.PLAYER_BONUS_EXTRA, NextCard.BANKER_BONUS_EXTRA):
-        return "extra"
-    return "player" if slot.hand is Hand.PLAYER else "banker"
-
-
-def _settlement_obj(s: Settlement) -> dict[str, Any]:
-    return {"wager": s.wager, "amount_cents": s.amount_cents, "outcome": s.outcome.value,
-            "odds": f"{s.odds.numerator} to {s.odds.denominator}" if s.win_cents else None,
-            "win_cents": s.win_cents, "vigorish_cents": s.vigorish_cents,
-            "net_cents": s.net_cents, "label": s.label, "section": s.section}
 
 
 @dataclass(frozen=True)
@@ -48,13 +33,51 @@ class SimulationOptions:
     shoes: int
     seed: int
     unit_cents: int = 10000
+    # Irregularities the simulated dealer commits, per card or round, scaled by this
+    # factor (0: none, the default): cards found face up (631a.15(d), 681a.9(a)), cards
+    # lost to a reader outage (docs/rulings.md C7), new dealers (681a.7(c)) and cards
+    # drawn by accident to a finished 21 Baccarat hand (681a.9(b)).
+    irregularities: float = 0.0
+
+
+FACE_UP_PER_CARD = 0.005
+LOST_PER_CARD = 0.001
+NEW_DEALER_PER_ROUND = 0.02
+ACCIDENTAL_DRAW_PER_ROUND = 0.05
+QUIET_CARDS_AT_THE_END = 20  # no irregularity this close to the end: the shoe must finish
+
+
+def stake_cents(game: Game, key: str, unit_cents: int) -> int:
+    """What the simulated seat wagers on `key`: `unit_cents` brought within the wager's table
+    limits; a wager with one fixed amount (Royal 9's denomination, 627b.3(f)-(g)) at that."""
+    fixed = getattr(game.wager_rules[key], "denomination_cents", None)
+    if isinstance(fixed, int):
+        return fixed
+    limits = next((wc for wc in game.submission.wagers if wc.key == key), None)
+    amount = unit_cents
+    if limits is not None and limits.min_cents is not None:
+        amount = max(amount, limits.min_cents)
+    if limits is not None and limits.max_cents is not None:
+        amount = min(amount, limits.max_cents)
+    return amount
 
 
 def simulate(game: Game, options: SimulationOptions) -> Iterator[dict[str, Any]]:
     """Yield one JSON-ready object per round of `options.shoes` shoes."""
+    for _, _, records in deal_shoes(game, options):
+        yield from records
+
+
+def deal_shoes(game: Game, options: SimulationOptions
+               ) -> Iterator[tuple[int, list[Action], list[dict[str, Any]]]]:
+    """Each shoe's number, the dealer's actions in order, and its round records."""
     rng = random.Random(options.seed)
+    # Irregularities draw from their own generator, so a seed deals the same cards with
+    # or without them.
+    irregular = random.Random(options.seed * 1_000_003 + 17)
     cfg = game.config
-    bonus_offered = any(k.startswith("bonus_") for k in game.wager_rules)
+    stakes = tuple(PlacedWager(SIM_SEAT, key, stake_cents(game, key, options.unit_cents))
+                   for key in game.wager_rules)
     for shoe_no in range(1, options.shoes + 1):
         stack = shoe_of(cfg.decks)
         rng.shuffle(stack)
@@ -63,53 +86,57 @@ def simulate(game: Game, options: SimulationOptions) -> Iterator[dict[str, Any]]
         shoe = cut_and_cover(stack, cut_at, cfg.cut.cover_card_from_bottom,
                              min_cut_cards=cfg.cut.min_cut_cards,
                              min_cover_from_bottom=cfg.cut.cover_card_from_bottom)
-        pos = 0
-        first = shoe.cards[0]
-        burned = [_card_obj(c, "burn") for c in shoe.cards[: 1 + game.burn_count(first)]]
-        pos = len(burned)
-        phase = ShoePhase.PLAYING
-        round_no = 0
-        while phase is not ShoePhase.FINISHED:
-            round_no += 1
-            cards: list[dict[str, Any]] = burned if round_no == 1 else []
-            cover_seen = False
-            coup = game.new_coup(bonus_wagered=bonus_offered)
-            wagers = [PlacedWager(SIM_SEAT, key, options.unit_cents) for key in game.wager_rules]
-            settlements: list[Settlement] = []
-            void = False
-            while not coup.complete:
-                if pos >= n:
-                    void = True  # 631a.15(e)
-                    break
-                if pos == shoe.cover_index:
-                    cover_seen = True  # 631a.10(d), 681a.7(d)
-                slot = coup.place(shoe.cards[pos])
-                cards.append(_card_obj(shoe.cards[pos], _hand_of(slot)))
-                pos += 1
-                if coup.cards_dealt == 4 and not void:
-                    settlements += settle_round(game, wagers, coup.round_view(),
-                                                SettlementPoint.FIRST_FOUR_CARDS)
-            record: dict[str, Any] = {"shoe": shoe_no, "round": round_no,
-                                      "last_hand": phase is ShoePhase.LAST_HAND,
-                                      "cards": cards}
-            if void:
-                settlements = void_round(wagers)
-                record.update(void=True, player_total=None, banker_total=None, outcome="void")
-                phase = ShoePhase.FINISHED
+        actions: list[Action] = []
+        records: list[dict[str, Any]] = []
+        dealing = ShoeDealing(game, shoe_no)
+        for action in _dealer(dealing, shoe, stakes, irregular, options.irregularities):
+            actions.append(action)
+            records += dealing.apply(action)
+        yield shoe_no, actions, records
+
+
+def _dealer(dealing: ShoeDealing, shoe: PreparedShoe, stakes: tuple[PlacedWager, ...],
+            rng: random.Random, scale: float) -> Iterator[Action]:
+    """What the simulated dealer does next, following the table's phase as a dealer follows
+    the prompts; with `scale` > 0 the dealer also commits irregularities."""
+    n, pos = len(shoe.cards), 0
+    twenty_one = dealing.game.config.is_21
+
+    def chance(rate: float) -> bool:
+        return scale > 0 and pos < n - QUIET_CARDS_AT_THE_END and rng.random() < rate * scale
+
+    def draw(face_up: bool = False, lost: bool = False) -> Iterator[Action]:
+        nonlocal pos
+        if pos == shoe.cover_index:
+            yield Cover(pos)  # 631a.10(d), 681a.7(d): it comes out before this card
+        yield Draw(pos, shoe.cards[pos], face_up, lost)
+        pos += 1
+
+    while not dealing.finished and pos < n:
+        if dealing.phase is Phase.BURN:
+            yield from draw()
+        elif dealing.phase is Phase.BETTING and not dealing.wagers:
+            if twenty_one and dealing.extra_card_window and chance(ACCIDENTAL_DRAW_PER_ROUND):
+                yield from draw()  # 681a.9(b): drawn by accident to the finished hands
+            if chance(NEW_DEALER_PER_ROUND):
+                yield NewDealer()
+                if twenty_one:
+                    yield from draw()  # 681a.7(c): the new dealer's burn card
+            yield Bet(stakes)
+            if not twenty_one and chance(FACE_UP_PER_CARD * 10):
+                yield from draw(face_up=True)  # 631a.15(d): opens a simulated round
+        elif dealing.phase is Phase.BETTING:
+            # "No more bets", or (627b.3(a)(2), docs/rulings.md C1) the first card locks.
+            if chance(0.5):
+                yield from draw()
             else:
-                settlements += settle_round(game, wagers, coup.round_view(),
-                                            SettlementPoint.END_OF_ROUND)
-                result = coup.result()
-                record.update(void=False, player_total=result.player_total,
-                              banker_total=result.banker_total, outcome=result.winner.value)
-                if not cfg.is_21:
-                    record.update(dragon_7=result.dragon_7, panda_8=result.panda_8)
-                phase = phase_after_round(phase, cover_seen,
-                                          reshuffle_at_cover=game.reshuffles_at_cover_card)
-            record["cover_card"] = cover_seen
-            record["settlements"] = [_settlement_obj(s) for s in settlements]
-            record["seat_net_cents"] = sum(s.net_cents for s in settlements)
-            yield record
+                yield Lock()
+        elif dealing.phase is Phase.DEALING and chance(FACE_UP_PER_CARD):
+            yield from draw(face_up=True)
+        elif dealing.phase in (Phase.DEALING, Phase.LOCKED) and chance(LOST_PER_CARD):
+            yield from draw(lost=True)
+        else:
+            yield from draw()
 
 
 def human_line(record: dict[str, Any]) -> str:

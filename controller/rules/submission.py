@@ -37,7 +37,7 @@ __all__ = [
 # Top-level sections that belong to other engineers' packages; the rules parser skips them.
 OTHER_OWNED_SECTIONS: tuple[str, ...] = (
     "shoe", "shuffler", "gpio", "store", "control", "display", "progressive", "simulation",
-    "linked", "mqtt", "supervisors",
+    "linked", "mqtt", "supervisors", "access",
 )
 
 FAMILIES = ("baccarat", "minibaccarat", "21-baccarat")
@@ -60,6 +60,19 @@ MIN_COVER_FROM_BOTTOM = {"baccarat": 14, "minibaccarat": 14, "21-baccarat": 10} 
 # it keeps every sum of a night's wagers far inside SQLite's 64-bit integers.
 MAX_WAGER_CENTS = 10**9
 COMMON_WAGER_KEYS = ("paytable", "min_cents", "max_cents", "without_base_wager")
+# Wagers whose section selects "one of the following paytables" for the wager as a whole:
+# every key of a group that the submission offers must name the same letter.
+ONE_PAYTABLE_GROUPS: tuple[tuple[tuple[str, ...], Mapping[str, str]], ...] = (
+    (("dragon_bonus_player", "dragon_bonus_banker"),
+     {"baccarat": "631a.13(e)", "minibaccarat": "631a.13(e)"}),
+    (("perfect_pairs_player", "perfect_pairs_banker"),
+     {"baccarat": "631c.1(d)", "minibaccarat": "627b.1(e)"}),
+    (("golden_talons_player", "golden_talons_banker"), {"minibaccarat": "627b.5(f)"}),
+    (("five_treasures_fortune_7", "five_treasures_golden_8", "five_treasures_heavenly_9",
+      "five_treasures_blazing_7s", "five_treasures_cover_all"), {"baccarat": "631c.3(h)"}),
+    (("bonus_player", "bonus_banker"), {"21-baccarat": "681a.8(c)"}),
+)
+
 # Optional wagers a Rules Submission may offer without a Baccarat wager at the seat.
 WITHOUT_BASE_WAGER_ALLOWED = {
     "majestic_match_player": "631c.7(b)",
@@ -354,12 +367,28 @@ def _parse_wagers(c: _Collector, data: Mapping[str, Any], game: GameConfig | Non
             continue
         result.append(config)
     if game is not None:
+        _check_one_paytable(c, result, game.family)
         keys = {wc.key for wc in result} | set(w)
         for required in ("banker", "player"):
             if required not in keys:
                 sec = "681a.6(c)" if game.is_21 else "631a.8(a)"
                 c.add(f"wagers.{required}", _MISSING, f"required table ({sec})")
     return tuple(result)
+
+
+def _check_one_paytable(c: _Collector, wagers: list[WagerConfig], family: str) -> None:
+    """Each ONE_PAYTABLE_GROUPS section allows one paytable: the first offered key sets it."""
+    letters = {wc.key: wc.paytable for wc in wagers}
+    for keys, sections in ONE_PAYTABLE_GROUPS:
+        offered = [k for k in keys if letters.get(k) is not None]
+        if family not in sections or len(offered) < 2:
+            continue
+        first = offered[0]
+        for key in offered[1:]:
+            if letters[key] != letters[first]:
+                c.add(f"wagers.{key}.paytable", letters[key],
+                      f"must be {letters[first]!r} like wagers.{first}.paytable "
+                      f"({sections[family]}: one paytable for the wager)")
 
 
 def parse_submission(data: Mapping[str, Any], source: str) -> Submission:

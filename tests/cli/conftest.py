@@ -158,13 +158,13 @@ class FakeDaemon:
     def on_next_subscribe_do(self, action: Callable[[], None]) -> None:
         self._on_subscribe.append(action)
 
-    def _history(self, after: int) -> list[Any]:
+    def _history(self, after: int, count: int) -> list[Any]:
         # ControlServer calls this right after it queued the new subscriber, so anything
         # committed from here on reaches the stream (duplicates are dropped by seq).
         pending, self._on_subscribe = self._on_subscribe, []
         for action in pending:
             self.loop.call_soon(action)
-        return self.store.events(after_seq=after)
+        return self.store.events_from(after, count)
 
     def _events(self, a: Mapping[str, Any]) -> list[dict[str, Any]]:
         events = self.store.events(after_seq=int(a.get("after_seq", 0)),

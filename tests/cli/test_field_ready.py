@@ -243,7 +243,8 @@ def test_support_bundle_holds_status_devices_events_log_and_config(fake, tmp_pat
     assert capsys.readouterr().out.startswith(f"support bundle written to {bundle} (")
     text = bundle.read_text(encoding="utf-8")
     for heading in ("== status", "== devices", "== last 1 events",
-                    "== status, devices and events as JSON", f"== daemon log: {log}",
+                    "== status, devices and events as JSON",
+                    f"== daemon log: {log} (the last 500 lines)",
                     f"== configuration: {config} (secrets removed)"):
         assert f"\n{heading}\n" in text, heading
     assert "Table SIM-BAC-01: BETTING OPEN" in text

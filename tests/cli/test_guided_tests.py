@@ -26,7 +26,7 @@ def test_shoe_self_test_then_cards_read_live(fake, capsys):
     assert "shoe self-test: PASS - shoe ok" in out
     assert "  card      7S  exposed first card: burn 7 more" in out
     assert "  card #9   QH  player" in out
-    assert "  card #10  2D  FACE UP in the shoe: discard" in out
+    assert "  card #10  2D  FACE UP in the shoe: set aside (631a.15(d))" in out
     assert "3 card(s) read" in out
     assert ("self_test", {"device": "shoe"}) in fake.calls
 

@@ -25,7 +25,7 @@ async def server(tmp_path):
                             "supervisor_command", {"supervisor": who, "command": cmd}))
     srv.register("status", lambda args: {"state": "closed"})
     srv.register("adjust", lambda args: {"done": args["cents"]}, supervisor=True)
-    srv.set_history(lambda after: store.events(after_seq=after))
+    srv.set_history(store.events_from)
     store.subscribe(srv.publish)
     await srv.start()
     yield srv, store

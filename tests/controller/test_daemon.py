@@ -51,10 +51,13 @@ def initialise(config) -> None:  # noqa: ANN001
 
 
 @contextlib.asynccontextmanager
-async def running(config, devices=None):  # noqa: ANN001
-    """The daemon in this process with stand-in devices; yields a control client."""
+async def running(config, devices=None, prepare=None):  # noqa: ANN001
+    """The daemon in this process with stand-in devices; yields a control client.
+    `prepare(daemon)` runs before it starts (e.g. to say who the callers are)."""
     initialise(config)
     daemon = Daemon(config, devices=devices or {"shoe": StandInDevice("shoe")})
+    if prepare is not None:
+        prepare(daemon)
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     for _ in range(500):

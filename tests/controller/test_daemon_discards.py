@@ -28,7 +28,8 @@ def table_config(tmp_path: Path, rules_file: str | None = None) -> Any:
     if rules_file is not None:
         rules = tomllib.loads((ROOT / "config" / rules_file).read_text(encoding="utf-8"))
         data.update({k: rules[k] for k in ("table", "game", "wagers")})
-        seats = data["table"]["seats"]
+        # The simulated table wires ten seats: a larger layout is played on those ten.
+        seats = data["table"]["seats"] = min(data["table"]["seats"], len(data["gpio"]["seats"]))
         data["gpio"]["seats"] = {k: v for k, v in data["gpio"]["seats"].items()
                                  if int(k) <= seats}
     data["store"] = {**data.get("store", {}), "path": str(tmp_path / "table.sqlite")}

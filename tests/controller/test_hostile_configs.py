@@ -162,8 +162,9 @@ def _without_paho(monkeypatch: pytest.MonkeyPatch) -> None:
 
 MQTT_REFUSAL = ("[mqtt]: needs the Python package paho-mqtt, which is not installed here "
                 "(import of paho.mqtt.client halted; None in sys.modules); allowed: install the "
-                "'linked' extra (/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'), "
-                "or remove [mqtt]")
+                "'linked' extra (/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'; on "
+                "32-bit Raspberry Pi OS: apt install libpq5, then "
+                "'/opt/tabled[pi,linked-libpq]'), or remove [mqtt]")
 
 
 def test_an_mqtt_feed_without_the_linked_extra_is_refused_by_both(tmp_path, capsys,

@@ -40,6 +40,17 @@ async def _status_replies(shoe: SerialShoe, count: int) -> None:
         await asyncio.sleep(0.01)
 
 
+async def _shoe_with_lid_open(sim: SimulatedShoe, recorder: Recorder) -> SerialShoe:
+    """A connected shoe whose lid is open: the host has shoe_lid_open active."""
+    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
+    await shoe.start(recorder)
+    await sim.wait_host(10)
+    await sim.set_lid(True)
+    await recorder.wait_for(DeviceFault, lambda e: e.code == "shoe_lid_open")
+    await _status_replies(shoe, 1)
+    return shoe
+
+
 @pytest.fixture
 async def sim() -> SimulatedShoe:
     stack, cover = build_stack(1, random.Random(5))
@@ -92,13 +103,8 @@ async def test_h2_refused_device_is_revived_by_its_reset(recorder: Recorder) -> 
 
 async def test_h3_fault_active_across_a_reboot_is_not_cleared_and_raised_again(
         sim: SimulatedShoe, recorder: Recorder) -> None:
-    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
-    await shoe.start(recorder)
+    shoe = await _shoe_with_lid_open(sim, recorder)
     try:
-        await sim.wait_host(10)
-        await sim.set_lid(True)
-        await recorder.wait_for(DeviceFault, lambda e: e.code == "shoe_lid_open")
-        await _status_replies(shoe, 1)
         await _reboot(sim)
         await asyncio.wait_for(_status_replies(shoe, 2), 10)
         lid = [e for e in recorder.events if getattr(e, "code", None) == "shoe_lid_open"]
@@ -110,13 +116,8 @@ async def test_h3_fault_active_across_a_reboot_is_not_cleared_and_raised_again(
 
 async def test_h3_fault_fixed_while_down_is_cleared_at_the_first_status(
         sim: SimulatedShoe, recorder: Recorder) -> None:
-    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
-    await shoe.start(recorder)
+    shoe = await _shoe_with_lid_open(sim, recorder)
     try:
-        await sim.wait_host(10)
-        await sim.set_lid(True)
-        await recorder.wait_for(DeviceFault, lambda e: e.code == "shoe_lid_open")
-        await _status_replies(shoe, 1)
         await sim.stop_answering()
         sim.active_faults.clear()  # the lid is closed while the firmware restarts
         await sim.resume_answering()
@@ -127,3 +128,31 @@ async def test_h3_fault_fixed_while_down_is_cleared_at_the_first_status(
         assert lid == ["DeviceFault", "DeviceFaultCleared"]
     finally:
         await shoe.stop()
+
+
+@pytest.mark.parametrize("baud", [9600, 115200])
+async def test_a_protocol_1_0_shoe_still_works_with_the_1_1_host(baud: int, recorder: Recorder) -> None:
+    # 7: negotiation falls back to 1.0; the 1.0 firmware core (hil.misbehaviour.LEGACY_1_0:
+    # no 1.1 bit, 1.0 refusal numbering, 1.0 stretched keepalive: 3 s at 9600) stays up
+    from drivers.protocols import CardDrawn
+    from hil.misbehaviour import legacy_endpoint
+
+    stack, cover = build_stack(1, random.Random(7))
+    sim = SimulatedShoe(stack, BackColour.RED, cover, endpoint_factory=legacy_endpoint,
+                        baudrate=baud)
+    await sim.start()
+    shoe = SerialShoe("shoe", sim.port, baudrate=baud, reconnect=FAST)
+    await shoe.start(recorder)
+    try:
+        await sim.wait_host(10)
+        await shoe.wait_state(LinkState.UP, 10)
+        assert shoe.peer is not None and shoe.peer.capabilities == 0  # a 1.0 device
+        card = await sim.draw()
+        assert (await recorder.wait_for(CardDrawn)).card == card
+        await asyncio.sleep(4.0)  # longer than the 1.0 device's 3 s keepalive period at 9600
+        assert shoe.state is LinkState.UP
+        assert [e.state for e in recorder.of(LinkChanged)][-1] is LinkState.UP
+        assert shoe.health().counters["connects"] == 1
+    finally:
+        await shoe.stop()
+        await sim.stop()

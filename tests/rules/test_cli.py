@@ -76,3 +76,36 @@ def test_simulate_same_seed_same_cards(capsys: pytest.CaptureFixture[str]) -> No
 def test_simulate_human(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(CONFIG / "baccarat-6deck-marked-vig.toml")]) == 0
     assert "seat net over all rounds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("unit_cents", ["10000", "100"])
+def test_simulate_royal_9_stakes_its_denomination(unit_cents: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """627b.3(f): a $5 Royal 9 wager is exactly $5 whatever --unit-cents says; the other wagers
+    stay within their table limits (min_cents..max_cents of the submission)."""
+    assert main(["simulate", str(CONFIG / "minibaccarat-royal9.toml"), "--shoes", "1",
+                 "--seed", "2", "--unit-cents", unit_cents, "--json"]) == exitcodes.OK
+    rounds = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    stakes = {s["wager"]: s["amount_cents"] for r in rounds for s in r["settlements"]}
+    expected_main = 10000 if unit_cents == "10000" else 1000  # banker/player min_cents = 1000
+    assert stakes["royal_9_progressive"] == 500
+    assert stakes["banker"] == stakes["player"] == expected_main
+
+
+@pytest.mark.parametrize("name,key,section,edge,mystery", [
+    ("progressive-harmony-linked.toml", "harmony", "627b.6", "45.0407", None),
+    ("progressive-heavenly9-mystery.toml", "heavenly9", "631c.2", "27.1337", "1.0000"),
+    ("progressive-royal9.toml", "royal9", "627b.3", "29.6321", None),
+])
+def test_par_sheet_includes_progressives_of_the_progressive_sections(
+        name: str, key: str, section: str, edge: str, mystery: str | None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A progressive declared under [progressive.<name>] (not [wagers]) is on the par sheet,
+    with its meter at reset and its configured Must-Hit-By mystery (631c.6(c)(4))."""
+    assert main(["par-sheet", str(CONFIG / name), "--json"]) == exitcodes.OK
+    wagers = {w["key"]: w for w in json.loads(capsys.readouterr().out)["wagers"]}
+    assert wagers[key]["section"] == section
+    assert f"{wagers[key]['house_edge']['decimal'] * 100:.4f}" == edge
+    contribution = wagers[key]["mystery"]
+    assert (None if contribution is None
+            else f"{contribution['expected_contribution']['decimal'] * 100:.4f}") == mystery

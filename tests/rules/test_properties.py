@@ -17,7 +17,7 @@ from tests.rules.helpers import game_of
 CARD = st.builds(Card, st.sampled_from(list(Rank)), st.sampled_from(list(Suit)))
 SHOE = st.lists(CARD, min_size=30, max_size=30)
 GAME = game_of({"tie": {}, "dragon_bonus_player": {"paytable": "B"},
-                "dragon_bonus_banker": {"paytable": "C"}, "house_money": {}},
+                "dragon_bonus_banker": {"paytable": "B"}, "house_money": {}},
                vigorish={"collection": "marked", "round_up_to_25c": True})
 SEAT_WAGERS = st.lists(st.tuples(st.integers(1, 14), st.sampled_from(list(GAME.wager_rules)),
                                  st.integers(1, 10_000_00)), min_size=1, max_size=12)

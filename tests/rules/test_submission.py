@@ -216,3 +216,50 @@ def test_load_submission_reports_bad_toml_and_missing_file(tmp_path: Path) -> No
         load_submission(bad)
     with pytest.raises(SubmissionError, match="cannot read"):
         load_submission(tmp_path / "missing.toml")
+
+
+ONE_PAYTABLE_CASES = [
+    ("baccarat", ("dragon_bonus_player", "dragon_bonus_banker"), ("A", "B"), "631a.13(e)"),
+    ("baccarat", ("perfect_pairs_player", "perfect_pairs_banker"), ("A", "C"), "631c.1(d)"),
+    ("minibaccarat", ("perfect_pairs_player", "perfect_pairs_banker"), ("B", "A"), "627b.1(e)"),
+    ("minibaccarat", ("golden_talons_player", "golden_talons_banker"), ("A", "E"), "627b.5(f)"),
+    ("baccarat", ("five_treasures_fortune_7", "five_treasures_cover_all"), ("A", "B"), "631c.3(h)"),
+]
+
+
+@pytest.mark.parametrize("family,keys,letters,section", ONE_PAYTABLE_CASES,
+                         ids=[f"{c[3]}-{c[1][0]}" for c in ONE_PAYTABLE_CASES])
+def test_one_paytable_per_wager_across_its_sides(family: str, keys: tuple[str, str],
+                                                 letters: tuple[str, str], section: str) -> None:
+    """Each section pays "at the odds in one of the following paytables": one letter for the
+    Player and Banker sides (and for all five 5 Treasures wagers)."""
+    data = base(family=family)
+    data["wagers"].update({keys[0]: {"paytable": letters[0]}, keys[1]: {"paytable": letters[1]}})
+    assert errors(data) == [
+        f"t.toml: wagers.{keys[1]}.paytable = {letters[1]!r}: must be {letters[0]!r} like "
+        f"wagers.{keys[0]}.paytable ({section}: one paytable for the wager)"]
+    data["wagers"][keys[1]]["paytable"] = letters[0]
+    parse_submission(data, "t.toml")
+
+
+def test_681a_8_c_one_bonus_paytable_for_both_hands() -> None:
+    data = {"table": {"id": "T", "seats": 8}, "game": {"family": "21-baccarat", "decks": 4},
+            "wagers": {"banker": {}, "player": {}, "bonus_player": {"paytable": "A"},
+                       "bonus_banker": {"paytable": "C"}}}
+    assert errors(data) == [
+        "t.toml: wagers.bonus_banker.paytable = 'C': must be 'A' like "
+        "wagers.bonus_player.paytable (681a.8(c): one paytable for the wager)"]
+
+
+@pytest.mark.parametrize("min_cents", [None, 100, 499])
+def test_631c_2_c_heavenly_9_minimum_refused_at_validation(min_cents: int | None) -> None:
+    """631c.2(c): a Heavenly 9 wager is no less than $5; a lower table minimum is refused
+    when the submission is read, not by a ValueError when such a wager is settled."""
+    data = base()
+    data["wagers"]["heavenly_9_progressive"] = {} if min_cents is None else {
+        "min_cents": min_cents}
+    assert errors(data) == [
+        f"t.toml: wagers.heavenly_9_progressive.min_cents = {min_cents!r}: required, at least "
+        "500 (631c.2(c): no less than $5)"]
+    data["wagers"]["heavenly_9_progressive"] = {"min_cents": 500}
+    parse_submission(data, "t.toml")

@@ -110,3 +110,47 @@ def test_lucky_six_loses_631c_5_c_3(player: str, banker: str, section: str, clau
     is neither a win nor returned (docs/rulings.md)."""
     s = LuckySix("lucky_six", section).settle(1, 1000, view(player, banker))
     assert (s.outcome, s.section) == (Outcome.LOSE, clause)
+
+
+@pytest.mark.parametrize("section,clause", [("631c.5", "631c.5(c)(3)"), ("627b.2", "627b.2(c)(3)")])
+def test_lucky_six_six_six_tie_returned_option(section: str, clause: str) -> None:
+    """631c.5(c)(3)/(k), 627b.2(c)(3)/(k) say nothing of a 6-6 tie; the other reading
+    (`six_six_tie = "returned"`) returns the wager, and a won six still pays 12 to 1."""
+    rule = LuckySix("lucky_six", section, six_six_tie="returned")
+    s = rule.settle(1, 1000, view("6C 10D", "6H KS"))
+    assert (s.outcome, s.win_cents, s.net_cents, s.section) == (Outcome.PUSH, 0, 0, clause)
+    assert rule.settle(1, 1000, view("5C 10D", "6H KS")).win_cents == 12000
+    assert rule.settle(1, 1000, view("7C 10D", "6H KS")).outcome is Outcome.LOSE
+
+
+@pytest.mark.parametrize("decks,loses,returned", [(8, "16.683572", "14.759556"),
+                                                  (6, "16.716333", "14.795574")])
+def test_lucky_six_par_of_each_six_six_reading(decks: int, loses: str, returned: str) -> None:
+    """House edges of both readings; they differ by exactly the chance of a 6-6 tie, taken
+    from the main game's round classes (the Tie's enumeration, not the Lucky Six's)."""
+    from controller.rules.par import ParContext
+    from controller.rules.submission_types import GameConfig
+
+    lose_rule = LuckySix("lucky_six", "631c.5")
+    push_rule = LuckySix("lucky_six", "631c.5", six_six_tie="returned")
+    assert f"{float(lose_rule.house_edge(decks)) * 100:.6f}" == loses
+    assert f"{float(push_rule.house_edge(decks)) * 100:.6f}" == returned
+    ctx = ParContext(GameConfig(family="baccarat", decks=decks))
+    six_six = Fraction(sum(w for f, w in ctx.round_facts.items()
+                           if f.player_total == f.banker_total == 6), ctx.six_card_denominator)
+    assert lose_rule.house_edge(decks) - push_rule.house_edge(decks) == six_six
+
+
+def test_lucky_six_option_is_validated() -> None:
+    from controller.rules.submission import SubmissionError, parse_submission
+
+    data = {"table": {"id": "T", "seats": 14},
+            "game": {"family": "baccarat", "decks": 8, "variant": "commission-free"},
+            "wagers": {"banker": {}, "player": {}, "lucky_six": {"six_six_tie": "push"}}}
+    with pytest.raises(SubmissionError) as info:
+        parse_submission(data, "t.toml")
+    assert info.value.errors == (
+        "t.toml: wagers.lucky_six.six_six_tie = 'push': one of 'loses', 'returned' "
+        "(docs/rulings.md: Lucky Six on a 6-6 tie)",)
+    data["wagers"]["lucky_six"] = {"six_six_tie": "returned"}
+    assert parse_submission(data, "t.toml").wagers[-1].options == {"six_six_tie": "returned"}

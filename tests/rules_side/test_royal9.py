@@ -143,3 +143,40 @@ def test_all_lines_together_are_any_royal_9_by_the_core_rank_enumeration() -> No
     expected = Fraction(hits, ctx.four_card_denominator)
     for seat in (1, 3):
         assert sum(rule().exact_distribution(8, seat=seat).values()) == expected
+
+
+@pytest.mark.parametrize("player,banker,default_cents,meter_level", [
+    ("QH 9H", "KC 9C", 150_000, "major"),   # seat 1's suited King 9 on the Banker hand
+    ("KC 9C", "JD 9D", 150_000, "minor"),   # ... on the Player hand
+])
+def test_627b_3_e_4_suited_tie_pays_the_fixed_amount_over_a_personal_meter(
+        player: str, banker: str, default_cents: int, meter_level: str) -> None:
+    """627b.3(e)(4) Suited Royal 9 Tie and 627b.3(e)(7)/(8) a personal King 9 both hit; the
+    wager is paid one line: by ruling the $1,500 of 627b.3(f)(1); the option pays the meter."""
+    combos = {"1": "KC9C", "2": "KD9H"}
+    paid = make_royal_9("royal_9_progressive", 5, METERS_5, combos, positions=2)
+    s = paid.settle(1, 500, view(player, banker))
+    assert (s.label, s.win_cents, s.section) == ("Suited Royal 9 Tie Hand", default_cents,
+                                                 "627b.3(e)(4)")
+    meter_first = make_royal_9("royal_9_progressive", 5, METERS_5, combos, positions=2,
+                               suited_tie_over_personal=False)
+    line = meter_first.classify(view(player, banker), seat=1)
+    assert line is not None and isinstance(line.pay, PaysMeter) and line.pay.level == meter_level
+    # An unsuited personal King 9 is no suited tie: the meter, whatever the option.
+    assert paid.classify(view("QH 9H", "KD 9H"), seat=2).pay.level == "major"
+
+
+def test_627b_3_h_configured_mystery_is_in_the_par_sheet() -> None:
+    """627b.3(h): the configured mystery's incrementation rate returns to players (5% for
+    configurations 1 and 2, 2% for 3), so the house edge drops by exactly that."""
+    from controller.rules.par import ParContext
+    from controller.rules.submission_types import GameConfig
+
+    ctx = ParContext(GameConfig(family="minibaccarat", decks=8))
+    plain = make_royal_9("royal_9_progressive", 5, METERS_5, COMBOS, positions=4).par(ctx)
+    for number, rate in ((1, Fraction(5, 100)), (2, Fraction(5, 100)), (3, Fraction(2, 100))):
+        with_mystery = make_royal_9("royal_9_progressive", 5, METERS_5, COMBOS, mystery=number,
+                                    positions=4).par(ctx)
+        assert with_mystery.mystery is not None
+        assert with_mystery.mystery.expected_contribution == rate
+        assert plain.house_edge - with_mystery.house_edge == rate

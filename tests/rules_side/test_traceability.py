@@ -34,7 +34,8 @@ def _clauses() -> set[str]:
                     "minor": {"reset_cents": 45_000, "increment_percent": 1}}} \
                     if spec.key == "royal_9_progressive" else {}
                 game = GameConfig(family=family, decks=8, variant=variant, fully_automated=True)
-                rule = spec.factory(WagerConfig(spec.key, paytable, options=options), game)
+                rule = spec.factory(WagerConfig(spec.key, paytable, min_cents=500,
+                                                options=options), game)
                 assert isinstance(rule, LineWager)
                 found |= {line.section for line in rule.paytable.lines}
                 found.add(rule.lose_section or rule.section)

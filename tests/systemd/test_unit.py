@@ -1,4 +1,4 @@
-"""systemd/tabled.service: `systemd-analyze verify` is silent, the security exposure is <= 2.5,
+"""systemd/tabled.service: `systemd-analyze verify` is silent, the security exposure is <= 2.0,
 and the unit agrees with the other deployment files.
 
 The systemd-analyze checks skip with a reason where the tool is missing, except
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SYSUSERS = ROOT / "systemd" / "tabled.sysusers"
 MODULES = ROOT / "systemd" / "tabled-modules.conf"
 INSTALLED_EXECUTABLE = "/opt/tabled/.venv/bin/tabled"
-EXPOSURE_LIMIT = 2.5
+EXPOSURE_LIMIT = 2.0  # issue 12: 2.0 or better (1.3 measured with systemd 252)
 TOOL_TIMEOUT_S = 30
 # Groups every Debian system has (base-passwd); others must come from tabled.sysusers.
 DEBIAN_STATIC_GROUPS = {"dialout", "plugdev"}
@@ -106,7 +106,7 @@ def test_verify_as_shipped_only_misses_the_executable() -> None:
             "\n".join(lines)
 
 
-def test_security_exposure_is_at_most_2_5(record_property: object) -> None:
+def test_security_exposure_is_at_most_2_0(record_property: object) -> None:
     tool = require_tool("systemd-analyze")
     help_text = run(tool, "security", "--help").stdout
     argv = [tool, "security", "--offline=true", "--no-pager"]
@@ -134,6 +134,25 @@ def test_sysusers_snippet_creates_the_user_and_gpio_group(tmp_path: Path) -> Non
     assert f"{SYSUSERS}:" not in output, output  # no "<file>:<line>: ..." parse complaints
     assert "Creating user 'tabled'" in output
     assert "Creating group 'gpio'" in output
+    assert "Creating group 'tabled-dealer'" in output
+    assert "Creating group 'tabled-tech'" in output
+
+
+def test_sysusers_ships_the_groups_the_access_defaults_name() -> None:
+    from controller.access import AccessConfig
+
+    created = {line.split()[1] for line in SYSUSERS.read_text().splitlines()
+               if line.strip() and not line.startswith("#") and line.split()[0] in {"u", "g"}}
+    defaults = AccessConfig()
+    # u creates a group of the same name (tabled): the read role's group
+    assert {defaults.read_group, defaults.dealer_group, defaults.technician_group} <= created
+
+
+def test_descriptors_cover_the_connection_cap() -> None:
+    from controller.access import AccessConfig
+
+    # every connection is a descriptor; the daemon refuses past its cap before the kernel does
+    assert int(value("LimitNOFILE")) >= 2 * AccessConfig().max_connections
 
 
 # --- the unit's content and its agreement with the other files -------------------------
@@ -157,8 +176,9 @@ def test_exec_start_is_the_installed_console_script() -> None:
 def test_directories_and_lgpio_working_directory() -> None:
     assert value("StateDirectory") == "tabled"
     assert value("RuntimeDirectory") == "tabled"
-    assert value("RuntimeDirectoryMode") == "0750"
-    assert value("UMask") == "0027"
+    assert value("RuntimeDirectoryMode") == "0750"  # group tabled reaches the socket
+    assert value("StateDirectoryMode") == "0700"  # the store (mystery trigger) is private
+    assert value("UMask") == "0077"
     assert value("WorkingDirectory") == "/var/lib/tabled"
     # lgpio's FIFO must land in a directory the service may write
     assert "LG_WD=/run/tabled" in values("Environment")

@@ -23,6 +23,8 @@ BANKER_WINS_WITH_6, BANKER_WINS, PLAYER_WINS, TIE = (
     "Banker wins with 6", "Banker wins", "Player wins", "Tie")
 PAIR = "Pair"
 LUCKY_SIX_TWO_CARDS, LUCKY_SIX_THREE_CARDS = "Lucky Six, two cards", "Lucky Six, three cards"
+LUCKY_SIX_TIE = "Six-six tie: wager returned"
+SIX_SIX_TIE_RULES = ("loses", "returned")  # docs/rulings.md: Lucky Six on a 6-6 tie
 
 # Where the base game says a Banker/Player wager ties and is returned.
 _BASE_TIE = {"631c.5": "631a.8(a)(1)(iii)", "627b.2": "627a.7(a)"}
@@ -138,27 +140,34 @@ def commission_free_pair(key: str, section: str, hand: Hand,
 class LuckySix(LineWager):
     """Lucky Six: the Banker wins with a Point Count of 6; 12 to 1 on two cards, 20 to 1 on three.
 
-    A 6-6 tie loses (docs/rulings.md): (c)(3) wins only on a six that is
+    A 6-6 tie loses by default (docs/rulings.md): (c)(3) wins only on a six that is
     *higher* than the Player's, and (k) pays only when the Banker's hand *wins*.
+    `six_six_tie = "returned"` returns the wager instead (the text says neither).
     """
 
     key: str
     section: str
     rounding: Rounding = Rounding.DOWN
     settles_at: SettlementPoint = SettlementPoint.END_OF_ROUND
+    six_six_tie: str = "loses"
 
     @property
     def paytable(self) -> Paytable:  # type: ignore[override]
-        return Paytable(f"{self.section}(k)", f"{self.section}(k)", (
+        lines: tuple[PayLine, ...] = (
             PayLine(LUCKY_SIX_TWO_CARDS, FixedOdds.to(12), f"{self.section}(k)(1)"),
             PayLine(LUCKY_SIX_THREE_CARDS, FixedOdds.to(20), f"{self.section}(k)(2)"),
-        ))
+        )
+        if self.six_six_tie == "returned":
+            lines += (PayLine(LUCKY_SIX_TIE, Push(), f"{self.section}(c)(3)"),)
+        return Paytable(f"{self.section}(k)", f"{self.section}(k)", lines)
 
     @property
     def lose_section(self) -> str:  # type: ignore[override]
         return f"{self.section}(c)(3)"
 
     def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
+        if view.banker_total == 6 == view.player_total and self.six_six_tie == "returned":
+            return self.paytable.line(LUCKY_SIX_TIE)
         if view.banker_total != 6 or view.banker_total <= view.player_total:
             return None
         return self.paytable.line(

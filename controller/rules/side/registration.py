@@ -14,12 +14,13 @@ from collections.abc import Callable
 from controller.rules.baccarat import Hand
 from controller.rules.registry import wager_rule
 from controller.rules.side.commission_free import (
-    CommissionFreeBanker, CommissionFreeTie, LuckySix, commission_free_pair,
+    SIX_SIX_TIE_RULES, CommissionFreeBanker, CommissionFreeTie, LuckySix, commission_free_pair,
 )
 from controller.rules.side.common import SideWagerConfigError
 from controller.rules.side.five_treasures import Treasure, make_five_treasures
 from controller.rules.side.golden_talons import make_golden_talons
 from controller.rules.side.harmony import make_harmony
+from controller.rules.side.heavenly9 import MINIMUM_WAGER_CENTS as HEAVENLY_9_MINIMUM_CENTS
 from controller.rules.side.heavenly9 import make_heavenly_9
 from controller.rules.side.lucky_nines import make_lucky_nines
 from controller.rules.side.majestic_match import MajesticMatch
@@ -95,7 +96,13 @@ def _cf_pair(hand: Hand) -> Factory:
 
 
 def _lucky_six(config: WagerConfig, game: GameConfig) -> WagerRule:
-    return LuckySix(config.key, SECTION_BY_FAMILY[game.family][1], game.payout_rounding)
+    six_six = config.options.get("six_six_tie", "loses")
+    if six_six not in SIX_SIX_TIE_RULES:
+        raise SideWagerConfigError(config.key, "six_six_tie", six_six,
+                                   f"one of {', '.join(map(repr, SIX_SIX_TIE_RULES))} "
+                                   "(docs/rulings.md: Lucky Six on a 6-6 tie)")
+    return LuckySix(config.key, SECTION_BY_FAMILY[game.family][1], game.payout_rounding,
+                    six_six_tie=six_six)
 
 
 for _family in SECTION_BY_FAMILY:
@@ -107,7 +114,9 @@ for _family in SECTION_BY_FAMILY:
                    variants={"commission-free"},
                    description=f"{_side.title()} Pair, 11 to 1")(_cf_pair(_hand))
     wager_rule("lucky_six", section=f"{_section}(c)(3)", families={_family},
-               variants={"commission-free"}, description="Lucky Six")(_lucky_six)
+               variants={"commission-free"}, description="Lucky Six",
+               options={"six_six_tie": "'loses' (default) or 'returned': a 6-6 tie "
+                                       "(docs/rulings.md)"})(_lucky_six)
 
 
 # --- 631c: Heavenly 9, 5 Treasures, Lucky Nines, Majestic Match ---------------------------------
@@ -118,6 +127,11 @@ for _family in SECTION_BY_FAMILY:
                                               "progressive wager (631c.6(c)(4))"},
             description="Heavenly 9 progressive")
 def _heavenly_9(config: WagerConfig, game: GameConfig) -> WagerRule:
+    # 631c.2(c): a Heavenly 9 wager is no less than $5; refused here, not at settlement.
+    if config.min_cents is None or config.min_cents < HEAVENLY_9_MINIMUM_CENTS:
+        raise SideWagerConfigError(
+            config.key, "min_cents", config.min_cents,
+            f"required, at least {HEAVENLY_9_MINIMUM_CENTS} (631c.2(c): no less than $5)")
     return make_heavenly_9(config.key, config.options.get("mystery"),
                            config.options.get("mystery_wager_dollars"), game.payout_rounding)
 
@@ -164,6 +178,9 @@ for _side, _hand in HANDS.items():
                                          "default: the documented layout order",
                 "positions": "how many positions the layout has (default 14)",
                 "mystery": "mystery progressive configuration 1, 2 or 3 (627b.3(h))",
+                "suited_tie_over_personal": "true (default): a Suited Royal 9 Tie that is also "
+                                            "a personal Major/Minor pays the fixed amount "
+                                            "(docs/rulings.md); false: the meter",
             },
             description="Royal 9 progressive")
 def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
@@ -173,7 +190,8 @@ def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
                                    "an integer 1..16 (one unique King 9 per position)")
     return make_royal_9(config.key, config.options.get("denomination_dollars"),
                         config.options.get("meters"), config.options.get("personal_combinations"),
-                        config.options.get("mystery"), positions, game.payout_rounding)
+                        config.options.get("mystery"), positions, game.payout_rounding,
+                        config.options.get("suited_tie_over_personal", True))
 
 
 def _rising_phoenix_decks(config: WagerConfig, game: GameConfig) -> None:

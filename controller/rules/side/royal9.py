@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from cards import Card, Rank, Suit
 from controller.rules.money import Rounding
-from controller.rules.par import ProgressivePar
+from controller.rules.par import MysteryPar, ProgressivePar
 from controller.rules.side.combinatorics import CardClass
 from controller.rules.side.common import (
     FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
@@ -106,6 +106,10 @@ class Royal9Progressive(LineWager):
     meters: tuple[MeterSpec, ...] = ()
     mystery: Royal9MysteryConfiguration | None = None
     rounding: Rounding = Rounding.DOWN
+    # A personal King 9 on one hand (Major / Minor) in a round that is also a Suited Royal 9
+    # Tie: 627b.3(e) makes both winning hands and ranks neither; the wager is paid one line,
+    # the Suited Royal 9 Tie's fixed amount (ruling, docs/rulings.md). False: the meter.
+    suited_tie_over_personal: bool = True
     section: str = "627b.3"
     settles_at: SettlementPoint = SettlementPoint.FIRST_FOUR_CARDS
     par_space: ClassVar[str] = ParSpace.FIRST_FOUR
@@ -124,20 +128,23 @@ class Royal9Progressive(LineWager):
         table = self.paytable
         mine = self.combinations.get(seat)
         kp, kb = king_nine(player), king_nine(banker)
+        p9, b9 = royal_9(player), royal_9(banker)
+        p_suited = p9 and player[0].suit == player[1].suit
+        b_suited = b9 and banker[0].suit == banker[1].suit
         if mine is not None:
             if kp == mine and kb == mine:
-                return table.line(MEGA)
+                return table.line(MEGA)  # 627b.3(e)(6)
+            if (kp == mine or kb == mine) and p_suited and b_suited \
+                    and self.suited_tie_over_personal:
+                return table.line(SUITED_TIE)  # 627b.3(e)(4) over (e)(7)/(8), ruling
             if kb == mine:
-                return table.line(MAJOR)
+                return table.line(MAJOR)  # 627b.3(e)(7)
             if kp == mine:
-                return table.line(MINOR)
+                return table.line(MINOR)  # 627b.3(e)(8)
         # 627b.3(e)(9): the same position's King 9 in both hands pays every other
         # wagering seat, whether or not that position is occupied or wagering.
         if kp is not None and kp == kb and kp in self._assigned:
             return table.line(MEGA_ENVY)
-        p9, b9 = royal_9(player), royal_9(banker)
-        p_suited = p9 and player[0].suit == player[1].suit
-        b_suited = b9 and banker[0].suit == banker[1].suit
         if p_suited and b_suited:
             return table.line(SUITED_TIE)
         if p9 and b9:
@@ -163,6 +170,16 @@ class Royal9Progressive(LineWager):
                          + ", ".join(f"{k} {v} cents" for k, v in resets.items())
                          + "); per-dollar growth is $1 on each meter")
 
+    def mystery_par(self) -> MysteryPar | None:
+        if self.mystery is None:
+            return None
+        m = self.mystery
+        return MysteryPar(m.increment_rate,
+                          f"mystery configuration {m.number} (627b.3(h)): reseed "
+                          f"${m.reseed_cents // 100}, must hit by ${m.must_hit_by_cents // 100}; "
+                          "in the long run it pays out every increment; the reseed is funded "
+                          "by the operator and not included")
+
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
         if amount_cents != self.denomination_cents:
             raise ValueError(f"{self.key}: a wager of {amount_cents} cents on a "
@@ -179,6 +196,7 @@ class Royal9Progressive(LineWager):
 def make_royal_9(
     key: str, denomination_dollars: object, meters: object, combinations: object = None,
     mystery: object = None, positions: int = 14, rounding: Rounding = Rounding.DOWN,
+    suited_tie_over_personal: object = True,
 ) -> Royal9Progressive:
     """Validate a Royal 9 configuration.
 
@@ -237,4 +255,8 @@ def make_royal_9(
         if mystery not in ROYAL_9_MYSTERY_CONFIGURATIONS or isinstance(mystery, bool):
             raise SideWagerConfigError(key, "mystery", mystery, "allowed: 1, 2, 3 (627b.3(h))")
         config = ROYAL_9_MYSTERY_CONFIGURATIONS[mystery]
-    return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding)
+    if not isinstance(suited_tie_over_personal, bool):
+        raise SideWagerConfigError(key, "suited_tie_over_personal", suited_tie_over_personal,
+                                   "true or false (docs/rulings.md, Royal 9)")
+    return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding,
+                             suited_tie_over_personal)

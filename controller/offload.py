@@ -1,0 +1,95 @@
+"""Long reads of the store, kept off the event loop.
+
+Chain verification over a million entries, or a read of 100,000 events, takes
+seconds of CPU: on the loop it would stall the table, every client and the
+watchdog's pings. Here each runs in a worker thread on a read-only connection
+of its own (`Store.reader`), with at most `MAX_PARALLEL` at once; concurrent
+requests for the same long check (chain verification) share one run.
+The loop only awaits the result; the worker's result is built (JSON-ready
+dicts) in the worker too.
+
+The full chain verification runs in a child process instead (`verify_file`): it
+calls back into Python for each of a million rows from inside SQLite, and a
+thread doing that holds on to the GIL closely enough to keep the event loop
+waiting hundreds of milliseconds (bench/bench_control.py measured 365 ms on a
+1M-entry log with two threads; under 100 ms in a child process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+from controller.store import Store
+
+T = TypeVar("T")
+
+MAX_PARALLEL = 2  # of 2 cores on a Pi-sized machine, leave the loop one to itself
+
+
+class StoreWork:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._slots = asyncio.Semaphore(MAX_PARALLEL)
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
+
+    async def read(self, work: Callable[[Store], T]) -> T:
+        """`work(reader)` in a worker thread; the reader is closed afterwards."""
+        if self._store.path == ":memory:":  # no second connection can see it
+            return work(self._store)
+        async with self._slots:
+            return await asyncio.to_thread(self._in_worker, work)
+
+    def _in_worker(self, work: Callable[[Store], T]) -> T:
+        reader = self._store.reader()
+        try:
+            return work(reader)
+        finally:
+            reader.close()
+
+    async def verify_file(self, store_path: str, key: bytes, paths: Any, *, full: bool) -> Any:
+        """controller.critical_store.verify_file in a child process of its own; its
+        IntegrityError is raised here as if the check had run in this process."""
+        async with self._slots:
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            try:
+                # Starting and joining a process blocks its caller: a worker thread does both.
+                future = await asyncio.to_thread(pool.submit, _verify_in_child, store_path, key,
+                                                 paths, full)
+                outcome = await asyncio.wrap_future(future)
+            finally:
+                await asyncio.to_thread(pool.shutdown)
+        if outcome[0] == "failed":
+            from controller.critical import IntegrityError
+
+            raise IntegrityError(*outcome[1:])
+        return outcome[1]
+
+    async def once(self, key: Hashable, start: Callable[[], Awaitable[T]]) -> T:
+        """`start()`'s result; callers arriving while a run for the same `key` is under way
+        share it (its answer is the same for all) instead of starting another."""
+        running = self._running.get(key)
+        if running is None:
+            running = self._running[key] = asyncio.ensure_future(start())
+            running.add_done_callback(lambda done: self._finished(key, done))
+        return await asyncio.shield(running)
+
+    def _finished(self, key: Hashable, done: asyncio.Future[Any]) -> None:
+        self._running.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: a failure is reported to every waiting caller
+
+
+def _verify_in_child(store_path: str, key: bytes, paths: Any, full: bool) -> tuple[Any, ...]:
+    """Runs in the child: an IntegrityError does not survive pickling, so it travels as
+    its parts."""
+    from controller.critical import IntegrityError
+    from controller.critical_store import verify_file
+
+    try:
+        return ("ok", verify_file(store_path, key, paths, full=full))
+    except IntegrityError as exc:
+        return ("failed", exc.check, exc.detail, exc.action)

@@ -1,0 +1,277 @@
+"""One shoe dealt by the procedure's deciders, sans-I/O: the dealer's actions in, rounds out.
+
+`tablectl simulate` deals with it; the live table applies the same deciders
+(controller.rules.procedure, controller.rules.shoe, controller.rules.settlement)
+to the shoe's reports, and tests/controller/test_differential.py deals the same
+actions through both and requires identical round records. Each step here
+names the table's step it mirrors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cards import Card
+from controller.rules.baccarat import Hand, NextCard
+from controller.rules.game import Coup, Game
+from controller.rules.procedure import (
+    CardFacts, Disposition, LostCardsAction, Phase, card_ruling, lost_cards,
+    shoe_ends_after_round,
+)
+from controller.rules.settlement import PlacedWager, settle_round, void_round
+from controller.rules.wager import Settlement, SettlementPoint
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A card leaves the shoe; `lost`: the controller never sees it (a reader outage)."""
+
+    index: int
+    card: Card
+    face_up: bool = False
+    lost: bool = False
+
+
+@dataclass(frozen=True)
+class Cover:
+    """The cover card leaves the shoe (631a.10(d), 681a.7(d))."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Bet:
+    """Wagers placed on the layout while betting is open."""
+
+    wagers: tuple[PlacedWager, ...]
+
+
+@dataclass(frozen=True)
+class Lock:
+    """"No more bets" (631a.8(c))."""
+
+
+@dataclass(frozen=True)
+class NewDealer:
+    """A new dealer takes over between rounds (681a.7(c))."""
+
+
+Action = Draw | Cover | Bet | Lock | NewDealer
+
+
+def card_obj(card: Card, hand: str) -> dict[str, Any]:
+    return {"rank": card.rank.label, "suit": "CDHS"[card.suit], "card": str(card), "hand": hand}
+
+
+def hand_of(slot: NextCard) -> str:
+    if slot in (NextCard.PLAYER_BONUS_EXTRA, NextCard.BANKER_BONUS_EXTRA):
+        return "extra"
+    return "player" if slot.hand is Hand.PLAYER else "banker"
+
+
+def settlement_obj(s: Settlement) -> dict[str, Any]:
+    return {"wager": s.wager, "amount_cents": s.amount_cents, "outcome": s.outcome.value,
+            "odds": f"{s.odds.numerator} to {s.odds.denominator}" if s.win_cents else None,
+            "win_cents": s.win_cents, "vigorish_cents": s.vigorish_cents,
+            "net_cents": s.net_cents, "label": s.label, "section": s.section}
+
+
+@dataclass
+class _Round:
+    no: int
+    simulated: bool
+    last_hand: bool
+    coup: Coup
+    wagers: list[PlacedWager]
+    cards: list[dict[str, Any]] = field(default_factory=list)
+    settlements: list[Settlement] = field(default_factory=list)
+    first_four_settled: bool = False
+
+
+class ShoeDealing:
+    """A shoe from its burn to its end, as the live table deals it (controller/table_rounds.py)."""
+
+    def __init__(self, game: Game, shoe_no: int) -> None:
+        self.game, self.shoe_no = game, shoe_no
+        self.phase = Phase.BURN
+        self.finished = False
+        self.burn_expected: int | None = None
+        self.last_index = -1
+        self.round_no = 0
+        self.round: _Round | None = None
+        self.wagers: list[PlacedWager] = []
+        self.stashed: list[PlacedWager] = []
+        self.set_aside: Draw | None = None
+        self.cover_seen = False
+        self.cover_in_record = False
+        self.last_hand_announced = False
+        self.extra_card_window = False
+        self.hand_of_17 = False
+        self.dealer_burn_due = False
+        self.loose_cards: list[dict[str, Any]] = []  # burned, discarded, lost: in no round
+        self.records: list[dict[str, Any]] = []
+
+    @property
+    def bonus_wagered(self) -> bool:
+        return any(w.wager.startswith("bonus_") for w in self.wagers)
+
+    def apply(self, action: Action) -> list[dict[str, Any]]:
+        """Apply one action; the round records it completed, in order."""
+        done = len(self.records)
+        match action:
+            case Bet() if self.phase is Phase.BETTING:
+                self.wagers.extend(action.wagers)  # Table.cmd_place_wager
+                self.extra_card_window = False
+            case Lock() if self.phase is Phase.BETTING:
+                self._open_round()  # Table._on_locked
+            case NewDealer() if self.phase is Phase.BETTING:
+                self.dealer_burn_due = self.game.config.is_21  # Table.cmd_new_dealer
+            case Cover():
+                self.cover_seen = self.cover_in_record = True  # RoundPlay._on_cover_card
+            case Draw():
+                self._draw(action)
+            case _:
+                raise ValueError(f"{action!r} is not allowed while the table is "
+                                 f"{self.phase.value}")
+        return self.records[done:]
+
+    # --- cards (RoundPlay._on_card) ----------------------------------------------------
+
+    def _draw(self, draw: Draw) -> None:
+        if self.finished:
+            self.loose_cards.append(card_obj(draw.card, "discard"))
+            return
+        if draw.lost:
+            self.loose_cards.append(card_obj(draw.card, "lost"))
+            return
+        lost = lost_cards(self.last_index + 1, draw.index, self.phase,
+                          round_open=self.round is not None) if self.last_index >= 0 else None
+        self.last_index = draw.index
+        if lost is not None:
+            if lost.action is LostCardsAction.VOID_ROUND:
+                self._void(lost.section)
+                return
+            if lost.action is LostCardsAction.DISCARD_RECEIVED:
+                self.loose_cards.append(card_obj(draw.card, "discard"))
+                return
+            if lost.action is LostCardsAction.COUNT_AS_BURNED and self.burn_expected is not None:
+                self.burn_expected = max(0, self.burn_expected - len(lost.indexes))
+                if self.burn_expected == 0:
+                    self.phase = Phase.BETTING
+        ruling = card_ruling(self.phase, CardFacts(
+            face_up=draw.face_up, twenty_one=self.game.config.is_21,
+            dealer_burn_due=self.dealer_burn_due, after_completed_round=self.extra_card_window,
+            hand_of_17=self.hand_of_17))
+        match ruling.disposition:
+            case Disposition.BURN:
+                self.loose_cards.append(card_obj(draw.card, "burn"))
+                if self.burn_expected is None:
+                    self.burn_expected = self.game.burn_count(draw.card)  # 631a.5(f)
+                else:
+                    self.burn_expected -= 1
+                if self.burn_expected == 0:
+                    self.phase = Phase.BETTING
+            case Disposition.OPEN_ROUND:
+                self._open_round()
+                self._deal(draw)
+            case Disposition.DEAL:
+                self._deal(draw)
+            case Disposition.SIMULATED_ROUND:
+                self._open_simulated_round(draw)
+            case Disposition.SET_ASIDE:
+                self.set_aside = draw
+            case Disposition.DISCARD | Disposition.HOLD:
+                if ruling.section.startswith("681a.7(c)"):
+                    self.dealer_burn_due = False
+                self.loose_cards.append(card_obj(draw.card, "discard"))
+
+    def _open_round(self) -> None:
+        self.extra_card_window = False
+        self.round_no += 1
+        self.round = _Round(self.round_no, False, self.last_hand_announced,
+                            self.game.new_coup(bonus_wagered=self.bonus_wagered),
+                            list(self.wagers))
+        self.phase = Phase.LOCKED
+
+    def _open_simulated_round(self, draw: Draw) -> None:
+        """631a.15(d): no wagers; those on the layout wait (RoundPlay._start_simulated_round)."""
+        self.stashed, self.wagers = self.wagers, []
+        self.round = _Round(0, True, self.last_hand_announced, self.game.new_coup(), [])
+        self.phase = Phase.SIMULATED
+        self._deal(draw)
+
+    def _deal(self, draw: Draw) -> None:
+        """RoundPlay._on_round_card."""
+        r = self.round
+        assert r is not None
+        if self.phase is Phase.LOCKED:
+            self.phase = Phase.DEALING
+        slot = r.coup.place(draw.card)
+        r.cards.append(card_obj(draw.card, hand_of(slot)))
+        if r.coup.initial_cards_complete and not r.first_four_settled:
+            r.first_four_settled = True
+            r.settlements += settle_round(self.game, r.wagers, r.coup.round_view(),
+                                          SettlementPoint.FIRST_FOUR_CARDS)
+        if r.coup.complete:
+            self._finish()
+        elif draw.index + 1 >= self.game.shoe_size:
+            self._void("631a.15(e)")  # the shoe cannot complete the round
+
+    def _close_round(self, r: _Round, settlements: Sequence[Settlement], **result: Any
+                ) -> dict[str, Any]:
+        record: dict[str, Any] = {"shoe": self.shoe_no, "round": r.no, "simulated": r.simulated,
+                                  "last_hand": r.last_hand,
+                                  "cards": self.loose_cards + r.cards, **result,
+                                  "cover_card": self.cover_in_record,
+                                  "settlements": [settlement_obj(s) for s in settlements],
+                                  "seat_net_cents": sum(s.net_cents for s in settlements)}
+        self.loose_cards, self.cover_in_record = [], False
+        self.records.append(record)
+        return record
+
+    def _finish(self) -> None:
+        """RoundPlay._finish_round: settle, then the shoe's phase (631a.10(d), 681a.7(d))."""
+        r = self.round
+        assert r is not None
+        r.settlements += settle_round(self.game, r.wagers, r.coup.round_view(),
+                                      SettlementPoint.END_OF_ROUND)
+        result = r.coup.result()
+        extra = {} if self.game.config.is_21 else {"dragon_7": result.dragon_7,
+                                                    "panda_8": result.panda_8}
+        self._close_round(r, r.settlements, void=False, player_total=result.player_total,
+                     banker_total=result.banker_total, outcome=result.winner.value, **extra)
+        self.round = None
+        if r.simulated:
+            self.wagers, self.stashed = self.stashed, []
+        else:
+            self.wagers = []
+            self.extra_card_window = self.game.config.is_21  # 681a.9(b)
+            self.hand_of_17 = 17 in (result.player_total, result.banker_total)
+        if shoe_ends_after_round(cover_card_seen=self.cover_seen,
+                                 last_hand_announced=self.last_hand_announced,
+                                 simulated=r.simulated,
+                                 reshuffle_at_cover=self.game.reshuffles_at_cover_card):
+            self._end_shoe()
+            return
+        self.phase = Phase.BETTING
+        if self.cover_seen:
+            self.last_hand_announced = True
+        held, self.set_aside = self.set_aside, None
+        if held is not None:
+            self._open_simulated_round(held)
+
+    def _void(self, section: str) -> None:
+        """RoundPlay._void_round: every wager returned; the shoe ends."""
+        r = self.round
+        assert r is not None
+        self._close_round(r, void_round(r.wagers, section), void=True, player_total=None,
+                     banker_total=None, outcome="void")
+        self.round, self.set_aside = None, None
+        self.wagers = self.stashed if r.simulated else []
+        self._end_shoe()
+
+    def _end_shoe(self) -> None:
+        self.phase = Phase.OUT_OF_PLAY
+        self.finished = True

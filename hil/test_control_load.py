@@ -1,0 +1,82 @@
+"""2,000 connections held open on the control socket while the simulated table deals:
+the daemon still answers `tablectl status` within a second, keeps dealing, and a replugged
+shoe could still open its port (the daemon is far from its descriptor limit).
+
+Before issue 12, 1,100 idle connections used up the daemon's 1,024 descriptors: tablectl
+timed out and a replugged shoe could not reopen its port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.control import ControlClient
+from hil.table_harness import TableHarness
+from hil.tablectl_process import run_tablectl
+
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]
+
+CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
+HELD = 2000
+ANSWER_WITHIN_S = 1.0  # the issue's requirement for `tablectl status`
+DESCRIPTORS = HELD + 1024  # the held connections on each side, plus everything else
+
+
+def settled(result) -> int:  # noqa: ANN001
+    return len([r for r in result.rounds if not r.get("simulated")])
+
+
+@pytest.fixture
+def descriptors():
+    """The test process and the daemon it starts (which inherits the limit, as systemd's
+    LimitNOFILE= gives it one) each need a descriptor per held connection."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < DESCRIPTORS:
+        pytest.fail(f"RLIMIT_NOFILE hard limit {hard} < {DESCRIPTORS}: raise it to run this")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, DESCRIPTORS), hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_2000_connections_held_while_dealing_and_status_still_answers(tmp_path, descriptors):
+    async def scenario():  # noqa: ANN202
+        async with TableHarness(CONFIG, tmp_path, seed=12) as table:
+            dealing = asyncio.create_task(table.play(until=lambda r: settled(r) >= 6))
+            while settled(table.result) < 2:  # the table is dealing
+                assert not dealing.done(), dealing
+                await asyncio.sleep(0.05)
+            held = [await asyncio.open_unix_connection(table.socket) for _ in range(HELD)]
+            assert not dealing.done()
+            started = time.monotonic()
+            code, output = await run_tablectl(["status"], socket=table.socket)
+            tablectl_s = time.monotonic() - started
+            started = time.monotonic()
+            fresh = await ControlClient(table.socket).connect()
+            status = await fresh.call("status")
+            answer_s = time.monotonic() - started
+            await fresh.close()
+            # every held connection was accepted and is served, not refused or dropped
+            answers = []
+            for reader, writer in held:
+                writer.write(b'{"id": 1, "cmd": "status"}\n')
+            for reader, writer in held:
+                answers.append(json.loads(await reader.readline())["ok"])
+                writer.close()
+            result = await dealing
+            return code, output, tablectl_s, answer_s, status, answers, settled(result)
+
+    code, output, tablectl_s, answer_s, status, answers, rounds = asyncio.run(scenario())
+    print(f"with {HELD} connections held: tablectl status took {tablectl_s:.2f} s (process "
+          f"start included), a status round trip {answer_s * 1000:.1f} ms (shared machine)")
+    assert code == 0, output
+    assert "SIM-BAC-01" in output
+    assert status["table_id"] == "SIM-BAC-01"
+    assert answer_s < ANSWER_WITHIN_S
+    assert answers == [True] * HELD
+    assert rounds >= 6  # and the table dealt on through it

@@ -1,0 +1,58 @@
+"""The anchor leaves the event loop: newest wins, at most one write per interval, the last at close."""
+
+from __future__ import annotations
+
+import threading
+
+from controller.anchor_writer import AnchorWriter
+
+
+class SlowDisk:
+    """Records the anchors written; the first write blocks until the test lets it finish."""
+
+    def __init__(self) -> None:
+        self.written: list[int] = []
+        self.first_started = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, anchor: int) -> None:
+        if not self.written and not self.first_started.is_set():
+            self.first_started.set()
+            self.release.wait(10)
+        self.written.append(anchor)
+
+
+def test_steps_during_a_write_are_coalesced_into_one_write_of_the_newest():
+    disk = SlowDisk()
+    writer = AnchorWriter(disk.write, interval_s=3600)  # no second write before close
+    writer.submit(1)
+    assert disk.first_started.wait(10)
+    for commit in range(2, 50):  # 48 durable steps while the first anchor is being written
+        writer.submit(commit)
+    disk.release.set()
+    writer.close()
+    assert disk.written == [1, 49]  # the newest, once, at close
+    assert writer.writes == 2
+
+
+def test_close_with_nothing_pending_writes_nothing_more():
+    written: list[int] = []
+    writer = AnchorWriter(written.append, interval_s=0.0)
+    writer.submit(7)
+    writer.close()
+    assert written == [7]
+
+
+def test_a_failed_write_is_logged_and_the_next_anchor_still_written():
+    attempts: list[int] = []
+
+    def flaky(anchor: int) -> None:
+        attempts.append(anchor)
+        if anchor == 1:
+            raise OSError(28, "No space left on device")
+
+    writer = AnchorWriter(flaky, interval_s=3600)
+    writer.submit(1)
+    writer.submit(2)
+    writer.close()
+    assert attempts[-1] == 2 and writer.writes == 1

@@ -1,0 +1,355 @@
+"""A control socket no client can knock over, bad requests named as such, and PIN guessing
+stopped (lockout, delays, equal cost for unknown names, everything in the event log)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from controller import auth
+from controller.access import AccessConfig, AccessPolicy, Caller, Role
+from controller.auth import PinGuard, PinPolicy, authorise, hash_pin
+from controller.control import HISTORY_PAGE, ControlClient, ControlError, ControlServer
+from controller.store import Store
+from tests.controller.test_daemon import config_for, running
+
+FAST = 1000  # PBKDF2 iterations where the cost is not what is tested
+DEALER = Caller(2001, 2001, 77, frozenset({Role.READ, Role.DEALER, Role.SUPERVISOR}))
+
+
+# --- bad requests ---------------------------------------------------------------------------
+
+# The first six came back `internal` before (ValueError, TypeError, sqlite's binding error,
+# AttributeError, RecursionError, OverflowError); each must name the argument.
+BAD_REQUESTS = [
+    ({"cmd": "subscribe", "args": {"after_seq": "x"}},
+     "'after_seq' = 'x': allowed: a whole number 0 to 4611686018427387904"),
+    ({"cmd": "events", "args": {"since": "yesterday"}},
+     "'since' = 'yesterday': allowed: seconds since the epoch (a number >= 0)"),
+    ({"cmd": "events", "args": {"kind": ["card"]}},
+     "'kind' = ['card']: allowed: an event kind, e.g. card, device_fault, prompt"),
+    ({"cmd": "acknowledge_fault", "auth": "ana:1234"},
+     "'auth' = 'ana:1234': allowed: an object {\"supervisor\": NAME, \"pin\": DIGITS}"),
+    (b"[" * 50_000, "not a JSON object: nested too deeply; allowed: {\"cmd\": NAME, "
+                    "\"args\": {...}}"),
+    ({"cmd": "subscribe", "args": {"after_seq": 2**64}},
+     "'after_seq' = 18446744073709551616: allowed: a whole number 0 to 4611686018427387904"),
+    ({"cmd": "events", "args": {"device": {"a": 1}}},
+     "'device' = {'a': 1}: allowed: a device name: shoe, shuffler, seats, display"),
+    ({"cmd": "events", "args": {"severity": 5}},
+     "'severity' = 5: allowed: info, warning, error or critical"),
+    ({"cmd": "acknowledge_fault", "auth": {"supervisor": ["x"], "pin": 1}},
+     "'auth.supervisor' and 'auth.pin' must be strings"),
+    ({"cmd": ["status"]}, "'cmd' = ['status']: allowed: a command name (a string)"),
+    ({"cmd": "shuffle", "args": {"back": 7}}, "'back' = 7: allowed: red, blue, green, black"),
+    ({"cmd": "status", "args": {"_supervisor": "ana"}},
+     "'_supervisor' is set by the daemon from 'auth', never by a client"),
+]
+
+
+async def test_every_bad_request_is_named_as_one(tmp_path):
+    async with running(config_for(tmp_path)):
+        reader, writer = await asyncio.open_unix_connection(str(tmp_path / "control.sock"))
+        answers = []
+        for request, _ in BAD_REQUESTS:
+            line = request if isinstance(request, bytes) else json.dumps(request).encode()
+            writer.write(line + b"\n")
+            await writer.drain()
+            answers.append(json.loads(await reader.readline()))
+        writer.close()
+    assert [(a["code"], a["error"]) for a in answers] == [
+        ("bad_request", message) for _, message in BAD_REQUESTS]
+
+
+# --- PIN guessing ---------------------------------------------------------------------------
+
+class Delays:
+    """Stands in for asyncio.sleep: records each delay instead of waiting it out."""
+
+    def __init__(self) -> None:
+        self.waited: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waited.append(seconds)
+
+
+@pytest.fixture
+async def guarded(tmp_path):
+    store = Store(tmp_path / "t.sqlite")
+    delays = Delays()
+
+    def record(kind, payload, severity):  # noqa: ANN001
+        store.append_event(kind, payload, severity=severity)
+
+    pins = PinGuard({"ana": hash_pin("4321", iterations=FAST),
+                     "bo": hash_pin("8642", iterations=FAST)},
+                    PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30),
+                    record=record, sleep=delays)
+    srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600, pins=pins, record=record,
+                        on_supervisor_command=lambda who, cmd, args: record(
+                            "supervisor_command", {"supervisor": who, "command": cmd}, "info"))
+    srv.identify = lambda writer: DEALER
+    srv.register("adjust", lambda args: {"done": args["cents"]}, role=Role.SUPERVISOR)
+    await srv.start()
+    yield srv, store, delays
+    await srv.close()
+    store.close()
+
+
+async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_works(guarded):
+    srv, store, delays = guarded
+    client = await ControlClient(srv.path).connect()
+    answers = []
+    for guess in range(50):
+        with pytest.raises(ControlError) as caught:
+            await client.call("adjust", auth={"supervisor": "ana", "pin": f"{guess:04d}"}, cents=5)
+        answers.append((caught.value.code, str(caught.value)))
+    assert {code for code, _ in answers} == {"unauthorised"}
+    assert answers[4][1] == ("adjust needs a floor supervisor's name and PIN: supervisor 'ana' "
+                             "and that PIN were not accepted")
+    assert answers[5][1] == ("adjust needs a floor supervisor's name and PIN: supervisor 'ana' "
+                             "is locked out for 900 more s after 5 wrong PINs; another "
+                             "supervisor can still authorise")
+    # ana's right PIN is refused too while she is locked out
+    with pytest.raises(ControlError, match="locked out"):
+        await client.call("adjust", auth={"supervisor": "ana", "pin": "4321"}, cents=5)
+    # the same dealer station, another supervisor: accepted
+    assert await client.call("adjust", auth={"supervisor": "bo", "pin": "8642"},
+                             cents=7) == {"done": 7}
+    await client.close()
+    kinds = [e.kind for e in store.events()]
+    assert kinds.count("pin_failed") == 5  # only 5 PINs were ever hashed
+    assert kinds.count("pin_lockout") == 1
+    assert kinds.count("pin_refused") == 46  # 45 guesses and the right PIN, while locked
+    assert kinds.count("pin_delay") == 51  # every refusal from this caller waited
+    assert kinds[-1] == "supervisor_command"
+    lockout = next(e for e in store.events() if e.kind == "pin_lockout")
+    assert (lockout.severity, lockout.payload) == ("error", {
+        "supervisor": "ana", "caller": "uid 2001", "command": "adjust", "after_failures": 5,
+        "lockout_s": 900.0})
+    # the caller's delays double from 1 s and stop at 30 s
+    assert delays.waited[:7] == [1, 2, 4, 8, 16, 30, 30] and max(delays.waited) == 30
+    refused = [e.payload for e in store.events() if e.kind == "command_refused"]
+    assert refused[0]["reason"] == "supervisor 'ana' and that PIN were not accepted"
+    assert all(p["command"] == "adjust" and p["role_needed"] == "supervisor" for p in refused)
+
+
+async def test_parallel_guesses_from_one_caller_gain_nothing(guarded):
+    srv, store, _ = guarded
+    release = asyncio.Event()
+
+    async def slow_sleep(seconds: float) -> None:
+        await release.wait()
+
+    srv.pins._sleep = slow_sleep
+    first, second = [await ControlClient(srv.path).connect() for _ in range(2)]
+    pending = asyncio.create_task(first.call("adjust", auth={"supervisor": "ana", "pin": "0000"},
+                                             cents=1))
+    for _ in range(200):  # the first guess has been hashed and is now waiting out its delay
+        if any(e.kind == "pin_delay" for e in store.events()):
+            break
+        await asyncio.sleep(0.01)
+    with pytest.raises(ControlError, match="one PIN check at a time"):
+        await second.call("adjust", auth={"supervisor": "ana", "pin": "4321"}, cents=1)
+    release.set()
+    with pytest.raises(ControlError, match="were not accepted"):
+        await pending
+    for c in (first, second):
+        await c.close()
+
+
+def test_unknown_and_known_names_cost_the_same():
+    hashes = {"ana": hash_pin("4321", iterations=200_000)}
+    counted: list[int] = []
+    real = hashlib.pbkdf2_hmac
+
+    def counting(name, password, salt, iterations):  # noqa: ANN001
+        counted.append(iterations)
+        return real(name, password, salt, iterations)
+
+    auth.dummy_hash(hashes)  # made once, outside the measurement
+    auth.hashlib.pbkdf2_hmac = counting  # type: ignore[assignment]
+    try:
+        assert authorise(hashes, "ana", "0000") is False
+        assert authorise(hashes, "nobody", "0000") is False
+    finally:
+        auth.hashlib.pbkdf2_hmac = real  # type: ignore[assignment]
+    assert counted == [200_000, 200_000]  # the same work, exactly
+
+    def cpu_seconds(name: str) -> float:  # thread CPU time: not disturbed by other load
+        start = time.thread_time()
+        authorise(hashes, name, "0000")
+        return time.thread_time() - start
+
+    # interleaved, and the least of each: the intrinsic cost, with other load filtered out
+    pairs = [(cpu_seconds("ana"), cpu_seconds("nobody")) for _ in range(9)]
+    known, unknown = min(k for k, _ in pairs), min(u for _, u in pairs)
+    print(f"PIN check CPU time: known {known * 1000:.1f} ms, unknown {unknown * 1000:.1f} ms")
+    assert abs(known - unknown) <= 0.10 * known
+
+
+# --- limits ---------------------------------------------------------------------------------
+
+@pytest.fixture
+async def limited(tmp_path):
+    store = Store(tmp_path / "t.sqlite")
+    config = AccessConfig(max_connections=3, max_connections_per_user=2, idle_timeout_s=0.3,
+                          subscriber_stall_s=0.3)
+    records: list[tuple[str, dict]] = []
+    srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600,
+                        access=AccessPolicy(config),
+                        record=lambda kind, payload, severity: records.append((kind, payload)))
+    srv.register("status", lambda args: {"state": "closed"}, role=Role.READ)
+    srv.set_history(store.events_from)
+    store.subscribe(srv.publish)
+    await srv.start()
+    yield srv, store, records
+    await srv.close()
+    store.close()
+
+
+async def refusal_of(path: str) -> dict:
+    reader, writer = await asyncio.open_unix_connection(path)
+    answer = json.loads(await reader.readline())
+    assert await reader.read() == b""  # and closed
+    writer.close()
+    return answer
+
+
+async def test_connections_past_the_caps_are_refused_clearly(limited):
+    srv, _, _ = limited
+    users = iter([2001, 2001, 2002, 2003, 2001, 2004, 0, 0])  # who connects, in order
+    srv.identify = lambda writer: Caller((uid := next(users)), uid, 1, frozenset({Role.READ}))
+    held = [await ControlClient(srv.path).connect() for _ in range(2)]  # uid 2001 twice
+    held.append(await ControlClient(srv.path).connect())  # 2002: the cap of 3 is reached
+    for client in held:
+        assert await client.call("status") == {"state": "closed"}
+    assert await refusal_of(srv.path) == {"id": None, "ok": False, "code": "refused", "error": (
+        "too many connections: the limit is 3 ([access] max_connections); close idle ones "
+        "or try again later")}  # 2003
+    await held[2].close()  # 2002 leaves
+    await until(lambda: srv.connections == 2)
+    assert (await refusal_of(srv.path))["error"] == (  # 2001's third
+        "too many connections from uid 2001: the limit is 2 per user ([access] "
+        "max_connections_per_user); close idle ones or try again later")
+    held[2] = await ControlClient(srv.path).connect()  # 2004 takes the free slot
+    assert await held[2].call("status") == {"state": "closed"}
+    # root is never locked out by the others: it has a reserve above the cap
+    rescue = await ControlClient(srv.path).connect()
+    assert await rescue.call("status") == {"state": "closed"}
+    for client in [*held, rescue]:
+        await client.close()
+
+
+async def until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+async def test_an_idle_connection_is_closed_with_the_reason(limited):
+    srv, _, _ = limited
+    reader, writer = await asyncio.open_unix_connection(srv.path)
+    answer = json.loads(await asyncio.wait_for(reader.readline(), 10))
+    assert answer["error"] == ("closed: no request for 0.3 s ([access] idle_timeout_s); "
+                               "reconnect to continue")
+    assert await reader.read() == b""
+    writer.close()
+
+
+async def test_a_request_over_the_size_limit_is_a_bad_request(limited):
+    srv, _, _ = limited
+    reader, writer = await asyncio.open_unix_connection(srv.path)
+    writer.write(b'{"cmd": "status", "pad": "' + b"x" * 70_000 + b'"}\n')
+    await writer.drain()
+    answer = json.loads(await reader.readline())
+    assert (answer["code"], answer["error"]) == ("bad_request", (
+        "request longer than 65536 bytes; allowed: one JSON object per line, up to that"))
+    writer.close()
+
+
+async def test_history_comes_page_by_page_with_nothing_missed_or_repeated(limited):
+    srv, store, _ = limited
+    with store.transaction():
+        for n in range(2 * HISTORY_PAGE + 5):
+            store.append_event("tick", {"n": n})
+    client = await ControlClient(srv.path).connect()
+    stream = client.subscribe(after_seq=3)
+    seen = [(await anext(stream))["seq"] for _ in range(2 * HISTORY_PAGE + 2)]
+    store.append_event("tick", {"n": "live"})
+    live = await asyncio.wait_for(anext(stream), 10)
+    assert seen == list(range(4, 2 * HISTORY_PAGE + 6))
+    assert (live["seq"], live["payload"]) == (2 * HISTORY_PAGE + 6, {"n": "live"})
+    await client.close()
+
+
+async def test_a_subscriber_that_reads_nothing_is_dropped_with_a_reason(limited):
+    srv, store, records = limited
+    with store.transaction():
+        for n in range(3000):  # ~600 KB of lines: more than the socket buffers hold
+            store.append_event("tick", {"n": n, "pad": "x" * 100})
+    reader, writer = await asyncio.open_unix_connection(srv.path)
+    writer.write(b'{"id": 1, "cmd": "subscribe", "args": {"after_seq": 0}}\n')
+    await writer.drain()
+    for _ in range(500):
+        if records:
+            break
+        await asyncio.sleep(0.02)
+    (kind, payload), = records
+    assert kind == "subscriber_dropped"
+    assert payload["reason"] == ("read nothing for 0.3 s ([access] subscriber_stall_s); "
+                                 "reconnect with after_seq = the last seq received")
+    assert 0 < payload["sent_up_to_seq"] < 3000
+    assert srv._subscribers == set()  # nothing is kept for it
+    writer.close()
+
+
+def test_a_secrets_file_others_can_read_is_refused(tmp_path: Path):
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f'[supervisors]\nana = "{hash_pin("4321", iterations=FAST)}"\n')
+    secrets.chmod(0o640)
+    assert auth.read_secrets(secrets) == ({}, [
+        f"access.secrets: {secrets} has mode 0640: group or others can read it; allowed: 0600 "
+        f"or 0400, owned by the daemon's user (chmod 0600 {secrets})"])
+    secrets.chmod(0o600)
+    hashes, problems = auth.read_secrets(secrets)
+    assert (list(hashes), problems) == (["ana"], [])
+
+
+async def test_a_chain_broken_while_running_is_found_by_the_check_in_its_own_process(tmp_path):
+    """verify_chain runs in a child process (controller/offload.py); what it finds comes
+    back as the daemon's own IntegrityError: the table goes out of order, naming the entry."""
+    import sqlite3
+
+    config = config_for(tmp_path)
+    async with running(config) as client:
+        for seat in (1, 2, 3):
+            await client.call("seat_leaves", seat=seat)  # a few entries to alter
+        last = (await client.call("events", limit=1))[0]["seq"]
+        raw = sqlite3.connect(config.store_path)
+        raw.execute("UPDATE events SET payload = '{\"x\":1}' WHERE seq = ?", (last - 1,))
+        raw.commit()
+        raw.close()
+        first, second = await asyncio.gather(
+            client_call(config.control_socket, "verify_chain", full=True),
+            client_call(config.control_socket, "verify_chain", full=True))
+        status = await client.call("status")
+    assert first == second  # one check, shared
+    assert first["code"] == "internal"
+    assert f"entry {last - 1} " in first["error"] and "was altered" in first["error"]
+    assert status["state"] == "out_of_order"
+
+
+async def client_call(path: str, cmd: str, **args: object) -> dict:
+    reader, writer = await asyncio.open_unix_connection(path)
+    writer.write(json.dumps({"cmd": cmd, "args": args}).encode() + b"\n")
+    answer = json.loads(await reader.readline())
+    writer.close()
+    return answer

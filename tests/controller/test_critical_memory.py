@@ -1,0 +1,439 @@
+"""Critical memory beyond the tamper campaign: power cuts are not tampering, initialisation is
+explicit, a supervisor's clear leaves a record, the incremental check and the full one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.critical import CriticalPaths, IntegrityError, read_anchor
+from controller.critical_store import (
+    CLEARED_EVENT,
+    INITIALISED_EVENT,
+    clear_store,
+    init_store,
+    open_store,
+)
+from controller.store import Store
+from tests.controller.test_daemon import CONFIG, config_for, run_daemon
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _initialised(tmp_path: Path) -> Store:
+    config = config_for(tmp_path)
+    init_store(config.store_path, operator="test", table_id="T1").close()
+    return open_store(config.store_path)
+
+
+def _anchor_at_last_commit(store: Store) -> None:
+    """Wait (generously) for the anchor writer's thread to record the last commit: it writes
+    at most once a second (controller/anchor_writer.py)."""
+    import time
+
+    assert store.paths is not None
+    seal = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        anchor = read_anchor(store.paths.anchor, store.key)
+        if anchor is not None and anchor.commit_no == seal:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the anchor never reached commit {seal}")
+
+
+def test_a_power_cut_that_loses_the_unflushed_cards_is_not_tampering(tmp_path):
+    """Cards inside a round ride with the next flush (docs/architecture.md, "Durable
+    writes"); losing them loses a suffix of commits that the anchor never recorded."""
+    store = _initialised(tmp_path)
+    store.append_event("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed: the anchor
+    _anchor_at_last_commit(store)
+    wal = Path(store.path + "-wal")
+    durable_size = wal.stat().st_size
+    anchor = read_anchor(store.paths.anchor, store.key)
+    store.append_event("card", {"index": 0, "card": "9H"})  # grouped: not flushed
+    import time
+    time.sleep(1.5)  # past the anchor writer's interval: a grouped commit never moves it
+    assert read_anchor(store.paths.anchor, store.key) == anchor
+    shutil.copyfile(store.path, tmp_path / "cut.sqlite")
+    shutil.copyfile(wal, tmp_path / "cut.sqlite-wal")
+    with (tmp_path / "cut.sqlite-wal").open("r+b") as fh:
+        fh.truncate(durable_size)  # the power cut: the card's frames never reached the disk
+    shutil.copytree(store.paths.directory, tmp_path / "cut.critical")
+    store.close()
+    after = Store(tmp_path / "cut.sqlite", key=store.key,
+                  paths=CriticalPaths.for_store(tmp_path / "cut.sqlite"), create=False)
+    assert after.verified is not None and after.verified.anchor_behind == 0
+    assert [e.kind for e in after.events()][-1] == "wager_locked"
+    after.close()
+
+
+def test_a_power_cut_between_the_commit_and_the_anchor_is_not_tampering(tmp_path):
+    store = _initialised(tmp_path)
+    paths = store.paths
+    assert paths is not None
+    _anchor_at_last_commit(store)
+    old_anchor = paths.anchor.read_bytes()
+    store.append_event("wager_locked", {"seat": 1, "amount_cents": 500})
+    store.close()
+    paths.anchor.write_bytes(old_anchor)  # the anchor's rename never happened
+    reopened = open_store(str(paths.store))
+    assert reopened.verified is not None and reopened.verified.anchor_behind == 1
+    _anchor_at_last_commit(reopened)  # caught up after the first flushed commit
+    reopened.close()
+
+
+def test_the_daemon_never_makes_a_store_by_itself(tmp_path):
+    config = config_for(tmp_path)  # no --init-store
+
+    async def body(client):
+        return await client.call("status")
+
+    from controller.daemon import Daemon
+    from tests.controller.test_daemon import StandInDevice
+
+    async def run() -> dict:
+        daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+        stop = asyncio.Event()
+        task = asyncio.create_task(daemon.run(stop))
+        from controller.control import ControlClient
+        for _ in range(500):
+            if Path(config.control_socket).exists():
+                break
+            await asyncio.sleep(0.01)
+        client = await ControlClient(config.control_socket).connect()
+        status = await client.call("status")
+        await client.close()
+        stop.set()
+        await task
+        return status
+
+    status = asyncio.run(run())
+    assert status["state"] == "out_of_order"
+    assert status["out_of_order"] == (
+        f"not initialised: no store at {config.store_path} and no key at "
+        f"{tmp_path / 'table.critical' / 'key'}")
+    assert not Path(config.store_path).exists()  # no fresh, empty table appeared
+
+
+def _tabled(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """tabled as the technician runs it (its own process: it sets up its own logging)."""
+    return subprocess.run([sys.executable, "-m", "controller.daemon", "--config", str(CONFIG),
+                           *args], cwd=ROOT, input=stdin, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_initialisation_is_explicit_logged_and_once(tmp_path):
+    config = config_for(tmp_path)
+    where = ("--set", f"store.path={config.store_path}")
+    done = _tabled(*where, "--init-store")
+    assert done.returncode == 0, done.stderr
+    key = tmp_path / "table.critical" / "key"
+    assert done.stdout == (f"tabled: critical memory of table SIM-BAC-01 initialised: store "
+                           f"{config.store_path}, key and anchor in {key.parent}\n")
+    assert oct(key.stat().st_mode & 0o777) == "0o600"  # the daemon's user only
+    assert oct(key.parent.stat().st_mode & 0o777) == "0o700"
+    store = open_store(config.store_path)
+    first = store.events()[0]
+    assert (first.seq, first.kind, first.payload["table_id"]) == (1, INITIALISED_EVENT,
+                                                                  "SIM-BAC-01")
+    store.close()
+    again = _tabled(*where, "--init-store")
+    assert again.returncode == 5
+    assert again.stderr == (
+        f"tabled: already initialised: a store already exists at {config.store_path}\n"
+        "Next: this table's critical memory exists; to start over, a supervisor clears it "
+        "(tabled --clear-store)\n")
+
+
+def test_a_supervised_clear_keeps_the_evidence_and_records_the_last_values(tmp_path):
+    from fractions import Fraction
+
+    from controller.progressive.ledger import MeterLedger
+
+    store = _initialised(tmp_path)
+    ledger = MeterLedger(store)
+    with store.transaction():
+        ledger.seed("h9", "grand", 1_000_000, Fraction(1, 10))
+        ledger.change("h9", "grand", Fraction(1234), "increment", seats=[2], wagers_cents=12_340)
+    store.close()
+    path = store.path
+    Path(path).unlink()  # the store is lost
+
+    with pytest.raises(IntegrityError, match="supervisor 'ana' was not authorised"):
+        clear_store(path, supervisor="ana", reason="store lost", table_id="T1",
+                    authorised=lambda: False)
+    with pytest.raises(IntegrityError, match="a reason is required"):
+        clear_store(path, supervisor="ana", reason=" ", table_id="T1", authorised=lambda: True)
+    assert not Path(path).exists()  # refused: nothing changed
+    new, evidence = clear_store(path, supervisor="ana", reason="store lost", table_id="T1",
+                                authorised=lambda: True, now=lambda: 1_800_000_000.0)
+    assert evidence.name == "table.sqlite.cleared-20270115T080000Z"
+    assert sorted(p.name for p in evidence.iterdir()) == ["anchor"]  # all that was left
+    cleared = new.events()
+    assert [e.kind for e in cleared] == [CLEARED_EVENT]
+    assert cleared[0].payload["supervisor"] == "ana"
+    assert cleared[0].payload["failure"] == "store missing"
+    new.close()
+    assert open_store(path).verified is not None  # the new store passes its check
+
+
+def test_a_clear_records_the_meters_found_in_a_damaged_store(tmp_path):
+    from fractions import Fraction
+
+    from controller.progressive.ledger import MeterLedger
+
+    store = _initialised(tmp_path)
+    ledger = MeterLedger(store)
+    with store.transaction():
+        ledger.seed("h9", "grand", 1_000_000, Fraction(1, 10))
+        ledger.change("h9", "grand", Fraction(1234), "increment", seats=[2], wagers_cents=12_340)
+    store.close()
+    db = sqlite3.connect(store.path)
+    db.execute("DROP TRIGGER cm_upd_seat_totals")
+    db.commit()
+    db.close()
+    new, evidence = clear_store(store.path, supervisor="ana", reason="digest triggers removed",
+                                table_id="T1", authorised=lambda: True)
+    payload = new.events()[0].payload
+    assert payload["failure"] == "table seat_totals: its digest triggers were removed or changed"
+    assert payload["last_values"]["progressive_meters"] == [
+        {"progressive": "h9", "level": "grand", "amount_cents": 1_001_234, "frac_num": 0,
+         "frac_den": 1, "version": 2, "awarded_cents": 0, "paid_count": 0}]
+    assert (evidence / "table.sqlite").exists()
+    new.close()
+
+
+def test_clear_store_needs_the_supervisors_pin(tmp_path):
+    """The simulated table's supervisor "floor" has the PIN 2468 (its configuration)."""
+    config = config_for(tmp_path)
+    init_store(config.store_path, operator="test", table_id="T1").close()
+    args = ("--set", f"store.path={config.store_path}", "--clear-store", "--supervisor",
+            "floor", "--reason", "test", "--pin-stdin")
+    wrong = _tabled(*args, stdin="1111\n")
+    assert wrong.returncode == 5
+    assert "supervisor 'floor' was not authorised (wrong name or PIN)" in wrong.stderr
+    assert Path(config.store_path).exists()  # refused: nothing moved
+    right = _tabled(*args, stdin="2468\n")
+    assert right.returncode == 0, right.stderr
+    assert "cleared by floor; the old files are kept in" in right.stdout
+
+
+def test_boot_checks_the_log_from_the_last_full_check_and_full_checks_all(tmp_path):
+    """The trade for a fast start: an entry older than the last full check is re-checked by
+    the next full check (the daily job), not at boot."""
+    config = config_for(tmp_path)
+
+    async def fill_and_verify(client):
+        result = await client.call("verify_chain", full=True)
+        return result
+
+    full = asyncio.run(run_daemon(config, fill_and_verify))
+    assert full["from_seq"] == 1 and full["entries"] == full["log_seq"]
+
+    async def status(client):
+        return await client.call("verify_chain")
+
+    again = asyncio.run(run_daemon(config, status))
+    assert again["from_seq"] == full["log_seq"] + 1  # only what came after the full check
+    db = sqlite3.connect(config.store_path)
+    db.execute("UPDATE events SET payload = '{}' WHERE seq = 1")
+    db.commit()
+    db.close()
+
+    async def both(client):
+        boot = await client.call("status")
+        from controller.control import ControlError
+        with pytest.raises(ControlError) as caught:
+            await client.call("verify_chain", full=True)
+        return boot, str(caught.value), await client.call("status")
+
+    boot, full_error, after = asyncio.run(run_daemon(config, both))
+    assert boot["state"] == "closed"  # before the checkpoint: boot does not re-read it
+    assert full_error == ("IntegrityError: event chain: entry 1 (critical_memory_initialised) "
+                          "was altered: its MAC does not match its contents")
+    assert after["state"] == "out_of_order"  # the full check's failure takes the table out
+
+
+# --- the real daemon process: no traceback, no exit, no restart loop -------------------------
+
+
+def _daemon_process(config, **popen) -> tuple[dict, str, int | None]:  # noqa: ANN001
+    """Start tabled, wait for its socket, ask its status through tablectl, stop it:
+    (status, the daemon's output, its exit status)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller.daemon", "--config", str(CONFIG),
+         "--set", f"store.path={config.store_path}",
+         "--set", f"control.socket={config.control_socket}",
+         "--set", "shoe.url=/dev/null"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, **popen)
+    try:
+        status = ""
+        for _ in range(600):
+            if Path(config.control_socket).exists() or proc.poll() is not None:
+                break
+            import time
+            time.sleep(0.05)
+        if proc.poll() is None:
+            done = subprocess.run([sys.executable, "-m", "controller.cli", "status", "--json",
+                                   "--socket", config.control_socket], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=60)
+            status = done.stdout
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    return json.loads(status) if status else {}, out, proc.returncode
+
+
+def test_a_zeroed_header_puts_the_table_out_of_order_without_a_traceback(tmp_path):
+    config = config_for(tmp_path)
+    init_store(config.store_path, operator="test", table_id="T1").close()
+    with open(config.store_path, "r+b") as fh:
+        fh.write(b"\x00" * 100)
+    status, output, code = _daemon_process(config)
+    assert code == 0, output  # it stayed up until told to stop: no exit, no restart loop
+    assert "Traceback" not in output
+    assert status["out_of_order"] == (
+        f"store unusable: {config.store_path} is not a SQLite store: its header is damaged")
+    assert "Next: do not play; check the disk and the file named" in output
+
+
+def test_a_store_the_daemon_cannot_write_is_named(tmp_path):
+    """A store file that cannot be written (a wrong owner or mode after a restore; here
+    chmod, or for root, who ignores modes, the immutable attribute). The configuration's
+    check of store.path finds it first: exit 6, which systemd does not restart."""
+    config = config_for(tmp_path)
+    init_store(config.store_path, operator="test", table_id="T1").close()
+    if os.geteuid() == 0:
+        made = subprocess.run(["chattr", "+i", config.store_path], capture_output=True,
+                              text=True)
+        if made.returncode != 0:
+            pytest.skip(f"root here cannot make a file unwritable: {made.stderr.strip()}")
+    else:
+        os.chmod(config.store_path, 0o444)
+    try:
+        status, output, code = _daemon_process(config)
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", config.store_path], check=True)
+    assert code == 6, output
+    assert status == {}
+    assert "Traceback" not in output
+    assert (f"store.path = '{config.store_path}': not allowed; allowed: a writable file path "
+            f"whose folder exists or can be made, e.g. /var/lib/tabled/table.sqlite "
+            f"({config.store_path} is not writable by this account") in output
+
+
+def test_a_store_that_cannot_grow_is_named(tmp_path):
+    """RLIMIT_FSIZE makes every write past the limit fail as a full disk does."""
+    import resource
+
+    config = config_for(tmp_path)
+    init_store(config.store_path, operator="test", table_id="T1").close()
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    status, output, code = _daemon_process(config, preexec_fn=small_files)
+    assert code == 0, output
+    assert "Traceback" not in output
+    assert status["out_of_order"] == (
+        f"store unusable: {config.store_path} cannot be written or read (disk I/O error: a "
+        "full, read-only or failing disk)")
+
+
+def test_a_store_that_fails_in_play_puts_the_table_out_of_order(tmp_path, monkeypatch):
+    """SQLite's answer when the disk fills mid-shift; the daemon must not die of it."""
+    from controller.control import ControlClient
+    from controller.daemon import Daemon
+    from drivers.protocols import DeviceFault
+    from tests.controller.test_daemon import StandInDevice, initialise
+
+    config = config_for(tmp_path)
+    initialise(config)
+
+    async def run() -> tuple[dict, bool]:
+        daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+
+        def full(event: object) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(daemon.table, "handle", full)
+        stop = asyncio.Event()
+        task = asyncio.create_task(daemon.run(stop))
+        for _ in range(500):
+            if Path(config.control_socket).exists():
+                break
+            await asyncio.sleep(0.01)
+        daemon._enqueue(DeviceFault("shoe", "jam", "a card is stuck", "clear the jam"))
+        client = await ControlClient(config.control_socket).connect()
+        for _ in range(500):
+            status = await client.call("status")
+            if status["state"] == "out_of_order":
+                break
+            await asyncio.sleep(0.01)
+        await client.close()
+        alive = daemon.health().ok
+        stop.set()
+        await task
+        return status, alive
+
+    status, alive = asyncio.run(run())
+    assert status["out_of_order"] == f"store unusable: the disk holding {config.store_path} is full"
+    assert alive  # the consumer lives on: no watchdog restart
+
+
+def test_settled_rounds_are_read_again_by_the_full_check_only(tmp_path):
+    """After a full check, boot re-reads only the rounds after the settled prefix it found
+    (critical.SETTLED_PREFIX); an edit inside the prefix waits for the next full check."""
+    path = tmp_path / "t.sqlite"
+    store = Store(path)
+    for n in (1, 2, 3):
+        rid = store.open_round(1, n, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])
+        store.close_round(rid, "settled", {"winner": "banker"},
+                          [{"seat": 1, "amount_cents": 1000, "net_cents": 950}])
+    store.open_round(1, 4, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])  # open
+    store.append_event("wager_locked", {"seat": 1})
+    full = store.verify(full=True)
+    assert full.settled == {"rounds": {"last_rowid": 3, "rows": 3,
+                                       "acc": full.settled["rounds"]["acc"]}}
+    head = store.events()[-1]
+    store.set_checkpoint(head.seq, head.hash, full.settled)
+    store.close()
+
+    def edit(sql: str) -> None:
+        """Drop the digest triggers, edit, put the same triggers back: all but the keyed
+        digest looks untouched."""
+        db = sqlite3.connect(path)
+        triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                              ).fetchall()
+        for name, _ in triggers:
+            db.execute(f'DROP TRIGGER "{name}"')
+        db.execute(sql)
+        for _, statement in triggers:
+            db.execute(statement)
+        db.commit()
+        db.close()
+
+    shutil.copyfile(path, tmp_path / "clean.sqlite")
+    edit("UPDATE rounds SET settlements = '[]' WHERE round_id = 2")  # inside the prefix
+    booted = Store(path)  # boot reads rounds from 4 on: this edit waits for the full check
+    with pytest.raises(IntegrityError, match="table rounds: a row differs from what was sealed"):
+        booted.verify(full=True)
+    booted.close()
+    shutil.copyfile(tmp_path / "clean.sqlite", path)
+    edit("UPDATE rounds SET wagers = '[]' WHERE round_id = 4")  # after the prefix
+    with pytest.raises(IntegrityError, match="table rounds: a row differs from what was sealed"):
+        Store(path)

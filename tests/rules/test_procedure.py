@@ -1,0 +1,97 @@
+"""The dealing procedure's pure deciders (controller.rules.procedure), named by section."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.rules.procedure import (
+    CardFacts, Disposition, LostCardsAction, Phase, base_wager_missing, card_ruling, lost_cards,
+    shoe_ends_after_round, vigorish_to_collect,
+)
+from controller.rules.settlement import PlacedWager
+
+B21 = CardFacts(twenty_one=True)
+
+
+@pytest.mark.parametrize("phase, facts, disposition, section", [
+    (Phase.BURN, CardFacts(), Disposition.BURN, "631a.5(f)"),
+    (Phase.BURN, B21, Disposition.BURN, "681a.7(c)"),
+    (Phase.BETTING, CardFacts(), Disposition.OPEN_ROUND, "627b.3(a)(2), 631a.15(a), docs/rulings.md"),
+    (Phase.BETTING, CardFacts(face_up=True), Disposition.SIMULATED_ROUND, "631a.15(d)"),
+    (Phase.LOCKED, CardFacts(face_up=True), Disposition.SIMULATED_ROUND, "631a.15(d)"),
+    (Phase.DEALING, CardFacts(face_up=True), Disposition.SET_ASIDE, "631a.15(d)"),
+    (Phase.SIMULATED, CardFacts(face_up=True), Disposition.DEAL, "631a.9-631a.11"),
+    (Phase.FAULT, CardFacts(), Disposition.HOLD, "631a.15, 681a.9"),
+    (Phase.OUT_OF_PLAY, B21, Disposition.DISCARD, "631a.3(b), 631a.10(d), 681a.7(d)"),
+])
+def test_631a_15_and_the_burn(phase, facts, disposition, section):
+    ruling = card_ruling(phase, facts)
+    assert (ruling.disposition, ruling.section) == (disposition, section)
+
+
+@pytest.mark.parametrize("phase, facts, section, reason", [
+    (Phase.BETTING, CardFacts(twenty_one=True, face_up=True), "681a.9(a)",
+     "found face up in the shoe: not used in this round"),
+    (Phase.DEALING, CardFacts(twenty_one=True, face_up=True), "681a.9(a)",
+     "found face up in the shoe: not used in this round"),
+    (Phase.BETTING, CardFacts(twenty_one=True, dealer_burn_due=True), "681a.7(c)",
+     "a new dealer's first card goes to the discard rack"),
+    (Phase.BETTING, CardFacts(twenty_one=True, after_completed_round=True, hand_of_17=True),
+     "681a.9(b)", "drawn by accident to a hand of 17"),
+    (Phase.BETTING, CardFacts(twenty_one=True, after_completed_round=True),
+     "681a.9(b), docs/rulings.md", "drawn by accident after the round was complete"),
+])
+def test_681a_7_c_and_681a_9_discard_never_deal(phase, facts, section, reason):
+    ruling = card_ruling(phase, facts)
+    assert (ruling.disposition, ruling.section, ruling.reason) == (
+        Disposition.DISCARD, section, reason)
+
+
+def test_681a_a_card_once_betting_has_begun_opens_the_round():
+    assert card_ruling(Phase.BETTING, B21).disposition is Disposition.OPEN_ROUND
+    assert card_ruling(Phase.DEALING, B21).disposition is Disposition.DEAL
+
+
+@pytest.mark.parametrize("phase, round_open, action", [
+    (Phase.DEALING, True, LostCardsAction.VOID_ROUND),
+    (Phase.LOCKED, True, LostCardsAction.VOID_ROUND),
+    (Phase.SIMULATED, True, LostCardsAction.VOID_ROUND),
+    (Phase.FAULT, True, LostCardsAction.VOID_AFTER_FAULT),
+    (Phase.FAULT, False, LostCardsAction.RECORD),
+    (Phase.BURN, False, LostCardsAction.COUNT_AS_BURNED),
+    (Phase.BETTING, False, LostCardsAction.DISCARD_RECEIVED),
+    (Phase.OUT_OF_PLAY, False, LostCardsAction.RECORD),
+])
+def test_lost_cards_are_never_settled_631a_15_681a_9(phase, round_open, action):
+    lost = lost_cards(26, 28, phase, round_open=round_open)
+    assert lost is not None and (lost.indexes, lost.action) == ((26, 27), action)
+    assert lost_cards(26, 26, phase, round_open=round_open) is None
+
+
+def test_an_optional_wager_needs_a_base_wager_at_its_seat_631c_3_c():
+    bonus = PlacedWager(3, "dragon_bonus_player", 500)
+    assert base_wager_missing(bonus, [PlacedWager(2, "banker", 500)]) == (
+        "seat 3 must first place a Banker, Player or Tie wager before the optional wager "
+        "'dragon_bonus_player' (631c.3(c))")
+    assert base_wager_missing(bonus, [PlacedWager(3, "tie", 500)]) is None
+    assert base_wager_missing(bonus, [], without_base_wager=True) is None  # 631c.7(b)
+    assert base_wager_missing(PlacedWager(3, "player", 500), []) is None
+
+
+@pytest.mark.parametrize("cover, announced, simulated, reshuffle, ends", [
+    (False, False, False, False, False),
+    (True, False, False, False, False),  # 631a.10(d): "last hand" comes next
+    (True, True, False, False, True),
+    (True, False, False, True, True),  # 681a.7(d): reshuffle after the cover card's round
+    (True, True, True, False, False),  # a simulated round is never the last hand
+])
+def test_the_shoe_ends_631a_10_d_681a_7_d(cover, announced, simulated, reshuffle, ends):
+    assert shoe_ends_after_round(cover_card_seen=cover, last_hand_announced=announced,
+                                 simulated=simulated, reshuffle_at_cover=reshuffle) is ends
+
+
+def test_marked_vigorish_is_collected_highest_seat_first_631a_13_d_2():
+    owed = {2: 50, 7: 125, 4: 0}
+    assert vigorish_to_collect(owed, None) == [(7, 125), (2, 50)]
+    assert vigorish_to_collect(owed, 2) == [(2, 50)]
+    assert vigorish_to_collect(owed, 4) == []
