@@ -117,13 +117,13 @@ def parse_access(section: Mapping[str, Any], problems: list[str]) -> AccessConfi
             ok = low <= value <= high
         if ok and key == "trusted_uids":
             ok = all(isinstance(u, int) and not isinstance(u, bool) and u >= 0 for u in value)
-            value = tuple(value)
         if ok and key.endswith("_group"):
             ok = bool(value.strip())
         if not ok:
             problems.append(f"access.{key} = {value!r}: not allowed; allowed: {allowed}")
             continue
-        values[key] = float(value) if key.endswith("_s") else value
+        values[key] = float(value) if key.endswith("_s") else \
+            tuple(value) if key == "trusted_uids" else value
     return AccessConfig(**values)
 
 
