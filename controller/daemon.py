@@ -264,6 +264,9 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("daemon_started", {"version": __version__,
                                                        "state": self.table.state.value})
+        from controller import crash_points  # HIL power-cut test only; inert unless its env is set
+
+        crash_points.install(self.store._db)
         self._consumer = asyncio.create_task(self._consume(), name="table-events")
         notifier = SdNotifier()
         notifier.ready(f"table {self.table.state.value}")
