@@ -486,22 +486,12 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         behind = seal.commit_no - anchor.commit_no
 
     head_seq, head_mac = log_head(db)
-    count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
     if head_seq != seal.log_seq:
         raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
                              f"records entry {seal.log_seq}: entries were removed or added")
     if head_mac != seal.log_mac:
         raise IntegrityError("event log", f"the last entry, {head_seq}, is not the one sealed "
                              "(its MAC differs): the log was rewritten")
-    if count != head_seq:
-        gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
-                         " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
-        first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
-        missing, present = (1, first) if first != 1 else (
-            db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
-        raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
-                             f"is {present}); {head_seq - count} of {head_seq} entries are gone")
-
     triggers: dict[str, list[str]] = {}
     for table, sql in db.execute("SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
                                  " AND name LIKE 'cm\\_%' ESCAPE '\\' ORDER BY sql"):
@@ -529,6 +519,16 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     start, prev = 1, GENESIS_MAC
     if not full:
         start, prev = _checkpoint(db, key)
+    if start == 1:  # the whole log is read: say how many entries are gone, not just the first
+        count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        if count != head_seq:
+            gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
+                             " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
+            first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
+            missing, present = (1, first) if first != 1 else (
+                db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
+            raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
+                                 f"is {present}); {head_seq - count} of {head_seq} entries are gone")
     checked = verify_chain(db, key, start, prev, progress)
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):

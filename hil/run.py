@@ -25,7 +25,7 @@ from typing import Any
 
 from controller.config import ConfigError, TableConfig
 from hil.display_process import DisplayProcess
-from hil.table_harness import TableHarness, render_summary
+from hil.table_harness import PlayerPlan, TableHarness, render_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_LOG = ROOT / "var" / "simulated-table.log"  # without --workdir: kept after the run
@@ -67,7 +67,7 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
     continuing = (workdir / "table.sqlite").exists()
     say(f"Simulated table from {args.config}; daemon log: {log}")
     harness = TableHarness(Path(args.config), workdir, seed=args.seed, on_line=say,
-                           daemon_log=log)
+                           daemon_log=log, players=PlayerPlan(betting_s=args.pace))
     try:
         async with (harness as table,
                     DisplayProcess(Path(args.config), table.socket, workdir,
@@ -124,7 +124,12 @@ def main() -> int:
                         action="store_true",
                         help="after the shoes, keep the daemon and the pages up until Ctrl-C, "
                              "and print the tablectl line that talks to it")
+    parser.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
+                        help="the players take this long over their bets each round, so a "
+                             "person can follow the pages (default 0: full speed)")
     args = parser.parse_args()
+    if not 0 <= args.pace <= 60:
+        parser.error(f"--pace {args.pace}: allowed: 0 to 60 seconds")
     if args.shoes < 1:
         parser.error("--shoes must be 1 or more")
     try:
