@@ -363,6 +363,11 @@ class Daemon:
             **self.status()}, role=SUPERVISOR,
             description="a floor supervisor's ruling: clears what a ruling can, names what "
                         "still holds the table (docs/faults.md)")
+        reg("disclosed_player_third", lambda a: {"ruling": self._refusing(
+            lambda: self.table.cmd_disclosed_player_third(str(a.get("_supervisor", "")))),
+            **self.status()}, role=SUPERVISOR,
+            description="the floor declares the last card a Player third card dealt in error "
+                        "and disclosed (631a.15(c))")
         reg("self_test", self._self_test, role=TECHNICIAN, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
             lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}, role=DEALER,
