@@ -73,7 +73,11 @@ class AccessConfig:
     pin_delay_s: float = 1.0  # first delay after a wrong PIN from a caller; doubles each time
     pin_max_delay_s: float = 30.0
     max_connections: int = 4096  # well under LimitNOFILE=16384 in tabled.service
-    idle_timeout_s: float = 300.0  # a request connection silent this long is closed
+    max_connections_per_user: int = 256  # one account cannot take every slot
+    # A request connection silent this long is closed: an hour outlasts any guided test
+    # or a technician's pause (ControlClient reconnects by itself anyway); floods are
+    # bounded by the connection caps, not by this.
+    idle_timeout_s: float = 3600.0
     subscriber_stall_s: float = 30.0  # a subscriber that reads nothing this long is dropped
 
 
@@ -89,12 +93,14 @@ ACCESS_KEYS: Mapping[str, tuple[type | tuple[type, ...], str]] = {
     "pin_delay_s": ((int, float), "seconds, 0 to 60"),
     "pin_max_delay_s": ((int, float), "seconds, 0 to 600"),
     "max_connections": (int, "a whole number 1 to 60000"),
+    "max_connections_per_user": (int, "a whole number 1 to 60000"),
     "idle_timeout_s": ((int, float), "seconds, 1 to 86400"),
     "subscriber_stall_s": ((int, float), "seconds, 1 to 3600"),
 }
 _RANGES: Mapping[str, tuple[float, float]] = {
     "pin_lockout_after": (1, 1000), "pin_lockout_s": (1, 86400), "pin_delay_s": (0, 60),
-    "pin_max_delay_s": (0, 600), "max_connections": (1, 60000), "idle_timeout_s": (1, 86400),
+    "pin_max_delay_s": (0, 600), "max_connections": (1, 60000),
+    "max_connections_per_user": (1, 60000), "idle_timeout_s": (1, 86400),
     "subscriber_stall_s": (1, 3600),
 }
 
@@ -114,13 +120,13 @@ def parse_access(section: Mapping[str, Any], problems: list[str]) -> AccessConfi
             ok = low <= value <= high
         if ok and key == "trusted_uids":
             ok = all(isinstance(u, int) and not isinstance(u, bool) and u >= 0 for u in value)
-            value = tuple(value)
         if ok and key.endswith("_group"):
             ok = bool(value.strip())
         if not ok:
             problems.append(f"access.{key} = {value!r}: not allowed; allowed: {allowed}")
             continue
-        values[key] = float(value) if key.endswith("_s") else value
+        values[key] = float(value) if key.endswith("_s") else \
+            tuple(value) if key == "trusted_uids" else value
     return AccessConfig(**values)
 
 

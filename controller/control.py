@@ -36,7 +36,9 @@ log = structlog.get_logger("control")
 
 MAX_REQUEST_BYTES = 64 * 1024  # a request is a few hundred bytes; this caps a runaway client
 HISTORY_PAGE = 256  # entries read from the store per step of a stream (about 100 KB)
-REFUSAL_LOG_INTERVAL_S = 1.0  # one log entry per caller and reason per second; the rest counted
+TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
+REFUSAL_LOG_INTERVAL_S = 1.0
+IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it  # one log entry per caller and reason per second; the rest counted
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
 History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
@@ -98,6 +100,7 @@ class ControlServer:
         self._history: History | None = None
         self._closing = False
         self.connections = 0
+        self._per_user: dict[int, int] = {}
         self.identify: Callable[[asyncio.StreamWriter], Caller] = self._peer
         self._refusals: dict[tuple[str, str], tuple[float, int]] = {}
 
@@ -162,23 +165,45 @@ class ControlServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        caller: Caller | None = None
         try:
-            if self.connections > self.limits.max_connections:
-                await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"too many connections: the limit is {self.limits.max_connections} "
-                    "([access] max_connections); close idle ones or try again later")})
-                return
             try:
                 caller = self.identify(writer)
             except OSError as exc:
                 log.error("control_peer_unknown", error=str(exc))
+                return
+            self._per_user[caller.uid] = self._per_user.get(caller.uid, 0) + 1
+            refusal = self._over_limit(caller)
+            if refusal:
+                await _send(writer, {"id": None, "ok": False, "code": "refused",
+                                     "error": refusal})
                 return
             await self._serve(reader, writer, caller)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
             self.connections -= 1
+            if caller is not None:
+                left = self._per_user.pop(caller.uid) - 1
+                if left:
+                    self._per_user[caller.uid] = left
             writer.close()
+
+    def _over_limit(self, caller: Caller) -> str:
+        """Why this connection is one too many, or "". Root and the daemon's user are not
+        held to the per-user cap and have a reserve above the total, so an account
+        flooding the socket never locks a technician with sudo out."""
+        limits = self.limits
+        trusted = caller.uid in self.access.trusted
+        if not trusted and self._per_user[caller.uid] > limits.max_connections_per_user:
+            return (f"too many connections from uid {caller.uid}: the limit is "
+                    f"{limits.max_connections_per_user} per user ([access] "
+                    "max_connections_per_user); close idle ones or try again later")
+        total = limits.max_connections + (TRUSTED_RESERVE if trusted else 0)
+        if self.connections > total:
+            return (f"too many connections: the limit is {limits.max_connections} "
+                    "([access] max_connections); close idle ones or try again later")
+        return ""
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      caller: Caller) -> None:
@@ -187,7 +212,7 @@ class ControlServer:
                 line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
             except TimeoutError:
                 await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"closed: no request for {self.limits.idle_timeout_s:g} s "
+                    f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
                     "([access] idle_timeout_s); reconnect to continue")})
                 return
             except (asyncio.LimitOverrunError, ValueError):
@@ -392,20 +417,39 @@ class ControlClient:
                 pass
 
     async def call(self, cmd: str, auth: Mapping[str, str] | None = None, **args: Any) -> Any:
-        assert self._reader is not None and self._writer is not None
         self._next_id += 1
         request: dict[str, Any] = {"id": self._next_id, "cmd": cmd, "args": args}
         if auth:
             request["auth"] = dict(auth)
+        try:
+            response = await self._exchange(request)
+        except ConnectionError:
+            # Writing to a connection the daemon already closed can fail before the line it
+            # left (why it closed) is read: read that line now, if there is one.
+            assert self._reader is not None
+            left = await self._reader.readline()
+            if not left:
+                raise
+            response = json.loads(left)
+        if response.get("id") is None and str(response.get("error", "")).startswith(IDLE_CLOSED):
+            # The daemon closed this connection for idleness before reading the request:
+            # nothing was done, so asking again on a new connection is safe.
+            await self.close()
+            await self.connect()
+            response = await self._exchange(request)
+        if not response.get("ok"):
+            raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
+        return response.get("result")
+
+    async def _exchange(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        assert self._reader is not None and self._writer is not None
         self._writer.write(json.dumps(request).encode() + b"\n")
         await self._writer.drain()
         line = await self._reader.readline()
         if not line:
             raise ConnectionError("the daemon closed the control connection")
-        response = json.loads(line)
-        if not response.get("ok"):
-            raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
-        return response.get("result")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
     async def subscribe(self, after_seq: int = 0):  # type: ignore[no-untyped-def]
         """Yield committed events (dicts) from after_seq on, until the daemon ends the stream

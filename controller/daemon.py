@@ -248,6 +248,8 @@ class Daemon:
         self.store.subscribe(self.control.publish)
         self.control.set_history(self.store.events_from)
         secure_store_files(self.store.path)
+        if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
+            log.warning("access_groups_missing", groups=self.control.access.missing_groups)
         if self.config.access.inline_pin_hashes and self.config.supervisor_pin_hashes:
             self._record("pin_hashes_exposed", {"config": self.config.source, "reason": (
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
@@ -262,6 +264,9 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("daemon_started", {"version": __version__,
                                                        "state": self.table.state.value})
+        from controller import crash_points  # HIL power-cut test only; inert unless its env is set
+
+        crash_points.install(self.store._db)
         self._consumer = asyncio.create_task(self._consume(), name="table-events")
         notifier = SdNotifier()
         notifier.ready(f"table {self.table.state.value}")

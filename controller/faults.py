@@ -132,10 +132,11 @@ CATALOGUE: tuple[FaultExits, ...] = (
                (_TECH_TEST, _ACK_TEST, _SHUFFLE_BACK), "while shuffling"),
     FaultExits("shuffler_cycle_incomplete", "shuffler",
                "a shuffle stopped before its cycle finished (reported, no progress for 30 s, or "
-               "the link failed mid-shuffle)", (Exit.TECHNICIAN, Exit.SUPERVISOR),
-               "681a.9(c): the batch is reshuffled, by a technician's verified shuffle or by "
-               "the table after the supervisor's acknowledgement",
-               (_TECH_TEST, _ACK_TEST, _SHUFFLE_BACK), "while shuffling"),
+               "the link failed mid-shuffle)", (Exit.DEVICE, Exit.TECHNICIAN, Exit.SUPERVISOR),
+               "681a.9(c): the batch is reshuffled: by the table once a replugged shuffler "
+               "answers without the interrupted shuffle, after a technician's verified "
+               "shuffle, or after the supervisor's acknowledgement",
+               (_DEVICE_TEST, _TECH_TEST, _ACK_TEST, _SHUFFLE_BACK), "while shuffling"),
     FaultExits("shuffler_door_open", "shuffler", "the shuffler's door is open", (Exit.DEVICE,),
                "close the door", (_DEVICE_TEST,), "while shuffling"),
     FaultExits("shuffler_batch_missing", "shuffler",
@@ -317,7 +318,9 @@ def render_markdown() -> str:
         "acknowledgement (`tablectl fault acknowledge`) clears the faults it can and names",
         "each one that still holds with what clears it. A table back in SHUFFLING after a",
         "fault asks the shuffler for the batch again (681a.9(c)), or goes on to the cut if a",
-        "technician's shuffle already verified it. Exits, in the order to try them:",
+        "technician's shuffle already verified it. `python -m hil.soak --shoes 500` takes",
+        "these exits at random on the simulated table (hil/soak.py). Exits, in the order to",
+        "try them:",
         "",
     ]
     lines += [f"- **{e.name.lower()}**: {e.value}" for e in Exit]

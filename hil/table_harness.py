@@ -98,6 +98,10 @@ class HarnessResult:
     sensor_presses_after_lock: int = 0
     void_rounds: list[dict[str, Any]] = field(default_factory=list)
     power_cuts: int = 0
+    # The daemon killed itself at a crash point inside a commit (controller/crash_points.py).
+    crash_kills: int = 0
+    # Wagers whose place_wager call the daemon died in: committed or not, never acknowledged.
+    wagers_in_doubt: list[tuple[int, int, str, int]] = field(default_factory=list)
 
 
 class TableHarness:
@@ -130,6 +134,10 @@ class TableHarness:
         self.client: ControlClient | None = None
         self.result = HarnessResult()
         self.last_seq = 0  # the last committed event the harness has seen
+        # After a restart the harness acts on the restored state (_resume), never again on
+        # a prompt committed before the cut: kept across play() calls, or the next call
+        # would act on such a prompt a second time (a second shuffle, refused: issue 13).
+        self._acted_through = 0
         self._shoes_target = 0
 
     def _overrides(self, shoe_port: str) -> list[str]:
@@ -269,30 +277,88 @@ class TableHarness:
             await self.call("open")
         stream = await ControlClient(self.socket).connect()
         events = stream.subscribe(self.last_seq)
-        act_after = self.last_seq
+        act_after = max(self.last_seq, self._acted_through)
         if resume:
             await self._resume()
         try:
             while self.result.shoes_completed < target:
-                event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
-                self._note(event)
-                if until is not None and until(self.result):
-                    break
-                if event["seq"] <= act_after or self.result.shoes_completed >= target:
-                    continue  # replayed after a restart: noted, not acted on again
-                acted = await self._act(event)
-                if acted and power_cuts is not None and power_cuts.now():
+                died = acted = False
+                try:
+                    event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
+                    self._note(event)
+                    if until is not None and until(self.result):
+                        break
+                    if event["seq"] <= act_after or self.result.shoes_completed >= target:
+                        continue  # replayed after a restart: noted, not acted on again
+                    acted = await self._while_alive(self._act(event))
+                except (StopAsyncIteration, ConnectionError, OSError):
+                    died = await self._died_by_itself()
+                    if not died:
+                        raise
+                cut = not died and acted and power_cuts is not None and power_cuts.now()
+                if not (died or cut):
+                    continue
+                if cut:
+                    assert power_cuts is not None
                     await asyncio.sleep(power_cuts.delay())
-                    await stream.close()
-                    await self.power_cut()
-                    await power_cuts.after_restart(self)
-                    stream = await ControlClient(self.socket).connect()
-                    events = stream.subscribe(self.last_seq)  # catch up on what we missed
-                    act_after = (await self.call("events", limit=1) or [{"seq": 0}])[-1]["seq"]
-                    await self._resume()
+                await stream.close()
+                stream = await self._restart(killed=cut, power_cuts=power_cuts)
+                events = stream.subscribe(self.last_seq)  # catch up on what we missed
+                act_after = self._acted_through
         finally:
             await stream.close()
         return self.result
+
+    async def _while_alive(self, action: Awaitable[T]) -> T:
+        """Run a dealer's action unless the daemon dies first: a card drawn waits for the
+        host's acknowledgement, which a dead daemon never sends (the simulated shoe keeps
+        the report and sends it again to the restarted daemon)."""
+        assert self.daemon is not None
+        act = asyncio.ensure_future(action)
+        exited = asyncio.ensure_future(self.daemon.wait())
+        try:
+            await asyncio.wait({act, exited}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exited.cancel()
+        if act.done():
+            return act.result()
+        act.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await act
+        raise ConnectionError("the daemon died while the dealer was acting")
+
+    async def _died_by_itself(self) -> bool:
+        """The daemon went away without the harness killing it: a crash point fired."""
+        if self.daemon is None:
+            return False
+        try:
+            await asyncio.wait_for(self.daemon.wait(), DAEMON_READY_TIMEOUT_S)
+        except TimeoutError:
+            return False
+        self.result.crash_kills += 1
+        return True
+
+    async def _restart(self, *, killed: bool, power_cuts: PowerCuts | None) -> ControlClient:
+        """Restart after a power cut (``killed``: the harness's SIGKILL) or a crash point,
+        run the checks, and resume; a crash point firing meanwhile restarts it again."""
+        while True:
+            try:
+                if killed:
+                    await self.power_cut()
+                else:
+                    await self.stop_daemon(signal.SIGKILL)  # already dead: just reaped
+                    await self.start_daemon()
+                    await self._wait_for_devices()
+                killed = False
+                if power_cuts is not None:
+                    await power_cuts.after_restart(self)
+                latest = await self.call("events", limit=1)
+                self._acted_through = (latest or [{"seq": 0}])[-1]["seq"]
+                await self._resume()
+                return await ControlClient(self.socket).connect()
+            except (ConnectionError, OSError, RuntimeError):
+                if not await self._died_by_itself():
+                    raise
 
     async def resync(self) -> None:
         """After a test intervened: skip the prompts issued meanwhile and do what the
@@ -415,6 +481,9 @@ class TableHarness:
                 based.add(seat)
             except ControlError as exc:
                 self.on_line(f"  wager refused at seat {seat}: {exc}")
+            except (ConnectionError, OSError):
+                self.result.wagers_in_doubt.append((round_no, seat, wager, amount))
+                raise
         chips = [seat for seat in sorted(based) if self.rng.random() < self.players.progressive]
         chips += list(self.players.progressive_without_base)
         if not chips:

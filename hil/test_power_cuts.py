@@ -1,29 +1,69 @@
-"""Issue 6: SIGKILL the daemon at random instants during HIL shoes, restart it, check everything.
+"""Issues 6 and 13: SIGKILL the daemon at random instants during HIL shoes, restart it,
+check everything.
 
-After every restart the test compares the daemon's store (through the control
-socket) with a tally the test keeps itself from the committed events it saw:
-the settled rounds, every seat's total, the event chain, and that no round was
-ever settled twice. Every stored round is also re-checked against the
-independent reading of 631a in hil/oracle.py.
+The table is a progressive one (Heavenly 9 with a Must-Hit-By mystery level, chips on
+the seat sensors at random instants around the lock-out). Two kinds of cut:
 
-Soak: `TABLE_POWER_CUTS=500 ./run-tests hil/test_power_cuts.py` (default 50).
+* the harness's SIGKILL at a random instant right after the dealer acted;
+* the daemon's own SIGKILL inside a store commit, between the transaction's writes and
+  its COMMIT (controller/crash_points.py, ``TABLE_CRASH_IN_COMMIT``): the cuts an outside
+  kill almost never lands on. The test reports how many there were.
+
+After every restart the test compares the store (through the control socket) with what
+it saw and did itself: every round it saw close is stored with the same settlements and
+none twice, every stored round re-settles the same under hil/oracle.py, seat totals are
+the sum of the closed rounds, the whole event chain verifies (the critical-memory check,
+full), and the progressive meters equal the test's own arithmetic from the accepted
+progressive wagers and hits. At the end every wager the daemon acknowledged is in a
+stored round or still on the layout, and nothing else is (a wager in flight when the
+daemon died may be either).
+
+Soak: `TABLE_POWER_CUTS=1000 ./run-tests hil/test_power_cuts.py` (default 20). The seeds
+are random and printed; `TABLE_POWER_CUT_SEED=N` replays a run's choices.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import os
 import random
 from pathlib import Path
 
 import pytest
 
+from controller.crash_points import CRASH_ENV
 from hil.oracle import check_round
-from hil.table_harness import PowerCuts, TableHarness
+from hil.soak import all_events
+from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
 
-pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(3600 * 6)]
 
-CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
-POWER_CUTS = int(os.environ.get("TABLE_POWER_CUTS", "50"))
+CONFIG = Path(__file__).parents[1] / "config" / "progressive-heavenly9-mystery.toml"
+POWER_CUTS = int(os.environ.get("TABLE_POWER_CUTS", "20"))
+SEED = int(os.environ.get("TABLE_POWER_CUT_SEED") or random.SystemRandom().randrange(2**32))
+CRASH_IN_COMMIT = 0.0003  # per COMMIT (a round commits ~40 times): about one round in eighty
+WAGER_CENTS = 500  # [progressive.heavenly9] wager_cents
+LEVELS = {  # level: (reset, percent of each wager): 631c.2(i); 631c.6(c)(4), configuration A
+    "progressive": (1_000_000, 10), "mystery": (10_000, 1)}
+PLAYERS = PlayerPlan(seats=(1, 2, 4, 6, 8, 10), progressive=0.5)
+
+
+def expected_meters(events) -> dict[str, tuple[int, int]]:
+    """(amount, wagers) per level from the log alone: each accepted progressive wager adds
+    its percentage; a hit (a jackpot prompt) resets the level (its award was the amount)."""
+    amounts = {level: reset for level, (reset, _) in LEVELS.items()}
+    wagers = 0
+    for e in events:
+        if e["kind"] == "progressive_accepted":
+            for _ in e["payload"]["accepted"]:
+                wagers += 1
+                for level, (_, percent) in LEVELS.items():
+                    amounts[level] += WAGER_CENTS * percent // 100
+        elif e["kind"] == "prompt" and e["payload"]["action"] == "jackpot":
+            level = e["payload"]["level"]
+            amounts[level] = LEVELS[level][0]
+    return {level: (amount, wagers) for level, amount in amounts.items()}
 
 
 class Tally:
@@ -31,11 +71,17 @@ class Tally:
 
     def __init__(self) -> None:
         self.checked_restarts = 0
+        self.chain_entries = 0
 
     async def check(self, harness: TableHarness) -> None:
         status = await harness.call("status")
         assert status["state"] != "out_of_order", status["out_of_order"]
-        chain = await harness.call("verify_chain")
+        chain = await harness.call("verify_chain", full=True)  # every entry's MAC, from 1
+        log = await all_events(harness)
+        assert (chain["from_seq"], chain["entries"]) == (1, chain["log_seq"]), chain
+        # The log may have grown between the two calls (a device event): never shrunk.
+        assert harness.last_seq <= chain["log_seq"] <= log[-1]["seq"]
+        self.chain_entries = chain["entries"]
         stored = await harness.call("rounds", limit=100_000)
         ids = [r["round_id"] for r in stored]
         assert len(ids) == len(set(ids))
@@ -47,39 +93,66 @@ class Tally:
             if event["kind"] in ("round_settled", "round_void"):
                 assert event["round_id"] not in seen, f"round {event['round_id']} closed twice"
                 seen[event["round_id"]] = event["payload"]
-        # The events the test has seen end at harness.last_seq; the store may be ahead by
-        # what was committed in the instant before the kill, which the test catches up on
-        # after the restart; so compare what the test saw with the store, id by id.
+        # The store may be ahead of what the test saw by what committed in the instant
+        # before the kill (caught up after the restart): compare id by id.
         closed = {r["round_id"]: r for r in stored if r["state"] in ("settled", "void")}
         for round_id, payload in seen.items():
             assert round_id in closed, f"round {round_id} closed in the log but not in the store"
             assert closed[round_id]["settlements"] == payload["settlements"]
-        # Seat totals equal the sum of every closed round's settlements, to the cent.
         expected: dict[str, int] = {}
         for record in closed.values():
             for s in record["settlements"]:
                 expected[str(s["seat"])] = expected.get(str(s["seat"]), 0) + s["net_cents"]
         totals = await harness.call("seat_totals")
         assert {seat: t["net_cents"] for seat, t in totals.items()} == expected
-        assert chain["entries"] >= harness.last_seq
+        meters = {m["level"]: m for m in await harness.call("meters")}
+        for level, (amount, wagers) in expected_meters(log).items():
+            assert (meters[level]["amount_cents"], meters[level]["wagers_count"]) == (
+                amount, wagers), (level, meters[level])
         self.checked_restarts += 1
 
 
-def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path):
-    import asyncio
+async def acknowledged_wagers_are_stored(harness: TableHarness) -> None:
+    placed = collections.Counter(w[1:] for w in harness.result.wagers_placed)
+    doubt = collections.Counter(w[1:] for w in harness.result.wagers_in_doubt)
+    stored = await harness.call("rounds", limit=100_000)
+    in_rounds = collections.Counter((w["seat"], w["wager"], w["amount_cents"])
+                                    for r in stored if not r["simulated"] for w in r["wagers"])
+    status = await harness.call("status")
+    in_rounds.update((w["seat"], w["wager"], w["amount_cents"]) for w in status["round"]["wagers"]
+                     if status["round"]["round_id"] is None)
+    assert placed - in_rounds == collections.Counter(), "acknowledged wagers lost"
+    assert in_rounds - placed <= doubt, "wagers stored that were never placed"
 
+
+def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monkeypatch):
+    print(f"power cuts: {POWER_CUTS}, seed {SEED} (replay: TABLE_POWER_CUT_SEED={SEED})")
+    rng = random.Random(SEED)
+    monkeypatch.setenv(CRASH_ENV, f"{CRASH_IN_COMMIT}:{rng.randrange(2**32)}")
     tally = Tally()
-    cuts = PowerCuts(random.Random(6_2026), rate=0.12, limit=POWER_CUTS, checks=[tally.check])
+    cuts = PowerCuts(random.Random(rng.randrange(2**32)), rate=0.12, limit=POWER_CUTS,
+                     checks=[tally.check])
 
     async def run() -> TableHarness:
-        async with TableHarness(CONFIG, tmp_path, seed=31) as table:
+        async with TableHarness(CONFIG, tmp_path, seed=rng.randrange(2**32),
+                                players=PLAYERS) as table:
             while cuts.done < POWER_CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
+            await table.wait_for_state("betting_open", "end_of_shoe", "cut", "burn",
+                                       "shuffling")
             await tally.check(table)
+            await acknowledged_wagers_are_stored(table)
             return table
 
     table = asyncio.run(run())
-    assert table.result.power_cuts == POWER_CUTS
-    assert tally.checked_restarts == POWER_CUTS + 1
-    settled = [r for r in table.result.rounds if not r.get("simulated")]
+    result = table.result
+    settled = [r for r in result.rounds if not r.get("simulated")]
+    print(f"seed {SEED}: {result.power_cuts} power cuts + {result.crash_kills} kills inside "
+          f"commits, {result.shoes_completed} shoes, {len(settled)} rounds settled, "
+          f"{len(result.void_rounds)} void, {len(result.wagers_placed)} wagers acknowledged, "
+          f"{len(result.wagers_in_doubt)} in doubt, chain {tally.chain_entries} entries verified")
+    assert result.power_cuts == POWER_CUTS
+    # One check per restart, the last one after play; a crash point firing during a check
+    # restarts the daemon and checks again.
+    assert POWER_CUTS + 1 <= tally.checked_restarts <= POWER_CUTS + result.crash_kills + 1
     assert len(settled) > POWER_CUTS  # play went on between the cuts

@@ -290,3 +290,23 @@ def test_pin_hashes_come_from_the_secrets_file(tmp_path):
     secrets.chmod(0o644)
     with pytest.raises(ConfigError, match="has mode 0644: group or others can read it"):
         load_config(path, [f"access.secrets={secrets}"])
+
+
+def test_bad_access_settings_are_named_with_what_is_allowed():
+    from controller.access import parse_access
+
+    problems: list[str] = []
+    config = parse_access({"max_connections": 0, "pin_delay_s": True, "groups": "x",
+                           "trusted_uids": [1000, -1], "dealer_group": " ",
+                           "pin_lockout_after": 50}, problems)
+    assert problems == [
+        "access.max_connections = 0: not allowed; allowed: a whole number 1 to 60000",
+        "access.pin_delay_s = True: not allowed; allowed: seconds, 0 to 60",
+        "access.groups: unknown key; allowed keys: dealer_group, idle_timeout_s, "
+        "inline_pin_hashes, max_connections, max_connections_per_user, pin_delay_s, "
+        "pin_lockout_after, pin_lockout_s, pin_max_delay_s, read_group, secrets, "
+        "subscriber_stall_s, technician_group, trusted_uids",
+        "access.trusted_uids = [1000, -1]: not allowed; allowed: a list of user ids "
+        "(whole numbers >= 0)",
+        "access.dealer_group = ' ': not allowed; allowed: a group name, e.g. 'tabled-dealer'"]
+    assert config.pin_lockout_after == 50 and config.max_connections == 4096

@@ -198,7 +198,8 @@ def test_unknown_and_known_names_cost_the_same():
 @pytest.fixture
 async def limited(tmp_path):
     store = Store(tmp_path / "t.sqlite")
-    config = AccessConfig(max_connections=3, idle_timeout_s=0.3, subscriber_stall_s=0.3)
+    config = AccessConfig(max_connections=3, max_connections_per_user=2, idle_timeout_s=0.3,
+                          subscriber_stall_s=0.3)
     records: list[tuple[str, dict]] = []
     srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600,
                         access=AccessPolicy(config),
@@ -212,27 +213,45 @@ async def limited(tmp_path):
     store.close()
 
 
-async def test_connections_past_the_cap_are_refused_clearly(limited):
-    srv, _, _ = limited
-    held = [await ControlClient(srv.path).connect() for _ in range(3)]
-    for client in held:
-        assert await client.call("status") == {"state": "closed"}
-    reader, writer = await asyncio.open_unix_connection(srv.path)
-    refusal = json.loads(await reader.readline())
-    assert refusal == {"id": None, "ok": False, "code": "refused", "error": (
-        "too many connections: the limit is 3 ([access] max_connections); close idle ones "
-        "or try again later")}
+async def refusal_of(path: str) -> dict:
+    reader, writer = await asyncio.open_unix_connection(path)
+    answer = json.loads(await reader.readline())
     assert await reader.read() == b""  # and closed
     writer.close()
-    await held[0].close()
-    for _ in range(100):
-        if srv.connections < 3:
-            break
-        await asyncio.sleep(0.01)
-    again = await ControlClient(srv.path).connect()  # a freed slot is usable again
-    assert await again.call("status") == {"state": "closed"}
-    for client in [*held[1:], again]:
+    return answer
+
+
+async def test_connections_past_the_caps_are_refused_clearly(limited):
+    srv, _, _ = limited
+    users = iter([2001, 2001, 2002, 2003, 2001, 2004, 0, 0])  # who connects, in order
+    srv.identify = lambda writer: Caller((uid := next(users)), uid, 1, frozenset({Role.READ}))
+    held = [await ControlClient(srv.path).connect() for _ in range(2)]  # uid 2001 twice
+    held.append(await ControlClient(srv.path).connect())  # 2002: the cap of 3 is reached
+    for client in held:
+        assert await client.call("status") == {"state": "closed"}
+    assert await refusal_of(srv.path) == {"id": None, "ok": False, "code": "refused", "error": (
+        "too many connections: the limit is 3 ([access] max_connections); close idle ones "
+        "or try again later")}  # 2003
+    await held[2].close()  # 2002 leaves
+    await until(lambda: srv.connections == 2)
+    assert (await refusal_of(srv.path))["error"] == (  # 2001's third
+        "too many connections from uid 2001: the limit is 2 per user ([access] "
+        "max_connections_per_user); close idle ones or try again later")
+    held[2] = await ControlClient(srv.path).connect()  # 2004 takes the free slot
+    assert await held[2].call("status") == {"state": "closed"}
+    # root is never locked out by the others: it has a reserve above the cap
+    rescue = await ControlClient(srv.path).connect()
+    assert await rescue.call("status") == {"state": "closed"}
+    for client in [*held, rescue]:
         await client.close()
+
+
+async def until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
 
 
 async def test_an_idle_connection_is_closed_with_the_reason(limited):
@@ -243,6 +262,14 @@ async def test_an_idle_connection_is_closed_with_the_reason(limited):
                                "reconnect to continue")
     assert await reader.read() == b""
     writer.close()
+
+
+async def test_the_client_asks_again_after_an_idle_close(limited):
+    srv, _, _ = limited
+    client = await ControlClient(srv.path).connect()
+    await until(lambda: srv.connections == 0)  # closed for idleness, unread
+    assert await client.call("status") == {"state": "closed"}  # a new connection, same ask
+    await client.close()
 
 
 async def test_a_request_over_the_size_limit_is_a_bad_request(limited):

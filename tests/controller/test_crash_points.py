@@ -1,0 +1,46 @@
+"""controller/crash_points.py: the HIL power-cut test's kill inside a commit (issue 13)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from controller.crash_points import CRASH_ENV, MARK, install, parse
+
+
+def test_the_spec_is_a_probability_and_an_optional_seed():
+    assert parse("0.002") == (0.002, None)
+    assert parse("1:42") == (1.0, 42)
+
+
+@pytest.mark.parametrize("spec", ["often", "0", "1.5", "0.1:x"])
+def test_a_bad_spec_names_what_is_allowed(spec):
+    with pytest.raises(ValueError, match=rf"{CRASH_ENV} = '{spec}': "):
+        parse(spec)
+
+
+def test_nothing_is_installed_without_the_environment_variable(monkeypatch):
+    monkeypatch.delenv(CRASH_ENV, raising=False)
+    db = sqlite3.connect(":memory:")
+    assert install(db) is False
+
+
+def test_the_process_dies_between_the_writes_and_the_commit_and_the_step_is_absent(tmp_path):
+    path = tmp_path / "t.sqlite"
+    script = (
+        "import sqlite3\n"
+        "from controller.crash_points import install\n"
+        f"db = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "db.execute('PRAGMA journal_mode=WAL')\n"
+        "db.execute('CREATE TABLE t(x)')\n"
+        "install(db, '1:7')\n"
+        "db.execute('BEGIN IMMEDIATE')\n"
+        "db.execute('INSERT INTO t VALUES (1)')\n"
+        "db.execute('COMMIT')\n"
+        "print('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert done.returncode == -9 and MARK in done.stderr and b"not reached" not in done.stdout
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM t").fetchone() == (0,)
