@@ -74,7 +74,10 @@ class AccessConfig:
     pin_max_delay_s: float = 30.0
     max_connections: int = 4096  # well under LimitNOFILE=16384 in tabled.service
     max_connections_per_user: int = 256  # one account cannot take every slot
-    idle_timeout_s: float = 300.0  # a request connection silent this long is closed
+    # A request connection silent this long is closed: an hour outlasts any guided test
+    # or a technician's pause (ControlClient reconnects by itself anyway); floods are
+    # bounded by the connection caps, not by this.
+    idle_timeout_s: float = 3600.0
     subscriber_stall_s: float = 30.0  # a subscriber that reads nothing this long is dropped
 
 

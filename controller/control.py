@@ -37,7 +37,8 @@ log = structlog.get_logger("control")
 MAX_REQUEST_BYTES = 64 * 1024  # a request is a few hundred bytes; this caps a runaway client
 HISTORY_PAGE = 256  # entries read from the store per step of a stream (about 100 KB)
 TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
-REFUSAL_LOG_INTERVAL_S = 1.0  # one log entry per caller and reason per second; the rest counted
+REFUSAL_LOG_INTERVAL_S = 1.0
+IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it  # one log entry per caller and reason per second; the rest counted
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
 History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
@@ -211,7 +212,7 @@ class ControlServer:
                 line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
             except TimeoutError:
                 await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"closed: no request for {self.limits.idle_timeout_s:g} s "
+                    f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
                     "([access] idle_timeout_s); reconnect to continue")})
                 return
             except (asyncio.LimitOverrunError, ValueError):
@@ -416,20 +417,39 @@ class ControlClient:
                 pass
 
     async def call(self, cmd: str, auth: Mapping[str, str] | None = None, **args: Any) -> Any:
-        assert self._reader is not None and self._writer is not None
         self._next_id += 1
         request: dict[str, Any] = {"id": self._next_id, "cmd": cmd, "args": args}
         if auth:
             request["auth"] = dict(auth)
+        try:
+            response = await self._exchange(request)
+        except ConnectionError:
+            # Writing to a connection the daemon already closed can fail before the line it
+            # left (why it closed) is read: read that line now, if there is one.
+            assert self._reader is not None
+            left = await self._reader.readline()
+            if not left:
+                raise
+            response = json.loads(left)
+        if response.get("id") is None and str(response.get("error", "")).startswith(IDLE_CLOSED):
+            # The daemon closed this connection for idleness before reading the request:
+            # nothing was done, so asking again on a new connection is safe.
+            await self.close()
+            await self.connect()
+            response = await self._exchange(request)
+        if not response.get("ok"):
+            raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
+        return response.get("result")
+
+    async def _exchange(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        assert self._reader is not None and self._writer is not None
         self._writer.write(json.dumps(request).encode() + b"\n")
         await self._writer.drain()
         line = await self._reader.readline()
         if not line:
             raise ConnectionError("the daemon closed the control connection")
-        response = json.loads(line)
-        if not response.get("ok"):
-            raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
-        return response.get("result")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
     async def subscribe(self, after_seq: int = 0):  # type: ignore[no-untyped-def]
         """Yield committed events (dicts) from after_seq on, until the daemon ends the stream

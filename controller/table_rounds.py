@@ -284,6 +284,13 @@ class RoundPlay(TableBase):
             if self.batches is not None:
                 self.batches.shoe_collected()  # shoe and discard rack emptied (681a.3(b)(5))
             self.shoe_finished()
+            held, self.pending_simulated_card = self.pending_simulated_card, None
+            if held is not None:
+                # No round follows the last hand: the card set aside for a simulated round
+                # goes with the decks (631a.3(b), 631a.10(d)), never into the next shoe.
+                self._discard(held, CardRuling(
+                    Disposition.DISCARD, "631a.3(b), 631a.10(d), 631a.15(d)",
+                    "set aside in the last hand; no round follows, so it is discarded"))
             self._record("shoe_complete", {"shoe_no": self.shoe.shoe_no,
                                            "rounds": self.shoe.rounds_in_shoe,
                                            "last_round_id": finished_round})

@@ -273,5 +273,7 @@ class ShoeDealing:
         self._end_shoe()
 
     def _end_shoe(self) -> None:
+        """No round follows: a card set aside for a simulated round goes with the decks."""
         self.phase = Phase.OUT_OF_PLAY
         self.finished = True
+        self.set_aside = None

@@ -264,6 +264,14 @@ async def test_an_idle_connection_is_closed_with_the_reason(limited):
     writer.close()
 
 
+async def test_the_client_asks_again_after_an_idle_close(limited):
+    srv, _, _ = limited
+    client = await ControlClient(srv.path).connect()
+    await until(lambda: srv.connections == 0)  # closed for idleness, unread
+    assert await client.call("status") == {"state": "closed"}  # a new connection, same ask
+    await client.close()
+
+
 async def test_a_request_over_the_size_limit_is_a_bad_request(limited):
     srv, _, _ = limited
     reader, writer = await asyncio.open_unix_connection(srv.path)

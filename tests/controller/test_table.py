@@ -313,6 +313,24 @@ def test_a_card_during_a_shoe_fault_voids_the_round_on_recovery(store):
     assert table.state is TableState.END_OF_SHOE
 
 
+def test_a_card_set_aside_in_the_last_hand_goes_with_the_decks_631a_10_d_631a_15_d(store):
+    table, dealer = betting(store)
+    table.cmd_no_more_bets()
+    dealer.cover()
+    dealer.draw("9♣", "8♦", "K♥", "K♠")  # the cover card's round; "last hand" next
+    table.cmd_no_more_bets()
+    dealer.draw("9♣", "8♦")
+    dealer.draw("6♥", face_up=True)  # set aside for a simulated round (631a.15(d))
+    dealer.draw("K♥", "K♠")
+    assert table.state is TableState.END_OF_SHOE
+    assert table.pending_simulated_card is None
+    (discarded,) = store.events(kind="card_discarded")
+    assert (discarded.payload["card"], discarded.payload["ruling"]) == (
+        "6♥", "set aside in the last hand; no round follows, so it is discarded "
+              "(631a.3(b), 631a.10(d), 631a.15(d))")
+    assert not any(r["simulated"] for r in store.rounds())
+
+
 def test_a_card_after_the_shoe_is_finished_is_discarded(store):
     table, dealer = betting(store)
     table.cmd_no_more_bets()

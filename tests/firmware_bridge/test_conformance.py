@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 from pathlib import Path
 
@@ -119,3 +120,24 @@ async def test_tablectl_conformance_on_a_serial_port_passes_the_pty_shoe(tmp_pat
     assert code == 0
     assert reports[1].read_text().splitlines()[-1] == (
         f"CONFORMS to protocol 1.1: {len(CHECKS)} passed, 0 failed, 0 not run")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(os.environ.get("TABLE_CONFORMANCE_REALTIME") != "1",
+                    reason="40 s of real time: set TABLE_CONFORMANCE_REALTIME=1 (docs/conformance.md)")
+def test_the_usb_wire_passes_the_threaded_usb_shuffler_in_real_time() -> None:
+    from firmware_bridge.conformance.wire import UsbWire
+    from hil.usb_shuffler import add_shuffler, get_backend, reset_backend
+
+    device = add_shuffler()
+    wire = UsbWire(0x1209, 0x0001, backend=get_backend(),
+                   operator=lambda action: action == "fault" and (device.set_door(True) or True))
+    wire.slack = 0.5  # the machine is shared
+    try:
+        report = run_suite(wire, DeviceKind.SHUFFLER, 115200, port="usb:1209:0001")
+    finally:
+        wire.close()
+        device.close()
+        reset_backend()
+    assert report.passed, report.to_text()
