@@ -164,6 +164,7 @@ class Store:
         self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: list[Event] = []
+        self._before_commit: dict[str, Callable[[], None]] = {}
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         else:
@@ -263,12 +264,15 @@ class Store:
         changes = self._db.total_changes
         try:
             yield self._db
+            while self._before_commit:  # a hook may ask for another: run until none is left
+                self._before_commit.pop(next(iter(self._before_commit)))()
             # Re-seal what this step wrote, in the same transaction (reads seal nothing).
             seal = (critical.reseal(self._db, self.key)
                     if self._db.total_changes != changes else None)
         except BaseException:
             self._db.execute("ROLLBACK")
             self._pending.clear()
+            self._before_commit.clear()
             self._in_tx = False
             raise
         # A step that records nothing is flushed too: only a known kind may wait.
@@ -280,6 +284,17 @@ class Store:
         for event in pending:  # listeners see only what was committed
             for listener in self._listeners:
                 listener(event)
+
+    def before_commit(self, name: str, write: Callable[[], None]) -> None:
+        """Run ``write`` once, as the last thing of the current step before it commits (the
+        last call for a ``name`` wins); outside a step, at once in a step of its own. A record
+        that a step rewrites at every stage (the table's saved state: each card and each
+        state change asks for it) is written once, as the step leaves it."""
+        if not self._in_tx:
+            with self.transaction():
+                write()
+            return
+        self._before_commit[name] = write
 
     def committed(self, seal: critical.Seal, *, durable: bool) -> None:
         """Every commit that wrote something ends here. Only a durable one (flushed: it and

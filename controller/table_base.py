@@ -87,6 +87,11 @@ class TableBase(TableSnapshot):
         return TableSnapshot(**{name: getattr(self, name) for name in TableSnapshot.names()})
 
     def _persist_state(self) -> None:
+        # Once per step, as the step leaves the table (a card asks for it, and so does each
+        # state change the card causes); at once when no step is open.
+        self.store.before_commit("table_state", self._save_state_now)
+
+    def _save_state_now(self) -> None:
         self.store.save_table_state(self.state.value, self.snapshot().to_json())
 
     def _record(self, kind: str, payload: Mapping[str, Any] | None = None, *,
