@@ -96,6 +96,7 @@ class DisclosedCards(RoundPlay):
         self.card_withdrawn()
         self.announce("discard", card=card, ruling="631a.15(c)(1): place this card and one "
                       "more, drawn face down, in the discard bucket without disclosing it")
+        self.announce("place_bets", round_no=self.round_no + 1)
 
 
 def _hands(cards: list[dict[str, Any]]) -> tuple[list[Card], list[Card]]:

@@ -51,6 +51,8 @@ async def test_a_disclosed_player_third_card_is_discarded_with_one_more_631a_15_
         (declared,) = await dealer.events("player_third_disclosed")
         (discarded,) = await dealer.events("card_discarded")
         prompts = [p for p in await dealer.events("prompt") if p.get("action") == "discard"]
+        betting = [p["round_no"] for p in await dealer.events("prompt")
+                   if p.get("action") == "place_bets"]
         assert await no_round_open(c)
     assert reply["ruling"] == {
         "action": "discard_with_one_more", "section": "631a.15(c)(1)", "changed": True,
@@ -71,6 +73,7 @@ async def test_a_disclosed_player_third_card_is_discarded_with_one_more_631a_15_
                  "discarded without being disclosed (631a.15(c)(1))")
     # The dealer is shown the disclosed card, never the additional one.
     assert [p["card"] for p in prompts] == ["5♥", ""]
+    assert betting == [1, 2, 3, 4]  # betting reopened for round 3 after the withdrawn round 2
 
 
 async def test_a_disclosed_player_third_card_opens_a_simulated_round_631a_15_c_2(tmp_path):
@@ -174,3 +177,33 @@ async def test_a_card_face_up_after_no_more_bets_leaves_no_round_open_631a_15_d(
     assert hands(live) == (["9♠", "K♦"], ["K♣", "Q♥"], "player")
     assert settled(live) == [(1, "banker", "lose", -2500)]
     assert totals["1"]["net_cents"] == -2500
+
+
+async def test_a_player_third_card_found_face_up_is_discarded_not_simulated_631a_15_c_1(tmp_path):
+    """631a.15(c) covers a Player third card "found face up in the dealing shoe": the shoe's
+    face-up report opened a 631a.15(d) simulated round; the floor's declaration puts the
+    card and one more in the discard bucket instead, and the waiting wager stands."""
+    table = devices()
+    async with running(table_config(tmp_path), table) as c:
+        dealer = Dealer(c, table)
+        await dealer.open_to_betting(("A♣", "2♣"))
+        await c.call("place_wager", seat=1, wager="player", amount_cents=1000)
+        await c.call("no_more_bets")
+        await dealer.draw("7♠", "6♣", "K♦", "K♥")  # Player 7 v Banker 6: both stand
+        await dealer.reach("betting_open")
+        await c.call("place_wager", seat=2, wager="banker", amount_cents=1000)
+        await dealer.draw("3♥", face_up=True)  # opened a simulated round (631a.15(d))
+        reply = await c.call("disclosed_player_third", auth=SUPERVISOR)
+        await dealer.draw("Q♣")  # the additional card, discarded undisclosed
+        await c.call("no_more_bets")
+        await dealer.draw("2♠", "9♣", "6♦", "K♣")  # Player 8, Banker 9
+        await dealer.reach("betting_open")
+        first, simulated, live = await c.call("rounds", limit=3)
+        discarded = [(d["index"], d["card"]) for d in await dealer.events("card_discarded")]
+        assert await no_round_open(c)
+    assert (reply["ruling"]["section"], reply["ruling"]["changed"]) == ("631a.15(c)(1)", True)
+    assert settled(first) == [(1, "player", "win", 1000)]
+    assert (simulated["simulated"], simulated["state"], settled(simulated)) == (True, "void", [])
+    assert discarded == [(7, "Q♣")]
+    assert hands(live) == (["2♠", "6♦"], ["9♣", "K♣"], "banker")
+    assert settled(live) == [(2, "banker", "win", 950)]
