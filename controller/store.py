@@ -165,6 +165,7 @@ class Store:
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
+        self._log_head: tuple[int, str] | None = None
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         else:
@@ -259,6 +260,7 @@ class Store:
             yield self._db
             return
         self._db.execute("BEGIN IMMEDIATE")
+        self._log_head = None  # read once per step: nothing else writes the log meanwhile
         self._in_tx = True
         self._tx_must_flush = False
         changes = self._db.total_changes
@@ -377,8 +379,9 @@ class Store:
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
-            row = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-            seq, prev = (row["seq"] + 1, row["hash"]) if row else (1, GENESIS_MAC)
+            if self._log_head is None:  # known after the first entry of a step
+                self._log_head = critical.log_head(db)
+            seq, prev = self._log_head[0] + 1, self._log_head[1]
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
             payload_json = _canonical(dict(payload or {}))
             digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
@@ -388,6 +391,7 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?,?)",
                 (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
             )
+            self._log_head = (seq, digest)
             event = Event(seq, at, kind, severity, device, round_id, json.loads(payload_json),
                           prev, digest)
             self._pending.append(event)
