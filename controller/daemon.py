@@ -51,6 +51,7 @@ HEALTH_STALL_S = 5.0  # the loop is unhealthy if an event waited longer than thi
 
 def build_devices(config: TableConfig) -> dict[str, Device]:
     """Create the drivers the configuration names (nothing is opened yet)."""
+    from controller.rules.submission import seat_rule
     from drivers.seats import GpioSeatPanel, SeatPins
     from drivers.shoe import SerialShoe
 
@@ -64,7 +65,8 @@ def build_devices(config: TableConfig) -> dict[str, Device]:
             factory_options=dict(config.gpio.factory_options),
             debounce_s=config.gpio.debounce_ms / 1000,
             led_pin_factory=config.gpio.led_pin_factory,
-            led_factory_options=dict(config.gpio.led_factory_options)),
+            led_factory_options=dict(config.gpio.led_factory_options),
+            seat_rule=seat_rule(config.submission.game.family)),
     }
     if config.shuffler.enabled:
         from drivers.shuffler import UsbShuffler

@@ -184,6 +184,7 @@ class GpioSeatPanel:
         lockout_active_low: bool = True,
         led_pin_factory: str | None = None,
         led_factory_options: Mapping[str, Any] | None = None,
+        seat_rule: tuple[int, int, str] = (MIN_SEATS, MAX_SEATS, "631a.2(a)"),
     ) -> None:
         """``background=False`` schedules nothing on the event loop (tests call ``tick()``
         with a fake clock); otherwise ``clock`` must be ``time.monotonic``, the loop's own.
@@ -192,10 +193,14 @@ class GpioSeatPanel:
         14 sensors + 14 LEDs + the button = 29 lines, one more than the 28 GPIOs of a
         Pi header, so a 13- or 14-seat table drives its LEDs through an I/O expander
         (docs/wiring.md). ``None`` = the LEDs share the sensors' factory.
+
+        ``seat_rule``: (fewest, most, section) seats the table's game allows; a 21 Baccarat
+        table has at most eight (681a.2(a)), so the 631a default must not refuse it.
         """
-        if not MIN_SEATS <= len(seats) <= MAX_SEATS:
+        fewest, most, section = seat_rule
+        if not fewest <= len(seats) <= most:
             raise SeatPanelConfigError(
-                f"seats: {len(seats)} configured; 631a.2(a) allows {MIN_SEATS} to {MAX_SEATS}")
+                f"seats: {len(seats)} configured; {section} allows {fewest} to {most}")
         pins: dict[str, str] = {}
         for seat, seat_pins in sorted(seats.items()):
             for role, pin in (("sensor_pin", seat_pins.sensor_pin), ("led_pin", seat_pins.led_pin)):

@@ -161,6 +161,13 @@ def _get_bool(c: _Collector, table: Mapping[str, Any], key: str, path: str,
     return value
 
 
+def seat_rule(family: str | None) -> tuple[int, int, str]:
+    """How many seats a table of `family` may have, and the section (or ruling) saying so."""
+    lo, hi = SEATS.get(family or "baccarat", (1, 14))
+    section = {"21-baccarat": "681a.2(a)", "minibaccarat": "ruling"}.get(family or "", "631a.2(a)")
+    return lo, hi, section
+
+
 def _parse_table(c: _Collector, data: Mapping[str, Any], family: str | None) -> TableConfig | None:
     t = _get_table(c, data, "table", "table", required=True)
     if t is None:
@@ -174,8 +181,7 @@ def _parse_table(c: _Collector, data: Mapping[str, Any], family: str | None) -> 
     if not isinstance(name, str):
         c.add("table.name", name, "must be a string")
         name = ""
-    lo, hi = SEATS.get(family or "baccarat", (1, 14))
-    section = {"21-baccarat": "681a.2(a)", "minibaccarat": "ruling"}.get(family or "", "631a.2(a)")
+    lo, hi, section = seat_rule(family)
     seats = _get_int(c, t, "seats", "table.seats", _MISSING, lo, hi,
                      why=f" ({section}, game.family = {family!r})")
     if table_id is None or seats is None:

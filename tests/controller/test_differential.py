@@ -63,6 +63,14 @@ def live(record: dict[str, Any]) -> tuple[Any, ...]:
               s["vigorish_cents"], s["net_cents"], s["section"]) for s in record["settlements"]])
 
 
+def assert_same_rounds(got: list[tuple[Any, ...]], expected: list[tuple[Any, ...]], seed: int
+                       ) -> None:
+    """The live records (`live`) equal simulate's (`simulated`), one by one; seed to replay."""
+    assert len(got) == len(expected), f"seed {seed}: {len(got)} rounds live, {len(expected)} simulated"
+    for n, (a, b) in enumerate(zip(got, expected)):
+        assert a == b, f"seed {seed}: round record {n} differs:\n live {a}\n  sim {b}"
+
+
 async def play(daemon: Daemon, client: ControlClient, dealer: Dealer, actions: list[Any]
                ) -> None:
     """The simulated dealer's actions, as the devices and the control API carry them."""
@@ -132,9 +140,7 @@ async def test_the_daemon_and_simulate_record_the_same_rounds(rules_file, tmp_pa
     print(f"{rules_file}: seed {SEED}, {SHOES} shoes, {len(got)} rounds "
           f"({sum(1 for r in got if r[1])} simulated, {voids} void, {discards} cards "
           f"discarded), actions {dict(kinds)}")
-    assert len(got) == len(expected), f"seed {SEED}: {len(got)} rounds live, {len(expected)} simulated"
-    for n, (a, b) in enumerate(zip(got, expected)):
-        assert a == b, f"seed {SEED}: round record {n} differs:\n live {a}\n  sim {b}"
+    assert_same_rounds(got, expected, SEED)
     assert voids >= 1 and kinds["NewDealer"] >= 1 and kinds["Draw(face up)"] >= 1
     if game.config.is_21:  # 681a.7(c), 681a.9(a)-(b) discards were dealt and matched
         assert discards >= kinds["NewDealer"] + kinds["Draw(face up)"]

@@ -63,6 +63,19 @@ def test_631a_2_a_ten_to_fourteen_seats(count: int) -> None:
         GpioSeatPanel("seats", seats, 2, pin_factory="mock")
 
 
+def test_681a_2_a_a_21_baccarat_panel_wires_up_to_eight_seats() -> None:
+    """The 631a count is only the default: a 21 Baccarat table (681a.2(a)) has 1 to 8."""
+    from controller.rules.submission import seat_rule
+
+    eight = {n: SeatPins(n, 100 + n) for n in range(1, 9)}
+    panel = GpioSeatPanel("seats", eight, 99, pin_factory="mock",
+                          seat_rule=seat_rule("21-baccarat"))
+    assert sorted(panel._seats) == list(range(1, 9))
+    nine = {n: SeatPins(n, 100 + n) for n in range(1, 10)}
+    with pytest.raises(SeatPanelConfigError, match="9 configured; 681a.2\\(a\\) allows 1 to 8"):
+        GpioSeatPanel("seats", nine, 99, pin_factory="mock", seat_rule=seat_rule("21-baccarat"))
+
+
 def test_a_pin_used_twice_is_named() -> None:
     seats = dict(TEN_SEATS)
     seats[2] = SeatPins(sensor_pin=4, led_pin=22)
