@@ -55,12 +55,13 @@ CHECKPOINT_AFTER_COMMITS = 500
 default). The store checkpoints itself, right after a flushed step, so a checkpoint's two
 flushes never land on a card's decision."""
 
-GROUPED_KINDS = frozenset({"card", "prompt", "seat_sensor", "shuffle_progress",
+GROUPED_KINDS = frozenset({"card", "burn_card", "prompt", "seat_sensor", "shuffle_progress",
                            "late_sensor_change"})
 """Event kinds whose step may wait for the next flush. A lost card is found by the shoe's
-card index and voids its round (docs/rulings.md); a lost prompt is issued again by the
-restored state; sensor and shuffler progress are shown live, not relied on. Nothing here
-moves money or decides a wager."""
+card index: inside a round it voids the round, a lost burn card counts as burned (ruling
+C7, docs/rulings.md); a lost prompt is issued again by the restored state; sensor and
+shuffler progress are shown live, not relied on. Nothing here moves money or decides a
+wager. The shoe's first card, which says how many to burn (631a.5(f)), is not grouped."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (

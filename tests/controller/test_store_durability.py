@@ -25,7 +25,7 @@ def store(tmp_path, monkeypatch):
 
 
 def test_the_grouped_kinds_move_no_money():
-    assert GROUPED_KINDS == {"card", "prompt", "seat_sensor", "shuffle_progress",
+    assert GROUPED_KINDS == {"card", "burn_card", "prompt", "seat_sensor", "shuffle_progress",
                              "late_sensor_change"}
 
 
