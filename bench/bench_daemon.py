@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import header, pi4  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -209,6 +210,7 @@ def main() -> int:
     parser.add_argument("--start-only", action="store_true",
                         help="only the start-to-ready figures (empty and large store)")
     args = parser.parse_args()
+    header("bench_daemon: start-to-ready, memory during a shoe, idle CPU of the whole process")
     large = asyncio.run(measure_large(args.entries))
     print(f"start-to-ready, {args.entries:,}-entry store, median of 3:   "
           f"{large['large_s'] * 1000:8.0f} ms   empty store: {large['empty_s'] * 1000:6.0f} ms"
@@ -217,7 +219,8 @@ def main() -> int:
     print(f"  the daemon's CPU time to ready, same starts:               "
           f"{large['large_cpu_s'] * 1000:8.0f} ms   empty store: "
           f"{large['empty_cpu_s'] * 1000:6.0f} ms   ratio "
-          f"{large['large_cpu_s'] / large['empty_cpu_s']:6.2f}x")
+          f"{large['large_cpu_s'] / large['empty_cpu_s']:6.2f}x   (Pi 4 estimate "
+          f"{pi4(large['large_cpu_s']) * 1000:.0f} ms)")
     if args.start_only:
         return 0
     bare_start, bare_rss = bare_interpreter()
@@ -232,7 +235,8 @@ def main() -> int:
           f"{m['idle_cpu_fraction'] * 100:8.2f} %   of one core (100 %)"
           f"   ratio {m['idle_cpu_fraction']:.4f}")
     print(f"one shoe: {m['rounds']} rounds in {m['shoe_wall_s']:.1f} s wall, daemon CPU "
-          f"{m['shoe_cpu_s']:.1f} s ({m['shoe_cpu_s'] / m['rounds'] * 1000:.0f} ms a round)")
+          f"{m['shoe_cpu_s']:.1f} s ({m['shoe_cpu_s'] / m['rounds'] * 1000:.0f} ms a round; "
+          f"Pi 4 estimate {pi4(m['shoe_cpu_s']) / m['rounds'] * 1000:.0f} ms)")
     return 0
 
 

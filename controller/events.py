@@ -92,6 +92,11 @@ CATALOGUE: tuple[EventKind, ...] = (
       shoe_card="FACE UP in the shoe: set aside (631a.15(d))"),
     E("simulated_round", "warning", ANY_DEVICE, ("card", "index", "ruling"),
       "a disclosed card opened a simulated round (631a.15(d))"),
+    E("player_third_disclosed", "warning", "-",
+      ("supervisor", "index", "card", "action", "section", "changed"),
+      "the floor declared the last card a Player third card dealt in error and disclosed; "
+      "`changed` when the table undid where it had put the card (631a.15(c); docs/rulings.md "
+      "C20)"),
     E("card_discarded", "warning", ANY_DEVICE, ("index", "card", "state", "ruling"),
       "a card placed in the discard rack, in no round (631a.3(b), 681a.7(c), 681a.9; "
       "docs/rulings.md C5, C7, C16-C18)", shoe_card="discarded: {ruling}"),
@@ -172,6 +177,8 @@ CATALOGUE: tuple[EventKind, ...] = (
       ("table_id", "supervisor", "reason", "failure", "evidence", "moved", "last_values"),
       "the critical memory was cleared by a supervisor"),
     E("critical_memory_verified", "info", "-", ("...",), "the critical memory verified"),
+    E("critical_memory_rechecked", "critical", "-", ("first", "recheck"),
+      "a verification during play failed, and the same check on a fresh snapshot passed"),
 )
 
 KINDS: dict[str, EventKind] = {e.kind: e for e in CATALOGUE}

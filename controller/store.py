@@ -55,12 +55,13 @@ CHECKPOINT_AFTER_COMMITS = 500
 default). The store checkpoints itself, right after a flushed step, so a checkpoint's two
 flushes never land on a card's decision."""
 
-GROUPED_KINDS = frozenset({"card", "prompt", "seat_sensor", "shuffle_progress",
+GROUPED_KINDS = frozenset({"card", "burn_card", "prompt", "seat_sensor", "shuffle_progress",
                            "late_sensor_change"})
 """Event kinds whose step may wait for the next flush. A lost card is found by the shoe's
-card index and voids its round (docs/rulings.md); a lost prompt is issued again by the
-restored state; sensor and shuffler progress are shown live, not relied on. Nothing here
-moves money or decides a wager."""
+card index: inside a round it voids the round, a lost burn card counts as burned (ruling
+C7, docs/rulings.md); a lost prompt is issued again by the restored state; sensor and
+shuffler progress are shown live, not relied on. Nothing here moves money or decides a
+wager. The shoe's first card, which says how many to burn (631a.5(f)), is not grouped."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -164,6 +165,8 @@ class Store:
         self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: list[Event] = []
+        self._before_commit: dict[str, Callable[[], None]] = {}
+        self._log_head: tuple[int, str] | None = None
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         else:
@@ -258,17 +261,21 @@ class Store:
             yield self._db
             return
         self._db.execute("BEGIN IMMEDIATE")
+        self._log_head = None  # read once per step: nothing else writes the log meanwhile
         self._in_tx = True
         self._tx_must_flush = False
         changes = self._db.total_changes
         try:
             yield self._db
+            while self._before_commit:  # a hook may ask for another: run until none is left
+                self._before_commit.pop(next(iter(self._before_commit)))()
             # Re-seal what this step wrote, in the same transaction (reads seal nothing).
             seal = (critical.reseal(self._db, self.key)
                     if self._db.total_changes != changes else None)
         except BaseException:
             self._db.execute("ROLLBACK")
             self._pending.clear()
+            self._before_commit.clear()
             self._in_tx = False
             raise
         # A step that records nothing is flushed too: only a known kind may wait.
@@ -280,6 +287,17 @@ class Store:
         for event in pending:  # listeners see only what was committed
             for listener in self._listeners:
                 listener(event)
+
+    def before_commit(self, name: str, write: Callable[[], None]) -> None:
+        """Run ``write`` once, as the last thing of the current step before it commits (the
+        last call for a ``name`` wins); outside a step, at once in a step of its own. A record
+        that a step rewrites at every stage (the table's saved state: each card and each
+        state change asks for it) is written once, as the step leaves it."""
+        if not self._in_tx:
+            with self.transaction():
+                write()
+            return
+        self._before_commit[name] = write
 
     def committed(self, seal: critical.Seal, *, durable: bool) -> None:
         """Every commit that wrote something ends here. Only a durable one (flushed: it and
@@ -362,8 +380,9 @@ class Store:
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
-            row = db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-            seq, prev = (row["seq"] + 1, row["hash"]) if row else (1, GENESIS_MAC)
+            if self._log_head is None:  # known after the first entry of a step
+                self._log_head = critical.log_head(db)
+            seq, prev = self._log_head[0] + 1, self._log_head[1]
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
             payload_json = _canonical(dict(payload or {}))
             digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
@@ -373,6 +392,7 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?,?)",
                 (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
             )
+            self._log_head = (seq, digest)
             event = Event(seq, at, kind, severity, device, round_id, json.loads(payload_json),
                           prev, digest)
             self._pending.append(event)

@@ -27,10 +27,10 @@ from controller.rules.settlement import PlacedWager
 from controller.store import Store
 from controller.table_base import CommandRefused
 from controller.table_batches import BatchChecks
+from controller.table_disclosed import DisclosedCards
 from controller.table_faults import FaultHandling
 from controller.table_machine import OPERATING, TRANSITIONS, TableState
 from controller.table_ports import Announce, LockSeats, OpenSeats, Progressive, SetLed
-from controller.table_rounds import RoundPlay
 from controller.table_rules import RulesAdapter
 from controller.table_snapshot import TableSnapshot, wager_json
 from controller.rules.batches import BatchTracker
@@ -45,7 +45,7 @@ __all__ = ["BASE_WAGERS", "CommandRefused", "RulesAdapter", "Table", "TableState
 
 
 
-class Table(RoundPlay, BatchChecks, FaultHandling):
+class Table(DisclosedCards, BatchChecks, FaultHandling):
     """Owns the table's state machine, the round in progress and their durable record."""
 
     def __init__(self, *, table_id: str, seats: int, rules: RulesAdapter, store: Store,

@@ -75,6 +75,8 @@ TRANSITION_TABLE: tuple[Transition, ...] = (
     Transition("next_round", (S.SETTLEMENT,), S.BETTING_OPEN, "631a.10(d)"),
     Transition("shoe_finished", (S.SETTLEMENT,), S.END_OF_SHOE, "631a.10(d), 681a.7(d)"),
     Transition("void_round", ROUND_IN_PLAY, S.END_OF_SHOE, "631a.15(e)"),
+    Transition("card_withdrawn", (S.DEALING,), S.BETTING_OPEN, "631a.15(c)(1): the round's "
+               "only card was a disclosed Player third card"),
     Transition("device_failed", OPERATING, S.DEVICE_FAULT, "nothing is dealt from a device "
                "in doubt"),
     Transition("close_table", (S.OPENING, S.BETTING_OPEN, S.END_OF_SHOE, S.DEVICE_FAULT),

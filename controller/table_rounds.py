@@ -54,7 +54,8 @@ class RoundPlay(TableBase):
         return CardFacts(face_up=event.face_up, twenty_one=self.rules.is_21,
                          dealer_burn_due=self.shoe.dealer_burn_due,
                          after_completed_round=self.shoe.extra_card_window,
-                         hand_of_17=self.shoe.hand_of_17)
+                         hand_of_17=self.shoe.hand_of_17,
+                         undisclosed_discard_due=self.shoe.undisclosed_discard_due)
 
     def _on_card(self, event: CardDrawn) -> None:
         # A card during a fault is handled below whatever its back (the round is voided).
@@ -131,12 +132,18 @@ class RoundPlay(TableBase):
             self.shoe.discarded.append(str(event.card))
             if ruling.section.startswith("681a.7(c)"):
                 self.shoe.dealer_burn_due = False
+            undisclosed = ruling.section == "631a.15(c)(1)"
+            if undisclosed:
+                self.shoe.undisclosed_discard_due = False
             self._record("card_discarded", {"index": event.index, "card": str(event.card),
                                             "state": self.state.value,
                                             "ruling": ruling.text},
                          severity="warning", device=event.device)
             self._persist_state()
-            self.announce("discard", card=str(event.card), ruling=ruling.text)
+            # 631a.15(c)(1): the additional card is discarded without disclosing it, so the
+            # dealer's display does not name it (the audit record above does).
+            self.announce("discard", card="" if undisclosed else str(event.card),
+                          ruling=ruling.text)
 
     def _on_burn_card(self, event: CardDrawn) -> None:
         with self.store.transaction():
@@ -189,18 +196,25 @@ class RoundPlay(TableBase):
             else:
                 self.announce("deal", next=self.coup.next_card().name.lower())
 
-    def _start_simulated_round(self, event: CardDrawn) -> None:
-        """631a.15(d): the disclosed card opens a simulated round in which no wager counts.
+    def _start_simulated_round(self, event: CardDrawn, section: str = "631a.15(d)") -> None:
+        """631a.15(d) (or (c)(2)): the disclosed card opens a simulated round in which no
+        wager counts.
 
-        Wagers already on the layout wait for the next live round.
+        Wagers already on the layout wait for the next live round. A live round already
+        open (locked by "no more bets", or opened by this very card) is not dealt: it is
+        closed void, its wagers returned to stand again (docs/rulings.md C19).
         """
         with self.store.transaction():
+            if self.round_id is not None and not self.simulated:
+                self._close_unplayed_round(
+                    f"a disclosed card ({event.card}) opened a simulated round before this "
+                    f"round was dealt; its wagers stand for the next live round", section)
             self.stashed_wagers, self.wagers = self.wagers, []
             self.simulated = True
             self.round_id = self.store.open_round(self.shoe.shoe_no, 0, [], simulated=True)
             bind_round(self.shoe.shoe_no, self.round_id)
             self._record("simulated_round", {"card": str(event.card), "index": event.index,
-                                             "ruling": "631a.15(d): a disclosed card opens a "
+                                             "ruling": f"{section}: a disclosed card opens a "
                                              "simulated round; no wagers are accepted"},
                          severity="warning", device=event.device)
             self.coup = self.rules.new_coup()  # simulated: no wagers
@@ -319,6 +333,18 @@ class RoundPlay(TableBase):
 
     def _void_round(self, reason: str, section: str = "631a.15(e)") -> None:
         """The round is void and every wager is returned (631a.15(e), or `section`)."""
+        self._close_unplayed_round(reason, section)
+        # A void simulated round gives back the wagers that waited for it (631a.15(d)).
+        self.wagers = self.stashed_wagers if self.simulated else []
+        self.stashed_wagers, self.simulated, self.pending_simulated_card = [], False, None
+        if self.batches is not None:
+            self.batches.shoe_collected()
+        self.void_round()
+        self.announce("shoe_complete", detail=f"round void ({reason}); replace the decks")
+
+    def _close_unplayed_round(self, reason: str, section: str) -> None:
+        """Close the open round void, every wager returned (`section`); the table's state and
+        the wagers on the layout are the caller's to decide. No round is ever left open."""
         assert self.round_id is not None
         settlements = [settlement_json(s, self.vig_collection)
                        for s in void_round(self.wagers, section)]
@@ -331,14 +357,7 @@ class RoundPlay(TableBase):
                                         for seat, cents in returned]})
         self._record("round_void", {"reason": reason, "settlements": settlements},
                      severity="warning")
-        # A void simulated round gives back the wagers that waited for it (631a.15(d)).
-        self.wagers = self.stashed_wagers if self.simulated else []
-        self.stashed_wagers, self.simulated, self.pending_simulated_card = [], False, None
         self.coup, self.round_id, self.round_settlements = None, None, []
-        if self.batches is not None:
-            self.batches.shoe_collected()
-        self.void_round()
-        self.announce("shoe_complete", detail=f"round void ({reason}); replace the decks")
 
 
 def settlement_json(s: Settlement, vig_collection: str) -> dict[str, Any]:

@@ -32,6 +32,11 @@ class RulesAdapter:
         """681a (21 Baccarat) rather than 631a: its irregularities are 681a.9's."""
         return self.game.config.is_21
 
+    @property
+    def disclosed_player_third(self) -> str:
+        """The Rules Submission's 631a.15(c) choice: "discard" ((c)(1)) or "simulated-round"."""
+        return self.game.config.disclosed_player_third
+
     def burn_count(self, first: Card) -> int:
         return self.game.burn_count(first)
 

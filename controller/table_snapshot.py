@@ -42,6 +42,8 @@ class ShoeProgress:
     extra_card_window: bool = False
     hand_of_17: bool = False
     reconciled: bool = False  # the shuffler counted this shoe's batch after it was played
+    # 631a.15(c)(1): the next card goes to the discard bucket undisclosed (docs/rulings.md C20).
+    undisclosed_discard_due: bool = False
 
 
 @dataclass

@@ -31,7 +31,8 @@ COMMAND_MODULE = {
     "support-bundle": "controller.cli.support_commands",
     "conformance": "controller.cli.conformance_commands",
     **{name: "controller.cli.table_commands" for name in (
-        "status", "devices", "test", "rounds", "meters", "jackpot", "fault", "events")},
+        "status", "devices", "test", "rounds", "meters", "jackpot", "fault", "irregularity",
+        "events")},
 }
 
 

@@ -137,8 +137,7 @@ def register(subparsers: Any) -> None:
                                    "name and PIN (prompted, or one line on stdin).")
     v.add_argument("award_id", metavar="AWARD_ID", type=int,
                    help="the award's number, as the win light's event or 'tablectl meters' shows")
-    v.add_argument("--supervisor", required=True, metavar="NAME")
-    v.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
+    _supervisor_arguments(v)
     v.set_defaults(handler=cmd_jackpot_validate)
 
     fa = subparsers.add_parser("fault", help="faults that need a floor supervisor")
@@ -150,9 +149,22 @@ def register(subparsers: Any) -> None:
                                      "table's fault (a misread card, a wrong batch): the round "
                                      "in play is void and the table resumes. Needs the "
                                      "supervisor's name and PIN.")
-    ack.add_argument("--supervisor", required=True, metavar="NAME")
-    ack.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
+    _supervisor_arguments(ack)
     ack.set_defaults(handler=cmd_fault_acknowledge)
+
+    ir = subparsers.add_parser("irregularity", help="a floor supervisor's 631a.15 declaration")
+    irs = ir.add_subparsers(dest="irregularity_action", metavar="ACTION")
+    irs.required = True
+    p3 = irs.add_parser("player-third", parents=[read],
+                        help="the last card was a Player third card dealt in error and shown",
+                        description="Declare that the last card out of the shoe was a third "
+                                    "card dealt to the Player's Hand in error and disclosed "
+                                    "(631a.15(c)). The table applies the Rules Submission's "
+                                    "procedure (game.irregularities.disclosed_player_third) or "
+                                    "says why the card cannot be one. Needs the supervisor's "
+                                    "name and PIN.")
+    _supervisor_arguments(p3)
+    p3.set_defaults(handler=cmd_irregularity_player_third)
 
     ev = subparsers.add_parser("events", parents=[read], help="the event log; 'events verify'",
                                description="List, follow or export the event log; "
@@ -1018,6 +1030,12 @@ def cmd_jackpot_pending(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
+def _supervisor_arguments(parser: argparse.ArgumentParser) -> None:
+    """A floor supervisor's name; the PIN is asked for, or read from stdin."""
+    parser.add_argument("--supervisor", required=True, metavar="NAME")
+    parser.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
+
+
 def _read_pin(args: argparse.Namespace) -> str | None:
     """The supervisor's PIN: one line of stdin with --pin-stdin, else asked without echo.
     None (after saying why) when there is none."""
@@ -1042,29 +1060,44 @@ def _not_accepted(args: argparse.Namespace, what: str) -> int:
 
 
 def cmd_fault_acknowledge(args: argparse.Namespace) -> int:
+    def report(status: dict[str, Any]) -> None:
+        print(f"fault acknowledged by {args.supervisor}")
+        ack = status.get("acknowledgement") or {}
+        for fault in ack.get("cleared", []):
+            print(f"  cleared: {fault['device']} {fault['code']}")
+        for fault in ack.get("still_held", []):  # docs/faults.md: what ends each one
+            print(f"  still holding the table: {fault['device']} {fault['code']}: "
+                  f"{fault['clears']}")
+    return _supervisor_ruling(args, "acknowledge_fault", "acknowledged", report)
+
+
+def _supervisor_ruling(args: argparse.Namespace, command: str, what: str,
+                       report: Callable[[dict[str, Any]], None]) -> int:
+    """Send a supervisor's command with name and PIN; print `report` and the new status."""
     pin = _read_pin(args)
     if pin is None:
         return exitcodes.BAD_ARGUMENTS
 
     async def body(d: Daemon) -> int:
         try:
-            status = await d.call("acknowledge_fault",
-                                  auth={"supervisor": args.supervisor, "pin": pin})
+            status = await d.call(command, auth={"supervisor": args.supervisor, "pin": pin})
         except ControlError as exc:
             if exc.code == "unauthorised":
-                return _not_accepted(args, "acknowledged")
+                return _not_accepted(args, what)
             raise
         if not _emit_json(args, status):
-            print(f"fault acknowledged by {args.supervisor}")
-            ack = status.get("acknowledgement") or {}
-            for fault in ack.get("cleared", []):
-                print(f"  cleared: {fault['device']} {fault['code']}")
-            for fault in ack.get("still_held", []):  # docs/faults.md: what ends each one
-                print(f"  still holding the table: {fault['device']} {fault['code']}: "
-                      f"{fault['clears']}")
+            report(status)
             print(render_status(status))
         return status_exit_code(status)
     return _run(args, body)
+
+
+def cmd_irregularity_player_third(args: argparse.Namespace) -> int:
+    def report(status: dict[str, Any]) -> None:
+        ruling = status["ruling"]
+        what = "applied" if ruling["changed"] else "already where the table put it"
+        print(f"{ruling['card']}: {ruling['decision']}; {what}")
+    return _supervisor_ruling(args, "disclosed_player_third", "declared", report)
 
 
 def cmd_jackpot_validate(args: argparse.Namespace) -> int:

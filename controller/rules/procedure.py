@@ -12,10 +12,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
+from cards import Card
+from controller.rules.baccarat import point_count
 from controller.rules.irregularities import (
-    Action, card_drawn_in_error, extra_card_after_17_21, face_up_in_shoe_21,
+    Action, Decision, card_drawn_in_error, extra_card_after_17_21, face_up_in_shoe_21,
+    misdealt_player_third,
 )
 from controller.rules.settlement import PlacedWager, VigorishLedger
 from controller.rules.shoe import ShoePhase, phase_after_round
@@ -71,6 +74,9 @@ class CardFacts:
     # took a wager or a lock is the one the dealer drew by accident to a finished hand.
     after_completed_round: bool = False
     hand_of_17: bool = False  # the completed round left a hand of exactly 17
+    # 631a.15(c)(1): the floor ruled the last card a disclosed Player third card, so the
+    # next card out of the shoe goes to the discard bucket with it, undisclosed.
+    undisclosed_discard_due: bool = False
 
 
 def card_ruling(phase: Phase, facts: CardFacts) -> CardRuling:
@@ -113,6 +119,10 @@ def _ruling_681a(phase: Phase, facts: CardFacts) -> CardRuling:
 
 
 def _ruling_631a(phase: Phase, facts: CardFacts) -> CardRuling:
+    if facts.undisclosed_discard_due and phase in (Phase.BETTING, Phase.LOCKED):
+        return CardRuling(Disposition.DISCARD, "631a.15(c)(1)",
+                          "the additional card drawn face down with a disclosed Player third "
+                          "card: discarded without being disclosed")
     if facts.face_up and phase in (Phase.BETTING, Phase.LOCKED):
         decision = card_drawn_in_error(disclosed=True)
         assert decision.action is Action.SIMULATED_ROUND
@@ -126,6 +136,66 @@ def _ruling_631a(phase: Phase, facts: CardFacts) -> CardRuling:
         return CardRuling(Disposition.OPEN_ROUND, "627b.3(a)(2), 631a.15(a), docs/rulings.md",
                           "the first card out of the shoe locks every seat")
     return CardRuling(Disposition.DEAL, "631a.9-631a.11", "the card the rules call for")
+
+
+class LastCard(enum.Enum):
+    """Where the last card out of the shoe went, for the floor's 631a.15(c) declaration."""
+
+    FIRST_OF_ROUND = "the first card of the live round in play"
+    FIRST_OF_SIMULATED = "the first card of a simulated round (631a.15(d))"
+    BANKER_THIRD = "the Banker's third card of the round just settled"
+    OTHER = "neither the first card after a settled round nor its Banker's third card"
+
+
+@dataclass(frozen=True, slots=True)
+class DisclosedThird:
+    """The answer to "the last card was a Player third card dealt in error and disclosed".
+
+    `refusal` names why the card cannot be one (then nothing changes); otherwise
+    `decision` is 631a.15(c)'s, and `changes` says whether the table must undo what
+    it did with the card (False: the card already went where 631a.15(c) puts it).
+    """
+
+    decision: Decision | None
+    changes: bool
+    refusal: str = ""
+
+
+def disclosed_player_third(last: LastCard, player: Sequence[Card], banker: Sequence[Card], *,
+                           option: str) -> DisclosedThird:
+    """631a.15(c): the floor declares the last card a disclosed Player third card.
+
+    `player` and `banker` are the hands the card followed, without the card: the
+    settled round's hands when the card opened a round, the first four cards when it
+    became the Banker's third. `option` is the Rules Submission's (c)(1)/(c)(2) choice.
+    The controller only sees the order of the cards, so a card after a Player's Hand
+    that drew its third card, or after a Banker's third card, was not a Player third
+    card dealt in error (docs/rulings.md C20).
+    """
+    if last is LastCard.OTHER:
+        return _refused("the last card out of the shoe is not the card after a round's "
+                        "first four cards, so it cannot be a Player third card dealt in error")
+    if len(player) != 2:
+        return _refused(f"the Player's Hand it followed has {len(player)} cards: a third card "
+                        "was authorised (631a.11(b)) or dealt already")
+    if len(banker) != 2:
+        return _refused(f"the Banker's Hand it followed has {len(banker)} cards: the card came "
+                        "after the Banker's third card, not in place of the Player's")
+    decision = misdealt_player_third(point_count(player), point_count(banker), disclosed=True,
+                                     option=option)
+    if decision.action is Action.USE_AS_BANKER_THIRD:
+        if last is LastCard.BANKER_THIRD:
+            return DisclosedThird(decision, changes=False)
+        return _refused("the Banker's Hand was required to draw (631a.11(c)), so the card "
+                        "after the first four was the Banker's third card, not this one")
+    if last is LastCard.BANKER_THIRD:
+        return _refused("the card became the Banker's third card, which 631a.11(c) required")
+    already = decision.action is Action.SIMULATED_ROUND and last is LastCard.FIRST_OF_SIMULATED
+    return DisclosedThird(decision, changes=not already)
+
+
+def _refused(reason: str) -> DisclosedThird:
+    return DisclosedThird(None, changes=False, refusal=reason)
 
 
 class LostCardsAction(enum.Enum):

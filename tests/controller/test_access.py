@@ -68,6 +68,7 @@ EXPECTED_ROLES = {
     "no_more_bets": DEALER, "seat_leaves": DEALER, "new_dealer": DEALER,
     "self_test": TECHNICIAN, "light_test": TECHNICIAN,
     "acknowledge_fault": SUPERVISOR, "adjust_meter": SUPERVISOR, "validate_award": SUPERVISOR,
+    "disclosed_player_third": SUPERVISOR,  # 631a.15(c): a floor ruling (docs/rulings.md C20)
 }
 
 

@@ -25,7 +25,7 @@ def store(tmp_path, monkeypatch):
 
 
 def test_the_grouped_kinds_move_no_money():
-    assert GROUPED_KINDS == {"card", "prompt", "seat_sensor", "shuffle_progress",
+    assert GROUPED_KINDS == {"card", "burn_card", "prompt", "seat_sensor", "shuffle_progress",
                              "late_sensor_change"}
 
 
@@ -120,3 +120,34 @@ def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, mon
             s.append_event("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
     assert s.checkpoints == 2  # after ten times as many grouped commits
     s.close()
+
+
+def test_a_record_rewritten_at_every_stage_of_a_step_is_written_once_as_the_step_leaves_it(
+        store):
+    writes: list[str] = []
+    state = {"value": "dealing"}
+
+    def save() -> None:
+        writes.append(state["value"])
+        store.save_table_state(state["value"], {})
+
+    with store.transaction():
+        store.before_commit("table_state", save)  # the card
+        state["value"] = "third_cards"
+        store.before_commit("table_state", save)  # the state change it caused
+        state["value"] = "result"
+    assert writes == ["result"]
+    assert store.load_table_state() == ("result", {})
+    store.before_commit("table_state", save)  # outside a step: at once
+    assert writes == ["result", "result"]
+
+
+def test_a_failed_step_drops_its_pending_record(store):
+    writes: list[str] = []
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.before_commit("table_state", lambda: writes.append("x"))
+            raise RuntimeError("decision failed")
+    with store.transaction():
+        store.append_event("prompt", {"action": "deal"})
+    assert writes == []

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from cards import Card
+from controller.rules.irregularities import Action
 from controller.rules.procedure import (
-    CardFacts, Disposition, LostCardsAction, Phase, base_wager_missing, card_ruling, lost_cards,
-    shoe_ends_after_round, vigorish_to_collect,
+    CardFacts, Disposition, LastCard, LostCardsAction, Phase, base_wager_missing, card_ruling,
+    disclosed_player_third, lost_cards, shoe_ends_after_round, vigorish_to_collect,
 )
 from controller.rules.settlement import PlacedWager
 
@@ -23,6 +25,11 @@ B21 = CardFacts(twenty_one=True)
     (Phase.SIMULATED, CardFacts(face_up=True), Disposition.DEAL, "631a.9-631a.11"),
     (Phase.FAULT, CardFacts(), Disposition.HOLD, "631a.15, 681a.9"),
     (Phase.OUT_OF_PLAY, B21, Disposition.DISCARD, "631a.3(b), 631a.10(d), 681a.7(d)"),
+    # 631a.15(c)(1): the card drawn face down after a declared disclosed Player third card.
+    (Phase.BETTING, CardFacts(undisclosed_discard_due=True, face_up=True), Disposition.DISCARD,
+     "631a.15(c)(1)"),
+    (Phase.LOCKED, CardFacts(undisclosed_discard_due=True), Disposition.DISCARD,
+     "631a.15(c)(1)"),
 ])
 def test_631a_15_and_the_burn(phase, facts, disposition, section):
     ruling = card_ruling(phase, facts)
@@ -95,3 +102,54 @@ def test_marked_vigorish_is_collected_highest_seat_first_631a_13_d_2():
     assert vigorish_to_collect(owed, None) == [(7, 125), (2, 50)]
     assert vigorish_to_collect(owed, 2) == [(2, 50)]
     assert vigorish_to_collect(owed, 4) == []
+
+
+def _cards(text: str) -> list[Card]:
+    return [Card.parse(t) for t in text.split()]
+
+
+@pytest.mark.parametrize("last, player, banker, option, action, section, changes", [
+    # Player 6 and Banker 7 stand: the Rules Submission's choice (631a.15(c)(1)/(2)).
+    (LastCard.FIRST_OF_ROUND, "6♠ K♦", "7♣ K♥", "discard", Action.DISCARD_WITH_ONE_MORE,
+     "631a.15(c)(1)", True),
+    (LastCard.FIRST_OF_ROUND, "6♠ K♦", "7♣ K♥", "simulated-round", Action.SIMULATED_ROUND,
+     "631a.15(c)(2)", True),
+    (LastCard.FIRST_OF_SIMULATED, "6♠ K♦", "7♣ K♥", "simulated-round", Action.SIMULATED_ROUND,
+     "631a.15(c)(2)", False),
+    (LastCard.FIRST_OF_SIMULATED, "6♠ K♦", "7♣ K♥", "discard", Action.DISCARD_WITH_ONE_MORE,
+     "631a.15(c)(1)", True),
+    # A natural stands both hands (631a.11(a)): a Player 4 with a Banker 9 gets no third card.
+    (LastCard.FIRST_OF_ROUND, "4♠ K♦", "9♣ K♥", "discard", Action.DISCARD_WITH_ONE_MORE,
+     "631a.15(c)(1)", True),
+    # Banker 5 must draw when the Player stands (631a.11(c)(1)): already its third card.
+    (LastCard.BANKER_THIRD, "K♠ 7♦", "2♣ 3♥", "discard", Action.USE_AS_BANKER_THIRD,
+     "631a.15(c)", False),
+])
+def test_a_disclosed_player_third_card_631a_15_c(last, player, banker, option, action,
+                                                   section, changes):
+    ruling = disclosed_player_third(last, _cards(player), _cards(banker), option=option)
+    assert ruling.decision is not None and ruling.refusal == ""
+    assert (ruling.decision.action, ruling.decision.section, ruling.changes) == (
+        action, section, changes)
+
+
+@pytest.mark.parametrize("last, player, banker, refusal", [
+    (LastCard.OTHER, "", "", "the last card out of the shoe is not the card after a round's "
+                             "first four cards, so it cannot be a Player third card dealt in error"),
+    (LastCard.FIRST_OF_ROUND, "3♠ 2♦ K♦", "K♣ 4♥", "the Player's Hand it followed has 3 cards: "
+                                                   "a third card was authorised (631a.11(b)) or "
+                                                   "dealt already"),
+    (LastCard.FIRST_OF_ROUND, "K♠ 7♦", "2♣ 3♥ 4♦", "the Banker's Hand it followed has 3 cards: "
+                                                   "the card came after the Banker's third card, "
+                                                   "not in place of the Player's"),
+    # 631a.11(c): with Banker 5 after a Player's 7 the next card was the Banker's, not this one.
+    (LastCard.FIRST_OF_ROUND, "K♠ 7♦", "2♣ 3♥", "the Banker's Hand was required to draw "
+                                                "(631a.11(c)), so the card after the first four "
+                                                "was the Banker's third card, not this one"),
+    (LastCard.BANKER_THIRD, "6♠ K♦", "7♣ K♥", "the card became the Banker's third card, which "
+                                              "631a.11(c) required"),
+])
+def test_a_card_that_cannot_be_a_disclosed_player_third_card_631a_15_c(last, player, banker,
+                                                                         refusal):
+    ruling = disclosed_player_third(last, _cards(player), _cards(banker), option="discard")
+    assert (ruling.decision, ruling.changes, ruling.refusal) == (None, False, refusal)
