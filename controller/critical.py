@@ -437,6 +437,7 @@ class Verified:
     state_rows: int       # protected rows whose MACs were recomputed
     commit_no: int
     anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
+    log_mac: str = GENESIS_MAC  # the MAC of entry `log_seq`, read in the same snapshot
     settled: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # full check only
 
 
@@ -445,6 +446,15 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     """Check the store on `db` (which must see committed data only). Raises IntegrityError
     naming the first failure; the same call serves boot, `tablectl events verify` and the
     daily full check."""
+    # The anchor first, before the first read starts the snapshot (a deferred BEGIN): it only
+    # ever moves to a commit already made, so read first it is never ahead of the seal read
+    # next, however the table writes meanwhile. Read after the seal, a durable commit made in
+    # between would look like a rollback. Its failure is still reported in its turn below.
+    anchor_failure: IntegrityError | None = None
+    try:
+        anchor = read_anchor(anchor_path, key) if anchor_path is not None else None
+    except IntegrityError as exc:
+        anchor, anchor_failure = None, exc
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for required in ("meta", "events", "critical_digest", "critical_seal"):
         if required not in tables:
@@ -466,7 +476,8 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
                              "table digests and log head it covers (edited without the key)")
 
     behind = 0
-    anchor = read_anchor(anchor_path, key) if anchor_path is not None else None
+    if anchor_failure is not None:
+        raise anchor_failure
     if anchor is None:
         if anchor_path is not None:
             raise IntegrityError("anchor", "the anchor file is missing; the store cannot be "
@@ -533,7 +544,7 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
-    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, settled)
+    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled)
 
 
 def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:

@@ -29,6 +29,7 @@ from controller.store import Store
 INITIALISED_EVENT = "critical_memory_initialised"
 CLEARED_EVENT = "critical_memory_cleared"
 VERIFIED_EVENT = "critical_memory_verified"
+RECHECK_EVENT = "critical_memory_rechecked"
 
 
 def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:

@@ -218,21 +218,39 @@ class Daemon:
         own in a child process so the table keeps running. A failure found now puts the
         table out of order; a full pass moves the checkpoint later boots start from."""
         from controller.critical import as_mapping
+        from controller.critical import reason_text as critical_reason
+        from controller.critical_store import RECHECK_EVENT
 
         if self.store_failure is not None:
             raise _integrity_answer(self.store_failure)
         full = bool(args.get("full", False))
+
+        async def check() -> Any:
+            return await self.store_work.verify_file(self.store.path, self.store.key,
+                                                     self.store.paths, full=full)
+
         try:
-            verified = await self.store_work.verify_file(self.store.path, self.store.key,
-                                                         self.store.paths, full=full)
+            try:
+                verified = await check()
+            except IntegrityError as first:
+                # Found while the table writes: checked once more on a fresh snapshot before
+                # the table is taken out of order (docs/architecture.md "Critical memory").
+                # A tampered file fails again; a check that misread a moving store does not,
+                # and what it reported stays in the log at critical severity.
+                log.critical("integrity_recheck", check=first.check, detail=first.detail)
+                verified = await check()
+                self._record(RECHECK_EVENT, {"first": critical_reason(first),
+                                             "recheck": as_mapping(verified)}, "critical")
         except IntegrityError as exc:
             self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
             raise _integrity_answer(exc) from None
         if full and verified.log_seq:
-            last = self.store.events(after_seq=verified.log_seq - 1, limit=1)
-            self.store.set_checkpoint(verified.log_seq, last[0].hash, verified.settled)
+            # The entry and MAC the check ended on, from the check's own snapshot: the table
+            # kept writing meanwhile, so anything read now from this connection (the log's
+            # head) is later than the check and would not link.
+            self.store.set_checkpoint(verified.log_seq, verified.log_mac, verified.settled)
         return as_mapping(verified)
 
     async def run(self, stop: asyncio.Event) -> int:

@@ -177,6 +177,8 @@ CATALOGUE: tuple[EventKind, ...] = (
       ("table_id", "supervisor", "reason", "failure", "evidence", "moved", "last_values"),
       "the critical memory was cleared by a supervisor"),
     E("critical_memory_verified", "info", "-", ("...",), "the critical memory verified"),
+    E("critical_memory_rechecked", "critical", "-", ("first", "recheck"),
+      "a verification during play failed, and the same check on a fresh snapshot passed"),
 )
 
 KINDS: dict[str, EventKind] = {e.kind: e for e in CATALOGUE}

@@ -438,6 +438,11 @@ class TableHarness:
 
             stack, cover_at = build_stack(self.decks, self.rng)
             self.result.stacks.append((list(stack), cover_at))
+            # The batch the daemon verified: after a restart the shuffle may have completed
+            # before the harness read its event (681a.3(b): loading another is a fault).
+            shuffled = (await self.call("status"))["batches"]["shuffled"]
+            if shuffled:
+                self.back = BackColour[shuffled.upper()]
             self.shoe.load(stack, self.back, cover_at)  # the shoe reports ShoeLoaded itself
             return True
         if action in ("burn", "deal", "set_aside"):

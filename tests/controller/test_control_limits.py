@@ -361,3 +361,90 @@ async def client_call(path: str, cmd: str, **args: object) -> dict:
     answer = json.loads(await reader.readline())
     writer.close()
     return answer
+
+
+def pause_after_the_check(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """Forced interleaving: every verification the daemon starts takes its snapshot and runs
+    to the end in its child process, then waits (`checked` set) until the test has made the
+    table write more (`resume`) before the daemon sees its answer."""
+    from controller.offload import StoreWork
+
+    checked, resume = asyncio.Event(), asyncio.Event()
+    original = StoreWork.verify_file
+
+    async def paused(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        try:
+            return await original(self, *args, **kwargs)
+        finally:
+            checked.set()
+            await resume.wait()
+
+    monkeypatch.setattr(StoreWork, "verify_file", paused)
+    return checked, resume
+
+
+async def test_a_full_check_while_the_table_writes_records_the_entry_it_ended_on(
+        tmp_path, monkeypatch):
+    """Issue 11 (seed 2915962864 of hil/test_power_cuts.py): the full check ended on entry
+    S in its snapshot while the table committed more entries; its checkpoint recorded S with
+    the MAC of the log's head read afterwards, so the next check from the checkpoint (the
+    boot check after a restart) found 'entry S+1 does not link to entry S' in a sound file
+    and took the table out of order."""
+    checked, resume = pause_after_the_check(monkeypatch)
+    config = config_for(tmp_path)
+    daemons: list = []
+    async with running(config, prepare=daemons.append) as client:
+        before = (await client.call("events", limit=1))[0]["seq"]
+        verifying = asyncio.create_task(client_call(config.control_socket, "verify_chain",
+                                                    full=True))
+        await checked.wait()
+        for progress in (1, 2, 3):  # the shuffler reports while the answer is on its way
+            daemons[0].store.append_event("shuffle_progress", {"cards": progress * 52},
+                                          device="shuffler")
+        head = (await client.call("events", limit=1))[0]["seq"]
+        resume.set()
+        full = (await verifying)["result"]
+        checked.clear()
+        again = await client_call(config.control_socket, "verify_chain")  # from the checkpoint
+        status = await client.call("status")
+    assert (full["from_seq"], full["log_seq"]) == (1, before)
+    assert head == before + 3
+    assert "result" in again, again
+    assert (again["result"]["from_seq"], again["result"]["log_seq"]) == (before + 1, head)
+    assert status["state"] != "out_of_order", status["out_of_order"]
+    async with running(config) as client:  # the boot check starts at the checkpoint too
+        status = await client.call("status")
+    assert status["state"] != "out_of_order", status["out_of_order"]
+
+
+async def test_a_failure_found_during_play_is_checked_again_before_the_table_stops(
+        tmp_path, monkeypatch):
+    """A check that misread a moving store is not a tamper: the same check on a fresh
+    snapshot decides, and the first finding stays in the log at critical severity."""
+    from controller.critical import IntegrityError
+    from controller.offload import StoreWork
+
+    original = StoreWork.verify_file
+    calls: list[bool] = []
+
+    async def first_misreads(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls.append(kwargs["full"])
+        if len(calls) == 1:
+            raise IntegrityError("event chain", "entry 5 does not link to entry 4 "
+                                 "(prev_hash differs)")
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(StoreWork, "verify_file", first_misreads)
+    config = config_for(tmp_path)
+    async with running(config) as client:
+        answer = await client_call(config.control_socket, "verify_chain", full=True)
+        status = await client.call("status")
+        recorded = await client.call("events", kind="critical_memory_rechecked")
+    assert calls == [True, True]
+    assert answer["result"]["from_seq"] == 1
+    assert status["state"] != "out_of_order", status["out_of_order"]
+    assert len(recorded) == 1
+    assert recorded[0]["severity"] == "critical"
+    assert recorded[0]["payload"]["first"] == ("event chain: entry 5 does not link to entry 4 "
+                                               "(prev_hash differs)")
+    assert recorded[0]["payload"]["recheck"]["log_seq"] == answer["result"]["log_seq"]

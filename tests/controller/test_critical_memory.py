@@ -437,3 +437,31 @@ def test_settled_rounds_are_read_again_by_the_full_check_only(tmp_path):
     edit("UPDATE rounds SET wagers = '[]' WHERE round_id = 4")  # after the prefix
     with pytest.raises(IntegrityError, match="table rounds: a row differs from what was sealed"):
         Store(path)
+
+
+def test_a_durable_commit_during_a_check_is_not_a_rollback(tmp_path, monkeypatch):
+    """Forced interleaving (issue 11): the check on its own connection while the table
+    commits. The table makes a durable commit and its anchor reaches the disk exactly when
+    the check reads the anchor; the check's snapshot must not be older than that anchor,
+    or the store looks rolled back behind it."""
+    from controller import critical
+    from controller.critical_store import verify_file
+
+    store = _initialised(tmp_path)
+    assert store.paths is not None
+    real_read_anchor = critical.read_anchor
+    commits: list[int] = []
+
+    def table_commits_meanwhile(path, key):  # noqa: ANN001, ANN202
+        with store.transaction():
+            store.append_event("seat_leaves", {"seat": len(commits) + 1})  # flushed
+        _anchor_at_last_commit(store)
+        commits.append(store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0])
+        return real_read_anchor(path, key)
+
+    monkeypatch.setattr(critical, "read_anchor", table_commits_meanwhile)
+    verified = verify_file(store.path, store.key, store.paths, full=True)
+    store.close()
+    assert len(commits) == 1
+    assert (verified.commit_no, verified.anchor_behind) == (commits[0], 0)
+    assert verified.log_seq == verified.entries
