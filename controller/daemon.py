@@ -414,7 +414,10 @@ class Daemon:
 
     async def _rounds(self, args: Mapping[str, Any]) -> Any:
         limit = _int(args, "limit", 10, 1, 100_000)
-        return await self.store_work.read(lambda store: store.rounds(limit=limit))
+        after = (_int(args, "after_round_id", None, 0, 2**63 - 1)
+                 if "after_round_id" in args else None)
+        return await self.store_work.read(
+            lambda store: store.rounds(limit=limit, after_round_id=after))
 
     def _dealer_loaded_shoe(self, args: Mapping[str, Any]) -> None:
         """The dealer's word that the shoe is loaded is not a device fact: it becomes the
@@ -607,6 +610,11 @@ class Daemon:
             raise ControlError(f"'since' = {since!r}: allowed: seconds since the epoch "
                                "(a number >= 0)", "bad_request")
         query["since"] = float(since) if since is not None else None
+        oldest_first = args.get("oldest_first", False)
+        if not isinstance(oldest_first, bool):
+            raise ControlError(f"'oldest_first' = {oldest_first!r}: allowed: true or false",
+                               "bad_request")
+        query["oldest_first"] = oldest_first
         return await self.store_work.read(
             lambda store: [event_json(e) for e in store.events(**query)])
 

@@ -400,7 +400,9 @@ class Store:
 
     def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
                device: str | None = None, severity: str | None = None,
-               since: float | None = None) -> list[Event]:
+               since: float | None = None, oldest_first: bool = False) -> list[Event]:
+        """Matching entries after `after_seq`, oldest first: the last `limit` of them, or
+        with `oldest_first` the first `limit` (a reader pages forward that way)."""
         sql = "SELECT * FROM events WHERE seq > ?"
         args: list[Any] = [after_seq]
         for column, value in (("kind", kind), ("device", device), ("severity", severity)):
@@ -411,7 +413,10 @@ class Store:
             sql += " AND at >= ?"
             args.append(since)
         sql += " ORDER BY seq"
-        if limit is not None:
+        if limit is not None and oldest_first:
+            sql += " LIMIT ?"
+            args.append(limit)
+        elif limit is not None:
             sql = f"SELECT * FROM ({sql.replace('ORDER BY seq', 'ORDER BY seq DESC')} LIMIT ?) ORDER BY seq"
             args.append(limit)
         return [self._event(row) for row in self._db.execute(sql, args)]
@@ -507,11 +512,18 @@ class Store:
                      item.get("vig_marked_cents", 0)),
                 )
 
-    def rounds(self, *, limit: int = 10) -> list[dict[str, Any]]:
-        rows = self._db.execute(
-            "SELECT * FROM (SELECT * FROM rounds ORDER BY round_id DESC LIMIT ?) ORDER BY round_id",
-            (limit,),
-        ).fetchall()
+    def rounds(self, *, limit: int = 10, after_round_id: int | None = None
+               ) -> list[dict[str, Any]]:
+        """The last `limit` rounds, oldest first; with `after_round_id`, the first `limit`
+        rounds after it instead (a reader pages through every round that way)."""
+        if after_round_id is not None:
+            rows = self._db.execute(
+                "SELECT * FROM rounds WHERE round_id > ? ORDER BY round_id LIMIT ?",
+                (after_round_id, limit)).fetchall()
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM (SELECT * FROM rounds ORDER BY round_id DESC LIMIT ?)"
+                " ORDER BY round_id", (limit,)).fetchall()
         return [self._round(row) for row in rows]
 
     def round(self, round_id: int) -> dict[str, Any] | None:

@@ -42,6 +42,7 @@ CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 SUPERVISOR = {"supervisor": "floor", "pin": "2468"}  # config/simulated-table.toml
 ROUNDS_PER_SHOE = 76  # an 8-deck shoe, measured (README); spaces the faults out
 FAULT_TIMEOUT_S = 30.0  # a fault not raised or not left within this is a failure
+PAGE = 2_000  # rounds or events per control reply when reading them all back
 
 # Where each fault is injected: the prompt the harness pauses at before acting on it.
 BETTING, DEALING, SHOE_END = "place_bets", "deal", "shoe_complete"
@@ -287,16 +288,29 @@ async def all_events(table: TableHarness) -> list[dict[str, Any]]:
     """The whole log, a page at a time (the control API returns at most 100,000 per call)."""
     log: list[dict[str, Any]] = []
     while True:
-        page = await table.call("events", after_seq=log[-1]["seq"] if log else 0, limit=100_000)
+        page = await table.call("events", after_seq=log[-1]["seq"] if log else 0, limit=PAGE,
+                                oldest_first=True)
         if not page:
             return log
         log += page
 
 
+async def all_rounds(table: TableHarness) -> list[dict[str, Any]]:
+    """Every stored round, a page at a time (a casino week's rounds in one reply would be
+    far over the control socket's reply size)."""
+    rounds: list[dict[str, Any]] = []
+    while True:
+        page = await table.call("rounds", limit=PAGE,
+                                after_round_id=rounds[-1]["round_id"] if rounds else 0)
+        if not page:
+            return rounds
+        rounds += page
+
+
 async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     """What the daemon stored against what the harness saw and did; [] when they agree."""
     problems: list[str] = []
-    stored = await table.call("rounds", limit=100_000)
+    stored = await all_rounds(table)
     by_id = {r["round_id"]: r for r in stored}
     seen = {r["round_id"]: r for r in table.result.rounds}
     voided = {r["round_id"]: r for r in table.result.void_rounds}

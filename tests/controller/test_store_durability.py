@@ -151,3 +151,22 @@ def test_a_failed_step_drops_its_pending_record(store):
     with store.transaction():
         store.append_event("prompt", {"action": "deal"})
     assert writes == []
+
+
+def test_rounds_page_forward_from_a_round_id(store):
+    ids = [store.open_round(1, n, []) for n in range(1, 8)]
+    assert [r["round_id"] for r in store.rounds(limit=3)] == ids[4:]
+    assert [r["round_id"] for r in store.rounds(limit=3, after_round_id=0)] == ids[:3]
+    assert [r["round_id"] for r in store.rounds(limit=3, after_round_id=ids[2])] == ids[3:6]
+    assert store.rounds(limit=3, after_round_id=ids[-1]) == []
+
+
+def test_events_page_forward_oldest_first(store):
+    for index in range(7):
+        store.append_event("card", {"index": index})
+    newest = store.events(limit=3)
+    assert [e.payload["index"] for e in newest] == [4, 5, 6]
+    first = store.events(limit=3, oldest_first=True)
+    assert [e.payload["index"] for e in first] == [0, 1, 2]
+    after = store.events(after_seq=first[-1].seq, limit=3, oldest_first=True, kind="card")
+    assert [e.payload["index"] for e in after] == [3, 4, 5]
