@@ -68,7 +68,9 @@ def test_fuzz_smoke_run_finds_no_crash_and_coverage_grows(tmp_path: Path) -> Non
     print(f"fuzz smoke: seed {FUZZ_SEED}, {runs} runs, {seeds} seed files; coverage "
           f"{start_cov} -> {end_cov} edges, features {start_ft} -> {end_ft}, corpus "
           f"{start_corpus} -> {end_corpus} inputs")
-    assert runs == SMOKE_RUNS
+    # libFuzzer's count also holds the seed inputs it replayed at start, which vary with
+    # the golden vectors: at least the runs asked for.
+    assert runs >= SMOKE_RUNS
     assert start_cov >= 250  # the golden vectors already reach the decoders and the link
     assert end_cov > start_cov and end_ft > start_ft and end_corpus > start_corpus
     assert len(list(tmp_path.iterdir())) > seeds  # new inputs were kept
