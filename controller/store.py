@@ -197,6 +197,12 @@ class Store:
             elif check:
                 self.verified = self.verify()
                 self.upgrade()
+            if not fresh and check and self.path != ":memory:":
+                # A daemon killed before its next checkpoint leaves its WAL behind, and the
+                # store checkpoints only after flushed steps: a table restarted often (power
+                # cuts, a crash loop) would otherwise carry an ever longer WAL.
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                self.checkpoints += 1
         except BaseException:
             self.close()
             raise

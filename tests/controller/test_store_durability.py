@@ -7,6 +7,8 @@ next flush.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from controller import store as store_module
@@ -170,3 +172,32 @@ def test_events_page_forward_oldest_first(store):
     assert [e.payload["index"] for e in first] == [0, 1, 2]
     after = store.events(after_seq=first[-1].seq, limit=3, oldest_first=True, kind="card")
     assert [e.payload["index"] for e in after] == [3, 4, 5]
+
+
+def test_a_store_reopened_after_a_kill_checkpoints_the_wal_it_finds(tmp_path):
+    import os
+    import sqlite3
+
+    path = tmp_path / "k.sqlite"
+    first = Store(path)
+    for index in range(50):
+        with first.transaction():
+            first.append_event("card", {"index": index})
+    wal = Path(f"{path}-wal")
+    grown = wal.stat().st_size
+    # A kill leaves the WAL as it is: copy the files as they stand, without closing.
+    copy = tmp_path / "copy.sqlite"
+    for suffix in ("", "-wal"):
+        Path(f"{copy}{suffix}").write_bytes(Path(f"{path}{suffix}").read_bytes())
+    first.close()
+    again = Store(copy)
+    assert again.checkpoints == 1
+    # Every frame is in the database file now: the next writer starts the WAL over.
+    with again.transaction():
+        again.append_event("round_settled", {"round": 1})
+    again.close()
+    assert grown > 50 * 4096
+    db = sqlite3.connect(copy)
+    assert db.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 51
+    db.close()
+    assert os.path.getsize(f"{copy}") > 0
