@@ -135,6 +135,9 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
                 DisplayProcess(CONFIG, table.socket, tmp_path) as display):
         board = await open_page(browser, display.url("/scoreboard"), LANDSCAPE)
         dealer = await open_page(browser, display.url("/dealer"), LANDSCAPE)
+        for page in (board, dealer):  # following the stream before the first card: a page
+            await page.wait_for_function(  # that connects late shows only the latest result
+                "document.getElementById('connection').dataset.ok === '1'", timeout=PAGE_WAIT_MS)
         result = await table.play(shoes=1, until=until_third_card_prompt_after(ROUNDS))
         rounds = settled(result.events)
         played = len(rounds)

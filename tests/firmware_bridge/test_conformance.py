@@ -109,7 +109,7 @@ async def test_tablectl_conformance_on_a_serial_port_passes_the_pty_shoe(tmp_pat
     try:
         code = await asyncio.to_thread(
             main, ["conformance", "shoe", sim.port, "--baud", "115200", "-o", str(tmp_path),
-                   "--fault-active", "--slack", "0.5"])  # the machine is shared: wide margins
+                   "--fault-active", "--slack", "2"])  # the machine may be busy: wide margins
     finally:
         await sim.stop()
     reports = sorted(tmp_path.iterdir())
