@@ -40,7 +40,7 @@ from bench.machine import describe  # noqa: E402
 from controller.config import load_config  # noqa: E402
 from controller.critical_store import init_store  # noqa: E402
 from controller.daemon import Daemon  # noqa: E402
-from drivers.protocols import DeviceHealth, LinkState, SelfTestResult  # noqa: E402
+from hil.stand_in import StandInDevice  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
 STALL_LIMIT_MS = 100.0
@@ -48,23 +48,6 @@ GROWTH_LIMIT_MB = 20.0
 PROBE_S = 0.005
 TICK_S = 0.02  # a dealing table commits a few events a second; this is ten times that
 BUILD_BATCH = 20_000
-
-
-class StandIn:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    async def start(self, emit) -> None:  # noqa: ANN001
-        pass
-
-    async def stop(self) -> None:
-        pass
-
-    def health(self) -> DeviceHealth:
-        return DeviceHealth(self.name, "stand-in", LinkState.UP, "none")
-
-    async def self_test(self) -> SelfTestResult:
-        return SelfTestResult(self.name, True, "stand-in")
 
 
 def rss_mb() -> float:
@@ -170,7 +153,7 @@ async def main(entries: int, seconds: float) -> int:
                                       f"access.subscriber_stall_s={max(1, seconds / 2):g}"])
         print(f"building a {entries:,}-entry event log ... ", end="", flush=True)
         print(f"{build(config, entries):.0f} s")
-        daemon = Daemon(config, devices={"shoe": StandIn("shoe")})
+        daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
         stop = asyncio.Event()
         run = asyncio.create_task(daemon.run(stop))
         while not Path(config.control_socket).exists():

@@ -14,28 +14,10 @@ from controller.config import load_config
 from controller.control import ControlClient, ControlError
 from controller.daemon import Daemon
 from controller.critical_store import init_store, is_initialised, open_store
-from drivers.protocols import DeviceHealth, LinkState, SelfTestResult
+from drivers.protocols import DeviceHealth, LinkState
+from hil.stand_in import StandInDevice
 
 CONFIG = Path(__file__).parents[2] / "config" / "simulated-table.toml"
-
-
-class StandInDevice:
-    """Implements drivers.protocols.Device without hardware."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    async def start(self, emit) -> None:  # noqa: ANN001
-        self.emit = emit
-
-    async def stop(self) -> None:
-        pass
-
-    def health(self) -> DeviceHealth:
-        return DeviceHealth(self.name, "stand-in", LinkState.UP, "none")
-
-    async def self_test(self) -> SelfTestResult:
-        return SelfTestResult(self.name, True, "stand-in")
 
 
 def config_for(tmp_path: Path):
