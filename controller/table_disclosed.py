@@ -90,7 +90,7 @@ class DisclosedCards(RoundPlay):
             self.wagers, self.stashed_wagers, self.simulated = self.stashed_wagers, [], False
         else:
             self._close_unplayed_round(f"{reason}; its wagers stand for the next round",
-                                       "631a.15(c)(1)")
+                                       "631a.15(c)(1)", wagers_stand=True)
         self.shoe.discarded.append(card)
         self.shoe.undisclosed_discard_due = True
         self.card_withdrawn()

@@ -208,7 +208,8 @@ class RoundPlay(TableBase):
             if self.round_id is not None and not self.simulated:
                 self._close_unplayed_round(
                     f"a disclosed card ({event.card}) opened a simulated round before this "
-                    f"round was dealt; its wagers stand for the next live round", section)
+                    f"round was dealt; its wagers stand for the next live round", section,
+                    wagers_stand=True)
             self.stashed_wagers, self.wagers = self.wagers, []
             self.simulated = True
             self.round_id = self.store.open_round(self.shoe.shoe_no, 0, [], simulated=True)
@@ -342,20 +343,28 @@ class RoundPlay(TableBase):
         self.void_round()
         self.announce("shoe_complete", detail=f"round void ({reason}); replace the decks")
 
-    def _close_unplayed_round(self, reason: str, section: str) -> None:
+    def _close_unplayed_round(self, reason: str, section: str, *,
+                              wagers_stand: bool = False) -> None:
         """Close the open round void, every wager returned (`section`); the table's state and
-        the wagers on the layout are the caller's to decide. No round is ever left open."""
+        the wagers on the layout are the caller's to decide. No round is ever left open.
+
+        `wagers_stand`: the caller keeps these wagers on the layout for the next live round
+        (docs/rulings.md C19, C20), so they will be stored again in that round; the record
+        says so, or an audit summing wagers over rounds would count them twice."""
         assert self.round_id is not None
         settlements = [settlement_json(s, self.vig_collection)
                        for s in void_round(self.wagers, section)]
-        self.store.close_round(self.round_id, "void", {"reason": reason}, settlements)
+        outcome: dict[str, Any] = {"reason": reason}
+        if wagers_stand:
+            outcome["wagers_stand"] = True
+        self.store.close_round(self.round_id, "void", outcome, settlements)
         if self.progressive is not None and not self.simulated:
             returned = self.progressive.on_round_void(self.round_id, reason)
             if returned:
                 self._record("progressive_wagers_returned",
                              {"seats": [{"seat": seat, "cents": cents}
                                         for seat, cents in returned]})
-        self._record("round_void", {"reason": reason, "settlements": settlements},
+        self._record("round_void", {**outcome, "settlements": settlements},
                      severity="warning")
         self.coup, self.round_id, self.round_settlements = None, None, []
 

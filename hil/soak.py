@@ -307,6 +307,16 @@ async def all_rounds(table: TableHarness) -> list[dict[str, Any]]:
         rounds += page
 
 
+def wagers_in_rounds(stored: list[dict[str, Any]]) -> collections.Counter[tuple[int, str, int]]:
+    """(seat, wager, cents) of every wager the store holds in a live round, each placement
+    once: a round closed void with its wagers standing for the next live round
+    (docs/rulings.md C19, C20) holds the same wagers as that next round."""
+    return collections.Counter(
+        (w["seat"], w["wager"], w["amount_cents"]) for r in stored
+        if not r["simulated"] and not (r["result"] or {}).get("wagers_stand")
+        for w in r["wagers"])
+
+
 async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     """What the daemon stored against what the harness saw and did; [] when they agree."""
     problems: list[str] = []
@@ -339,8 +349,7 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     # Every wager the daemon acknowledged is in exactly one live round, or still on the layout.
     placed = collections.Counter((seat, wager, cents)
                                  for _, seat, wager, cents in table.result.wagers_placed)
-    in_rounds = collections.Counter((w["seat"], w["wager"], w["amount_cents"])
-                                    for r in stored if not r["simulated"] for w in r["wagers"])
+    in_rounds = wagers_in_rounds(stored)
     status = await table.call("status")
     on_layout = collections.Counter((w["seat"], w["wager"], w["amount_cents"])
                                     for w in status["round"]["wagers"])
@@ -348,11 +357,16 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
         problems.append(f"wagers: acknowledged {sum(placed.values())}, in rounds "
                         f"{sum(in_rounds.values())}, on the layout {sum(on_layout.values())}")
     # The log: its chain verifies, and it says what the harness did.
-    chain = await table.call("verify_chain")
+    # The log is read first and the chain verified after, in full: the table keeps writing
+    # (prompts, device health), so the check's own snapshot may end later than the log
+    # read, never earlier, and every entry from the first must verify.
     log = await all_events(table)
+    chain = await table.call("verify_chain", full=True)
     kinds = collections.Counter(e["kind"] for e in log)
-    if chain.get("entries", 0) < len(log):
-        problems.append(f"event chain verified {chain} but the log has {len(log)} entries")
+    if not (chain["from_seq"] == 1 and chain["entries"] == chain["log_seq"] >= len(log)
+            and log[-1]["seq"] == len(log)):
+        problems.append(f"event chain verified {chain} but the log has {len(log)} entries "
+                        f"up to seq {log[-1]['seq'] if log else 0}")
     if kinds["shoe_complete"] != table.result.shoes_completed:
         problems.append(f"shoes: log {kinds['shoe_complete']}, harness "
                         f"{table.result.shoes_completed}")

@@ -270,6 +270,8 @@ class TableHarness:
         With `resume`, the dealer first does what the restored state needs (after
         skip_history(), for a table a previous run left between shoes).
         """
+        from hil.mock_pins import PinBridgeError  # the GPIO bridge lives in the daemon
+
         assert self.client is not None
         target = self.result.shoes_completed + shoes
         self._shoes_target = target
@@ -291,7 +293,9 @@ class TableHarness:
                     if event["seq"] <= act_after or self.result.shoes_completed >= target:
                         continue  # replayed after a restart: noted, not acted on again
                     acted = await self._while_alive(self._act(event))
-                except (StopAsyncIteration, ConnectionError, OSError):
+                except (StopAsyncIteration, ConnectionError, OSError, PinBridgeError):
+                    # A chip pressed onto a sensor the instant a crash point killed the
+                    # daemon finds the bridge closed: the same death as a dropped stream.
                     died = await self._died_by_itself()
                     if not died:
                         raise

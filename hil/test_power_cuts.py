@@ -34,7 +34,7 @@ import pytest
 
 from controller.crash_points import CRASH_ENV
 from hil.oracle import check_round
-from hil.soak import all_events
+from hil.soak import all_events, wagers_in_rounds
 from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(3600 * 6)]
@@ -136,8 +136,7 @@ async def acknowledged_wagers_are_stored(harness: TableHarness) -> None:
     placed = collections.Counter(w[1:] for w in harness.result.wagers_placed)
     doubt = collections.Counter(w[1:] for w in harness.result.wagers_in_doubt)
     stored = await harness.call("rounds", limit=100_000)
-    in_rounds = collections.Counter((w["seat"], w["wager"], w["amount_cents"])
-                                    for r in stored if not r["simulated"] for w in r["wagers"])
+    in_rounds = wagers_in_rounds(stored)
     status = await harness.call("status")
     in_rounds.update((w["seat"], w["wager"], w["amount_cents"]) for w in status["round"]["wagers"]
                      if status["round"]["round_id"] is None)
