@@ -120,6 +120,18 @@ class Event:
 
 
 _canonical = critical.canonical
+_FLAT = (str, int, bool, type(None))
+
+
+def _as_read_back(payload: Mapping[str, Any] | None, payload_json: str) -> dict[str, Any]:
+    """The payload as a reader of the log gets it back from `payload_json`. A flat payload
+    of strings, whole numbers, booleans and nulls under string keys comes back equal to
+    itself with its keys in canonical order: it is copied that way instead of parsed (a
+    card's payload and a prompt's are flat)."""
+    if payload is not None and all(type(k) is str and type(v) in _FLAT
+                                   for k, v in payload.items()):
+        return {key: payload[key] for key in sorted(payload)}
+    return dict(json.loads(payload_json))
 
 
 def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, severity: str,
@@ -166,7 +178,14 @@ class Store:
         self._listeners: list[Callable[[Event], None]] = []
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
+        # What this connection last committed, kept so that a step does not read it back:
+        # the log's head, the seal's commit counter and the open round's cards. They hold
+        # until a step of ours rolls back or another connection commits (SQLite's
+        # data_version says so); either forgets them (`_forget`) and the next step reads.
         self._log_head: tuple[int, str] | None = None
+        self._commit_no: int | None = None
+        self._round_cards: tuple[int, list[dict[str, Any]]] | None = None
+        self._data_version = -1
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         else:
@@ -267,7 +286,10 @@ class Store:
             yield self._db
             return
         self._db.execute("BEGIN IMMEDIATE")
-        self._log_head = None  # read once per step: nothing else writes the log meanwhile
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:  # another connection committed since our last step
+            self._forget()
+            self._data_version = version
         self._in_tx = True
         self._tx_must_flush = False
         changes = self._db.total_changes
@@ -276,16 +298,24 @@ class Store:
             while self._before_commit:  # a hook may ask for another: run until none is left
                 self._before_commit.pop(next(iter(self._before_commit)))()
             # Re-seal what this step wrote, in the same transaction (reads seal nothing).
-            seal = (critical.reseal(self._db, self.key)
+            seal = (critical.reseal(self._db, self.key, last_commit_no=self._commit_no,
+                                    head=self._log_head)
                     if self._db.total_changes != changes else None)
         except BaseException:
+            self._forget()
             self._db.execute("ROLLBACK")
             self._pending.clear()
             self._before_commit.clear()
             self._in_tx = False
             raise
-        # A step that records nothing is flushed too: only a known kind may wait.
-        flushed = self._commit(self._tx_must_flush or not self._pending)
+        try:
+            # A step that records nothing is flushed too: only a known kind may wait.
+            flushed = self._commit(self._tx_must_flush or not self._pending)
+        except BaseException:
+            self._forget()  # a COMMIT that failed may or may not have reached the file
+            raise
+        if seal is not None:
+            self._commit_no = seal.commit_no
         self._in_tx = False
         if seal is not None:
             self.committed(seal, durable=flushed)
@@ -293,6 +323,11 @@ class Store:
         for event in pending:  # listeners see only what was committed
             for listener in self._listeners:
                 listener(event)
+
+    def _forget(self) -> None:
+        """A step that did not commit leaves nothing it wrote to be trusted: the log's head,
+        the commit counter and the open round's cards are read from the store again."""
+        self._log_head = self._commit_no = self._round_cards = None
 
     def before_commit(self, name: str, write: Callable[[], None]) -> None:
         """Run ``write`` once, as the last thing of the current step before it commits (the
@@ -386,7 +421,7 @@ class Store:
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
-            if self._log_head is None:  # known after the first entry of a step
+            if self._log_head is None:  # then known from this connection's own entries
                 self._log_head = critical.log_head(db)
             seq, prev = self._log_head[0] + 1, self._log_head[1]
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
@@ -399,7 +434,8 @@ class Store:
                 (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
             )
             self._log_head = (seq, digest)
-            event = Event(seq, at, kind, severity, device, round_id, json.loads(payload_json),
+            event = Event(seq, at, kind, severity, device, round_id, _as_read_back(payload,
+                                                                                    payload_json),
                           prev, digest)
             self._pending.append(event)
             return event
@@ -486,14 +522,22 @@ class Store:
                 " VALUES (?, ?, 'open', ?, ?, '[]', ?)",
                 (shoe_no, round_no, int(simulated), _canonical(wagers), self._clock()),
             )
-            return int(cursor.lastrowid or 0)
+            round_id = int(cursor.lastrowid or 0)
+            self._round_cards = (round_id, [])
+            return round_id
 
     def add_round_card(self, round_id: int, card: Mapping[str, Any]) -> None:
         with self.transaction() as db:
-            row = db.execute("SELECT cards FROM rounds WHERE round_id = ?", (round_id,)).fetchone()
-            cards = json.loads(row["cards"])
-            cards.append(dict(card))
+            known = self._round_cards
+            if known is not None and known[0] == round_id:
+                cards = known[1]  # as this connection last wrote them
+            else:
+                row = db.execute("SELECT cards FROM rounds WHERE round_id = ?",
+                                 (round_id,)).fetchone()
+                cards = json.loads(row["cards"])
+            cards = [*cards, json.loads(_canonical(dict(card)))]
             db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?", (_canonical(cards), round_id))
+            self._round_cards = (round_id, cards)
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
                     settlements: list[dict[str, Any]]) -> None:

@@ -101,3 +101,41 @@ def test_table_state_round_trips(store):
     store.save_table_state("betting_open", {"round_no": 4})
     store.save_table_state("dealing", {"round_no": 5})
     assert store.load_table_state() == ("dealing", {"round_no": 5})
+
+
+def test_a_step_rolled_back_leaves_the_next_step_reading_the_store_again(store):
+    """The store keeps the log's head, the seal's commit counter and the open round's cards
+    from its own commits instead of reading them back at every step; a step that rolls back
+    must not leave its entries' head, counter or cards behind for the next one."""
+    round_id = store.open_round(1, 1, [])
+    store.add_round_card(round_id, {"index": 0, "card": "9♠", "hand": "player"})
+    sealed = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
+    with pytest.raises(RuntimeError, match="cut short"):
+        with store.transaction():
+            store.add_round_card(round_id, {"index": 1, "card": "2♦", "hand": "banker"})
+            store.append_event("card", {"index": 1})
+            raise RuntimeError("cut short")
+    store.add_round_card(round_id, {"index": 1, "card": "K♣", "hand": "banker"})
+    after = store.append_event("card", {"index": 1})
+    assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "K♣"]
+    assert (after.seq, after.prev_hash) == (1, GENESIS_HASH)  # the rolled-back entry is gone
+    assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 2
+    assert store.verify(full=True).log_seq == after.seq
+
+
+def test_a_commit_by_another_connection_is_read_before_the_next_step(store):
+    """Only the table's own connection writes its store, but if another one ever commits,
+    what the store kept from its own commits (log head, commit counter, the open round's
+    cards) is read again, so the chain and the seal go on from what is really there."""
+    round_id = store.open_round(1, 1, [])
+    store.add_round_card(round_id, {"index": 0, "card": "9♠", "hand": "player"})
+    store.append_event("card", {"index": 0})
+    other = Store(store.path)
+    other.add_round_card(round_id, {"index": 1, "card": "3♥", "hand": "banker"})
+    by_other = other.append_event("card", {"index": 1})
+    other.close()
+    store.add_round_card(round_id, {"index": 2, "card": "J♦", "hand": "player"})
+    mine = store.append_event("card", {"index": 2})
+    assert (mine.seq, mine.prev_hash) == (by_other.seq + 1, by_other.hash)
+    assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "3♥", "J♦"]
+    assert store.verify(full=True).log_seq == 3
