@@ -465,3 +465,35 @@ def test_a_durable_commit_during_a_check_is_not_a_rollback(tmp_path, monkeypatch
     assert len(commits) == 1
     assert (verified.commit_no, verified.anchor_behind) == (commits[0], 0)
     assert verified.log_seq == verified.entries
+
+
+def test_a_rows_remembered_mac_is_reused_only_for_the_same_repr():
+    """cm_mix reuses the MAC of the row a connection last added when an update takes those
+    values out again; row_mac covers the values' repr, so equal values of another type or
+    sign (1 and 1.0 and True, 0.0 and -0.0) are other rows."""
+    from controller.critical import _same_values
+
+    assert _same_values((1, "open", None, 2.5, b"x"), (1, "open", None, 2.5, b"x"))
+    assert not _same_values((1,), (1.0,))
+    assert not _same_values((1,), (True,))
+    assert not _same_values((0.0,), (-0.0,))
+    assert not _same_values((1, 2), (1, 2, 3))
+
+
+def test_digests_stay_exact_when_equal_values_of_another_repr_are_taken_out(tmp_path):
+    """The digest triggers take out a row's old values and add its new ones; through the
+    remembered MAC of the last values added, rows whose values are equal but print otherwise
+    (a float and an int, 0.0 and -0.0) must still be told apart, or the digest drifts from
+    its rows and the next check fails."""
+    store = Store(tmp_path / "table.sqlite")
+    with store.transaction() as db:
+        db.execute("CREATE TABLE probe (v)")  # no type, no key: SQLite keeps what it is given
+    store.protect(("probe",))
+    for first, second in ((1.0, 1), (-0.0, 0.0)):
+        with store.transaction() as db:
+            db.execute("DELETE FROM probe")
+            db.execute("INSERT INTO probe(rowid, v) VALUES (1, ?)", (first,))
+            db.execute("INSERT INTO probe(rowid, v) VALUES (2, ?)", (second,))  # remembered
+            db.execute("UPDATE probe SET v = 'changed' WHERE rowid = 1")  # takes out `first`
+        assert store.verify(full=True).state_rows == 4  # meta's two rows and probe's two
+    store.close()
