@@ -11,7 +11,8 @@ Each command needs one role (controller/access.py), checked against the caller t
 kernel reports for the connection. The server holds up under any client: a cap on
 connections, an idle timeout, a request size limit, and subscribers that are fed
 page by page from the store (nothing is buffered per subscriber beyond one page; a
-subscriber that stops reading is dropped with a reason).
+subscriber that stops reading is dropped with a reason); caught-up subscribers share the
+last RECENT_EVENTS committed entries, each encoded once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import stat
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,10 @@ log = structlog.get_logger("control")
 
 MAX_REQUEST_BYTES = 64 * 1024  # a request is a few hundred bytes; this caps a runaway client
 HISTORY_PAGE = 256  # entries read from the store per step of a stream (about 100 KB)
+RECENT_EVENTS = HISTORY_PAGE
+"""Committed entries kept, each encoded at most once, for the streams that are caught up:
+they take a new entry from here instead of each reading it back from the store and encoding
+it again (a card's step is two entries, and every stream is woken for them)."""
 TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
 REFUSAL_LOG_INTERVAL_S = 1.0
 IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it  # one log entry per caller and reason per second; the rest counted
@@ -97,6 +103,9 @@ class ControlServer:
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
         self._subscribers: set[asyncio.Event] = set()
+        # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
+        # its stream line or None until a stream first needs it].
+        self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
         self._history: History | None = None
         self._closing = False
         self.connections = 0
@@ -124,10 +133,43 @@ class ControlServer:
             self._record_to_log(kind, payload, severity)
 
     def publish(self, event: Event) -> None:
-        """Called for every committed log entry: wakes the streams, which read it from the
-        store themselves (so a slow one costs no memory here)."""
+        """Called for every committed log entry, in order: wakes the streams. A stream that
+        is caught up takes the entry from the last RECENT_EVENTS kept here (encoded once for
+        every stream); one further behind reads the store itself, page by page (so a slow
+        one costs no memory here)."""
+        recent = self._recent
+        if recent and recent[-1][0].seq + 1 != event.seq:
+            recent.clear()  # not the next entry: what is kept must have no gap
+        recent.append([event, None])
         for wake in self._subscribers:
             wake.set()
+
+    def stream_page(self, after_seq: int) -> list[tuple[int, bytes]]:
+        """The next entries of a stream that has sent up to `after_seq`, as (seq, line):
+        from the entries kept here if the next one is kept, else a page read from the
+        store."""
+        page = self._recent_lines(after_seq)
+        if page is not None:
+            return page
+        history = self._history(after_seq, HISTORY_PAGE) if self._history else []
+        return [(event.seq, _line({"event": event_json(event)})) for event in history]
+
+    def _recent_lines(self, after_seq: int) -> list[tuple[int, bytes]] | None:
+        """The kept entries after `after_seq` as stream lines, or None if the entry right
+        after it is no longer (or not yet) kept."""
+        recent = self._recent
+        if not recent:
+            return None
+        first = recent[0][0].seq
+        if not first <= after_seq + 1 <= recent[-1][0].seq + 1:
+            return None
+        lines = []
+        for index in range(after_seq + 1 - first, len(recent)):
+            item = recent[index]
+            if item[1] is None:
+                item[1] = _line({"event": event_json(item[0])})
+            lines.append((item[0].seq, item[1]))
+        return lines
 
     async def start(self) -> None:
         socket_path = Path(self.path)
@@ -316,10 +358,10 @@ class ControlServer:
             last = response["after_seq"]
             while not self._closing:
                 wake.clear()  # before the read: a commit after it sets the flag again
-                page = self._history(last, HISTORY_PAGE) if self._history else []
-                for event in page:
-                    writer.write(_line({"event": event_json(event)}))
-                    last = event.seq
+                page = self.stream_page(last)
+                if page:
+                    writer.writelines([line for _, line in page])  # one send, not one a line
+                    last = page[-1][0]
                 if page and not await self._drained(writer, caller, last):
                     return
                 if len(page) < HISTORY_PAGE:
@@ -330,6 +372,11 @@ class ControlServer:
             self._subscribers.discard(wake)
 
     async def _drained(self, writer: asyncio.StreamWriter, caller: Caller, last: int) -> bool:
+        if not writer.transport.get_write_buffer_size():
+            # Everything went out at once (the usual case): drain cannot wait, so it needs no
+            # timer; it still raises if the subscriber has gone.
+            await writer.drain()
+            return True
         try:
             await asyncio.wait_for(writer.drain(), self.limits.subscriber_stall_s)
             return True

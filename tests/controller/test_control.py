@@ -95,6 +95,37 @@ async def test_subscribe_replays_history_then_streams_live(server):
     await client.close()
 
 
+def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
+    """Entries published as they commit are kept (RECENT_EVENTS of them) and encoded once for
+    every caught-up stream; the lines are byte for byte those read back from the store, and a
+    stream further behind than what is kept reads the store."""
+    from controller.control import HISTORY_PAGE, RECENT_EVENTS
+
+    store = Store(tmp_path / "t.sqlite")
+    srv = ControlServer(str(tmp_path / "control.sock"))
+    srv.set_history(store.events_from)
+    store.append_event("before_publishing")  # committed before the server followed the store
+    store.subscribe(srv.publish)
+    with store.transaction():
+        store.append_event("card", {"index": 7, "card": "Q♥", "hand": "banker"}, device="shoe")
+        store.append_event("prompt", {"action": "deal", "next": "player"})
+    store.append_event("round_settled", {"settlements": [{"seat": 2, "net_cents": -500}],
+                                         "result": {"winner": "banker"}})
+    kept = srv.stream_page(1)
+    srv._recent.clear()
+    assert kept == srv.stream_page(1)  # the same (seq, line) pairs, now from the store
+    assert [seq for seq, _ in kept] == [2, 3, 4]
+    assert srv.stream_page(4) == []
+    assert srv._recent_lines(0) is None  # entry 1 was never kept: the store has it
+    for _ in range(RECENT_EVENTS + 1):
+        store.append_event("seat_sensor", {"seat": 1, "present": True})
+    assert srv._recent[0][0].seq == 4 + 1 + 1  # the oldest dropped, no gap
+    assert [seq for seq, _ in srv.stream_page(5)] == list(range(6, 6 + RECENT_EVENTS))
+    # Entry 5 is no longer kept: one page of the store, as a stream behind has always read.
+    assert [seq for seq, _ in srv.stream_page(4)] == list(range(5, 5 + HISTORY_PAGE))
+    store.close()
+
+
 def test_pin_hash_verifies_only_the_same_pin():
     stored = hash_pin("123456", iterations=FAST)
     assert stored.startswith(f"pbkdf2_sha256${FAST}$")
