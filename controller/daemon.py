@@ -13,7 +13,9 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -133,15 +135,32 @@ class Daemon:
         self.store_work = StoreWork(self.store)
         self._register_commands()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0  # the loop's thread, once it runs
+        self._from_threads: deque[DeviceEvent] = deque()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._consumer: asyncio.Task[None] | None = None
 
     # --- wiring -----------------------------------------------------------------
 
     def _emit(self, event: DeviceEvent) -> None:
-        """Device callback: safe from any thread; only enqueues onto the loop."""
+        """Device callback: safe from any thread; only enqueues. On the loop's own thread (the
+        shoe's serial reader, the shuffler's callbacks) the event is queued at once, not one
+        loop turn and a wake-up of the loop's self-pipe later; from another thread (a GPIO
+        edge callback) it waits in `_from_threads` for the loop. Either way the table sees
+        events in the order they were emitted: a thread's event emitted first is queued
+        first."""
         assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._enqueue, event)
+        if threading.get_ident() == self._loop_thread:
+            if self._from_threads:
+                self._take_from_threads()
+            self._enqueue(event)
+        else:
+            self._from_threads.append(event)  # deque.append is atomic: no lock needed
+            self._loop.call_soon_threadsafe(self._take_from_threads)
+
+    def _take_from_threads(self) -> None:
+        while self._from_threads:
+            self._enqueue(self._from_threads.popleft())
 
     def _enqueue(self, event: DeviceEvent) -> None:
         try:
@@ -255,6 +274,7 @@ class Daemon:
 
     async def run(self, stop: asyncio.Event) -> int:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         bind_table(self.config.table_id)
         self.table.restore()
         self.check_integrity()

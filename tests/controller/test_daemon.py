@@ -246,3 +246,29 @@ async def test_an_event_the_table_cannot_handle_is_logged_and_play_goes_on(tmp_p
         assert errors[0]["payload"] == {"event": "'not an event'"}
         assert errors[0]["severity"] == "error"
         assert (await client.call("open"))["state"] == "opening"  # the table still answers
+
+
+async def test_device_events_reach_the_table_in_the_order_they_were_emitted(tmp_path):
+    """A driver on the loop's thread (the shoe) queues its event at once; a GPIO callback's
+    thread hands its event to the loop. An event a thread emitted first is still queued
+    first, even when the loop has not yet run the thread's hand-over."""
+    import threading
+
+    from drivers.protocols import CardDrawn, LockedOut
+    from cards import BackColour, Card
+
+    config = config_for(tmp_path)
+    initialise(config)
+    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+    daemon._loop, daemon._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+    lock = LockedOut("button", 0.0, frozenset())
+    card = CardDrawn("shoe", 0, Card.parse("9♠"), BackColour.RED, False)
+    gpio = threading.Thread(target=daemon._emit, args=(lock,))
+    gpio.start()
+    gpio.join()
+    assert daemon.queue.qsize() == 0  # the thread's event waits for the loop
+    daemon._emit(card)  # on the loop's thread, before the loop has turned
+    assert [daemon.queue.get_nowait() for _ in range(2)] == [lock, card]
+    await asyncio.sleep(0)  # the thread's hand-over runs now, and finds nothing left
+    assert daemon.queue.qsize() == 0
+    daemon.store.close()
