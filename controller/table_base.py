@@ -92,7 +92,9 @@ class TableBase(TableSnapshot):
         self.store.before_commit("table_state", self._save_state_now)
 
     def _save_state_now(self) -> None:
-        self.store.save_table_state(self.state.value, self.snapshot().to_json())
+        # The table is a TableSnapshot: its fields are saved as they stand, without first
+        # copying them into a new snapshot (this runs at every card).
+        self.store.save_table_state(self.state.value, TableSnapshot.to_json(self))
 
     def _record(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                 severity: str = "info", device: str | None = None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any
 
 from cards import BackColour, Card
@@ -74,6 +75,7 @@ class TableSnapshot:
     batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
 
     @classmethod
+    @cache
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
 
