@@ -62,6 +62,7 @@ class Timings:
     round_end_ns: list[int] = field(default_factory=list)  # -> settled, flushed, next prompt
     lock_ns: list[int] = field(default_factory=list)
     card_sent_at: int | None = None
+    card_sent_wall = 0.0  # time.time() of the same moment: the daemon stamps entries with it
     lock_pressed_at: int | None = None
 
 
@@ -72,6 +73,7 @@ class TimedTable(TableHarness):
 
     async def _do(self, action: str, payload: dict[str, Any]) -> bool:
         if action in ("burn", "deal", "set_aside"):
+            self.timings.card_sent_wall = time.time()
             self.timings.card_sent_at = time.perf_counter_ns()
         return await super()._do(action, payload)
 
@@ -86,7 +88,11 @@ async def watch(socket: str, timings: Timings) -> None:
     try:
         async for event in stream.subscribe(0):
             now = time.perf_counter_ns()
-            if event["kind"] == "prompt" and timings.card_sent_at is not None:
+            # The simulated dealer reads the same prompts on its own connection in this
+            # loop, and may already have sent the next card when this one is read: a prompt
+            # the daemon logged before that card was sent answers an earlier card.
+            if (event["kind"] == "prompt" and timings.card_sent_at is not None
+                    and event["at"] >= timings.card_sent_wall):
                 decided_card = event["payload"].get("action") in ("deal", "burn", "set_aside")
                 (timings.card_ns if decided_card else timings.round_end_ns).append(
                     now - timings.card_sent_at)

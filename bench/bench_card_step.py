@@ -1,0 +1,157 @@
+"""CPU time of the daemon's step for one card, in-process, beside a bare SQLite commit.
+
+    .venv/bin/python bench/bench_card_step.py [--shoes 3]
+
+`bench_latency.py` times a card end to end through the daemon process, the
+pseudo-terminal and a subscriber: on a busy machine those percentiles follow the
+load. This benchmark times what the daemon's loop itself spends on a card: the
+table's step for a CardDrawn (`Table.handle`: the rules, the store transaction with
+its log entries, row digests and seal, the saved state) and the lines the control
+socket sends two caught-up subscribers (`ControlServer.publish`, then what
+`_stream` writes), in the thread's own CPU time, which a busy machine inflates far
+less than wall-clock time. Only cards decided inside a round are counted (those
+answered by a "deal" prompt), not the round's last card, which settles and flushes.
+
+The same-run reference is the floor of any step: one transaction of one small row
+in a store with the same settings (WAL, synchronous=NORMAL, unflushed), so the
+ratio printed says how many such commits a card step costs here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import header, pi4  # noqa: E402
+from cards import BackColour, Card, Rank, Suit  # noqa: E402
+from controller.config import load_config  # noqa: E402
+from controller.control import ControlServer  # noqa: E402
+from controller.critical_store import init_store  # noqa: E402
+from controller.logsetup import configure_logging  # noqa: E402
+from controller.rules.game import build_game  # noqa: E402
+from controller.table import RulesAdapter, Table, TableState  # noqa: E402
+from drivers.protocols import CardDrawn, LockedOut, ShuffleComplete  # noqa: E402
+
+CONFIG = ROOT / "config" / "simulated-table.toml"
+WAGERS = ((1, "banker", 1000), (2, "player", 2500), (4, "tie", 500), (6, "banker", 5000),
+          (8, "player", 1000))
+IN_ROUND = (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS)
+SUBSCRIBERS = 2  # bench_latency's: the simulated dealer and the benchmark's watcher
+
+
+def card_steps(folder: Path, seed: int) -> list[int]:
+    """Thread CPU ns of every decided card step of one shoe, on a new table's store."""
+    store = init_store(str(folder / "table.sqlite"), operator="bench", table_id="T1")
+    config = load_config(CONFIG)
+    table = Table(table_id="T1", seats=14, rules=RulesAdapter(build_game(config.submission)),
+                  store=store, lock_seats=lambda cause: LockedOut(cause, 0.0, frozenset()))
+    server = ControlServer(str(folder / "control.sock"))
+    server.set_history(store.events_from)
+    store.subscribe(server.publish)
+    prompts: list[str] = []
+    store.subscribe(lambda e: prompts.append(e.payload["action"]) if e.kind == "prompt" else None)
+    deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
+    random.Random(seed).shuffle(deck)
+    cards = iter(enumerate(deck))
+
+    def draw() -> CardDrawn:
+        index, card = next(cards)
+        return CardDrawn("shoe", index, card, BackColour.RED, False)
+
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, len(deck), 0, 0, 0))
+    table.on_shoe_loaded(BackColour.RED)
+    while table.state is TableState.BURN:
+        table.handle(draw())
+    sent = [0] * SUBSCRIBERS
+    _stream(server, sent)
+    samples: list[int] = []
+    while table.state is TableState.BETTING_OPEN and len(deck) - table.shoe.cards_drawn > 12:
+        for seat, wager, cents in WAGERS:
+            table.cmd_place_wager(seat, wager, cents)
+        table.cmd_no_more_bets()
+        _stream(server, sent)
+        while table.state in IN_ROUND:
+            event = draw()
+            started = time.thread_time_ns()
+            table.handle(event)
+            _stream(server, sent)
+            spent = time.thread_time_ns() - started
+            if table.state in IN_ROUND and prompts[-1] == "deal":
+                samples.append(spent)
+        _stream(server, sent)
+    store.close()
+    return samples
+
+
+def _stream(server: ControlServer, sent: list[int]) -> None:
+    """What each subscriber's stream does once woken (ControlServer._stream): the lines it
+    sends, short of the socket."""
+    for number, after in enumerate(sent):
+        page = server.stream_page(after)
+        if page:
+            b"".join(line for _, line in page)
+            sent[number] = page[-1][0]
+
+
+def bare_commit_ns(folder: Path, samples: int = 2000) -> list[int]:
+    """One transaction of one small row, WAL, synchronous=NORMAL, no flush: the floor."""
+    db = sqlite3.connect(folder / "bare.sqlite", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    spent = []
+    for number in range(samples):
+        started = time.thread_time_ns()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO t(v) VALUES (?)", (f"row {number}",))
+        db.execute("COMMIT")
+        spent.append(time.thread_time_ns() - started)
+    db.close()
+    return spent
+
+
+def quantiles(samples: list[int]) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+    return (ordered[len(ordered) // 10] / 1e3, statistics.median(ordered) / 1e3,
+            ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1e3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shoes", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    header("bench_card_step: the daemon's CPU for one card, in-process")
+    # The daemon's logging (a card's entries are below its level), written nowhere.
+    configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    steps: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for shoe in range(args.shoes):
+            folder = Path(tmp) / f"shoe{shoe}"
+            folder.mkdir()
+            steps += card_steps(folder, args.seed + shoe)
+        bare = bare_commit_ns(Path(tmp))
+    p10, p50, p99 = quantiles(steps)
+    b10, b50, b99 = quantiles(bare)
+    print(f"card step (thread CPU)      n={len(steps):5d}  p10 {p10:7.1f} us  p50 {p50:7.1f} us  "
+          f"p99 {p99:7.1f} us   (Pi 4 estimate p50 {pi4(p50):7.1f} us)")
+    print(f"reference: bare commit      n={len(bare):5d}  p10 {b10:7.1f} us  p50 {b50:7.1f} us  "
+          f"p99 {b99:7.1f} us")
+    print(f"card step / bare commit: p50 {p50 / b50:.1f}x  p10 {p10 / b10:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
