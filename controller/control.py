@@ -144,11 +144,11 @@ class ControlServer:
         for wake in self._subscribers:
             wake.set()
 
-    def stream_page(self, after_seq: int) -> list[tuple[int, bytes]]:
+    def stream_page(self, after_seq: int, *, kept: bool = True) -> list[tuple[int, bytes]]:
         """The next entries of a stream that has sent up to `after_seq`, as (seq, line):
-        from the entries kept here if the next one is kept, else a page read from the
-        store."""
-        page = self._recent_lines(after_seq)
+        from the entries kept here if the next one is kept (and `kept`), else a page read
+        from the store."""
+        page = self._recent_lines(after_seq) if kept else None
         if page is not None:
             return page
         history = self._history(after_seq, HISTORY_PAGE) if self._history else []
@@ -356,9 +356,11 @@ class ControlServer:
         try:
             await _send(writer, {"id": response["id"], "ok": True, "result": "subscribed"})
             last = response["after_seq"]
+            history = True  # the first page is the store's, whatever is kept: the history
             while not self._closing:
                 wake.clear()  # before the read: a commit after it sets the flag again
-                page = self.stream_page(last)
+                page = self.stream_page(last, kept=not history)
+                history = False
                 if page:
                     writer.writelines([line for _, line in page])  # one send, not one a line
                     last = page[-1][0]
