@@ -9,7 +9,6 @@ what every module of the rules engine registers once all are imported.
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 import subprocess
 import sys
@@ -61,36 +60,20 @@ def test_modules_for_chooses_by_family_and_variant():
     assert registry.modules_for("no_such_wager", "baccarat", "standard") is None
 
 
-def _loaded_after_loading(config: str) -> tuple[set[str], list[str]]:
-    probe = ("import json, sys\n"
-             "from controller.rules.game import load_game\n"
-             f"game = load_game({config!r})\n"
-             "print(json.dumps([sorted(sys.modules), list(game.wager_rules)]))\n")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
-                         text=True, check=True).stdout
-    modules, keys = json.loads(out.splitlines()[-1])
-    return set(modules), keys
+def test_a_commission_free_table_gets_the_variant_rules_without_21_baccarat():
+    # A plain Baccarat table's imports: tests/cli/test_lazy_imports.py.
+    from tests.cli.test_lazy_imports import loaded_by
 
-
-def test_a_plain_baccarat_table_imports_neither_side_wagers_nor_21_baccarat():
-    modules, keys = _loaded_after_loading("config/baccarat-8deck.toml")
-    assert keys == ["banker", "player", "tie", "dragon_bonus_player", "dragon_bonus_banker"]
-    assert "controller.rules.baccarat_wagers" in modules
-    assert not {m for m in modules if m.startswith("controller.rules.side")}
-    assert not modules & {"controller.rules.twentyone", "controller.rules.par21"}
-
-
-def test_a_commission_free_table_gets_the_variant_rules():
-    modules, keys = _loaded_after_loading("config/baccarat-commission-free.toml")
+    modules = loaded_by("par-sheet", "config/baccarat-commission-free.toml")
     assert "controller.rules.side.registration" in modules
-    assert "controller.rules.twentyone" not in modules
-    game_rules = subprocess.run(
+    assert not modules & {"controller.rules.twentyone", "controller.rules.par21"}
+    rule = subprocess.run(
         [sys.executable, "-c",
          "from controller.rules.game import load_game\n"
          "g = load_game('config/baccarat-commission-free.toml')\n"
          "print(type(g.wager_rules['banker']).__module__)"],
         cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-    assert game_rules == "controller.rules.side.commission_free"
+    assert rule == "controller.rules.side.commission_free"
 
 
 def test_an_unknown_key_lists_every_allowed_key():
