@@ -246,7 +246,8 @@ def _moment_sums(counts: Sequence[int], values: Sequence[int]
     # Each two-card hand once: (total, orderings x weight alone, orderings, bit mask of its
     # classes, ((class, cards used), ...)). The mask tells at once whether two hands share a
     # class, the only case where their weights do not simply multiply.
-    hands = []
+    Hand = tuple[int, int, int, int, tuple[tuple[int, int], ...]]
+    hands: list[Hand] = []
     for x, y in combinations_with_replacement(range(size), 2):
         total = (values[x] + values[y]) % 10
         if x == y:
@@ -274,12 +275,12 @@ def _moment_sums(counts: Sequence[int], values: Sequence[int]
     a0 = [0] * 10
     a1 = [[0] * size for _ in range(10)]
     a2 = [[0] * square for _ in range(10)]
-    for total, weight, _mult, _mask, used in hands:
+    for total, weight, _mult, _mask, alone in hands:
         a0[total] += weight
         row1, row2 = a1[total], a2[total]
-        for cls, k in used:
+        for cls, k in alone:
             row1[cls] += weight * k
-            for cls2, k2 in used:
+            for cls2, k2 in alone:
                 row2[cls * size + cls2] += weight * k * k2
     s0 = [a0[key // 10] * a0[key % 10] for key in range(100)]
     s1: list[list[int]] = []
@@ -299,8 +300,7 @@ def _moment_sums(counts: Sequence[int], values: Sequence[int]
                 row2[base:base + size] = [r + xp * y + xb * x for r, x, y in
                                           zip(row2[base:base + size], a1p, a1b)]
         s2.append(row2)
-    containing: list[list[tuple[int, int, int, int, tuple[tuple[int, int], ...]]]] = [
-        [] for _ in range(size)]
+    containing: list[list[Hand]] = [[] for _ in range(size)]
     for hand in hands:
         for cls, _k in hand[4]:
             containing[cls].append(hand)
@@ -311,7 +311,7 @@ def _moment_sums(counts: Sequence[int], values: Sequence[int]
             first = p_mask & -p_mask
             sharing = sharing + [h for h in containing[p_used[1][0]] if not h[3] & first]
         for b_total, b_weight, b_mult, b_mask, b_used in sharing:
-            used = dict(p_used)
+            used: dict[int, int] = dict(p_used)
             for cls, k in b_used:
                 used[cls] = used.get(cls, 0) + k
             w4 = p_mult * b_mult
@@ -339,14 +339,19 @@ def _moment_sums(counts: Sequence[int], values: Sequence[int]
     return s0, s1, s2
 
 
-def value_facts(counts: Sequence[int]) -> dict[tuple[int, int, int, int, bool, bool], int]:
+def value_facts(counts: Sequence[int], shoe_size: int | None = None
+                ) -> dict[tuple[int, int, int, int, bool, bool], int]:
     """`RoundFacts` fields -> weight over N(N-1)...(N-5), for classes that are the values 0..9.
+
+    `shoe_size` (default: all the counted cards) is N, the shoe the cards a round leaves
+    unused come from: counting only the sequences of one suit's cards still completes each
+    round to six cards from the whole shoe, so that every weight shares one denominator.
 
     The same sums as `enumerate_raw`, added straight into the facts (final totals, card
     counts, naturals) instead of one entry per pair of third cards: the Banker/Player/Tie
     core needs nothing finer, and skipping the ~3,400 intermediate classes is most of its time.
     """
-    n = sum(counts)
+    n = sum(counts) if shoe_size is None else shoe_size
     rest1, rest2 = n - 5, (n - 4) * (n - 5)
     s0, s1, s2 = _moment_sums(counts, range(10))
     naturals: dict[tuple[int, int, int, int, bool, bool], int] = {}
@@ -404,11 +409,22 @@ def _add_rotated(row: list[int], weights: list[int], shift: int) -> None:
 # a polynomial of degree at most 6 with integer coefficients, and seven deck counts fix it.
 TABLE_DECKS = tuple(range(1, 8))
 
+# Which cards of a full shoe a table counts the sequences of, by cards per deck of value 0
+# and of each value 1..9: every card (the 631a rounds), the cards of one given suit, of one
+# given colour (the suit-aware coup space of the side wagers, side/combinatorics.py).
+SHOE_PARTS = {"every card": (16, 4), "one suit": (4, 1), "one colour": (8, 2)}
 
-def fact_polynomials() -> dict[tuple[int, int, int, int, bool, bool], tuple[int, ...]]:
-    """`value_facts` of a full shoe as polynomials in the number of decks d (coefficients of
-    d^0..d^6), interpolated exactly through TABLE_DECKS; what par_table.py holds."""
-    points = [value_facts([16 * d] + [4 * d] * 9) for d in TABLE_DECKS]
+FactKey = tuple[int, int, int, int, bool, bool]
+
+
+def _part_facts(part: str, decks: int) -> dict[FactKey, int]:
+    zero, other = SHOE_PARTS[part]
+    return value_facts([zero * decks] + [other * decks] * 9, 52 * decks)
+
+
+def fact_polynomials() -> dict[str, dict[FactKey, tuple[int, ...]]]:
+    """`value_facts` of each part of a full shoe as polynomials in the number of decks d
+    (coefficients of d^0..d^6), interpolated exactly through TABLE_DECKS: par_table.py."""
     size = len(TABLE_DECKS)
     # Inverse of the Vandermonde matrix V[i][j] = d_i^j, by Gauss-Jordan in exact fractions.
     rows = [[Fraction(d) ** j for j in range(size)] + [Fraction(int(i == r)) for i in range(size)]
@@ -421,24 +437,28 @@ def fact_polynomials() -> dict[tuple[int, int, int, int, bool, bool], tuple[int,
                 factor = rows[r][col]
                 rows[r] = [x - factor * y for x, y in zip(rows[r], rows[col])]
     inverse = [row[size:] for row in rows]
-    keys = sorted({key for point in points for key in point})
-    out: dict[tuple[int, int, int, int, bool, bool], tuple[int, ...]] = {}
-    for key in keys:
-        values = [point.get(key, 0) for point in points]
-        coefficients = [sum((inverse[j][i] * values[i] for i in range(size)), Fraction(0))
-                        for j in range(size)]
-        assert all(c.denominator == 1 for c in coefficients), key
-        out[key] = tuple(int(c) for c in coefficients)
-    return out
+    tables: dict[str, dict[FactKey, tuple[int, ...]]] = {}
+    for part in SHOE_PARTS:
+        points = [_part_facts(part, d) for d in TABLE_DECKS]
+        out: dict[FactKey, tuple[int, ...]] = {}
+        for key in sorted({key for point in points for key in point}):
+            values = [point.get(key, 0) for point in points]
+            coefficients = [sum((inverse[j][i] * values[i] for i in range(size)), Fraction(0))
+                            for j in range(size)]
+            assert all(c.denominator == 1 for c in coefficients), key
+            out[key] = tuple(int(c) for c in coefficients)
+        tables[part] = out
+    return tables
 
 
-def full_shoe_facts(decks: int) -> dict[tuple[int, int, int, int, bool, bool], int]:
-    """`value_facts` of a full shoe of `decks` decks, from the table of polynomials (exact:
-    tests/rules/test_par_sheets.py checks the table against the enumeration)."""
+def full_shoe_facts(decks: int, part: str = "every card") -> dict[FactKey, int]:
+    """`value_facts` of a full shoe of `decks` decks (of one `SHOE_PARTS` part), from the
+    table of polynomials (exact: tests/rules/test_par_sheets.py checks the table against
+    the enumeration)."""
     from controller.rules.par_table import FACT_POLYNOMIALS
 
-    out: dict[tuple[int, int, int, int, bool, bool], int] = {}
-    for key, coefficients in FACT_POLYNOMIALS.items():
+    out: dict[FactKey, int] = {}
+    for key, coefficients in FACT_POLYNOMIALS[part].items():
         w = 0
         for c in reversed(coefficients):
             w = w * decks + c
@@ -452,16 +472,21 @@ def write_fact_table(path: str) -> None:
     lines = ['"""The exact 631a round facts of a full shoe as polynomials in the number of decks.',
              "",
              "Generated by `python -m controller.rules.par_table` from",
-             "`controller.rules.par.fact_polynomials()`; do not edit. Each key is the fields of",
-             "a `RoundFacts`, each value the integer coefficients (c0, ..., c6) of its weight",
-             "c0 + c1 d + ... + c6 d^6 over N(N-1)...(N-5), N = 52 d. The par sheet evaluates",
-             "this table instead of enumerating rounds (a fraction of a millisecond instead of",
-             "several); tests/rules/test_par_sheets.py regenerates it from the enumeration at",
-             "seven deck counts, which determine polynomials of degree 6, and compares.",
+             "`controller.rules.par.fact_polynomials()`; do not edit. For each part of the shoe",
+             "(`par.SHOE_PARTS`), each key is the fields of a `RoundFacts`, each value the integer",
+             "coefficients (c0, ..., c6) of its weight c0 + c1 d + ... + c6 d^6 over",
+             "N(N-1)...(N-5), N = 52 d. The par sheets evaluate this table instead of enumerating",
+             "rounds (a fraction of a millisecond instead of several);",
+             "tests/rules/test_par_sheets.py regenerates it from the enumeration at seven deck",
+             "counts, which determine polynomials of degree 6, and compares.",
              '"""', "",
-             "FACT_POLYNOMIALS: dict[tuple[int, int, int, int, bool, bool], tuple[int, ...]] = {"]
-    for key, coefficients in fact_polynomials().items():
-        lines.append(f"    {key!r}: {coefficients!r},")
+             "FACT_POLYNOMIALS: dict[str, dict[tuple[int, int, int, int, bool, bool], "
+             "tuple[int, ...]]] = {"]
+    for part, table in fact_polynomials().items():
+        lines.append(f"    {part!r}: {{")
+        for key, coefficients in table.items():
+            lines.append(f"        {key!r}: {coefficients!r},")
+        lines.append("    },")
     lines += ["}", "", "if __name__ == \"__main__\":",
               "    from controller.rules.par import write_fact_table",
               "", "    write_fact_table(__file__)", ""]

@@ -143,6 +143,8 @@ def test_the_fact_table_is_the_enumeration_as_polynomials_in_the_decks() -> None
     assert FACT_POLYNOMIALS == fact_polynomials(), "run: python -m controller.rules.par_table"
     for decks in (6, 7, 8):  # the counts 631a.3(a) allows, checked directly as well
         assert full_shoe_facts(decks) == value_facts([16 * decks] + [4 * decks] * 9)
+        assert full_shoe_facts(decks, "one suit") == value_facts(
+            [4 * decks] + [decks] * 9, 52 * decks)
 
 
 def test_value_facts_collapse_the_round_classes() -> None:
