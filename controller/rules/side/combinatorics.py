@@ -103,24 +103,32 @@ def initial_four_distribution(
         raise ValueError("card classes must partition the 52 cards of a deck")
     sizes = [per_deck * decks for _, per_deck in classes]
     reps = [card for card, _ in classes]
-    pairs = [(i, j) for i in range(len(classes)) for j in range(i, len(classes))]
+    ff = [[falling(size, k) for k in range(5)] for size in sizes]
+    # Each hand once: (cards, total, orders, weight alone, its classes). Two hands of
+    # different classes weigh the product of their weights alone; only hands that share a
+    # class need the falling factorial of the cards they take from it together.
+    hands = []
+    for i in range(len(classes)):
+        for j in range(i, len(classes)):
+            orders = 2 if i != j else 1
+            alone = orders * (ff[i][2] if i == j else ff[i][1] * ff[j][1])
+            hands.append(((reps[i], reps[j]), (baccarat_value(reps[i]) + baccarat_value(reps[j]))
+                          % 10, orders, alone, (i, j)))
     tally: dict[str | None, int] = {}
-    for i, j in pairs:
-        hand_p = (reps[i], reps[j])
-        total_p = (baccarat_value(reps[i]) + baccarat_value(reps[j])) % 10
-        for k, m in pairs:
-            used: dict[int, int] = {}
-            for c in (i, j, k, m):
-                used[c] = used.get(c, 0) + 1
-            weight = (2 if i != j else 1) * (2 if k != m else 1)
-            for c, n in used.items():
-                weight *= falling(sizes[c], n)
+    for hand_p, total_p, orders_p, alone_p, (i, j) in hands:
+        for hand_b, total_b, orders_b, alone_b, (k, m) in hands:
+            if i in (k, m) or j in (k, m):
+                used: dict[int, int] = {}
+                for c in (i, j, k, m):
+                    used[c] = used.get(c, 0) + 1
+                weight = orders_p * orders_b
+                for c, n in used.items():
+                    weight *= ff[c][n]
+            else:
+                weight = alone_p * alone_b
             if not weight:
                 continue
-            hand_b = (reps[k], reps[m])
-            view = RoundView(hand_p, hand_b, total_p,
-                             (baccarat_value(reps[k]) + baccarat_value(reps[m])) % 10)
-            label = classify(view)
+            label = classify(RoundView(hand_p, hand_b, total_p, total_b))
             tally[label] = tally.get(label, 0) + weight
     total = falling(CARDS_PER_DECK * decks, 4)
     return {label: Fraction(w, total) for label, w in tally.items()}

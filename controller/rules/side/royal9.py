@@ -84,12 +84,14 @@ def parse_combination(key: str, seat: object, text: object) -> KingNine:
 
 def king_nine(cards: Sequence[Card]) -> KingNine | None:
     """The hand's King-9 combination, if its two cards are exactly a king and a nine."""
-    ranks = {cards[0].rank, cards[1].rank}
-    if ranks != {Rank.KING, Rank.NINE}:
-        return None
-    king = cards[0] if cards[0].rank == Rank.KING else cards[1]
-    nine = cards[1] if king is cards[0] else cards[0]
-    return king.suit, nine.suit
+    # Compared by identity, not as a set of ranks: the par sheet asks this of every pair of
+    # first-four hands, and hashing the enum members was a good part of its time.
+    first, second = cards[0], cards[1]
+    if first.rank is Rank.KING and second.rank is Rank.NINE:
+        return first.suit, second.suit
+    if first.rank is Rank.NINE and second.rank is Rank.KING:
+        return second.suit, first.suit
+    return None
 
 
 def royal_9(cards: Sequence[Card]) -> bool:
