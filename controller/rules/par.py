@@ -55,6 +55,12 @@ class Resolution:
     odds: Fraction = Fraction(0)
     vig_rate: Fraction = Fraction(0)
 
+    def __hash__(self) -> int:
+        # Par sheets add weights by Resolution thousands of times; hashing the two Fractions
+        # (a modular inverse each) was most of that. Equal resolutions have equal labels, so
+        # leaving the odds out keeps the hash consistent with the generated __eq__.
+        return hash((self.outcome, self.label, self.section))
+
     @property
     def net(self) -> Fraction:
         """Return per unit wagered (the par sheet ignores vigorish rounding, see rulings)."""
