@@ -96,8 +96,10 @@ def king_nine(cards: Sequence[Card]) -> KingNine | None:
 
 def royal_9(cards: Sequence[Card]) -> bool:
     """627b.3(b): a face card (K, Q, J) and a nine."""
+    # The nine first: most hands hold none, and the par sheet asks this of every pair of
+    # first-four hands.
     a, b = cards[0], cards[1]
-    return (is_face(a) and b.rank == Rank.NINE) or (is_face(b) and a.rank == Rank.NINE)
+    return (b.rank is Rank.NINE and is_face(a)) or (a.rank is Rank.NINE and is_face(b))
 
 
 @dataclass(frozen=True)
