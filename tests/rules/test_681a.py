@@ -335,4 +335,4 @@ def test_681a_totals_table_is_the_enumeration_as_polynomials_in_the_decks() -> N
     from controller.rules.par21 import one_card_totals_polynomials
     from controller.rules.par21_table import TOTALS_681A
 
-    assert TOTALS_681A == one_card_totals_polynomials(), "run: python -m controller.rules.par_table"
+    assert TOTALS_681A == one_card_totals_polynomials(), "run: python -m controller.rules.write_par_tables"

@@ -140,7 +140,7 @@ def test_the_fact_table_is_the_enumeration_as_polynomials_in_the_decks() -> None
     from controller.rules.par import fact_polynomials, full_shoe_facts, value_facts
     from controller.rules.par_table import FACT_POLYNOMIALS
 
-    assert FACT_POLYNOMIALS == fact_polynomials(), "run: python -m controller.rules.par_table"
+    assert FACT_POLYNOMIALS == fact_polynomials(), "run: python -m controller.rules.write_par_tables"
     for decks in (6, 7, 8):  # the counts 631a.3(a) allows, checked directly as well
         assert full_shoe_facts(decks) == value_facts([16 * decks] + [4 * decks] * 9)
         assert full_shoe_facts(decks, "one suit") == value_facts(
