@@ -268,12 +268,13 @@ def test_out_of_order_ends_when_the_store_is_restored_from_its_backup_and_the_ta
     assert code == 5
     assert output.splitlines()[:2] == [
         f"CRITICAL MEMORY CHECK FAILED ({evidence / 'table.sqlite'})", f"  {failed}"]
-    # The restored store passes the boot check and a full check of every entry, and the
-    # table is where the backup left it: round 1 settled, betting open for round 2.
+    # The restored store passes the boot check and a full check of every entry (the
+    # anchor may lag the running table by up to a second, so how far is not asserted),
+    # and the table is where the backup left it: round 1 settled, betting open for round 2.
     assert (restored["state"], restored["out_of_order"]) == ("betting_open", None)
     assert restored["round"]["round_no"] == 1
-    assert (verified["from_seq"], verified["entries"], verified["anchor_behind"]) == (
-        1, verified["log_seq"], 0)
+    assert (verified["from_seq"], verified["entries"]) == (1, verified["log_seq"])
+    assert verified["log_seq"] > seq
     assert (after["state"], after["out_of_order"]) == ("betting_open", None)
     assert played["round_no"] == 2 and played["state"] == "settled"
     assert [c["card"] for c in played["cards"]] == ["5♥", "4♠", "3♣", "5♦"]
