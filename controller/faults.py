@@ -74,6 +74,7 @@ _ACK_REFUSED_TEST = f"{_T_TABLE}::test_an_acknowledgement_names_every_fault_that
 _TECH_TEST = f"{_T_TABLE}::test_a_technicians_shuffle_ends_every_shuffle_fault"
 _SHUFFLE_BACK = f"{_T_TABLE}::test_a_table_back_in_shuffling_asks_for_the_reshuffle_681a_9_c"
 _T_EXITS = "hil/test_fault_exits.py"  # the same exits through the daemon process
+_T_LINK = "tests/drivers/test_link_device_1_1.py"  # the driver's half: what sends the clear
 
 CATALOGUE: tuple[FaultExits, ...] = (
     # --- every device on a firmware_bridge link -------------------------------------------
@@ -88,14 +89,17 @@ CATALOGUE: tuple[FaultExits, ...] = (
                "the device's firmware or protocol version is not approved, or the wrong device "
                "is on the port", (Exit.DEVICE,),
                "install approved firmware or plug in the right device; re-probed every 30 s",
-               (_DEVICE_TEST,), "shoe: always; shuffler: while shuffling"),
+               (_DEVICE_TEST, f"{_T_LINK}::test_h2_refused_device_is_revived_by_its_reset"),
+               "shoe: always; shuffler: while shuffling"),
     FaultExits("device_overtemp", ANY_DEVICE, "the device is too hot", (Exit.DEVICE,),
                "cool the device; it reports the fault cleared", (_DEVICE_TEST,),
                "shoe: always; shuffler: while shuffling"),
     FaultExits("device_internal_error", ANY_DEVICE, "the device's firmware failed",
                (Exit.DEVICE,),
                "power-cycle the device: after it reconnects, a fault it no longer reports is "
-               "cleared by the status reconciliation", (_DEVICE_TEST,),
+               "cleared by the status reconciliation", (
+                   _DEVICE_TEST, f"{_T_LINK}::"
+                   "test_an_internal_error_ends_when_the_power_cycled_device_no_longer_reports_it"),
                "shoe: always; shuffler: while shuffling"),
     # --- card-reading shoe ------------------------------------------------------------
     FaultExits("shoe_lid_open", "shoe", "the shoe's lid is open: its reading is not trusted",
