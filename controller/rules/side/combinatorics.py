@@ -104,20 +104,21 @@ def initial_four_distribution(
     sizes = [per_deck * decks for _, per_deck in classes]
     reps = [card for card, _ in classes]
     ff = [[falling(size, k) for k in range(5)] for size in sizes]
-    # Each hand once: (cards, total, orders, weight alone, its classes). Two hands of
-    # different classes weigh the product of their weights alone; only hands that share a
-    # class need the falling factorial of the cards they take from it together.
+    # Each hand once: (cards, total, orders, weight alone, its classes, their bit mask). Two
+    # hands of different classes weigh the product of their weights alone; only hands that
+    # share a class need the falling factorial of the cards they take from it together.
+    values = [baccarat_value(card) for card in reps]
     hands = []
     for i in range(len(classes)):
         for j in range(i, len(classes)):
             orders = 2 if i != j else 1
             alone = orders * (ff[i][2] if i == j else ff[i][1] * ff[j][1])
-            hands.append(((reps[i], reps[j]), (baccarat_value(reps[i]) + baccarat_value(reps[j]))
-                          % 10, orders, alone, (i, j)))
+            hands.append(((reps[i], reps[j]), (values[i] + values[j]) % 10, orders, alone,
+                          (i, j), (1 << i) | (1 << j)))
     tally: dict[str | None, int] = {}
-    for hand_p, total_p, orders_p, alone_p, (i, j) in hands:
-        for hand_b, total_b, orders_b, alone_b, (k, m) in hands:
-            if i in (k, m) or j in (k, m):
+    for hand_p, total_p, orders_p, alone_p, (i, j), mask_p in hands:
+        for hand_b, total_b, orders_b, alone_b, (k, m), mask_b in hands:
+            if mask_p & mask_b:
                 used: dict[int, int] = {}
                 for c in (i, j, k, m):
                     used[c] = used.get(c, 0) + 1
@@ -146,13 +147,15 @@ def _hand_views(decks: int, player_hand: bool) -> tuple[tuple[RoundView, int], .
     holds fixed filler cards a one-hand wager does not read.
     """
     cards = [card for card, _ in all_identities()]
+    values = [baccarat_value(card) for card in cards]
     out = []
     for i, c1 in enumerate(cards):
-        for c2 in cards[i:]:
-            weight = decks * (decks - 1) if c1 == c2 else 2 * decks * decks
+        for j in range(i, len(cards)):
+            c2 = cards[j]
+            weight = decks * (decks - 1) if i == j else 2 * decks * decks
             if not weight:
                 continue
-            total = (baccarat_value(c1) + baccarat_value(c2)) % 10
+            total = (values[i] + values[j]) % 10
             view = (RoundView((c1, c2), _FILLER, total, 5) if player_hand
                     else RoundView(_FILLER, (c1, c2), 5, total))
             out.append((view, weight))

@@ -129,10 +129,14 @@ class Royal9Progressive(LineWager):
 
     def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
         player, banker = view.player[:2], view.banker[:2]
+        p9, b9 = royal_9(player), royal_9(banker)
+        if not (p9 or b9):
+            # Every line needs a Royal 9 in a hand, and a King 9 is one (a king is a face
+            # card, 627b.3(b)): no line pays. Most hands hold none, so this is decided first.
+            return None
         table = self.paytable
         mine = self.combinations.get(seat)
         kp, kb = king_nine(player), king_nine(banker)
-        p9, b9 = royal_9(player), royal_9(banker)
         p_suited = p9 and player[0].suit == player[1].suit
         b_suited = b9 and banker[0].suit == banker[1].suit
         if mine is not None:
