@@ -73,6 +73,8 @@ _ACK_TEST = f"{_T_TABLE}::test_every_acknowledgeable_fault_ends_with_the_supervi
 _ACK_REFUSED_TEST = f"{_T_TABLE}::test_an_acknowledgement_names_every_fault_that_still_holds"
 _TECH_TEST = f"{_T_TABLE}::test_a_technicians_shuffle_ends_every_shuffle_fault"
 _SHUFFLE_BACK = f"{_T_TABLE}::test_a_table_back_in_shuffling_asks_for_the_reshuffle_681a_9_c"
+_T_EXITS = "hil/test_fault_exits.py"  # the same exits through the daemon process
+_T_LINK = "tests/drivers/test_link_device_1_1.py"  # the driver's half: what sends the clear
 
 CATALOGUE: tuple[FaultExits, ...] = (
     # --- every device on a firmware_bridge link -------------------------------------------
@@ -87,14 +89,17 @@ CATALOGUE: tuple[FaultExits, ...] = (
                "the device's firmware or protocol version is not approved, or the wrong device "
                "is on the port", (Exit.DEVICE,),
                "install approved firmware or plug in the right device; re-probed every 30 s",
-               (_DEVICE_TEST,), "shoe: always; shuffler: while shuffling"),
+               (_DEVICE_TEST, f"{_T_LINK}::test_h2_refused_device_is_revived_by_its_reset"),
+               "shoe: always; shuffler: while shuffling"),
     FaultExits("device_overtemp", ANY_DEVICE, "the device is too hot", (Exit.DEVICE,),
                "cool the device; it reports the fault cleared", (_DEVICE_TEST,),
                "shoe: always; shuffler: while shuffling"),
     FaultExits("device_internal_error", ANY_DEVICE, "the device's firmware failed",
                (Exit.DEVICE,),
                "power-cycle the device: after it reconnects, a fault it no longer reports is "
-               "cleared by the status reconciliation", (_DEVICE_TEST,),
+               "cleared by the status reconciliation", (
+                   _DEVICE_TEST, f"{_T_LINK}::"
+                   "test_an_internal_error_ends_when_the_power_cycled_device_no_longer_reports_it"),
                "shoe: always; shuffler: while shuffling"),
     # --- card-reading shoe ------------------------------------------------------------
     FaultExits("shoe_lid_open", "shoe", "the shoe's lid is open: its reading is not trusted",
@@ -121,8 +126,9 @@ CATALOGUE: tuple[FaultExits, ...] = (
     FaultExits("shuffler_jam", "shuffler", "cards jammed in the mechanism",
                (Exit.DEVICE, Exit.TECHNICIAN),
                "clear the jam (the shuffler reports it cleared), then the batch is reshuffled "
-               "(681a.9(c)); or a technician's verified shuffle", (_DEVICE_TEST, _TECH_TEST,
-                                                                 _SHUFFLE_BACK),
+               "(681a.9(c)); or a technician's verified shuffle", (
+                   _DEVICE_TEST, _TECH_TEST, _SHUFFLE_BACK,
+                   f"{_T_EXITS}::test_681a_9_c_a_jam_held_after_the_acknowledgement_says_what_clears_it"),
                "while shuffling"),
     FaultExits("shuffler_miscount", "shuffler",
                "the batch did not count out exactly (missing, extra or duplicate cards)",
@@ -136,7 +142,9 @@ CATALOGUE: tuple[FaultExits, ...] = (
                "681a.9(c): the batch is reshuffled: by the table once a replugged shuffler "
                "answers without the interrupted shuffle, after a technician's verified "
                "shuffle, or after the supervisor's acknowledgement",
-               (_DEVICE_TEST, _TECH_TEST, _ACK_TEST, _SHUFFLE_BACK), "while shuffling"),
+               (_DEVICE_TEST, _TECH_TEST, _ACK_TEST, _SHUFFLE_BACK,
+                f"{_T_EXITS}::test_681a_9_c_an_incomplete_cycle_is_acknowledged_and_the_table_reshuffles"),
+               "while shuffling"),
     FaultExits("shuffler_door_open", "shuffler", "the shuffler's door is open", (Exit.DEVICE,),
                "close the door", (_DEVICE_TEST,), "while shuffling"),
     FaultExits("shuffler_batch_missing", "shuffler",
@@ -144,12 +152,14 @@ CATALOGUE: tuple[FaultExits, ...] = (
                (Exit.TECHNICIAN, Exit.SUPERVISOR),
                "load the right batch and run the technician's shuffle with it, or the "
                "supervisor acknowledges and the table shuffles the batch the shuffler holds",
-               (_TECH_TEST, _ACK_TEST, _SHUFFLE_BACK), "while shuffling"),
+               (_TECH_TEST, _ACK_TEST, _SHUFFLE_BACK, f"{_T_EXITS}::"
+                "test_681a_3_b_a_shuffle_asked_for_the_batch_not_in_the_shuffler_has_two_exits"),
+               "while shuffling"),
     FaultExits("shuffle_request_failed", "shuffler",
                "the daemon could not ask the shuffler for the shuffle", (
                    Exit.TECHNICIAN, Exit.SUPERVISOR),
                "check the shuffler, then a technician's shuffle or the supervisor's "
-               "acknowledgement (the table asks again)", (_TECH_TEST, _ACK_TEST),
+               "acknowledgement (the table asks again)", (_TECH_TEST, _ACK_TEST, _SHUFFLE_BACK),
                "while shuffling"),
     FaultExits("batch_mismatch", ANY_DEVICE,
                "cards of the wrong batch at the table (681a.3(b))", (Exit.SUPERVISOR,),
@@ -168,18 +178,26 @@ CATALOGUE: tuple[FaultExits, ...] = (
                (Exit.RESTART,),
                "fix gpio.pin_factory or free the pins, then restart the table service: the "
                "pins are claimed only at start",
-               ("tests/drivers/test_seats.py::test_unavailable_gpio_is_refused_not_a_crash",), "no"),
+               ("tests/drivers/test_seats.py::test_unavailable_gpio_is_refused_not_a_crash",
+                f"{_T_EXITS}::"
+                "test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_restarts"),
+               "no"),
     FaultExits("display_lamp_failed", "display", "a win light or meter segment draws no current",
                (Exit.DEVICE,), "replace the lamp; the display reports it cleared",
-               ("hil/test_devices_display.py::test_631c_6_c_5_failed_win_lamp_is_a_fault",), "no"),
+               ("hil/test_devices_display.py::"
+                "test_631c_6_c_5_failed_win_lamp_is_a_fault_until_the_lamp_is_replaced",), "no"),
     # --- the table itself ---------------------------------------------------------------
     FaultExits("out_of_order", "table",
                "the store failed its integrity check (quick_check, event chain, meters)",
                (Exit.RESTART,),
-               "a technician repairs or restores the store (tablectl events verify names what "
-               "failed); the restart re-runs the check, which must pass",
+               "tablectl events verify names what failed; with the daemon stopped a technician "
+               "restores the store with its table.critical directory from a backup taken "
+               "together (docs/technician-guide.md), or a floor supervisor clears critical "
+               "memory (tabled --clear-store); the restart re-runs the check, which must pass",
                ("tests/controller/test_daemon.py::"
-                "test_a_tampered_event_log_puts_the_table_out_of_order",),
+                "test_a_tampered_event_log_puts_the_table_out_of_order",
+                f"{_T_EXITS}::test_out_of_order_ends_when_the_store_is_restored_from_its_backup_"
+                "and_the_table_restarts"),
                "yes, every device event is ignored"),
 )
 

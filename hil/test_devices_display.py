@@ -8,7 +8,7 @@ import pytest
 
 from drivers.display import SerialDisplay
 from drivers.errors import DisplayError
-from drivers.protocols import DeviceFault, LinkChanged, LinkState, ProgressiveDisplay
+from drivers.protocols import DeviceFault, DeviceFaultCleared, LinkChanged, LinkState, ProgressiveDisplay
 from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, DisplayBench
 from hil.recorder import Recorder
 
@@ -50,7 +50,7 @@ async def test_631c_6_c_5_win_light_is_confirmed_only_once_the_display_has_it(
         assert not display_bench.sim.lit(7)
 
 
-async def test_631c_6_c_5_failed_win_lamp_is_a_fault(
+async def test_631c_6_c_5_failed_win_lamp_is_a_fault_until_the_lamp_is_replaced(
         display: SerialDisplay, display_bench: DisplayBench, recorder: Recorder, sim_only: None) -> None:
     assert display_bench.sim is not None
     display.win_light(3, True)
@@ -60,6 +60,13 @@ async def test_631c_6_c_5_failed_win_lamp_is_a_fault(
     assert fault.detail == "win light of seat 3 draws no current"
     assert "631c.6(c)(5)" in fault.action
     assert not display_bench.sim.lit(3)
+    # The fault's exit (docs/faults.md): the lamp is replaced and the display reports the
+    # fault cleared; the light it was told to show is lit again.
+    await display_bench.sim.lamp_replaced(3)
+    cleared = await recorder.wait_for(DeviceFaultCleared, lambda e: e.code == "display_lamp_failed",
+                                      timeout=EVENT_TIMEOUT_S)
+    assert cleared == DeviceFaultCleared("display", "display_lamp_failed")
+    assert display_bench.sim.lit(3)
 
 
 async def test_everything_is_shown_again_after_a_reconnect(

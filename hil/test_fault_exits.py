@@ -1,17 +1,26 @@
-"""Issue 13's wedges, replayed through the daemon process and the simulated shuffler.
+"""Issue 13's exits, taken through the daemon process and the simulated devices.
 
-Each scenario once needed a daemon restart; each must now leave its fault by the exit
-docs/faults.md gives it, with the table going on to the cut by itself.
+The shuffler's wedges once needed a daemon restart; each must now leave its fault by
+the exit docs/faults.md gives it, with the table going on to the cut by itself. The two
+faults whose only exit is a restart (gpio_unavailable, out_of_order) are taken the way
+a technician does it: the cause is fixed with the daemon stopped, the table service is
+started again, and the table must then work, not merely start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from cards import Card
+from controller.control import ControlError
 from hil.table_harness import TableHarness
+from hil.tablectl_process import run_tablectl
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]
 
@@ -96,3 +105,183 @@ def test_681a_9_c_a_jam_held_after_the_acknowledgement_says_what_clears_it(tmp_p
                   "reshuffled (681a.9(c)); or a technician's verified shuffle"}]
     assert still["state"] == "device_fault"
     assert cut["fault"] is None
+
+
+# --- the exits that are a restart ---------------------------------------------------------
+
+# gpiozero's own MockFactory in place of the simulator's bridged one: a wrong
+# gpio.pin_factory that the configuration check accepts (it imports) but that cannot
+# take the table's factory options, so the pins cannot be claimed at start.
+WRONG_PIN_FACTORY = "gpio.pin_factory=mock"
+
+
+def test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_restarts(tmp_path):
+    async def scenario():
+        async with TableHarness(CONFIG, tmp_path, seed=9, extra_overrides=[WRONG_PIN_FACTORY],
+                                gpio_claimed=False) as table:
+            devices = {d["device"]: d for d in await table.call("devices")}
+            (fault,) = [e for e in await table.call("events", kind="device_fault")
+                        if e["device"] == "seats"]
+            refused_test = await table.call("self_test", device="seats")
+            # The seats never stop the main game: the table opens without them.
+            opened = await table.call("open")
+
+            def fix_the_pin_factory() -> None:
+                table.extra_overrides.remove(WRONG_PIN_FACTORY)
+                table.gpio_claimed = True
+
+            await table.restart(fix_the_pin_factory)
+            restarted = {d["device"]: d for d in await table.call("devices")}
+            passed_test = await table.call("self_test", device="seats")
+            mark = (await table.call("events", limit=1))[-1]["seq"]
+            # `tablectl test sensors`: a chip on seat 3's spot and off again, betting closed.
+            sensor = {w.seat: w.sensor_pin for w in table.table_config.gpio.seats}[3]
+            table.pins.press(sensor)
+            table.pins.release(sensor)
+            seen = await table.wait_for_events("late_sensor_change", 2, after_seq=mark)
+            return (devices, fault, refused_test, opened, restarted, passed_test, seen,
+                    await table.call("status"))
+
+    devices, fault, refused_test, opened, restarted, passed_test, seen, status = asyncio.run(
+        scenario())
+    why = "TypeError: MockFactory.__init__() got an unexpected keyword argument 'bridge_socket'"
+    assert (devices["seats"]["link"], devices["seats"]["last_error"]) == ("refused", why)
+    assert devices["shoe"]["link"] == "up"
+    assert (fault["device"], fault["severity"]) == ("seats", "warning")
+    assert fault["payload"] == {
+        "code": "gpio_unavailable", "detail": why,
+        "action": "Check gpio.pin_factory (lgpio on a Pi) and that no other program holds the "
+                  "seat pins; then restart the table service."}
+    # The technician's test of the seats is refused for as long as the pins are not held.
+    assert refused_test == {"device": "seats", "passed": False,
+                            "detail": f"GPIO not available: {why}"}
+    assert (opened["state"], opened["fault"]) == ("opening", None)
+    # After the restart the pins are claimed: the seats are up and pass their test, and a
+    # chip on a sensor reaches the table (late: betting is closed while the table opens).
+    assert (restarted["seats"]["link"], restarted["seats"]["last_error"]) == ("up", "")
+    assert passed_test == {"device": "seats", "passed": True,
+                           "detail": "10 seats, LEDs and sensors ok"}
+    assert [(e["device"], e["payload"]) for e in seen] == [
+        ("seats", {"seat": 3, "present": True}), ("seats", {"seat": 3, "present": False})]
+    assert (status["state"], status["fault"]) == ("opening", None)
+
+
+def store_files(workdir: Path) -> list[Path]:
+    """The store, its sidecar files and its critical-memory directory (docs/deployment.md,
+    "Critical memory"): what a backup holds and what a restore puts back."""
+    return [workdir / name for name in ("table.sqlite", "table.sqlite-wal",
+                                        "table.sqlite-shm", "table.critical")]
+
+
+def copy_store(source: Path, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for path in store_files(source):
+        if path.is_dir():
+            shutil.copytree(path, target / path.name, dirs_exist_ok=True)
+        elif path.exists():
+            shutil.copy2(path, target / path.name)
+
+
+def restore_store(backup: Path, workdir: Path) -> None:
+    """Every file of the damaged store goes, its sidecars too: SQLite reads a WAL it finds
+    beside a store as part of it, so one left from the damaged store (a killed daemon
+    leaves one) would be read into the restored one."""
+    for path in store_files(workdir):
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    copy_store(backup, workdir)
+
+
+def alter_first_wager(store: Path) -> int:
+    """Someone edits a stopped store: the first accepted wager becomes $500 (the harness's
+    players wager $5 to $100); returns the entry's number."""
+    db = sqlite3.connect(store)
+    try:
+        seq, payload = db.execute("SELECT seq, payload FROM events WHERE kind = 'wager_accepted' "
+                                  "ORDER BY seq LIMIT 1").fetchone()
+        wager = json.loads(payload)
+        assert wager["amount_cents"] != 50_000, wager
+        altered = json.dumps({**wager, "amount_cents": 50_000}, separators=(",", ":"))
+        db.execute("UPDATE events SET payload = ? WHERE seq = ?", (altered, seq))
+        db.commit()
+    finally:
+        db.close()
+    return int(seq)
+
+
+# Player 5♥ 3♣ = 8, Banker 4♠ 5♦ = 9: both naturals, so no third card; Banker wins.
+BANKER_NATURAL_NINE = [Card.parse(c) for c in ("5♥", "4♠", "3♣", "5♦")]
+
+
+def test_out_of_order_ends_when_the_store_is_restored_from_its_backup_and_the_table_restarts(
+        tmp_path):
+    workdir, backup, evidence = tmp_path / "table", tmp_path / "backup", tmp_path / "evidence"
+    altered: list[int] = []
+
+    async def scenario():
+        async with TableHarness(CONFIG, workdir, seed=10) as table:
+            await table.play(until=lambda result: len(result.rounds) >= 1)
+            await table.wait_for_state("betting_open")
+
+            def back_up_then_tamper() -> None:
+                copy_store(workdir, backup)  # the backup, taken with the daemon stopped
+                altered.append(alter_first_wager(workdir / "table.sqlite"))
+
+            await table.restart(back_up_then_tamper)
+            broken = await table.call("status")
+            with pytest.raises(ControlError) as refused:
+                await table.call("open")
+            with pytest.raises(ControlError) as verify:
+                await table.call("verify_chain")
+
+            def restore_from_the_backup() -> None:
+                copy_store(workdir, evidence)  # the damaged store is kept as evidence first
+                restore_store(backup, workdir)
+
+            await table.restart(restore_from_the_backup)
+            restored = await table.call("status")
+            verified = await table.call("verify_chain", full=True)
+            # A round with known cards on the restored table.
+            await table.call("place_wager", seat=1, wager="banker", amount_cents=10_000)
+            await table.call("place_wager", seat=2, wager="player", amount_cents=2_500)
+            await table.call("place_wager", seat=3, wager="tie", amount_cents=1_000)
+            await table.call("no_more_bets")
+            table.shoe.insert_next(BANKER_NATURAL_NINE)
+            for _ in BANKER_NATURAL_NINE:
+                await table.shoe.draw()
+            after = await table.wait_for_state("betting_open")
+            (played,) = await table.call("rounds", limit=1)
+            return broken, str(refused.value), str(verify.value), restored, verified, after, played
+
+    broken, refused, verify, restored, verified, after, played = asyncio.run(scenario())
+    (seq,) = altered
+    failed = (f"event chain: entry {seq} (wager_accepted) was altered: its MAC does not match "
+              "its contents")
+    assert (broken["state"], broken["out_of_order"]) == ("out_of_order", failed)
+    assert refused == "not allowed while the table is out_of_order"
+    assert verify == f"IntegrityError: {failed}"
+    # The damaged store kept as evidence still fails the technician's offline check.
+    code, output = asyncio.run(run_tablectl(
+        ["events", "verify", "--store", str(evidence / "table.sqlite")], socket=None))
+    assert code == 5
+    assert output.splitlines()[:2] == [
+        f"CRITICAL MEMORY CHECK FAILED ({evidence / 'table.sqlite'})", f"  {failed}"]
+    # The restored store passes the boot check and a full check of every entry (the
+    # anchor may lag the running table by up to a second, so how far is not asserted),
+    # and the table is where the backup left it: round 1 settled, betting open for round 2.
+    assert (restored["state"], restored["out_of_order"]) == ("betting_open", None)
+    assert restored["round"]["round_no"] == 1
+    assert (verified["from_seq"], verified["entries"]) == (1, verified["log_seq"])
+    assert verified["log_seq"] > seq
+    assert (after["state"], after["out_of_order"]) == ("betting_open", None)
+    assert played["round_no"] == 2 and played["state"] == "settled"
+    assert [c["card"] for c in played["cards"]] == ["5♥", "4♠", "3♣", "5♦"]
+    assert (played["result"]["player_total"], played["result"]["banker_total"],
+            played["result"]["winner"]) == (8, 9, "banker")
+    assert sorted((s["seat"], s["wager"], s["amount_cents"], s["outcome"], s["net_cents"],
+                   s["vigorish_cents"]) for s in played["settlements"]) == [
+        (1, "banker", 10_000, "win", 9_500, 500),
+        (2, "player", 2_500, "lose", -2_500, 0),
+        (3, "tie", 1_000, "lose", -1_000, 0)]

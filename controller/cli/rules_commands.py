@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
@@ -89,6 +88,8 @@ def _par_sheet(args: argparse.Namespace) -> int:
     sheet = compute_par_sheet(game, progressives)
     elapsed = time.perf_counter() - started
     if args.json:
+        import json  # only here: the text sheet, the default, starts without it
+
         obj = to_json_obj(sheet)
         obj["seconds"] = round(elapsed, 4)
         print(json.dumps(obj, indent=2))
@@ -99,6 +100,8 @@ def _par_sheet(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    import json
+
     from controller.cli.output import ProgressBar
     from controller.rules.simulate import SimulationOptions, human_line, signed_dollars, simulate
 

@@ -21,10 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 from controller.rules.baccarat import BaccaratCoup, NextCard
 from cards import Card
 from controller.rules.card_values import burn_value
-from controller.rules.registry import load_rules
+from controller.rules.registry import REGISTRY
 from controller.rules.submission import load_submission
 from controller.rules.submission_types import CutConfig, GameConfig, Submission
-from controller.rules.twentyone import TwentyOneCoup
 from controller.rules.wager import RoundView, WagerRule
 
 
@@ -89,6 +88,9 @@ class Game:
     def new_coup(self, *, bonus_wagered: bool = False) -> Coup:
         """A fresh sans-I/O coup; `bonus_wagered` matters only for 681a.7(f)(2)."""
         if self.config.is_21:
+            # Imported here: a 631a table never loads the 681a engine (tablectl starts faster).
+            from controller.rules.twentyone import TwentyOneCoup
+
             return TwentyOneCoup(draw_rule=self.config.draw_rule, bonus_wagered=bonus_wagered,
                                  natural_rule=self.config.natural_rule)
         return BaccaratCoup()
@@ -102,7 +104,7 @@ class Game:
 
 def build_game(submission: Submission) -> Game:
     """Instantiate the wager rules a validated submission offers."""
-    registry = load_rules()
+    registry = REGISTRY  # imports only the wager modules this submission names
     rules: dict[str, WagerRule] = {}
     for wc in submission.wagers:
         spec = registry.lookup(wc.key, submission.game.family, submission.game.variant)

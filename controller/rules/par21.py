@@ -19,16 +19,18 @@ dealing engine settles on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from functools import cached_property, lru_cache
 
 from controller.rules.hand21 import (
+    NATURAL_RULES,
     NATURAL_WINS,
     check_natural_rule,
     comparison_value,
     natural_total,
 )
-from controller.rules.par import falling
+from controller.rules.par import evaluate_in_decks, falling, polynomials_in_decks
 
 
 def _initial_four_weight(counts: list[int], p1: int, p2: int, b1: int, b2: int
@@ -43,6 +45,15 @@ def _initial_four_weight(counts: list[int], p1: int, p2: int, b1: int, b2: int
     for cls, k in used.items():
         weight *= falling(counts[cls], k)
     return used, weight
+
+def one_card_totals_polynomials() -> dict[str, dict[tuple[int, int], tuple[int, ...]]]:
+    """`_one_card_totals` of each natural rule as polynomials in the number of decks: a
+    round takes at most six cards, each weight a product of six factors linear in d."""
+    def totals_of(rule: str) -> Callable[[int], dict[tuple[int, int], int]]:
+        return lambda decks: TwentyOneEnumeration(decks, "one-card", rule)._one_card_totals()
+
+    return {rule: polynomials_in_decks(totals_of(rule)) for rule in NATURAL_RULES}
+
 
 # Value classes: index 0 = ace, 1..8 = 2..9, 9 = ten-value (10, J, Q, K).
 _VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -72,9 +83,17 @@ class TwentyOneEnumeration:
 
     @cached_property
     def totals(self) -> dict[tuple[int, int], int]:
-        """(Player, Banker) `hand21.comparison_value`s -> weight over `denominator`."""
+        """(Player, Banker) `hand21.comparison_value`s -> weight over `denominator`.
+
+        With the one-card rule, from the table of `_one_card_totals` as polynomials in the
+        number of decks (controller/rules/par21_table.py; tests/rules/test_681a.py checks it
+        against the enumeration): a fraction of a millisecond instead of tens.
+        """
         if self.draw_rule == "one-card":
-            return self._one_card_totals()
+            from controller.rules.par21_table import TOTALS_681A
+
+            self._max_depth = 6
+            return evaluate_in_decks(TOTALS_681A[self.natural_rule], self.decks)
         return self._recursive_totals()
 
     def _natural_value(self, hard: int, ace: bool) -> int:

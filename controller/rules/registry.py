@@ -29,14 +29,21 @@ exactly this):
 A wager that replaces a main wager for one variant (e.g. the commission-free
 Banker wager, 631c.5/627b.2) registers the same key with
 `variants={"commission-free"}`; a variant-specific registration wins over a
-generic one. Every module under `controller/rules/side/` is imported by
-`load_rules()`, so a new module there needs no other wiring.
+generic one.
+
+4. Name the module and its keys in `WAGER_MODULES` below. A lookup imports only
+   the modules that may register its key for the table's family and variant,
+   so a plain Baccarat table never imports the 21 Baccarat engine or the
+   631c/627b side wagers (`tablectl par-sheet` answers at once). The manifest is
+   the one list of wager modules: `load_rules()` imports every module it names,
+   and tests/rules/test_wager_manifest.py fails until it says exactly what the
+   modules register (a module under `controller/rules/side/` that registers a
+   wager and is missing here, or a key listed under the wrong family).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -51,9 +58,52 @@ WagerFactory = Callable[["WagerConfig", "GameConfig"], WagerRule]
 FAMILIES_631A = frozenset({"baccarat", "minibaccarat"})
 FAMILY_681A = frozenset({"21-baccarat"})
 
-# Modules whose import registers the built-in wagers; side wagers are found by scanning.
-_BUILTIN_MODULES = ("controller.rules.baccarat_wagers", "controller.rules.twentyone")
-_PLUGIN_PACKAGE = "controller.rules.side"
+_631A = "controller.rules.baccarat_wagers"
+_681A = "controller.rules.twentyone"
+_SIDE = "controller.rules.side.registration"
+_EVERY_VARIANT = None
+
+# Which module registers which keys: (module, families, variants or _EVERY_VARIANT, keys).
+# The one list of wager modules (see the module docstring, step 4); checked against what the
+# modules register by tests/rules/test_wager_manifest.py.
+WAGER_MODULES: tuple[tuple[str, frozenset[str], frozenset[str] | None, tuple[str, ...]], ...] = (
+    (_631A, FAMILIES_631A, _EVERY_VARIANT,
+     ("player", "tie", "dragon_bonus_player", "dragon_bonus_banker", "house_money")),
+    (_631A, FAMILIES_631A, frozenset({"standard", "ez"}), ("banker",)),
+    (_631A, FAMILIES_631A, frozenset({"ez"}), ("dragon_7", "panda_8")),
+    (_681A, FAMILY_681A, _EVERY_VARIANT, ("player", "banker", "tie", "bonus_player", "bonus_banker")),
+    (_SIDE, FAMILIES_631A, frozenset({"commission-free"}),
+     ("banker", "tie", "player_pair", "banker_pair", "lucky_six")),
+    (_SIDE, FAMILIES_631A, _EVERY_VARIANT, ("perfect_pairs_player", "perfect_pairs_banker")),
+    (_SIDE, frozenset({"baccarat"}), _EVERY_VARIANT,
+     ("heavenly_9_progressive", "five_treasures_fortune_7", "five_treasures_golden_8",
+      "five_treasures_heavenly_9", "five_treasures_blazing_7s", "five_treasures_cover_all",
+      "lucky_nines", "majestic_match_player", "majestic_match_banker")),
+    (_SIDE, frozenset({"minibaccarat"}), _EVERY_VARIANT,
+     ("royal_9_progressive", "golden_talons_player", "golden_talons_banker", "harmony_progressive",
+      *(f"rising_phoenix_{name}" for name in (
+          "sun_7", "moon_8", "nine_over_seven", "two_card_8_over_two_card_1",
+          "player_wins_three_card_6", "banker_wins_1_or_2", "both_8_or_9", "one_over_zero",
+          "three_card_6_over_three_card_3", "three_card_8_over_three_card_0",
+          "banker_over_two_card_7", "three_card_9_over_three_card_6",
+          "three_card_9_over_three_card_8", "player_three_card_8_over_three_card_0", "tie_0",
+          "tie_1_2_3", "tie_4_5_6_7", "tie_8_or_9", "player_pair", "banker_pair")))),
+)
+
+
+def modules_for(key: str, family: str, variant: str) -> list[str] | None:
+    """The modules `WAGER_MODULES` says may register `key` at a `family`/`variant` table;
+    None when it names no module for `key` at all (then every module is imported)."""
+    named = False
+    modules: list[str] = []
+    for module, families, variants, keys in WAGER_MODULES:
+        if key not in keys:
+            continue
+        named = True
+        if family in families and (variants is None or variant in variants) \
+                and module not in modules:
+            modules.append(module)
+    return modules if named else None
 
 
 class WagerConfigError(ValueError):
@@ -110,6 +160,8 @@ class WagerRegistry:
 
     def lookup(self, key: str, family: str, variant: str) -> WagerSpec | None:
         """The spec for `key` at a table of `family`/`variant`; variant-specific first."""
+        if self is REGISTRY:
+            _import_modules_for(key, family, variant)
         candidates = [s for s in self._specs.get(key, []) if family in s.families]
         specific = [s for s in candidates if s.variants is not None and variant in s.variants]
         if specific:
@@ -118,9 +170,13 @@ class WagerRegistry:
         return generic[0] if generic else None
 
     def keys_for(self, family: str, variant: str) -> list[str]:
+        if self is REGISTRY:
+            load_rules()
         return sorted(k for k in self._specs if self.lookup(k, family, variant) is not None)
 
     def all_specs(self) -> list[WagerSpec]:
+        if self is REGISTRY:
+            load_rules()
         return [spec for specs in self._specs.values() for spec in specs]
 
 
@@ -163,23 +219,26 @@ def wager_rule(
 
 
 def load_rules() -> WagerRegistry:
-    """Import the built-in wager modules and every module of `controller.rules.side`.
+    """The process-wide registry, with every module of `WAGER_MODULES` imported.
 
-    Idempotent. A side module that fails to import is not hidden: the error
+    Idempotent. A wager module that fails to import is not hidden: the error
     propagates, because a table must not run with a wager silently missing.
+    Lookups alone need not call this: `REGISTRY.lookup` imports what it needs.
     """
     global _loaded
-    if _loaded:
-        return REGISTRY
-    for name in _BUILTIN_MODULES:
-        importlib.import_module(name)
-    try:
-        package = importlib.import_module(_PLUGIN_PACKAGE)
-    except ModuleNotFoundError as exc:
-        if exc.name != _PLUGIN_PACKAGE:
-            raise
-    else:
-        for info in pkgutil.walk_packages(package.__path__, prefix=_PLUGIN_PACKAGE + "."):
-            importlib.import_module(info.name)
-    _loaded = True
+    if not _loaded:
+        for module, _families, _variants, _keys in WAGER_MODULES:
+            importlib.import_module(module)
+        _loaded = True
     return REGISTRY
+
+
+def _import_modules_for(key: str, family: str, variant: str) -> None:
+    if _loaded:
+        return
+    modules = modules_for(key, family, variant)
+    if modules is None:
+        load_rules()  # a key the manifest does not name: maybe an unlisted module has it
+        return
+    for module in modules:
+        importlib.import_module(module)

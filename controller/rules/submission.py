@@ -17,7 +17,7 @@ from typing import Any
 
 from controller.rules.hand21 import NATURAL_RULES as NATURAL_RULES_681A
 from controller.rules.money import Rounding, parse_odds
-from controller.rules.registry import WagerConfigError, load_rules
+from controller.rules.registry import REGISTRY, WagerConfigError
 from controller.rules.submission_types import (  # re-exported: callers read them from here
     MIN_CUT_CARDS,
     VIG_RATE,
@@ -317,7 +317,7 @@ def _parse_tie(c: _Collector, g: Mapping[str, Any], is21: bool) -> Fraction:
 
 def _parse_wagers(c: _Collector, data: Mapping[str, Any], game: GameConfig | None
                   ) -> tuple[WagerConfig, ...]:
-    registry = load_rules()
+    registry = REGISTRY  # imports only the modules of the keys looked up
     w = _get_table(c, data, "wagers", "wagers", required=True)
     if w is None:
         return ()

@@ -45,6 +45,9 @@ def test_par_sheet_loads_neither_asyncio_nor_the_daemon_client_nor_logging():
     assert "controller.rules.par" in modules
     assert not modules & {"asyncio", "structlog", "controller.control",
                           "controller.cli.table_commands", "controller.cli.client"}
+    # Nor the wagers this table does not offer (controller.rules.registry.WAGER_MODULES).
+    assert not {m for m in modules if m.startswith("controller.rules.side")}
+    assert not modules & {"controller.rules.twentyone", "controller.rules.par21"}
 
 
 def test_help_still_lists_every_command(capsys):

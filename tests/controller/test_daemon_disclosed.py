@@ -172,6 +172,10 @@ async def test_a_card_face_up_after_no_more_bets_leaves_no_round_open_631a_15_d(
         totals = await c.call("seat_totals")
     assert (locked["state"], locked["cards"], settled(locked)) == (
         "void", [], [(1, "banker", "push", 0)])
+    # The same wager is in the live round: the void record says it stood again (C19).
+    assert locked["result"]["wagers_stand"] is True
+    assert [(w["seat"], w["wager"], w["amount_cents"]) for w in live["wagers"]] == [
+        (1, "banker", 2500)]
     assert simulated["simulated"] and settled(simulated) == []
     assert hands(simulated) == (["7♣", "Q♥"], ["K♠", "9♦"], "banker")
     assert hands(live) == (["9♠", "K♦"], ["K♣", "Q♥"], "player")
@@ -204,6 +208,7 @@ async def test_a_player_third_card_found_face_up_is_discarded_not_simulated_631a
     assert (reply["ruling"]["section"], reply["ruling"]["changed"]) == ("631a.15(c)(1)", True)
     assert settled(first) == [(1, "player", "win", 1000)]
     assert (simulated["simulated"], simulated["state"], settled(simulated)) == (True, "void", [])
+    assert "wagers_stand" not in simulated["result"]  # a simulated round held no wager
     assert discarded == [(7, "Q♣")]
     assert hands(live) == (["2♠", "6♦"], ["9♣", "K♣"], "banker")
     assert settled(live) == [(2, "banker", "win", 950)]

@@ -178,16 +178,25 @@ def test_an_unverified_count_does_not_end_a_shuffle_fault(store):
     assert table.state is TableState.DEVICE_FAULT
 
 
-def test_a_table_back_in_shuffling_asks_for_the_reshuffle_681a_9_c(store):
+@pytest.mark.parametrize("code, exit_", [
+    (row.code, exit_) for row in STOPPING if row.code in faults.REDONE_BY_A_VERIFIED_SHUFFLE
+    for exit_ in row.exits if exit_ in (Exit.DEVICE, Exit.SUPERVISOR)])
+def test_a_table_back_in_shuffling_asks_for_the_reshuffle_681a_9_c(store, code, exit_):
     """The issue-13 wedge: a cleared fault left SHUFFLING with no shuffle running, and the
-    shuffler's late result, read during the fault, was dropped."""
+    shuffler's late result, read during the fault, was dropped. Taken for every shuffle
+    fault by each exit that puts the table back in SHUFFLING (a technician's verified
+    shuffle goes straight to the cut instead)."""
     table = shuffling(store)
-    raise_fault(table, "shuffler", "shuffler_cycle_incomplete")
-    table.cmd_acknowledge_fault("floor")
+    raise_fault(table, "shuffler", code)
+    if exit_ is Exit.SUPERVISOR:
+        assert table.cmd_acknowledge_fault("floor")["still_held"] == []
+    else:
+        table.handle(DeviceFaultCleared("shuffler", code))
     assert table.state is TableState.SHUFFLING and prompts(store)[-1] == "reshuffle"
     assert table.shuffle_wanted
     table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
-    assert table.state is TableState.CUT
+    assert table.state is TableState.CUT and prompts(store)[-1] == "cut"
+    assert table.batch_shuffled is BackColour.RED
 
 
 def test_a_batch_verified_while_the_shoe_held_the_table_goes_on_to_the_cut(store):
@@ -257,6 +266,14 @@ def test_no_fault_leaves_only_by_a_restart_except_the_listed_ones():
     # Pins claimed at start, and a store that failed its integrity check: both need a
     # technician's repair first; the restart is then the check that it worked.
     assert only_restart == {"gpio_unavailable", "out_of_order"}
+
+
+def test_every_restart_exit_is_taken_through_the_daemon_process():
+    """A restart cannot be taken by the in-process table these tests drive: each fault it
+    ends names a test that stops and starts the daemon process after the repair."""
+    for row in CATALOGUE:
+        if Exit.RESTART in row.exits:
+            assert [t for t in row.tests if t.startswith("hil/test_fault_exits.py::")], row.code
 
 
 def test_the_dealer_is_told_to_stop_once_per_fault_episode(store):

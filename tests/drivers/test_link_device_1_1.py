@@ -130,6 +130,35 @@ async def test_h3_fault_fixed_while_down_is_cleared_at_the_first_status(
         await shoe.stop()
 
 
+async def test_an_internal_error_ends_when_the_power_cycled_device_no_longer_reports_it(
+        sim: SimulatedShoe, recorder: Recorder) -> None:
+    """device_internal_error's exit (docs/faults.md): the technician power-cycles the shoe;
+    its faults went with the firmware's memory, so it re-reports none after the handshake
+    and the host clears the fault at the first Status. Nothing else sends the clear."""
+    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
+    await shoe.start(recorder)
+    try:
+        await sim.wait_host(10)
+        await _status_replies(shoe, 1)
+        await sim.fault(wire.FaultCode.DEVICE_INTERNAL_ERROR, "watchdog reset in the reader task")
+        fault = await recorder.wait_for(DeviceFault, lambda e: e.code == "device_internal_error")
+        await sim.unplug()  # power off
+        sim.active_faults.clear()
+        await sim.replug()  # power on: a fresh firmware, no fault to report
+        cleared = await recorder.wait_for(
+            DeviceFaultCleared, lambda e: e.code == "device_internal_error", timeout=10)
+        assert (fault.device, fault.detail, fault.action) == (
+            "shoe", "watchdog reset in the reader task",
+            "The device's firmware failed: power-cycle it; if it repeats, replace the unit.")
+        assert cleared == DeviceFaultCleared("shoe", "device_internal_error")
+        assert shoe.health().counters["status_replies"] == 2  # cleared at the first Status
+        events = [type(e).__name__ for e in recorder.events
+                  if getattr(e, "code", None) == "device_internal_error"]
+        assert events == ["DeviceFault", "DeviceFaultCleared"]
+    finally:
+        await shoe.stop()
+
+
 @pytest.mark.parametrize("baud", [9600, 115200])
 async def test_a_protocol_1_0_shoe_still_works_with_the_1_1_host(baud: int, recorder: Recorder) -> None:
     # 7: negotiation falls back to 1.0; the 1.0 firmware core (hil.misbehaviour.LEGACY_1_0:

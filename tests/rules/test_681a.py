@@ -325,3 +325,14 @@ def test_681a_tie_readings_differ_by_exactly_two_aces_against_ace_ten(decks: int
     tie_as_21 = Fraction(sum(w for (p, b), w in as_21.totals.items() if p == b), as_21.denominator)
     tie_wins = Fraction(sum(w for (p, b), w in wins.totals.items() if p == b), wins.denominator)
     assert tie_as_21 - tie_wins == difference
+
+def test_681a_totals_table_is_the_enumeration_as_polynomials_in_the_decks() -> None:
+    """`TwentyOneEnumeration.totals` (one-card rule) evaluates controller/rules/par21_table.py.
+    A round takes at most six cards, so every weight is a polynomial of degree at most 6 in
+    the number of decks: equal to the enumeration interpolated at seven deck counts, the
+    table equals the enumeration at every count (4 and 8 are also checked against plain
+    recursion by test_681a_par_sheet_exact_and_consistent)."""
+    from controller.rules.par21 import one_card_totals_polynomials
+    from controller.rules.par21_table import TOTALS_681A
+
+    assert TOTALS_681A == one_card_totals_polynomials(), "run: python -m controller.rules.write_par_tables"

@@ -131,3 +131,28 @@ def test_rank_rounds_agree_with_value_rounds() -> None:
 
     ctx = ParContext(GameConfig(family="baccarat", decks=8))
     assert collapse(ctx.rank_rounds) == ctx.round_facts
+
+
+def test_the_fact_table_is_the_enumeration_as_polynomials_in_the_decks() -> None:
+    """`ParContext.round_facts` evaluates controller/rules/par_table.py. Every weight is a
+    polynomial of degree at most 6 in the number of decks, so a table equal to the
+    enumeration interpolated at seven deck counts equals the enumeration at every count."""
+    from controller.rules.par import fact_polynomials, full_shoe_facts, value_facts
+    from controller.rules.par_table import FACT_POLYNOMIALS
+
+    assert FACT_POLYNOMIALS == fact_polynomials(), "run: python -m controller.rules.write_par_tables"
+    for decks in (6, 7, 8):  # the counts 631a.3(a) allows, checked directly as well
+        assert full_shoe_facts(decks) == value_facts([16 * decks] + [4 * decks] * 9)
+        assert full_shoe_facts(decks, "one suit") == value_facts(
+            [4 * decks] + [decks] * 9, 52 * decks)
+
+
+def test_value_facts_collapse_the_round_classes() -> None:
+    """631a.11: the facts added straight from the moment sums equal the round classes
+    (third cards by value) collapsed to totals, card counts and naturals."""
+    from controller.rules.par import RoundFacts, collapse, value_facts
+
+    for decks in (6, 8):
+        counts = [16 * decks] + [4 * decks] * 9
+        direct = {RoundFacts(*key): w for key, w in value_facts(counts).items()}
+        assert direct == collapse(enumerate_rounds(counts, list(range(10))))

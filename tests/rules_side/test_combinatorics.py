@@ -139,3 +139,111 @@ def test_view_helper_totals() -> None:
     v = view("KS 9H", "4C 4D 4H")
     assert (v.player_total, v.banker_total) == (9, 2)
     assert Fraction(1) == 1
+
+
+def _sequential_coup_space_with_suits(decks: int) -> tuple[dict[comb.SuitSignature, int], int]:
+    """The suit-aware coup space the plain way, card by card in dealing order (it was the
+    engine's own until the engine took its three counts from `par.full_shoe_facts`).
+
+    SuitSignature -> number of six-card-equivalent sequences, and the total (52N)_6.
+
+    Rounds that end after four or five cards are weighted by the number of
+    ways to complete six cards, so every leaf shares one denominator. Three
+    products run side by side: all sequences, those whose cards are all
+    clubs (x4 suits: all one suit), all black (x2 colours: all one colour);
+    the all-one-suit count factorises by value because suits are independent
+    of values. Rounds whose cards all share one value (rare) are then moved to
+    their own signatures with their one-rank split.
+    """
+    counts = comb.value_counts(decks)
+    suit_left = [4 * decks] + [decks] * 9  # of each value, in one suit
+    colour_left = [8 * decks] + [2 * decks] * 9  # of each value, in one colour
+    size = comb.CARDS_PER_DECK * decks
+    scale = {k: comb.falling(size - k, 6 - k) for k in (4, 5, 6)}
+    draw_b = comb._banker_draw_table()
+    every = [0] * 400
+    suited = [0] * 400
+    coloured = [0] * 400
+
+    # The four initial cards as two unordered two-card hands: the weight of a deal is the
+    # product of comb.falling factorials over the values it uses, whatever their order, so each
+    # (Player pair, Banker pair) stands for its orderings (2 for a pair of two values).
+    pairs = [(x, y, 1 if x == y else 2) for x in comb.VALUES for y in comb.VALUES if x <= y]
+    for px, py, p_orders in pairs:
+        p = (px + py) % 10
+        for bx, by, b_orders in pairs:
+            a4 = s4 = c4 = p_orders * b_orders
+            for v in (px, py, bx, by):
+                a4 *= counts[v]; s4 *= suit_left[v]; c4 *= colour_left[v]  # noqa: E702
+                counts[v] -= 1; suit_left[v] -= 1; colour_left[v] -= 1  # noqa: E702
+            b = (bx + by) % 10
+            if not a4:
+                pass
+            elif comb.player_draws(p, b):
+                for p3 in comb.VALUES:
+                    a5 = a4 * counts[p3]
+                    if not a5:
+                        continue
+                    s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
+                    pt = (p + p3) % 10
+                    if draw_b[(b, p, p3)]:
+                        counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
+                        base = comb._index(pt, 0, 3, 3)
+                        for b3 in comb.VALUES:
+                            i = base + ((b + b3) % 10) * 4
+                            every[i] += a5 * counts[b3]
+                            suited[i] += s5 * suit_left[b3]
+                            coloured[i] += c5 * colour_left[b3]
+                        counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
+                    else:
+                        i = comb._index(pt, b, 3, 2)
+                        f = scale[5]
+                        every[i] += a5 * f
+                        suited[i] += s5 * f
+                        coloured[i] += c5 * f
+            elif draw_b[(b, p, -1)]:
+                base = comb._index(p, 0, 2, 3)
+                f = scale[5]
+                for b3 in comb.VALUES:
+                    i = base + ((b + b3) % 10) * 4
+                    every[i] += a4 * counts[b3] * f
+                    suited[i] += s4 * suit_left[b3] * f
+                    coloured[i] += c4 * colour_left[b3] * f
+            else:
+                i = comb._index(p, b, 2, 2)
+                f = scale[4]
+                every[i] += a4 * f
+                suited[i] += s4 * f
+                coloured[i] += c4 * f
+            for v in (px, py, bx, by):
+                counts[v] += 1; suit_left[v] += 1; colour_left[v] += 1  # noqa: E702
+
+    # The loop followed one suit (clubs) and one colour (black); every suit and
+    # colour is alike, so the counts for "some one suit" / "some one colour" are x4 / x2.
+    suited = [4 * w for w in suited]
+    coloured = [2 * w for w in coloured]
+    tally: dict[comb.SuitSignature, int] = {}
+    signatures = [(pt, bt, pn, bn) for pt in comb.VALUES for bt in comb.VALUES
+                  for pn in (2, 3) for bn in (2, 3)]
+    for value in comb.VALUES:
+        sig = comb._uniform_round(value)
+        i, k = comb._index(*sig), sig[2] + sig[3]
+        for one_rank, suit_class, w in comb._uniform_split(value, k, decks):
+            tally[sig + (value, one_rank, suit_class)] = w * scale[k]
+        every[i] -= comb.falling(comb.value_counts(decks)[value], k) * scale[k]
+        suited[i] -= 4 * comb.falling((4 if value == 0 else 1) * decks, k) * scale[k]
+        coloured[i] -= 2 * comb.falling((8 if value == 0 else 2) * decks, k) * scale[k]
+    for sig in signatures:
+        i = comb._index(*sig)
+        for suit_class, w in ((comb.ALL_ONE_SUIT, suited[i]), (comb.ONE_COLOUR, coloured[i] - suited[i]),
+                              (comb.BOTH_COLOURS, every[i] - coloured[i])):
+            if w:
+                tally[sig + (-1, False, suit_class)] = w
+    return tally, comb.falling(size, 6)
+
+
+
+@pytest.mark.parametrize("decks", [1, 8])
+def test_suit_coup_space_equals_the_sequential_enumeration(decks: int) -> None:
+    """The three counts taken from the core engine's table agree with dealing card by card."""
+    assert comb.coup_space(decks, True) == _sequential_coup_space_with_suits(decks)

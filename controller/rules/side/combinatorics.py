@@ -29,6 +29,7 @@ from functools import lru_cache
 from controller.rules.baccarat import banker_draws, player_draws
 from cards import Card, Rank, Suit
 from controller.rules.card_values import baccarat_value
+from controller.rules.par import full_shoe_facts
 from controller.rules.wager import RoundView
 
 CARDS_PER_DECK = 52
@@ -102,24 +103,33 @@ def initial_four_distribution(
         raise ValueError("card classes must partition the 52 cards of a deck")
     sizes = [per_deck * decks for _, per_deck in classes]
     reps = [card for card, _ in classes]
-    pairs = [(i, j) for i in range(len(classes)) for j in range(i, len(classes))]
+    ff = [[falling(size, k) for k in range(5)] for size in sizes]
+    # Each hand once: (cards, total, orders, weight alone, its classes, their bit mask). Two
+    # hands of different classes weigh the product of their weights alone; only hands that
+    # share a class need the falling factorial of the cards they take from it together.
+    values = [baccarat_value(card) for card in reps]
+    hands = []
+    for i in range(len(classes)):
+        for j in range(i, len(classes)):
+            orders = 2 if i != j else 1
+            alone = orders * (ff[i][2] if i == j else ff[i][1] * ff[j][1])
+            hands.append(((reps[i], reps[j]), (values[i] + values[j]) % 10, orders, alone,
+                          (i, j), (1 << i) | (1 << j)))
     tally: dict[str | None, int] = {}
-    for i, j in pairs:
-        hand_p = (reps[i], reps[j])
-        total_p = (baccarat_value(reps[i]) + baccarat_value(reps[j])) % 10
-        for k, m in pairs:
-            used: dict[int, int] = {}
-            for c in (i, j, k, m):
-                used[c] = used.get(c, 0) + 1
-            weight = (2 if i != j else 1) * (2 if k != m else 1)
-            for c, n in used.items():
-                weight *= falling(sizes[c], n)
+    for hand_p, total_p, orders_p, alone_p, (i, j), mask_p in hands:
+        for hand_b, total_b, orders_b, alone_b, (k, m), mask_b in hands:
+            if mask_p & mask_b:
+                used: dict[int, int] = {}
+                for c in (i, j, k, m):
+                    used[c] = used.get(c, 0) + 1
+                weight = orders_p * orders_b
+                for c, n in used.items():
+                    weight *= ff[c][n]
+            else:
+                weight = alone_p * alone_b
             if not weight:
                 continue
-            hand_b = (reps[k], reps[m])
-            view = RoundView(hand_p, hand_b, total_p,
-                             (baccarat_value(reps[k]) + baccarat_value(reps[m])) % 10)
-            label = classify(view)
+            label = classify(RoundView(hand_p, hand_b, total_p, total_b))
             tally[label] = tally.get(label, 0) + weight
     total = falling(CARDS_PER_DECK * decks, 4)
     return {label: Fraction(w, total) for label, w in tally.items()}
@@ -137,13 +147,15 @@ def _hand_views(decks: int, player_hand: bool) -> tuple[tuple[RoundView, int], .
     holds fixed filler cards a one-hand wager does not read.
     """
     cards = [card for card, _ in all_identities()]
+    values = [baccarat_value(card) for card in cards]
     out = []
     for i, c1 in enumerate(cards):
-        for c2 in cards[i:]:
-            weight = decks * (decks - 1) if c1 == c2 else 2 * decks * decks
+        for j in range(i, len(cards)):
+            c2 = cards[j]
+            weight = decks * (decks - 1) if i == j else 2 * decks * decks
             if not weight:
                 continue
-            total = (baccarat_value(c1) + baccarat_value(c2)) % 10
+            total = (values[i] + values[j]) % 10
             view = (RoundView((c1, c2), _FILLER, total, 5) if player_hand
                     else RoundView(_FILLER, (c1, c2), 5, total))
             out.append((view, weight))
@@ -231,74 +243,22 @@ def _coup_space_with_suits(decks: int) -> tuple[dict[SuitSignature, int], int]:
 
     Rounds that end after four or five cards are weighted by the number of
     ways to complete six cards, so every leaf shares one denominator. Three
-    products run side by side: all sequences, those whose cards are all
-    clubs (x4 suits: all one suit), all black (x2 colours: all one colour);
-    the all-one-suit count factorises by value because suits are independent
+    counts by signature: all sequences, those whose cards are all clubs (x4
+    suits: all one suit), all black (x2 colours: all one colour). Each is the
+    core engine's value-level enumeration of a full shoe over the cards it
+    counts (`par.full_shoe_facts`: clubs or black cards hold 4 or 8 per deck
+    of value 0 and 1 or 2 of each other value), because suits are independent
     of values. Rounds whose cards all share one value (rare) are then moved to
     their own signatures with their one-rank split.
     """
-    counts = value_counts(decks)
-    suit_left = [4 * decks] + [decks] * 9  # of each value, in one suit
-    colour_left = [8 * decks] + [2 * decks] * 9  # of each value, in one colour
     size = CARDS_PER_DECK * decks
     scale = {k: falling(size - k, 6 - k) for k in (4, 5, 6)}
-    draw_b = _banker_draw_table()
     every = [0] * 400
     suited = [0] * 400
     coloured = [0] * 400
-
-    # The four initial cards as two unordered two-card hands: the weight of a deal is the
-    # product of falling factorials over the values it uses, whatever their order, so each
-    # (Player pair, Banker pair) stands for its orderings (2 for a pair of two values).
-    pairs = [(x, y, 1 if x == y else 2) for x in VALUES for y in VALUES if x <= y]
-    for px, py, p_orders in pairs:
-        p = (px + py) % 10
-        for bx, by, b_orders in pairs:
-            a4 = s4 = c4 = p_orders * b_orders
-            for v in (px, py, bx, by):
-                a4 *= counts[v]; s4 *= suit_left[v]; c4 *= colour_left[v]  # noqa: E702
-                counts[v] -= 1; suit_left[v] -= 1; colour_left[v] -= 1  # noqa: E702
-            b = (bx + by) % 10
-            if not a4:
-                pass
-            elif player_draws(p, b):
-                for p3 in VALUES:
-                    a5 = a4 * counts[p3]
-                    if not a5:
-                        continue
-                    s5, c5 = s4 * suit_left[p3], c4 * colour_left[p3]
-                    pt = (p + p3) % 10
-                    if draw_b[(b, p, p3)]:
-                        counts[p3] -= 1; suit_left[p3] -= 1; colour_left[p3] -= 1  # noqa: E702
-                        base = _index(pt, 0, 3, 3)
-                        for b3 in VALUES:
-                            i = base + ((b + b3) % 10) * 4
-                            every[i] += a5 * counts[b3]
-                            suited[i] += s5 * suit_left[b3]
-                            coloured[i] += c5 * colour_left[b3]
-                        counts[p3] += 1; suit_left[p3] += 1; colour_left[p3] += 1  # noqa: E702
-                    else:
-                        i = _index(pt, b, 3, 2)
-                        f = scale[5]
-                        every[i] += a5 * f
-                        suited[i] += s5 * f
-                        coloured[i] += c5 * f
-            elif draw_b[(b, p, -1)]:
-                base = _index(p, 0, 2, 3)
-                f = scale[5]
-                for b3 in VALUES:
-                    i = base + ((b + b3) % 10) * 4
-                    every[i] += a4 * counts[b3] * f
-                    suited[i] += s4 * suit_left[b3] * f
-                    coloured[i] += c4 * colour_left[b3] * f
-            else:
-                i = _index(p, b, 2, 2)
-                f = scale[4]
-                every[i] += a4 * f
-                suited[i] += s4 * f
-                coloured[i] += c4 * f
-            for v in (px, py, bx, by):
-                counts[v] += 1; suit_left[v] += 1; colour_left[v] += 1  # noqa: E702
+    for row, part in ((every, "every card"), (suited, "one suit"), (coloured, "one colour")):
+        for (pt, bt, pn, bn, _p_natural, _b_natural), w in full_shoe_facts(decks, part).items():
+            row[_index(pt, bt, pn, bn)] += w
 
     # The loop followed one suit (clubs) and one colour (black); every suit and
     # colour is alike, so the counts for "some one suit" / "some one colour" are x4 / x2.

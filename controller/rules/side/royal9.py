@@ -84,18 +84,22 @@ def parse_combination(key: str, seat: object, text: object) -> KingNine:
 
 def king_nine(cards: Sequence[Card]) -> KingNine | None:
     """The hand's King-9 combination, if its two cards are exactly a king and a nine."""
-    ranks = {cards[0].rank, cards[1].rank}
-    if ranks != {Rank.KING, Rank.NINE}:
-        return None
-    king = cards[0] if cards[0].rank == Rank.KING else cards[1]
-    nine = cards[1] if king is cards[0] else cards[0]
-    return king.suit, nine.suit
+    # Compared by identity, not as a set of ranks: the par sheet asks this of every pair of
+    # first-four hands, and hashing the enum members was a good part of its time.
+    first, second = cards[0], cards[1]
+    if first.rank is Rank.KING and second.rank is Rank.NINE:
+        return first.suit, second.suit
+    if first.rank is Rank.NINE and second.rank is Rank.KING:
+        return second.suit, first.suit
+    return None
 
 
 def royal_9(cards: Sequence[Card]) -> bool:
     """627b.3(b): a face card (K, Q, J) and a nine."""
+    # The nine first: most hands hold none, and the par sheet asks this of every pair of
+    # first-four hands.
     a, b = cards[0], cards[1]
-    return (is_face(a) and b.rank == Rank.NINE) or (is_face(b) and a.rank == Rank.NINE)
+    return (b.rank is Rank.NINE and is_face(a)) or (a.rank is Rank.NINE and is_face(b))
 
 
 @dataclass(frozen=True)
@@ -125,10 +129,14 @@ class Royal9Progressive(LineWager):
 
     def classify(self, view: RoundView, seat: int = 1) -> PayLine | None:
         player, banker = view.player[:2], view.banker[:2]
+        p9, b9 = royal_9(player), royal_9(banker)
+        if not (p9 or b9):
+            # Every line needs a Royal 9 in a hand, and a King 9 is one (a king is a face
+            # card, 627b.3(b)): no line pays. Most hands hold none, so this is decided first.
+            return None
         table = self.paytable
         mine = self.combinations.get(seat)
         kp, kb = king_nine(player), king_nine(banker)
-        p9, b9 = royal_9(player), royal_9(banker)
         p_suited = p9 and player[0].suit == player[1].suit
         b_suited = b9 and banker[0].suit == banker[1].suit
         if mine is not None:
