@@ -575,9 +575,18 @@ class Daemon:
         if self.table.state not in LIGHT_TEST_STATES:
             raise ControlError(f"the light test runs only while no round is in play (closed, "
                                f"end of shoe or a fault); the table is {self.table.state.value}")
+        from drivers.protocols import LinkState
+
         seats, display = self.seats, self.display
         if seats is None and display is None:
             raise ControlError("this table has no seat LEDs or display configured")
+        unlit = ""  # why the seat LEDs could not be driven: then the test cannot pass
+        if seats is not None and (health := seats.health()).link is not LinkState.UP:
+            unlit = f"seat LEDs not driven: GPIO not available: {health.last_error or 'stopped'}"
+            if display is None:
+                raise ControlError(f"{unlit}; fix the seats' wiring or gpio.pin_factory and "
+                                   "restart the table service (docs/faults.md gpio_unavailable)")
+            seats = None
         numbers = [w.seat for w in self.config.gpio.seats]
         before = {n: seats.led(n) for n in numbers} if seats is not None else {}
         try:
@@ -602,6 +611,9 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("light_test", {"seats": numbers,
                                                    "display": display is not None})
+        if unlit:
+            return {"device": "lights", "passed": False,
+                    "detail": f"{unlit}; {len(numbers)} win lights chased one by one"}
         return {"device": "lights", "passed": True,
                 "detail": f"{len(numbers)} seat LEDs chased one by one, then all lit"
                           + ("; win lights with them" if display is not None else "")}

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import random
 import shlex
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -64,6 +65,11 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
+    # SIGTERM (a script, a service manager) stops the table as cleanly as Ctrl-C does:
+    # without this the daemon and the display service it started would be left running.
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
     continuing = (workdir / "table.sqlite").exists()
     say(f"Simulated table from {args.config}; daemon log: {log}")
     harness = TableHarness(Path(args.config), workdir, seed=args.seed, on_line=say,
@@ -145,6 +151,8 @@ def main() -> int:
         return 6
     except KeyboardInterrupt:
         return 130
+    except asyncio.CancelledError:  # SIGTERM, above
+        return 128 + signal.SIGTERM
 
 
 if __name__ == "__main__":

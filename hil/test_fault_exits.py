@@ -123,6 +123,11 @@ def test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_resta
             (fault,) = [e for e in await table.call("events", kind="device_fault")
                         if e["device"] == "seats"]
             refused_test = await table.call("self_test", device="seats")
+            try:  # no LED can be lit: the light test says so instead of passing
+                await table.call("light_test")
+                refused_lights = ""
+            except ControlError as exc:
+                refused_lights = str(exc)
             # The seats never stop the main game: the table opens without them.
             opened = await table.call("open")
 
@@ -139,11 +144,11 @@ def test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_resta
             table.pins.press(sensor)
             table.pins.release(sensor)
             seen = await table.wait_for_events("late_sensor_change", 2, after_seq=mark)
-            return (devices, fault, refused_test, opened, restarted, passed_test, seen,
-                    await table.call("status"))
+            return (devices, fault, refused_test, refused_lights, opened, restarted,
+                    passed_test, seen, await table.call("status"))
 
-    devices, fault, refused_test, opened, restarted, passed_test, seen, status = asyncio.run(
-        scenario())
+    (devices, fault, refused_test, refused_lights, opened, restarted, passed_test, seen,
+     status) = asyncio.run(scenario())
     why = "TypeError: MockFactory.__init__() got an unexpected keyword argument 'bridge_socket'"
     assert (devices["seats"]["link"], devices["seats"]["last_error"]) == ("refused", why)
     assert devices["shoe"]["link"] == "up"
@@ -155,6 +160,9 @@ def test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_resta
     # The technician's test of the seats is refused for as long as the pins are not held.
     assert refused_test == {"device": "seats", "passed": False,
                             "detail": f"GPIO not available: {why}"}
+    assert refused_lights == (
+        f"seat LEDs not driven: GPIO not available: {why}; fix the seats' wiring or "
+        "gpio.pin_factory and restart the table service (docs/faults.md gpio_unavailable)")
     assert (opened["state"], opened["fault"]) == ("opening", None)
     # After the restart the pins are claimed: the seats are up and pass their test, and a
     # chip on a sensor reaches the table (late: betting is closed while the table opens).

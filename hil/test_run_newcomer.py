@@ -68,10 +68,17 @@ def test_a_table_left_in_the_middle_of_a_shoe_is_refused_with_the_reason(tmp_pat
     assert "wager refused" not in again.stdout and "Round " not in again.stdout
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C reaches a command typed at a terminal even when the test suite itself was
+    started in the background, where SIGINT is ignored and every child inherits that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_keep_running_prints_the_tablectl_line_that_works():
     process = subprocess.Popen([sys.executable, "-m", "hil.run", "--keep-running"], cwd=ROOT,
                                text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, "NO_COLOR": "1"})
+                               env={**os.environ, "NO_COLOR": "1"},
+                               preexec_fn=_as_from_a_terminal)
     assert process.stdout is not None
     try:
         first = process.stdout.readline()
@@ -95,7 +102,28 @@ def test_keep_running_prints_the_tablectl_line_that_works():
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
+    assert process.returncode == 130  # Ctrl-C: stopped, with the daemon and pages it started
     assert log.stat().st_size > 0  # the log it named outlives the scratch folder
+
+
+def test_sigterm_stops_the_kept_table_and_what_it_started():
+    process = subprocess.Popen([sys.executable, "-m", "hil.run", "--keep-running"], cwd=ROOT,
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               env={**os.environ, "NO_COLOR": "1"})
+    assert process.stdout is not None
+    socket_path = ""
+    try:
+        for text in process.stdout:
+            if "TABLECTL_SOCKET=" in text:
+                socket_path = text.split()[0].removeprefix("TABLECTL_SOCKET=")
+                break
+        assert Path(socket_path).is_socket(), socket_path
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM
+    # The daemon went with it: its control socket is gone with the scratch folder.
+    assert not Path(socket_path).exists()
 
 
 def test_retained_meter_messages_are_cleared():
