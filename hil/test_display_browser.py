@@ -157,8 +157,12 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
         assert wins == len(road.cells)
         for n, event in enumerate(rounds, start=1):
             at_ms = event["at"] * 1000
-            keys = [f"bead:{n}", f"result:{n}"] + ([f"big:{big_index[n]}"] if n in big_index
-                                                   else [])
+            keys = [f"bead:{n}"] + ([f"big:{big_index[n]}"] if n in big_index else [])
+            # The result panel shows the latest round: a page that renders two rounds in one
+            # go (a busy machine, entries batched into one write) skips the earlier result,
+            # whose Bead Plate and Big Road cells must still appear. The last must show.
+            if n == played or f"result:{n}" in seen:
+                keys.append(f"result:{n}")
             for key in keys:
                 assert key in seen, f"{key} never appeared in the scoreboard's DOM"
                 delays_ms.append(seen[key] - at_ms)
