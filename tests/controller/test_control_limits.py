@@ -190,7 +190,11 @@ def test_unknown_and_known_names_cost_the_same():
     pairs = [(cpu_seconds("ana"), cpu_seconds("nobody")) for _ in range(9)]
     known, unknown = min(k for k, _ in pairs), min(u for _, u in pairs)
     print(f"PIN check CPU time: known {known * 1000:.1f} ms, unknown {unknown * 1000:.1f} ms")
-    assert abs(known - unknown) <= 0.10 * known
+    # The counted iterations above are the proof of equal work. This bound catches a gross
+    # shortcut (an unknown name answered without hashing costs ~0 ms against ~100 ms); it is
+    # not tighter because thread CPU time on a shared 2-core machine still moves by 10-15 %
+    # (caches and clock shared with the load beside it: 106.6 against 95.1 ms was seen).
+    assert abs(known - unknown) <= 0.30 * known
 
 
 # --- limits ---------------------------------------------------------------------------------
