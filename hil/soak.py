@@ -320,13 +320,20 @@ def wagers_in_rounds(stored: list[dict[str, Any]]) -> collections.Counter[tuple[
 async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     """What the daemon stored against what the harness saw and did; [] when they agree."""
     problems: list[str] = []
+    # The table as the last shoe left it, read before anything else: the simulated devices
+    # answer from this process's event loop, and a tally that held it for seconds would
+    # itself make the shoe's link fall silent (a week's 40,000 rounds re-settled at once did:
+    # link_down at the very end of seed 2500769141).
+    status = await table.call("status")
     stored = await all_rounds(table)
     by_id = {r["round_id"]: r for r in stored}
     seen = {r["round_id"]: r for r in table.result.rounds}
     voided = {r["round_id"]: r for r in table.result.void_rounds}
-    for record in stored:
+    for n, record in enumerate(stored):
         for problem in check_round(record):
             problems.append(f"round {record['round_id']}: {problem}")
+        if n % 500 == 0:
+            await asyncio.sleep(0)  # let the simulated devices answer their keepalives
     settled = {i for i, r in by_id.items() if r["state"] == "settled"}
     void = {i for i, r in by_id.items() if r["state"] == "void"}
     if settled != set(seen):
@@ -350,7 +357,6 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     placed = collections.Counter((seat, wager, cents)
                                  for _, seat, wager, cents in table.result.wagers_placed)
     in_rounds = wagers_in_rounds(stored)
-    status = await table.call("status")
     on_layout = collections.Counter((w["seat"], w["wager"], w["amount_cents"])
                                     for w in status["round"]["wagers"])
     if status["round"]["round_id"] is None and placed != in_rounds + on_layout:
