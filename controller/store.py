@@ -184,7 +184,7 @@ class Store:
         # data_version says so); either forgets them (`_forget`) and the next step reads.
         self._log_head: tuple[int, str] | None = None
         self._commit_no: int | None = None
-        self._round_cards: tuple[int, list[dict[str, Any]]] | None = None
+        self._round_cards: tuple[int, str] | None = None  # (round, its cards' JSON)
         self._data_version = -1
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -523,20 +523,21 @@ class Store:
                 (shoe_no, round_no, int(simulated), _canonical(wagers), self._clock()),
             )
             round_id = int(cursor.lastrowid or 0)
-            self._round_cards = (round_id, [])
+            self._round_cards = (round_id, "[]")
             return round_id
 
     def add_round_card(self, round_id: int, card: Mapping[str, Any]) -> None:
         with self.transaction() as db:
-            known = self._round_cards
-            if known is not None and known[0] == round_id:
-                cards = known[1]  # as this connection last wrote them
-            else:
+            known = self._round_cards  # the text this connection last wrote, if it holds
+            if known is None or known[0] != round_id:
                 row = db.execute("SELECT cards FROM rounds WHERE round_id = ?",
                                  (round_id,)).fetchone()
-                cards = json.loads(row["cards"])
-            cards = [*cards, json.loads(_canonical(dict(card)))]
-            db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?", (_canonical(cards), round_id))
+                known = (round_id, row["cards"])
+            # The canonical text of a list is its items' canonical texts joined by commas, so
+            # the stored text grows by the card's alone: nothing is parsed or encoded again.
+            listed, added = known[1], _canonical(dict(card))
+            cards = f"[{added}]" if listed == "[]" else f"{listed[:-1]},{added}]"
+            db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?", (cards, round_id))
             self._round_cards = (round_id, cards)
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,

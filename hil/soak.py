@@ -307,7 +307,10 @@ async def all_rounds(table: TableHarness) -> list[dict[str, Any]]:
         rounds += page
 
 
-def wagers_in_rounds(stored: list[dict[str, Any]]) -> collections.Counter[tuple[int, str, int]]:
+Wager = tuple[int, str, int]  # (seat, wager, cents)
+
+
+def wagers_in_rounds(stored: list[dict[str, Any]]) -> collections.Counter[Wager]:
     """(seat, wager, cents) of every wager the store holds in a live round, each placement
     once: a round closed void with its wagers standing for the next live round
     (docs/rulings.md C19, C20) holds the same wagers as that next round."""
@@ -315,6 +318,21 @@ def wagers_in_rounds(stored: list[dict[str, Any]]) -> collections.Counter[tuple[
         (w["seat"], w["wager"], w["amount_cents"]) for r in stored
         if not r["simulated"] and not (r["result"] or {}).get("wagers_stand")
         for w in r["wagers"])
+
+
+def wager_discrepancies(result: HarnessResult, stored: list[dict[str, Any]],
+                        status: dict[str, Any]) -> tuple[collections.Counter[Wager],
+                                                         collections.Counter[Wager]]:
+    """(wagers the daemon acknowledged that the store holds nowhere, wagers the store holds
+    that were never acknowledged, beyond those whose reply a kill cut: in doubt). Held means
+    in a stored live round, or on the layout while no round is open (an open round's
+    wagers are in its stored record already). Both empty when nothing was lost or made up."""
+    held = wagers_in_rounds(stored)
+    if status["round"]["round_id"] is None:
+        held.update((w["seat"], w["wager"], w["amount_cents"]) for w in status["round"]["wagers"])
+    placed = collections.Counter(w[1:] for w in result.wagers_placed)
+    doubt = collections.Counter(w[1:] for w in result.wagers_in_doubt)
+    return placed - held, held - placed - doubt
 
 
 async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
@@ -354,16 +372,11 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     if {k: v for k, v in totals.items() if v} != {k: v for k, v in expected.items() if v}:
         problems.append(f"seat totals: store {totals}, harness {dict(expected)}")
     # Every wager the daemon acknowledged is in exactly one live round, or still on the layout.
-    placed = collections.Counter((seat, wager, cents)
-                                 for _, seat, wager, cents in table.result.wagers_placed)
-    in_rounds = wagers_in_rounds(stored)
-    on_layout = collections.Counter((w["seat"], w["wager"], w["amount_cents"])
-                                    for w in status["round"]["wagers"])
-    if status["round"]["round_id"] is None and placed != in_rounds + on_layout:
-        problems.append(f"wagers: acknowledged {sum(placed.values())}, in rounds "
-                        f"{sum(in_rounds.values())}, on the layout {sum(on_layout.values())}")
-    # The log: its chain verifies, and it says what the harness did.
-    # The log is read first and the chain verified after, in full: the table keeps writing
+    lost, unexplained = wager_discrepancies(table.result, stored, status)
+    if lost or unexplained:
+        problems.append(f"wagers: acknowledged but stored nowhere {dict(lost)}, stored but "
+                        f"never acknowledged {dict(unexplained)}")
+    # The log: its chain verifies, and it says what the harness did. It is read first and the chain verified after, in full: the table keeps writing
     # (prompts, device health), so the check's own snapshot may end later than the log
     # read, never earlier, and every entry from the first must verify.
     log = await all_events(table)

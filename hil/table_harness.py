@@ -159,8 +159,7 @@ class TableHarness:
         self.shoe = SimulatedShoe([], self.back, 0)
         await self.shoe.start()
         try:
-            await self.start_daemon()
-            await self._wait_for_devices()  # a card drawn before the shoe's link is up is lost
+            await self.start_daemon_ready()
         except BaseException:
             await self.__aexit__(None, None, None)  # never leave a daemon or a pty behind
             raise
@@ -197,6 +196,12 @@ class TableHarness:
         log_file.close()
         self.client = await self._connect()
         self.pins = await self._connect_pins() if self.gpio_claimed else None
+
+    async def start_daemon_ready(self) -> None:
+        """Start the daemon and wait until its devices are up: a card drawn before the
+        shoe's link is up would be lost."""
+        await self.start_daemon()
+        await self._wait_for_devices()
 
     def shuffler(self, request: str) -> str:
         """One fault-injection request to the simulated shuffler (hil/usb_shuffler.py's
@@ -356,8 +361,7 @@ class TableHarness:
                     await self.power_cut()
                 else:
                     await self.stop_daemon(signal.SIGKILL)  # already dead: just reaped
-                    await self.start_daemon()
-                    await self._wait_for_devices()
+                    await self.start_daemon_ready()
                 killed = False
                 if power_cuts is not None:
                     await power_cuts.after_restart(self)
@@ -398,8 +402,7 @@ class TableHarness:
         if code != 0:
             raise RuntimeError(f"tabled exited with {code} on SIGTERM:\n{_tail(self.daemon_log)}")
         while_stopped()
-        await self.start_daemon()
-        await self._wait_for_devices()
+        await self.start_daemon_ready()
 
     async def wait_for_events(self, kind: str, count: int, *, after_seq: int,
                               timeout: float = PROMPT_TIMEOUT_S) -> list[dict[str, Any]]:
@@ -418,8 +421,7 @@ class TableHarness:
         """SIGKILL the daemon (no chance to clean up) and start it again on the same store."""
         await self.stop_daemon(signal.SIGKILL)
         self.result.power_cuts += 1
-        await self.start_daemon()
-        await self._wait_for_devices()
+        await self.start_daemon_ready()
 
     async def _wait_for_devices(self) -> None:
         links: dict[str, str] = {}

@@ -19,6 +19,7 @@ import pytest
 
 from cards import Card
 from controller.control import ControlError
+from controller.critical_store import paths_for
 from hil.table_harness import TableHarness
 from hil.tablectl_process import run_tablectl
 
@@ -177,8 +178,9 @@ def test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_resta
 def store_files(workdir: Path) -> list[Path]:
     """The store, its sidecar files and its critical-memory directory (docs/deployment.md,
     "Critical memory"): what a backup holds and what a restore puts back."""
-    return [workdir / name for name in ("table.sqlite", "table.sqlite-wal",
-                                        "table.sqlite-shm", "table.critical")]
+    store = workdir / "table.sqlite"
+    return [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm"),
+            paths_for(str(store)).directory]
 
 
 def copy_store(source: Path, target: Path) -> None:

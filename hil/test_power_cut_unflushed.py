@@ -91,8 +91,7 @@ class PowerCutTable(TableHarness):
         # What the store lost the harness forgets too: those sequence numbers are reused.
         self.result.events = [e for e in self.result.events if e["seq"] <= kept]
         self.last_seq = min(self.last_seq, kept)
-        await self.start_daemon()
-        await self._wait_for_devices()
+        await self.start_daemon_ready()
 
 
 async def check(table: TableHarness) -> None:

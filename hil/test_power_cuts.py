@@ -34,7 +34,7 @@ import pytest
 
 from controller.crash_points import CRASH_ENV
 from hil.oracle import check_round
-from hil.soak import all_events, wagers_in_rounds
+from hil.soak import all_events, wager_discrepancies
 from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(3600 * 6)]
@@ -133,15 +133,10 @@ def verify_whole_chain(harness: TableHarness) -> int:
 
 
 async def acknowledged_wagers_are_stored(harness: TableHarness) -> None:
-    placed = collections.Counter(w[1:] for w in harness.result.wagers_placed)
-    doubt = collections.Counter(w[1:] for w in harness.result.wagers_in_doubt)
     stored = await harness.call("rounds", limit=100_000)
-    in_rounds = wagers_in_rounds(stored)
-    status = await harness.call("status")
-    in_rounds.update((w["seat"], w["wager"], w["amount_cents"]) for w in status["round"]["wagers"]
-                     if status["round"]["round_id"] is None)
-    assert placed - in_rounds == collections.Counter(), "acknowledged wagers lost"
-    assert in_rounds - placed <= doubt, "wagers stored that were never placed"
+    lost, unexplained = wager_discrepancies(harness.result, stored, await harness.call("status"))
+    assert lost == collections.Counter(), "acknowledged wagers lost"
+    assert unexplained == collections.Counter(), "wagers stored that were never placed"
 
 
 def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monkeypatch):

@@ -44,7 +44,7 @@ generic one.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -66,7 +66,8 @@ _EVERY_VARIANT = None
 # Which module registers which keys: (module, families, variants or _EVERY_VARIANT, keys).
 # The one list of wager modules (see the module docstring, step 4); checked against what the
 # modules register by tests/rules/test_wager_manifest.py.
-WAGER_MODULES: tuple[tuple[str, frozenset[str], frozenset[str] | None, tuple[str, ...]], ...] = (
+ManifestRow = tuple[str, frozenset[str], frozenset[str] | None, tuple[str, ...]]
+WAGER_MODULES: tuple[ManifestRow, ...] = (
     (_631A, FAMILIES_631A, _EVERY_VARIANT,
      ("player", "tie", "dragon_bonus_player", "dragon_bonus_banker", "house_money")),
     (_631A, FAMILIES_631A, frozenset({"standard", "ez"}), ("banker",)),
@@ -91,12 +92,13 @@ WAGER_MODULES: tuple[tuple[str, frozenset[str], frozenset[str] | None, tuple[str
 )
 
 
-def modules_for(key: str, family: str, variant: str) -> list[str] | None:
-    """The modules `WAGER_MODULES` says may register `key` at a `family`/`variant` table;
+def modules_for(key: str, family: str, variant: str,
+                manifest: Sequence[ManifestRow] = WAGER_MODULES) -> list[str] | None:
+    """The modules `manifest` says may register `key` at a `family`/`variant` table;
     None when it names no module for `key` at all (then every module is imported)."""
     named = False
     modules: list[str] = []
-    for module, families, variants, keys in WAGER_MODULES:
+    for module, families, variants, keys in manifest:
         if key not in keys:
             continue
         named = True
@@ -140,8 +142,33 @@ class WagerSpec:
 class WagerRegistry:
     """Wager specs by configuration key; lookups choose by game family and variant."""
 
-    def __init__(self) -> None:
+    def __init__(self, manifest: Sequence[ManifestRow] = ()) -> None:
+        """`manifest`: the modules that register wagers into this registry, imported as
+        lookups need them (`WAGER_MODULES` for the process-wide one); none for a registry
+        filled by hand."""
         self._specs: dict[str, list[WagerSpec]] = {}
+        self._manifest = tuple(manifest)
+        self._all_imported = not self._manifest
+
+    def import_all(self) -> WagerRegistry:
+        """Import every module of the manifest (idempotent). A module that fails to import
+        is not hidden: the error propagates, because a table must not run with a wager
+        silently missing."""
+        if not self._all_imported:
+            for module, _families, _variants, _keys in self._manifest:
+                importlib.import_module(module)
+            self._all_imported = True
+        return self
+
+    def _import_for(self, key: str, family: str, variant: str) -> None:
+        if self._all_imported:
+            return
+        modules = modules_for(key, family, variant, self._manifest)
+        if modules is None:
+            self.import_all()  # a key the manifest does not name: maybe an unlisted module has it
+            return
+        for module in modules:
+            importlib.import_module(module)
 
     def register(self, spec: WagerSpec) -> WagerSpec:
         existing = self._specs.setdefault(spec.key, [])
@@ -160,8 +187,7 @@ class WagerRegistry:
 
     def lookup(self, key: str, family: str, variant: str) -> WagerSpec | None:
         """The spec for `key` at a table of `family`/`variant`; variant-specific first."""
-        if self is REGISTRY:
-            _import_modules_for(key, family, variant)
+        self._import_for(key, family, variant)
         candidates = [s for s in self._specs.get(key, []) if family in s.families]
         specific = [s for s in candidates if s.variants is not None and variant in s.variants]
         if specific:
@@ -170,18 +196,15 @@ class WagerRegistry:
         return generic[0] if generic else None
 
     def keys_for(self, family: str, variant: str) -> list[str]:
-        if self is REGISTRY:
-            load_rules()
+        self.import_all()
         return sorted(k for k in self._specs if self.lookup(k, family, variant) is not None)
 
     def all_specs(self) -> list[WagerSpec]:
-        if self is REGISTRY:
-            load_rules()
+        self.import_all()
         return [spec for specs in self._specs.values() for spec in specs]
 
 
-REGISTRY = WagerRegistry()
-_loaded = False
+REGISTRY = WagerRegistry(WAGER_MODULES)
 
 
 def register_wager(spec: WagerSpec) -> WagerSpec:
@@ -220,25 +243,5 @@ def wager_rule(
 
 def load_rules() -> WagerRegistry:
     """The process-wide registry, with every module of `WAGER_MODULES` imported.
-
-    Idempotent. A wager module that fails to import is not hidden: the error
-    propagates, because a table must not run with a wager silently missing.
-    Lookups alone need not call this: `REGISTRY.lookup` imports what it needs.
-    """
-    global _loaded
-    if not _loaded:
-        for module, _families, _variants, _keys in WAGER_MODULES:
-            importlib.import_module(module)
-        _loaded = True
-    return REGISTRY
-
-
-def _import_modules_for(key: str, family: str, variant: str) -> None:
-    if _loaded:
-        return
-    modules = modules_for(key, family, variant)
-    if modules is None:
-        load_rules()  # a key the manifest does not name: maybe an unlisted module has it
-        return
-    for module in modules:
-        importlib.import_module(module)
+    Lookups alone need not call this: `REGISTRY.lookup` imports what it needs."""
+    return REGISTRY.import_all()

@@ -118,6 +118,10 @@ def test_a_step_rolled_back_leaves_the_next_step_reading_the_store_again(store):
     store.add_round_card(round_id, {"index": 1, "card": "K♣", "hand": "banker"})
     after = store.append_event("card", {"index": 1})
     assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "K♣"]
+    # The stored text is the canonical JSON of the whole list, grown a card at a time.
+    assert store._db.execute("SELECT cards FROM rounds WHERE round_id = ?", (round_id,)
+                             ).fetchone()[0] == (
+        '[{"card":"9♠","hand":"player","index":0},{"card":"K♣","hand":"banker","index":1}]')
     assert (after.seq, after.prev_hash) == (1, GENESIS_HASH)  # the rolled-back entry is gone
     assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 2
     assert store.verify(full=True).log_seq == after.seq
