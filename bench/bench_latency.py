@@ -21,16 +21,20 @@ as `./run-simulated-table` runs it) and three figures are taken:
   (wagers accepted, locks, settlements and voids, vigorish, meters and awards).
   Target: at most one per round plus one per money-changing step.
 
-The subscriber runs in the benchmark's own event loop beside the simulated
-dealer, so the figures include one local socket hop and the dealer's loop: they
-are an upper bound of what the daemon itself adds.
+A card is stamped as the write that puts its frame on the pseudo-terminal is
+made, and a lock-out as the bridge is asked to drive the pin. The subscriber is
+a process of its own blocked on its socket, stamping each read as it returns, so
+neither end waits for the simulated dealer's event loop. The figures still
+include the pseudo-terminal, one local socket hop and the two processes' wake-ups:
+they are an upper bound of what the daemon itself adds. All stamps are
+CLOCK_MONOTONIC (`time.perf_counter_ns`), the same clock in every process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import json
 import re
 import shutil
 import statistics
@@ -46,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import header, pi4  # noqa: E402
-from controller.control import ControlClient  # noqa: E402
+from firmware_bridge import messages as wire  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -58,65 +62,145 @@ MONEY_PREFIXES = ("meter_", "progressive_award", "award_")
 
 @dataclass
 class Timings:
-    card_ns: list[int] = field(default_factory=list)  # -> where the next card goes
-    round_end_ns: list[int] = field(default_factory=list)  # -> settled, flushed, next prompt
-    lock_ns: list[int] = field(default_factory=list)
-    card_sent_at: int | None = None
-    card_sent_wall = 0.0  # time.time() of the same moment: the daemon stamps entries with it
-    lock_pressed_at: int | None = None
+    """What the benchmark's own process saw: when each card frame and each lock-out press
+    went out. The prompts and locks are stamped by the watcher process (`watch`)."""
+
+    card_sent: list[tuple[int, float]] = field(default_factory=list)  # (perf ns, time.time())
+    lock_pressed: list[tuple[int, float]] = field(default_factory=list)
+    card_frame_due = False  # the next write on the shoe's line carries a CardDrawn
 
 
 class TimedTable(TableHarness):
-    """The simulated table, noting when the dealer puts a card or a lock-out on the wire."""
+    """The simulated table, stamping the moment a card frame is written to the
+    pseudo-terminal and the moment the lock-out pin is driven."""
 
     timings: Timings
+    _timed_link: Any = None
 
     async def _do(self, action: str, payload: dict[str, Any]) -> bool:
         if action in ("burn", "deal", "set_aside"):
-            self.timings.card_sent_wall = time.time()
-            self.timings.card_sent_at = time.perf_counter_ns()
+            self._time_card_frames()
         return await super()._do(action, payload)
 
+    def _time_card_frames(self) -> None:
+        """Wrap the shoe's device-side link (new after a replug) so that a CardDrawn is
+        stamped by the write that puts its frame on the line, not when the dealer decided to
+        draw: the simulated dealer's own queueing is not the daemon's latency."""
+        link = self.shoe.link
+        if link is None or link is self._timed_link:
+            return
+        self._timed_link = link
+        timings, send, transport = self.timings, link.send, link._transport
+        write = transport.write
+
+        async def timed_send(message: wire.Message) -> None:
+            # AsyncLink.send writes the frame before its first await, in this call.
+            timings.card_frame_due = isinstance(message, wire.CardDrawn)
+            try:
+                await send(message)
+            finally:
+                timings.card_frame_due = False
+
+        def timed_write(data: bytes) -> None:
+            # Stamped just before the write: after it, this process may lose the CPU for
+            # longer than the daemon takes to answer (the stamp would come after the answer).
+            if timings.card_frame_due:
+                timings.card_frame_due = False
+                timings.card_sent.append((time.perf_counter_ns(), time.time()))
+            write(data)
+
+        link.send, transport.write = timed_send, timed_write
+
     def _press_lockout(self) -> None:
-        self.timings.lock_pressed_at = time.perf_counter_ns()
+        # Stamped before: the bridge drives the pin, and the daemon may act, before it answers.
+        self.timings.lock_pressed.append((time.perf_counter_ns(), time.time()))
         super()._press_lockout()
 
 
-async def watch(socket: str, timings: Timings) -> None:
-    """Runs until cancelled: stamps the prompts and locks as they arrive."""
-    stream = await ControlClient(socket).connect()
-    try:
-        async for event in stream.subscribe(0):
-            now = time.perf_counter_ns()
-            # The simulated dealer reads the same prompts on its own connection in this
-            # loop, and may already have sent the next card when this one is read: a prompt
-            # the daemon logged before that card was sent answers an earlier card.
-            if (event["kind"] == "prompt" and timings.card_sent_at is not None
-                    and event["at"] >= timings.card_sent_wall):
-                decided_card = event["payload"].get("action") in ("deal", "burn", "set_aside")
-                (timings.card_ns if decided_card else timings.round_end_ns).append(
-                    now - timings.card_sent_at)
-                timings.card_sent_at = None
-            elif event["kind"] == "no_more_bets" and timings.lock_pressed_at is not None:
-                timings.lock_ns.append(now - timings.lock_pressed_at)
-                timings.lock_pressed_at = None
-    finally:
-        await stream.close()
+_WATCHER = r"""
+import json, os, socket, sys, time
+stamp = time.perf_counter_ns
+try:  # an instrument: woken at once when a line arrives, ahead of the simulated devices
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    priority = "SCHED_FIFO 10"
+except (AttributeError, PermissionError):
+    priority = "normal (SCHED_FIFO not permitted)"
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(sys.argv[1])
+sock.sendall(b'{"id": 1, "cmd": "subscribe", "args": {"after_seq": 0}}\n')
+print("ready", priority, flush=True)
+seen, buffer = [], b""
+while True:
+    data = sock.recv(1 << 16)
+    now = stamp()  # every line of this read arrived now
+    if not data:
+        break
+    buffer += data
+    *lines, buffer = buffer.split(b"\n")
+    for line in lines:
+        item = json.loads(line)
+        event = item.get("event")
+        if event and event["kind"] in ("prompt", "no_more_bets"):
+            seen.append([now, event["at"], event["kind"],
+                         event["payload"].get("action", "")])
+json.dump(seen, sys.stdout)
+"""
+
+
+WATCHER_PRIORITY: list[str] = []
+
+
+async def watch(socket: str) -> subprocess.Popen[str]:
+    """The subscriber: a process of its own with a blocking socket, so that nothing else
+    in the benchmark (the simulated dealer and shoe run in this process's event loop) can
+    delay the moment it notes a prompt's arrival."""
+    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, socket],
+                               stdout=subprocess.PIPE, text=True)
+    assert watcher.stdout is not None
+    ready = await asyncio.to_thread(watcher.stdout.readline)
+    if not ready.startswith("ready "):
+        raise RuntimeError(f"the watcher process did not start: {ready!r}")
+    WATCHER_PRIORITY[:] = [ready.removeprefix("ready ").strip()]
+    await asyncio.sleep(0.2)  # subscribed: the daemon answered before the shoe starts
+    return watcher
+
+
+def answers(sent: list[tuple[int, float]], seen: list[list[Any]], kinds: tuple[str, ...]
+            ) -> list[tuple[int, str]]:
+    """For each stamp sent, the first entry of `kinds` received after it that the daemon
+    logged after it (an entry logged earlier answers an earlier card): (ns, action)."""
+    found, index = [], 0
+    for sent_ns, sent_wall in sent:
+        while index < len(seen) and (seen[index][0] <= sent_ns or seen[index][1] < sent_wall
+                                     or seen[index][2] not in kinds):
+            index += 1
+        if index == len(seen):
+            break
+        found.append((seen[index][0] - sent_ns, seen[index][3]))
+        index += 1
+    return found
 
 
 def is_money(kind: str) -> bool:
     return kind in MONEY_KINDS or kind.startswith(MONEY_PREFIXES)
 
 
+@dataclass
+class Figures:
+    card_ns: list[int] = field(default_factory=list)  # -> where the next card goes
+    round_end_ns: list[int] = field(default_factory=list)  # -> settled, flushed, next prompt
+    lock_ns: list[int] = field(default_factory=list)
+
+
 async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
-                    count_flushes: bool) -> tuple[Timings, dict[str, int]]:
+                    count_flushes: bool) -> tuple[Figures, dict[str, int]]:
     timings = Timings()
     overrides = [f"store.flush_delay_ms={flush_delay_ms}"] if flush_delay_ms else []
     table = TimedTable(CONFIG, workdir, seed=7, extra_overrides=overrides)
     table.timings = timings
     async with table:
         assert table.daemon is not None
-        watcher = asyncio.create_task(watch(table.socket, timings))
+        watcher = await watch(table.socket)
         tracer = None
         if count_flushes:
             tracer = subprocess.Popen(
@@ -135,10 +219,16 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
             counts["flushes"] = sum(int(m.group(1)) for m in re.finditer(
                 r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(?:fsync|fdatasync)\s*$",
                 summary, re.MULTILINE))
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-    return timings, counts
+        await asyncio.sleep(0.2)  # the last prompt reaches the watcher
+    seen_json, _ = await asyncio.to_thread(watcher.communicate, timeout=30)  # daemon gone: EOF
+    seen = json.loads(seen_json)
+    figures = Figures()
+    for spent, action in answers(timings.card_sent, seen, ("prompt",)):
+        decided_card = action in ("deal", "burn", "set_aside")
+        (figures.card_ns if decided_card else figures.round_end_ns).append(spent)
+    figures.lock_ns = [spent for spent, _ in answers(timings.lock_pressed, seen,
+                                                    ("no_more_bets",))]
+    return figures, counts
 
 
 def line(name: str, samples_ns: list[int], target_ms: float) -> str:
@@ -163,6 +253,7 @@ def main() -> int:
         normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
                                         False))
+        print(f"watcher (the subscriber process): {', '.join(WATCHER_PRIORITY)} scheduling")
         print(line("card -> decision, normal storage", normal.card_ns, 1.0))
         print(line(f"card -> decision, {args.flush_delay_ms:g} ms flushes", slow.card_ns, 5.0))
         print(line("last card -> settled (one flush), normal", normal.round_end_ns, 5.0))

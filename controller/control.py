@@ -12,7 +12,9 @@ kernel reports for the connection. The server holds up under any client: a cap o
 connections, an idle timeout, a request size limit, and subscribers that are fed
 page by page from the store (nothing is buffered per subscriber beyond one page; a
 subscriber that stops reading is dropped with a reason); caught-up subscribers share the
-last RECENT_EVENTS committed entries, each encoded once.
+last RECENT_EVENTS committed entries, each encoded once, and are sent a new entry as it is
+committed (no wake-up of their task in between: a prompt reaches the dealer's display as soon
+as its step is in the store).
 """
 
 from __future__ import annotations
@@ -74,6 +76,20 @@ SUBSCRIBE = Command(lambda args: None, Role.READ,
                     "a stream of committed event log entries after after_seq")
 
 
+class _Stream:
+    """One subscriber's connection and how far it has been sent. `live` while its task is
+    waiting, caught up and with nothing unsent: then `publish` writes the next entry itself;
+    otherwise it wakes the task, which pages, drains and drops a stalled reader."""
+
+    __slots__ = ("wake", "writer", "last", "live")
+
+    def __init__(self, writer: asyncio.StreamWriter, after_seq: int) -> None:
+        self.wake = asyncio.Event()
+        self.writer = writer
+        self.last = after_seq
+        self.live = False
+
+
 def event_json(event: Event) -> dict[str, Any]:
     return {"seq": event.seq, "at": event.at, "kind": event.kind, "severity": event.severity,
             "device": event.device, "round_id": event.round_id, "payload": event.payload,
@@ -102,7 +118,7 @@ class ControlServer:
                                      policy=PinPolicy(), record=self._record)
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
-        self._subscribers: set[asyncio.Event] = set()
+        self._subscribers: set[_Stream] = set()
         # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
         # its stream line or None until a stream first needs it].
         self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
@@ -133,16 +149,40 @@ class ControlServer:
             self._record_to_log(kind, payload, severity)
 
     def publish(self, event: Event) -> None:
-        """Called for every committed log entry, in order: wakes the streams. A stream that
-        is caught up takes the entry from the last RECENT_EVENTS kept here (encoded once for
-        every stream); one further behind reads the store itself, page by page (so a slow
-        one costs no memory here)."""
+        """Called for every committed log entry, in order. A live stream (caught up, nothing
+        unsent) is written the entry here and now; any other is woken: it takes entries from
+        the last RECENT_EVENTS kept here (encoded once for every stream), or, further behind,
+        reads the store itself, page by page (so a slow one costs no memory here)."""
         recent = self._recent
         if recent and recent[-1][0].seq + 1 != event.seq:
             recent.clear()  # not the next entry: what is kept must have no gap
-        recent.append([event, None])
-        for wake in self._subscribers:
-            wake.set()
+        item: list[Any] = [event, None]
+        recent.append(item)
+        for stream in self._subscribers:
+            if stream.live and stream.last + 1 == event.seq and self._send_live(stream, item):
+                continue
+            stream.live = False
+            stream.wake.set()
+
+    @staticmethod
+    def _send_live(stream: _Stream, item: list[Any]) -> bool:
+        """Write a caught-up stream's next entry now, if its socket has taken everything so
+        far (else its task drains it, with the stall limit)."""
+        transport = stream.writer.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            return False
+        if item[1] is None:
+            item[1] = _line({"event": event_json(item[0])})
+        try:
+            transport.write(item[1])
+        except Exception:  # a transport's failure is the task's to find (drain raises)
+            log.exception("stream_write_failed")
+            return False
+        stream.last = item[0].seq
+        if transport.get_write_buffer_size():  # the socket took part of it: drain it
+            stream.live = False
+            stream.wake.set()
+        return True
 
     def stream_page(self, after_seq: int, *, kept: bool = True) -> list[tuple[int, bytes]]:
         """The next entries of a stream that has sent up to `after_seq`, as (seq, line):
@@ -190,8 +230,9 @@ class ControlServer:
 
     async def close(self) -> None:
         self._closing = True
-        for wake in list(self._subscribers):
-            wake.set()
+        for stream in list(self._subscribers):
+            stream.live = False
+            stream.wake.set()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -351,27 +392,32 @@ class ControlServer:
 
     async def _stream(self, response: dict[str, Any], writer: asyncio.StreamWriter,
                       caller: Caller) -> None:
-        wake = asyncio.Event()
-        self._subscribers.add(wake)  # before reading so nothing committed falls in between
+        stream = _Stream(writer, response["after_seq"])
+        self._subscribers.add(stream)  # before reading so nothing committed falls in between
         try:
             await _send(writer, {"id": response["id"], "ok": True, "result": "subscribed"})
-            last = response["after_seq"]
             history = True  # the first page is the store's, whatever is kept: the history
             while not self._closing:
-                wake.clear()  # before the read: a commit after it sets the flag again
-                page = self.stream_page(last, kept=not history)
+                stream.wake.clear()  # before the read: a commit after it sets the flag again
+                stream.live = False
+                page = self.stream_page(stream.last, kept=not history)
                 history = False
                 if page:
                     writer.writelines([line for _, line in page])  # one send, not one a line
-                    last = page[-1][0]
-                if page and not await self._drained(writer, caller, last):
+                    stream.last = page[-1][0]
+                if (page or writer.transport.get_write_buffer_size()) and not await \
+                        self._drained(writer, caller, stream.last):
                     return
                 if len(page) < HISTORY_PAGE:
-                    await wake.wait()
+                    # Caught up, everything sent: publish writes what comes next, and wakes
+                    # this task only if the socket backs up or the stream falls behind.
+                    stream.live = not stream.wake.is_set()
+                    await stream.wake.wait()
                 else:
                     await asyncio.sleep(0)  # a long history: let the rest of the loop run
         finally:
-            self._subscribers.discard(wake)
+            stream.live = False
+            self._subscribers.discard(stream)
 
     async def _drained(self, writer: asyncio.StreamWriter, caller: Caller, last: int) -> bool:
         if not writer.transport.get_write_buffer_size():

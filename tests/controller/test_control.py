@@ -95,6 +95,103 @@ async def test_subscribe_replays_history_then_streams_live(server):
     await client.close()
 
 
+async def _raw_subscriber(srv, store, after_seq=0):
+    """A subscriber on a plain non-blocking socket, read without yielding to the loop, and
+    its stream on the server once that is caught up and waiting (live)."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(srv.path)
+    sock.setblocking(False)
+    sock.sendall(b'{"id": 1, "cmd": "subscribe", "args": {"after_seq": %d}}\n' % after_seq)
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        streams = [s for s in srv._subscribers if s.live]
+        if streams:
+            return sock, streams[0]
+    raise AssertionError("the stream never caught up")
+
+
+def _received(sock) -> list[dict]:
+    import json
+    import socket
+
+    data = b""
+    while True:
+        try:
+            data += sock.recv(1 << 20, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return [json.loads(line) for line in data.splitlines()]
+
+
+async def test_a_live_stream_is_sent_the_entry_by_the_commit_that_made_it(server):
+    """A caught-up stream is written a new entry inside publish, before the commit's caller
+    goes on: no wake-up of its task, no loop turn between the commit and the socket."""
+    srv, store = server
+    store.append_event("one")
+    sock, stream = await _raw_subscriber(srv, store)
+    assert [item.get("result") or item["event"]["seq"] for item in _received(sock)] == [
+        "subscribed", 1]
+    store.append_event("prompt", {"action": "deal", "next": "player"})  # no await after it
+    (line,) = _received(sock)
+    assert (line["event"]["seq"], line["event"]["kind"], line["event"]["payload"]) == (
+        2, "prompt", {"action": "deal", "next": "player"})
+    assert (stream.last, stream.live, stream.wake.is_set()) == (2, True, False)
+    sock.close()
+
+
+async def test_a_live_stream_that_backs_up_is_drained_by_its_task_with_nothing_lost(server):
+    """When the socket stops taking a live stream's lines, the rest waits in the transport
+    and the task takes over (paging, draining): every entry arrives once, in order."""
+    srv, store = server
+    sock, stream = await _raw_subscriber(srv, store)
+    _received(sock)
+    for n in range(3000):  # ~700 KB, one commit each: far more than the socket buffers hold
+        store.append_event("tick", {"n": n, "pad": "x" * 200})
+    assert stream.live is False and stream.wake.is_set()  # handed to the task
+    seqs: list[int] = []
+    for _ in range(2000):
+        seqs += [item["event"]["seq"] for item in _received(sock)]
+        if len(seqs) >= 3000:
+            break
+        await asyncio.sleep(0.005)
+    assert seqs == list(range(1, 3001))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if stream.live:
+            break
+    assert stream.live  # caught up again: back on the direct path
+    store.append_event("after")
+    assert [item["event"]["seq"] for item in _received(sock)] == [3001]
+    sock.close()
+
+
+async def test_an_entry_committed_while_the_task_drains_is_sent_once_by_the_task(
+        server, monkeypatch):
+    """Forced interleaving: a commit lands while the stream's task is suspended between its
+    page and its wait (in the drain). The stream is not live then, so publish only wakes
+    it; the task sends the entry on its next page, once."""
+    srv, store = server
+    store.append_event("one")
+    drained = srv._drained
+    committed = []
+
+    async def drain_then_commit(writer, caller, last):
+        result = await drained(writer, caller, last)
+        if not committed:  # the first drain: after the history page
+            committed.append(store.append_event("during_drain"))
+        return result
+
+    monkeypatch.setattr(srv, "_drained", drain_then_commit)
+    sock, stream = await _raw_subscriber(srv, store)
+    assert [item.get("result") or item["event"]["seq"] for item in _received(sock)] == [
+        "subscribed", 1, 2]
+    store.append_event("three")
+    assert [item["event"]["seq"] for item in _received(sock)] == [3]
+    assert committed[0].seq == 2 and stream.last == 3
+    sock.close()
+
+
 def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
     """Entries published as they commit are kept (RECENT_EVENTS of them) and encoded once for
     every caught-up stream; the lines are byte for byte those read back from the store, and a
