@@ -480,8 +480,11 @@ def _roles(caller: Caller) -> str:
     return ", ".join(sorted(r.value for r in caller.roles)) or "no role"
 
 
+_LINE = json.JSONEncoder(separators=(",", ":"))  # json.dumps would build one per line
+
+
 def _line(obj: Mapping[str, Any]) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+    return _LINE.encode(obj).encode() + b"\n"
 
 
 async def _send(writer: asyncio.StreamWriter, obj: Mapping[str, Any]) -> None:

@@ -38,9 +38,16 @@ class _JournalRenderer:
         return f"<{priority}>{line}" if self._with_prefix else line
 
 
+debug_enabled = True
+"""Whether debug lines are written: structlog's own default writes every level, and
+configure_logging sets it. A caller with a line per card builds it only when it is."""
+
+
 def configure_logging(*, level: str = "info", stream: TextIO | None = None,
                       journal_prefix: bool | None = None) -> None:
     """Configure structlog for the daemon. `journal_prefix` defaults to "running under systemd"."""
+    global debug_enabled
+    debug_enabled = getattr(logging, level.upper(), logging.INFO) <= logging.DEBUG
     if journal_prefix is None:
         journal_prefix = bool(os.environ.get("JOURNAL_STREAM"))
     structlog.configure(

@@ -24,7 +24,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +63,11 @@ C7, docs/rulings.md); a lost prompt is issued again by the restored state; senso
 shuffler progress are shown live, not relied on. Nothing here moves money or decides a
 wager. The shoe's first card, which says how many to burn (631a.5(f)), is not grouped."""
 
+OPEN_ROUND_CARDS = "round_cards"
+"""The key of the table's saved state (`save_table_state`) holding the open round's cards
+(its `round_id` beside it): the state is saved with every step anyway, so a card costs no
+write of the round's row; `close_round` writes the cards there."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -86,7 +91,7 @@ CREATE TABLE IF NOT EXISTS rounds (
     state       TEXT    NOT NULL,      -- open, settled, void
     simulated   INTEGER NOT NULL DEFAULT 0,
     wagers      TEXT    NOT NULL,      -- JSON list of {seat, wager, amount_cents}
-    cards       TEXT    NOT NULL,      -- JSON list of {index, card, hand}
+    cards       TEXT    NOT NULL,      -- JSON list of {index, card, hand, slot}, at close
     result      TEXT,                  -- JSON
     settlements TEXT,                  -- JSON list
     opened_at   REAL    NOT NULL,
@@ -179,12 +184,11 @@ class Store:
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
         # What this connection last committed, kept so that a step does not read it back:
-        # the log's head, the seal's commit counter and the open round's cards. They hold
-        # until a step of ours rolls back or another connection commits (SQLite's
-        # data_version says so); either forgets them (`_forget`) and the next step reads.
+        # the log's head and the seal's commit counter. They hold until a step of ours
+        # rolls back or another connection commits (SQLite's data_version says so); either
+        # forgets them (`_forget`) and the next step reads.
         self._log_head: tuple[int, str] | None = None
         self._commit_no: int | None = None
-        self._round_cards: tuple[int, str] | None = None  # (round, its cards' JSON)
         self._data_version = -1
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -325,9 +329,9 @@ class Store:
                 listener(event)
 
     def _forget(self) -> None:
-        """A step that did not commit leaves nothing it wrote to be trusted: the log's head,
-        the commit counter and the open round's cards are read from the store again."""
-        self._log_head = self._commit_no = self._round_cards = None
+        """A step that did not commit leaves nothing it wrote to be trusted: the log's head
+        and the commit counter are read from the store again."""
+        self._log_head = self._commit_no = None
 
     def before_commit(self, name: str, write: Callable[[], None]) -> None:
         """Run ``write`` once, as the last thing of the current step before it commits (the
@@ -516,39 +520,28 @@ class Store:
 
     def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,
                    simulated: bool = False) -> int:
+        """A new open round. Its cards are not written to its row one by one: while it is
+        open the table's saved state holds them (`OPEN_ROUND_CARDS`, saved with every step)
+        and each card is in the log; `close_round` writes them to the row."""
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT INTO rounds(shoe_no, round_no, state, simulated, wagers, cards, opened_at)"
                 " VALUES (?, ?, 'open', ?, ?, '[]', ?)",
                 (shoe_no, round_no, int(simulated), _canonical(wagers), self._clock()),
             )
-            round_id = int(cursor.lastrowid or 0)
-            self._round_cards = (round_id, "[]")
-            return round_id
-
-    def add_round_card(self, round_id: int, card: Mapping[str, Any]) -> None:
-        with self.transaction() as db:
-            known = self._round_cards  # the text this connection last wrote, if it holds
-            if known is None or known[0] != round_id:
-                row = db.execute("SELECT cards FROM rounds WHERE round_id = ?",
-                                 (round_id,)).fetchone()
-                known = (round_id, row["cards"])
-            # The canonical text of a list is its items' canonical texts joined by commas, so
-            # the stored text grows by the card's alone: nothing is parsed or encoded again.
-            listed, added = known[1], _canonical(dict(card))
-            cards = f"[{added}]" if listed == "[]" else f"{listed[:-1]},{added}]"
-            db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?", (cards, round_id))
-            self._round_cards = (round_id, cards)
+            return int(cursor.lastrowid or 0)
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: list[dict[str, Any]]) -> None:
-        """Settle or void a round once; a second attempt raises (never settled twice)."""
+                    settlements: list[dict[str, Any]],
+                    cards: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Settle or void a round once, with the cards it was dealt; a second attempt raises
+        (never settled twice)."""
         with self.transaction() as db:
             cursor = db.execute(
-                "UPDATE rounds SET state = ?, result = ?, settlements = ?, settled_at = ?"
-                " WHERE round_id = ? AND state = 'open'",
+                "UPDATE rounds SET state = ?, result = ?, settlements = ?, cards = ?,"
+                " settled_at = ? WHERE round_id = ? AND state = 'open'",
                 (state, _canonical(result) if result is not None else None,
-                 _canonical(settlements), self._clock(), round_id),
+                 _canonical(settlements), _canonical(list(cards)), self._clock(), round_id),
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"round {round_id} is not open: it cannot be closed twice")
@@ -575,15 +568,29 @@ class Store:
             rows = self._db.execute(
                 "SELECT * FROM (SELECT * FROM rounds ORDER BY round_id DESC LIMIT ?)"
                 " ORDER BY round_id", (limit,)).fetchall()
-        return [self._round(row) for row in rows]
+        return self._rounds(rows)
 
     def round(self, round_id: int) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM rounds WHERE round_id = ?", (round_id,)).fetchone()
-        return self._round(row) if row else None
+        return self._rounds([row])[0] if row else None
 
     def open_rounds(self) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT * FROM rounds WHERE state = 'open' ORDER BY round_id")
-        return [self._round(row) for row in rows]
+        return self._rounds(rows)
+
+    def _rounds(self, rows: Iterable[sqlite3.Row]) -> list[dict[str, Any]]:
+        """Rounds as readers see them: an open round's cards so far are the table's saved
+        state's (the row gets them when the round closes)."""
+        found = [self._round(row) for row in rows]
+        if any(r["state"] == "open" for r in found):
+            saved = self.load_table_state()
+            held = saved[1].get(OPEN_ROUND_CARDS) if saved else None
+            if held is not None:
+                for record in found:
+                    if record["state"] == "open" and record["round_id"] == saved[1].get(
+                            "round_id"):
+                        record["cards"] = list(held)
+        return found
 
     @staticmethod
     def _round(row: sqlite3.Row) -> dict[str, Any]:

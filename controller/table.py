@@ -24,7 +24,7 @@ from controller.logsetup import bind_round
 from cards import BackColour, Card
 from controller.rules.procedure import BASE_WAGERS, base_wager_missing, vigorish_to_collect
 from controller.rules.settlement import PlacedWager
-from controller.store import Store
+from controller.store import OPEN_ROUND_CARDS, Store
 from controller.table_base import CommandRefused
 from controller.table_batches import BatchChecks
 from controller.table_disclosed import DisclosedCards
@@ -96,8 +96,10 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
             if record is not None and record["state"] == "open":
                 # Rebuild the coup from the cards recorded before the cut: the round is
                 # completed from the cards already recorded (docs/rulings.md, recovery).
+                if OPEN_ROUND_CARDS not in data:  # saved by a version that wrote the row
+                    self.round_cards = record["cards"]
                 self.coup = self.rules.new_coup(self.wagers)
-                for item in record["cards"]:
+                for item in self.round_cards:
                     self.coup.place(Card.parse(item["card"]))
         bind_round(self.shoe.shoe_no, self.round_id)
         with self.store.transaction():
@@ -318,6 +320,7 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
             self.round_no += 1
             wagers = [wager_json(w) for w in self.wagers]
             self.round_id = self.store.open_round(self.shoe.shoe_no, self.round_no, wagers)
+            self.round_cards = []
             bind_round(self.shoe.shoe_no, self.round_id)
             self._record("no_more_bets", {"cause": cause, "round_no": self.round_no,
                                           "wagers": wagers,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from controller import logsetup
 from controller.rules.game import Coup
 from controller.store import GROUPED_KINDS, Store
 from controller.table_machine import TableState
@@ -100,15 +101,18 @@ class TableBase(TableSnapshot):
                 severity: str = "info", device: str | None = None) -> None:
         self.store.append_event(kind, payload, severity=severity, device=device,
                                 round_id=self.round_id)
-        # structlog reserves "event" for the message itself.
-        fields = {("event_" if key == "event" else key): value
-                  for key, value in (payload or {}).items()}
         # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
         # gets them at debug level only (a shoe is ~900 of them, each a journald write on
         # the Pi), and everything else at its severity.
-        getattr(log, "warning" if severity == "warning" else
-                "error" if severity in ("error", "critical") else
-                "debug" if kind in GROUPED_KINDS else "info")(kind, **fields)
+        level = ("warning" if severity == "warning" else
+                 "error" if severity in ("error", "critical") else
+                 "debug" if kind in GROUPED_KINDS else "info")
+        if level == "debug" and not logsetup.debug_enabled:
+            return  # the line would be dropped: it is not built
+        # structlog reserves "event" for the message itself.
+        fields = {("event_" if key == "event" else key): value
+                  for key, value in (payload or {}).items()}
+        getattr(log, level)(kind, **fields)
 
     def announce(self, action: str, **detail: Any) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""

@@ -170,13 +170,12 @@ class RoundPlay(TableBase):
         with self.store.transaction():
             slot = self.coup.place(event.card)
             hand = hand_of(slot)  # the same words as `tablectl simulate`
-            self.store.add_round_card(self.round_id, {"index": event.index,
-                                                      "card": str(event.card), "hand": hand,
-                                                      "slot": slot.name.lower()})
+            self.round_cards.append({"index": event.index, "card": str(event.card),
+                                     "hand": hand, "slot": slot.name.lower()})
             self._record("card", {"index": event.index, "card": str(event.card), "hand": hand,
                                   "slot": slot.name.lower(), "back": event.back.name.lower()},
                          device=event.device)
-            self._persist_state()  # the shoe position moves with every card
+            self._persist_state()  # the shoe position and the round's cards move with it
             if self.state is TableState.NO_MORE_BETS:
                 self.first_card()
             if self.state is TableState.DEALING and self.coup.initial_cards_complete:
@@ -219,6 +218,7 @@ class RoundPlay(TableBase):
                                              "simulated round; no wagers are accepted"},
                          severity="warning", device=event.device)
             self.coup = self.rules.new_coup()  # simulated: no wagers
+            self.round_cards = []
             self.round_settlements = []
             if self.state is TableState.BETTING_OPEN:
                 self.lock_out()
@@ -266,7 +266,7 @@ class RoundPlay(TableBase):
         self.announce_result()
         self._settle_point(SettlementPoint.END_OF_ROUND)
         settlements = list(self.round_settlements)
-        self.store.close_round(self.round_id, "settled", summary, settlements)
+        self.store.close_round(self.round_id, "settled", summary, settlements, self.round_cards)
         if self.progressive is not None and not self.simulated:
             for award in self.progressive.on_round_result(self.round_id, self.coup.round_view(),
                                                           settlements):
@@ -357,7 +357,7 @@ class RoundPlay(TableBase):
         outcome: dict[str, Any] = {"reason": reason}
         if wagers_stand:
             outcome["wagers_stand"] = True
-        self.store.close_round(self.round_id, "void", outcome, settlements)
+        self.store.close_round(self.round_id, "void", outcome, settlements, self.round_cards)
         if self.progressive is not None and not self.simulated:
             returned = self.progressive.on_round_void(self.round_id, reason)
             if returned:

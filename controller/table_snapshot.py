@@ -73,6 +73,9 @@ class TableSnapshot:
     batch_in_shuffler: BackColour | None = None  # as the shuffler last reported
     batch_shuffled: BackColour | None = None  # verified by the last shuffle
     batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
+    # The open round's cards, as its row gets them when it closes (store.OPEN_ROUND_CARDS):
+    # saved here with each card's step instead of rewriting the round's row for every card.
+    round_cards: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     @cache
@@ -98,6 +101,7 @@ class TableSnapshot:
             "batch_in_shuffler": colour_name(self.batch_in_shuffler),
             "batch_shuffled": colour_name(self.batch_shuffled),
             "batches": self.batches.to_dict() if self.batches is not None else None,
+            "round_cards": self.round_cards,
         }
 
     @classmethod
@@ -124,6 +128,7 @@ class TableSnapshot:
             batch_shuffled=colour_from(data.get("batch_shuffled")),
             batches=BatchTracker.from_dict(tracker) if batches is not None and tracker
             else batches,
+            round_cards=list(data.get("round_cards", [])),
         )
 
 

@@ -497,3 +497,33 @@ def test_digests_stay_exact_when_equal_values_of_another_repr_are_taken_out(tmp_
             db.execute("UPDATE probe SET v = 'changed' WHERE rowid = 1")  # takes out `first`
         assert store.verify(full=True).state_rows == 4  # meta's two rows and probe's two
     store.close()
+
+
+def test_an_entrys_mac_covers_the_canonical_list_the_docs_give_auditors():
+    """entry_mac writes its material out field by field; it must be byte for byte the
+    canonical JSON list an auditor computes (docs: [previous MAC, seq, repr(time), kind,
+    severity, device, round, payload JSON]), for every kind of text a field can hold."""
+    import hashlib
+    import hmac
+    import random
+
+    from controller.critical import DEVELOPMENT_KEY, canonical, entry_mac, entry_material
+
+    rng = random.Random(18)
+    alphabet = ['"', "\\", "/", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "♥", "\u2028",
+                "\ud7ff", "😀", "a", "Z", " ", "{", "]"]
+    cases = [("0" * 64, 1, 0.0, "card", "info", None, None, "{}"),
+             ("f" * 64, 2**62, -1.5e-300, "prompt", "warning", "shoe", 0, '{"a":"\\u0000"}')]
+    for _ in range(500):
+        text = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+                for _ in range(5)]
+        cases.append((text[0], rng.randrange(1, 2**40), rng.uniform(-1e12, 1e12), text[1],
+                      text[2], rng.choice([None, text[3]]), rng.choice([None, -7, 2**33]),
+                      text[4]))
+    for prev, seq, at, kind, severity, device, round_id, payload in cases:
+        listed = canonical([prev, seq, repr(at), kind, severity, device, round_id, payload])
+        assert entry_material(prev, seq, at, kind, severity, device, round_id,
+                              payload) == listed
+        assert entry_mac(DEVELOPMENT_KEY, prev, seq, at, kind, severity, device, round_id,
+                         payload) == hmac.new(DEVELOPMENT_KEY, listed.encode("utf-8"),
+                                              hashlib.sha256).hexdigest()

@@ -6,7 +6,9 @@ import sqlite3
 
 import pytest
 
-from controller.store import GENESIS_HASH, IntegrityError, Store, StoreError, entry_hash
+from controller.store import (
+    GENESIS_HASH, OPEN_ROUND_CARDS, IntegrityError, Store, StoreError, entry_hash,
+)
 
 
 @pytest.fixture
@@ -104,42 +106,53 @@ def test_table_state_round_trips(store):
 
 
 def test_a_step_rolled_back_leaves_the_next_step_reading_the_store_again(store):
-    """The store keeps the log's head, the seal's commit counter and the open round's cards
-    from its own commits instead of reading them back at every step; a step that rolls back
-    must not leave its entries' head, counter or cards behind for the next one."""
-    round_id = store.open_round(1, 1, [])
-    store.add_round_card(round_id, {"index": 0, "card": "9♠", "hand": "player"})
+    """The store keeps the log's head and the seal's commit counter from its own commits
+    instead of reading them back at every step; a step that rolls back must not leave its
+    entries' head or counter behind for the next one."""
+    store.append_event("card", {"index": 0})
     sealed = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
     with pytest.raises(RuntimeError, match="cut short"):
         with store.transaction():
-            store.add_round_card(round_id, {"index": 1, "card": "2♦", "hand": "banker"})
             store.append_event("card", {"index": 1})
             raise RuntimeError("cut short")
-    store.add_round_card(round_id, {"index": 1, "card": "K♣", "hand": "banker"})
     after = store.append_event("card", {"index": 1})
-    assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "K♣"]
-    # The stored text is the canonical JSON of the whole list, grown a card at a time.
-    assert store._db.execute("SELECT cards FROM rounds WHERE round_id = ?", (round_id,)
-                             ).fetchone()[0] == (
-        '[{"card":"9♠","hand":"player","index":0},{"card":"K♣","hand":"banker","index":1}]')
-    assert (after.seq, after.prev_hash) == (1, GENESIS_HASH)  # the rolled-back entry is gone
-    assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 2
+    assert [e.payload["index"] for e in store.events()] == [0, 1]
+    assert after.seq == 2  # the rolled-back entry is gone
+    assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 1
     assert store.verify(full=True).log_seq == after.seq
 
 
 def test_a_commit_by_another_connection_is_read_before_the_next_step(store):
     """Only the table's own connection writes its store, but if another one ever commits,
-    what the store kept from its own commits (log head, commit counter, the open round's
-    cards) is read again, so the chain and the seal go on from what is really there."""
-    round_id = store.open_round(1, 1, [])
-    store.add_round_card(round_id, {"index": 0, "card": "9♠", "hand": "player"})
+    what the store kept from its own commits (log head, commit counter) is read again, so
+    the chain and the seal go on from what is really there."""
     store.append_event("card", {"index": 0})
     other = Store(store.path)
-    other.add_round_card(round_id, {"index": 1, "card": "3♥", "hand": "banker"})
     by_other = other.append_event("card", {"index": 1})
     other.close()
-    store.add_round_card(round_id, {"index": 2, "card": "J♦", "hand": "player"})
     mine = store.append_event("card", {"index": 2})
     assert (mine.seq, mine.prev_hash) == (by_other.seq + 1, by_other.hash)
-    assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "3♥", "J♦"]
     assert store.verify(full=True).log_seq == 3
+
+
+def test_an_open_rounds_cards_are_the_saved_states_and_its_row_gets_them_at_close(store):
+    """A card's step writes the table's saved state (with the open round's cards) and the
+    log, not the round's row: readers of an open round get its cards from the saved state,
+    and close_round writes them, as canonical JSON, into the row."""
+    round_id = store.open_round(1, 1, [{"seat": 1, "wager": "banker", "amount_cents": 500}])
+    cards = [{"index": 7, "card": "9♠", "hand": "player", "slot": "player_1"},
+             {"index": 8, "card": "K♣", "hand": "banker", "slot": "banker_1"}]
+    store.save_table_state("dealing", {"round_id": round_id, OPEN_ROUND_CARDS: cards})
+    assert store.round(round_id)["cards"] == cards
+    assert [r["cards"] for r in store.rounds()] == [cards]
+    assert [r["cards"] for r in store.open_rounds()] == [cards]
+    assert store._db.execute("SELECT cards FROM rounds WHERE round_id = ?", (round_id,)
+                             ).fetchone()[0] == "[]"  # not written while the round is open
+    store.close_round(round_id, "settled", {"winner": "banker"}, [], cards)
+    store.save_table_state("betting_open", {"round_id": None, OPEN_ROUND_CARDS: cards})
+    assert store._db.execute("SELECT cards FROM rounds WHERE round_id = ?", (round_id,)
+                             ).fetchone()[0] == (
+        '[{"card":"9♠","hand":"player","index":7,"slot":"player_1"},'
+        '{"card":"K♣","hand":"banker","index":8,"slot":"banker_1"}]')
+    assert store.round(round_id)["cards"] == cards
+    assert store.verify(full=True).state_rows > 0

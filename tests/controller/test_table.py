@@ -6,6 +6,7 @@ the lock-out button would produce, and checks the prompts, states and cents.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from controller.rules.card_values import burn_value
 from controller.rules.game import build_game
 from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
-from controller.store import Store
+from controller.store import OPEN_ROUND_CARDS, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from drivers.protocols import (
     CardDrawn, CoverCardDrawn, DeviceFault, DeviceFaultCleared, LockedOut, ShoeLoaded,
@@ -247,6 +248,50 @@ def test_restart_mid_round_completes_from_the_recorded_cards_and_settles_once(st
     rounds = reopened.rounds()
     assert [(r["state"], r["settlements"][0]["net_cents"]) for r in rounds] == [("settled", 950)]
     reopened.verify_chain()
+    reopened.close()
+
+
+def test_the_settled_round_holds_its_cards_and_an_open_one_shows_them_from_the_state(store):
+    """A card's step saves the table's state (the open round's cards with it) and no
+    longer rewrites the round's row; the row gets the cards, in order, when it closes."""
+    table, dealer = betting(store)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦", "4♥")
+    (open_round,) = store.open_rounds()
+    assert [(c["card"], c["slot"]) for c in open_round["cards"]] == [
+        ("2♣", "player_first"), ("3♦", "banker_first"), ("4♥", "player_second")]
+    dealer.draw("4♠")
+    (settled,) = store.rounds()
+    assert [(c["index"], c["card"], c["hand"], c["slot"]) for c in settled["cards"]] == [
+        (4, "2♣", "player", "player_first"), (5, "3♦", "banker", "banker_first"),
+        (6, "4♥", "player", "player_second"), (7, "4♠", "banker", "banker_second")]
+
+
+def test_a_round_left_open_by_the_version_that_wrote_cards_to_its_row_is_completed(
+        store, tmp_path):
+    """A store saved mid-round by the version before (the round's row held its cards, the
+    saved state did not): the restored table takes the cards from the row and settles."""
+    table, dealer = betting(store)
+    table.cmd_place_wager(1, "banker", 1000)
+    table.cmd_no_more_bets()
+    dealer.draw("2♣", "3♦", "4♥")
+    state, data = store.load_table_state()
+    cards = data.pop(OPEN_ROUND_CARDS)
+    with store.transaction() as db:  # as that version left it
+        db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?",
+                   (json.dumps(cards), table.round_id))
+        store.save_table_state(state, data)
+    store.close()
+    reopened = Store(tmp_path / "table.sqlite")
+    revived = make_table(reopened)
+    revived.restore()
+    assert revived.coup.next_card().name == "BANKER_SECOND"
+    dealer.table = revived
+    dealer.draw("4♠")
+    (settled,) = reopened.rounds()
+    assert [c["card"] for c in settled["cards"]] == ["2♣", "3♦", "4♥", "4♠"]
+    assert settled["settlements"][0]["net_cents"] == 950
     reopened.close()
 
 
@@ -534,3 +579,39 @@ def test_device_events_are_recorded_not_acted_on_when_out_of_order(store):
     Dealer(table).draw("9♣")
     assert table.state is TableState.OUT_OF_ORDER
     assert store.events()[-1].payload == {"device_event": "CardDrawn"}
+
+
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_the_journal_gets_a_cards_lines_at_debug_only(store, level):
+    """A card and its prompt are in the store's log; the journal gets them only at debug
+    level (at info they are not even built), and a round's settlement at info either way."""
+    import io
+    import json
+
+    from controller.logsetup import configure_logging
+
+    import logging
+
+    import structlog
+
+    from controller import logsetup
+
+    saved = (structlog.get_config(), logging.getLogger().handlers[:],
+             logging.getLogger().level, logsetup.debug_enabled)
+    journal = io.StringIO()
+    configure_logging(level=level, stream=journal, journal_prefix=False)
+    try:
+        table, dealer = betting(store)
+        table.cmd_place_wager(1, "banker", 1000)
+        table.cmd_no_more_bets()
+        dealer.draw("2♣", "3♦", "4♥", "4♠")
+    finally:  # the other tests' logging as it was
+        structlog.configure(**saved[0])
+        logging.getLogger().handlers[:] = saved[1]
+        logging.getLogger().setLevel(saved[2])
+        logsetup.debug_enabled = saved[3]
+    lines = [json.loads(line) for line in journal.getvalue().splitlines()]
+    cards = [(x["card"], x["hand"]) for x in lines if x["event"] == "card"]
+    assert cards == ([("2♣", "player"), ("3♦", "banker"), ("4♥", "player"), ("4♠", "banker")]
+                     if level == "debug" else [])
+    assert [x["level"] for x in lines if x["event"] == "round_settled"] == ["info"]

@@ -96,7 +96,6 @@ def _build(workdir: Path) -> Bases:
         ledger.seed("h9", "grand", 1_000_000, Fraction(1, 10))
     for round_no, net in ((1, 2375), (2, -2500)):
         rid = store.open_round(1, round_no, [{"seat": 3, "wager": "banker", "amount_cents": 2500}])
-        store.add_round_card(rid, {"index": 0, "card": "9H", "hand": "player"})
         with store.transaction():
             ledger.record_wagers(rid, "h9", [(3, 100, True, None)])
             ledger.mark_round(rid, "h9")
@@ -104,7 +103,8 @@ def _build(workdir: Path) -> Bases:
                           wagers_cents=100)
             store.append_event("wager_locked", {"seat": 3, "amount_cents": 2500}, round_id=rid)
         store.close_round(rid, "settled", {"winner": "banker" if net > 0 else "player"},
-                          [{"seat": 3, "wager": "banker", "amount_cents": 2500, "net_cents": net}])
+                          [{"seat": 3, "wager": "banker", "amount_cents": 2500, "net_cents": net}],
+                          [{"index": 0, "card": "9H", "hand": "player"}])
         store.save_table_state("betting_open", {"round_no": round_no, "wagers": []})
         if round_no == 1:
             older = _snapshot(Path(config.store_path), workdir / "older")
