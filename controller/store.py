@@ -375,6 +375,12 @@ class Store:
         if self._commits_since_checkpoint >= due:
             # PASSIVE: copies what no reader needs; it flushes the WAL and the database file.
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            # The next writer starts the WAL over from its beginning, which costs that step a
+            # few hundred microseconds here (0.3 ms against 0.02 ms) and more on an SD card.
+            # Rewriting the header's unused user_version with its own value is that write:
+            # it takes the cost here, after a step already flushed, not in the next card's.
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            self._db.execute(f"PRAGMA user_version = {int(version)}")
             self._commits_since_checkpoint = 0
             self.checkpoints += 1
             self._slow_storage(2)

@@ -124,6 +124,31 @@ def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, mon
     s.close()
 
 
+def test_the_wal_starts_over_in_the_checkpointing_step_not_in_the_next_cards(
+        tmp_path, monkeypatch):
+    """After a checkpoint the next writer starts the WAL over (a new salt in its header),
+    which costs that step several times a card's usual time. The flushed step that
+    checkpointed does it; the card step after it appends to the WAL as any other."""
+    monkeypatch.setattr(store_module, "CHECKPOINT_AFTER_COMMITS", 3)
+    s = Store(tmp_path / "c.sqlite")
+    wal = tmp_path / "c.sqlite-wal"
+
+    def salt() -> bytes:
+        return wal.read_bytes()[16:24]  # the WAL header's two salts (SQLite's file format)
+
+    seats = 0
+    while s.checkpoints == 0:  # flushed steps until one of them checkpoints
+        s.append_event("wager_accepted", {"seat": seats})
+        seats += 1
+    checkpointed = salt()
+    s.append_event("card", {"index": 0})
+    assert salt() == checkpointed  # not started over by the card's step
+    assert s._db.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert [e.kind for e in s.events()][-2:] == ["wager_accepted", "card"]
+    assert s.verify(full=True).log_seq == seats + 1
+    s.close()
+
+
 def test_a_record_rewritten_at_every_stage_of_a_step_is_written_once_as_the_step_leaves_it(
         store):
     writes: list[str] = []
