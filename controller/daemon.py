@@ -37,7 +37,7 @@ from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from controller.table_snapshot import wager_json
 from controller.watchdog import Health, WatchdogPinger
 from drivers.protocols import (
-    Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
+    CardDrawn, Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
 )
 
 log = structlog.get_logger("tabled")
@@ -137,6 +137,7 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0  # the loop's thread, once it runs
         self._from_threads: deque[DeviceEvent] = deque()
+        self._handling = False  # the table is in a step (an event must then wait its turn)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._consumer: asyncio.Task[None] | None = None
 
@@ -163,10 +164,23 @@ class Daemon:
             self._enqueue(self._from_threads.popleft())
 
     def _enqueue(self, event: DeviceEvent) -> None:
+        if type(event) is CardDrawn and self._idle():
+            # A card with nothing before it is decided at once, in the shoe's read: the
+            # queue would only add a loop turn between the card and the dealer's prompt.
+            self._handle(event)
+            return
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:
             log.error("event_queue_full", dropped=type(event).__name__)
+
+    def _idle(self) -> bool:
+        """The table is waiting for its next event: not in a step (an event a step causes
+        waits for it to end), nothing queued or handed to the consumer (an item stays in the
+        queue until the woken consumer takes it), and the consumer is running."""
+        consumer = self._consumer
+        return (not self._handling and self.queue.empty() and not self._from_threads
+                and consumer is not None and not consumer.done())
 
     def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
         if action == "reshuffle":  # back in SHUFFLING after a fault: ask the shuffler again
@@ -326,17 +340,23 @@ class Daemon:
 
     async def _consume(self) -> None:
         while True:
-            event = await self.queue.get()
-            try:
-                self.table.handle(event)
-                self._show_meters()
-            except sqlite3.DatabaseError as exc:  # the store itself failed: disk full, I/O
-                self._store_lost(exc)
-            except Exception:  # one bad event must not stop the table; it is logged loudly
-                log.exception("event_handling_failed", device_event=repr(event))
-                with self.store.transaction():
-                    self.store.append_event("internal_error", {"event": repr(event)},
-                                            severity="error")
+            self._handle(await self.queue.get())
+
+    def _handle(self, event: DeviceEvent) -> None:
+        """One event through the table: the consumer's, or a card's at once (`_enqueue`)."""
+        self._handling = True
+        try:
+            self.table.handle(event)
+            self._show_meters()
+        except sqlite3.DatabaseError as exc:  # the store itself failed: disk full, I/O
+            self._store_lost(exc)
+        except Exception:  # one bad event must not stop the table; it is logged loudly
+            log.exception("event_handling_failed", device_event=repr(event))
+            with self.store.transaction():
+                self.store.append_event("internal_error", {"event": repr(event)},
+                                        severity="error")
+        finally:
+            self._handling = False
 
     def _store_lost(self, exc: sqlite3.DatabaseError) -> None:
         """The store stopped taking writes in play. The step was rolled back; the table goes

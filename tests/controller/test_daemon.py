@@ -272,3 +272,52 @@ async def test_device_events_reach_the_table_in_the_order_they_were_emitted(tmp_
     await asyncio.sleep(0)  # the thread's hand-over runs now, and finds nothing left
     assert daemon.queue.qsize() == 0
     daemon.store.close()
+
+
+async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp_path):
+    """A card emitted on the loop's thread while the table waits is handled before the emit
+    returns (no loop turn before its prompt); one emitted during a step, or behind another
+    event (queued, or a thread's not yet handed over), waits its turn in the queue, so the
+    table sees every event once and in the order emitted (forced interleavings)."""
+    import threading
+
+    from drivers.protocols import CardDrawn, LockedOut
+    from cards import BackColour, Card
+
+    config = config_for(tmp_path)
+    initialise(config)
+    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+    daemon._loop, daemon._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+    cards = [CardDrawn("shoe", n, Card.parse(text), BackColour.RED, False)
+             for n, text in enumerate(["9♠", "2♦", "K♣", "4♥"])]
+    lock = LockedOut("button", 0.0, frozenset())
+    handled: list[object] = []
+    steps_open = [0, 0]  # now, most ever (a step inside a step would make it 2)
+
+    def handle(event):  # noqa: ANN001, ANN202
+        steps_open[0] += 1
+        steps_open[1] = max(steps_open)
+        handled.append(event)
+        if event is cards[0]:
+            daemon._emit(cards[1])  # a card arriving during a step: it waits for the step
+        steps_open[0] -= 1
+
+    daemon.table.handle = handle
+    daemon._emit(cards[0])  # no consumer yet (the daemon is starting): queued
+    assert handled == [] and daemon.queue.qsize() == 1
+    daemon._consumer = asyncio.create_task(daemon._consume())
+    await asyncio.sleep(0.01)
+    assert handled == [cards[0], cards[1]] and daemon.queue.empty()
+    daemon._emit(cards[2])  # the table waits: handled now, inside the emit
+    assert handled[-1] is cards[2] and daemon.queue.empty()
+    gpio = threading.Thread(target=daemon._emit, args=(lock,))
+    gpio.start()
+    gpio.join()  # the lock waits for the loop to hand it over
+    daemon._emit(cards[3])  # behind it: queued after it, not decided first
+    assert handled[-1] is cards[2] and daemon.queue.qsize() == 2
+    await asyncio.sleep(0.01)
+    assert handled == [cards[0], cards[1], cards[2], lock, cards[3]]
+    assert steps_open == [0, 1]
+    assert daemon.store.events(kind="internal_error") == []
+    daemon._consumer.cancel()
+    daemon.store.close()
