@@ -321,3 +321,55 @@ async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp
     assert daemon.store.events(kind="internal_error") == []
     daemon._consumer.cancel()
     daemon.store.close()
+
+
+def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_path):
+    """Python's collector runs by itself only after GC_YOUNG_LIMIT allocations; the daemon
+    collects the young generations when a step leaves the table where no card is expected
+    (a round has ended), not while a round is dealt, and every GC_FULL_AFTER times the old
+    generation too."""
+    import gc
+    import weakref
+
+    from controller.daemon import GC_BETWEEN_ROUNDS, GC_FULL_AFTER
+    from controller.table_machine import TableState
+
+    config = config_for(tmp_path)
+    initialise(config)
+    daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
+
+    class Node:
+        pass
+
+    def garbage() -> weakref.ref:
+        first, second = Node(), Node()
+        first.other, second.other = second, first  # a cycle: only the collector frees it
+        return weakref.ref(first)
+
+    kept: list[list[Node]] = []  # the count is of objects allocated and still alive
+    enabled = gc.isenabled()
+    gc.disable()  # only the daemon's own collection may free the cycle here
+    try:
+        for state, freed in ((TableState.DEALING, False), (TableState.BETTING_OPEN, True)):
+            daemon.table.machine.set_state(state)
+            gc.collect()
+            cycle = garbage()
+            kept.append([Node() for _ in range(GC_BETWEEN_ROUNDS)])  # allocations since
+            daemon._collect_between_rounds()
+            assert (cycle() is None) is freed, state
+        # Tenth time: the old generation too (a cycle that outlived young collections).
+        held = [Node(), Node()]
+        held[0].other, held[1].other = held[1], held[0]
+        old = weakref.ref(held[0])
+        gc.collect(1)  # still reachable: moved to the oldest generation
+        del held
+        gc.collect(1)  # unreachable now, but a young collection does not look there
+        assert old() is not None
+        for _ in range(GC_FULL_AFTER):
+            kept.append([Node() for _ in range(GC_BETWEEN_ROUNDS)])
+            daemon._collect_between_rounds()
+        assert old() is None
+    finally:
+        if enabled:
+            gc.enable()
+    daemon.store.close()
