@@ -57,7 +57,7 @@ def card_steps(folder: Path, seed: int) -> list[int]:
                   store=store, lock_seats=lambda cause: LockedOut(cause, 0.0, frozenset()))
     server = ControlServer(str(folder / "control.sock"))
     server.set_history(store.events_from)
-    store.subscribe(server.publish)
+    server.follow(store)
     prompts: list[str] = []
     store.subscribe(lambda e: prompts.append(e.payload["action"]) if e.kind == "prompt" else None)
     deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8

@@ -34,7 +34,7 @@ import structlog
 
 from controller.access import AccessConfig, AccessPolicy, Caller, Role
 from controller.auth import PinGuard, PinPolicy, PinRefused
-from controller.store import Event
+from controller.store import Event, Store
 
 log = structlog.get_logger("control")
 
@@ -81,13 +81,14 @@ class _Stream:
     waiting, caught up and with nothing unsent: then `publish` writes the next entry itself;
     otherwise it wakes the task, which pages, drains and drops a stalled reader."""
 
-    __slots__ = ("wake", "writer", "last", "live")
+    __slots__ = ("wake", "writer", "last", "live", "unsent")
 
     def __init__(self, writer: asyncio.StreamWriter, after_seq: int) -> None:
         self.wake = asyncio.Event()
         self.writer = writer
         self.last = after_seq
         self.live = False
+        self.unsent: list[bytes] = []  # a commit's lines for a live stream, until it ends
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -119,6 +120,7 @@ class ControlServer:
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
         self._subscribers: set[_Stream] = set()
+        self._unsent = False  # a live stream holds lines of the commit being given out
         # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
         # its stream line or None until a stream first needs it].
         self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
@@ -148,41 +150,58 @@ class ControlServer:
         if self._record_to_log is not None:
             self._record_to_log(kind, payload, severity)
 
+    def follow(self, store: Store) -> None:
+        """Stream what `store` commits: each entry to `publish`, then, once a commit's
+        entries are all given out, `send_live` writes them."""
+        store.subscribe(self.publish, after_each_commit=self.send_live)
+
     def publish(self, event: Event) -> None:
-        """Called for every committed log entry, in order. A live stream (caught up, nothing
-        unsent) is written the entry here and now; any other is woken: it takes entries from
-        the last RECENT_EVENTS kept here (encoded once for every stream), or, further behind,
-        reads the store itself, page by page (so a slow one costs no memory here)."""
+        """Called for every committed log entry, in order (`follow`). A live stream (caught
+        up, nothing unsent) is given the entry's line to send when the commit's entries are
+        all out (`send_live`); any other is woken: it takes entries from the last
+        RECENT_EVENTS kept here (encoded once for every stream), or, further behind, reads
+        the store itself, page by page (so a slow one costs no memory here)."""
         recent = self._recent
         if recent and recent[-1][0].seq + 1 != event.seq:
             recent.clear()  # not the next entry: what is kept must have no gap
         item: list[Any] = [event, None]
         recent.append(item)
         for stream in self._subscribers:
-            if stream.live and stream.last + 1 == event.seq and self._send_live(stream, item):
-                continue
-            stream.live = False
-            stream.wake.set()
+            if stream.live and stream.last + 1 == event.seq:
+                if item[1] is None:
+                    item[1] = _line({"event": event_json(event)})
+                stream.unsent.append(item[1])
+                stream.last = event.seq
+                self._unsent = True
+            else:
+                stream.live = False
+                stream.wake.set()
 
-    @staticmethod
-    def _send_live(stream: _Stream, item: list[Any]) -> bool:
-        """Write a caught-up stream's next entry now, if its socket has taken everything so
-        far (else its task drains it, with the stall limit)."""
-        transport = stream.writer.transport
-        if transport.is_closing() or transport.get_write_buffer_size():
-            return False
-        if item[1] is None:
-            item[1] = _line({"event": event_json(item[0])})
-        try:
-            transport.write(item[1])
-        except Exception:  # a transport's failure is the task's to find (drain raises)
-            log.exception("stream_write_failed")
-            return False
-        stream.last = item[0].seq
-        if transport.get_write_buffer_size():  # the socket took part of it: drain it
-            stream.live = False
-            stream.wake.set()
-        return True
+    def send_live(self) -> None:
+        """Write each live stream's lines of the commit just given out, in one write: the
+        dealer's prompt goes out with the card it answers, not one wake-up of the reader
+        later. A stream whose socket does not take it all is handed to its task to drain."""
+        if not self._unsent:
+            return
+        self._unsent = False
+        for stream in self._subscribers:
+            if not stream.unsent:
+                continue
+            lines, stream.unsent = stream.unsent, []
+            transport = stream.writer.transport
+            try:
+                if transport.is_closing():
+                    raise ConnectionResetError("the subscriber has gone")
+                transport.write(b"".join(lines))
+            except Exception:  # its task finds what failed (drain raises) and ends the stream
+                log.debug("stream_write_failed", exc_info=True)
+                stream.last -= len(lines)  # not sent: the task pages them from the kept ones
+                stream.live = False
+                stream.wake.set()
+                continue
+            if transport.get_write_buffer_size():  # the socket took part of it: drain it
+                stream.live = False
+                stream.wake.set()
 
     def stream_page(self, after_seq: int, *, kept: bool = True) -> list[tuple[int, bytes]]:
         """The next entries of a stream that has sent up to `after_seq`, as (seq, line):

@@ -310,7 +310,7 @@ class Daemon:
             self.progressive.publish_all()
             if self.progressive.linked is not None:
                 self._spawn(self._sync_linked())
-        self.store.subscribe(self.control.publish)
+        self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
         secure_store_files(self.store.path)
         if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)

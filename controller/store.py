@@ -181,6 +181,7 @@ class Store:
         self.verified: critical.Verified | None = None
         self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
+        self._after_commit: list[Callable[[], None]] = []
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
         # What this connection last committed, kept so that a step does not read it back:
@@ -327,6 +328,9 @@ class Store:
         for event in pending:  # listeners see only what was committed
             for listener in self._listeners:
                 listener(event)
+        if pending:
+            for given_out in self._after_commit:
+                given_out()
 
     def _forget(self) -> None:
         """A step that did not commit leaves nothing it wrote to be trusted: the log's head
@@ -418,9 +422,20 @@ class Store:
         with open(self._flush_trace, "a", encoding="ascii") as trace:
             trace.write(f"{salt} {frames} {page_size}\n")
 
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[Event], None], *,
+                  after_each_commit: Callable[[], None] | None = None) -> Callable[[], None]:
+        """`listener` is given every committed entry, in order; `after_each_commit`, once a
+        commit's entries have all been given out (a socket writer sends them together)."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        if after_each_commit is not None:
+            self._after_commit.append(after_each_commit)
+
+        def unsubscribe() -> None:
+            self._listeners.remove(listener)
+            if after_each_commit is not None:
+                self._after_commit.remove(after_each_commit)
+
+        return unsubscribe
 
     # --- event log ------------------------------------------------------------
 
@@ -490,7 +505,7 @@ class Store:
         view._db.row_factory = sqlite3.Row
         critical.install_functions(view._db, self.key)
         view._db.execute("PRAGMA query_only=ON")
-        view._in_tx, view._listeners, view._pending = False, [], []
+        view._in_tx, view._listeners, view._after_commit, view._pending = False, [], [], []
         return view
 
     @staticmethod

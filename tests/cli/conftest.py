@@ -106,7 +106,7 @@ class FakeDaemon:
         reg("verify_chain", lambda a: {"entries": self.store.verify_chain()})
         reg("self_test", self._self_test)
         self.server.set_history(self._history)
-        self.store.subscribe(self.server.publish)
+        self.server.follow(self.store)
         self.run(self.server.start())
         return self
 

@@ -26,7 +26,7 @@ async def server(tmp_path):
     srv.register("status", lambda args: {"state": "closed"})
     srv.register("adjust", lambda args: {"done": args["cents"]}, supervisor=True)
     srv.set_history(store.events_from)
-    store.subscribe(srv.publish)
+    srv.follow(store)
     await srv.start()
     yield srv, store
     await srv.close()
@@ -140,6 +140,27 @@ async def test_a_live_stream_is_sent_the_entry_by_the_commit_that_made_it(server
     sock.close()
 
 
+async def test_a_commits_entries_go_to_a_live_stream_in_one_write(server):
+    """A card's step commits the card and the prompt together; a live stream is sent both
+    in one write once the commit's entries are all given out, so its reader wakes once."""
+    srv, store = server
+    sock, stream = await _raw_subscriber(srv, store)
+    _received(sock)
+    writes: list[bytes] = []
+    transport = stream.writer.transport
+    write = transport.write
+    transport.write = lambda data: (writes.append(data), write(data))[1]
+    with store.transaction():
+        store.append_event("card", {"index": 4, "card": "9♠"}, device="shoe")
+        store.append_event("prompt", {"action": "deal", "next": "banker_first"})
+        assert writes == []  # nothing before the commit
+    assert len(writes) == 1
+    assert [(e["event"]["seq"], e["event"]["kind"]) for e in _received(sock)] == [
+        (1, "card"), (2, "prompt")]
+    transport.write = write
+    sock.close()
+
+
 async def test_a_live_stream_that_backs_up_is_drained_by_its_task_with_nothing_lost(server):
     """When the socket stops taking a live stream's lines, the rest waits in the transport
     and the task takes over (paging, draining): every entry arrives once, in order."""
@@ -202,7 +223,7 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
     srv = ControlServer(str(tmp_path / "control.sock"))
     srv.set_history(store.events_from)
     store.append_event("before_publishing")  # committed before the server followed the store
-    store.subscribe(srv.publish)
+    srv.follow(store)
     with store.transaction():
         store.append_event("card", {"index": 7, "card": "Q♥", "hand": "banker"}, device="shoe")
         store.append_event("prompt", {"action": "deal", "next": "player"})

@@ -210,7 +210,7 @@ async def limited(tmp_path):
                         record=lambda kind, payload, severity: records.append((kind, payload)))
     srv.register("status", lambda args: {"state": "closed"}, role=Role.READ)
     srv.set_history(store.events_from)
-    store.subscribe(srv.publish)
+    srv.follow(store)
     await srv.start()
     yield srv, store, records
     await srv.close()
