@@ -25,6 +25,12 @@ from controller.rules.side import combinatorics
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
 
 
+# The families a chapter's side wagers are offered at: 631c at Baccarat, 627b at Minibaccarat.
+BACCARAT, MINIBACCARAT = frozenset({"baccarat"}), frozenset({"minibaccarat"})
+# A per-hand wager's configuration key ends in the hand's name (`perfect_pairs_player`).
+HANDS = {"player": Hand.PLAYER, "banker": Hand.BANKER}
+
+
 class SideWagerConfigError(WagerConfigError):
     """A side wager's option is wrong; names the wager key, the option, the value and what is allowed.
 

@@ -19,12 +19,14 @@ from cards import Card, Rank, Suit
 from controller.rules.money import Rounding
 from controller.rules.par import MysteryPar, ProgressivePar
 from controller.rules.side.combinatorics import CardClass
+from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
+    MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
     SideWagerConfigError, is_face, meter_par,
 )
 from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
-from controller.rules.wager import RoundView, Settlement, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, Settlement, SettlementPoint, WagerRule
 
 MEGA, MAJOR, MINOR = "Personal King 9 v. Personal King 9", "Personal King 9 on Banker Hand", \
     "Personal King 9 on Player Hand"
@@ -268,3 +270,30 @@ def make_royal_9(
                                    "true or false (docs/rulings.md, Royal 9)")
     return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding,
                              suited_tie_over_personal)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+@wager_rule("royal_9_progressive", section="627b.3", families=MINIBACCARAT, progressive=True,
+            options={
+                "denomination_dollars": "1 or 5 (627b.3(f)-(g))",
+                "meters": "mega/major/minor tables of reset_cents and increment_percent "
+                          "(627b.3(f)(2), (g)(2))",
+                "personal_combinations": "seat = 'KS9H' for every position (627b.3(e)(5)); "
+                                         "default: the documented layout order",
+                "positions": "how many positions the layout has (default 14)",
+                "mystery": "mystery progressive configuration 1, 2 or 3 (627b.3(h))",
+                "suited_tie_over_personal": "true (default): a Suited Royal 9 Tie that is also "
+                                            "a personal Major/Minor pays the fixed amount "
+                                            "(docs/rulings.md); false: the meter",
+            },
+            description="Royal 9 progressive")
+def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
+    positions = config.options.get("positions", 14)
+    if isinstance(positions, bool) or not isinstance(positions, int) or not 1 <= positions <= 16:
+        raise SideWagerConfigError(config.key, "positions", positions,
+                                   "an integer 1..16 (one unique King 9 per position)")
+    return make_royal_9(config.key, config.options.get("denomination_dollars"),
+                        config.options.get("meters"), config.options.get("personal_combinations"),
+                        config.options.get("mystery"), positions, game.payout_rounding,
+                        config.options.get("suited_tie_over_personal", True))
