@@ -257,9 +257,15 @@ def is_pair(cards: Sequence[Card]) -> bool:
     return cards[0].rank == cards[1].rank
 
 
+# Named once: a member looked up on an enum class (`Rank.KING`) takes about 0.1 us in Python
+# 3.11 (the enum's metaclass defines __getattr__), and par sheets ask is_face of ten thousand
+# hands.
+FACE_RANKS = (Rank.JACK, Rank.QUEEN, Rank.KING)
+
+
 def is_face(card: Card) -> bool:
     """A face card is a king, queen or jack (627b.3(b)); a ten is not."""
-    return card.rank in (Rank.JACK, Rank.QUEEN, Rank.KING)
+    return card.rank in FACE_RANKS
 
 
 def is_natural(cards: Sequence[Card], total: int) -> bool:
