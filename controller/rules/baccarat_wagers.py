@@ -40,6 +40,8 @@ class BaccaratFacts(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class HandFacts:
+    """The facts of a dealt round that the 631a wagers read (`BaccaratFacts`)."""
+
     player_total: int
     banker_total: int
     player_cards: int

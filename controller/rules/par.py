@@ -72,6 +72,8 @@ class Resolution:
 
 @dataclass(frozen=True, slots=True)
 class ParLine:
+    """One paying outcome of a wager on the par sheet, with its exact probability."""
+
     label: str
     outcome: Outcome
     odds: Fraction
@@ -103,6 +105,8 @@ class MysteryPar:
 
 @dataclass(frozen=True)
 class WagerPar:
+    """One wager's par sheet: its outcome lines and, for a progressive, its meters' par."""
+
     key: str
     name: str
     section: str
@@ -653,6 +657,8 @@ def par_by_rounds(ctx: ParContext, resolve: Callable[[Any], Resolution],
 
 @dataclass(frozen=True)
 class ParSheet:
+    """The par sheet of a table: every offered wager's, from the Rules Submission `source`."""
+
     source: str
     game: GameConfig
     wagers: tuple[WagerPar, ...]

@@ -111,6 +111,9 @@ def royal_9(cards: Sequence[Card]) -> bool:
 
 @dataclass(frozen=True)
 class Royal9Progressive(LineWager):
+    """The Royal 9 progressive wager of one table: its denomination, every position's King 9,
+    its meters and mystery configuration (627b.3)."""
+
     key: str
     denomination_cents: int
     combinations: Mapping[int, KingNine]  # every position of the table, occupied or not
