@@ -57,6 +57,9 @@ def test_a_progressive_table_par_sheet_reads_its_sections_without_the_ledger():
     assert "controller.progressive.config" in modules
     assert not modules & {"asyncio", "structlog", "sqlite3", "controller.store",
                           "controller.progressive.ledger", "controller.progressive.system"}
+    # Nor the rules of the progressive games this table does not offer.
+    assert "controller.rules.side.royal9" in modules
+    assert not modules & {"controller.rules.side.harmony", "controller.rules.side.heavenly9"}
 
 
 def test_help_still_lists_every_command(capsys):
