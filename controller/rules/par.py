@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from controller.rules.baccarat import banker_draws_value, player_draws
 from cards import Card, Rank, Suit
 from controller.rules.card_values import baccarat_value
-from controller.rules.wager import Outcome
+from controller.rules.money import Rounding, payout_cents, vigorish_cents
+from controller.rules.wager import Outcome, Settlement
 
 if TYPE_CHECKING:
-    from controller.rules.submission_types import GameConfig
+    from controller.rules.submission_types import GameConfig, VigorishConfig
 
 
 _T = TypeVar("_T")
@@ -68,6 +69,24 @@ class Resolution:
         if self.outcome is Outcome.WIN:
             return self.odds * (1 - self.vig_rate)
         return Fraction(-1) if self.outcome is Outcome.LOSE else Fraction(0)
+
+
+def settlement_of(key: str, seat: int, amount_cents: int, r: Resolution, rounding: Rounding,
+                  vig: VigorishConfig | None = None) -> Settlement:
+    """The one place a Resolution becomes cents, for the 631a and 681a wagers' `settle`
+    (money.py does the rounding)."""
+    if r.outcome is not Outcome.WIN:
+        return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=r.outcome,
+                          odds=Fraction(0), win_cents=0, vigorish_cents=0, label=r.label,
+                          section=r.section)
+    win = payout_cents(amount_cents, r.odds, rounding)
+    owed = 0
+    if r.vig_rate and vig is not None:
+        owed = vigorish_cents(win, vig.rate, round_up_to_25c=vig.round_up_to_25c,
+                              rounding=vig.rounding)
+    return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=Outcome.WIN,
+                      odds=r.odds, win_cents=win, vigorish_cents=owed, label=r.label,
+                      section=r.section)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,12 @@ def test_par_sheet_loads_neither_asyncio_nor_the_daemon_client_nor_logging():
     assert not modules & {"controller.rules.twentyone", "controller.rules.par21"}
 
 
+def test_a_21_baccarat_par_sheet_loads_no_631a_wager_rules():
+    modules = loaded_by("par-sheet", "config/21-baccarat-8deck.toml")
+    assert "controller.rules.twentyone" in modules
+    assert "controller.rules.baccarat_wagers" not in modules
+
+
 def test_a_progressive_table_par_sheet_reads_its_sections_without_the_ledger():
     # `[progressive.*]` is parsed by controller.progressive.config; the package must not pull
     # in the ledger (SQLite, structlog) or the system (asyncio) the daemon runs.
