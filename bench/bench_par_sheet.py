@@ -20,7 +20,11 @@ Three tables, each figure the median of `--runs` fresh processes:
    `python -c pass` of the same interpreter, with the CPU time each process
    took (on a busy machine the wall time includes waiting for the CPU).
    Target <= 0.12 s. Bytecode is compiled first, as `pip install` leaves it
-   on a Pi.
+   on a Pi. Timed twice: in the install this runs from (in development an
+   editable one, whose import finder `site` loads, with pathlib and urllib,
+   into every process), and in a wheel of this tree installed into a
+   temporary venv, as `pip install /opt/tabled` leaves a Pi (docs/deployment.md).
+   Both are printed; `--editable-only` skips the wheel (pip builds it).
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ import argparse
 import compileall
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -143,6 +149,42 @@ def wall(argv: list[str]) -> tuple[float, float]:
     return took, (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
 
 
+def install_wheel(into: Path) -> Path:
+    """Build a wheel of this tree and install it, without the editable finder, into a new
+    venv under `into`; the venv's bin directory. Built from a copy: an in-tree build leaves
+    build/ behind, whose stale files a later wheel would pick up."""
+    source, wheels, venv = into / "source", into / "wheels", into / "venv"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", "var", ".*_cache", ".hypothesis"))
+
+    def run(*argv: str) -> None:
+        subprocess.run([sys.executable, *argv], check=True, capture_output=True)
+
+    run("-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), str(source))
+    run("-m", "venv", "--without-pip", str(venv))
+    # pip compiles the bytecode as it installs, as it does on a Pi.
+    run("-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-deps",
+        *map(str, wheels.glob("*.whl")))
+    return venv / "bin"
+
+
+def whole_process(bin_dir: Path, label: str, runs: int) -> None:
+    """Section 3 for the interpreter and `tablectl` in `bin_dir`."""
+    bare_runs = [wall([str(bin_dir / "python"), "-c", "pass"]) for _ in range(runs)]
+    bare = statistics.median(w for w, _ in bare_runs)
+    bare_cpu = statistics.median(c for _, c in bare_runs)
+    print(f"\nwhole process, {label}, median of {runs}: bare interpreter {bare * 1000:.0f} ms "
+          f"(CPU {bare_cpu * 1000:.0f} ms);  target `tablectl par-sheet` <= "
+          f"{TARGET_PROCESS_S * 1000:.0f} ms (wall, on a quiet machine)")
+    for path in CONFIGS:
+        timed = [wall([str(bin_dir / "tablectl"), "par-sheet", str(path)]) for _ in range(runs)]
+        took = statistics.median(w for w, _ in timed)
+        cpu = statistics.median(c for _, c in timed)
+        print(f"  tablectl par-sheet {path.name:<42} {took * 1000:6.0f} ms   "
+              f"{took / bare:5.1f}x bare   CPU {cpu * 1000:4.0f} ms   "
+              f"{verdict(took, TARGET_PROCESS_S)}")
+
+
 def verdict(value: float, target: float) -> str:
     return "OK" if value <= target else "OVER"
 
@@ -150,6 +192,8 @@ def verdict(value: float, target: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--editable-only", action="store_true",
+                        help="time the whole process in this development install only")
     args = parser.parse_args()
     compileall.compile_dir(REPO / "controller", quiet=1)
     compileall.compile_dir(REPO / "cards", quiet=1)
@@ -195,20 +239,20 @@ def main() -> int:
     print(f"21 Baccarat, 8 decks, whole sheet cold: {cold21 * 1000:6.1f} ms   plain recursion over "
           f"every card sequence: {plain21 * 1000:7.1f} ms   ratio {plain21 / cold21:5.1f}x")
 
-    bare_runs = [wall([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
-    bare = statistics.median(w for w, _ in bare_runs)
-    bare_cpu = statistics.median(c for _, c in bare_runs)
-    tablectl = str(Path(sys.executable).with_name("tablectl"))
-    print(f"\nwhole process, median of {args.runs}: bare interpreter {bare * 1000:.0f} ms "
-          f"(CPU {bare_cpu * 1000:.0f} ms);  target `tablectl par-sheet` <= "
-          f"{TARGET_PROCESS_S * 1000:.0f} ms (wall, on a quiet machine)")
-    for path in CONFIGS:
-        runs = [wall([tablectl, "par-sheet", str(path)]) for _ in range(args.runs)]
-        took = statistics.median(w for w, _ in runs)
-        cpu = statistics.median(c for _, c in runs)
-        print(f"  tablectl par-sheet {path.name:<42} {took * 1000:6.0f} ms   "
-              f"{took / bare:5.1f}x bare   CPU {cpu * 1000:4.0f} ms   "
-              f"{verdict(took, TARGET_PROCESS_S)}")
+    editable = any(name.startswith("__editable__") for name in sys.modules)
+    whole_process(Path(sys.executable).parent,
+                  "this editable install" if editable else "this install", args.runs)
+    if not args.editable_only:
+        with tempfile.TemporaryDirectory(prefix="bench-par-sheet-") as tmp:
+            try:
+                bin_dir = install_wheel(Path(tmp))
+            except subprocess.CalledProcessError as exc:
+                reason = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+                print(f"\nwhole process, wheel install: not timed, building or installing the "
+                      f"wheel failed: {reason[-1] if reason else exc}")
+            else:
+                whole_process(bin_dir, "a wheel installed into a fresh venv (no editable "
+                              "finder, as on a Pi)", args.runs)
     return 0
 
 

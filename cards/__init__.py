@@ -67,6 +67,8 @@ class BackColour(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Card:
+    """One card's face: rank and suit (the back colour is the batch's, `BackColour`)."""
+
     rank: Rank
     suit: Suit
 

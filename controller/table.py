@@ -65,7 +65,7 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
         self._lock_seats = lock_seats
         self._open_seats = open_seats
         self._set_led = set_led
-        self.progressive = progressive  # controller.progressive.ProgressiveSystem, if offered
+        self.progressive = progressive  # progressive.system.ProgressiveSystem, if offered
         # Seats whose progressive sensor may register a wager; none unless a progressive
         # wager is offered (set by the progressive system).
         self.progressive_seats_allowed = frozenset()

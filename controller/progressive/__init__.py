@@ -3,24 +3,9 @@
 Pure decisions in `core`, the SQLite ledger in `ledger`, the shared PostgreSQL
 ledger in `linked`, the MQTT display feed in `mqtt`, and the facade the table
 calls in `system`. Design and protocols: docs/progressive.md.
+
+Callers import the module they use (`controller.progressive.config`, ...): this
+package imports none of them, so that reading a table's `[progressive.*]`
+sections for `tablectl par-sheet` does not load the ledger's SQLite store,
+structlog and asyncio.
 """
-
-from __future__ import annotations
-
-from controller.progressive.config import (
-    LevelSpec, ProgressiveConfig, ProgressiveSpec, load_progressive_config,
-    parse_progressive_config,
-)
-from controller.progressive.core import Acceptance, accept_progressive_wagers
-from controller.progressive.errors import (
-    AwardError, LinkDown, MeterError, ProgressiveConfigError, ProgressiveError,
-)
-from controller.progressive.ledger import Award, verify_meters
-from controller.progressive.system import ProgressiveSystem
-
-__all__ = [
-    "Acceptance", "Award", "AwardError", "LevelSpec", "LinkDown", "MeterError",
-    "ProgressiveConfig", "ProgressiveConfigError", "ProgressiveError", "ProgressiveSpec",
-    "ProgressiveSystem", "accept_progressive_wagers", "load_progressive_config",
-    "parse_progressive_config", "verify_meters",
-]

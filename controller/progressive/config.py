@@ -14,17 +14,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.config_checks import ConfigProblems
 from controller.progressive.errors import ProgressiveConfigError
 from controller.rules.side.common import MeterSpec, SideWagerConfigError
-from controller.rules.side.harmony import HarmonyProgressive, make_harmony
-from controller.rules.side.heavenly9 import (
-    MINIMUM_WAGER_CENTS as HEAVENLY_9_MINIMUM_CENTS, Heavenly9Progressive, make_heavenly_9,
-)
-from controller.rules.side.mystery import MysteryConfiguration
-from controller.rules.side.royal9 import KingNine, Royal9Progressive, make_royal_9
+
+if TYPE_CHECKING:
+    from controller.rules.side.harmony import HarmonyProgressive
+    from controller.rules.side.heavenly9 import Heavenly9Progressive
+    from controller.rules.side.mystery import MysteryConfiguration
+    from controller.rules.side.royal9 import KingNine, Royal9Progressive
 
 GAMES = ("heavenly_9", "royal_9", "harmony")
 PAYMENT_METHODS = ("table-inventory", "jackpot-slip")  # 631c.6(c)(6)
@@ -167,16 +167,22 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
     if not isinstance(wager_key, str) or not wager_key:
         problems.add(f"{path}.wager_key", wager_key, "a wager key string")
         wager_key = f"{game}_progressive"
+    # Each game's rules are imported in its branch: a table's par sheet reads these sections,
+    # and a Royal 9 table need not load the other two games (tablectl par-sheet starts faster).
     try:
         rule: Heavenly9Progressive | Royal9Progressive | HarmonyProgressive
         combinations: Mapping[int, KingNine] = {}
         if game == "heavenly_9":
+            from controller.rules.side.heavenly9 import MINIMUM_WAGER_CENTS, make_heavenly_9
+
             rule = make_heavenly_9(name, raw.get("mystery"), raw.get("mystery_wager_dollars"))
-            minimum = HEAVENLY_9_MINIMUM_CENTS  # 631c.2(c)
+            minimum = MINIMUM_WAGER_CENTS  # 631c.2(c)
             levels = [_meter_level(rule.meter)]
             if rule.mystery is not None:
                 levels.append(_mystery_level(rule.mystery))
         elif game == "royal_9":
+            from controller.rules.side.royal9 import make_royal_9
+
             rule = make_royal_9(name, raw.get("denomination_dollars"), raw.get("meters"),
                                 raw.get("personal_combinations"), raw.get("mystery"), seats)
             minimum = rule.denomination_cents  # 627b.3(f)-(g): one denomination
@@ -190,6 +196,8 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
                 problems.missing(f"{path}.reseed_cents", "a positive integer of cents, the "
                                  "meter's seed before the reserve is added (627b.6(j))")
                 return None
+            from controller.rules.side.harmony import make_harmony
+
             rule = make_harmony(name, raw.get("paytable"), raw.get("reseed_cents"))
             minimum = 1
             levels = [_meter_level(rule.meter),

@@ -94,6 +94,8 @@ class Winner(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class CoupResult:
+    """A complete 631a coup: each hand's cards and Point Count, the winner, the naturals."""
+
     player: tuple[Card, ...]
     banker: tuple[Card, ...]
     player_total: int

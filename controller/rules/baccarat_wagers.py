@@ -12,8 +12,10 @@ from fractions import Fraction
 from typing import Protocol
 
 from controller.rules.baccarat import point_count
-from controller.rules.money import Rounding, payout_cents, vigorish_cents
-from controller.rules.par import ParContext, ParLine, Resolution, WagerPar, lines_from_resolutions, par_by_rounds
+from controller.rules.money import Rounding, payout_cents
+from controller.rules.par import (
+    ParContext, ParLine, Resolution, WagerPar, lines_from_resolutions, par_by_rounds, settlement_of,
+)
 from controller.rules.registry import FAMILIES_631A, WagerConfigError, wager_rule
 from controller.rules.submission_types import GameConfig, VigorishConfig, WagerConfig
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
@@ -40,6 +42,8 @@ class BaccaratFacts(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class HandFacts:
+    """The facts of a dealt round that the 631a wagers read (`BaccaratFacts`)."""
+
     player_total: int
     banker_total: int
     player_cards: int
@@ -98,22 +102,6 @@ class _Rule631a:
 
     def par_notes(self) -> tuple[str, ...]:
         return ()
-
-
-def settlement_of(key: str, seat: int, amount_cents: int, r: Resolution, rounding: Rounding,
-                  vig: VigorishConfig | None = None) -> Settlement:
-    """The one place a Resolution becomes cents (money.py does the rounding)."""
-    if r.outcome is not WIN:
-        return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=r.outcome,
-                          odds=Fraction(0), win_cents=0, vigorish_cents=0, label=r.label,
-                          section=r.section)
-    win = payout_cents(amount_cents, r.odds, rounding)
-    owed = 0
-    if r.vig_rate and vig is not None:
-        owed = vigorish_cents(win, vig.rate, round_up_to_25c=vig.round_up_to_25c,
-                              rounding=vig.rounding)
-    return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=WIN, odds=r.odds,
-                      win_cents=win, vigorish_cents=owed, label=r.label, section=r.section)
 
 
 @dataclass(frozen=True)

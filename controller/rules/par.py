@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from controller.rules.baccarat import banker_draws_value, player_draws
 from cards import Card, Rank, Suit
 from controller.rules.card_values import baccarat_value
-from controller.rules.wager import Outcome
+from controller.rules.money import Rounding, payout_cents, vigorish_cents
+from controller.rules.wager import Outcome, Settlement
 
 if TYPE_CHECKING:
-    from controller.rules.submission_types import GameConfig
+    from controller.rules.submission_types import GameConfig, VigorishConfig
 
 
 _T = TypeVar("_T")
@@ -70,8 +71,28 @@ class Resolution:
         return Fraction(-1) if self.outcome is Outcome.LOSE else Fraction(0)
 
 
+def settlement_of(key: str, seat: int, amount_cents: int, r: Resolution, rounding: Rounding,
+                  vig: VigorishConfig | None = None) -> Settlement:
+    """The one place a Resolution becomes cents, for the 631a and 681a wagers' `settle`
+    (money.py does the rounding)."""
+    if r.outcome is not Outcome.WIN:
+        return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=r.outcome,
+                          odds=Fraction(0), win_cents=0, vigorish_cents=0, label=r.label,
+                          section=r.section)
+    win = payout_cents(amount_cents, r.odds, rounding)
+    owed = 0
+    if r.vig_rate and vig is not None:
+        owed = vigorish_cents(win, vig.rate, round_up_to_25c=vig.round_up_to_25c,
+                              rounding=vig.rounding)
+    return Settlement(wager=key, seat=seat, amount_cents=amount_cents, outcome=Outcome.WIN,
+                      odds=r.odds, win_cents=win, vigorish_cents=owed, label=r.label,
+                      section=r.section)
+
+
 @dataclass(frozen=True, slots=True)
 class ParLine:
+    """One paying outcome of a wager on the par sheet, with its exact probability."""
+
     label: str
     outcome: Outcome
     odds: Fraction
@@ -103,6 +124,8 @@ class MysteryPar:
 
 @dataclass(frozen=True)
 class WagerPar:
+    """One wager's par sheet: its outcome lines and, for a progressive, its meters' par."""
+
     key: str
     name: str
     section: str
@@ -653,6 +676,8 @@ def par_by_rounds(ctx: ParContext, resolve: Callable[[Any], Resolution],
 
 @dataclass(frozen=True)
 class ParSheet:
+    """The par sheet of a table: every offered wager's, from the Rules Submission `source`."""
+
     source: str
     game: GameConfig
     wagers: tuple[WagerPar, ...]

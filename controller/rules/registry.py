@@ -60,7 +60,7 @@ FAMILY_681A = frozenset({"21-baccarat"})
 
 _631A = "controller.rules.baccarat_wagers"
 _681A = "controller.rules.twentyone"
-_SIDE = "controller.rules.side.registration"
+_SIDE = "controller.rules.side."  # one module per 631c/627b game
 _EVERY_VARIANT = None
 
 # Which module registers which keys: (module, families, variants or _EVERY_VARIANT, keys).
@@ -73,22 +73,31 @@ WAGER_MODULES: tuple[ManifestRow, ...] = (
     (_631A, FAMILIES_631A, frozenset({"standard", "ez"}), ("banker",)),
     (_631A, FAMILIES_631A, frozenset({"ez"}), ("dragon_7", "panda_8")),
     (_681A, FAMILY_681A, _EVERY_VARIANT, ("player", "banker", "tie", "bonus_player", "bonus_banker")),
-    (_SIDE, FAMILIES_631A, frozenset({"commission-free"}),
-     ("banker", "tie", "player_pair", "banker_pair", "lucky_six")),
-    (_SIDE, FAMILIES_631A, _EVERY_VARIANT, ("perfect_pairs_player", "perfect_pairs_banker")),
-    (_SIDE, frozenset({"baccarat"}), _EVERY_VARIANT,
-     ("heavenly_9_progressive", "five_treasures_fortune_7", "five_treasures_golden_8",
-      "five_treasures_heavenly_9", "five_treasures_blazing_7s", "five_treasures_cover_all",
-      "lucky_nines", "majestic_match_player", "majestic_match_banker")),
-    (_SIDE, frozenset({"minibaccarat"}), _EVERY_VARIANT,
-     ("royal_9_progressive", "golden_talons_player", "golden_talons_banker", "harmony_progressive",
-      *(f"rising_phoenix_{name}" for name in (
-          "sun_7", "moon_8", "nine_over_seven", "two_card_8_over_two_card_1",
-          "player_wins_three_card_6", "banker_wins_1_or_2", "both_8_or_9", "one_over_zero",
-          "three_card_6_over_three_card_3", "three_card_8_over_three_card_0",
-          "banker_over_two_card_7", "three_card_9_over_three_card_6",
-          "three_card_9_over_three_card_8", "player_three_card_8_over_three_card_0", "tie_0",
-          "tie_1_2_3", "tie_4_5_6_7", "tie_8_or_9", "player_pair", "banker_pair")))),
+    (_SIDE + "commission_free", FAMILIES_631A, frozenset({"commission-free"}),
+     ("tie", "player_pair", "banker_pair", "lucky_six")),
+    # The commission-free Banker, which its `rising_phoenix` option makes Rising Phoenix's.
+    (_SIDE + "rising_phoenix", FAMILIES_631A, frozenset({"commission-free"}), ("banker",)),
+    (_SIDE + "perfect_pairs", FAMILIES_631A, _EVERY_VARIANT,
+     ("perfect_pairs_player", "perfect_pairs_banker")),
+    (_SIDE + "heavenly9", frozenset({"baccarat"}), _EVERY_VARIANT, ("heavenly_9_progressive",)),
+    (_SIDE + "five_treasures", frozenset({"baccarat"}), _EVERY_VARIANT,
+     ("five_treasures_fortune_7", "five_treasures_golden_8", "five_treasures_heavenly_9",
+      "five_treasures_blazing_7s", "five_treasures_cover_all")),
+    (_SIDE + "lucky_nines", frozenset({"baccarat"}), _EVERY_VARIANT, ("lucky_nines",)),
+    (_SIDE + "majestic_match", frozenset({"baccarat"}), _EVERY_VARIANT,
+     ("majestic_match_player", "majestic_match_banker")),
+    (_SIDE + "royal9", frozenset({"minibaccarat"}), _EVERY_VARIANT, ("royal_9_progressive",)),
+    (_SIDE + "golden_talons", frozenset({"minibaccarat"}), _EVERY_VARIANT,
+     ("golden_talons_player", "golden_talons_banker")),
+    (_SIDE + "harmony", frozenset({"minibaccarat"}), _EVERY_VARIANT, ("harmony_progressive",)),
+    (_SIDE + "rising_phoenix", frozenset({"minibaccarat"}), _EVERY_VARIANT,
+     tuple(f"rising_phoenix_{name}" for name in (
+         "sun_7", "moon_8", "nine_over_seven", "two_card_8_over_two_card_1",
+         "player_wins_three_card_6", "banker_wins_1_or_2", "both_8_or_9", "one_over_zero",
+         "three_card_6_over_three_card_3", "three_card_8_over_three_card_0",
+         "banker_over_two_card_7", "three_card_9_over_three_card_6",
+         "three_card_9_over_three_card_8", "player_three_card_8_over_three_card_0", "tie_0",
+         "tie_1_2_3", "tie_4_5_6_7", "tie_8_or_9", "player_pair", "banker_pair"))),
 )
 
 

@@ -20,6 +20,8 @@ MIN_CUT_CARDS = 10  # 631a.5(c), 681a.5(c)
 
 @dataclass(frozen=True)
 class TableConfig:
+    """The `[table]` table."""
+
     id: str
     seats: int
     name: str = ""
@@ -84,6 +86,8 @@ class WagerConfig:
 
 @dataclass(frozen=True)
 class Submission:
+    """A whole validated Rules Submission, read from `source`."""
+
     source: str
     table: TableConfig
     game: GameConfig

@@ -25,7 +25,6 @@ from fractions import Fraction
 
 from cards import Card
 from controller.rules.baccarat import Hand, NextCard, Winner
-from controller.rules.baccarat_wagers import settlement_of
 from controller.rules.hand21 import (
     NATURAL_WINS,
     STAND,
@@ -43,6 +42,7 @@ from controller.rules.par import (
     Resolution,
     WagerPar,
     lines_from_resolutions,
+    settlement_of,
 )
 from controller.rules.par21 import TwentyOneEnumeration
 from controller.rules.registry import FAMILY_681A, wager_rule
@@ -51,6 +51,8 @@ from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoi
 
 @dataclass(frozen=True, slots=True)
 class TwentyOneResult:
+    """A complete 681a round: each hand's cards (Bonus-only cards apart), totals, winner."""
+
     player: tuple[Card, ...]
     banker: tuple[Card, ...]
     player_extra: tuple[Card, ...]
@@ -214,6 +216,8 @@ def resolve_main(side: str, player_value: int, banker_value: int) -> Resolution:
 
 @dataclass(frozen=True)
 class TwentyOneMainWager:
+    """The Player or Banker wager of 681a.6(c), on `side`."""
+
     key: str
     side: str
     rounding: Rounding
@@ -240,6 +244,8 @@ class TwentyOneMainWager:
 
 @dataclass(frozen=True)
 class TwentyOneTieWager:
+    """The Tie wager of 681a.6(d)(1), 10 to 1."""
+
     key: str
     rounding: Rounding
     name: str = "Tie (10 to 1)"
@@ -270,6 +276,8 @@ class TwentyOneTieWager:
 
 @dataclass(frozen=True)
 class TwentyOneBonusWager:
+    """A Bonus wager of 681a.6(d)(2) on `side`'s hand, paid from paytable `table`."""
+
     key: str
     side: str
     table: str

@@ -50,6 +50,24 @@ def test_par_sheet_loads_neither_asyncio_nor_the_daemon_client_nor_logging():
     assert not modules & {"controller.rules.twentyone", "controller.rules.par21"}
 
 
+def test_a_21_baccarat_par_sheet_loads_no_631a_wager_rules():
+    modules = loaded_by("par-sheet", "config/21-baccarat-8deck.toml")
+    assert "controller.rules.twentyone" in modules
+    assert "controller.rules.baccarat_wagers" not in modules
+
+
+def test_a_progressive_table_par_sheet_reads_its_sections_without_the_ledger():
+    # `[progressive.*]` is parsed by controller.progressive.config; the package must not pull
+    # in the ledger (SQLite, structlog) or the system (asyncio) the daemon runs.
+    modules = loaded_by("par-sheet", "config/progressive-royal9.toml")
+    assert "controller.progressive.config" in modules
+    assert not modules & {"asyncio", "structlog", "sqlite3", "controller.store",
+                          "controller.progressive.ledger", "controller.progressive.system"}
+    # Nor the rules of the progressive games this table does not offer.
+    assert "controller.rules.side.royal9" in modules
+    assert not modules & {"controller.rules.side.harmony", "controller.rules.side.heavenly9"}
+
+
 def test_help_still_lists_every_command(capsys):
     with pytest.raises(SystemExit):
         cli.build_parser(["--help"]).parse_args(["--help"])

@@ -51,11 +51,11 @@ def test_modules_for_chooses_by_family_and_variant():
     assert registry.modules_for("banker", "baccarat", "standard") == [
         "controller.rules.baccarat_wagers"]
     assert registry.modules_for("banker", "baccarat", "commission-free") == [
-        "controller.rules.side.registration"]
+        "controller.rules.side.rising_phoenix"]
     assert registry.modules_for("banker", "21-baccarat", "standard") == [
         "controller.rules.twentyone"]
     assert registry.modules_for("tie", "minibaccarat", "commission-free") == [
-        "controller.rules.baccarat_wagers", "controller.rules.side.registration"]
+        "controller.rules.baccarat_wagers", "controller.rules.side.commission_free"]
     assert registry.modules_for("royal_9_progressive", "baccarat", "standard") == []
     assert registry.modules_for("no_such_wager", "baccarat", "standard") is None
 
@@ -65,8 +65,9 @@ def test_a_commission_free_table_gets_the_variant_rules_without_21_baccarat():
     from tests.cli.test_lazy_imports import loaded_by
 
     modules = loaded_by("par-sheet", "config/baccarat-commission-free.toml")
-    assert "controller.rules.side.registration" in modules
-    assert not modules & {"controller.rules.twentyone", "controller.rules.par21"}
+    assert "controller.rules.side.commission_free" in modules
+    assert not modules & {"controller.rules.twentyone", "controller.rules.par21",
+                          "controller.rules.side.perfect_pairs"}
     rule = subprocess.run(
         [sys.executable, "-c",
          "from controller.rules.game import load_game\n"
@@ -74,6 +75,17 @@ def test_a_commission_free_table_gets_the_variant_rules_without_21_baccarat():
          "print(type(g.wager_rules['banker']).__module__)"],
         cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
     assert rule == "controller.rules.side.commission_free"
+
+
+def test_a_side_wager_table_imports_only_the_side_wagers_it_offers():
+    # minibaccarat-royal9.toml offers Perfect Pairs and Royal 9 beside the 631a wagers.
+    from tests.cli.test_lazy_imports import loaded_by
+
+    side = {m for m in loaded_by("par-sheet", "config/minibaccarat-royal9.toml")
+            if m.startswith("controller.rules.side.")}
+    assert side == {"controller.rules.side.common", "controller.rules.side.combinatorics",
+                    "controller.rules.side.mystery", "controller.rules.side.perfect_pairs",
+                    "controller.rules.side.royal9"}
 
 
 def test_an_unknown_key_lists_every_allowed_key():

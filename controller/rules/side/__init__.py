@@ -2,5 +2,7 @@
 
 Each module holds one section's wagers as pure rules implementing
 `controller.rules.wager.WagerRule`, their paytables as data, and their exact
-par distributions. `registration` plugs them into the wager registry.
+par distributions, and registers them with the wager registry at its end
+(`controller.rules.registry.WAGER_MODULES` names each module and its keys), so
+that a table imports only the side wagers it offers.
 """

@@ -14,10 +14,13 @@ from typing import ClassVar
 
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding
+from controller.rules.registry import WagerFactory, wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, ParSpace, PayLine, Paytable, Push, initial_two, is_pair,
+    HANDS, FixedOdds, LineWager, ParSpace, PayLine, Paytable, Push, SideWagerConfigError,
+    initial_two, is_pair,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 BANKER_WINS_WITH_6, BANKER_WINS, PLAYER_WINS, TIE = (
     "Banker wins with 6", "Banker wins", "Player wins", "Tie")
@@ -172,3 +175,48 @@ class LuckySix(LineWager):
             return None
         return self.paytable.line(
             LUCKY_SIX_TWO_CARDS if len(view.banker) == 2 else LUCKY_SIX_THREE_CARDS)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+SECTION_BY_FAMILY = {"baccarat": "631c.5", "minibaccarat": "627b.2"}
+
+
+def _tie(config: WagerConfig, game: GameConfig) -> WagerRule:
+    if game.tie_odds != 8:
+        raise SideWagerConfigError(config.key, "game.tie.odds", f"{game.tie_odds} to 1",
+                                   "commission-free play pays a Tie at exactly 8 to 1 "
+                                   "(631c.5(j), 627b.2(j))")
+    return CommissionFreeTie(config.key, SECTION_BY_FAMILY[game.family], game.payout_rounding)
+
+
+def _pair(hand: Hand) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        return commission_free_pair(config.key, SECTION_BY_FAMILY[game.family], hand,
+                                    game.payout_rounding)
+    return make
+
+
+def _lucky_six(config: WagerConfig, game: GameConfig) -> WagerRule:
+    six_six = config.options.get("six_six_tie", "loses")
+    if six_six not in SIX_SIX_TIE_RULES:
+        raise SideWagerConfigError(config.key, "six_six_tie", six_six,
+                                   f"one of {', '.join(map(repr, SIX_SIX_TIE_RULES))} "
+                                   "(docs/rulings.md: Lucky Six on a 6-6 tie)")
+    return LuckySix(config.key, SECTION_BY_FAMILY[game.family], game.payout_rounding,
+                    six_six_tie=six_six)
+
+
+# The commission-free Banker is registered by controller.rules.side.rising_phoenix: its
+# `rising_phoenix` option chooses Rising Phoenix's Banker, which builds on this module.
+for _family, _section in SECTION_BY_FAMILY.items():
+    wager_rule("tie", section=f"{_section}(j)", families={_family}, variants={"commission-free"},
+               description="Tie, commission-free (8 to 1)")(_tie)
+    for _side, _hand in HANDS.items():
+        wager_rule(f"{_side}_pair", section=f"{_section}(c)", families={_family},
+                   variants={"commission-free"},
+                   description=f"{_side.title()} Pair, 11 to 1")(_pair(_hand))
+    wager_rule("lucky_six", section=f"{_section}(c)(3)", families={_family},
+               variants={"commission-free"}, description="Lucky Six",
+               options={"six_six_tie": "'loses' (default) or 'returned': a 6-6 tie "
+                                       "(docs/rulings.md)"})(_lucky_six)

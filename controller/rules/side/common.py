@@ -25,6 +25,12 @@ from controller.rules.side import combinatorics
 from controller.rules.wager import Outcome, RoundView, Settlement, SettlementPoint
 
 
+# The families a chapter's side wagers are offered at: 631c at Baccarat, 627b at Minibaccarat.
+BACCARAT, MINIBACCARAT = frozenset({"baccarat"}), frozenset({"minibaccarat"})
+# A per-hand wager's configuration key ends in the hand's name (`perfect_pairs_player`).
+HANDS = {"player": Hand.PLAYER, "banker": Hand.BANKER}
+
+
 class SideWagerConfigError(WagerConfigError):
     """A side wager's option is wrong; names the wager key, the option, the value and what is allowed.
 
@@ -251,9 +257,15 @@ def is_pair(cards: Sequence[Card]) -> bool:
     return cards[0].rank == cards[1].rank
 
 
+# Named once: a member looked up on an enum class (`Rank.KING`) takes about 0.1 us in Python
+# 3.11 (the enum's metaclass defines __getattr__), and par sheets ask is_face of ten thousand
+# hands.
+FACE_RANKS = (Rank.JACK, Rank.QUEEN, Rank.KING)
+
+
 def is_face(card: Card) -> bool:
     """A face card is a king, queen or jack (627b.3(b)); a ten is not."""
-    return card.rank in (Rank.JACK, Rank.QUEEN, Rank.KING)
+    return card.rank in FACE_RANKS
 
 
 def is_natural(cards: Sequence[Card], total: int) -> bool:

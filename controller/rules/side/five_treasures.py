@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 from cards import Card
 from controller.rules.money import Rounding
+from controller.rules.registry import WagerFactory, wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, PayLine, Paytable, choose, odds_table,
+    BACCARAT, FixedOdds, LineWager, PayLine, Paytable, choose, odds_table,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 FORTUNE_7, GOLDEN_8 = "Fortune 7", "Golden 8"
 HEAVENLY_9_BOTH, HEAVENLY_9_EITHER = "Heavenly 9, player and banker", "Heavenly 9, player or banker"
@@ -102,3 +104,17 @@ def make_five_treasures(treasure: Treasure, paytable: object,
                         rounding: Rounding = Rounding.DOWN) -> FiveTreasuresWager:
     letter = choose(treasure.key, "paytable", paytable, FIVE_TREASURES_PAYTABLES)
     return FiveTreasuresWager(treasure.key, treasure, FIVE_TREASURES_PAYTABLES[letter], rounding)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+def _factory(treasure: Treasure) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        return make_five_treasures(treasure, config.paytable, game.payout_rounding)
+    return make
+
+
+for _treasure in Treasure:
+    wager_rule(_treasure.key, section=_treasure.clause, families=BACCARAT, paytables=("A", "B"),
+               description=f"5 Treasures {_treasure.name.replace('_', ' ').title()}"
+               )(_factory(_treasure))

@@ -11,10 +11,13 @@ from dataclasses import dataclass
 
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding
+from controller.rules.registry import WagerFactory, wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, Pay, PayLine, Paytable, Push, choose, is_natural, odds_table,
+    HANDS, MINIBACCARAT, FixedOdds, LineWager, Pay, PayLine, Paytable, Push, choose, is_natural,
+    odds_table,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 NATURAL_WIN, NATURAL_TIE = "Natural win", "Natural tie"
 
@@ -71,3 +74,17 @@ def make_golden_talons(key: str, hand: Hand, paytable: object,
                        rounding: Rounding = Rounding.DOWN) -> GoldenTalons:
     letter = choose(key, "paytable", paytable, GOLDEN_TALONS_PAYTABLES)
     return GoldenTalons(key, hand, GOLDEN_TALONS_PAYTABLES[letter], rounding)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+def _factory(hand: Hand) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        return make_golden_talons(config.key, hand, config.paytable, game.payout_rounding)
+    return make
+
+
+for _side, _hand in HANDS.items():
+    wager_rule(f"golden_talons_{_side}", section="627b.5", families=MINIBACCARAT,
+               paytables=tuple("ABCDE"),
+               description=f"Golden Talons on the {_side}'s hand")(_factory(_hand))

@@ -21,11 +21,13 @@ from collections.abc import Mapping
 
 from controller.rules.money import Rounding
 from controller.rules.par import ProgressivePar
+from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, MeterSpec, ParSpace, Pay, PayLine, Paytable, PaysMeter,
+    MINIBACCARAT, FixedOdds, LineWager, MeterSpec, ParSpace, Pay, PayLine, Paytable, PaysMeter,
     SideWagerConfigError, choose, meter_par, odds_table,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 SIX_OF_A_KIND = "Six-of-a-kind"
 FOUR_EIGHTS = "Four 8's (4 cards dealt)"
@@ -145,3 +147,14 @@ def make_harmony(key: str, paytable: object, reseed_cents: object = None,
     increment, reserve = HARMONY_RATES[letter]
     meter = MeterSpec("progressive", reseed_cents, increment, "627b.6(j)", reserve_rate=reserve)
     return HarmonyProgressive(key, HARMONY_PAYTABLES[letter], meter, rounding, par_wager_cents=par_wager_cents)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+@wager_rule("harmony_progressive", section="627b.6", families=MINIBACCARAT, progressive=True,
+            paytables=tuple("ABCDEFGHI"),
+            options={"reseed_cents": "the meter's seed and reseed amount in cents"},
+            description="Harmony progressive")
+def _harmony(config: WagerConfig, game: GameConfig) -> WagerRule:
+    return make_harmony(config.key, config.paytable, config.options.get("reseed_cents"),
+                        game.payout_rounding, config.min_cents or 500)

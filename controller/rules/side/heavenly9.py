@@ -18,12 +18,14 @@ from collections.abc import Mapping
 
 from controller.rules.money import Rounding
 from controller.rules.par import MysteryPar, ProgressivePar
+from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter, SideWagerConfigError,
-    meter_par,
+    BACCARAT, FixedOdds, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
+    SideWagerConfigError, meter_par,
 )
 from controller.rules.side.mystery import MysteryConfiguration
-from controller.rules.wager import RoundView, Settlement, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, Settlement, SettlementPoint, WagerRule
 
 SUITED_TIE = "Player and banker 3-card tie, all cards same suit"
 COLOURED_TIE = "Player and banker 3-card tie, all cards same color"
@@ -110,3 +112,20 @@ def make_heavenly_9(key: str, mystery: object = None, mystery_wager_dollars: obj
         raise SideWagerConfigError(key, "mystery_wager_dollars", mystery_wager_dollars,
                                    "only with mystery = 'A'..'D' (631c.6(c)(4))")
     return Heavenly9Progressive(key, config, rounding)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+@wager_rule("heavenly_9_progressive", section="631c.2", families=BACCARAT, progressive=True,
+            options={"mystery": "Must-Hit-By Mystery configuration 'A'..'D' (631c.6(c)(4))",
+                     "mystery_wager_dollars": "1, 2 or 5: the configuration's minimum "
+                                              "progressive wager (631c.6(c)(4))"},
+            description="Heavenly 9 progressive")
+def _heavenly_9(config: WagerConfig, game: GameConfig) -> WagerRule:
+    # 631c.2(c): a Heavenly 9 wager is no less than $5; refused here, not at settlement.
+    if config.min_cents is None or config.min_cents < MINIMUM_WAGER_CENTS:
+        raise SideWagerConfigError(
+            config.key, "min_cents", config.min_cents,
+            f"required, at least {MINIMUM_WAGER_CENTS} (631c.2(c): no less than $5)")
+    return make_heavenly_9(config.key, config.options.get("mystery"),
+                           config.options.get("mystery_wager_dollars"), game.payout_rounding)

@@ -14,10 +14,13 @@ from typing import ClassVar
 from cards import Card, Rank, Suit
 from controller.rules.money import Rounding
 from controller.rules.side.combinatorics import CardClass
+from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, ParSpace, PayLine, Paytable, SideWagerConfigError, choose, odds_table,
+    BACCARAT, FixedOdds, LineWager, ParSpace, PayLine, Paytable, SideWagerConfigError, choose,
+    odds_table,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 FOUR, THREE_SUITED, THREE, TWO_SUITED, TWO, ONE_DIAMOND, ONE = (
     "Four nines", "Three nines same suit", "Three nines", "Two nines same suit", "Two nines",
@@ -77,3 +80,12 @@ def make_lucky_nines(key: str, paytable: object, fully_automated: object,
             "631c.4(a) offers Lucky Nines only on a fully automated electronic gaming table; "
             "set [table] fully_automated = true or remove the wager")
     return LuckyNines(key, LUCKY_NINES_PAYTABLES[letter], rounding)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+@wager_rule("lucky_nines", section="631c.4", families=BACCARAT, paytables=("A", "B", "C", "D"),
+            description="Lucky Nines (fully automated tables only)")
+def _lucky_nines(config: WagerConfig, game: GameConfig) -> WagerRule:
+    return make_lucky_nines(config.key, config.paytable, game.fully_automated,
+                            game.payout_rounding)

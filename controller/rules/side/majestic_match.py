@@ -15,10 +15,12 @@ from typing import ClassVar
 from controller.rules.baccarat import Hand
 from cards import Rank
 from controller.rules.money import Rounding
+from controller.rules.registry import WagerFactory, wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, ParSpace, PayLine, Paytable, initial_two,
+    BACCARAT, HANDS, FixedOdds, LineWager, ParSpace, PayLine, Paytable, initial_two,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 ROYAL_MATCH, SUITED_MATCH = "Royal Match", "Suited Match"
 
@@ -47,3 +49,16 @@ class MajesticMatch(LineWager):
             return self.paytable.line(ROYAL_MATCH)
         # 631c.7(e): two suited kings (possible with several decks) are a Suited Match.
         return self.paytable.line(SUITED_MATCH)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+def _factory(hand: Hand) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        return MajesticMatch(config.key, hand, game.payout_rounding)
+    return make
+
+
+for _side, _hand in HANDS.items():
+    wager_rule(f"majestic_match_{_side}", section="631c.7", families=BACCARAT,
+               description=f"Majestic Match on the {_side}'s hand")(_factory(_hand))

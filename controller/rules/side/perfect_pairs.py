@@ -14,10 +14,13 @@ from typing import ClassVar
 
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding
+from controller.rules.registry import WagerFactory, wager_rule
 from controller.rules.side.common import (
-    FixedOdds, LineWager, ParSpace, PayLine, Paytable, choose, initial_two, is_pair, odds_table,
+    HANDS, FixedOdds, LineWager, ParSpace, PayLine, Paytable, choose, initial_two, is_pair,
+    odds_table,
 )
-from controller.rules.wager import RoundView, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, SettlementPoint, WagerRule
 
 PERFECT, COLOURED, MIXED = "Perfect pair", "Colored pair", "Mixed pair"
 
@@ -72,3 +75,22 @@ def make_perfect_pairs(key: str, section: str, hand: Hand, paytable: object,
     tables = perfect_pairs_paytables(section)
     letter = choose(key, "paytable", paytable, tables)
     return PerfectPairs(key, section, hand, tables[letter], rounding)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+SECTION_BY_FAMILY = {"baccarat": "631c.1", "minibaccarat": "627b.1"}
+
+
+def _factory(hand: Hand) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        return make_perfect_pairs(config.key, SECTION_BY_FAMILY[game.family], hand,
+                                  config.paytable, game.payout_rounding)
+    return make
+
+
+for _side, _hand in HANDS.items():
+    for _family, _section in SECTION_BY_FAMILY.items():
+        wager_rule(f"perfect_pairs_{_side}", section=_section, families={_family},
+                   paytables=("A", "B", "C"),
+                   description=f"Perfect Pairs on the {_side}'s hand")(_factory(_hand))

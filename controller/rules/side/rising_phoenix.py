@@ -16,11 +16,17 @@ from fractions import Fraction
 
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding, vigorish_cents
-from controller.rules.side.commission_free import BANKER_WINS, TIE, PairWager
-from controller.rules.side.common import (
-    FixedOdds, LineWager, PayLine, Paytable, Push, settle_line,
+from controller.rules.registry import WagerFactory, wager_rule
+from controller.rules.side.commission_free import SECTION_BY_FAMILY as COMMISSION_FREE_SECTIONS
+from controller.rules.side.commission_free import (
+    BANKER_WINS, TIE, CommissionFreeBanker, PairWager,
 )
-from controller.rules.wager import RoundView, Settlement, SettlementPoint
+from controller.rules.side.common import (
+    MINIBACCARAT, FixedOdds, LineWager, PayLine, Paytable, Push, SideWagerConfigError,
+    settle_line,
+)
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, Settlement, SettlementPoint, WagerRule
 
 Predicate = Callable[[RoundView], bool]
 
@@ -186,3 +192,61 @@ class RisingPhoenixBanker(LineWager):
     def par_odds(self, line: PayLine) -> Fraction:
         odds = super().par_odds(line)
         return odds if self.commission_free else odds * (1 - VIGORISH_RATE)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+def check_rising_phoenix_decks(config: WagerConfig, game: GameConfig) -> None:
+    """627b.4(f): Rising Phoenix is dealt from six or eight decks (seven is not allowed)."""
+    if game.decks not in (6, 8):
+        raise SideWagerConfigError(config.key, "game.decks", game.decks,
+                                   "Rising Phoenix is played with 6 or 8 decks (627b.4(f))")
+
+
+# The commission-free Banker of 631c.5/627b.2 is registered here, not in commission_free:
+# its `rising_phoenix` option makes it Rising Phoenix's Banker instead (627b.4(b)).
+def _commission_free_banker(config: WagerConfig, game: GameConfig) -> WagerRule:
+    rising_phoenix = config.options.get("rising_phoenix", False)
+    if not isinstance(rising_phoenix, bool) or (rising_phoenix and game.family != "minibaccarat"):
+        raise SideWagerConfigError(config.key, "rising_phoenix", rising_phoenix,
+                                   "true or false; true only for a minibaccarat table "
+                                   "(627b.4(b))")
+    if rising_phoenix:
+        check_rising_phoenix_decks(config, game)
+        # 627b.4(g)(1)(iv) and (h)(1): a winning 3-card 7 pushes; no 1-to-2 on a 6.
+        return RisingPhoenixBanker(config.key, True, game.payout_rounding)
+    return CommissionFreeBanker(config.key, COMMISSION_FREE_SECTIONS[game.family],
+                                game.payout_rounding)
+
+
+for _family, _section in COMMISSION_FREE_SECTIONS.items():
+    wager_rule("banker", section=f"{_section}(i)", families={_family},
+               variants={"commission-free"},
+               options={"rising_phoenix": "true: the commission-free Rising Phoenix Banker "
+                                           "of 627b.4(g)(1)(iv) (minibaccarat only)"},
+               description="Banker's Hand, commission-free")(_commission_free_banker)
+
+
+def _bonus(bonus: PhoenixBonus) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        check_rising_phoenix_decks(config, game)
+        return RisingPhoenixBonus(config.key, bonus, game.payout_rounding)
+    return make
+
+
+for _bonus_wager in RISING_PHOENIX_BONUSES:
+    wager_rule(f"rising_phoenix_{_bonus_wager.key}", section=_bonus_wager.clause,
+               families=MINIBACCARAT,
+               description=f"Rising Phoenix {_bonus_wager.label}")(_bonus(_bonus_wager))
+
+
+def _pair(name: str) -> WagerFactory:
+    def make(config: WagerConfig, game: GameConfig) -> WagerRule:
+        check_rising_phoenix_decks(config, game)
+        return rising_phoenix_pair(name, config.key, game.payout_rounding)
+    return make
+
+
+for _name in RISING_PHOENIX_PAIRS:
+    wager_rule(f"rising_phoenix_{_name}", section="627b.4(g)(4)", families=MINIBACCARAT,
+               description=f"Rising Phoenix {_name.replace('_', ' ')}")(_pair(_name))

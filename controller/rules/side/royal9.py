@@ -19,12 +19,14 @@ from cards import Card, Rank, Suit
 from controller.rules.money import Rounding
 from controller.rules.par import MysteryPar, ProgressivePar
 from controller.rules.side.combinatorics import CardClass
+from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
-    SideWagerConfigError, is_face, meter_par,
+    FACE_RANKS, MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable,
+    PaysMeter, SideWagerConfigError, meter_par,
 )
 from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
-from controller.rules.wager import RoundView, Settlement, SettlementPoint
+from controller.rules.submission_types import GameConfig, WagerConfig
+from controller.rules.wager import RoundView, Settlement, SettlementPoint, WagerRule
 
 MEGA, MAJOR, MINOR = "Personal King 9 v. Personal King 9", "Personal King 9 on Banker Hand", \
     "Personal King 9 on Player Hand"
@@ -82,28 +84,36 @@ def parse_combination(key: str, seat: object, text: object) -> KingNine:
                                "expected a king and a nine with suits, e.g. 'KS9H'")
 
 
+# The ranks these tests compare with, named once: the par sheet asks them of every pair of
+# first-four hands, and a member looked up on an enum class (`Rank.NINE`) takes about 0.1 us
+# in Python 3.11 (see common.FACE_RANKS).
+_KING, _NINE = Rank.KING, Rank.NINE
+
+
 def king_nine(cards: Sequence[Card]) -> KingNine | None:
     """The hand's King-9 combination, if its two cards are exactly a king and a nine."""
-    # Compared by identity, not as a set of ranks: the par sheet asks this of every pair of
-    # first-four hands, and hashing the enum members was a good part of its time.
+    # Compared by identity, not as a set of ranks: hashing the enum members was a good part
+    # of the par sheet's time.
     first, second = cards[0], cards[1]
-    if first.rank is Rank.KING and second.rank is Rank.NINE:
+    if first.rank is _KING and second.rank is _NINE:
         return first.suit, second.suit
-    if first.rank is Rank.NINE and second.rank is Rank.KING:
+    if first.rank is _NINE and second.rank is _KING:
         return second.suit, first.suit
     return None
 
 
 def royal_9(cards: Sequence[Card]) -> bool:
     """627b.3(b): a face card (K, Q, J) and a nine."""
-    # The nine first: most hands hold none, and the par sheet asks this of every pair of
-    # first-four hands.
+    # The nine first: most hands hold none.
     a, b = cards[0], cards[1]
-    return (b.rank is Rank.NINE and is_face(a)) or (a.rank is Rank.NINE and is_face(b))
+    return (b.rank is _NINE and a.rank in FACE_RANKS) or (a.rank is _NINE and b.rank in FACE_RANKS)
 
 
 @dataclass(frozen=True)
 class Royal9Progressive(LineWager):
+    """The Royal 9 progressive wager of one table: its denomination, every position's King 9,
+    its meters and mystery configuration (627b.3)."""
+
     key: str
     denomination_cents: int
     combinations: Mapping[int, KingNine]  # every position of the table, occupied or not
@@ -268,3 +278,30 @@ def make_royal_9(
                                    "true or false (docs/rulings.md, Royal 9)")
     return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding,
                              suited_tie_over_personal)
+
+
+# --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
+
+@wager_rule("royal_9_progressive", section="627b.3", families=MINIBACCARAT, progressive=True,
+            options={
+                "denomination_dollars": "1 or 5 (627b.3(f)-(g))",
+                "meters": "mega/major/minor tables of reset_cents and increment_percent "
+                          "(627b.3(f)(2), (g)(2))",
+                "personal_combinations": "seat = 'KS9H' for every position (627b.3(e)(5)); "
+                                         "default: the documented layout order",
+                "positions": "how many positions the layout has (default 14)",
+                "mystery": "mystery progressive configuration 1, 2 or 3 (627b.3(h))",
+                "suited_tie_over_personal": "true (default): a Suited Royal 9 Tie that is also "
+                                            "a personal Major/Minor pays the fixed amount "
+                                            "(docs/rulings.md); false: the meter",
+            },
+            description="Royal 9 progressive")
+def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
+    positions = config.options.get("positions", 14)
+    if isinstance(positions, bool) or not isinstance(positions, int) or not 1 <= positions <= 16:
+        raise SideWagerConfigError(config.key, "positions", positions,
+                                   "an integer 1..16 (one unique King 9 per position)")
+    return make_royal_9(config.key, config.options.get("denomination_dollars"),
+                        config.options.get("meters"), config.options.get("personal_combinations"),
+                        config.options.get("mystery"), positions, game.payout_rounding,
+                        config.options.get("suited_tie_over_personal", True))
