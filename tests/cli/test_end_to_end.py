@@ -42,11 +42,9 @@ async def tablectl(socket: str, *argv: str, stdin: str | None = None,
     return await run_tablectl(argv, socket=socket, stdin=stdin, during=during, when=when)
 
 
-async def _events(socket: str) -> AsyncIterator[dict[str, Any]]:
-    client = await ControlClient(socket).connect()
-    head = await client.call("events", limit=1)
+async def _events(client: ControlClient, after_seq: int) -> AsyncIterator[dict[str, Any]]:
     try:
-        async for event in client.subscribe(head[-1]["seq"] if head else 0):
+        async for event in client.subscribe(after_seq):
             yield event
     finally:
         await client.close()
@@ -54,8 +52,12 @@ async def _events(socket: str) -> AsyncIterator[dict[str, Any]]:
 
 async def wait_for(socket: str, predicate: Callable[[dict[str, Any]], bool],
                    action: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
-    """Subscribe, do `action`, and return the first new event matching `predicate`."""
-    stream = _events(socket)
+    """Subscribe, do `action`, and return the first new event matching `predicate`. The log's
+    head is read before the action, so an event the action causes is in the stream however
+    soon the daemon commits it (before the subscription is set up, it is in its history)."""
+    client = await ControlClient(socket).connect()
+    head = await client.call("events", limit=1)
+    stream = _events(client, head[-1]["seq"] if head else 0)
     first = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0)  # let the subscription start before the action
     await action()
