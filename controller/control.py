@@ -151,16 +151,21 @@ class ControlServer:
             self._record_to_log(kind, payload, severity)
 
     def follow(self, store: Store) -> None:
-        """Stream what `store` commits: each entry to `publish`, then, once a commit's
-        entries are all given out, `send_live` writes them."""
-        store.subscribe(self.publish, after_each_commit=self.send_live)
+        """Stream what `store` commits: each entry is taken as it is given out, and once a
+        commit's entries are all out, `send_live` writes them together."""
+        store.subscribe(self._take, after_each_commit=self.send_live)
 
     def publish(self, event: Event) -> None:
-        """Called for every committed log entry, in order (`follow`). A live stream (caught
-        up, nothing unsent) is given the entry's line to send when the commit's entries are
-        all out (`send_live`); any other is woken: it takes entries from the last
-        RECENT_EVENTS kept here (encoded once for every stream), or, further behind, reads
-        the store itself, page by page (so a slow one costs no memory here)."""
+        """Stream one committed entry on its own (a log that is not a Store's)."""
+        self._take(event)
+        self.send_live()
+
+    def _take(self, event: Event) -> None:
+        """Every committed log entry, in order. A live stream (caught up, nothing unsent) is
+        given the entry's line to send with the rest of its commit (`send_live`); any other
+        is woken: it takes entries from the last RECENT_EVENTS kept here (encoded once for
+        every stream), or, further behind, reads the store itself, page by page (so a slow
+        one costs no memory here)."""
         recent = self._recent
         if recent and recent[-1][0].seq + 1 != event.seq:
             recent.clear()  # not the next entry: what is kept must have no gap

@@ -161,6 +161,20 @@ async def test_a_commits_entries_go_to_a_live_stream_in_one_write(server):
     sock.close()
 
 
+async def test_an_entry_published_on_its_own_reaches_a_live_stream(server):
+    """publish() streams one entry of a log that is not a Store's (a scripted daemon's):
+    it is written at once, not left for a commit's end that never comes."""
+    from controller.store import Event
+
+    srv, store = server
+    sock, stream = await _raw_subscriber(srv, store)
+    _received(sock)
+    srv.publish(Event(1, 1.5, "prompt", "info", None, None, {"action": "burn"}, "", ""))
+    assert [(e["event"]["seq"], e["event"]["payload"]) for e in _received(sock)] == [
+        (1, {"action": "burn"})]
+    sock.close()
+
+
 async def test_a_live_stream_that_backs_up_is_drained_by_its_task_with_nothing_lost(server):
     """When the socket stops taking a live stream's lines, the rest waits in the transport
     and the task takes over (paging, draining): every entry arrives once, in order."""
