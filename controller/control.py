@@ -121,6 +121,7 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._subscribers: set[_Stream] = set()
         self._unsent = False  # a live stream holds lines of the commit being given out
+        self._clients: set[asyncio.Task[Any]] = set()  # one per connection being served
         # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
         # its stream line or None until a stream first needs it].
         self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
@@ -260,6 +261,12 @@ class ControlServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+        # The server stops accepting; the connections it accepted end here too, each closing
+        # its socket (a client reads EOF), not left to the loop's end or the collector.
+        clients = [task for task in self._clients if task is not asyncio.current_task()]
+        for task in clients:
+            task.cancel()
+        await asyncio.gather(*clients, return_exceptions=True)
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -272,6 +279,9 @@ class ControlServer:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._clients.add(task)
         caller: Caller | None = None
         try:
             try:
@@ -290,6 +300,7 @@ class ControlServer:
             return
         finally:
             self.connections -= 1
+            self._clients.discard(task)
             if caller is not None:
                 left = self._per_user.pop(caller.uid) - 1
                 if left:

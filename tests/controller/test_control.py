@@ -266,3 +266,18 @@ def test_pin_hash_verifies_only_the_same_pin():
     assert not authorise({"ana": stored}, "bob", "123456")
     with pytest.raises(ValueError, match="4 to 12 digits"):
         hash_pin("12a4")
+
+
+async def test_closing_the_server_ends_every_connection_it_serves(server):
+    """close() ends the connections already accepted, not only the listening socket: a
+    client reads EOF, and no connection's task outlives the server (to be finalised later,
+    after its loop has closed)."""
+    srv, store = server
+    idle_reader, idle_writer = await asyncio.open_unix_connection(srv.path)
+    sock, stream = await _raw_subscriber(srv, store)
+    assert len(srv._clients) == 2
+    await srv.close()
+    assert srv._clients == set() and srv._subscribers == set()
+    assert await asyncio.wait_for(idle_reader.read(), 5) == b""
+    idle_writer.close()
+    sock.close()
