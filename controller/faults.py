@@ -197,7 +197,9 @@ CATALOGUE: tuple[FaultExits, ...] = (
                ("tests/controller/test_daemon.py::"
                 "test_a_tampered_event_log_puts_the_table_out_of_order",
                 f"{_T_EXITS}::test_out_of_order_ends_when_the_store_is_restored_from_its_backup_"
-                "and_the_table_restarts"),
+                "and_the_table_restarts",
+                f"{_T_EXITS}::test_out_of_order_ends_when_a_supervisor_clears_the_store_and_"
+                "the_table_restarts"),
                "yes, every device event is ignored"),
 )
 

@@ -268,6 +268,13 @@ class TableHarness:
         head = await self.call("events", limit=1)
         self.last_seq = max(self.last_seq, int(head[-1]["seq"]) if head else 0)
 
+    async def follow_a_new_log(self) -> None:
+        """A supervisor cleared the store (`tabled --clear-store`): the new store's log starts
+        again from entry 1. What the harness saw of the old one is evidence, not a position
+        in this one; the new log's entries so far are history."""
+        self.last_seq = self._acted_through = 0
+        await self.skip_history()
+
     async def play(self, shoes: int = 1, *, power_cuts: PowerCuts | None = None,
                    until: Callable[[HarnessResult], bool] | None = None,
                    resume: bool = False) -> HarnessResult:

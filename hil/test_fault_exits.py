@@ -13,6 +13,8 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -295,3 +297,74 @@ def test_out_of_order_ends_when_the_store_is_restored_from_its_backup_and_the_ta
         (1, "banker", 10_000, "win", 9_500, 500),
         (2, "player", 2_500, "lose", -2_500, 0),
         (3, "tie", 1_000, "lose", -1_000, 0)]
+
+
+def test_out_of_order_ends_when_a_supervisor_clears_the_store_and_the_table_restarts(tmp_path):
+    """The other exit of out_of_order when no good backup exists: a floor supervisor clears
+    critical memory (`tabled --clear-store`, with their PIN). The damaged store is kept as
+    evidence, the new store opens with a record naming the failure and the old values, and
+    the restarted table opens, deals and settles a round to the cent."""
+    workdir = tmp_path / "table"
+    altered: list[int] = []
+    cleared: list[subprocess.CompletedProcess[str]] = []
+
+    async def scenario():
+        async with TableHarness(CONFIG, workdir, seed=10) as table:
+            await table.play(until=lambda result: len(result.rounds) >= 1)
+            await table.wait_for_state("betting_open")
+            await table.restart(
+                lambda: altered.append(alter_first_wager(workdir / "table.sqlite")))
+            broken = await table.call("status")
+
+            def clear_the_store() -> None:  # as the supervisor runs it, beside the unit
+                command = [sys.executable, "-m", "controller.daemon",
+                           "--config", str(table.config_path)]
+                for override in table._overrides(table.shoe.port):
+                    command += ["--set", override]
+                cleared.append(subprocess.run(
+                    [*command, "--clear-store", "--supervisor", "floor",
+                     "--reason", "edited while stopped, no backup", "--pin-stdin"],
+                    input="2468\n", capture_output=True, text=True, timeout=120))
+
+            await table.restart(clear_the_store)
+            await table.follow_a_new_log()
+            fresh = await table.call("status")
+            (record,) = await table.call("events", kind="critical_memory_cleared")
+            verified = await table.call("verify_chain", full=True)
+            # The dealer opens the new store's table and plays up to its first round; then a
+            # round with known cards.
+            await table.play(until=lambda result: len(result.rounds) >= 2)
+            await table.wait_for_state("betting_open")
+            await table.call("place_wager", seat=1, wager="banker", amount_cents=10_000)
+            await table.call("place_wager", seat=2, wager="player", amount_cents=2_500)
+            await table.call("no_more_bets")
+            table.shoe.insert_next(BANKER_NATURAL_NINE)
+            for _ in BANKER_NATURAL_NINE:
+                await table.shoe.draw()
+            after = await table.wait_for_state("betting_open")
+            (played,) = await table.call("rounds", limit=1)
+            return broken, fresh, record, verified, after, played
+
+    broken, fresh, record, verified, after, played = asyncio.run(scenario())
+    (seq,) = altered
+    (run,) = cleared
+    failed = (f"event chain: entry {seq} (wager_accepted) was altered: its MAC does not match "
+              "its contents")
+    assert (broken["state"], broken["out_of_order"]) == ("out_of_order", failed)
+    assert run.returncode == 0, run.stderr
+    assert "cleared by floor; the old files are kept in" in run.stdout
+    evidence = Path(record["payload"]["evidence"])
+    assert evidence.parent == workdir and (evidence / "table.sqlite").exists()
+    assert (record["severity"], record["payload"]["supervisor"], record["payload"]["reason"],
+            record["payload"]["failure"]) == (
+        "critical", "floor", "edited while stopped, no backup", failed)
+    # The new store starts from nothing but that record; the table is closed, not broken.
+    assert (fresh["state"], fresh["out_of_order"]) == ("closed", None)
+    assert (verified["from_seq"], verified["entries"]) == (1, verified["log_seq"])
+    assert (after["state"], after["out_of_order"]) == ("betting_open", None)
+    assert played["state"] == "settled"
+    assert [c["card"] for c in played["cards"]] == ["5♥", "4♠", "3♣", "5♦"]
+    assert sorted((s["seat"], s["wager"], s["amount_cents"], s["outcome"], s["net_cents"],
+                   s["vigorish_cents"]) for s in played["settlements"]) == [
+        (1, "banker", 10_000, "win", 9_500, 500),
+        (2, "player", 2_500, "lose", -2_500, 0)]
