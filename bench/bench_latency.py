@@ -21,8 +21,9 @@ as `./run-simulated-table` runs it) and three figures are taken:
   (wagers accepted, locks, settlements and voids, vigorish, meters and awards).
   Target: at most one per round plus one per money-changing step.
 
-A card is stamped as the write that puts its frame on the pseudo-terminal is
-made, and a lock-out as the bridge is asked to drive the pin. The subscriber is
+A card is stamped as the simulated shoe's link is asked to send it (it encodes
+and writes the frame in that call), and a lock-out as the bridge is asked to
+drive the pin. The subscriber is
 a process of its own blocked on its socket, stamping each read as it returns, so
 neither end waits for the simulated dealer's event loop. The figures still
 include the pseudo-terminal, one local socket hop and the two processes' wake-ups:
@@ -67,12 +68,11 @@ class Timings:
 
     card_sent: list[tuple[int, float]] = field(default_factory=list)  # (perf ns, time.time())
     lock_pressed: list[tuple[int, float]] = field(default_factory=list)
-    card_frame_due = False  # the next write on the shoe's line carries a CardDrawn
 
 
 class TimedTable(TableHarness):
-    """The simulated table, stamping the moment a card frame is written to the
-    pseudo-terminal and the moment the lock-out pin is driven."""
+    """The simulated table, stamping the moment a card frame goes to the pseudo-terminal
+    and the moment the lock-out pin is driven."""
 
     timings: Timings
     _timed_link: Any = None
@@ -84,32 +84,23 @@ class TimedTable(TableHarness):
 
     def _time_card_frames(self) -> None:
         """Wrap the shoe's device-side link (new after a replug) so that a CardDrawn is
-        stamped by the write that puts its frame on the line, not when the dealer decided to
-        draw: the simulated dealer's own queueing is not the daemon's latency."""
+        stamped as the shoe sends it, not when the dealer decided to draw: the simulated
+        dealer's own queueing is not the daemon's latency. AsyncLink.send encodes the frame
+        and writes it before its first await, in the call stamped: the stamp is taken just
+        before it (after the write this process may lose the CPU for longer than the daemon
+        takes to answer, and the stamp would come after the answer)."""
         link = self.shoe.link
         if link is None or link is self._timed_link:
             return
         self._timed_link = link
-        timings, send, transport = self.timings, link.send, link._transport
-        write = transport.write
+        timings, send = self.timings, link.send
 
         async def timed_send(message: wire.Message) -> None:
-            # AsyncLink.send writes the frame before its first await, in this call.
-            timings.card_frame_due = isinstance(message, wire.CardDrawn)
-            try:
-                await send(message)
-            finally:
-                timings.card_frame_due = False
-
-        def timed_write(data: bytes) -> None:
-            # Stamped just before the write: after it, this process may lose the CPU for
-            # longer than the daemon takes to answer (the stamp would come after the answer).
-            if timings.card_frame_due:
-                timings.card_frame_due = False
+            if isinstance(message, wire.CardDrawn):
                 timings.card_sent.append((time.perf_counter_ns(), time.time()))
-            write(data)
+            await send(message)
 
-        link.send, transport.write = timed_send, timed_write
+        link.send = timed_send
 
     def _press_lockout(self) -> None:
         # Stamped before: the bridge drives the pin, and the daemon may act, before it answers.
@@ -147,22 +138,18 @@ json.dump(seen, sys.stdout)
 """
 
 
-WATCHER_PRIORITY: list[str] = []
-
-
-async def watch(socket: str) -> subprocess.Popen[str]:
+async def watch(socket: str) -> tuple[subprocess.Popen[str], str]:
     """The subscriber: a process of its own with a blocking socket, so that nothing else
     in the benchmark (the simulated dealer and shoe run in this process's event loop) can
-    delay the moment it notes a prompt's arrival."""
+    delay the moment it notes a prompt's arrival. Returns it and its scheduling."""
     watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, socket],
                                stdout=subprocess.PIPE, text=True)
     assert watcher.stdout is not None
     ready = await asyncio.to_thread(watcher.stdout.readline)
     if not ready.startswith("ready "):
         raise RuntimeError(f"the watcher process did not start: {ready!r}")
-    WATCHER_PRIORITY[:] = [ready.removeprefix("ready ").strip()]
     await asyncio.sleep(0.2)  # subscribed: the daemon answered before the shoe starts
-    return watcher
+    return watcher, ready.removeprefix("ready ").strip()
 
 
 def answers(sent: list[tuple[int, float]], seen: list[list[Any]], kinds: tuple[str, ...]
@@ -190,6 +177,7 @@ class Figures:
     card_ns: list[int] = field(default_factory=list)  # -> where the next card goes
     round_end_ns: list[int] = field(default_factory=list)  # -> settled, flushed, next prompt
     lock_ns: list[int] = field(default_factory=list)
+    watcher_scheduling: str = ""
 
 
 async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
@@ -200,7 +188,7 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
     table.timings = timings
     async with table:
         assert table.daemon is not None
-        watcher = await watch(table.socket)
+        watcher, scheduling = await watch(table.socket)
         tracer = None
         if count_flushes:
             tracer = subprocess.Popen(
@@ -222,7 +210,7 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
         await asyncio.sleep(0.2)  # the last prompt reaches the watcher
     seen_json, _ = await asyncio.to_thread(watcher.communicate, timeout=30)  # daemon gone: EOF
     seen = json.loads(seen_json)
-    figures = Figures()
+    figures = Figures(watcher_scheduling=scheduling)
     for spent, action in answers(timings.card_sent, seen, ("prompt",)):
         decided_card = action in ("deal", "burn", "set_aside")
         (figures.card_ns if decided_card else figures.round_end_ns).append(spent)
@@ -253,7 +241,7 @@ def main() -> int:
         normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
                                         False))
-        print(f"watcher (the subscriber process): {', '.join(WATCHER_PRIORITY)} scheduling")
+        print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
         print(line("card -> decision, normal storage", normal.card_ns, 1.0))
         print(line(f"card -> decision, {args.flush_delay_ms:g} ms flushes", slow.card_ns, 5.0))
         print(line("last card -> settled (one flush), normal", normal.round_end_ns, 5.0))

@@ -78,8 +78,9 @@ SUBSCRIBE = Command(lambda args: None, Role.READ,
 
 class _Stream:
     """One subscriber's connection and how far it has been sent. `live` while its task is
-    waiting, caught up and with nothing unsent: then `publish` writes the next entry itself;
-    otherwise it wakes the task, which pages, drains and drops a stalled reader."""
+    waiting, caught up and with nothing unsent: then a commit's lines are written to it as
+    the commit ends (`send_live`); otherwise its task is woken, which pages, drains and
+    drops a stalled reader."""
 
     __slots__ = ("wake", "writer", "last", "live", "unsent")
 
@@ -120,7 +121,6 @@ class ControlServer:
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
         self._subscribers: set[_Stream] = set()
-        self._unsent = False  # a live stream holds lines of the commit being given out
         self._clients: set[asyncio.Task[Any]] = set()  # one per connection being served
         # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
         # its stream line or None until a stream first needs it].
@@ -178,7 +178,6 @@ class ControlServer:
                     item[1] = _line({"event": event_json(event)})
                 stream.unsent.append(item[1])
                 stream.last = event.seq
-                self._unsent = True
             else:
                 stream.live = False
                 stream.wake.set()
@@ -186,26 +185,22 @@ class ControlServer:
     def send_live(self) -> None:
         """Write each live stream's lines of the commit just given out, in one write: the
         dealer's prompt goes out with the card it answers, not one wake-up of the reader
-        later. A stream whose socket does not take it all is handed to its task to drain."""
-        if not self._unsent:
-            return
-        self._unsent = False
+        later. A stream whose socket does not take it all, or has gone, is its task's."""
         for stream in self._subscribers:
             if not stream.unsent:
                 continue
             lines, stream.unsent = stream.unsent, []
             transport = stream.writer.transport
-            try:
-                if transport.is_closing():
-                    raise ConnectionResetError("the subscriber has gone")
-                transport.write(b"".join(lines))
-            except Exception:  # its task finds what failed (drain raises) and ends the stream
-                log.debug("stream_write_failed", exc_info=True)
-                stream.last -= len(lines)  # not sent: the task pages them from the kept ones
-                stream.live = False
-                stream.wake.set()
-                continue
-            if transport.get_write_buffer_size():  # the socket took part of it: drain it
+            sent = False
+            if not transport.is_closing():
+                try:
+                    transport.write(b"".join(lines))
+                    sent = True
+                except Exception:  # its task finds what failed (drain raises), ends the stream
+                    log.debug("stream_write_failed", exc_info=True)
+            if not sent:
+                stream.last -= len(lines)  # the task pages them again from the kept ones
+            if not sent or transport.get_write_buffer_size():
                 stream.live = False
                 stream.wake.set()
 

@@ -168,16 +168,24 @@ class Daemon:
             self._enqueue(event)
         else:
             self._from_threads.append(event)  # deque.append is atomic: no lock needed
-            self._loop.call_soon_threadsafe(self._take_from_threads)
+            self._loop.call_soon_threadsafe(self._hand_over)
 
-    def _take_from_threads(self) -> None:
+    def _hand_over(self) -> None:
+        """The loop takes what threads emitted (a GPIO edge: the lock-out button, a seat)."""
+        self._take_from_threads(at_once=True)
+
+    def _take_from_threads(self, *, at_once: bool = False) -> None:
         while self._from_threads:
-            self._enqueue(self._from_threads.popleft())
+            self._enqueue(self._from_threads.popleft(), at_once=at_once)
 
-    def _enqueue(self, event: DeviceEvent) -> None:
-        if type(event) is CardDrawn and self._idle():
-            # A card with nothing before it is decided at once, in the shoe's read: the
-            # queue would only add a loop turn between the card and the dealer's prompt.
+    def _enqueue(self, event: DeviceEvent, *, at_once: bool = False) -> None:
+        """Into the queue, or, for an event that finds the table waiting, straight to the
+        table: the queue would only add a loop turn before its step. Straight only where no
+        driver's code is under the call, half way through its own bookkeeping (a driver may
+        emit mid-update, and the step may call that driver back): the loop's hand-over of
+        what threads emitted (`at_once`), and the shoe's card, which its driver emits as the
+        last thing it does with a frame (drivers/shoe.py)."""
+        if (at_once or type(event) is CardDrawn) and self._idle():
             self._handle(event)
             return
         try:

@@ -554,7 +554,7 @@ class Store:
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
                     settlements: list[dict[str, Any]],
-                    cards: Sequence[Mapping[str, Any]] = ()) -> None:
+                    cards: Sequence[Mapping[str, Any]]) -> None:
         """Settle or void a round once, with the cards it was dealt; a second attempt raises
         (never settled twice)."""
         with self.transaction() as db:
@@ -603,14 +603,12 @@ class Store:
         """Rounds as readers see them: an open round's cards so far are the table's saved
         state's (the row gets them when the round closes)."""
         found = [self._round(row) for row in rows]
-        if any(r["state"] == "open" for r in found):
-            saved = self.load_table_state()
-            held = saved[1].get(OPEN_ROUND_CARDS) if saved else None
-            if held is not None:
-                for record in found:
-                    if record["state"] == "open" and record["round_id"] == saved[1].get(
-                            "round_id"):
-                        record["cards"] = list(held)
+        still_open = [r for r in found if r["state"] == "open"]
+        saved = self.load_table_state() if still_open else None
+        state = saved[1] if saved else {}
+        for record in still_open:
+            if record["round_id"] == state.get("round_id") and OPEN_ROUND_CARDS in state:
+                record["cards"] = list(state[OPEN_ROUND_CARDS])
         return found
 
     @staticmethod

@@ -170,11 +170,10 @@ class RoundPlay(TableBase):
         with self.store.transaction():
             slot = self.coup.place(event.card)
             hand = hand_of(slot)  # the same words as `tablectl simulate`
-            self.round_cards.append({"index": event.index, "card": str(event.card),
-                                     "hand": hand, "slot": slot.name.lower()})
-            self._record("card", {"index": event.index, "card": str(event.card), "hand": hand,
-                                  "slot": slot.name.lower(), "back": event.back.name.lower()},
-                         device=event.device)
+            card = {"index": event.index, "card": str(event.card), "hand": hand,
+                    "slot": slot.name.lower()}
+            self.round_cards.append(card)
+            self._record("card", {**card, "back": event.back.name.lower()}, device=event.device)
             self._persist_state()  # the shoe position and the round's cards move with it
             if self.state is TableState.NO_MORE_BETS:
                 self.first_card()

@@ -18,6 +18,7 @@ from controller.rules.settlement import PlacedWager
 from controller.faults import FaultBook
 from controller.table_machine import TableState
 from controller.rules.batches import BatchTracker
+from controller.store import OPEN_ROUND_CARDS
 from drivers.protocols import CardDrawn
 
 
@@ -73,8 +74,9 @@ class TableSnapshot:
     batch_in_shuffler: BackColour | None = None  # as the shuffler last reported
     batch_shuffled: BackColour | None = None  # verified by the last shuffle
     batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
-    # The open round's cards, as its row gets them when it closes (store.OPEN_ROUND_CARDS):
-    # saved here with each card's step instead of rewriting the round's row for every card.
+    # The open round's cards, as its row gets them when it closes: saved here with each
+    # card's step instead of rewriting the round's row for every card (OPEN_ROUND_CARDS,
+    # where the store looks for them).
     round_cards: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
@@ -101,7 +103,7 @@ class TableSnapshot:
             "batch_in_shuffler": colour_name(self.batch_in_shuffler),
             "batch_shuffled": colour_name(self.batch_shuffled),
             "batches": self.batches.to_dict() if self.batches is not None else None,
-            "round_cards": self.round_cards,
+            OPEN_ROUND_CARDS: self.round_cards,
         }
 
     @classmethod
@@ -128,7 +130,7 @@ class TableSnapshot:
             batch_shuffled=colour_from(data.get("batch_shuffled")),
             batches=BatchTracker.from_dict(tracker) if batches is not None and tracker
             else batches,
-            round_cards=list(data.get("round_cards", [])),
+            round_cards=list(data.get(OPEN_ROUND_CARDS, [])),
         )
 
 

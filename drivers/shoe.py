@@ -72,6 +72,8 @@ class SerialShoe(LinkedDevice):
             self._expected_index = message.index + 1
             self._counters["cards"] += 1
             card = Card(Rank(message.rank), Suit(message.suit))
+            # The last thing done with the frame: the daemon may run the table's step inside
+            # this call (controller/daemon.py, Daemon._enqueue).
             self._send_event(events.CardDrawn(self.name, message.index, card,
                                               BackColour(message.back_colour), message.face_up))
         elif isinstance(message, wire.CoverCardDrawn):

@@ -376,9 +376,10 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     if lost or unexplained:
         problems.append(f"wagers: acknowledged but stored nowhere {dict(lost)}, stored but "
                         f"never acknowledged {dict(unexplained)}")
-    # The log: its chain verifies, and it says what the harness did. It is read first and the chain verified after, in full: the table keeps writing
-    # (prompts, device health), so the check's own snapshot may end later than the log
-    # read, never earlier, and every entry from the first must verify.
+    # The log: its chain verifies, and it says what the harness did. It is read first and
+    # the chain verified after, in full: the table keeps writing (prompts, device health),
+    # so the check's own snapshot may end later than the log read, never earlier, and every
+    # entry from the first must verify.
     log = await all_events(table)
     chain = await table.call("verify_chain", full=True)
     kinds = collections.Counter(e["kind"] for e in log)

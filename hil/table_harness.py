@@ -183,14 +183,19 @@ class TableHarness:
             self.on_line(f"Critical memory initialised (as tabled --init-store does): store "
                          f"{self.store_path}, key and anchor in {where}")
 
+    def tabled_command(self, *options: str) -> list[str]:
+        """`tabled` with this table's configuration, as systemd (or a supervisor running
+        `--clear-store` beside the unit) would start it, and `options` after it."""
+        command = [sys.executable, "-m", "controller.daemon", "--config", str(self.config_path)]
+        for override in self._overrides(self.shoe.port):
+            command += ["--set", override]
+        return [*command, *options]
+
     async def start_daemon(self) -> None:
         self.init_store()
-        args = [sys.executable, "-m", "controller.daemon", "--config", str(self.config_path)]
-        for override in self._overrides(self.shoe.port):
-            args += ["--set", override]
         log_file = open(self.daemon_log, "ab")  # noqa: SIM115 - handed to the child
         self.daemon = await asyncio.create_subprocess_exec(
-            *args, stdout=log_file, stderr=asyncio.subprocess.STDOUT,
+            *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1",
                  "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket})
         log_file.close()

@@ -14,8 +14,9 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,6 +226,22 @@ def alter_first_wager(store: Path) -> int:
 
 # Player 5♥ 3♣ = 8, Banker 4♠ 5♦ = 9: both naturals, so no third card; Banker wins.
 BANKER_NATURAL_NINE = [Card.parse(c) for c in ("5♥", "4♠", "3♣", "5♦")]
+WAGERS = ((1, "banker", 10_000), (2, "player", 2_500), (3, "tie", 1_000))
+
+
+async def deal_banker_natural_nine(table: TableHarness, wagers: Sequence[tuple[int, str, int]]
+                                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A round with known cards on a table open for bets: `wagers` (seat, wager, cents),
+    the lock-out, BANKER_NATURAL_NINE from the shoe. The status after it and its record."""
+    for seat, wager, cents in wagers:
+        await table.call("place_wager", seat=seat, wager=wager, amount_cents=cents)
+    await table.call("no_more_bets")
+    table.shoe.insert_next(BANKER_NATURAL_NINE)
+    for _ in BANKER_NATURAL_NINE:
+        await table.shoe.draw()
+    after = await table.wait_for_state("betting_open")
+    (played,) = await table.call("rounds", limit=1)
+    return after, played
 
 
 def test_out_of_order_ends_when_the_store_is_restored_from_its_backup_and_the_table_restarts(
@@ -256,15 +273,7 @@ def test_out_of_order_ends_when_the_store_is_restored_from_its_backup_and_the_ta
             restored = await table.call("status")
             verified = await table.call("verify_chain", full=True)
             # A round with known cards on the restored table.
-            await table.call("place_wager", seat=1, wager="banker", amount_cents=10_000)
-            await table.call("place_wager", seat=2, wager="player", amount_cents=2_500)
-            await table.call("place_wager", seat=3, wager="tie", amount_cents=1_000)
-            await table.call("no_more_bets")
-            table.shoe.insert_next(BANKER_NATURAL_NINE)
-            for _ in BANKER_NATURAL_NINE:
-                await table.shoe.draw()
-            after = await table.wait_for_state("betting_open")
-            (played,) = await table.call("rounds", limit=1)
+            after, played = await deal_banker_natural_nine(table, WAGERS)
             return broken, str(refused.value), str(verify.value), restored, verified, after, played
 
     broken, refused, verify, restored, verified, after, played = asyncio.run(scenario())
@@ -317,13 +326,9 @@ def test_out_of_order_ends_when_a_supervisor_clears_the_store_and_the_table_rest
             broken = await table.call("status")
 
             def clear_the_store() -> None:  # as the supervisor runs it, beside the unit
-                command = [sys.executable, "-m", "controller.daemon",
-                           "--config", str(table.config_path)]
-                for override in table._overrides(table.shoe.port):
-                    command += ["--set", override]
-                cleared.append(subprocess.run(
-                    [*command, "--clear-store", "--supervisor", "floor",
-                     "--reason", "edited while stopped, no backup", "--pin-stdin"],
+                cleared.append(subprocess.run(table.tabled_command(
+                    "--clear-store", "--supervisor", "floor",
+                    "--reason", "edited while stopped, no backup", "--pin-stdin"),
                     input="2468\n", capture_output=True, text=True, timeout=120))
 
             await table.restart(clear_the_store)
@@ -335,14 +340,7 @@ def test_out_of_order_ends_when_a_supervisor_clears_the_store_and_the_table_rest
             # round with known cards.
             await table.play(until=lambda result: len(result.rounds) >= 2)
             await table.wait_for_state("betting_open")
-            await table.call("place_wager", seat=1, wager="banker", amount_cents=10_000)
-            await table.call("place_wager", seat=2, wager="player", amount_cents=2_500)
-            await table.call("no_more_bets")
-            table.shoe.insert_next(BANKER_NATURAL_NINE)
-            for _ in BANKER_NATURAL_NINE:
-                await table.shoe.draw()
-            after = await table.wait_for_state("betting_open")
-            (played,) = await table.call("rounds", limit=1)
+            after, played = await deal_banker_natural_nine(table, WAGERS[:2])
             return broken, fresh, record, verified, after, played
 
     broken, fresh, record, verified, after, played = asyncio.run(scenario())

@@ -403,7 +403,7 @@ def test_settled_rounds_are_read_again_by_the_full_check_only(tmp_path):
     for n in (1, 2, 3):
         rid = store.open_round(1, n, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])
         store.close_round(rid, "settled", {"winner": "banker"},
-                          [{"seat": 1, "amount_cents": 1000, "net_cents": 950}])
+                          [{"seat": 1, "amount_cents": 1000, "net_cents": 950}], [])
     store.open_round(1, 4, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])  # open
     store.append_event("wager_locked", {"seat": 1})
     full = store.verify(full=True)

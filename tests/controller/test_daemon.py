@@ -276,9 +276,10 @@ async def test_device_events_reach_the_table_in_the_order_they_were_emitted(tmp_
 
 async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp_path):
     """A card emitted on the loop's thread while the table waits is handled before the emit
-    returns (no loop turn before its prompt); one emitted during a step, or behind another
-    event (queued, or a thread's not yet handed over), waits its turn in the queue, so the
-    table sees every event once and in the order emitted (forced interleavings)."""
+    returns (no loop turn before its prompt), and so is a thread's event in the loop's
+    hand-over; one emitted during a step, or behind another event (queued, or a thread's not
+    yet handed over), waits its turn in the queue, so the table sees every event once and in
+    the order emitted (forced interleavings)."""
     import threading
 
     from drivers.protocols import CardDrawn, LockedOut
@@ -317,6 +318,14 @@ async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp
     assert handled[-1] is cards[2] and daemon.queue.qsize() == 2
     await asyncio.sleep(0.01)
     assert handled == [cards[0], cards[1], cards[2], lock, cards[3]]
+    # A thread's event the loop hands over to a waiting table: handled in the hand-over,
+    # before the consumer (woken through the queue) could have run.
+    again = LockedOut("button", 1.0, frozenset())
+    gpio = threading.Thread(target=daemon._emit, args=(again,))
+    gpio.start()
+    gpio.join()
+    await asyncio.sleep(0)  # the hand-over was scheduled first: it has run, nothing else
+    assert handled[-1] is again and daemon.queue.empty()
     assert steps_open == [0, 1]
     assert daemon.store.events(kind="internal_error") == []
     daemon._consumer.cancel()

@@ -75,9 +75,9 @@ def test_a_failed_step_leaves_nothing_behind(store):
 def test_a_round_is_settled_exactly_once(store):
     round_id = store.open_round(1, 1, [{"seat": 2, "wager": "banker", "amount_cents": 1000}])
     settlement = {"seat": 2, "wager": "banker", "amount_cents": 1000, "net_cents": 950}
-    store.close_round(round_id, "settled", {"winner": "banker"}, [settlement])
+    store.close_round(round_id, "settled", {"winner": "banker"}, [settlement], [])
     with pytest.raises(StoreError, match="cannot be closed twice"):
-        store.close_round(round_id, "settled", {"winner": "banker"}, [settlement])
+        store.close_round(round_id, "settled", {"winner": "banker"}, [settlement], [])
     assert store.seat_totals() == {2: {"net_cents": 950, "wagered_cents": 1000,
                                        "vig_owed_cents": 0}}
 
@@ -87,7 +87,7 @@ def test_marked_vigorish_is_owed_until_collected(store):
     round_id = store.open_round(1, 1, [])
     store.close_round(round_id, "settled", {}, [
         {"seat": 4, "wager": "banker", "amount_cents": 2000, "net_cents": 2000,
-         "vig_marked_cents": 100}])
+         "vig_marked_cents": 100}], [])
     assert store.seat_totals()[4]["vig_owed_cents"] == 100
     assert store.collect_vigorish(4) == 100
     assert store.seat_totals()[4] == {"net_cents": 1900, "wagered_cents": 2000,
