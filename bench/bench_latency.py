@@ -16,6 +16,11 @@ as `./run-simulated-table` runs it) and three figures are taken:
 * lock-out -> lock saved and reported: from the GPIO bridge driving the lock-out
   pin to the subscriber receiving the `no_more_bets` event, which the daemon
   publishes only after the lock's step is flushed.
+* the floor, same run: a frame of the same size written to a pseudo-terminal at a
+  dealer's pace, read by a bare relay process that answers it on the pty and writes one
+  line to its socket, read by the same watcher. That is the path's hops and wake-ups
+  with no daemon work at all; the card -> decision percentiles are also printed as a
+  ratio to it, which says what the daemon adds on this machine on this day.
 * flushes per shoe: fsync/fdatasync calls of the daemon's process during one
   shoe, counted with strace, beside the rounds and the money-changing steps
   (wagers accepted, locks, settlements and voids, vigorish, meters and awards).
@@ -36,6 +41,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import pty
+import random
 import re
 import shutil
 import statistics
@@ -43,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tty
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +161,56 @@ async def watch(socket: str) -> tuple[subprocess.Popen[str], str]:
     return watcher, ready.removeprefix("ready ").strip()
 
 
+_RELAY = r"""
+import json, os, socket, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(sys.argv[2])
+server.listen(1)
+print("ready", flush=True)
+conn, _ = server.accept()
+conn.recv(4096)  # the watcher's subscribe line
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:  # the bench closed the pty's other side
+        break
+    if not data:
+        break
+    os.write(fd, b"\x06")  # answered on the link, as the daemon acknowledges a frame
+    event = {"kind": "prompt", "at": time.time(), "payload": {"action": "deal"}}
+    conn.sendall(json.dumps({"event": event}).encode() + b"\n")
+conn.close()
+"""
+FLOOR_FRAME = bytes(16)  # a CardDrawn frame's size on the wire (COBS, header, CRC)
+
+
+async def floor(frames: int, workdir: Path, seed: int = 7) -> list[int]:
+    """The same-run floor (module docstring): frame stamp to the watcher's receipt, ns."""
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    socket_path = str(workdir / "floor.sock")
+    relay = subprocess.Popen([sys.executable, "-c", _RELAY, os.ttyname(slave), socket_path],
+                             stdout=subprocess.PIPE, text=True)
+    assert relay.stdout is not None
+    try:
+        if not (await asyncio.to_thread(relay.stdout.readline)).startswith("ready"):
+            raise RuntimeError("the floor's relay process did not start")
+        os.close(slave)
+        watcher, _ = await watch(socket_path)
+        pace, sent = random.Random(seed), []
+        for _ in range(frames):
+            await asyncio.sleep(pace.uniform(0.002, 0.006))  # the simulated dealer's pace
+            sent.append((time.perf_counter_ns(), time.time()))
+            os.write(master, FLOOR_FRAME)
+        await asyncio.sleep(0.2)
+    finally:
+        os.close(master)
+        relay.wait(timeout=30)
+    seen_json, _ = await asyncio.to_thread(watcher.communicate, timeout=30)
+    return [spent for spent, _ in answers(sent, json.loads(seen_json), ("prompt",))]
+
+
 def answers(sent: list[tuple[int, float]], seen: list[list[Any]], kinds: tuple[str, ...]
             ) -> list[tuple[int, str]]:
     """For each stamp sent, the first entry of `kinds` received after it that the daemon
@@ -219,11 +278,16 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
     return figures, counts
 
 
+def p50_p99_ms(samples_ns: list[int]) -> tuple[float, float]:
+    ms = sorted(s / 1e6 for s in samples_ns)
+    return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+
+
 def line(name: str, samples_ns: list[int], target_ms: float) -> str:
     if not samples_ns:
         return f"{name}: no samples"
     ms = sorted(s / 1e6 for s in samples_ns)
-    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+    p99 = p50_p99_ms(samples_ns)[1]
     verdict = "OK" if p99 <= target_ms else "OVER"
     return (f"{name:<44} n={len(ms):4d}  p50 {statistics.median(ms):6.2f} ms  "
             f"p99 {p99:6.2f} ms  max {ms[-1]:6.2f} ms   target p99 <= {target_ms:g} ms {verdict}"
@@ -244,6 +308,14 @@ def main() -> int:
         print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
         print(line("card -> decision, normal storage", normal.card_ns, 1.0))
         print(line(f"card -> decision, {args.flush_delay_ms:g} ms flushes", slow.card_ns, 5.0))
+        bare = asyncio.run(floor(len(normal.card_ns), Path(tmp)))
+        bare_p50, bare_p99 = p50_p99_ms(bare)
+        card_p50, card_p99 = p50_p99_ms(normal.card_ns)
+        print(f"{'floor: pty -> bare relay process -> watcher':<44} n={len(bare):4d}  "
+              f"p50 {bare_p50:6.2f} ms  p99 {bare_p99:6.2f} ms   (same run, no daemon work)")
+        print(f"card -> decision over the floor: p50 {card_p50 / bare_p50:.1f}x  "
+              f"p99 {card_p99 / bare_p99:.1f}x   daemon's own share at p50 "
+              f"{card_p50 - bare_p50:.2f} ms")
         print(line("last card -> settled (one flush), normal", normal.round_end_ns, 5.0))
         print(line(f"last card -> settled, {args.flush_delay_ms:g} ms flushes", slow.round_end_ns,
                    5.0 + args.flush_delay_ms))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import time
 
 PI4_SLOWDOWN = 4.0
 
@@ -42,8 +43,27 @@ def pi4(seconds: float) -> float:
     return seconds * PI4_SLOWDOWN
 
 
+def calibration_ms() -> float:
+    """The best of five runs of one fixed pure-Python workload (a loop of integer
+    arithmetic, dict and list traffic), in ms. This VM's speed changes from day to day
+    (other tenants, the host): the same figure, printed by every benchmark, says how fast
+    the interpreter ran in this run, so figures from different days can be compared."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        table: dict[int, int] = {}
+        items: list[int] = []
+        for number in range(100_000):
+            table[number & 1023] = table.get(number & 1023, 0) + number
+            items.append(number % 7)
+        best = min(best, time.perf_counter() - started)
+    return best * 1e3
+
+
 def header(title: str) -> None:
     print(title)
     print(describe())
+    print(f"interpreter speed in this run: {calibration_ms():.1f} ms for bench/machine.py's "
+          "fixed workload (lower is faster; it varies with this VM's host from day to day)")
     print(f"Pi 4 estimates below are this machine's figure x {PI4_SLOWDOWN:g} "
           "(bench/machine.py says why); they are estimates, not measurements.")

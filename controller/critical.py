@@ -31,6 +31,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,23 @@ def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severit
     """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
     [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
     auditor holding the key can recompute it."""
-    return hmac.digest(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
-                                           payload_json).encode("utf-8"), "sha256").hex()
+    return mac_of(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
+                                      payload_json).encode("utf-8")).hex()
+
+
+@lru_cache(maxsize=4)
+def _keyed(key: bytes) -> hmac.HMAC:
+    """HMAC-SHA256 with the key already absorbed. A card's step takes five to seven MACs
+    (its log entries, the rows it changes, the seal); each copies this state instead of
+    hashing the key's two padded blocks again, which was half of a MAC's cost."""
+    return hmac.new(key, digestmod="sha256")
+
+
+def mac_of(key: bytes, material: bytes) -> bytes:
+    """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")."""
+    keyed = _keyed(key).copy()
+    keyed.update(material)
+    return keyed.digest()
 
 
 _json_string = json.encoder.encode_basestring  # the escaping _CANONICAL applies (UTF-8 as is)
@@ -128,13 +144,23 @@ def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
     of the row's tuple), big-endian. repr is exact for SQLite's value types (int, float,
     str, bytes, None), and `digest_of` computes the same bytes in its own loop."""
     material = f"{table}\x00{tuple(values)!r}".encode()
-    return int.from_bytes(hmac.digest(key, material, "sha256"), "big")
+    return int.from_bytes(mac_of(key, material), "big")
 
 
 def seal_mac(key: bytes, commit_no: int, log_seq: int, log_mac: str,
              digests: Iterable[tuple[str, str, int, str]]) -> str:
-    material = canonical(["seal", commit_no, log_seq, log_mac, sorted(digests)])
-    return hmac.new(key, material.encode("utf-8"), hashlib.sha256).hexdigest()
+    return mac_of(key, seal_material(commit_no, log_seq, log_mac, digests).encode("utf-8")).hex()
+
+
+def seal_material(commit_no: int, log_seq: int, log_mac: str,
+                  digests: Iterable[tuple[str, str, int, str]]) -> str:
+    """The text seal_mac covers: canonical(["seal", commit_no, log_seq, log_mac,
+    sorted(digests)]), written out field by field because every commit seals (the same
+    text: tests/controller/test_critical_memory.py compares them)."""
+    rows = ",".join(f"[{_json_string(name)},{_json_string(columns)},{int.__repr__(rows)},"
+                    f"{_json_string(acc)}]" for name, columns, rows, acc in sorted(digests))
+    return (f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},'
+            f"{_json_string(log_mac)},[{rows}]]")
 
 
 def checkpoint_mac(key: bytes, seq: int, mac: str) -> str:
@@ -225,10 +251,13 @@ def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[
         sql += " AND rowid <= ?"
         args.append(up_to_rowid)
     # row_mac, unrolled: this loop runs over the sealed rows at every boot.
-    prefix, mac, number = f"{table}\x00".encode(), hmac.digest, int.from_bytes
+    prefix, number = f"{table}\x00".encode(), int.from_bytes
+    keyed = _keyed(key)
     total, rows = 0, 0
     for values in cursor.execute(sql, args):
-        total += number(mac(key, prefix + repr(values).encode(), "sha256"), "big")
+        mac = keyed.copy()
+        mac.update(prefix + repr(values).encode())
+        total += number(mac.digest(), "big")
         rows += 1
     return rows, f"{total % MODULUS:064x}"
 

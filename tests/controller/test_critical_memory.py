@@ -527,3 +527,34 @@ def test_an_entrys_mac_covers_the_canonical_list_the_docs_give_auditors():
         assert entry_mac(DEVELOPMENT_KEY, prev, seq, at, kind, severity, device, round_id,
                          payload) == hmac.new(DEVELOPMENT_KEY, listed.encode("utf-8"),
                                               hashlib.sha256).hexdigest()
+
+
+def test_a_seals_mac_covers_the_canonical_list_and_the_row_macs_are_plain_hmacs():
+    """seal_mac writes its material out field by field, and every MAC copies a keyed
+    HMAC state (critical.mac_of): the seal must still be the MAC of canonical(["seal",
+    commit, log seq, log MAC, sorted digests]) the docs give auditors, and a row's MAC the
+    plain HMAC-SHA256 of its table, NUL and repr, for any text a name or digest holds."""
+    import hashlib
+    import hmac
+    import random
+
+    from controller.critical import DEVELOPMENT_KEY, canonical, row_mac, seal_mac, seal_material
+
+    rng = random.Random(1818)
+    alphabet = ['"', "\\", "\n", "\x00", "\x1f", "é", "♥", "\u2028", "😀", "a", " ", "["]
+
+    def text() -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 10)))
+
+    for number in range(300):
+        digests = [(text(), text(), rng.randrange(0, 2**40), text())
+                   for _ in range(rng.randrange(0, 6))]
+        commit, seq, head = rng.randrange(1, 2**40), rng.randrange(0, 2**40), text()
+        listed = canonical(["seal", commit, seq, head, sorted(digests)])
+        assert seal_material(commit, seq, head, digests) == listed
+        key = DEVELOPMENT_KEY if number % 2 else bytes(rng.randrange(256) for _ in range(32))
+        assert seal_mac(key, commit, seq, head, digests) == hmac.new(
+            key, listed.encode("utf-8"), hashlib.sha256).hexdigest()
+        values = (number, text(), None, rng.uniform(-1e9, 1e9), text().encode())
+        assert row_mac(key, "rounds", values) == int.from_bytes(hmac.digest(
+            key, f"rounds\x00{values!r}".encode(), "sha256"), "big")
