@@ -65,8 +65,14 @@ wager. The shoe's first card, which says how many to burn (631a.5(f)), is not gr
 
 OPEN_ROUND_CARDS = "round_cards"
 """The key of the table's saved state (`save_table_state`) holding the open round's cards
-(its `round_id` beside it): the state is saved with every step anyway, so a card costs no
-write of the round's row; `close_round` writes the cards there."""
+(its `round_id` beside it) as they stood when the state was saved: a card costs no write of
+the round's row; `close_round` writes the cards there."""
+
+SAVED_AT_SEQ = "saved_at_seq"
+"""The key `save_table_state` adds to the saved state: the log's last entry when it was
+saved. A card that moves nothing but the shoe's position and the open round's cards does not
+save the state (its log entry, in the same commit, holds both); the open round's cards are
+those saved, then those logged after it (`open_round_cards`)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -531,13 +537,22 @@ class Store:
 
     def save_table_state(self, state: str, data: Mapping[str, Any]) -> None:
         with self.transaction() as db:
+            if self._log_head is None:
+                self._log_head = critical.log_head(db)
             db.execute(
                 "INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
                 " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
-                (state, _state_json(dict(data))),
+                (state, _state_json({**data, SAVED_AT_SEQ: self._log_head[0]})),
             )
 
     def load_table_state(self) -> tuple[str, dict[str, Any]] | None:
+        """The table's saved state as the table gave it (without the store's SAVED_AT_SEQ)."""
+        saved = self._saved_table_state()
+        if saved is not None:
+            saved[1].pop(SAVED_AT_SEQ, None)
+        return saved
+
+    def _saved_table_state(self) -> tuple[str, dict[str, Any]] | None:
         row = self._db.execute("SELECT state, data FROM table_state WHERE id = 1").fetchone()
         return (row["state"], json.loads(row["data"])) if row else None
 
@@ -605,15 +620,29 @@ class Store:
 
     def _rounds(self, rows: Iterable[sqlite3.Row]) -> list[dict[str, Any]]:
         """Rounds as readers see them: an open round's cards so far are the table's saved
-        state's (the row gets them when the round closes)."""
+        state's and those logged after it (the row gets them when the round closes)."""
         found = [self._round(row) for row in rows]
         still_open = [r for r in found if r["state"] == "open"]
-        saved = self.load_table_state() if still_open else None
+        saved = self._saved_table_state() if still_open else None
         state = saved[1] if saved else {}
         for record in still_open:
             if record["round_id"] == state.get("round_id") and OPEN_ROUND_CARDS in state:
-                record["cards"] = list(state[OPEN_ROUND_CARDS])
+                record["cards"] = self._open_round_cards(state)
         return found
+
+    def _open_round_cards(self, state: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The open round's cards: those saved with the table's state, then the round's
+        card entries logged after it (SAVED_AT_SEQ), in the order they were dealt."""
+        cards = list(state[OPEN_ROUND_CARDS])
+        if state.get(SAVED_AT_SEQ) is None:  # saved by a version that saved every card
+            return cards
+        for row in self._db.execute(
+                "SELECT payload FROM events WHERE seq > ? AND kind = 'card' AND round_id = ?"
+                " ORDER BY seq", (state[SAVED_AT_SEQ], state["round_id"])):
+            logged = json.loads(row[0])
+            cards.append({"index": logged["index"], "card": logged["card"],
+                          "hand": logged["hand"], "slot": logged["slot"]})
+        return cards
 
     @staticmethod
     def _round(row: sqlite3.Row) -> dict[str, Any]:

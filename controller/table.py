@@ -24,7 +24,7 @@ from controller.logsetup import bind_round
 from cards import BackColour, Card
 from controller.rules.procedure import BASE_WAGERS, base_wager_missing, vigorish_to_collect
 from controller.rules.settlement import PlacedWager
-from controller.store import OPEN_ROUND_CARDS, Store
+from controller.store import Store
 from controller.table_base import CommandRefused
 from controller.table_batches import BatchChecks
 from controller.table_disclosed import DisclosedCards
@@ -96,8 +96,14 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
             if record is not None and record["state"] == "open":
                 # Rebuild the coup from the cards recorded before the cut: the round is
                 # completed from the cards already recorded (docs/rulings.md, recovery).
-                if OPEN_ROUND_CARDS not in data:  # saved by a version that wrote the row
-                    self.round_cards = record["cards"]
+                # The store gives them as saved with the state and then as logged after it
+                # (a card that moves only the shoe and the round's cards does not save the
+                # state: `_on_round_card`); the shoe's position follows those.
+                self.round_cards = record["cards"]
+                for item in self.round_cards:
+                    if item["index"] > self.shoe.last_card_index:
+                        self.shoe.last_card_index = item["index"]
+                        self.shoe.cards_drawn += 1
                 self.coup = self.rules.new_coup(self.wagers)
                 for item in self.round_cards:
                     self.coup.place(Card.parse(item["card"]))

@@ -84,7 +84,8 @@ class RoundPlay(TableBase):
                 self._on_locked(locked, "first-card")
                 self._on_round_card(event)
             case Disposition.DEAL:
-                self._on_round_card(event)
+                # With no card lost before it, the card moves only what its log entry holds.
+                self._on_round_card(event, saves_state=lost is not None)
             case Disposition.HOLD:
                 self._on_card_during_fault(event)
             case Disposition.DISCARD:
@@ -165,7 +166,12 @@ class RoundPlay(TableBase):
                 self.announce("burn", remaining=self.shoe.burn_expected)
                 self._persist_state()
 
-    def _on_round_card(self, event: CardDrawn) -> None:
+    def _on_round_card(self, event: CardDrawn, *, saves_state: bool = True) -> None:
+        """One card of the open round. With `saves_state` false the card itself does not
+        save the table's state: it moves only the shoe's position and the round's cards,
+        and its log entry, committed with the step, holds both (a restart takes them from
+        the log: `restore`). Whatever else the step changes saves it: each state change
+        does (`after_state_change`), and every other change calls `_persist_state`."""
         assert self.coup is not None and self.round_id is not None
         with self.store.transaction():
             slot = self.coup.place(event.card)
@@ -174,7 +180,8 @@ class RoundPlay(TableBase):
                     "slot": slot.name.lower()}
             self.round_cards.append(card)
             self._record("card", {**card, "back": event.back.name.lower()}, device=event.device)
-            self._persist_state()  # the shoe position and the round's cards move with it
+            if saves_state:
+                self._persist_state()  # the shoe position and the round's cards move with it
             if self.state is TableState.NO_MORE_BETS:
                 self.first_card()
             if self.state is TableState.DEALING and self.coup.initial_cards_complete:

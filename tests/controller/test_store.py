@@ -156,3 +156,29 @@ def test_an_open_rounds_cards_are_the_saved_states_and_its_row_gets_them_at_clos
         '{"card":"K♣","hand":"banker","index":8,"slot":"banker_1"}]')
     assert store.round(round_id)["cards"] == cards
     assert store.verify(full=True).state_rows > 0
+
+
+def test_an_open_rounds_cards_logged_after_the_saved_state_are_its_cards_too(store):
+    """A card that moves only the shoe and the round's cards does not save the table's
+    state: readers get the round's cards as saved, then its card entries logged after the
+    save (not another round's, not an earlier one's), in the order they were dealt."""
+    round_id = store.open_round(1, 1, [])
+    other = store.open_round(1, 2, [])
+    first = {"index": 7, "card": "9♠", "hand": "player", "slot": "player_first"}
+    store.append_event("card", {**first, "back": "red"}, round_id=round_id)
+    store.save_table_state("dealing", {"round_id": round_id, OPEN_ROUND_CARDS: [first]})
+    assert store.load_table_state() == ("dealing", {"round_id": round_id,
+                                                    OPEN_ROUND_CARDS: [first]})
+    with store.transaction():
+        store.append_event("card", {"index": 8, "card": "K♣", "hand": "banker",
+                                    "slot": "banker_first", "back": "red"}, round_id=round_id)
+        store.append_event("card", {"index": 99, "card": "A♦", "hand": "player",
+                                    "slot": "player_first", "back": "red"}, round_id=other)
+        store.append_event("prompt", {"action": "deal", "next": "player_second"},
+                           round_id=round_id)
+    store.append_event("card", {"index": 9, "card": "2♥", "hand": "player",
+                                "slot": "player_second", "back": "red"}, round_id=round_id)
+    assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "K♣", "2♥"]
+    assert store.round(round_id)["cards"][1] == {"index": 8, "card": "K♣", "hand": "banker",
+                                                 "slot": "banker_first"}
+    assert [c["card"] for c in store.round(other)["cards"]] == []  # not the saved round

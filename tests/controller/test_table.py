@@ -20,6 +20,7 @@ from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
 from controller.store import OPEN_ROUND_CARDS, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from controller.table_snapshot import TableSnapshot
 from drivers.protocols import (
     CardDrawn, CoverCardDrawn, DeviceFault, DeviceFaultCleared, LockedOut, ShoeLoaded,
     ShuffleComplete,
@@ -276,7 +277,8 @@ def test_a_round_left_open_by_the_version_that_wrote_cards_to_its_row_is_complet
     table.cmd_place_wager(1, "banker", 1000)
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦", "4♥")
-    state, data = store.load_table_state()
+    # That version saved the state at every card, without the round's cards.
+    state, data = table.state.value, TableSnapshot.to_json(table)
     cards = data.pop(OPEN_ROUND_CARDS)
     with store.transaction() as db:  # as that version left it
         db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?",

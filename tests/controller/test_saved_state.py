@@ -1,0 +1,134 @@
+"""A restart after any card finds the table as the card left it.
+
+A card that moves only the shoe's position and the open round's cards does not save the
+table's state: its log entry, committed in the same step, holds both, and a restart takes
+them from the log (`RoundPlay._on_round_card`, `Table.restore`, `Store._open_round_cards`).
+These tests copy the store after every card of whole rounds, restart a table on the copy,
+and compare it with the live table field by field.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from cards import BackColour, Card, Rank, Suit
+from controller.rules.batches import BatchTracker
+from controller.store import Store
+from controller.table import Table, TableState
+from controller.table_snapshot import TableSnapshot
+from drivers.protocols import BatchHeld, CardDrawn, CoverCardDrawn, ShoeLoaded, ShuffleComplete
+from tests.controller.test_table import make_table, submission_rules, table_for
+
+WAGERS = (("banker", 1000), ("player", 2500), ("tie", 500))
+
+
+def restarted(store: Store, folder: Path, build: Callable[[Store], Table]) -> tuple[Table, Store]:
+    """A table restored from a copy of the store as it stands (a power cut now)."""
+    copy = folder / "restart.sqlite"
+    for leftover in folder.glob("restart.sqlite*"):
+        leftover.unlink()
+    source, target = sqlite3.connect(store.path), sqlite3.connect(copy)
+    source.backup(target)
+    source.close()
+    target.close()
+    reader = Store(copy)
+    table = build(reader)
+    table.restore()
+    return table, reader
+
+
+def same_table(live: Table, revived: Table, reader: Store) -> None:
+    assert revived.state is live.state
+    assert TableSnapshot.to_json(revived) == TableSnapshot.to_json(live)
+    if live.coup is None:
+        assert revived.coup is None
+    else:
+        assert revived.coup is not None
+        assert revived.coup.next_card() == live.coup.next_card()
+        assert revived.round_id is not None
+        assert reader.round(revived.round_id)["cards"] == live.round_cards
+
+
+def deal_checking_every_card(table: Table, store: Store, folder: Path,
+                             build: Callable[[Store], Table], *, seed: int, rounds: int,
+                             first_index: int, wagers: tuple[tuple[str, int], ...] = WAGERS
+                             ) -> int:
+    """Deals `rounds` rounds of a shuffled shoe from betting open, restarting a copy after
+    every card; returns how many cards did not save the state (checked against the rule)."""
+    deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
+    random.Random(seed).shuffle(deck)
+    saves: list[str] = []
+    save = store.save_table_state
+    store.save_table_state = lambda state, data: (saves.append(state), save(state, data))[1]
+    index, unsaved = first_index, 0
+    for number in range(rounds):
+        assert table.state is TableState.BETTING_OPEN
+        for seat, (wager, cents) in enumerate(wagers, start=1 + number % 5):
+            table.cmd_place_wager(seat, wager, cents)
+        table.cmd_no_more_bets()
+        while table.round_id is not None:
+            before, saves[:] = table.state, []
+            table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, False))
+            index += 1
+            if not saves:
+                unsaved += 1
+                # Only a card that changed nothing but the shoe and the round's cards.
+                assert table.state is before and table.round_id is not None
+            revived, reader = restarted(store, folder, build)
+            try:
+                same_table(table, revived, reader)
+            finally:
+                reader.close()
+    store.save_table_state = save
+    return unsaved
+
+
+def test_a_restart_after_any_card_finds_the_table_the_card_left(tmp_path):
+    """Twelve rounds of a shuffled 8-deck shoe on the simulated table (631a), and the cover
+    card's round: after every card, a restart on a copy of the store finds the same state,
+    snapshot, round cards and next card (631a.9-631a.12) as the live table."""
+    store = Store(tmp_path / "table.sqlite")
+    table = make_table(store)
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.on_shoe_loaded()
+    # 631a.5(f): a 3 exposed, three more burned.
+    for index, text in enumerate(("3♠", "2♣", "2♣", "2♣")):
+        table.handle(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
+    unsaved = deal_checking_every_card(table, store, tmp_path, make_table, seed=1804,
+                                       rounds=12, first_index=4)
+    assert unsaved >= 12  # every round's second card at least: the saves were skipped
+    table.handle(CoverCardDrawn("shoe", 80))
+    revived, reader = restarted(store, tmp_path, make_table)
+    same_table(table, revived, reader)
+    reader.close()
+    store.close()
+
+
+def test_a_restart_after_any_card_of_a_21_baccarat_shoe_keeps_its_batches_681a_3_b(tmp_path):
+    """The two-batch tracker (681a.3(b)) moves with the shoe's first cards; after every card
+    of six 21 Baccarat rounds (681a) a restart finds the tracker and the round as they were."""
+    rules = submission_rules(table=lambda t: t.update(seats=8),
+                             game={"family": "21-baccarat", "decks": 8},
+                             wagers={"player": {}, "banker": {}})
+
+    def build(store: Store) -> Table:
+        return table_for(store, rules, batches=BatchTracker(BackColour.RED, BackColour.BLUE))
+
+    store = Store(tmp_path / "table.sqlite")
+    table = build(store)
+    table.handle(BatchHeld("shuffler", BackColour.RED))
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.handle(ShoeLoaded("shoe", 416, BackColour.RED))
+    table.handle(CardDrawn("shoe", 0, Card.parse("9♠"), BackColour.RED, False))  # 681a.7(c)
+    assert table.state is TableState.BETTING_OPEN
+    unsaved = deal_checking_every_card(table, store, tmp_path, build, seed=2101, rounds=6,
+                                       first_index=1, wagers=WAGERS[:2])
+    assert unsaved >= 6
+    store.close()
