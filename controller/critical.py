@@ -325,16 +325,20 @@ def digests(db: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
 
 
 def reseal(db: sqlite3.Connection, key: bytes, *, last_commit_no: int | None = None,
-           head: tuple[int, str] | None = None) -> Seal:
+           head: tuple[int, str] | None = None,
+           table_digests: list[tuple[str, str, int, str]] | None = None) -> Seal:
     """Seal what this transaction wrote (called just before its COMMIT). A caller that knows
-    the sealed commit counter and the log's head as this connection left them passes them
-    (the store does, for every step after its first); otherwise they are read."""
+    the sealed commit counter, the log's head or the digests as this transaction leaves
+    them passes them (the store does, for every step after its first); otherwise they are
+    read."""
     if last_commit_no is None:
         row = db.execute("SELECT commit_no FROM critical_seal WHERE id = 1").fetchone()
         last_commit_no = int(row[0]) if row else 0
     commit_no = last_commit_no + 1
     seq, mac = head if head is not None else log_head(db)
-    seal = Seal(commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, digests(db)))
+    if table_digests is None:
+        table_digests = digests(db)
+    seal = Seal(commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests))
     db.execute("INSERT INTO critical_seal(id, commit_no, log_seq, log_mac, mac) VALUES (1,?,?,?,?)"
                " ON CONFLICT(id) DO UPDATE SET commit_no = excluded.commit_no,"
                " log_seq = excluded.log_seq, log_mac = excluded.log_mac, mac = excluded.mac",

@@ -200,6 +200,11 @@ class Store:
         # forgets them (`_forget`) and the next step reads.
         self._log_head: tuple[int, str] | None = None
         self._commit_no: int | None = None
+        # The protected tables' digests as our last seal read them; they hold while our
+        # steps only append log entries (the log has no digest triggers), which is every
+        # card that does not save the table's state.
+        self._digests: list[tuple[str, str, int, str]] | None = None
+        self._appended = 0  # log entries appended by the step in progress
         self._data_version = -1
         if self.path == ":memory:":
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -307,15 +312,22 @@ class Store:
             self._data_version = version
         self._in_tx = True
         self._tx_must_flush = False
+        self._appended = 0
         changes = self._db.total_changes
         try:
             yield self._db
             while self._before_commit:  # a hook may ask for another: run until none is left
                 self._before_commit.pop(next(iter(self._before_commit)))()
             # Re-seal what this step wrote, in the same transaction (reads seal nothing).
-            seal = (critical.reseal(self._db, self.key, last_commit_no=self._commit_no,
-                                    head=self._log_head)
-                    if self._db.total_changes != changes else None)
+            seal = None
+            written = self._db.total_changes - changes  # trigger writes count too
+            if written:
+                if written != self._appended:  # a row besides the log's: digests moved
+                    self._digests = None
+                if self._digests is None:
+                    self._digests = critical.digests(self._db)
+                seal = critical.reseal(self._db, self.key, last_commit_no=self._commit_no,
+                                       head=self._log_head, table_digests=self._digests)
         except BaseException:
             self._forget()
             self._db.execute("ROLLBACK")
@@ -345,7 +357,7 @@ class Store:
     def _forget(self) -> None:
         """A step that did not commit leaves nothing it wrote to be trusted: the log's head
         and the commit counter are read from the store again."""
-        self._log_head = self._commit_no = None
+        self._log_head = self._commit_no = self._digests = None
 
     def before_commit(self, name: str, write: Callable[[], None]) -> None:
         """Run ``write`` once, as the last thing of the current step before it commits (the
@@ -469,6 +481,7 @@ class Store:
                 (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
             )
             self._log_head = (seq, digest)
+            self._appended += 1
             event = Event(seq, at, kind, severity, device, round_id, _as_read_back(payload,
                                                                                     payload_json),
                           prev, digest)

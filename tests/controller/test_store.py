@@ -182,3 +182,42 @@ def test_an_open_rounds_cards_logged_after_the_saved_state_are_its_cards_too(sto
     assert store.round(round_id)["cards"][1] == {"index": 8, "card": "K♣", "hand": "banker",
                                                  "slot": "banker_first"}
     assert [c["card"] for c in store.round(other)["cards"]] == []  # not the saved round
+
+
+def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read(store):
+    """The seal covers the protected tables' digests. A step that only appends log entries
+    (the log has no digest triggers: most cards) changes none, so the store seals it with
+    the digests its last seal read instead of reading them again; a step that writes any
+    other row (its triggers move a digest) reads them. Each seal verifies in full."""
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+
+    def digest_reads() -> int:
+        found = sum("FROM critical_digest" in sql for sql in statements)
+        statements.clear()
+        return found
+
+    store.append_event("card", {"index": 0})
+    assert digest_reads() == 0  # as the store's creation step left them
+    with store.transaction():
+        store.append_event("card", {"index": 1})
+        store.append_event("prompt", {"action": "deal"})
+    assert digest_reads() == 0
+    assert store.verify(full=True).log_seq == 3
+    statements.clear()
+    store.save_table_state("dealing", {"round_id": None})  # a protected row
+    assert digest_reads() == 1
+    store.append_event("card", {"index": 2})
+    assert digest_reads() == 0
+    with store.transaction():
+        store.append_event("card", {"index": 3})
+        store.open_round(1, 1, [])  # the log and a protected row in one step
+    assert digest_reads() == 1
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.save_table_state("betting_open", {"round_id": None})
+            raise RuntimeError("rolled back")
+    statements.clear()
+    store.append_event("card", {"index": 4})  # after a rollback nothing kept is trusted
+    assert digest_reads() == 1
+    assert store.verify(full=True).log_seq == 6
