@@ -203,7 +203,7 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
             levels = [_meter_level(rule.meter),
                       LevelSpec(RESERVE_LEVEL, 0, rule.meter.reserve_rate, "627b.6(j)")]
     except SideWagerConfigError as exc:
-        problems.add(f"{path}.{exc.option}", exc.value, exc.allowed)
+        problems.add(f"{path}.{exc.option}", exc.value, exc.what_is_allowed)
         return None
     default_amount = getattr(rule, "denomination_cents", None) or minimum
     wager_cents = raw.get("wager_cents", default_amount)

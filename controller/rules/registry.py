@@ -118,13 +118,22 @@ def modules_for(key: str, family: str, variant: str,
 
 
 class WagerConfigError(ValueError):
-    """A wager factory's complaint about one option of its `[wagers.<key>]` table."""
+    """A wager factory's complaint about one option of its `[wagers.<key>]` table.
+
+    `allowed` is worded to follow "option = value: " on a `[wagers.<key>]` line, so a list
+    of values reads "allowed: A, B"; `what_is_allowed` is the same without that word, for a
+    report that words "allowed:" itself (a `[progressive.<name>]` section's).
+    """
 
     def __init__(self, option: str, value: object, allowed: str) -> None:
         super().__init__(f"{option} = {value!r}: {allowed}")
         self.option = option
         self.value = value
         self.allowed = allowed
+
+    @property
+    def what_is_allowed(self) -> str:
+        return self.allowed.removeprefix("allowed: ")
 
 
 @dataclass(frozen=True)

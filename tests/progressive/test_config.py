@@ -69,6 +69,24 @@ def test_errors_name_key_value_and_allowed(section: dict, key: str, value: str,
     assert any(key in p and value in p and allowed in p for p in problems), problems
 
 
+@pytest.mark.parametrize("section, problem", [
+    ({"game": "heavenly_9", "mystery": "E", "mystery_wager_dollars": 5},
+     "progressive.p.mystery = 'E': not allowed; allowed: A, B, C, D"),
+    ({"game": "heavenly_9", "mystery": "A", "mystery_wager_dollars": 4},
+     "progressive.p.mystery_wager_dollars = 4: not allowed; allowed: 1, 2, 5 (631c.6(c)(4))"),
+    ({"game": "harmony", "paytable": "Q", "reseed_cents": 1},
+     "progressive.p.paytable = 'Q': not allowed; allowed: "
+     "'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I'"),
+    ({**ROYAL_9, "denomination_dollars": 2},
+     "progressive.p.denomination_dollars = 2: not allowed; allowed: 1, 5 (627b.3(f)-(g))"),
+])
+def test_a_side_wager_rule_error_says_allowed_once(section: dict, problem: str) -> None:
+    # The side-wager rules word their errors for [wagers.<key>] ("allowed: A, B, C, D"); in a
+    # [progressive.<name>] section that once read "not allowed; allowed: allowed: A, B, C, D".
+    problems = _problems({"table": {"id": "T"}, "progressive": {"p": section}})
+    assert problem in problems, problems
+
+
 def test_all_errors_are_reported_at_once() -> None:
     problems = _problems({"progressive": {"p": {"game": "heavenly_9", "payment": "x"}},
                           "mqtt": {"host": "", "port": 0, "site": "a/b"}})
