@@ -149,9 +149,15 @@ def _wait_reply(p: Prober, message_id: int, what: str, since: int) -> Rx:
                       and _payload_id(rx) == message_id, p.reset_response_s(), since=since)
 
 
-def _answers_status(p: Prober) -> bool:
+def _sent_status_request(p: Prober) -> int:
+    """Send a StatusRequest; returns the log index to look for its answer from."""
     mark = p.mark()
     p.send_data(StatusRequest())
+    return mark
+
+
+def _answers_status(p: Prober) -> bool:
+    mark = _sent_status_request(p)
     try:
         _wait_reply(p, Status.ID, "Status", mark)
     except ProbeError:
@@ -363,9 +369,14 @@ def _unacknowledged_status(p: Prober) -> tuple[int, Rx, int]:
     """A fresh session, a StatusRequest, and the device's Status left unacknowledged:
     (log index before the request, the Status's first copy, its seq)."""
     p.open_session()
+    # 4.3: a device with an active fault sends it first in a session, and it may come
+    # after the Hello's acknowledgement. One request answered while acknowledgements still
+    # go out has every such opening frame received and acknowledged first; held at once,
+    # an unacknowledged fault report would fill the device's window and its Status would
+    # never be sent (seen on a busy machine).
+    _wait_reply(p, Status.ID, "Status", _sent_status_request(p))
     p.hold_acks = True
-    start = len(p.log)
-    p.send_data(StatusRequest())
+    start = _sent_status_request(p)
     first = _wait_reply(p, Status.ID, "Status", start)
     assert first.frame is not None
     return start, first, first.frame.seq
