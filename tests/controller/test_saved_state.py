@@ -83,6 +83,11 @@ def deal_checking_every_card(table: Table, store: Store, folder: Path,
             finally:
                 reader.close()
     store.save_table_state = save
+    # Independently, from the rounds' rows: a round of n cards saves at its first card
+    # (dealing begins), its fourth (the first four are out) and its last (the hands are
+    # complete); the other 2 + max(0, n - 5) move only the shoe and the round's cards.
+    dealt = [len(r["cards"]) for r in store.rounds(limit=rounds)]
+    assert unsaved == sum(2 + max(0, n - 5) for n in dealt)
     return unsaved
 
 
@@ -101,7 +106,7 @@ def test_a_restart_after_any_card_finds_the_table_the_card_left(tmp_path):
         table.handle(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
     unsaved = deal_checking_every_card(table, store, tmp_path, make_table, seed=1804,
                                        rounds=12, first_index=4)
-    assert unsaved >= 12  # every round's second card at least: the saves were skipped
+    assert unsaved == 27  # this shoe's 12 rounds: 24 second and third cards, 3 fifth of six
     table.handle(CoverCardDrawn("shoe", 80))
     revived, reader = restarted(store, tmp_path, make_table)
     same_table(table, revived, reader)
@@ -130,5 +135,5 @@ def test_a_restart_after_any_card_of_a_21_baccarat_shoe_keeps_its_batches_681a_3
     assert table.state is TableState.BETTING_OPEN
     unsaved = deal_checking_every_card(table, store, tmp_path, build, seed=2101, rounds=6,
                                        first_index=1, wagers=WAGERS[:2])
-    assert unsaved >= 6
+    assert unsaved == 15  # these 6 rounds: 12 second and third cards, 3 of longer hands (681a)
     store.close()
