@@ -174,9 +174,7 @@ class ControlServer:
         recent.append(item)
         for stream in self._subscribers:
             if stream.live and stream.last + 1 == event.seq:
-                if item[1] is None:
-                    item[1] = _line({"event": event_json(event)})
-                stream.unsent.append(item[1])
+                stream.unsent.append(_kept_line(item))
                 stream.last = event.seq
             else:
                 stream.live = False
@@ -212,7 +210,7 @@ class ControlServer:
         if page is not None:
             return page
         history = self._history(after_seq, HISTORY_PAGE) if self._history else []
-        return [(event.seq, _line({"event": event_json(event)})) for event in history]
+        return [(event.seq, _event_line(event)) for event in history]
 
     def _recent_lines(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """The kept entries after `after_seq` as stream lines, or None if the entry right
@@ -223,13 +221,8 @@ class ControlServer:
         first = recent[0][0].seq
         if not first <= after_seq + 1 <= recent[-1][0].seq + 1:
             return None
-        lines = []
-        for index in range(after_seq + 1 - first, len(recent)):
-            item = recent[index]
-            if item[1] is None:
-                item[1] = _line({"event": event_json(item[0])})
-            lines.append((item[0].seq, item[1]))
-        return lines
+        return [(recent[index][0].seq, _kept_line(recent[index]))
+                for index in range(after_seq + 1 - first, len(recent))]
 
     async def start(self) -> None:
         socket_path = Path(self.path)
@@ -515,6 +508,19 @@ _LINE = json.JSONEncoder(separators=(",", ":"))  # json.dumps would build one pe
 
 def _line(obj: Mapping[str, Any]) -> bytes:
     return _LINE.encode(obj).encode() + b"\n"
+
+
+def _event_line(event: Event) -> bytes:
+    """A log entry as a subscriber's stream line."""
+    return _line({"event": event_json(event)})
+
+
+def _kept_line(item: list[Any]) -> bytes:
+    """A kept entry's stream line ([event, line or None]), encoded once, when first needed."""
+    if item[1] is None:
+        item[1] = _event_line(item[0])
+    line: bytes = item[1]
+    return line
 
 
 async def _send(writer: asyncio.StreamWriter, obj: Mapping[str, Any]) -> None:

@@ -47,7 +47,8 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
                       journal_prefix: bool | None = None) -> None:
     """Configure structlog for the daemon. `journal_prefix` defaults to "running under systemd"."""
     global debug_enabled
-    debug_enabled = getattr(logging, level.upper(), logging.INFO) <= logging.DEBUG
+    threshold = getattr(logging, level.upper(), logging.INFO)
+    debug_enabled = threshold <= logging.DEBUG
     if journal_prefix is None:
         journal_prefix = bool(os.environ.get("JOURNAL_STREAM"))
     structlog.configure(
@@ -59,8 +60,7 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
             _journal_prefix,
             _JournalRenderer(journal_prefix),
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            getattr(logging, level.upper(), logging.INFO)),
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
         cache_logger_on_first_use=False,
     )
@@ -76,7 +76,7 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
     ))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    root.setLevel(threshold)
     # transitions narrates every callback at INFO; the table logs its own transitions.
     logging.getLogger("transitions").setLevel(logging.WARNING)
 

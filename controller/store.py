@@ -72,7 +72,7 @@ SAVED_AT_SEQ = "saved_at_seq"
 """The key `save_table_state` adds to the saved state: the log's last entry when it was
 saved. A card that moves nothing but the shoe's position and the open round's cards does not
 save the state (its log entry, in the same commit, holds both); the open round's cards are
-those saved, then those logged after it (`open_round_cards`)."""
+those saved, then those logged after it (`Store._open_round_cards`)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -468,11 +468,10 @@ class Store:
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
-            if self._log_head is None:  # then known from this connection's own entries
-                self._log_head = critical.log_head(db)
-            seq, prev = self._log_head[0] + 1, self._log_head[1]
+            last_seq, prev = self._head(db)
+            seq = last_seq + 1
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-            payload_json = _canonical(dict(payload or {}))
+            payload_json = _canonical(payload if type(payload) is dict else dict(payload or {}))
             digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
                                         round_id, payload_json)
             db.execute(
@@ -487,6 +486,13 @@ class Store:
                           prev, digest)
             self._pending.append(event)
             return event
+
+    def _head(self, db: sqlite3.Connection) -> tuple[int, str]:
+        """The log's last entry (seq, MAC) in the step in progress: this connection's own
+        if it holds (`_forget`), else read."""
+        if self._log_head is None:
+            self._log_head = critical.log_head(db)
+        return self._log_head
 
     def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
                device: str | None = None, severity: str | None = None,
@@ -550,12 +556,10 @@ class Store:
 
     def save_table_state(self, state: str, data: Mapping[str, Any]) -> None:
         with self.transaction() as db:
-            if self._log_head is None:
-                self._log_head = critical.log_head(db)
             db.execute(
                 "INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
                 " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
-                (state, _state_json({**data, SAVED_AT_SEQ: self._log_head[0]})),
+                (state, _state_json({**data, SAVED_AT_SEQ: self._head(db)[0]})),
             )
 
     def load_table_state(self) -> tuple[str, dict[str, Any]] | None:
@@ -574,8 +578,8 @@ class Store:
     def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,
                    simulated: bool = False) -> int:
         """A new open round. Its cards are not written to its row one by one: while it is
-        open the table's saved state holds them (`OPEN_ROUND_CARDS`, saved with every step)
-        and each card is in the log; `close_round` writes them to the row."""
+        open each card is in the log and the table's saved state holds them as of its last
+        save (`OPEN_ROUND_CARDS`); `close_round` writes them to the row."""
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT INTO rounds(shoe_no, round_no, state, simulated, wagers, cards, opened_at)"

@@ -100,13 +100,12 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
                 # (a card that moves only the shoe and the round's cards does not save the
                 # state: `_on_round_card`); the shoe's position follows those.
                 self.round_cards = record["cards"]
-                for item in self.round_cards:
-                    if item["index"] > self.shoe.last_card_index:
-                        self.shoe.last_card_index = item["index"]
-                        self.shoe.cards_drawn += 1
                 self.coup = self.rules.new_coup(self.wagers)
                 for item in self.round_cards:
                     self.coup.place(Card.parse(item["card"]))
+                    if item["index"] > self.shoe.last_card_index:
+                        self.shoe.last_card_index = item["index"]
+                        self.shoe.cards_drawn += 1
         bind_round(self.shoe.shoe_no, self.round_id)
         with self.store.transaction():
             self._record("restored", {"state": state_name, "round_id": self.round_id})

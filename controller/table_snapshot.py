@@ -74,9 +74,9 @@ class TableSnapshot:
     batch_in_shuffler: BackColour | None = None  # as the shuffler last reported
     batch_shuffled: BackColour | None = None  # verified by the last shuffle
     batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
-    # The open round's cards, as its row gets them when it closes: saved here with each
-    # card's step instead of rewriting the round's row for every card (OPEN_ROUND_CARDS,
-    # where the store looks for them).
+    # The open round's cards, as its row gets them when it closes: kept here instead of
+    # rewriting the round's row for every card (OPEN_ROUND_CARDS, where the store looks for
+    # them); a card that saves no state is in the log after the save (Store._open_round_cards).
     round_cards: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod

@@ -21,8 +21,8 @@ from controller.rules.par import MysteryPar, ProgressivePar
 from controller.rules.side.combinatorics import CardClass
 from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    FACE_RANKS, MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable,
-    PaysMeter, SideWagerConfigError, meter_par,
+    MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
+    SideWagerConfigError, is_face, meter_par,
 )
 from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
 from controller.rules.submission_types import GameConfig, WagerConfig
@@ -106,7 +106,7 @@ def royal_9(cards: Sequence[Card]) -> bool:
     """627b.3(b): a face card (K, Q, J) and a nine."""
     # The nine first: most hands hold none.
     a, b = cards[0], cards[1]
-    return (b.rank is _NINE and a.rank in FACE_RANKS) or (a.rank is _NINE and b.rank in FACE_RANKS)
+    return (b.rank is _NINE and is_face(a)) or (a.rank is _NINE and is_face(b))
 
 
 @dataclass(frozen=True)
