@@ -71,9 +71,11 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
         self.progressive_seats_allowed = frozenset()
         self.vig_collection = vig_collection
         self.coup = None
+        # Each transition saves the table's state after it, but those the round's cards
+        # imply (`Transition.implied_by_cards`).
         self.machine = Machine(
             model=self, states=TableState, transitions=TRANSITIONS, initial=TableState.CLOSED,
-            auto_transitions=False, queued=True, after_state_change="_persist_state",
+            auto_transitions=False, queued=True,
         )
         for state in OPERATING:
             setattr(self, f"_resumes_{state.name.lower()}",
@@ -106,9 +108,10 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
                     if item["index"] > self.shoe.last_card_index:
                         self.shoe.last_card_index = item["index"]
                         self.shoe.cards_drawn += 1
+                self._redo_changes_implied_by_cards()
         bind_round(self.shoe.shoe_no, self.round_id)
         with self.store.transaction():
-            self._record("restored", {"state": state_name, "round_id": self.round_id})
+            self._record("restored", {"state": self.state.value, "round_id": self.round_id})
 
     def on_enter_BETTING_OPEN(self) -> None:  # noqa: N802 - transitions' naming convention
         self.arm_seats()

@@ -49,6 +49,11 @@ class Transition:
     dest: TableState
     section: str
     condition: str | None = None  # a method of the model that must return True
+    # A change the open round's cards make on their own (the first card starts the deal,
+    # the fourth ends the first four). It does not save the table's state: the card's log
+    # entry, in the same commit, implies it, and a restart makes it again from the round's
+    # cards (`RoundPlay._redo_changes_implied_by_cards`). Every other change saves the state.
+    implied_by_cards: bool = False
 
     def as_machine_spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"trigger": self.trigger, "dest": self.dest,
@@ -56,6 +61,8 @@ class Transition:
                                 else list(self.sources)}
         if self.condition is not None:
             spec["conditions"] = self.condition
+        if not self.implied_by_cards:
+            spec["after"] = "_persist_state"
         return spec
 
 
@@ -67,9 +74,11 @@ TRANSITION_TABLE: tuple[Transition, ...] = (
     Transition("shoe_loaded", (S.CUT,), S.BURN, "631a.5(c)-(e)"),
     Transition("burn_done", (S.BURN,), S.BETTING_OPEN, "631a.5(f), 681a.7(c)"),
     Transition("lock_out", (S.BETTING_OPEN,), S.NO_MORE_BETS, "631a.8(c)"),
-    Transition("first_card", (S.NO_MORE_BETS,), S.DEALING, "631a.9(c)"),
-    Transition("four_cards", (S.DEALING,), S.FIRST_FOUR_SETTLED, "631a.9(e)"),
-    Transition("third_card_due", (S.FIRST_FOUR_SETTLED,), S.THIRD_CARDS, "631a.10-631a.11"),
+    Transition("first_card", (S.NO_MORE_BETS,), S.DEALING, "631a.9(c)", implied_by_cards=True),
+    Transition("four_cards", (S.DEALING,), S.FIRST_FOUR_SETTLED, "631a.9(e)",
+               implied_by_cards=True),
+    Transition("third_card_due", (S.FIRST_FOUR_SETTLED,), S.THIRD_CARDS, "631a.10-631a.11",
+               implied_by_cards=True),
     Transition("hands_complete", (S.FIRST_FOUR_SETTLED, S.THIRD_CARDS), S.RESULT, "631a.12(a)"),
     Transition("announce_result", (S.RESULT,), S.SETTLEMENT, "631a.12(b)"),
     Transition("next_round", (S.SETTLEMENT,), S.BETTING_OPEN, "631a.10(d)"),

@@ -170,8 +170,10 @@ class RoundPlay(TableBase):
         """One card of the open round. With `saves_state` false the card itself does not
         save the table's state: it moves only the shoe's position and the round's cards,
         and its log entry, committed with the step, holds both (a restart takes them from
-        the log: `restore`). Whatever else the step changes saves it: each state change
-        does (`after_state_change`), and every other change calls `_persist_state`."""
+        the log: `restore`). Nor do the state changes the cards imply (the deal begins, the
+        first four are out: `Transition.implied_by_cards`), which a restart makes again
+        (`_redo_changes_implied_by_cards`). Whatever else the step changes saves it: every
+        other state change does, and every other change calls `_persist_state`."""
         assert self.coup is not None and self.round_id is not None
         with self.store.transaction():
             slot = self.coup.place(event.card)
@@ -200,6 +202,21 @@ class RoundPlay(TableBase):
                 self._void_round("the shoe cannot complete the round")
             else:
                 self.announce("deal", next=self.coup.next_card().name.lower())
+
+    def _redo_changes_implied_by_cards(self) -> None:
+        """At a restart, with the open round's cards restored: the state changes those cards
+        made without saving the table's state, made again through the same transitions. The
+        first card begins the deal (631a.9(c)); the first four out with the hands incomplete
+        call for third cards (631a.9(e), 631a.10-631a.11). A settlement at the first four
+        cards saved the state itself (`_settle_point`), and complete hands settle the round
+        in the step of their last card, so neither is left to redo."""
+        assert self.coup is not None
+        if self.state is TableState.NO_MORE_BETS and self.round_cards:
+            self.first_card()
+        if (self.state is TableState.DEALING and self.coup.initial_cards_complete
+                and not self.coup.complete):
+            self.four_cards()
+            self.third_card_due()
 
     def _start_simulated_round(self, event: CardDrawn, section: str = "631a.15(d)") -> None:
         """631a.15(d) (or (c)(2)): the disclosed card opens a simulated round in which no
@@ -264,6 +281,7 @@ class RoundPlay(TableBase):
             self._record("settled_first_four_cards" if point is SettlementPoint.FIRST_FOUR_CARDS
                          else "settled_end_of_round", {"settlements": settlements})
             self.round_settlements.extend(settlements)
+            self._persist_state()  # money: its state change may be one the cards imply
 
     def _finish_round(self) -> None:
         """631a.12: announce the result, collect losers, pay winners highest seat first."""

@@ -3,8 +3,11 @@
 A card that moves only the shoe's position and the open round's cards does not save the
 table's state: its log entry, committed in the same step, holds both, and a restart takes
 them from the log (`RoundPlay._on_round_card`, `Table.restore`, `Store._open_round_cards`).
-These tests copy the store after every card of whole rounds, restart a table on the copy,
-and compare it with the live table field by field.
+Nor do the state changes such cards imply (the deal begins, 631a.9(c); the first four are
+out, 631a.9(e)): a restart makes them again from the cards
+(`RoundPlay._redo_changes_implied_by_cards`). These tests copy the store after every card
+of whole rounds, restart a table on the copy, and compare it with the live table field by
+field.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from drivers.protocols import BatchHeld, CardDrawn, CoverCardDrawn, ShoeLoaded, 
 from tests.controller.test_table import make_table, submission_rules, table_for
 
 WAGERS = (("banker", 1000), ("player", 2500), ("tie", 500))
+S = TableState
+# (state before, state after) of a card that saves no state: none, or one its cards imply.
+UNSAVED_CHANGES = {(S.DEALING, S.DEALING), (S.THIRD_CARDS, S.THIRD_CARDS),
+                   (S.NO_MORE_BETS, S.DEALING), (S.DEALING, S.THIRD_CARDS)}
 
 
 def restarted(store: Store, folder: Path, build: Callable[[Store], Table]) -> tuple[Table, Store]:
@@ -52,12 +59,24 @@ def same_table(live: Table, revived: Table, reader: Store) -> None:
         assert reader.round(revived.round_id)["cards"] == live.round_cards
 
 
+def betting_open(table: Table, burned: tuple[str, ...]) -> None:
+    """A 631a table opened, shuffled, loaded and burned with these cards."""
+    table.cmd_open()
+    table.cmd_shuffle(8)
+    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
+    table.on_shoe_loaded()
+    for index, text in enumerate(burned):
+        table.handle(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
+    assert table.state is TableState.BETTING_OPEN
+
+
 def deal_checking_every_card(table: Table, store: Store, folder: Path,
                              build: Callable[[Store], Table], *, seed: int, rounds: int,
-                             first_index: int, wagers: tuple[tuple[str, int], ...] = WAGERS
-                             ) -> int:
+                             first_index: int, wagers: tuple[tuple[str, int], ...] = WAGERS,
+                             settles_at_four: bool = False) -> int:
     """Deals `rounds` rounds of a shuffled shoe from betting open, restarting a copy after
-    every card; returns how many cards did not save the state (checked against the rule)."""
+    every card; returns how many cards did not save the state (checked against the rule).
+    `settles_at_four`: a wager placed settles when the first four cards are out."""
     deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
     random.Random(seed).shuffle(deck)
     saves: list[str] = []
@@ -66,7 +85,9 @@ def deal_checking_every_card(table: Table, store: Store, folder: Path,
     index, unsaved = first_index, 0
     for number in range(rounds):
         assert table.state is TableState.BETTING_OPEN
-        for seat, (wager, cents) in enumerate(wagers, start=1 + number % 5):
+        for offset, (wager, cents) in enumerate(wagers):
+            # One seat a wager; a side wager goes beside its base wager (631c.3(c)).
+            seat = 1 + number % 5 + (0 if settles_at_four else offset)
             table.cmd_place_wager(seat, wager, cents)
         table.cmd_no_more_bets()
         while table.round_id is not None:
@@ -75,19 +96,21 @@ def deal_checking_every_card(table: Table, store: Store, folder: Path,
             index += 1
             if not saves:
                 unsaved += 1
-                # Only a card that changed nothing but the shoe and the round's cards.
-                assert table.state is before and table.round_id is not None
+                # Only a card that changed nothing but the shoe, the round's cards and the
+                # state changes they imply.
+                assert (before, table.state) in UNSAVED_CHANGES
+                assert table.round_id is not None
             revived, reader = restarted(store, folder, build)
             try:
                 same_table(table, revived, reader)
             finally:
                 reader.close()
     store.save_table_state = save
-    # Independently, from the rounds' rows: a round of n cards saves at its first card
-    # (dealing begins), its fourth (the first four are out) and its last (the hands are
-    # complete); the other 2 + max(0, n - 5) move only the shoe and the round's cards.
+    # Independently, from the rounds' rows: a round of n cards saves at its last card (the
+    # hands are complete and settled) and, when a wager settles there, at its fourth (631a.9(e))
+    # if that is not its last; its other cards save nothing.
     dealt = [len(r["cards"]) for r in store.rounds(limit=rounds)]
-    assert unsaved == sum(2 + max(0, n - 5) for n in dealt)
+    assert unsaved == sum(n - 1 - (settles_at_four and n > 4) for n in dealt)
     return unsaved
 
 
@@ -97,16 +120,10 @@ def test_a_restart_after_any_card_finds_the_table_the_card_left(tmp_path):
     snapshot, round cards and next card (631a.9-631a.12) as the live table."""
     store = Store(tmp_path / "table.sqlite")
     table = make_table(store)
-    table.cmd_open()
-    table.cmd_shuffle(8)
-    table.handle(ShuffleComplete("shuffler", BackColour.RED, 416, 0, 0, 0))
-    table.on_shoe_loaded()
-    # 631a.5(f): a 3 exposed, three more burned.
-    for index, text in enumerate(("3♠", "2♣", "2♣", "2♣")):
-        table.handle(CardDrawn("shoe", index, Card.parse(text), BackColour.RED, False))
+    betting_open(table, ("3♠", "2♣", "2♣", "2♣"))  # 631a.5(f): a 3 exposed, three burned
     unsaved = deal_checking_every_card(table, store, tmp_path, make_table, seed=1804,
                                        rounds=12, first_index=4)
-    assert unsaved == 27  # this shoe's 12 rounds: 24 second and third cards, 3 fifth of six
+    assert unsaved == 49  # this shoe's 12 rounds of 61 cards: all but their last
     table.handle(CoverCardDrawn("shoe", 80))
     revived, reader = restarted(store, tmp_path, make_table)
     same_table(table, revived, reader)
@@ -135,5 +152,28 @@ def test_a_restart_after_any_card_of_a_21_baccarat_shoe_keeps_its_batches_681a_3
     assert table.state is TableState.BETTING_OPEN
     unsaved = deal_checking_every_card(table, store, tmp_path, build, seed=2101, rounds=6,
                                        first_index=1, wagers=WAGERS[:2])
-    assert unsaved == 15  # these 6 rounds: 12 second and third cards, 3 of longer hands (681a)
+    assert unsaved == 27  # these 6 rounds of 33 cards: all but their last (681a)
+    store.close()
+
+
+def test_a_settlement_at_the_first_four_cards_saves_the_state_631a_9_e(tmp_path):
+    """A wager settled when the first four cards are out (Perfect Pairs, 631c.1) is money:
+    that card saves the table's state, with the settlement in it, though the change to
+    third cards is one the cards imply; a restart after any card still finds the table,
+    its settlements included, as the card left it."""
+    rules = submission_rules(wagers=lambda w: w.update(
+        perfect_pairs_player={"paytable": "A", "min_cents": 500, "max_cents": 50000}))
+
+    def build(store: Store) -> Table:
+        return table_for(store, rules)
+
+    store = Store(tmp_path / "table.sqlite")
+    table = build(store)
+    betting_open(table, ("2♠", "5♣", "5♣"))  # 631a.5(f): a 2 exposed, two burned
+    unsaved = deal_checking_every_card(
+        table, store, tmp_path, build, seed=631, rounds=10, first_index=3,
+        wagers=(("banker", 2500), ("perfect_pairs_player", 500)), settles_at_four=True)
+    # 10 rounds of 51 cards, 7 of them longer than four: all but their fourth and last.
+    assert unsaved == 34
+    assert len(store.events(kind="settled_first_four_cards")) == 10  # one a round
     store.close()
