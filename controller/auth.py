@@ -27,7 +27,7 @@ import stat
 import time
 import tomllib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,11 @@ class _Failures:
 
 Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
 
+PIN_HISTORY_KINDS = ("pin_failed", "pin_lockout", "supervisor_command")
+"""The log entries `PinGuard.resume` replays: a name's wrong PINs (each with the name's count
+so far), its lockouts, and its accepted PINs (a supervisor command is recorded only after
+its PIN was accepted, which starts the name's count over)."""
+
 
 class PinGuard:
     def __init__(self, hashes: Mapping[str, str] | None = None, policy: PinPolicy = PinPolicy(),
@@ -167,6 +172,36 @@ class PinGuard:
 
     def set_record(self, record: Record) -> None:
         self._record = record
+
+    def resume(self, history: Iterable[tuple[float, str, Mapping[str, Any]]], *,
+               wall_now: float) -> dict[str, dict[str, Any]]:
+        """After a restart: each name's wrong-PIN count and lockout as the log left them, so
+        that restarting the daemon gives a guesser no fresh attempts. `history` is the
+        entries of PIN_HISTORY_KINDS of the last lockout period, oldest first, as (wall-clock
+        time, kind, payload). A lockout runs on from when it began, by the wall clock, and
+        never longer than it was imposed for (a clock set back at boot cannot lengthen it).
+        A caller's doubling delay starts over: a restart takes longer than its first steps.
+        Returns what was resumed, by name (the daemon records it)."""
+        for at, kind, payload in history:
+            name = payload.get("supervisor")
+            if not isinstance(name, str):
+                continue
+            if kind == "supervisor_command":
+                self._by_name.pop(name, None)
+                continue
+            named = self._named(name)
+            if kind == "pin_failed" and isinstance(payload.get("failures"), int):
+                named.count = payload["failures"]
+            elif kind == "pin_lockout":
+                imposed = float(payload.get("lockout_s", self.policy.lockout_s))
+                left = min(imposed, at + imposed - wall_now)
+                named.count = 0
+                named.locked_until = self._clock() + left if left > 0 else 0.0
+        now = self._clock()
+        return {name: {"failures": named.count,
+                       "locked_for_s": max(0, round(named.locked_until - now))}
+                for name, named in self._by_name.items()
+                if named.count or named.locked_until > now}
 
     async def check(self, name: str, pin: str, caller: str, command: str) -> None:
         """Return if `pin` is `name`'s PIN; else record why and raise PinRefused."""

@@ -25,7 +25,7 @@ import structlog
 
 from controller import __version__
 from controller.access import AccessPolicy, Role
-from controller.auth import PinGuard, PinPolicy
+from controller.auth import PIN_HISTORY_KINDS, PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
 from controller.offload import StoreWork
@@ -233,6 +233,15 @@ class Daemon:
             self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
                                                            "args": dict(args)})
 
+    def _resume_pin_guard(self) -> None:
+        """Wrong PINs and lockouts survive a restart (controller/auth.py, PinGuard.resume):
+        replayed from the log's entries of the last lockout period."""
+        pins, wall_now = self.control.pins, time.time()
+        history = self.store.recent_events(wall_now - pins.policy.lockout_s, PIN_HISTORY_KINDS)
+        resumed = pins.resume([(e.at, e.kind, e.payload) for e in history], wall_now=wall_now)
+        if resumed:
+            self._record("pin_guard_resumed", {"supervisors": resumed}, "warning")
+
     def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
         """Access events (refusals, PIN failures, lockouts, dropped subscribers) into the log."""
         with self.store.transaction():
@@ -320,6 +329,7 @@ class Daemon:
                 self._spawn(self._sync_linked())
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
+        self._resume_pin_guard()
         secure_store_files(self.store.path)
         if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
             log.warning("access_groups_missing", groups=self.control.access.missing_groups)

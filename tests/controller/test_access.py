@@ -153,6 +153,34 @@ async def test_a_dealer_cannot_run_supervisor_or_technician_commands(tmp_path):
         "self_test", "light_test", "acknowledge_fault", "adjust_meter", "validate_award")]
 
 
+async def test_a_lockout_survives_a_restart_of_the_daemon(tmp_path):
+    """Two wrong PINs lock the supervisor 'floor' out (pin_lockout_after = 2); the daemon
+    restarts (a power cycle would do the same) and still refuses her right PIN, with the
+    resumed lockout in the log: restarting the table gives a guesser no fresh attempts."""
+    from controller.config import load_config
+    from tests.controller.test_daemon import CONFIG
+
+    config = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                  f"control.socket={tmp_path / 'control.sock'}",
+                                  "access.pin_lockout_after=2", "access.pin_delay_s=0"])
+
+    def as_dealer(daemon: Daemon) -> None:
+        Callers(daemon).groups = [GIDS["tabled-dealer"]]
+
+    async with running(config, prepare=as_dealer) as client:
+        for pin in ("1111", "2222"):
+            with pytest.raises(ControlError, match="'floor' and that PIN were not accepted"):
+                await client.call("acknowledge_fault", auth={"supervisor": "floor", "pin": pin})
+    async with running(config, prepare=as_dealer) as client:
+        with pytest.raises(ControlError, match=r"'floor' is locked out for (899|900) more s "
+                                               "after 2 wrong PINs"):
+            await client.call("acknowledge_fault", auth={"supervisor": "floor", "pin": "2468"})
+        resumed = [e["payload"] for e in await client.call("events", kind="pin_guard_resumed")]
+    assert [list(p["supervisors"]) for p in resumed] == [["floor"]]
+    assert resumed[0]["supervisors"]["floor"]["failures"] == 0
+    assert resumed[0]["supervisors"]["floor"]["locked_for_s"] in (899, 900)
+
+
 # --- device facts ---------------------------------------------------------------------------
 
 async def test_no_caller_can_assert_a_device_fact_681a_3_b(tmp_path):

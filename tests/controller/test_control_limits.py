@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,142 @@ async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_wo
     refused = [e.payload for e in store.events() if e.kind == "command_refused"]
     assert refused[0]["reason"] == "supervisor 'ana' and that PIN were not accepted"
     assert all(p["command"] == "adjust" and p["role_needed"] == "supervisor" for p in refused)
+
+
+# --- guessing across a restart -------------------------------------------------------------
+
+class WallClock:
+    """The store's clock, set by the test (seconds since the epoch)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pin_log(tmp_path: Path, wall: WallClock) -> tuple[Store, auth.Record]:
+    store = Store(tmp_path / "pins.sqlite", clock=wall)
+
+    def record(kind, payload, severity):  # noqa: ANN001
+        with store.transaction():
+            store.append_event(kind, payload, severity=severity)
+    return store, record
+
+
+def restarted_guard(store: Store, wall_now: float, policy: PinPolicy,
+                    clock: Callable[[], float] = time.monotonic) -> tuple[PinGuard, dict]:
+    """A new guard (the daemon restarted) resumed from the log, as Daemon.run does."""
+    guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, policy, sleep=Delays(),
+                     clock=clock)
+    history = store.recent_events(wall_now - policy.lockout_s, auth.PIN_HISTORY_KINDS)
+    resumed = guard.resume([(e.at, e.kind, e.payload) for e in history], wall_now=wall_now)
+    return guard, resumed
+
+
+async def guess(guard: PinGuard, pin: str) -> str:
+    try:
+        await guard.check("ana", pin, "uid 2001", "adjust")
+    except auth.PinRefused as refused:
+        return str(refused)
+    return "accepted"
+
+
+POLICY = PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30)
+
+
+async def test_a_restart_does_not_lift_a_lockout(tmp_path):
+    """Five wrong PINs lock 'ana' out for 900 s; a daemon restarted 100 s later (a power
+    cycle) still refuses her right PIN for the 800 s left, and lets her in after them."""
+    wall = WallClock(1_800_000_000.0)
+    store, record = pin_log(tmp_path, wall)
+    guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, POLICY, record=record,
+                     sleep=Delays())
+    for pin in ("0000", "0001", "0002", "0003", "0004"):
+        assert await guess(guard, pin) == "supervisor 'ana' and that PIN were not accepted"
+    wall.now += 100.0
+    monotonic = WallClock(5_000.0)  # the new process's monotonic clock
+    again, resumed = restarted_guard(store, wall.now, POLICY, monotonic)
+    assert resumed == {"ana": {"failures": 0, "locked_for_s": 800}}
+    assert await guess(again, "4321") == ("supervisor 'ana' is locked out for 800 more s after "
+                                         "5 wrong PINs; another supervisor can still authorise")
+    monotonic.now += 799.0
+    assert "locked out for 1 more s" in await guess(again, "4321")
+    monotonic.now += 1.0
+    assert await guess(again, "4321") == "accepted"
+    store.close()
+
+
+async def test_wrong_pins_before_a_restart_still_count(tmp_path):
+    """Four wrong PINs, a restart: the fifth wrong PIN locks the name out, as it would have
+    without the restart; an accepted PIN (a supervisor command) starts the count over."""
+    wall = WallClock(1_800_000_000.0)
+    store, record = pin_log(tmp_path, wall)
+    guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, POLICY, record=record,
+                     sleep=Delays())
+    for pin in ("0000", "0001", "0002", "0003"):
+        await guess(guard, pin)
+    wall.now += 30.0
+    again, resumed = restarted_guard(store, wall.now, POLICY)
+    assert resumed == {"ana": {"failures": 4, "locked_for_s": 0}}
+    again.set_record(record)
+    assert await guess(again, "0004") == "supervisor 'ana' and that PIN were not accepted"
+    assert again.locked_out("ana")
+    assert [e.payload["after_failures"] for e in store.events(kind="pin_lockout")] == [5]
+    # Three wrong PINs, then 'ana' validates an award: after a restart she starts from zero.
+    (tmp_path / "second").mkdir()
+    store2, record2 = pin_log(tmp_path / "second", wall)
+    for pin in ("0000", "0001", "0002"):
+        record2("pin_failed", {"supervisor": "ana", "caller": "uid 2001", "command": "adjust",
+                               "failures": int(pin) + 1}, "warning")
+    record2("supervisor_command", {"supervisor": "ana", "command": "validate_award",
+                                   "args": {}}, "info")
+    _, resumed = restarted_guard(store2, wall.now, POLICY)
+    assert resumed == {}
+    store2.close()
+    store.close()
+
+
+@pytest.mark.parametrize(("ago_s", "left_s"), [(0.0, 900), (899.0, 1), (900.0, None),
+                                                (5_000.0, None), (-3_600.0, 900)])
+async def test_a_lockout_runs_on_from_when_it_began_by_the_wall_clock(tmp_path, ago_s, left_s):
+    """A lockout imposed `ago_s` before the restart has `left_s` to run (None: over). A
+    clock set back an hour at boot (-3600: the lockout seems to lie in the future) cannot
+    lengthen it past the 900 s it was imposed for."""
+    wall = WallClock(1_800_000_000.0)
+    store, record = pin_log(tmp_path, wall)
+    record("pin_lockout", {"supervisor": "ana", "caller": "uid 2001", "command": "adjust",
+                           "after_failures": 5, "lockout_s": 900.0}, "error")
+    wall.now += ago_s
+    guard, resumed = restarted_guard(store, wall.now, POLICY)
+    if left_s is None:
+        assert resumed == {} and not guard.locked_out("ana")
+    else:
+        assert resumed == {"ana": {"failures": 0, "locked_for_s": left_s}}
+        assert guard.locked_out("ana")
+    store.close()
+
+
+def test_recent_events_reads_only_the_end_of_the_log(tmp_path):
+    """The entries of the kinds asked for, stamped at or after the time given, oldest first,
+    found without reading the log from its start: the bisection reads 2 log(n) rows."""
+    wall = WallClock(1_000.0)
+    store, record = pin_log(tmp_path, wall)
+    for number in range(1, 1001):  # one entry a second, every tenth a wrong PIN
+        wall.now = 1_000.0 + number
+        kind = "pin_failed" if number % 10 == 0 else "card"
+        record(kind, {"supervisor": "ana", "number": number}, "info")
+    reads: list[str] = []
+    store._db.set_trace_callback(reads.append)
+    found = store.recent_events(1_950.0, ("pin_failed", "supervisor_command"))
+    store._db.set_trace_callback(None)
+    assert [e.payload["number"] for e in found] == [950, 960, 970, 980, 990, 1000]
+    assert len([sql for sql in reads if sql.startswith("SELECT at FROM events")]) == 10
+    assert [e.payload["number"] for e in store.recent_events(2_000.0, ("pin_failed",))] == [1000]
+    assert store.recent_events(2_000.5, ("pin_failed",)) == []
+    assert len(store.recent_events(0.0, ("pin_failed",))) == 100
+    store.close()
+    assert Store(tmp_path / "empty.sqlite").recent_events(0.0, ("pin_failed",)) == []
 
 
 async def test_parallel_guesses_from_one_caller_gain_nothing(guarded):
