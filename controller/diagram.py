@@ -17,7 +17,8 @@ Generated from `controller.table_machine.TRANSITION_TABLE` by `python -m control
 do not edit by hand. Each arrow is labelled with its trigger and the rule that
 allows it. `device_recovered` returns to the state the fault interrupted (one
 guarded transition per state). `integrity_failed` leads to `out_of_order`
-from every state.
+from every state. A transition marked "implied by the cards" saves no state of
+its own: the card's log entry implies it, and a restart makes it again.
 
 ```mermaid
 stateDiagram-v2
@@ -31,6 +32,8 @@ def mermaid() -> str:
             continue  # "*": drawn once, below, to keep the diagram readable
         # Mermaid ends a label at ':' and takes ';' as a statement end: keep both out.
         section = spec.section.replace(":", " -").replace(";", ",")
+        if spec.implied_by_cards:
+            section += ", implied by the cards"
         for source in spec.sources:
             lines.append(f"    {source.value} --> {spec.dest.value}: "
                          f"{spec.trigger} ({section})")
