@@ -510,9 +510,19 @@ def _line(obj: Mapping[str, Any]) -> bytes:
     return _LINE.encode(obj).encode() + b"\n"
 
 
+_text = json.encoder.encode_basestring  # a JSON string with UTF-8 as is, as the payload's
+
+
 def _event_line(event: Event) -> bytes:
-    """A log entry as a subscriber's stream line."""
-    return _line({"event": event_json(event)})
+    """A log entry as a subscriber's stream line: {"event": event_json(event)}, with the
+    payload written as the store holds it, the text the entry's MAC covers, not encoded a
+    second time (tests/controller/test_control.py checks the two agree)."""
+    device = "null" if event.device is None else _text(event.device)
+    round_id = "null" if event.round_id is None else int.__repr__(event.round_id)
+    return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float.__repr__(event.at)},'
+            f'"kind":{_text(event.kind)},"severity":{_text(event.severity)},"device":{device},'
+            f'"round_id":{round_id},"payload":{event.payload_json},"hash":{_text(event.hash)}'
+            f'}}}}\n').encode()
 
 
 def _kept_line(item: list[Any]) -> bytes:

@@ -128,6 +128,7 @@ class Event:
     payload: dict[str, Any]
     prev_hash: str
     hash: str
+    payload_json: str  # the payload as stored: the text the entry's MAC covers
 
 
 _canonical = critical.canonical
@@ -483,7 +484,7 @@ class Store:
             self._appended += 1
             event = Event(seq, at, kind, severity, device, round_id, _as_read_back(payload,
                                                                                     payload_json),
-                          prev, digest)
+                          prev, digest, payload_json)
             self._pending.append(event)
             return event
 
@@ -528,8 +529,9 @@ class Store:
         """The entries of these kinds stamped at `since` (wall-clock time) or later, oldest
         first, reading only the end of the log. The log has no index on time, but its entries
         are stamped as they are appended, so their times rise with seq: the first entry at or
-        after `since` is found by bisecting seq, in a few lookups however long the log. (After
-        the clock was set back, entries stamped before that look older than they are.)"""
+        after `since` is found by bisecting seq, in a few lookups however long the log. (Where
+        the clock was set back, times do not rise with seq, and the read may start after the
+        first recent entry.)"""
         low, high = self._db.execute("SELECT MIN(seq), MAX(seq) FROM events").fetchone()
         if low is None:
             return []
@@ -560,7 +562,8 @@ class Store:
     @staticmethod
     def _event(row: sqlite3.Row) -> Event:
         return Event(row["seq"], row["at"], row["kind"], row["severity"], row["device"],
-                     row["round_id"], json.loads(row["payload"]), row["prev_hash"], row["hash"])
+                     row["round_id"], json.loads(row["payload"]), row["prev_hash"], row["hash"],
+                     row["payload"])
 
     def verify_chain(self) -> int:
         """Recompute every entry's MAC from the first; returns the number of entries or

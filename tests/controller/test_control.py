@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 
 import pytest
 
 from controller.auth import authorise, hash_pin, verify_pin
-from controller.control import ControlClient, ControlError, ControlServer
+from controller.control import ControlClient, ControlError, ControlServer, event_json
 from controller.store import Store
 
 FAST = 1000  # PBKDF2 iterations for tests; production uses auth.ITERATIONS
@@ -169,7 +170,8 @@ async def test_an_entry_published_on_its_own_reaches_a_live_stream(server):
     srv, store = server
     sock, stream = await _raw_subscriber(srv, store)
     _received(sock)
-    srv.publish(Event(1, 1.5, "prompt", "info", None, None, {"action": "burn"}, "", ""))
+    srv.publish(Event(1, 1.5, "prompt", "info", None, None, {"action": "burn"}, "", "",
+                      '{"action":"burn"}'))
     assert [(e["event"]["seq"], e["event"]["payload"]) for e in _received(sock)] == [
         (1, {"action": "burn"})]
     sock.close()
@@ -239,7 +241,8 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
     store.append_event("before_publishing")  # committed before the server followed the store
     srv.follow(store)
     with store.transaction():
-        store.append_event("card", {"index": 7, "card": "Q♥", "hand": "banker"}, device="shoe")
+        store.append_event("card", {"index": 7, "card": "Q♥", "hand": "banker"}, device="shoe",
+                           round_id=9)
         store.append_event("prompt", {"action": "deal", "next": "player"})
     store.append_event("round_settled", {"settlements": [{"seat": 2, "net_cents": -500}],
                                          "result": {"winner": "banker"}})
@@ -247,6 +250,13 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
     srv._recent.clear()
     assert kept == srv.stream_page(1)  # the same (seq, line) pairs, now from the store
     assert [seq for seq, _ in kept] == [2, 3, 4]
+    # Each line is {"event": event_json(entry)}, its payload the very text the MAC covers.
+    stored = dict(store._db.execute("SELECT seq, payload FROM events").fetchall())
+    for (seq, line), entry in zip(kept, store.events(after_seq=1)):
+        assert json.loads(line) == {"event": event_json(entry)}
+        assert line.endswith(b"\n") and b"\n" not in line[:-1]
+        assert f'"payload":{stored[seq]},'.encode() in line
+    assert '"card":"Q♥"'.encode() in kept[0][1]  # UTF-8 as stored, not re-escaped
     assert srv.stream_page(4) == []
     assert srv._recent_lines(0) is None  # entry 1 was never kept: the store has it
     for _ in range(RECENT_EVENTS + 1):
