@@ -172,13 +172,15 @@ async def test_a_lockout_survives_a_restart_of_the_daemon(tmp_path):
             with pytest.raises(ControlError, match="'floor' and that PIN were not accepted"):
                 await client.call("acknowledge_fault", auth={"supervisor": "floor", "pin": pin})
     async with running(config, prepare=as_dealer) as client:
-        with pytest.raises(ControlError, match=r"'floor' is locked out for (899|900) more s "
-                                               "after 2 wrong PINs"):
+        with pytest.raises(ControlError, match=r"'floor' is locked out for \d+ more s after 2 "
+                                               "wrong PINs") as refused:
             await client.call("acknowledge_fault", auth={"supervisor": "floor", "pin": "2468"})
         resumed = [e["payload"] for e in await client.call("events", kind="pin_guard_resumed")]
-    assert [list(p["supervisors"]) for p in resumed] == [["floor"]]
-    assert resumed[0]["supervisors"]["floor"]["failures"] == 0
-    assert resumed[0]["supervisors"]["floor"]["locked_for_s"] in (899, 900)
+    left = int(str(refused.value).split("locked out for ")[1].split()[0])
+    assert 840 <= left <= 900  # 900 s from the lockout, less the restart (a busy machine's)
+    assert resumed == [{"supervisors": {"floor": {
+        "failures": 0, "locked_for_s": resumed[0]["supervisors"]["floor"]["locked_for_s"]}}}]
+    assert left <= resumed[0]["supervisors"]["floor"]["locked_for_s"] <= 900
 
 
 # --- device facts ---------------------------------------------------------------------------
