@@ -25,7 +25,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -300,12 +300,15 @@ class Store:
 
     # --- transactions ---------------------------------------------------------
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic step. Nested use joins the outer transaction."""
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One atomic step. Nested use joins the outer transaction: it only hands over the
+        connection (a card's step nests five or six; a generator each was 1 us apiece)."""
         if self._in_tx:
-            yield self._db
-            return
+            return nullcontext(self._db)
+        return self._step()
+
+    @contextmanager
+    def _step(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:  # another connection committed since our last step
