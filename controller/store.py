@@ -357,6 +357,9 @@ class Store:
         if pending:
             for given_out in self._after_commit:
                 given_out()
+        # Only now: what the step decided (a settlement, a lock) is out before the checkpoint's
+        # two flushes, which on an SD card would otherwise delay its report.
+        self._checkpoint_if_due(flushed)
 
     def _forget(self) -> None:
         """A step that did not commit leaves nothing it wrote to be trusted: the log's head
@@ -399,22 +402,26 @@ class Store:
             self._slow_storage(1)
         else:
             self.grouped_commits += 1
-        # A table that only records grouped steps for hours (a chattering sensor) still
-        # checkpoints, ten times later.
-        due = CHECKPOINT_AFTER_COMMITS * (1 if flush else 10)
-        if self._commits_since_checkpoint >= due:
-            # PASSIVE: copies what no reader needs; it flushes the WAL and the database file.
-            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            # The next writer starts the WAL over from its beginning, which costs that step a
-            # few hundred microseconds here (0.3 ms against 0.02 ms) and more on an SD card.
-            # Rewriting the header's unused user_version with its own value is that write:
-            # it takes the cost here, after a step already flushed, not in the next card's.
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            self._db.execute(f"PRAGMA user_version = {int(version)}")
-            self._commits_since_checkpoint = 0
-            self.checkpoints += 1
-            self._slow_storage(2)
         return flush
+
+    def _checkpoint_if_due(self, flushed: bool) -> None:
+        """The WAL copied into the database, after a flushed step every CHECKPOINT_AFTER_COMMITS
+        commits (never in a card's step). A table that only records grouped steps for hours
+        (a chattering sensor) still checkpoints, ten times later."""
+        due = CHECKPOINT_AFTER_COMMITS * (1 if flushed else 10)
+        if self._commits_since_checkpoint < due:
+            return
+        # PASSIVE: copies what no reader needs; it flushes the WAL and the database file.
+        self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        # The next writer starts the WAL over from its beginning, which costs that step a
+        # few hundred microseconds here (0.3 ms against 0.02 ms) and more on an SD card.
+        # Rewriting the header's unused user_version with its own value is that write: it
+        # takes the cost here, after a step already flushed, not in the next card's.
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        self._db.execute(f"PRAGMA user_version = {int(version)}")
+        self._commits_since_checkpoint = 0
+        self.checkpoints += 1
+        self._slow_storage(2)
 
     def _slow_storage(self, flushes: int) -> None:
         if self._flush_delay_s:
