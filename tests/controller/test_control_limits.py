@@ -142,8 +142,8 @@ async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_wo
 
 # --- guessing across a restart -------------------------------------------------------------
 
-class WallClock:
-    """The store's clock, set by the test (seconds since the epoch)."""
+class SetClock:
+    """A clock the test sets: the store's wall clock, or a process's monotonic one."""
 
     def __init__(self, now: float) -> None:
         self.now = now
@@ -152,7 +152,7 @@ class WallClock:
         return self.now
 
 
-def pin_log(tmp_path: Path, wall: WallClock) -> tuple[Store, auth.Record]:
+def pin_log(tmp_path: Path, wall: SetClock) -> tuple[Store, auth.Record]:
     store = Store(tmp_path / "pins.sqlite", clock=wall)
 
     def record(kind, payload, severity):  # noqa: ANN001
@@ -185,14 +185,14 @@ POLICY = PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30)
 async def test_a_restart_does_not_lift_a_lockout(tmp_path):
     """Five wrong PINs lock 'ana' out for 900 s; a daemon restarted 100 s later (a power
     cycle) still refuses her right PIN for the 800 s left, and lets her in after them."""
-    wall = WallClock(1_800_000_000.0)
+    wall = SetClock(1_800_000_000.0)
     store, record = pin_log(tmp_path, wall)
     guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, POLICY, record=record,
                      sleep=Delays())
     for pin in ("0000", "0001", "0002", "0003", "0004"):
         assert await guess(guard, pin) == "supervisor 'ana' and that PIN were not accepted"
     wall.now += 100.0
-    monotonic = WallClock(5_000.0)  # the new process's monotonic clock
+    monotonic = SetClock(5_000.0)  # the new process's monotonic clock
     again, resumed = restarted_guard(store, wall.now, POLICY, monotonic)
     assert resumed == {"ana": {"failures": 0, "locked_for_s": 800}}
     assert await guess(again, "4321") == ("supervisor 'ana' is locked out for 800 more s after "
@@ -207,7 +207,7 @@ async def test_a_restart_does_not_lift_a_lockout(tmp_path):
 async def test_wrong_pins_before_a_restart_still_count(tmp_path):
     """Four wrong PINs, a restart: the fifth wrong PIN locks the name out, as it would have
     without the restart; an accepted PIN (a supervisor command) starts the count over."""
-    wall = WallClock(1_800_000_000.0)
+    wall = SetClock(1_800_000_000.0)
     store, record = pin_log(tmp_path, wall)
     guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, POLICY, record=record,
                      sleep=Delays())
@@ -240,7 +240,7 @@ async def test_a_lockout_runs_on_from_when_it_began_by_the_wall_clock(tmp_path, 
     """A lockout imposed `ago_s` before the restart has `left_s` to run (None: over). A
     clock set back an hour at boot (-3600: the lockout seems to lie in the future) cannot
     lengthen it past the 900 s it was imposed for."""
-    wall = WallClock(1_800_000_000.0)
+    wall = SetClock(1_800_000_000.0)
     store, record = pin_log(tmp_path, wall)
     record("pin_lockout", {"supervisor": "ana", "caller": "uid 2001", "command": "adjust",
                            "after_failures": 5, "lockout_s": 900.0}, "error")
@@ -257,7 +257,7 @@ async def test_a_lockout_runs_on_from_when_it_began_by_the_wall_clock(tmp_path, 
 def test_recent_events_reads_only_the_end_of_the_log(tmp_path):
     """The entries of the kinds asked for, stamped at or after the time given, oldest first,
     found without reading the log from its start: the bisection reads 2 log(n) rows."""
-    wall = WallClock(1_000.0)
+    wall = SetClock(1_000.0)
     store, record = pin_log(tmp_path, wall)
     for number in range(1, 1001):  # one entry a second, every tenth a wrong PIN
         wall.now = 1_000.0 + number
