@@ -27,12 +27,11 @@ as `./run-simulated-table` runs it) and three figures are taken:
   Target: at most one per round plus one per money-changing step.
 
 Twelve shoes by default (`--shoes`), about 3,880 decided cards, as a table deals many
-shoes per start of the daemon: their p99 is the 39th-slowest card. Of one shoe's 323 it
-was the fourth-slowest, and of three shoes' 970 the tenth, and the same code's p99 then
-ranged 0.65-1.36 ms between runs on one day (two 12-shoe runs: 0.88 and 0.88 ms): a few
-wake-ups this VM's host delays decided it. The first shoe after the start (first use of
-every path, cold caches) is also printed on its own. The flushes are counted over one
-shoe (strace slows what it traces).
+shoes per start of the daemon: their p99 is the 39th-slowest card. Over one or three
+shoes it was the fourth or tenth, and a few wake-ups this VM's host delays decided it
+(docs/performance.md). The first shoe after the start (first use of every path, cold
+caches) is also printed on its own. The flushes are counted over one shoe (strace slows
+what it traces).
 
 A card is stamped as the simulated shoe's link is asked to send it (it encodes
 and writes the frame in that call), and a lock-out as the bridge is asked to
@@ -302,14 +301,18 @@ def p50_p99_ms(samples_ns: list[int]) -> tuple[float, float]:
     return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
 
 
-def line(name: str, samples_ns: list[int], target_ms: float) -> str:
+def line(name: str, samples_ns: list[int], target_ms: float | None, note: str = "") -> str:
+    """One figure's line: its percentiles, and its verdict against `target_ms` if it has
+    one (with a Pi 4 estimate), else `note`."""
     if not samples_ns:
         return f"{name}: no samples"
     p50, p99 = p50_p99_ms(samples_ns)
+    figures = (f"{name:<44} n={len(samples_ns):4d}  p50 {p50:6.2f} ms  "
+               f"p99 {p99:6.2f} ms  max {max(samples_ns) / 1e6:6.2f} ms   ")
+    if target_ms is None:
+        return figures + note
     verdict = "OK" if p99 <= target_ms else "OVER"
-    return (f"{name:<44} n={len(samples_ns):4d}  p50 {p50:6.2f} ms  "
-            f"p99 {p99:6.2f} ms  max {max(samples_ns) / 1e6:6.2f} ms   "
-            f"target p99 <= {target_ms:g} ms {verdict}"
+    return (figures + f"target p99 <= {target_ms:g} ms {verdict}"
             f"   (Pi 4 estimate p99 {pi4(p99):5.2f} ms)")
 
 
@@ -326,16 +329,14 @@ def main() -> int:
                                         False))
         print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
         print(line("card -> decision, normal storage", normal.card_ns, 1.0))
-        print(f"{'  of which the first shoe after the start':<44} "
-              f"n={len(normal.first_shoe_card_ns):4d}  "
-              + "p50 {:6.2f} ms  p99 {:6.2f} ms".format(*p50_p99_ms(normal.first_shoe_card_ns))
-              + "   (the daemon's cold start included)")
+        print(line("  of which the first shoe after the start", normal.first_shoe_card_ns,
+                   None, "(the daemon's cold start included)"))
         print(line(f"card -> decision, {args.flush_delay_ms:g} ms flushes", slow.card_ns, 5.0))
         bare = asyncio.run(floor(len(normal.card_ns), Path(tmp)))
         bare_p50, bare_p99 = p50_p99_ms(bare)
         card_p50, card_p99 = p50_p99_ms(normal.card_ns)
-        print(f"{'floor: pty -> bare relay process -> watcher':<44} n={len(bare):4d}  "
-              f"p50 {bare_p50:6.2f} ms  p99 {bare_p99:6.2f} ms   (same run, no daemon work)")
+        print(line("floor: pty -> bare relay process -> watcher", bare, None,
+                   "(same run, no daemon work)"))
         print(f"card -> decision over the floor: p50 {card_p50 / bare_p50:.1f}x  "
               f"p99 {card_p99 / bare_p99:.1f}x   daemon's own share at p50 "
               f"{card_p50 - bare_p50:.2f} ms")

@@ -41,7 +41,9 @@ class BatchChecks(TableBase):
         """681a.3(b): the card's back must be the batch in play. One check, not two: the
         two-batch tracker when the table has one, else the colour the shoe was loaded with."""
         if self.batches is not None:
-            # Not persisted here: the card's own step persists the tracker with the card.
+            # Not persisted here: the tracker changes only at a shoe's first card (the discard
+            # rack takes the batch in play), which is burned or discarded, steps that save the
+            # state; a later card leaves it as it was, and a round's card saves no state.
             return self._track_batch(event.device, self.batches.card_drawn, event.back,
                                      persist=False)
         if self.shoe.back is None or int(event.back) == self.shoe.back:

@@ -84,8 +84,7 @@ class RoundPlay(TableBase):
                 self._on_locked(locked, "first-card")
                 self._on_round_card(event)
             case Disposition.DEAL:
-                # With no card lost before it, the card moves only what its log entry holds.
-                self._on_round_card(event, saves_state=lost is not None)
+                self._on_round_card(event)
             case Disposition.HOLD:
                 self._on_card_during_fault(event)
             case Disposition.DISCARD:
@@ -97,6 +96,7 @@ class RoundPlay(TableBase):
         with self.store.transaction():
             self.shoe.lost_indexes.extend(lost.indexes)
             self.shoe.cards_drawn += len(lost.indexes)
+            self._persist_state()
             self._record("card_gap", {"expected_index": expected,
                                       "received_index": event.index, "card": str(event.card),
                                       "lost_indexes": list(lost.indexes),
@@ -123,8 +123,6 @@ class RoundPlay(TableBase):
                     if self.shoe.burn_expected == 0:
                         self.burn_done()
                         self.announce("place_bets", round_no=self.round_no + 1)
-                case _:
-                    self._persist_state()
         return True
 
     def _discard(self, event: CardDrawn, ruling: CardRuling) -> None:
@@ -166,14 +164,15 @@ class RoundPlay(TableBase):
                 self.announce("burn", remaining=self.shoe.burn_expected)
                 self._persist_state()
 
-    def _on_round_card(self, event: CardDrawn, *, saves_state: bool = True) -> None:
-        """One card of the open round. With `saves_state` false the card itself does not
-        save the table's state: it moves only the shoe's position and the round's cards,
-        and its log entry, committed with the step, holds both (a restart takes them from
-        the log: `restore`). Nor do the state changes the cards imply (the deal begins, the
-        first four are out: `Transition.implied_by_cards`), which a restart makes again
-        (`_redo_changes_implied_by_cards`). Whatever else the step changes saves it: every
-        other state change does, and every other change calls `_persist_state`."""
+    def _on_round_card(self, event: CardDrawn) -> None:
+        """One card of the open round. The card itself saves no table state: it moves only
+        the shoe's position and the round's cards, and its log entry, committed with the
+        step, holds both (a restart takes them from the log: `restore`). Nor do the state
+        changes the cards imply (the deal begins, the first four are out:
+        `Transition.implied_by_cards`), which a restart makes again
+        (`_redo_changes_implied_by_cards`). Whatever else a step changes saves the state
+        itself: every other state change does, and every other change calls
+        `_persist_state` (a gap before the card, a round opened for it, a settlement)."""
         assert self.coup is not None and self.round_id is not None
         with self.store.transaction():
             slot = self.coup.place(event.card)
@@ -182,8 +181,6 @@ class RoundPlay(TableBase):
                     "slot": slot.name.lower()}
             self.round_cards.append(card)
             self._record("card", {**card, "back": event.back.name.lower()}, device=event.device)
-            if saves_state:
-                self._persist_state()  # the shoe position and the round's cards move with it
             if self.state is TableState.NO_MORE_BETS:
                 self.first_card()
             if self.state is TableState.DEALING and self.coup.initial_cards_complete:
@@ -243,6 +240,7 @@ class RoundPlay(TableBase):
             self.coup = self.rules.new_coup()  # simulated: no wagers
             self.round_cards = []
             self.round_settlements = []
+            self._persist_state()
             if self.state is TableState.BETTING_OPEN:
                 self.lock_out()
         self._on_round_card(event)

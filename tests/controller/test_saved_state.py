@@ -177,3 +177,39 @@ def test_a_settlement_at_the_first_four_cards_saves_the_state_631a_9_e(tmp_path)
     assert unsaved == 34
     assert len(store.events(kind="settled_first_four_cards")) == 10  # one a round
     store.close()
+
+
+def test_a_simulated_round_opened_after_the_lock_survives_a_restart_at_any_card_631a_15_d(
+        tmp_path):
+    """A card found face up in the shoe after "no more bets" (631a.15(d)) closes the locked
+    round void, its wagers standing for the next live round (docs/rulings.md C19), and opens
+    a simulated round with it. No transition saves that change (the table stays locked, then
+    deals), so the step saves it itself: a restart after each card of the simulated round,
+    and after the live round that follows, finds the table as it was."""
+    store = Store(tmp_path / "table.sqlite")
+    table = make_table(store)
+    betting_open(table, ("3♠", "2♣", "2♣", "2♣"))
+    deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
+    random.Random(1515).shuffle(deck)
+    for seat, (wager, cents) in enumerate(WAGERS, start=1):
+        table.cmd_place_wager(seat, wager, cents)
+    table.cmd_no_more_bets()
+    locked_round = table.round_id
+    index = 4
+    table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, True))  # face up
+    assert table.simulated and table.round_id != locked_round
+    assert store.round(locked_round)["state"] == "void"
+    while table.simulated:
+        revived, reader = restarted(store, tmp_path, make_table)
+        try:
+            same_table(table, revived, reader)
+            assert revived.simulated and revived.stashed_wagers == table.stashed_wagers
+        finally:
+            reader.close()
+        index += 1
+        table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, False))
+    assert table.state is TableState.BETTING_OPEN and not table.simulated
+    assert [w.amount_cents for w in table.wagers] == [cents for _, cents in WAGERS]  # they stand
+    deal_checking_every_card(table, store, tmp_path, make_table, seed=1516, rounds=1,
+                             first_index=index + 1, wagers=())
+    store.close()
