@@ -29,7 +29,10 @@ A = TypeVar("A")
 
 
 class AnchorWriter(Generic[A]):
-    """Writes the newest submitted anchor from its own thread, at most once per interval."""
+    """Writes the newest submitted anchor from its own thread, at most once per interval.
+
+    Owned by the one Store that made it (its writing connection); only that Store's close()
+    stops it. A read-only view of the store never has one (Store.reader)."""
 
     def __init__(self, write: Callable[[A], None], *,
                  interval_s: float = ANCHOR_INTERVAL_S) -> None:
@@ -44,8 +47,12 @@ class AnchorWriter(Generic[A]):
         self._thread.start()
 
     def submit(self, anchor: A) -> None:
-        """The newest durable commit's anchor; replaces one not yet written."""
+        """The newest durable commit's anchor; replaces one not yet written. After close()
+        nothing would ever write it: that is a bug of the caller's, said at once."""
         with self._changed:
+            if self._closing:
+                raise RuntimeError("anchor writer already stopped: the store that owns it "
+                                   "was closed")
             self._pending = anchor
             self._changed.notify()
 

@@ -18,7 +18,6 @@ grouped steps after the last flush, and always a suffix of the log.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sqlite3
@@ -169,9 +168,14 @@ class Store:
 
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
                  key: bytes | None = None, paths: critical.CriticalPaths | None = None,
-                 create: bool = True, check: bool = True, flush_delay_s: float = 0.0) -> None:
+                 create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
+                 read_only: bool = False) -> None:
         """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
-        (benchmarks and tests of slow storage; 0 at a table)."""
+        (benchmarks and tests of slow storage; 0 at a table). ``read_only`` opens an existing
+        store on a read-only connection with no check and no anchor (``reader``)."""
+        if read_only and (paths is not None or create or check):
+            raise ValueError("a read-only Store has no critical paths and neither creates "
+                             "nor checks the store")
         if flush_delay_s < 0:
             raise ValueError(f"flush_delay_s = {flush_delay_s}: must be >= 0")
         self.path = str(path)
@@ -213,13 +217,17 @@ class Store:
             if create:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             # mode=rw never creates a file: a missing store is never silently a new one.
-            uri = f"file:{Path(self.path).absolute()}?mode={'rwc' if create else 'rw'}"
+            mode = "ro" if read_only else "rwc" if create else "rw"
+            uri = f"file:{Path(self.path).absolute()}?mode={mode}"
             # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None,
                                        check_same_thread=False)
         try:
             self._db.row_factory = sqlite3.Row
             critical.install_functions(self._db, self.key)
+            if read_only:
+                self._db.execute("PRAGMA query_only=ON")
+                return
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL: SQLite itself flushes the WAL only at checkpoints; _commit flushes it
             # after every step that must be durable, which is what FULL would do for all.
@@ -559,15 +567,13 @@ class Store:
     def reader(self) -> Store:
         """This store on a read-only connection of its own, for long reads (chain
         verification, large exports) run in a worker thread: the event loop's connection
-        is never shared between threads. The caller closes it."""
-        view = copy.copy(self)
-        uri = f"file:{Path(self.path).absolute()}?mode=ro"
-        view._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        view._db.row_factory = sqlite3.Row
-        critical.install_functions(view._db, self.key)
-        view._db.execute("PRAGMA query_only=ON")
-        view._in_tx, view._listeners, view._after_commit, view._pending = False, [], [], []
-        return view
+        is never shared between threads. The caller closes it.
+
+        The view is built afresh, not copied: it has no anchor writer, no critical paths
+        and no listeners or pending writes of ours, so closing it stops nothing of this
+        store's (a copy once shared the anchor's writer, and one read froze the anchor)."""
+        return Store(self.path, clock=self._clock, key=self.key, create=False, check=False,
+                     read_only=True)
 
     @staticmethod
     def _event(row: sqlite3.Row) -> Event:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from controller.anchor_writer import AnchorWriter
 
 
@@ -56,3 +58,12 @@ def test_a_failed_write_is_logged_and_the_next_anchor_still_written():
     writer.submit(2)
     writer.close()
     assert attempts[-1] == 2 and writer.writes == 1
+
+
+def test_a_stopped_writer_refuses_an_anchor_it_would_never_write():
+    written: list[int] = []
+    writer = AnchorWriter(written.append, interval_s=0.0)
+    writer.close()
+    with pytest.raises(RuntimeError, match="already stopped"):
+        writer.submit(3)
+    assert written == []
