@@ -27,7 +27,7 @@ import stat
 import time
 import tomllib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,10 +148,9 @@ class _Failures:
 
 Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
 
-PIN_HISTORY_KINDS = ("pin_failed", "pin_lockout", "supervisor_command")
-"""The log entries `PinGuard.resume` replays: a name's wrong PINs (each with the name's count
-so far), its lockouts, and its accepted PINs (a supervisor command is recorded only after
-its PIN was accepted, which starts the name's count over)."""
+PIN_GUARD_META = "pin_guard"
+"""The store's meta key under which the daemon keeps `PinGuard.saved()`: written in the same
+step as every wrong PIN, lockout and accepted PIN, and again at a clean stop."""
 
 
 class PinGuard:
@@ -173,31 +172,39 @@ class PinGuard:
     def set_record(self, record: Record) -> None:
         self._record = record
 
-    def resume(self, history: Iterable[tuple[float, str, Mapping[str, Any]]], *,
-               wall_now: float) -> dict[str, dict[str, Any]]:
-        """After a restart: each name's wrong-PIN count and lockout as the log left them, so
-        that restarting the daemon gives a guesser no fresh attempts. `history` is the
-        entries of PIN_HISTORY_KINDS of the last lockout period, oldest first, as (wall-clock
-        time, kind, payload). A lockout runs on from when it began, by the wall clock, and
-        never longer than it was imposed for (a clock set back at boot cannot lengthen it).
-        A caller's doubling delay starts over: a restart takes longer than its first steps.
-        Returns what was resumed, by name (the daemon records it)."""
-        for at, kind, payload in history:
-            name = payload.get("supervisor")
-            if not isinstance(name, str):
-                continue
-            if kind == "supervisor_command":
-                self._by_name.pop(name, None)
-                continue
-            named = self._named(name)
-            if kind == "pin_failed" and isinstance(payload.get("failures"), int):
-                named.count = payload["failures"]
-            elif kind == "pin_lockout":
-                imposed = float(payload.get("lockout_s", self.policy.lockout_s))
-                left = min(imposed, at + imposed - wall_now)
-                named.count = 0
-                named.locked_until = self._clock() + left if left > 0 else 0.0
+    def saved(self) -> dict[str, dict[str, float]]:
+        """What a restart must not forget, by name: the wrong PINs counted so far and the
+        lockout time left to run, in seconds of this guard's own (monotonic) clock. No wall
+        clock is kept: a Pi has no real-time clock, and a time server can be spoofed."""
         now = self._clock()
+        return {name: {"failures": named.count,
+                       "lockout_left_s": round(max(0.0, named.locked_until - now), 3)}
+                for name, named in self._by_name.items()
+                if named.count or named.locked_until > now}
+
+    def resume(self, saved: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """After a restart: each name's wrong-PIN count and lockout as `saved()` last left
+        them, so that restarting the daemon gives a guesser no fresh attempts. A lockout
+        runs what it had left from now on, whatever the wall clock says: time the daemon
+        was not running does not count (a lockout cut short by a power cut runs its whole
+        time again, never less). A caller's doubling delay starts over: a restart takes
+        longer than its first steps. Entries that are not a count and a time are ignored.
+        Returns what was resumed, by name (the daemon records it)."""
+        now = self._clock()
+        for name, entry in saved.items():
+            if not isinstance(entry, Mapping):
+                continue
+            failures, left = entry.get("failures", 0), entry.get("lockout_left_s", 0)
+            if isinstance(failures, bool) or not isinstance(failures, int) or \
+                    isinstance(left, bool) or not isinstance(left, int | float):
+                continue
+            named = self._named(str(name))
+            named.count = max(0, failures)
+            # Never longer than the policy's lockout: a saved value cannot extend it.
+            left = min(float(left), self.policy.lockout_s)
+            if named.count >= self.policy.lockout_after:  # cut between the last wrong PIN
+                named.count, left = 0, self.policy.lockout_s  # and its lockout's save
+            named.locked_until = now + left if left > 0 else 0.0
         return {name: {"failures": named.count,
                        "locked_for_s": max(0, round(named.locked_until - now))}
                 for name, named in self._by_name.items()

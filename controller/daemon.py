@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
 import signal
 import sqlite3
@@ -25,7 +26,7 @@ import structlog
 
 from controller import __version__
 from controller.access import AccessPolicy, Role
-from controller.auth import PIN_HISTORY_KINDS, PinGuard, PinPolicy
+from controller.auth import PIN_GUARD_META, PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
 from controller.offload import StoreWork
@@ -232,20 +233,30 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
                                                            "args": dict(args)})
+            self._save_pin_guard()  # the accepted PIN started the name's count over
 
     def _resume_pin_guard(self) -> None:
-        """Wrong PINs and lockouts survive a restart (controller/auth.py, PinGuard.resume):
-        replayed from the log's entries of the last lockout period."""
-        pins, wall_now = self.control.pins, time.time()
-        history = self.store.recent_events(wall_now - pins.policy.lockout_s, PIN_HISTORY_KINDS)
-        resumed = pins.resume([(e.at, e.kind, e.payload) for e in history], wall_now=wall_now)
+        """Wrong PINs and lockouts survive a restart (controller/auth.py, PinGuard.resume),
+        from what the guard last saved in the store; no clock is read."""
+        try:
+            saved = json.loads(self.store.meta(PIN_GUARD_META) or "{}")
+        except json.JSONDecodeError:  # the meta table is sealed: only a bug could write this
+            saved = {}
+        resumed = self.control.pins.resume(saved if isinstance(saved, dict) else {})
         if resumed:
             self._record("pin_guard_resumed", {"supervisors": resumed}, "warning")
 
+    def _save_pin_guard(self) -> None:
+        self.store.put_meta(PIN_GUARD_META, json.dumps(self.control.pins.saved(),
+                                                       sort_keys=True))
+
     def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        """Access events (refusals, PIN failures, lockouts, dropped subscribers) into the log."""
+        """Access events (refusals, PIN failures, lockouts, dropped subscribers) into the log;
+        a wrong PIN or a lockout saves the PIN guard in the same step."""
         with self.store.transaction():
             self.store.append_event(kind, payload, severity=severity)
+            if kind in ("pin_failed", "pin_lockout"):
+                self._save_pin_guard()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -365,6 +376,7 @@ class Daemon:
         self._consumer.cancel()
         with self.store.transaction():
             self.store.append_event("daemon_stopping", {"state": self.table.state.value})
+            self._save_pin_guard()  # the lockouts' time left, as of this stop
         await self.control.close()
         for device in self.devices.values():
             await device.stop()

@@ -57,8 +57,8 @@ CATALOGUE: tuple[EventKind, ...] = (
       ("supervisor", "caller", "command", "caller_failures", "delay_s"),
       "a caller made to wait after wrong PINs"),
     E("pin_guard_resumed", "warning", "-", ("supervisors",),
-      "at start: each supervisor name's wrong-PIN count and lockout seconds left, replayed "
-      "from the log"),
+      "at start: each supervisor name's wrong-PIN count and lockout seconds left, as the "
+      "guard last saved them in the store"),
     E("pin_refused", "warning", "-", ("supervisor", "caller", "command", "reason", "locked_for_s"),
       "a PIN check refused (locked out, or another check from this caller running)"),
     E("subscriber_dropped", "warning", "-", ("caller", "reason", "sent_up_to_seq"),

@@ -543,26 +543,16 @@ class Store:
                                 (after_seq, count))
         return [self._event(row) for row in rows]
 
-    def recent_events(self, since: float, kinds: Sequence[str]) -> list[Event]:
-        """The entries of these kinds stamped at `since` (wall-clock time) or later, oldest
-        first, reading only the end of the log. The log has no index on time, but its entries
-        are stamped as they are appended, so their times rise with seq: the first entry at or
-        after `since` is found by bisecting seq, in a few lookups however long the log. (Where
-        the clock was set back, times do not rise with seq, and the read may start after the
-        first recent entry.)"""
-        low, high = self._db.execute("SELECT MIN(seq), MAX(seq) FROM events").fetchone()
-        if low is None:
-            return []
-        high += 1
-        while low < high:  # the first seq whose entry (or the next one after a gap) is recent
-            middle = (low + high) // 2
-            at = self._db.execute("SELECT at FROM events WHERE seq >= ? ORDER BY seq LIMIT 1",
-                                  (middle,)).fetchone()[0]
-            low, high = (middle + 1, high) if at < since else (low, middle)
-        marks = ",".join("?" * len(kinds))
-        rows = self._db.execute(f"SELECT * FROM events WHERE seq >= ? AND kind IN ({marks})"
-                                " AND at >= ? ORDER BY seq", (low, *kinds, since))
-        return [self._event(row) for row in rows]
+    def meta(self, key: str) -> str | None:
+        """A value kept under `key` in the store's meta table (covered by its digests)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_meta(self, key: str, value: str) -> None:
+        """Keep `value` under `key`, inside the current step (or a step of its own)."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO"
+                       " UPDATE SET value = excluded.value", (key, value))
 
     def reader(self) -> Store:
         """This store on a read-only connection of its own, for long reads (chain

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import struct
+import time
 
 import pytest
 
@@ -181,6 +182,46 @@ async def test_a_lockout_survives_a_restart_of_the_daemon(tmp_path):
     assert resumed == [{"supervisors": {"floor": {
         "failures": 0, "locked_for_s": resumed[0]["supervisors"]["floor"]["locked_for_s"]}}}]
     assert left <= resumed[0]["supervisors"]["floor"]["locked_for_s"] <= 900
+
+
+@pytest.mark.parametrize("clock_moved_s", [3_600.0, -3_600.0])
+async def test_a_wall_clock_moved_across_restarts_lifts_no_lockout(tmp_path, monkeypatch,
+                                                                   clock_moved_s):
+    """A Pi has no real-time clock: a spoofed time server or a pulled plug moves its wall
+    clock. Two wrong PINs lock 'floor' out (pin_lockout_after = 3 here, the third is the
+    lockout); one wrong PIN for 'pit'; the daemon restarts with the wall clock an hour
+    forward (or back): 'floor' is still locked out for the lockout's whole time and 'pit''s
+    wrong PIN still counts (two more lock her out)."""
+    from controller.config import load_config
+    from tests.controller.test_daemon import CONFIG
+
+    config = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                  f"control.socket={tmp_path / 'control.sock'}",
+                                  "access.pin_lockout_after=3", "access.pin_delay_s=0"])
+
+    def as_dealer(daemon: Daemon) -> None:
+        Callers(daemon).groups = [GIDS["tabled-dealer"]]
+
+    async def wrong(client, name: str) -> str:  # noqa: ANN001
+        with pytest.raises(ControlError) as refused:
+            await client.call("acknowledge_fault", auth={"supervisor": name, "pin": "0000"})
+        return str(refused.value)
+
+    async with running(config, prepare=as_dealer) as client:
+        for _ in range(3):
+            await wrong(client, "floor")
+        await wrong(client, "pit")
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + clock_moved_s)
+    async with running(config, prepare=as_dealer) as client:
+        refused = await wrong(client, "floor")
+        assert "'floor' is locked out for" in refused
+        left = int(refused.split("locked out for ")[1].split()[0])
+        assert 850 <= left <= 900  # the whole 900 s, less this test's own run on a busy machine
+        assert await wrong(client, "pit") == ("acknowledge_fault needs a floor supervisor's name and "
+                                              "PIN: supervisor 'pit' and that PIN were not accepted")
+        await wrong(client, "pit")  # her third: the lockout
+        assert "'pit' is locked out for 900 more s" in await wrong(client, "pit")
 
 
 # --- device facts ---------------------------------------------------------------------------

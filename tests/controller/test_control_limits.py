@@ -143,7 +143,7 @@ async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_wo
 # --- guessing across a restart -------------------------------------------------------------
 
 class SetClock:
-    """A clock the test sets: the store's wall clock, or a process's monotonic one."""
+    """A clock the test sets: a process's monotonic clock."""
 
     def __init__(self, now: float) -> None:
         self.now = now
@@ -152,23 +152,30 @@ class SetClock:
         return self.now
 
 
-def pin_log(tmp_path: Path, wall: SetClock) -> tuple[Store, auth.Record]:
-    store = Store(tmp_path / "pins.sqlite", clock=wall)
+class SavedGuard:
+    """Where the daemon keeps the guard (the store's meta row, written with each wrong PIN,
+    lockout and accepted PIN, and at a clean stop): a record that saves as Daemon._record does."""
 
-    def record(kind, payload, severity):  # noqa: ANN001
-        with store.transaction():
-            store.append_event(kind, payload, severity=severity)
-    return store, record
+    def __init__(self) -> None:
+        self.saved: dict = {}
+        self.entries: list[tuple[str, dict]] = []
+        self.guard: PinGuard | None = None
 
+    def record(self, kind, payload, severity):  # noqa: ANN001
+        self.entries.append((kind, dict(payload)))
+        if kind in ("pin_failed", "pin_lockout"):
+            self.save()
 
-def restarted_guard(store: Store, wall_now: float, policy: PinPolicy,
-                    clock: Callable[[], float] = time.monotonic) -> tuple[PinGuard, dict]:
-    """A new guard (the daemon restarted) resumed from the log, as Daemon.run does."""
-    guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, policy, sleep=Delays(),
-                     clock=clock)
-    history = store.recent_events(wall_now - policy.lockout_s, auth.PIN_HISTORY_KINDS)
-    resumed = guard.resume([(e.at, e.kind, e.payload) for e in history], wall_now=wall_now)
-    return guard, resumed
+    def save(self) -> None:
+        assert self.guard is not None
+        self.saved = json.loads(json.dumps(self.guard.saved()))  # as the store keeps it
+
+    def start(self, clock: Callable[[], float],
+              policy: PinPolicy | None = None) -> tuple[PinGuard, dict]:
+        """A guard in a new process (the daemon restarted), resumed from what was saved."""
+        self.guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, policy or POLICY,
+                              record=self.record, sleep=Delays(), clock=clock)
+        return self.guard, self.guard.resume(self.saved)
 
 
 async def guess(guard: PinGuard, pin: str) -> str:
@@ -182,18 +189,20 @@ async def guess(guard: PinGuard, pin: str) -> str:
 POLICY = PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30)
 
 
-async def test_a_restart_does_not_lift_a_lockout(tmp_path):
-    """Five wrong PINs lock 'ana' out for 900 s; a daemon restarted 100 s later (a power
-    cycle) still refuses her right PIN for the 800 s left, and lets her in after them."""
-    wall = SetClock(1_800_000_000.0)
-    store, record = pin_log(tmp_path, wall)
-    guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, POLICY, record=record,
-                     sleep=Delays())
+async def test_a_restart_does_not_lift_a_lockout():
+    """Five wrong PINs lock 'ana' out for 900 s; the daemon runs 100 s more and stops
+    cleanly; restarted (whatever the wall clock then says: none is read), it still refuses
+    her right PIN for the 800 s left, and lets her in after them."""
+    keep = SavedGuard()
+    first = SetClock(1_000.0)
+    guard, resumed = keep.start(first)
+    assert resumed == {}
     for pin in ("0000", "0001", "0002", "0003", "0004"):
         assert await guess(guard, pin) == "supervisor 'ana' and that PIN were not accepted"
-    wall.now += 100.0
-    monotonic = SetClock(5_000.0)  # the new process's monotonic clock
-    again, resumed = restarted_guard(store, wall.now, POLICY, monotonic)
+    first.now += 100.0
+    keep.save()  # the clean stop
+    monotonic = SetClock(5.0)  # the new process's monotonic clock starts anew
+    again, resumed = keep.start(monotonic)
     assert resumed == {"ana": {"failures": 0, "locked_for_s": 800}}
     assert await guess(again, "4321") == ("supervisor 'ana' is locked out for 800 more s after "
                                          "5 wrong PINs; another supervisor can still authorise")
@@ -201,79 +210,65 @@ async def test_a_restart_does_not_lift_a_lockout(tmp_path):
     assert "locked out for 1 more s" in await guess(again, "4321")
     monotonic.now += 1.0
     assert await guess(again, "4321") == "accepted"
-    store.close()
 
 
-async def test_wrong_pins_before_a_restart_still_count(tmp_path):
-    """Four wrong PINs, a restart: the fifth wrong PIN locks the name out, as it would have
-    without the restart; an accepted PIN (a supervisor command) starts the count over."""
-    wall = SetClock(1_800_000_000.0)
-    store, record = pin_log(tmp_path, wall)
-    guard = PinGuard({"ana": hash_pin("4321", iterations=FAST)}, POLICY, record=record,
-                     sleep=Delays())
+async def test_a_lockout_cut_short_by_a_power_cut_runs_its_whole_time_again():
+    """No stop saved the time left: the lockout runs its 900 s from the restart."""
+    keep = SavedGuard()
+    first = SetClock(1_000.0)
+    guard, _ = keep.start(first)
+    for pin in ("0000", "0001", "0002", "0003", "0004"):
+        await guess(guard, pin)
+    first.now += 600.0  # 600 s later the power is cut: nothing saved since the lockout
+    again, resumed = keep.start(SetClock(3.0))
+    assert resumed == {"ana": {"failures": 0, "locked_for_s": 900}}
+    assert again.locked_out("ana")
+
+
+async def test_a_cut_between_the_last_wrong_pin_and_its_lockout_still_locks():
+    """The fifth wrong PIN's count was saved, the lockout's step never was."""
+    keep = SavedGuard()
+    keep.saved = {"ana": {"failures": 5, "lockout_left_s": 0}}
+    again, resumed = keep.start(SetClock(0.0))
+    assert resumed == {"ana": {"failures": 0, "locked_for_s": 900}}
+
+
+async def test_wrong_pins_before_a_restart_still_count():
+    """Four wrong PINs, a restart (however long after): the fifth wrong PIN locks the name
+    out, as it would have without the restart; an accepted PIN starts the count over."""
+    keep = SavedGuard()
+    guard, _ = keep.start(SetClock(0.0))
     for pin in ("0000", "0001", "0002", "0003"):
         await guess(guard, pin)
-    wall.now += 30.0
-    again, resumed = restarted_guard(store, wall.now, POLICY)
+    again, resumed = keep.start(SetClock(0.0))
     assert resumed == {"ana": {"failures": 4, "locked_for_s": 0}}
-    again.set_record(record)
     assert await guess(again, "0004") == "supervisor 'ana' and that PIN were not accepted"
     assert again.locked_out("ana")
-    assert [e.payload["after_failures"] for e in store.events(kind="pin_lockout")] == [5]
-    # Three wrong PINs, then 'ana' validates an award: after a restart she starts from zero.
-    (tmp_path / "second").mkdir()
-    store2, record2 = pin_log(tmp_path / "second", wall)
+    assert [p["after_failures"] for k, p in keep.entries if k == "pin_lockout"] == [5]
+    # Three wrong PINs, then 'ana' is accepted: after a restart she starts from zero.
+    keep = SavedGuard()
+    guard, _ = keep.start(SetClock(0.0))
     for pin in ("0000", "0001", "0002"):
-        record2("pin_failed", {"supervisor": "ana", "caller": "uid 2001", "command": "adjust",
-                               "failures": int(pin) + 1}, "warning")
-    record2("supervisor_command", {"supervisor": "ana", "command": "validate_award",
-                                   "args": {}}, "info")
-    _, resumed = restarted_guard(store2, wall.now, POLICY)
+        await guess(guard, pin)
+    assert await guess(guard, "4321") == "accepted"
+    keep.save()  # the daemon saves with the accepted command's audit entry
+    _, resumed = keep.start(SetClock(0.0))
     assert resumed == {}
-    store2.close()
-    store.close()
 
 
-@pytest.mark.parametrize(("ago_s", "left_s"), [(0.0, 900), (899.0, 1), (900.0, None),
-                                                (5_000.0, None), (-3_600.0, 900)])
-async def test_a_lockout_runs_on_from_when_it_began_by_the_wall_clock(tmp_path, ago_s, left_s):
-    """A lockout imposed `ago_s` before the restart has `left_s` to run (None: over). A
-    clock set back an hour at boot (-3600: the lockout seems to lie in the future) cannot
-    lengthen it past the 900 s it was imposed for."""
-    wall = SetClock(1_800_000_000.0)
-    store, record = pin_log(tmp_path, wall)
-    record("pin_lockout", {"supervisor": "ana", "caller": "uid 2001", "command": "adjust",
-                           "after_failures": 5, "lockout_s": 900.0}, "error")
-    wall.now += ago_s
-    guard, resumed = restarted_guard(store, wall.now, POLICY)
-    if left_s is None:
-        assert resumed == {} and not guard.locked_out("ana")
+@pytest.mark.parametrize("saved", [
+    {"ana": {"failures": 0, "lockout_left_s": 86_400.0}},  # longer than the policy's 900 s
+    {"ana": {"failures": "5", "lockout_left_s": None}},  # not a count and a time: ignored
+    {"ana": "locked"},
+])
+def test_a_saved_guard_cannot_lengthen_a_lockout_or_break_the_start(saved):
+    keep = SavedGuard()
+    keep.saved = saved
+    guard, resumed = keep.start(SetClock(0.0))
+    if saved["ana"] == {"failures": 0, "lockout_left_s": 86_400.0}:
+        assert resumed == {"ana": {"failures": 0, "locked_for_s": 900}}
     else:
-        assert resumed == {"ana": {"failures": 0, "locked_for_s": left_s}}
-        assert guard.locked_out("ana")
-    store.close()
-
-
-def test_recent_events_reads_only_the_end_of_the_log(tmp_path):
-    """The entries of the kinds asked for, stamped at or after the time given, oldest first,
-    found without reading the log from its start: the bisection reads 2 log(n) rows."""
-    wall = SetClock(1_000.0)
-    store, record = pin_log(tmp_path, wall)
-    for number in range(1, 1001):  # one entry a second, every tenth a wrong PIN
-        wall.now = 1_000.0 + number
-        kind = "pin_failed" if number % 10 == 0 else "card"
-        record(kind, {"supervisor": "ana", "number": number}, "info")
-    reads: list[str] = []
-    store._db.set_trace_callback(reads.append)
-    found = store.recent_events(1_950.0, ("pin_failed", "supervisor_command"))
-    store._db.set_trace_callback(None)
-    assert [e.payload["number"] for e in found] == [950, 960, 970, 980, 990, 1000]
-    assert len([sql for sql in reads if sql.startswith("SELECT at FROM events")]) == 10
-    assert [e.payload["number"] for e in store.recent_events(2_000.0, ("pin_failed",))] == [1000]
-    assert store.recent_events(2_000.5, ("pin_failed",)) == []
-    assert len(store.recent_events(0.0, ("pin_failed",))) == 100
-    store.close()
-    assert Store(tmp_path / "empty.sqlite").recent_events(0.0, ("pin_failed",)) == []
+        assert resumed == {} and not guard.locked_out("ana")
 
 
 async def test_parallel_guesses_from_one_caller_gain_nothing(guarded):
