@@ -513,10 +513,14 @@ class Verified:
 
 
 def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
-                 full: bool = False, progress: Callable[[int], None] | None = None) -> Verified:
+                 full: bool = False, chain_limit: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> Verified:
     """Check the store on `db` (which must see committed data only). Raises IntegrityError
     naming the first failure; the same call serves boot, `tablectl events verify` and the
-    daily full check."""
+    daily full check. `chain_limit`: where more than that many entries follow the last full
+    check's checkpoint, none of them is read here (the seal still covers the log's head):
+    the daemon's start, whose full check of the whole history follows at once in a process
+    of its own and holds play until it passes, so that ready never waits on the history."""
     # The anchor first, before the first read starts the snapshot (a deferred BEGIN): it only
     # ever moves to a commit already made, so read first it is never ahead of the seal read
     # next, however the table writes meanwhile. Read after the seal, a durable commit made in
@@ -601,6 +605,9 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     start, prev = 1, GENESIS_MAC
     if not full:
         start, prev = _checkpoint(db, key)
+    chain = chain_limit is None or full or head_seq - start + 1 <= chain_limit
+    if not chain:
+        start = head_seq + 1
     if start == 1:  # the whole log is read: say how many entries are gone, not just the first
         count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
         if count != head_seq:
@@ -611,7 +618,7 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
                 db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
             raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
                                  f"is {present}); {head_seq - count} of {head_seq} entries are gone")
-    checked = verify_chain(db, key, start, prev, progress)
+    checked = verify_chain(db, key, start, prev, progress) if chain else 0
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")

@@ -36,9 +36,13 @@ def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
     return CriticalPaths.for_store(store_path, critical_dir or None)
 
 
-def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float = 0.0) -> Store:
+def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float = 0.0,
+               chain_limit: int | None = None) -> Store:
     """The boot check: open and verify the table's store, or raise IntegrityError naming
-    what failed and what the technician does next. Nothing is written before the check."""
+    what failed and what the technician does next. Nothing is written before the check.
+    `chain_limit`: past that many entries since the last full check, the log's entries are
+    left to the full check that the caller runs next (the daemon, which holds play until it
+    passes)."""
     paths = paths_for(store_path, critical_dir)
     key = critical.load_key(paths)
     store_file = paths.store
@@ -51,7 +55,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
                              "(docs/deployment.md), then restart the daemon")
     try:
         store = Store(store_file, key=key, paths=paths, create=False,
-                      flush_delay_s=flush_delay_s)
+                      flush_delay_s=flush_delay_s, chain_limit=chain_limit)
     except IntegrityError:
         raise
     except sqlite3.DatabaseError as exc:

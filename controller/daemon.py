@@ -56,6 +56,14 @@ card step in fifty: the p99 of card -> decision. The daemon collects the young g
 itself between rounds (`_collect_between_rounds`); this bounds a table that deals long
 without a round ending."""
 GC_BETWEEN_ROUNDS = 2_000  # allocations since the last collection that make one worth it
+BOOT_CHAIN_LIMIT = 20_000
+"""At start, the log's entries since the last full check are read before ready only if there
+are at most this many (about 0.1 s here, 0.5 s on a Pi 4): a tampered recent entry then puts
+the table out of order at once. Any longer stretch, and all of the history in any case, is
+left to the full check that follows ready (`Daemon._check_history`)."""
+HISTORY_WAIT_S = 10.0
+"""How long a command that opens the table or moves money waits for the start's check of the
+whole history before it is refused (a million entries take a few seconds here)."""
 GC_FULL_AFTER = 10  # young collections between full ones
 GC_QUIET = (TableState.BETTING_OPEN, TableState.END_OF_SHOE, TableState.SHUFFLING,
             TableState.CLOSED, TableState.OPENING)  # no card is expected at once
@@ -108,6 +116,10 @@ class Daemon:
         self.devices = dict(devices) if devices is not None else build_devices(config)
         self.queue: asyncio.Queue[DeviceEvent] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.started_monotonic = time.monotonic()
+        # The whole history is checked at every start, after ready (`_check_history`); the
+        # table settles nothing, and opens to no one, until it passes.
+        self.history_checked = asyncio.Event()
+        self.history_check: dict[str, Any] = {"state": "not started"}
         self._last_event_wait = 0.0
         # Each optional device as the Protocol the daemon calls it through.
         seats, display, shuffler = (_device_as(self.devices, name, protocol) for name, protocol
@@ -200,7 +212,8 @@ class Daemon:
         queue until the woken consumer takes it), and the consumer is running."""
         consumer = self._consumer
         return (not self._handling and self.queue.empty() and not self._from_threads
-                and consumer is not None and not consumer.done())
+                and consumer is not None and not consumer.done()
+                and self.history_checked.is_set())
 
     def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
         if action == "reshuffle":  # back in SHUFFLING after a fault: ask the shuffler again
@@ -285,6 +298,47 @@ class Daemon:
             print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
 
+    async def _check_history(self) -> None:
+        """The whole history, at every start: every log entry's MAC from the first, every
+        sealed row (settled rounds too), the seal and the anchor, on a snapshot of its own
+        while the devices connect. The start itself checked the seal, the anchor, the log's
+        head and at most BOOT_CHAIN_LIMIT entries, so that ready does not wait on the
+        history's length; until this
+        passes no device event reaches the table (nothing is settled) and no command that
+        opens the table or moves money runs. A failure puts the table out of order, as the
+        boot check's would."""
+        started = time.monotonic()
+        self.history_check = {"state": "running"}
+        try:
+            verified = await self._verify_shared({"full": True})
+        except ControlError as exc:
+            self.history_check = {"state": "failed", "detail": str(exc)}
+        except Exception as exc:  # the check could not run: say so, hold the table
+            log.exception("history_check_failed")
+            self.history_check = {"state": "failed", "detail": repr(exc)}
+            self.table.mark_out_of_order(f"history check: could not run ({exc!r})")
+        else:
+            self.history_check = {"state": "passed", "entries": verified["entries"],
+                                  "seconds": round(time.monotonic() - started, 3)}
+            self._record("history_verified", dict(self.history_check), "info")
+        finally:
+            self.history_checked.set()
+
+    def _after_history_check(self, handler: Any) -> Any:
+        """A command that opens the table or moves money waits for the history's check (at
+        most HISTORY_WAIT_S, then it is refused with the reason)."""
+        async def run(args: Mapping[str, Any]) -> Any:
+            if not self.history_checked.is_set():
+                try:
+                    await asyncio.wait_for(self.history_checked.wait(), HISTORY_WAIT_S)
+                except TimeoutError:
+                    raise ControlError("the check of the table's whole history at start is "
+                                       "still running; the table opens when it passes "
+                                       "(tablectl status: history_check)") from None
+            result = handler(args)
+            return await result if asyncio.iscoroutine(result) else result
+        return run
+
     async def _verify(self, args: Mapping[str, Any]) -> Any:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
         own in a child process so the table keeps running. A failure found now puts the
@@ -331,6 +385,10 @@ class Daemon:
         bind_table(self.config.table_id)
         self.table.restore()
         self.check_integrity()
+        if self.store_failure is None:
+            self._spawn(self._check_history())
+        else:
+            self.history_checked.set()  # out of order: nothing to hold for
         if self.progressive is not None and self.table.state is not TableState.OUT_OF_ORDER:
             for award in self.progressive.recover():  # an award a crash interrupted
                 with self.store.transaction():
@@ -386,6 +444,7 @@ class Daemon:
         return EXIT_OK
 
     async def _consume(self) -> None:
+        await self.history_checked.wait()  # device events wait in the queue until then
         while True:
             self._handle(await self.queue.get())
 
@@ -462,7 +521,7 @@ class Daemon:
         reg("verify_chain", self._verify_shared, role=READ, description="the critical-memory "
             "check: the event log's MAC chain, the sealed tables, the anchor (full=true: every "
             "entry)")
-        reg("open", self._guard(lambda a: self._open_table()), role=DEALER, description="open the table")
+        reg("open", self._after_history_check(self._guard(lambda a: self._open_table())), role=DEALER, description="open the table")
         reg("shuffle", self._cmd_shuffle, role=DEALER, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
             description="the dealer loaded the shoe: checked like the shoe's own report")
@@ -474,21 +533,24 @@ class Daemon:
         reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
             str(a.get("dealer", "")))), role=DEALER,
             description="a new dealer takes over between rounds (681a.7(c): burns one card)")
-        reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
-            lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
-            **self.status()}, role=SUPERVISOR,
+        reg("acknowledge_fault", self._after_history_check(lambda a: {
+            "acknowledgement": self._refusing(
+                lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
+            **self.status()}), role=SUPERVISOR,
             description="a floor supervisor's ruling: clears what a ruling can, names what "
                         "still holds the table (docs/faults.md)")
-        reg("disclosed_player_third", lambda a: {"ruling": self._refusing(
-            lambda: self.table.cmd_disclosed_player_third(str(a.get("_supervisor", "")))),
-            **self.status()}, role=SUPERVISOR,
+        reg("disclosed_player_third", self._after_history_check(lambda a: {
+            "ruling": self._refusing(
+                lambda: self.table.cmd_disclosed_player_third(str(a.get("_supervisor", "")))),
+            **self.status()}), role=SUPERVISOR,
             description="the floor declares the last card a Player third card dealt in error "
                         "and disclosed (631a.15(c))")
         reg("self_test", self._self_test, role=TECHNICIAN, description="run a device's self-test")
-        reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
-            lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}, role=DEALER,
+        reg("seat_leaves", self._after_history_check(lambda a: {
+            "collected_cents": self._refusing(
+                lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}), role=DEALER,
             description="collect the vigorish marked at a seat whose player leaves")
-        reg("adjust_meter", self._adjust_meter, role=SUPERVISOR,
+        reg("adjust_meter", self._after_history_check(self._adjust_meter), role=SUPERVISOR,
             description="an audited correction of a progressive meter (reason required)")
         reg("light_test", self._light_test, role=TECHNICIAN,
             description="a light pattern the technician watches: every seat LED, every win light")
@@ -497,7 +559,7 @@ class Daemon:
         reg("awards", lambda a: [w.as_dict() for w in self.progressive.pending_awards()]
             if self.progressive else [], role=READ,
             description="progressive awards awaiting validation")
-        reg("validate_award", self._validate_award, role=SUPERVISOR,
+        reg("validate_award", self._after_history_check(self._validate_award), role=SUPERVISOR,
             description="a floor supervisor validates a progressive award (631c.6(c)(5))")
 
     async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
@@ -747,6 +809,7 @@ class Daemon:
                       "next": t.coup.next_card().name.lower() if t.coup is not None else None},
             "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
             "out_of_order": t.out_of_order_reason or None,
+            "history_check": self.history_check,
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 
@@ -834,7 +897,8 @@ def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
 
     try:
         return open_store(config.store_path, config.critical_dir,
-                          flush_delay_s=config.store_flush_delay_ms / 1000), None
+                          flush_delay_s=config.store_flush_delay_ms / 1000,
+                          chain_limit=BOOT_CHAIN_LIMIT), None
     except IntegrityError as exc:
         return Store(":memory:"), exc
 

@@ -182,6 +182,9 @@ CATALOGUE: tuple[EventKind, ...] = (
       ("table_id", "supervisor", "reason", "failure", "evidence", "moved", "last_values"),
       "the critical memory was cleared by a supervisor"),
     E("critical_memory_verified", "info", "-", ("...",), "the critical memory verified"),
+    E("history_verified", "info", "-", ("state", "entries", "seconds"),
+      "at start: the whole history checked (every entry's MAC, every sealed row); the table "
+      "settles nothing before it"),
     E("critical_memory_rechecked", "critical", "-", ("first", "recheck"),
       "a verification during play failed, and the same check on a fresh snapshot passed"),
 )

@@ -169,10 +169,12 @@ class Store:
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
                  key: bytes | None = None, paths: critical.CriticalPaths | None = None,
                  create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, chain_limit: int | None = None) -> None:
         """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
         (benchmarks and tests of slow storage; 0 at a table). ``read_only`` opens an existing
-        store on a read-only connection with no check and no anchor (``reader``)."""
+        store on a read-only connection with no check and no anchor (``reader``). ``chain_limit``:
+        past that many entries since the last full check, the check leaves the log's entries
+        to a full check the caller runs next (critical.verify_store)."""
         if read_only and (paths is not None or create or check):
             raise ValueError("a read-only Store has no critical paths and neither creates "
                              "nor checks the store")
@@ -243,7 +245,7 @@ class Store:
                     raise IntegrityError("store missing", f"{self.path} is empty")
                 self._create()
             elif check:
-                self.verified = self.verify()
+                self.verified = self.verify(chain_limit=chain_limit)
                 self.upgrade()
             if not fresh and check and self.path != ":memory:":
                 # A daemon killed before its next checkpoint leaves its WAL behind, and the
@@ -279,13 +281,13 @@ class Store:
         with self.transaction() as db:
             critical.protect(db, self.key, tables)
 
-    def verify(self, *, full: bool = False,
+    def verify(self, *, full: bool = False, chain_limit: int | None = None,
                progress: Callable[[int], None] | None = None) -> critical.Verified:
         """The critical-memory check (controller.critical.verify_store) on this store."""
         try:
             return critical.verify_store(
                 self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
-                full=full, progress=progress)
+                full=full, chain_limit=chain_limit, progress=progress)
         except sqlite3.DatabaseError as exc:
             raise critical.unusable(Path(self.path), exc) from None
 

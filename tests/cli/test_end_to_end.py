@@ -195,6 +195,9 @@ async def test_broken_chain_offline_and_out_of_order(tmp_path: Path) -> None:
         assert f"entry {seq} (daemon_started) was altered" in out
 
         await h.start_daemon()
+        # Older than the last start's check of the whole history, the edit is found by this
+        # start's (after ready, before any settlement), not before ready.
+        await h.wait_for_state("out_of_order")
         code, out = await tablectl(h.socket, "status")
         assert code == exitcodes.INTEGRITY_FAILURE, out
         assert f"OUT OF ORDER: event chain: entry {seq} (daemon_started) was altered" in out

@@ -500,15 +500,20 @@ async def client_call(path: str, cmd: str, **args: object) -> dict:
 
 
 def pause_after_the_check(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
-    """Forced interleaving: every verification the daemon starts takes its snapshot and runs
-    to the end in its child process, then waits (`checked` set) until the test has made the
-    table write more (`resume`) before the daemon sees its answer."""
+    """Forced interleaving: every verification the daemon starts after its start's check
+    of the history takes its snapshot and runs to the end in its child process, then waits
+    (`checked` set) until the test has made the table write more (`resume`) before the
+    daemon sees its answer."""
     from controller.offload import StoreWork
 
     checked, resume = asyncio.Event(), asyncio.Event()
     original = StoreWork.verify_file
+    starts: list[bool] = []  # one entry per verification begun
 
     async def paused(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        starts.append(True)
+        if len(starts) == 1:  # the daemon's own check of the history at start
+            return await original(self, *args, **kwargs)
         try:
             return await original(self, *args, **kwargs)
         finally:
@@ -565,7 +570,7 @@ async def test_a_failure_found_during_play_is_checked_again_before_the_table_sto
 
     async def first_misreads(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         calls.append(kwargs["full"])
-        if len(calls) == 1:
+        if len(calls) == 2:  # the first after the start's own check of the history
             raise IntegrityError("event chain", "entry 5 does not link to entry 4 "
                                  "(prev_hash differs)")
         return await original(self, *args, **kwargs)
@@ -576,7 +581,7 @@ async def test_a_failure_found_during_play_is_checked_again_before_the_table_sto
         answer = await client_call(config.control_socket, "verify_chain", full=True)
         status = await client.call("status")
         recorded = await client.call("events", kind="critical_memory_rechecked")
-    assert calls == [True, True]
+    assert calls == [True, True, True]  # the start's, the misread one, its recheck
     assert answer["result"]["from_seq"] == 1
     assert status["state"] != "out_of_order", status["out_of_order"]
     assert len(recorded) == 1

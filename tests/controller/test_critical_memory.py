@@ -228,40 +228,45 @@ def test_clear_store_needs_the_supervisors_pin(tmp_path):
     assert "cleared by floor; the old files are kept in" in right.stdout
 
 
-def test_boot_checks_the_log_from_the_last_full_check_and_full_checks_all(tmp_path):
-    """The trade for a fast start: an entry older than the last full check is re-checked by
-    the next full check (the daily job), not at boot."""
+def test_every_start_checks_the_whole_history_before_the_table_opens(tmp_path):
+    """Ready does not wait on the history (the start reads at most BOOT_CHAIN_LIMIT entries
+    since the last full check), but every start then checks all of it before anything is
+    settled: an entry edited long before the last full check is found at the next start,
+    not at the next daily check. Each passing start moves the checkpoint."""
     config = config_for(tmp_path)
 
     async def fill_and_verify(client):
-        result = await client.call("verify_chain", full=True)
-        return result
+        return await client.call("verify_chain", full=True)
 
     full = asyncio.run(run_daemon(config, fill_and_verify))
     assert full["from_seq"] == 1 and full["entries"] == full["log_seq"]
 
-    async def status(client):
-        return await client.call("verify_chain")
+    async def incremental_and_status(client):
+        return await client.call("verify_chain"), await client.call("status")
 
-    again = asyncio.run(run_daemon(config, status))
-    assert again["from_seq"] == full["log_seq"] + 1  # only what came after the full check
+    again, status = asyncio.run(run_daemon(config, incremental_and_status))
+    assert status["history_check"]["state"] == "passed"
+    assert status["history_check"]["entries"] > full["log_seq"]  # the whole log, again
+    assert again["from_seq"] > full["log_seq"] + 1  # the start's full check moved it
     db = sqlite3.connect(config.store_path)
     db.execute("UPDATE events SET payload = '{}' WHERE seq = 1")
     db.commit()
     db.close()
 
-    async def both(client):
-        boot = await client.call("status")
+    async def after_tamper(client):
         from controller.control import ControlError
         with pytest.raises(ControlError) as caught:
-            await client.call("verify_chain", full=True)
-        return boot, str(caught.value), await client.call("status")
+            await client.call("open")
+        return await client.call("status"), str(caught.value)
 
-    boot, full_error, after = asyncio.run(run_daemon(config, both))
-    assert boot["state"] == "closed"  # before the checkpoint: boot does not re-read it
-    assert full_error == ("IntegrityError: event chain: entry 1 (critical_memory_initialised) "
-                          "was altered: its MAC does not match its contents")
-    assert after["state"] == "out_of_order"  # the full check's failure takes the table out
+    after, refused = asyncio.run(run_daemon(config, after_tamper))
+    assert after["state"] == "out_of_order"
+    assert after["out_of_order"] == ("event chain: entry 1 (critical_memory_initialised) was "
+                                     "altered: its MAC does not match its contents")
+    assert after["history_check"] == {"state": "failed", "detail": (
+        "IntegrityError: event chain: entry 1 (critical_memory_initialised) was altered: its "
+        "MAC does not match its contents")}
+    assert refused == "not allowed while the table is out_of_order"
 
 
 # --- the real daemon process: no traceback, no exit, no restart loop -------------------------

@@ -46,6 +46,9 @@ async def running(config, devices=None, prepare=None):  # noqa: ANN001
         if Path(config.control_socket).exists():
             break
         await asyncio.sleep(0.01)  # the socket appears once the store is checked
+    # The check of the whole history at start ends (passed or failed) before the body: its
+    # entry and its verdict are then where every test expects them.
+    await asyncio.wait_for(daemon.history_checked.wait(), 60)
     client = await ControlClient(config.control_socket).connect()
     try:
         yield client
@@ -289,6 +292,7 @@ async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp
     initialise(config)
     daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
     daemon._loop, daemon._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+    daemon.history_checked.set()  # as Daemon.run's check of the history at start leaves it
     cards = [CardDrawn("shoe", n, Card.parse(text), BackColour.RED, False)
              for n, text in enumerate(["9♠", "2♦", "K♣", "4♥"])]
     lock = LockedOut("button", 0.0, frozenset())
