@@ -387,8 +387,9 @@ class Daemon:
         self.check_integrity()
         if self.store_failure is None:
             self._spawn(self._check_history())
-        else:
-            self.history_checked.set()  # out of order: nothing to hold for
+        else:  # out of order already: nothing to hold for
+            self.history_check = {"state": "not run", "detail": "the check at start failed"}
+            self.history_checked.set()
         if self.progressive is not None and self.table.state is not TableState.OUT_OF_ORDER:
             for award in self.progressive.recover():  # an award a crash interrupted
                 with self.store.transaction():

@@ -240,10 +240,15 @@ class TableHarness:
                                    f"{self.daemon_log}:\n{_tail(self.daemon_log)}")
             try:
                 client = await ControlClient(self.socket).connect()
-                await client.call("status")
-                return client
+                status = await client.call("status")
             except (FileNotFoundError, ConnectionError, OSError):
                 return None
+            # Ready once the start's check of the whole history is over (passed, or failed
+            # and the table out of order): before it, device events wait in the daemon.
+            if status.get("history_check", {}).get("state") in ("not started", "running"):
+                await client.close()
+                return None
+            return client
 
         return await _poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: (
             f"tabled did not open {self.socket}:\n{_tail(self.daemon_log)}"))
