@@ -34,6 +34,10 @@ async def test_meters_and_prompt_are_shown_without_blocking_the_caller(
     if display_bench.sim is not None:
         assert display_bench.sim.meters == {"royal9": 1_234_592, "major": 2_500_000}
         assert display_bench.sim.prompt == "No more bets"
+    display.show_prompt("")  # a rig's display keeps its prompt after the test: cleared
+    await display.wait_synced(EVENT_TIMEOUT_S)
+    if display_bench.sim is not None:
+        assert display_bench.sim.prompt == ""
 
 
 async def test_631c_6_c_5_win_light_is_confirmed_only_once_the_display_has_it(
