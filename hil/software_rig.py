@@ -46,6 +46,8 @@ DEVICES = ("shoe", "display", "relays", "shuffler")
 READY_TIMEOUT_S = 30.0
 """A device process answers within this (about 0.5 s normally; a loaded CI machine is slower)."""
 FEEDER_LINE_MAX = 64
+ENDPOINTS = ("shoe.tty", "feeder.sock", "display.tty", "relays.sock", "wires.sock", "usb.sock")
+"""What the devices' processes make in the rig file's folder."""
 
 
 def rig_text(folder: Path, shuffler: bool) -> str:
@@ -221,6 +223,8 @@ class SoftwareRig:
         self.rig_file.unlink(missing_ok=True)
         for device in self.devices:
             (self.folder / f"{device}.ready").unlink(missing_ok=True)
+        for name in ENDPOINTS:
+            (self.folder / name).unlink(missing_ok=True)  # the logs stay, for a post-mortem
 
     def __enter__(self) -> SoftwareRig:
         self.start()
