@@ -73,6 +73,17 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         super().__init__(path, _Handler)
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, killed and not yet reaped by its parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
 class UsbBridgeServer:
     """Serves ``backend``'s bus on ``path`` (one thread per caller connection)."""
 
@@ -105,9 +116,7 @@ class UsbBridgeServer:
         """A caller killed with the device open (a crashed test run) must not leave the
         interface claimed for the next one, as the kernel releases a dead process's claim."""
         for number, (handle, pid) in list(self._handles.items()):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _alive(pid):
                 del self._handles[number]
                 self.backend.close_device(handle)
 
