@@ -29,6 +29,8 @@ from hil.mock_pins import PinBridgeClient
 from hil.recorder import Recorder, leaked_threads
 from hil.rig import (
     NO_RIG_REASON,
+    TABLE_A,
+    TABLE_A_LOCKOUT_PIN,
     CardFeeder,
     RigConfig,
     bench_changes,
@@ -46,12 +48,6 @@ FAST_RECONNECT = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.2, jitter=0
 EVENT_TIMEOUT_S = 10.0
 """Longest wait for one expected event (link silence detection is 3 s; margin for a loaded CI)."""
 
-# Ten seats of docs/wiring.md, table A.
-SIM_SEATS = {seat: SeatPins(sensor_pin=s, led_pin=led)
-             for seat, (s, led) in enumerate(zip(
-                 [4, 5, 6, 12, 13, 16, 17, 18, 19, 20],
-                 [21, 22, 23, 24, 25, 26, 27, 7, 8, 9]), start=1)}
-SIM_LOCKOUT_PIN = 10
 
 
 SIM_ONLY_REASON = "fault injection needs the simulator"
@@ -235,7 +231,7 @@ def seat_bench(backend: str, rig: RigConfig | None, short_dir: str) -> SeatBench
         return SeatBench(dict(gpio.seats), gpio.lockout_pin, gpio.pin_factory,
                          dict(gpio.factory_options), gpio.relay_socket)
     socket_path = str(Path(short_dir) / "pins.sock")
-    return SeatBench(dict(SIM_SEATS), SIM_LOCKOUT_PIN, "hil.mock_pins:BridgedMockFactory",
+    return SeatBench(dict(TABLE_A), TABLE_A_LOCKOUT_PIN, "hil.mock_pins:BridgedMockFactory",
                      {"bridge_socket": socket_path}, socket_path)
 
 

@@ -234,13 +234,14 @@ class WiredFactory(MockFactory):  # type: ignore[misc]
 
     def _follow(self) -> None:
         """Apply each relay change to its pin (callbacks fire here, as in lgpio's thread)."""
-        while line := self._push_reader.readline():
-            _, key, level = line.decode().split()
-            self._levels[key] = level == "1"
-            for pin in list(self.pins.values()):
-                if pin_key(pin.info.name) == key:
-                    pin._follow_wire()
-            self._push.sendall(b"ACK\n")
+        with contextlib.suppress(OSError, ValueError):  # closed: by close(), or the board went
+            while line := self._push_reader.readline():
+                _, key, level = line.decode().split()
+                self._levels[key] = level == "1"
+                for pin in list(self.pins.values()):
+                    if pin_key(pin.info.name) == key:
+                        pin._follow_wire()
+                self._push.sendall(b"ACK\n")
 
     def report_output(self, name: str, level: bool) -> None:
         with self._out_lock:
@@ -252,6 +253,7 @@ class WiredFactory(MockFactory):  # type: ignore[misc]
     def close(self) -> None:
         super().close()  # pins released first: their outputs reported dark
         for sock in (self._push, self._out):
-            sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):  # the board may have gone first
+                sock.shutdown(socket.SHUT_RDWR)
             sock.close()
         self._thread.join(WIRE_TIMEOUT_S)

@@ -28,6 +28,12 @@ from typing import Any
 
 from drivers.seats import MAX_SEATS, SeatPins
 
+TABLE_A = {seat: SeatPins(sensor_pin=s, led_pin=led)
+           for seat, (s, led) in enumerate(zip([4, 5, 6, 12, 13, 16, 17, 18, 19, 20],
+                                               [21, 22, 23, 24, 25, 26, 27, 7, 8, 9]), start=1)}
+"""docs/wiring.md, table A: ten seats (631a.2(a)) on a Pi's header, the button on GPIO 10."""
+TABLE_A_LOCKOUT_PIN = 10
+
 RIG_ENV = "TABLE_HIL_RIG"
 NO_RIG_REASON = f"no rig: set {RIG_ENV}=path/to/rig.toml (docs/wiring.md, 'HIL rig file')"
 FEEDER_TIMEOUT_S = 10.0

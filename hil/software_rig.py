@@ -36,12 +36,9 @@ import time
 from pathlib import Path
 
 from cards import BackColour
+from hil.rig import TABLE_A, TABLE_A_LOCKOUT_PIN
 from hil.shoe_sim import SimulatedShoe, build_stack
 
-SEATS = {seat: (sensor, led) for seat, (sensor, led) in enumerate(zip(
-    [4, 5, 6, 12, 13, 16, 17, 18, 19, 20], [21, 22, 23, 24, 25, 26, 27, 7, 8, 9]), start=1)}
-"""docs/wiring.md, table A: ten seats (631a.2(a)) on the Pi's header."""
-LOCKOUT_PIN = 10
 DEVICES = ("shoe", "display", "relays", "shuffler")
 READY_TIMEOUT_S = 30.0
 """A device process answers within this (about 0.5 s normally; a loaded CI machine is slower)."""
@@ -53,8 +50,8 @@ ENDPOINTS = ("shoe.tty", "feeder.sock", "display.tty", "relays.sock", "wires.soc
 def rig_text(folder: Path, shuffler: bool) -> str:
     """The rig file: device paths relative to its own folder, factory options absolute
     (they go to the factory as they are)."""
-    seats = "\n".join(f"{seat} = {{ sensor_pin = {s}, led_pin = {led} }}"
-                      for seat, (s, led) in SEATS.items())
+    seats = "\n".join(f"{seat} = {{ sensor_pin = {p.sensor_pin}, led_pin = {p.led_pin} }}"
+                      for seat, p in TABLE_A.items())
     shuffler_section = ("[shuffler]\nvendor_id = 0x1209\nproduct_id = 0x0001\n"
                         'backend = "hil.usb_bridge:get_backend"\nbackend_socket = "usb.sock"\nbatch_cards = 416\n\n'
                         if shuffler else "# no [shuffler]: started with --no-shuffler\n\n")
@@ -64,7 +61,7 @@ def rig_text(folder: Path, shuffler: bool) -> str:
             '[display]\nurl = "display.tty"\n\n'
             '[gpio]\npin_factory = "hil.relay_board:WiredFactory"\n'
             f'factory_options = {{ wires_socket = "{folder / "wires.sock"}" }}\n'
-            f'lockout_pin = {LOCKOUT_PIN}\nrelay_socket = "relays.sock"\n\n'
+            f'lockout_pin = {TABLE_A_LOCKOUT_PIN}\nrelay_socket = "relays.sock"\n\n'
             f"[seats]\n{seats}\n")
 
 
@@ -137,8 +134,8 @@ async def run_display(folder: Path) -> None:
 async def run_relays(folder: Path) -> None:
     from hil.relay_board import RelayBoard
 
-    board = RelayBoard({str(s) for s, _ in SEATS.values()} | {str(LOCKOUT_PIN)},
-                       {str(led) for _, led in SEATS.values()})
+    board = RelayBoard({str(p.sensor_pin) for p in TABLE_A.values()} | {str(TABLE_A_LOCKOUT_PIN)},
+                       {str(p.led_pin) for p in TABLE_A.values()})
     servers = board.serve(str(folder / "relays.sock"), str(folder / "wires.sock"))
     try:
         await _serve_until_stopped(folder, "relays")

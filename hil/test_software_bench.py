@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from hil.conftest import SIM_ONLY_REASON
 from hil.mock_pins import PinBridgeClient
 from hil.rig import RIG_ENV, load_rig
 from hil.software_rig import SoftwareRig
@@ -39,7 +40,6 @@ BENCH_VARIANTS, PASSING = 41, 8
 """The device tests' bench variants; the 8 that inject no fault pass on the software bench
 (the shoe's cards and health, the display's meters and win light, both seat tests, the
 shuffler's verified batch and health), the other 33 skip."""
-SIM_ONLY_REASON = "fault injection needs the simulator"
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from drivers.seats import SeatPins
-from hil.rig import RigConfigError, load_rig
+from hil.rig import TABLE_A, RigConfigError, load_rig
 
-TEN_SEATS = "\n".join(f"{seat} = {{ sensor_pin = {s}, led_pin = {led} }}" for seat, (s, led) in
-                      enumerate(zip([4, 5, 6, 12, 13, 16, 17, 18, 19, 20],
-                                    [21, 22, 23, 24, 25, 26, 27, 7, 8, 9]), start=1))
+TEN_SEATS = "\n".join(f"{seat} = {{ sensor_pin = {p.sensor_pin}, led_pin = {p.led_pin} }}"
+                      for seat, p in TABLE_A.items())
 GPIO = 'pin_factory = "lgpio"\nlockout_pin = 10\nrelay_socket = "relays.sock"\n'
 BENCH = f"""
 [shoe]
