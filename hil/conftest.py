@@ -11,6 +11,7 @@ must leave the relays and LEDs as it found them (``rig_left_as_found``).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import tempfile
 import threading
@@ -120,6 +121,27 @@ def rig_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
                 if after[str(pin)] != before[str(pin)]:
                     board.set_input(pin, before[str(pin)])
     assert not changes, "the test left the rig changed: " + "; ".join(changes)
+
+
+async def device_state(driver: Any) -> tuple[str, bool, str, Any]:
+    """A device's own account of itself: its self-test verdict (an active fault fails it and
+    is named), and for a shuffler the batch it holds."""
+    result = await driver.self_test()
+    return driver.name, result.passed, result.detail, getattr(driver, "held_batch", None)
+
+
+@contextlib.asynccontextmanager
+async def left_as_found(driver: Any, on_rig: bool) -> AsyncIterator[None]:
+    """On a rig, a test leaves the device it used in the state it found it (the relays and
+    LEDs are ``rig_left_as_found``'s): checked through the test's own driver, before it stops,
+    so the check costs no connection of its own. The simulators are new for every test."""
+    if not on_rig:
+        yield
+        return
+    found = await device_state(driver)
+    yield
+    left = await device_state(driver)
+    assert left == found, f"the test left the {driver.name} changed: {left[1:]}; it found it {found[1:]}"
 
 
 @pytest.fixture

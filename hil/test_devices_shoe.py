@@ -19,7 +19,7 @@ from drivers.protocols import (
 )
 from drivers.shoe import SerialShoe
 from firmware_bridge.messages import PROTOCOL_VERSION, FaultCode
-from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShoeBench, new_stack
+from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShoeBench, left_as_found, new_stack
 from hil.recorder import Recorder
 from hil.shoe_sim import SimulatedShoe
 
@@ -37,8 +37,11 @@ async def shoe(shoe_bench: ShoeBench, recorder: Recorder) -> AsyncIterator[Seria
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, timeout=EVENT_TIMEOUT_S)
     if shoe_bench.sim is not None:
         await shoe_bench.sim.wait_host(EVENT_TIMEOUT_S)
-    yield driver
-    await driver.stop()
+    try:
+        async with left_as_found(driver, on_rig=shoe_bench.sim is None):
+            yield driver
+    finally:
+        await driver.stop()
 
 
 async def deal(shoe_bench: ShoeBench, recorder: Recorder,

@@ -19,7 +19,7 @@ from drivers.protocols import (
     Shuffler,
 )
 from drivers.shuffler import UsbShuffler
-from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShufflerBench
+from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShufflerBench, left_as_found
 from hil.recorder import Recorder
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
@@ -33,8 +33,14 @@ async def shuffler(shuffler_bench: ShufflerBench, recorder: Recorder) -> AsyncIt
                          backend=shuffler_bench.backend, reconnect=FAST_RECONNECT)
     await driver.start(recorder)
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, timeout=EVENT_TIMEOUT_S)
-    yield driver
-    await driver.stop()
+    on_rig = shuffler_bench.sim is None
+    if on_rig:  # the batch it holds is part of the state the test must leave as found
+        await recorder.wait_for(BatchHeld, timeout=EVENT_TIMEOUT_S)
+    try:
+        async with left_as_found(driver, on_rig):
+            yield driver
+    finally:
+        await driver.stop()
 
 
 async def test_681a_3_b_shuffle_counts_and_verifies_the_batch(
