@@ -5,8 +5,9 @@ skip with ``NO_RIG_REASON`` unless ``TABLE_HIL_RIG`` names a rig file (the
 pattern of gpiozero's ``test_real_pins``). Tests that inject faults ask for
 ``sim_only`` and skip on a rig, whose devices cannot be told to misread; a rig
 without a device skips that device's tests. Both skips are decided in
-``backend``/the bench fixtures, before any device is connected. Every rig test
-must leave the relays and LEDs as it found them (``rig_left_as_found``).
+``backend``, before any device is connected. Every rig test must leave the
+relays and LEDs (``rig_left_as_found``) and the devices (``left_as_found``) as
+it found them.
 """
 
 from __future__ import annotations
@@ -48,8 +49,6 @@ FAST_RECONNECT = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.2, jitter=0
 """Tests notice an unplug/replug in tenths of a second instead of the service's seconds."""
 EVENT_TIMEOUT_S = 10.0
 """Longest wait for one expected event (link silence detection is 3 s; margin for a loaded CI)."""
-
-
 
 SIM_ONLY_REASON = "fault injection needs the simulator"
 RIG_NEEDS = {"shoe_bench": "card feeder", "shuffler_bench": "shuffler", "display_bench": "display",
@@ -190,7 +189,6 @@ def new_stack(seed: int = SEED, decks: int = 8) -> tuple[list[Card], int]:
 @pytest.fixture
 async def shoe_bench(backend: str, rig: RigConfig | None) -> AsyncIterator[ShoeBench]:
     if rig is not None:
-        skip_unless_rig_has(rig, "card feeder")
         assert rig.shoe is not None and rig.shoe.feeder_socket is not None
         yield ShoeBench(url=rig.shoe.url, feeder=CardFeeder(rig.shoe.feeder_socket))
         return
@@ -215,7 +213,6 @@ class DisplayBench:
 @pytest.fixture
 async def display_bench(backend: str, rig: RigConfig | None) -> AsyncIterator[DisplayBench]:
     if rig is not None:
-        skip_unless_rig_has(rig, "display")
         assert rig.display_url is not None
         yield DisplayBench(url=rig.display_url)
         return
@@ -247,7 +244,6 @@ class SeatBench:
 @pytest.fixture
 def seat_bench(backend: str, rig: RigConfig | None, short_dir: str) -> SeatBench:
     if rig is not None:
-        skip_unless_rig_has(rig, "relay board")
         gpio = rig.gpio
         assert gpio is not None
         return SeatBench(dict(gpio.seats), gpio.lockout_pin, gpio.pin_factory,
@@ -279,7 +275,6 @@ class ShufflerBench:
 def shuffler_bench(backend: str, rig: RigConfig | None,
                    monkeypatch: pytest.MonkeyPatch) -> Iterator[ShufflerBench]:
     if rig is not None:
-        skip_unless_rig_has(rig, "shuffler")
         shuffler = rig.shuffler
         assert shuffler is not None
         if shuffler.backend_socket is not None:

@@ -78,6 +78,21 @@ def indexes_run_on(reports: list[object]) -> list[int]:
     return seen
 
 
+def test_card_indexes_count_on_from_the_first_seen_past_the_cover_card_and_a_reload() -> None:
+    """How a rig run reads a part-dealt shoe: any first index, the cover card between two
+    cards with no index of its own, and 0 again after the feeder reloads the shoe."""
+    ace = new_stack(decks=1)[0][0]
+
+    def card(index: int) -> CardDrawn:
+        return CardDrawn("shoe", index, ace, BackColour.RED, False)
+
+    reports: list[object] = [card(7), CoverCardDrawn("shoe", 8), card(8),
+                             ShoeLoaded("shoe", 416, BackColour.RED), card(0), card(1)]
+    assert indexes_run_on(reports) == [7, 8, 0, 1]
+    with pytest.raises(AssertionError, match="index=9.* after index 8"):
+        indexes_run_on([card(7), card(9)])  # a card the shoe never reported
+
+
 async def test_every_card_arrives_with_rank_suit_back_and_index(
         shoe: SerialShoe, shoe_bench: ShoeBench, recorder: Recorder) -> None:
     """On a rig the shoe is wherever the last run left it, so the indexes are read from the
