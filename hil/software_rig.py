@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from cards import BackColour
+from cards import BackColour, Card
 from hil.rig import TABLE_A, TABLE_A_LOCKOUT_PIN
 from hil.shoe_sim import SimulatedShoe, build_stack
 
@@ -114,7 +114,7 @@ async def run_shoe(folder: Path) -> None:
         await shoe.stop()
 
 
-def _fresh_stack(rng: random.Random) -> tuple[list, BackColour, int]:  # type: ignore[type-arg]
+def _fresh_stack(rng: random.Random) -> tuple[list[Card], BackColour, int]:
     stack, cover = build_stack(8, rng)
     return stack, BackColour.RED, cover
 

@@ -99,7 +99,7 @@ def test_a_bench_test_that_leaves_a_relay_closed_fails_and_the_relay_is_opened(
     (tmp_path / "conftest.py").write_text("from hil.conftest import *  # noqa: F403\n")
     (tmp_path / "test_leaky.py").write_text(LEAKY_TEST)
     outcomes = run_pytest(bench, tmp_path / "leaky.xml", "--rootdir", str(tmp_path),
-                          str(tmp_path / "test_leaky.py"))
+                          str(tmp_path / "test_leaky.py"), "-k", SELECT)
     assert outcomes["test_leaky.py::test_places_a_chip_and_walks_away[rig]"] == (
         "error", "failed on teardown with \"AssertionError: the test left the rig changed: "
         "seat 3's sensor relay (pin 6) left pressed (line low); the test found it released "
