@@ -263,11 +263,14 @@ class ShoeDealing:
             self._open_simulated_round(held)
 
     def _void(self, section: str) -> None:
-        """RoundPlay._void_round: every wager returned; the shoe ends."""
+        """RoundPlay._void_round: every wager not yet settled returned (what the first four
+        cards settled stands); the shoe ends."""
         r = self.round
         assert r is not None
-        self._close_round(r, void_round(r.wagers, section), void=True, player_total=None,
-                     banker_total=None, outcome="void")
+        returned = void_round(r.wagers, section,
+                              settled={(s.seat, s.wager) for s in r.settlements})
+        self._close_round(r, r.settlements + returned, void=True, player_total=None,
+                          banker_total=None, outcome="void")
         self.round, self.set_aside = None, None
         self.wagers = self.stashed if r.simulated else []
         self._end_shoe()
