@@ -163,3 +163,35 @@ def test_simulate_keeps_a_lucky_nines_settlement_in_a_void_round_631c_4_c7():
         ("lucky_nines", 1000, "win", 2000, 2000, "One nine diamonds"),
         ("player", 2500, "push", 0, 0, "void round: wager returned")]
     assert record["seat_net_cents"] == 2000
+
+
+def test_simulate_closes_a_locked_round_void_when_a_face_up_card_opens_a_simulated_one_c19():
+    """631a.15(d), docs/rulings.md C19, as the live table records it
+    (tests/controller/test_daemon_disclosed.py deals the same cards to the daemon): the
+    round locked by "no more bets" is closed void with its wager returned and standing,
+    then the simulated round, then the wager's live round."""
+    game = build_game(parse_submission(rules_of("baccarat-8deck.toml"), "baccarat.toml"))
+    dealing = ShoeDealing(game, 1)
+    cards = iter(enumerate(["A♣", "2♣", "7♣", "K♠", "Q♥", "9♦", "9♠", "K♣", "K♦", "Q♥"]))
+
+    def draw(n: int, face_up: bool = False) -> list[dict[str, Any]]:
+        done = []
+        for _ in range(n):
+            index, text = next(cards)
+            done += dealing.apply(Draw(index, Card.parse(text), face_up))
+        return done
+
+    draw(2)  # 631a.5(f): the ace and one more
+    dealing.apply(Bet((PlacedWager(1, "banker", 2500),)))
+    dealing.apply(Lock())
+    locked, = draw(1, face_up=True)
+    simulated, = draw(3)  # Player 7, Banker 9: natural
+    dealing.apply(Lock())
+    live, = draw(4)  # Player 9 natural, Banker 0
+    assert (locked["round"], locked["void"], locked["wagers_stand"], locked["outcome"]) == (
+        1, True, True, "void")
+    assert [(s["wager"], s["amount_cents"], s["outcome"], s["net_cents"], s["section"])
+            for s in locked["settlements"]] == [("banker", 2500, "push", 0, "631a.15(d)")]
+    assert (simulated["round"], simulated["simulated"], simulated["settlements"]) == (0, True, [])
+    assert (live["round"], live["outcome"], live["seat_net_cents"]) == (2, "player", -2500)
+    assert "wagers_stand" not in live
