@@ -113,6 +113,37 @@ def test_the_shoes_last_card_after_the_first_four_keeps_the_house_money_win_631a
     assert {seat: t["net_cents"] for seat, t in store.seat_totals().items()} == {3: 3000, 6: 0}
 
 
+def test_a_restart_after_the_first_four_then_a_lost_card_keeps_the_settlement_c8_c7(
+        store, tmp_path):
+    """C8: the House Money settled before a power cut is kept with the table's state; a
+    card lost after the restart voids the round (C7) and the settlement still stands."""
+    table = table_for(store, rules_of("baccarat-house-money.toml"))
+    dealer = TableDealer(table)
+    open_to_betting(table, dealer)
+    table.cmd_place_wager(2, "banker", 2500)
+    table.cmd_place_wager(2, "house_money", 500)
+    table.cmd_no_more_bets()
+    dealer.draw("2♠", "9♣", "2♥", "3♦")  # a Player pair: House Money 3 to 1 (631a.13(h))
+    store.close()  # power cut; a new process opens the same file
+    reopened = Store(tmp_path / "table.sqlite")
+    try:
+        revived = table_for(reopened, rules_of("baccarat-house-money.toml"))
+        revived.restore()
+        assert revived.state is TableState.THIRD_CARDS
+        dealer.table = revived
+        dealer.index += 1  # the Player's third card left the shoe while the daemon was down
+        dealer.draw("4♥")
+        record = reopened.rounds(limit=1)[-1]
+        totals = reopened.seat_totals()
+    finally:
+        reopened.close()
+    assert record["state"] == "void"
+    assert money(record["settlements"]) == [
+        (2, "house_money", 500, "win", 1500, 1500, "631a.13(h)"),
+        (2, "banker", 2500, "push", 0, 0, LOST)]
+    assert totals[2] == {"net_cents": 1500, "wagered_cents": 3000, "vig_owed_cents": 0}
+
+
 def test_a_lost_card_keeps_the_perfect_pairs_win_and_the_royal_9_loss_627b_1_627b_3_d(store):
     """Minibaccarat: P 8♠ 8♥ is a mixed pair (Perfect Pairs paytable B, 5 to 1, 627b.1(e));
     no Royal 9 in either hand, so the $5 Royal 9 loses (627b.3(d)-(e)). Both are settled
