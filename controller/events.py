@@ -123,7 +123,8 @@ CATALOGUE: tuple[EventKind, ...] = (
       ("round_no", "simulated", "result", "settlements", "table_net_cents"),
       "a round's result and every settlement"),
     E("round_void", "warning", "-", ("reason", "wagers_stand", "settlements"),
-      "a void round: every wager returned (631a.15(e); docs/rulings.md C6-C7); "
+      "a void round: the round's settlements, every wager not yet settled returned and "
+      "those the first four cards settled standing (631a.15(e); docs/rulings.md C6-C7); "
       "`wagers_stand` (only when true): the wagers stay on the layout for the next live "
       "round (C19, C20), whose record holds them again"),
     E("vigorish_collected", "info", "-", ("seat", "cents"),

@@ -355,7 +355,8 @@ class RoundPlay(TableBase):
                              "(tablectl jackpot validate)")
 
     def _void_round(self, reason: str, section: str = "631a.15(e)") -> None:
-        """The round is void and every wager is returned (631a.15(e), or `section`)."""
+        """The round is void: every wager not yet settled is returned (631a.15(e), or
+        `section`); a settlement made at the first four cards stands (docs/rulings.md C7)."""
         self._close_unplayed_round(reason, section)
         # A void simulated round gives back the wagers that waited for it (631a.15(d)).
         self.wagers = self.stashed_wagers if self.simulated else []
@@ -367,15 +368,19 @@ class RoundPlay(TableBase):
 
     def _close_unplayed_round(self, reason: str, section: str, *,
                               wagers_stand: bool = False) -> None:
-        """Close the open round void, every wager returned (`section`); the table's state and
-        the wagers on the layout are the caller's to decide. No round is ever left open.
+        """Close the open round void, every wager not yet settled returned (`section`); what
+        the first four cards settled stands, so the record holds those settlements and the
+        returns (`void_round`). The table's state and the wagers on the layout are the
+        caller's to decide. No round is ever left open.
 
         `wagers_stand`: the caller keeps these wagers on the layout for the next live round
         (docs/rulings.md C19, C20), so they will be stored again in that round; the record
         says so, or an audit summing wagers over rounds would count them twice."""
         assert self.round_id is not None
-        settlements = [settlement_json(s, self.vig_collection)
-                       for s in void_round(self.wagers, section)]
+        settled = {(s["seat"], s["wager"]) for s in self.round_settlements}
+        settlements = self.round_settlements + [
+            settlement_json(s, self.vig_collection)
+            for s in void_round(self.wagers, section, settled=settled)]
         outcome: dict[str, Any] = {"reason": reason}
         if wagers_stand:
             outcome["wagers_stand"] = True

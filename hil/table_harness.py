@@ -463,7 +463,7 @@ class TableHarness:
                 self.on_line(render_round(payload))
         elif kind == "round_void":
             self.result.void_rounds.append({**payload, "round_id": event["round_id"]})
-            self.on_line(f"  -- round void: {payload['reason']} (every wager returned)")
+            self.on_line(f"  -- round void: {payload['reason']} (every wager not yet settled returned)")
         elif kind == "shoe_complete":
             self.result.shoes_completed += 1
             self.result.cards_drawn_by_shoe.append(self.shoe.drawn)

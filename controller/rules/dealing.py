@@ -196,7 +196,14 @@ class ShoeDealing:
         self.phase = Phase.LOCKED
 
     def _open_simulated_round(self, draw: Draw) -> None:
-        """631a.15(d): no wagers; those on the layout wait (RoundPlay._start_simulated_round)."""
+        """631a.15(d): no wagers; those on the layout wait (RoundPlay._start_simulated_round).
+        A live round locked but not yet dealt is closed void, its wagers returned to stand
+        for the next live round (docs/rulings.md C19)."""
+        r = self.round
+        if r is not None and not r.simulated:
+            self._close_round(r, void_round(r.wagers, "631a.15(d)"), void=True,
+                              player_total=None, banker_total=None, outcome="void",
+                              wagers_stand=True)
         self.stashed, self.wagers = self.wagers, []
         self.round = _Round(0, True, self.last_hand_announced, self.game.new_coup(), [])
         self.phase = Phase.SIMULATED
@@ -263,11 +270,14 @@ class ShoeDealing:
             self._open_simulated_round(held)
 
     def _void(self, section: str) -> None:
-        """RoundPlay._void_round: every wager returned; the shoe ends."""
+        """RoundPlay._void_round: every wager not yet settled returned (what the first four
+        cards settled stands); the shoe ends."""
         r = self.round
         assert r is not None
-        self._close_round(r, void_round(r.wagers, section), void=True, player_total=None,
-                     banker_total=None, outcome="void")
+        returned = void_round(r.wagers, section,
+                              settled={(s.seat, s.wager) for s in r.settlements})
+        self._close_round(r, r.settlements + returned, void=True, player_total=None,
+                          banker_total=None, outcome="void")
         self.round, self.set_aside = None, None
         self.wagers = self.stashed if r.simulated else []
         self._end_shoe()

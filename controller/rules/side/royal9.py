@@ -301,7 +301,16 @@ def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
     if isinstance(positions, bool) or not isinstance(positions, int) or not 1 <= positions <= 16:
         raise SideWagerConfigError(config.key, "positions", positions,
                                    "an integer 1..16 (one unique King 9 per position)")
-    return make_royal_9(config.key, config.options.get("denomination_dollars"),
+    rule = make_royal_9(config.key, config.options.get("denomination_dollars"),
                         config.options.get("meters"), config.options.get("personal_combinations"),
                         config.options.get("mystery"), positions, game.payout_rounding,
                         config.options.get("suited_tie_over_personal", True))
+    # 627b.3(f)-(g): the wager is exactly its denomination, so a table limit that lets any
+    # other amount onto the layout is refused here, not met as an error at the first four.
+    for bound, value in (("min_cents", config.min_cents), ("max_cents", config.max_cents)):
+        if value is not None and value != rule.denomination_cents:
+            raise SideWagerConfigError(
+                config.key, bound, value,
+                f"allowed: {rule.denomination_cents} only; a Royal 9 wager is exactly its "
+                f"${rule.denomination_cents // 100} denomination (627b.3(f)-(g))")
+    return rule
