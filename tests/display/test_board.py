@@ -159,7 +159,8 @@ def test_every_kind_the_displays_follow_is_in_the_event_catalogue() -> None:
     handled = {name.removeprefix("_on_") for name in dir(Board) if name.startswith("_on_")}
     assert handled == {"shoe_loaded", "prompt", "no_more_bets", "wager_accepted",
                        "progressive_accepted", "seat_sensor", "card", "round_settled",
-                       "round_void", "cover_card", "device_fault", "device_recovered",
+                       "round_void", "cover_card", "cover_card_misplaced", "device_fault",
+                       "device_recovered",
                        "device_fault_cleared", "jackpot_validated"}
     assert (handled | REFRESH_KINDS_DEVICES) - {e.kind for e in CATALOGUE} == set()
 
