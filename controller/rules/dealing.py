@@ -304,6 +304,16 @@ class ShoeDealing:
         if held is not None:
             self._open_simulated_round(held)
 
+    def void_open_round(self, section: str) -> list[dict[str, Any]]:
+        """The open round is void under `section`, as the live table voids a round its cards
+        cannot complete (a fault acknowledged, C6-C7): every wager returned, the shoe ends.
+        Returns its record."""
+        if self.round is None:
+            raise ValueError("no round is open to void")
+        done = len(self.records)
+        self._void(section)
+        return self.records[done:]
+
     def _void(self, section: str) -> None:
         """RoundPlay._void_round: every wager returned; the shoe ends."""
         r = self.round
