@@ -14,7 +14,7 @@ import pytest
 
 from controller.cli import exitcodes
 from controller.store import Store
-from tests.controller.test_table import Dealer, betting
+from tests.controller.test_table import betting
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config"

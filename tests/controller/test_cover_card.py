@@ -3,11 +3,21 @@ reported to the dealer and logged when it comes out of the shoe (docs/rulings.md
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from controller.store import Store
 from controller.table import TableState
-from tests.controller.test_table import Dealer, betting, store  # noqa: F401 - fixture
+from tests.controller.test_table import Dealer, betting
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    db = Store(tmp_path / "table.sqlite")
+    yield db
+    db.close()
+
 
 SHOE_CARDS = 416  # config/simulated-table.toml: eight decks (631a.3(a))
 ROUND = ("2♣", "3♦", "4♥", "4♠")  # Player 6, Banker 7: both stand, four cards a round
@@ -65,8 +75,6 @@ def test_631a_5_d_a_cover_card_fewer_than_14_cards_above_the_bottom_is_reported(
 def test_681a_5_d_the_cover_card_at_least_ten_cards_above_the_bottom() -> None:
     """681a.5(d): ten cards above the bottom of a 208-card (four-deck) shoe is within range,
     nine is not."""
-    from pathlib import Path
-
     from controller.rules.game import load_game
 
     game = load_game(Path(__file__).parents[2] / "config" / "21-baccarat-4deck.toml")
