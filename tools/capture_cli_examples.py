@@ -342,8 +342,6 @@ async def capture_fake(workdir: Path) -> tuple[dict[str, list[str]], str]:
         await cap.run("rounds", ["rounds", "--last", "1"])
         await cap.run("events", ["events", "--limit", "8"])
         await cap.run("verify", ["events", "verify"])
-        await cap.run("replay-store", ["replay", str(config), "--store", h.store_path,
-                                       "--round", "3"], daemon=False)
         await cap.run("meters", ["meters"])
         await cap.run("meters", ["jackpot", "validate", "1", "--supervisor", "ana",
                                  "--pin-stdin"], stdin="2468\n")
