@@ -89,11 +89,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         meters = dict(_meter(text) for text in args.meter)
     except ValueError as exc:
         return _fail(str(exc))
-    progressive = simulated_progressive(args.config, 0, meters)
+    progressive = simulated_progressive(args.config, 0)
     if progressive is None:
         return exitcodes.BAD_CONFIGURATION
     if meters and not progressive:
         return _fail(f"--meter: {args.config} has no [progressive.<name>] section")
+    try:
+        for level, cents in meters.items():
+            progressive.start_meter_at(level, cents)
+    except KeyError as exc:
+        return _fail(f"--meter: {exc.args[0]}")
     try:
         wagers = [parse_wager(text) for text in args.wager]
         if args.wagers:

@@ -83,8 +83,7 @@ def _progressive_rules(path: str) -> dict[str, Any] | None:
     return {spec.wager_key: spec.rule for spec in config.progressives} if config else {}
 
 
-def simulated_progressive(path: str, seed: int, standing_cents: dict[str, int] | None = None
-                          ) -> Any:
+def simulated_progressive(path: str, seed: int) -> Any:
     """The table's progressive for a shoe dealt off the table (`SimulatedProgressive`), its
     mystery triggers drawn from a generator of their own seeded by `seed`; False when the
     table has none; None (errors printed) when it cannot be had."""
@@ -96,8 +95,8 @@ def simulated_progressive(path: str, seed: int, standing_cents: dict[str, int] |
     from controller.progressive.simulated import SimulatedProgressive
 
     try:
-        return SimulatedProgressive(config, random.Random(seed * 1_000_003 + 29), standing_cents)
-    except (KeyError, ValueError) as exc:
+        return SimulatedProgressive(config, random.Random(seed * 1_000_003 + 29))
+    except ValueError as exc:
         print(f"{path}: {exc.args[0]}", file=sys.stderr)
         return None
 

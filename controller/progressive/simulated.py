@@ -11,7 +11,7 @@ line paid the award the system made from the meter at the hit.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 
@@ -30,10 +30,10 @@ MYSTERY_SECTION = "631c.6(c)(3)"
 
 class SimulatedProgressive:
     """The configuration's one progressive (631c.2(b), 627b.3(a), 627b.6(b)) on a store in
-    memory; mystery triggers drawn from `rng` so a seed replays them."""
+    memory, its meters at their resets (`start_meter_at` moves one to where it stood); mystery
+    triggers drawn from `rng` so a seed replays them."""
 
-    def __init__(self, config: ProgressiveConfig, rng: random.Random,
-                 standing_cents: Mapping[str, int] | None = None) -> None:
+    def __init__(self, config: ProgressiveConfig, rng: random.Random) -> None:
         if len(config.progressives) != 1:
             raise ValueError(f"one progressive expected, {len(config.progressives)} configured")
         # A linked progressive (605a.8) is dealt as this table's own: off the table there is
@@ -45,8 +45,6 @@ class SimulatedProgressive:
                                         token_bytes=rng.randbytes)
         self.round_id = 0
         self.accepted: dict[int, int] = {}
-        for level, cents in (standing_cents or {}).items():
-            self.start_meter_at(level, cents)
 
     @property
     def wager_key(self) -> str:

@@ -186,6 +186,18 @@ def test_bad_input_is_named_with_what_is_allowed(tmp_path: Path, argv: list[str]
     assert message in out.stderr
 
 
+def test_a_meter_the_progressive_does_not_have_is_named_with_its_meters(tmp_path: Path) -> None:
+    out = replay(str(CONFIG / "progressive-royal9.toml"), "--cards",
+                 card_file(tmp_path, "K♠"), "--meter", "grand=100")
+    assert out.returncode == exitcodes.BAD_ARGUMENTS
+    assert ("--meter: progressive royal9 has no meter 'grand'; its meters: mega, major, minor"
+            in out.stderr)
+    out = replay(str(CONFIG / "baccarat-8deck.toml"), "--cards", card_file(tmp_path, "K♠"),
+                 "--meter", "minor=100")
+    assert out.returncode == exitcodes.BAD_ARGUMENTS
+    assert "has no [progressive.<name>] section" in out.stderr
+
+
 def test_cards_that_end_in_the_middle_of_a_round_say_which_card_is_due(tmp_path: Path) -> None:
     """631a.10-631a.11: Player 2+3 = 5 draws; without a fifth card the round is incomplete."""
     out = replay(str(CONFIG / "baccarat-8deck.toml"), "--cards",

@@ -83,3 +83,17 @@ def test_681a_5_d_the_cover_card_at_least_ten_cards_above_the_bottom() -> None:
     assert game.misplaced_cover_card(199) == (
         "the cover card came out with 9 card(s) below it; 681a.5(d) places it at least 10 "
         "cards above the bottom: check the cover card at the next shoe's cut")
+
+
+def test_631a_5_d_tablectl_status_shows_a_misplaced_cover_card() -> None:
+    """The daemon's `status` carries the shoe's `cover_card_misplaced`; `tablectl status`
+    shows it in place of "passed" (docs/rulings.md C21)."""
+    from controller.cli.table_commands import render_status
+    from tests.cli.conftest import STATUS
+
+    detail = ("the cover card came out with 6 card(s) below it; 631a.5(d) places it at "
+              "least 14 cards above the bottom: check the cover card at the next shoe's cut")
+    shown = render_status({**STATUS, "shoe": {**STATUS["shoe"], "cover_card_seen": True,
+                                              "cover_card_misplaced": detail}})
+    assert f"MISPLACED: {detail}" in shown
+    assert "MISPLACED" not in render_status(STATUS)
