@@ -11,7 +11,7 @@ alike. Everything here is pure: the CLI (controller/cli/replay_command.py) reads
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,10 +225,14 @@ def replay_rounds(game: Game, rounds: Sequence[RecordedRound],
             # acknowledged, C6-C7): voided alike, under the table's section.
             section = next((str(s["section"]) for s in recorded.recorded), "631a.15(e)")
             records = dealing.void_open_round(section)
+        # A table's round record holds no progressive settlement (the progressive system's
+        # ledger does): the replayed one is then not compared.
+        unrecorded = {progressive.wager_key} if progressive is not None and not any(
+            s["wager"] == progressive.wager_key for s in recorded.recorded) else set()
         for record in records:
             done = Replayed(record, recorded)
             if recorded.recorded_state and wagers is None:
-                done.differences = differences(record, recorded)
+                done.differences = differences(record, recorded, unrecorded)
             out.append(done)
     return out
 
@@ -273,13 +277,16 @@ class IncompleteRound(ReplayError):
         self.records = records
 
 
-def differences(record: Mapping[str, Any], recorded: RecordedRound) -> list[str]:
+def differences(record: Mapping[str, Any], recorded: RecordedRound,
+                unrecorded: Set[str] = frozenset()) -> list[str]:
     """How the replayed round's settlements differ from the table's, wager by wager, on the
-    money (`COMPARED`); [] when they agree."""
+    money (`COMPARED`), leaving out the wager keys the table does not record in a round
+    (`unrecorded`); [] when they agree."""
     if ("void" if record["void"] else "settled") != recorded.recorded_state:
         return [f"the table recorded the round {recorded.recorded_state}, the replay "
                 f"{'void' if record['void'] else 'settled'} it"]
-    got = [tuple(s[k] for k in COMPARED) for s in record["settlements"]]
+    got = [tuple(s[k] for k in COMPARED) for s in record["settlements"]
+           if s["wager"] not in unrecorded]
     table = [tuple(s[k] for k in COMPARED) for s in recorded.recorded]
     out = [f"the table: {_line(t)}; the replay: no such settlement" for t in table
            if t not in got]

@@ -215,3 +215,41 @@ def test_a_store_that_is_not_a_table_store_is_refused(tmp_path: Path) -> None:
     out = replay(str(CONFIG / "baccarat-8deck.toml"), "--store", str(bogus), "--round", "1")
     assert out.returncode == exitcodes.BAD_ARGUMENTS
     assert f"{bogus} is not a table store: it is not an SQLite database" in out.stderr
+
+
+def test_627b_3_a_stored_round_with_a_progressive_wager_is_compared_on_its_other_wagers(
+        ) -> None:
+    """A table's round record holds its wagers' settlements, not the progressive's (its
+    ledger does, docs/progressive.md): the replay settles the Royal 9 wager (627b.3(e)(1):
+    Any Royal 9, $25 on $5) and compares the rest with the record."""
+    import random
+
+    from cards import Card
+    from controller.progressive.config import load_progressive_config
+    from controller.progressive.simulated import SimulatedProgressive
+    from controller.rules.game import load_game
+    from controller.rules.replay import RecordedRound, replay_rounds
+    from controller.rules.settlement import PlacedWager
+
+    path = CONFIG / "progressive-royal9.toml"
+    cards = tuple((10 + i, Card.parse(c)) for i, c in enumerate(["K♥", "2♣", "9♦", "3♣"]))
+    banker_loses = {"seat": 3, "wager": "banker", "amount_cents": 500, "outcome": "lose",
+                    "win_cents": 0, "vigorish_cents": 0}
+    recorded = RecordedRound(1, 4, cards, (PlacedWager(3, "banker", 500),
+                                           PlacedWager(3, "royal_9_progressive", 500)),
+                             recorded=(banker_loses,), recorded_state="settled")
+    progressive = SimulatedProgressive(load_progressive_config(str(path)), random.Random(1))
+    (done,) = replay_rounds(load_game(path), [recorded], progressive)
+    assert done.differences == []
+    assert money(done.record) == [
+        (3, "banker", 500, "lose", 0, -500, "631a.8(a)(1)(ii)"),
+        (3, "royal_9_progressive", 500, "win", 2_500, 2_500, "627b.3(e)(1)")]
+    wrong = RecordedRound(1, 4, cards, recorded.wagers,
+                          recorded=({**banker_loses, "outcome": "win"},),
+                          recorded_state="settled")
+    (done,) = replay_rounds(load_game(path), [wrong], progressive)
+    assert done.differences == [
+        "the table: seat 3, wager banker, amount_cents 500, outcome win, win_cents 0, "
+        "vigorish_cents 0; the replay: no such settlement",
+        "the replay: seat 3, wager banker, amount_cents 500, outcome lose, win_cents 0, "
+        "vigorish_cents 0; the table: no such settlement"]
