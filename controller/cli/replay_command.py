@@ -237,6 +237,11 @@ def _progressive_wagers(db: sqlite3.Connection) -> dict[int, list[tuple[int, int
     return out
 
 
+def replayed_as_recorded(args: argparse.Namespace) -> bool:
+    """Whether the rounds were dealt with their recorded wagers (so compared with them)."""
+    return not args.wager and not args.wagers
+
+
 def _print(args: argparse.Namespace, replayed: Sequence[Any]) -> int:
     from controller.rules.simulate import human_line, signed_dollars
 
@@ -260,7 +265,7 @@ def _print(args: argparse.Namespace, replayed: Sequence[Any]) -> int:
                     print(f"  DIFFERS from the table's record of {done.round.source}:")
                     for d in done.differences:
                         print(f"    {d}")
-                elif done.round.recorded and done.record["settlements"] is not None:
+                elif replayed_as_recorded(args):
                     print(f"  the table settled {done.round.source} alike")
         differ = sum(1 for done in replayed if done.differences)
     finally:
