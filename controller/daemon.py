@@ -803,6 +803,7 @@ class Daemon:
                      "cards_left": max(0, self.config.submission.game.decks * 52
                                        - t.shoe.cards_drawn) if t.shoe.shoe_no else None,
                      "cover_card_seen": t.shoe.cover_card_seen,
+                     "cover_card_misplaced": t.shoe.cover_card_misplaced or None,
                      "last_hand": t.shoe.last_hand_announced,
                      "rounds": t.shoe.rounds_in_shoe},
             "round": {"round_id": t.round_id, "round_no": t.round_no,

@@ -90,6 +90,9 @@ CATALOGUE: tuple[EventKind, ...] = (
     E("card", "info", ANY_DEVICE, ("index", "card", "hand", "slot", "back"),
       "a card dealt to a hand", shoe_card="{hand}"),
     E("cover_card", "info", ANY_DEVICE, ("index",), "the cover card (631a.10(d), 681a.7(d))"),
+    E("cover_card_misplaced", "warning", ANY_DEVICE, ("index", "cards_below", "detail"),
+      "the cover card came out nearer the bottom than 631a.5(d) / 681a.5(d) allow; shown to "
+      "the dealer until the shoe is replaced (docs/rulings.md C22)"),
     E("card_face_up", "warning", ANY_DEVICE, ("index", "card", "ruling"),
       "a card found face up mid-round, set aside for a simulated round (631a.15(d))",
       shoe_card="FACE UP in the shoe: set aside (631a.15(d))"),

@@ -33,6 +33,17 @@ class RoundPlay(TableBase):
             self.shoe.cover_card_seen = True
             # 631a.10(d): complete this hand, then "last hand", then one more.
             self._record("cover_card", {"index": event.index}, device=event.device)
+            misplaced = self.rules.game.misplaced_cover_card(event.index)
+            if misplaced:
+                # 631a.5(d), 681a.5(d): logged, and shown on the dealer's screen and in
+                # `status` until the shoe is replaced; the shoe plays on by 631a.10(d) /
+                # 681a.7(d) (docs/rulings.md C22). Not a prompt: the dealer's next card is
+                # still the one the round's prompt names.
+                self.shoe.cover_card_misplaced = misplaced
+                self._record("cover_card_misplaced",
+                             {"index": event.index,
+                              "cards_below": self.rules.game.shoe_size - event.index,
+                              "detail": misplaced}, severity="warning", device=event.device)
             self._persist_state()
 
     def _phase(self) -> Phase:

@@ -317,6 +317,8 @@ def render_status(s: Mapping[str, Any]) -> str:
     shoe = s.get("shoe") or {}
     if shoe.get("shoe_no"):
         cover = "passed" if shoe.get("cover_card_seen") else "not yet"
+        if shoe.get("cover_card_misplaced"):  # 631a.5(d), 681a.5(d): docs/rulings.md C22
+            cover = f"MISPLACED: {shoe['cover_card_misplaced']}"
         last = "announced" if shoe.get("last_hand") else "not yet"
         lines.append(f"Shoe {shoe['shoe_no']}:")
         lines.append(key_values([
