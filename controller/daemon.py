@@ -28,6 +28,8 @@ from controller.access import AccessPolicy, Role
 from controller.auth import PIN_HISTORY_KINDS, PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
+from controller.control_args import FLAG, Arg, choice, number, text, whole
+from controller.limits import connection_budget, open_files_limit
 from controller.offload import StoreWork
 from controller.logsetup import bind_table, configure_logging
 from cards import BackColour
@@ -141,7 +143,7 @@ class Daemon:
             access=AccessPolicy(access), record=self._record,
             pins=PinGuard(config.supervisor_pin_hashes, PinPolicy(
                 access.pin_lockout_after, access.pin_lockout_s, access.pin_delay_s,
-                access.pin_max_delay_s), record=self._record),
+                access.pin_max_delay_s)),  # it records through the control server's refusal log
             on_supervisor_command=self._audit_supervisor)
         self.store_work = StoreWork(self.store)
         self._register_commands()
@@ -284,7 +286,7 @@ class Daemon:
 
         if self.store_failure is not None:
             raise _integrity_answer(self.store_failure)
-        full = bool(args.get("full", False))
+        full = args["full"]
 
         async def check() -> Any:
             return await self.store_work.verify_file(self.store.path, self.store.key,
@@ -314,10 +316,28 @@ class Daemon:
             self.store.set_checkpoint(verified.log_seq, verified.log_mac, verified.settled)
         return as_mapping(verified)
 
+    def fit_connections(self, open_files: int | None) -> bool:
+        """The connection cap that fits the open-files limit (controller/limits.py): kept,
+        lowered with one line naming the limit, or False (one line: start refused)."""
+        linked = self.progressive is not None and self.progressive.linked is not None
+        budget = connection_budget(self.config.access.max_connections,
+                                   len(self.devices) + (2 if linked else 0), open_files)
+        if budget.refused:
+            print(f"tabled: not started: {budget.line}", file=sys.stderr, flush=True)
+            log.error("open_files_too_few", detail=budget.line)
+        elif budget.line:
+            log.warning("connection_cap_lowered", cap=budget.cap, detail=budget.line)
+            self.control.max_connections = budget.cap
+            self.control.cap_source = f"lowered to fit the open-files limit {open_files}"
+        return not budget.refused
+
     async def run(self, stop: asyncio.Event) -> int:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         bind_table(self.config.table_id)
+        if not self.fit_connections(open_files_limit()):
+            self.store.close()
+            return EXIT_CONFIG
         self.table.restore()
         self.check_integrity()
         if self.progressive is not None and self.table.state is not TableState.OUT_OF_ORDER:
@@ -365,7 +385,7 @@ class Daemon:
         self._consumer.cancel()
         with self.store.transaction():
             self.store.append_event("daemon_stopping", {"state": self.table.state.value})
-        await self.control.close()
+        log.info("control_closed", connections_closed=await self.control.close())
         for device in self.devices.values():
             await device.stop()
         self.store.close()
@@ -437,10 +457,14 @@ class Daemon:
     # --- control commands -----------------------------------------------------------
 
     def _register_commands(self) -> None:
-        """Every command with the one role it needs (controller/access.py); the table in
-        docs/control-api.md is generated from these (tools/control_roles.py)."""
-        reg = self.control.register
+        """Every command with the one role it needs (controller/access.py) and the arguments
+        it takes (controller/control_args.py: checked before it runs); the tables in
+        docs/control-api.md are generated from these (tools/control_roles.py)."""
         READ, DEALER, TECHNICIAN, SUPERVISOR = Role  # noqa: N806
+
+        def reg(name: str, handler: Any, **how: Any) -> None:
+            self.control.register(name, handler, args=COMMAND_ARGS.get(name), **how)
+
         reg("status", lambda a: self.status(), role=READ, description="table state, shoe, round, fault")
         reg("devices", lambda a: self.device_report(), role=READ, description="each device's health")
         reg("rounds", self._rounds, role=READ, description="game recall of the last rounds")
@@ -455,26 +479,26 @@ class Daemon:
         reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
             description="the dealer loaded the shoe: checked like the shoe's own report")
         reg("place_wager", self._guard(lambda a: self.table.cmd_place_wager(
-            _int(a, "seat", None, 1, 14), str(a.get("wager", "")),
-            _int(a, "amount_cents", None, 1, 10**9))), role=DEALER, description="accept a wager at a seat")
+            a["seat"], a["wager"], a["amount_cents"])), role=DEALER,
+            description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             role=DEALER, description="lock every seat")
-        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
-            str(a.get("dealer", "")))), role=DEALER,
+        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(a["dealer"])),
+            role=DEALER,
             description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", lambda a: {"acknowledgement": self._refusing(
-            lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
+            lambda: self.table.cmd_acknowledge_fault(a["_supervisor"])),
             **self.status()}, role=SUPERVISOR,
             description="a floor supervisor's ruling: clears what a ruling can, names what "
                         "still holds the table (docs/faults.md)")
         reg("disclosed_player_third", lambda a: {"ruling": self._refusing(
-            lambda: self.table.cmd_disclosed_player_third(str(a.get("_supervisor", "")))),
+            lambda: self.table.cmd_disclosed_player_third(a["_supervisor"])),
             **self.status()}, role=SUPERVISOR,
             description="the floor declares the last card a Player third card dealt in error "
                         "and disclosed (631a.15(c))")
         reg("self_test", self._self_test, role=TECHNICIAN, description="run a device's self-test")
         reg("seat_leaves", lambda a: {"collected_cents": self._refusing(
-            lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}, role=DEALER,
+            lambda: self.table.cmd_seat_leaves(a["seat"]))}, role=DEALER,
             description="collect the vigorish marked at a seat whose player leaves")
         reg("adjust_meter", self._adjust_meter, role=SUPERVISOR,
             description="an audited correction of a progressive meter (reason required)")
@@ -491,17 +515,11 @@ class Daemon:
     async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
         """Callers asking while the same check runs share its answer: a burst of requests
         costs one pass over the log, not one each."""
-        full = args.get("full", False)
-        if not isinstance(full, bool):
-            raise ControlError(f"'full' = {full!r}: allowed: true or false", "bad_request")
-        return await self.store_work.once(("verify", full), lambda: self._verify(args))
+        return await self.store_work.once(("verify", args["full"]), lambda: self._verify(args))
 
     async def _rounds(self, args: Mapping[str, Any]) -> Any:
-        limit = _int(args, "limit", 10, 1, 100_000)
-        after = (_int(args, "after_round_id", None, 0, 2**63 - 1)
-                 if "after_round_id" in args else None)
-        return await self.store_work.read(
-            lambda store: store.rounds(limit=limit, after_round_id=after))
+        return await self.store_work.read(lambda store: store.rounds(
+            limit=args["limit"], after_round_id=args["after_round_id"]))
 
     def _dealer_loaded_shoe(self, args: Mapping[str, Any]) -> None:
         """The dealer's word that the shoe is loaded is not a device fact: it becomes the
@@ -510,7 +528,7 @@ class Daemon:
         is checked against it like any other."""
         from drivers.protocols import ShoeLoaded
 
-        named = _back_colour(args["back"]) if args.get("back") is not None else None
+        named = _back_colour(args["back"])
         if self.table.state is not TableState.CUT:
             raise CommandRefused(f"not allowed while the table is {self.table.state.value}")
         back = named if named is not None else self.table.batch_shuffled
@@ -549,7 +567,7 @@ class Daemon:
         self.table.cmd_open()
 
     async def _cmd_shuffle(self, args: Mapping[str, Any]) -> Any:
-        back = _back_colour(args["back"]) if args.get("back") is not None else None
+        back = _back_colour(args["back"])
         decks = self.config.submission.game.decks
         self._guard(lambda a: self.table.cmd_shuffle(decks))(args)
         self._spawn(self._request_shuffle(back))
@@ -601,23 +619,19 @@ class Daemon:
 
         if self.progressive is None:
             raise ControlError("this table offers no progressive wager")
-        reason = str(args.get("reason", "")).strip()
+        reason = args["reason"].strip()
         if not reason:
-            raise ControlError("'reason' is required: say why the meter is corrected",
+            raise ControlError("'reason' = blank: allowed: say why the meter is corrected",
                                "bad_request")
-        delta = args.get("delta_cents")
-        if isinstance(delta, bool) or not isinstance(delta, int) or delta == 0:
-            raise ControlError(f"'delta_cents' = {delta!r}: allowed: a non-zero whole number "
-                               "of cents", "bad_request")
         try:
             return self.progressive.adjust_meter(
-                str(args.get("progressive", "")), str(args.get("level", "")), delta,
-                supervisor=str(args.get("_supervisor", "")), reason=reason)
+                args["progressive"], args["level"], args["delta_cents"],
+                supervisor=args["_supervisor"], reason=reason)
         except (ProgressiveError, KeyError) as exc:
             raise ControlError(str(exc)) from exc
 
     def _validate_award(self, args: Mapping[str, Any]) -> Any:
-        award_id = _int(args, "award_id", None, 1, 2**62)
+        award_id = args["award_id"]
         display = self.display
         if display is not None and self.progressive is not None:
             award = next((a for a in self.progressive.pending_awards()
@@ -627,7 +641,7 @@ class Daemon:
                 raise ControlError(f"the win light for seat {award.seat} is not confirmed lit by "
                                    "the display; check the display before validating")
         try:
-            return self.table.cmd_validate_award(award_id, str(args.get("_supervisor", "")))
+            return self.table.cmd_validate_award(award_id, args["_supervisor"])
         except CommandRefused as exc:
             raise ControlError(str(exc)) from exc
 
@@ -683,34 +697,17 @@ class Daemon:
                           + ("; win lights with them" if display is not None else "")}
 
     async def _self_test(self, args: Mapping[str, Any]) -> Any:
-        name = str(args.get("device", ""))
-        device = self.devices.get(name)
+        device = self.devices.get(args["device"])
         if device is None:
-            raise ControlError(f"no device {name!r}; allowed: {', '.join(self.devices)}",
-                               "bad_request")
+            raise ControlError(f"no device {args['device']!r}; allowed: "
+                               f"{', '.join(self.devices)}", "bad_request")
         result = await device.self_test()
         return {"device": result.device, "passed": result.passed, "detail": result.detail}
 
     async def _events(self, args: Mapping[str, Any]) -> Any:
         """Up to 100,000 entries: read and made JSON-ready in a worker thread."""
-        query: dict[str, Any] = {"after_seq": _int(args, "after_seq", 0, 0, 2**62),
-                                 "limit": _int(args, "limit", 50, 1, 100_000)}
-        for key, allowed in EVENT_FILTERS.items():
-            value = args.get(key)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ControlError(f"'{key}' = {value!r}: allowed: {allowed}", "bad_request")
-            query[key] = value
-        since = args.get("since")
-        if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)
-                                  or not 0 <= since < 2**40):
-            raise ControlError(f"'since' = {since!r}: allowed: seconds since the epoch "
-                               "(a number >= 0)", "bad_request")
-        query["since"] = float(since) if since is not None else None
-        oldest_first = args.get("oldest_first", False)
-        if not isinstance(oldest_first, bool):
-            raise ControlError(f"'oldest_first' = {oldest_first!r}: allowed: true or false",
-                               "bad_request")
-        query["oldest_first"] = oldest_first
+        query = dict(args)
+        query["since"] = float(args["since"]) if args["since"] is not None else None
         return await self.store_work.read(
             lambda store: [event_json(e) for e in store.events(**query)])
 
@@ -753,9 +750,38 @@ class Daemon:
         return report
 
 
-EVENT_FILTERS = {"kind": "an event kind, e.g. card, device_fault, prompt",
-                 "device": "a device name: shoe, shuffler, seats, display",
-                 "severity": "info, warning, error or critical"}
+BACK_COLOURS = tuple(colour.name.lower() for colour in BackColour)
+_SEAT = whole(1, 14, required=True)
+COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
+    "rounds": {"limit": whole(1, 100_000, default=10), "after_round_id": whole(0, 2**63 - 1)},
+    "events": {
+        "after_seq": whole(0, 2**62, default=0), "limit": whole(1, 100_000, default=50),
+        "kind": text("an event kind, e.g. card, device_fault, prompt", max_chars=64),
+        "device": text("a device name: shoe, shuffler, seats, display", max_chars=64),
+        "severity": text("info, warning, error or critical", max_chars=64),
+        "since": number(0, 2**40, "seconds since the epoch (a number >= 0)"),
+        "oldest_first": FLAG,
+    },
+    "verify_chain": {"full": FLAG},
+    "shuffle": {"back": choice(BACK_COLOURS)},
+    "shoe_loaded": {"back": choice(BACK_COLOURS)},
+    "place_wager": {"seat": _SEAT,
+                    "wager": text("a wager the rules offer, e.g. banker, player, tie",
+                                  required=True),
+                    "amount_cents": whole(1, 10**9, required=True)},
+    "new_dealer": {"dealer": text("the dealer's name", default="")},
+    "self_test": {"device": text("a configured device (tablectl devices)", max_chars=64,
+                                 required=True)},
+    "seat_leaves": {"seat": _SEAT},
+    "adjust_meter": {"progressive": text("a progressive's name (tablectl meters)", required=True),
+                     "level": text("a level of that progressive (tablectl meters)",
+                                   required=True),
+                     "delta_cents": whole(-10**12, 10**12, required=True, nonzero=True),
+                     "reason": text("why the meter is corrected", required=True)},
+    "validate_award": {"award_id": whole(1, 2**62, required=True)},
+}
+"""The arguments each control command takes (controller/control_args.py); a command not
+named here takes none. Checked before any handler runs."""
 
 
 def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Device | None:
@@ -786,10 +812,8 @@ def _colour(back: Any) -> str | None:
     return BackColour(back).name.lower()
 
 
-def _back_colour(value: Any) -> BackColour:
-    if isinstance(value, str) and value.upper() in BackColour.__members__:
-        return BackColour[value.upper()]
-    raise ControlError(f"'back' = {value!r}: allowed: red, blue, green, black", "bad_request")
+def _back_colour(value: str | None) -> BackColour | None:
+    return BackColour[value.upper()] if value is not None else None
 
 
 def secure_store_files(path: str) -> None:
@@ -802,16 +826,6 @@ def secure_store_files(path: str) -> None:
             os.chmod(name, 0o600)
         except FileNotFoundError:
             pass
-
-
-def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high: int) -> int:
-    value = args.get(key, default)
-    if value is None:
-        raise ControlError(f"'{key}' is required: a whole number {low} to {high}", "bad_request")
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ControlError(f"'{key}' = {value!r}: allowed: a whole number {low} to {high}",
-                           "bad_request")
-    return value
 
 
 def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
