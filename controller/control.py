@@ -50,11 +50,13 @@ RECENT_EVENTS = HISTORY_PAGE
 they take a new entry from here instead of each reading it back from the store and encoding
 it again (a card's step is two entries, and every stream is woken for them)."""
 TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
-ACCEPT_BURST = 128
-"""The listening socket's backlog, which is also how many connections asyncio accepts in one
-turn of the loop: connections past the cap are accepted, answered and closed, so up to this
-many descriptors more than the cap can be open for a moment (the daemon's descriptor budget
-counts them, controller/limits.py)."""
+ACCEPT_BURST = 32
+"""How many connections asyncio accepts in one turn of the loop (its `backlog`). A connection
+past the cap is accepted, answered and closed, which takes about ACCEPT_TURNS turns; so up to
+ACCEPT_BURST * ACCEPT_TURNS descriptors more than the cap can be open for a moment under a
+flood, and the daemon's descriptor budget counts them (controller/limits.py)."""
+ACCEPT_TURNS = 4  # accept, transport made, connection served, socket closed
+LISTEN_BACKLOG = 4096  # connections the kernel queues for accept(); no descriptor each
 ACCEPT_FAILED_LOG_S = 10.0  # accept() failing (out of descriptors): one log line this often
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message for it
 IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
@@ -264,11 +266,16 @@ class ControlServer:
         old_umask = os.umask(0o777 & ~self.mode)  # the socket is born with the right mode
         try:
             self._server = await asyncio.start_unix_server(
-                self._client, path=self.path, limit=MAX_REQUEST_BYTES,
-                backlog=min(self.max_connections, ACCEPT_BURST))
+                self._client, path=self.path, limit=MAX_REQUEST_BYTES, backlog=ACCEPT_BURST)
         finally:
             os.umask(old_umask)
         os.chmod(self.path, self.mode)
+        # asyncio's backlog is also what it accepts per turn (ACCEPT_BURST, which bounds the
+        # descriptors a burst opens); the kernel's queue may be longer, and should: a client
+        # whose connect finds it full gets EAGAIN, which asyncio's clients take for success.
+        for listening in self._server.sockets:
+            with listening.dup() as sock:
+                sock.listen(LISTEN_BACKLOG)
         loop = asyncio.get_running_loop()
         self._previous_handler = loop.get_exception_handler()
         loop.set_exception_handler(self._loop_exception)

@@ -16,13 +16,14 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass
 
-from controller.control import ACCEPT_BURST, TRUSTED_RESERVE
+from controller.control import ACCEPT_BURST, ACCEPT_TURNS, TRUSTED_RESERVE
 
 FD_BASE_RESERVE = 64
 """Descriptors the daemon holds besides its devices and connections: standard streams, the
 loop's epoll and wake-up pipe, the signal pipe, the store's database, WAL and shared memory
 and a second connection for checks, the critical-memory key and anchor, the sd_notify
-socket, a verify child's pipes. A simulated table at rest holds about 30 of them."""
+socket, a verify child's pipes. A simulated table at rest holds 19, two of them the
+harness's connections."""
 FD_PER_DEVICE = 8  # a serial port or USB handle, a reopen beside it, a pin bridge socket
 MIN_CONNECTIONS = 16  # below this a table cannot run a dealer, a display and a technician
 
@@ -42,7 +43,8 @@ def open_files_limit() -> int | None:
 
 def connection_budget(max_connections: int, devices: int, open_files: int | None) -> ConnectionBudget:
     """The connection cap that fits `open_files` descriptors beside `devices` devices."""
-    reserve = TRUSTED_RESERVE + ACCEPT_BURST + FD_BASE_RESERVE + FD_PER_DEVICE * devices
+    reserve = (TRUSTED_RESERVE + ACCEPT_BURST * ACCEPT_TURNS + FD_BASE_RESERVE
+               + FD_PER_DEVICE * devices)
     if open_files is None or max_connections + reserve <= open_files:
         return ConnectionBudget(max_connections, "")
     cap = open_files - reserve

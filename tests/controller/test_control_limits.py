@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -170,6 +171,55 @@ async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_wo
     refused = [e.payload for e in store.events() if e.kind == "command_refused"]
     assert refused[0]["reason"] == "supervisor 'ana' and that PIN were not accepted"
     assert all(p["command"] == "adjust" and p["role_needed"] == "supervisor" for p in refused)
+
+
+async def test_a_thousand_wrong_pins_in_a_minute_are_all_counted_in_a_bounded_log(tmp_path):
+    """1,000 wrong PINs from one dealer station in one minute (a clock the test sets; the
+    caller's delays are recorded, not waited): the PIN guard still hashes only 5 and locks
+    the name out, and the log gets a bounded number of entries whose counts add up to every
+    refusal, so no client makes the daemon flush on its behalf faster than one entry per
+    kind and command per window (controller/refusals.py)."""
+    clock = SetClock(1000.0)
+    store = Store(tmp_path / "t.sqlite")
+
+    def record(kind, payload, severity):  # noqa: ANN001
+        with store.transaction():
+            store.append_event(kind, payload, severity=severity)
+
+    pins = PinGuard({"ana": hash_pin("4321", iterations=FAST)},
+                    PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30),
+                    clock=clock, sleep=Delays())
+    srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600, pins=pins, record=record,
+                        clock=clock)
+    srv.identify = lambda writer: DEALER
+    srv.register("adjust", lambda args: {"done": args["cents"]}, role=Role.SUPERVISOR,
+                 args={"cents": whole(1, 100)})
+    await srv.start()
+    client = await ControlClient(srv.path).connect()
+    codes = set()
+    for guess in range(1000):  # never 4321
+        clock.now += 0.06  # 1,000 in 60 s
+        with pytest.raises(ControlError) as caught:
+            await client.call("adjust", auth={"supervisor": "ana", "pin": f"{guess:04d}"},
+                              cents=5)
+        codes.add(caught.value.code)
+    await client.close()
+    await srv.close()  # a stop writes what was counted and not yet written
+    events = store.events(limit=100_000)
+    store.close()
+    entries = Counter(e.kind for e in events)
+    counted = {kind: sum(e.payload["count"] for e in events if e.kind == kind)
+               for kind in ("pin_refused", "pin_delay", "command_refused")}
+    print(f"1,000 wrong PINs in 60 s: {len(events)} log entries {dict(entries)}; "
+          f"refusals counted in them {counted}")
+    assert codes == {"unauthorised"}
+    assert entries == {"pin_failed": 5, "pin_lockout": 1, "pin_refused": 7, "pin_delay": 7,
+                       "command_refused": 7}
+    assert counted == {"pin_refused": 995, "pin_delay": 1000, "command_refused": 1000}
+    assert srv.refusals.totals == {"pin_failed": 5, "pin_lockout": 1, "pin_refused": 995,
+                                   "pin_delay": 1000, "command_refused": 1000}
+    windows = [e.payload.get("window_s") for e in events if e.kind == "pin_refused"]
+    assert windows == [None] + [10.0] * 6  # the first at once, then one per 10 s window
 
 
 # --- guessing across a restart -------------------------------------------------------------
