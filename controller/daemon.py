@@ -30,6 +30,7 @@ from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
 from controller.control_args import FLAG, Arg, choice, number, text, whole
 from controller.limits import connection_budget, open_files_limit
+from controller.metrics_http import MetricsEndpoint
 from controller.offload import StoreWork
 from controller.logsetup import bind_table, configure_logging
 from cards import BackColour
@@ -153,6 +154,7 @@ class Daemon:
         self._handling = False  # the table is in a step (an event must then wait its turn)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._consumer: asyncio.Task[None] | None = None
+        self.metrics_port = 0  # where [metrics] listen serves, once it does
 
     # --- wiring -----------------------------------------------------------------
 
@@ -358,6 +360,7 @@ class Daemon:
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
                 "a real table keeps them in the secrets file")}, "warning")
         await self.control.start()
+        metrics = await self._serve_metrics()
         for device in self.devices.values():
             await device.start(self._emit)
         if self.table.state is TableState.BETTING_OPEN:
@@ -386,12 +389,47 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("daemon_stopping", {"state": self.table.state.value})
         log.info("control_closed", connections_closed=await self.control.close())
+        if metrics is not None:
+            await metrics.close()
         for device in self.devices.values():
             await device.stop()
         self.store.close()
         gc.set_threshold(*threshold)  # a daemon run inside another program (the tests)
         gc.unfreeze()
         return EXIT_OK
+
+    async def _serve_metrics(self) -> MetricsEndpoint | None:
+        """`[metrics] listen`: the daemon's own /metrics on the loopback interface."""
+        if self.config.metrics_listen is None:
+            return None
+        endpoint = MetricsEndpoint(self.metrics_text)
+        host, port = self.config.metrics_listen
+        self.metrics_port = await endpoint.start(host, port)
+        log.info("metrics_serving", url=f"http://{host}:{self.metrics_port}/metrics")
+        return endpoint
+
+    def metrics_text(self) -> str:
+        """The daemon's Prometheus text: the table's families (controller/metrics_text.py)
+        and the control socket's, every counter since the daemon started."""
+        from controller.metrics_text import MetricsWriter, table_families
+
+        t, control = self.table, self.control
+        w = MetricsWriter(t.table_id)
+        table_families(w, state=t.state.value, devices=self.device_report(), fault=t.fault,
+                       shoe_rounds=t.shoe.rounds_in_shoe)
+        w.family("tabled_control_connections", "gauge", "connections open on the control socket",
+                 [({}, control.connections)])
+        w.family("tabled_control_connections_max", "gauge", "the control socket's connection "
+                 "cap in force ([access] max_connections, or lower to fit the open-files limit)",
+                 [({}, control.max_connections)])
+        w.family("tabled_control_refusals_total", "counter", "refusals on the control socket "
+                 "by kind (command_refused, pin_failed, pin_lockout, pin_refused, pin_delay, "
+                 "subscriber_dropped), "
+                 "each counted whether or not it was written to the log one by one",
+                 [({"kind": k}, n) for k, n in sorted(control.refusals.totals.items())])
+        w.family("tabled_daemon_uptime_seconds", "gauge", "seconds since the daemon started",
+                 [({}, round(time.monotonic() - self.started_monotonic, 3))])
+        return w.text()
 
     async def _consume(self) -> None:
         while True:
