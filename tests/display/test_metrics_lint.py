@@ -24,7 +24,7 @@ from controller.display.board import Board
 from controller.display.metrics import render_metrics
 from drivers.link_device import _link_counters
 from firmware_bridge.link import LinkCounters
-from tests.controller.test_daemon import config_for, running
+from tests.controller.test_daemon import running
 
 UNBOUNDED_LABELS = {"shoe", "shoe_no", "round", "round_id", "round_no", "seq", "id",
                     "supervisor", "caller", "uid", "pid", "dealer", "card", "at"}
