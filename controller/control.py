@@ -325,7 +325,7 @@ class ControlServer:
         if self._flusher is not None:
             self._flusher.cancel()
         self.refusals.flush()  # every refusal counted so far is in the log
-        if self._previous_handler is not None or self._server is not None:
+        if self._server is not None:  # start() put its handler in: the one before it back
             asyncio.get_running_loop().set_exception_handler(self._previous_handler)
         try:
             os.unlink(self.path)

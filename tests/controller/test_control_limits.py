@@ -469,6 +469,25 @@ async def test_connections_past_the_caps_are_refused_clearly(limited):
         await client.close()
 
 
+async def test_accept_failing_for_want_of_descriptors_is_one_line_per_interval(limited):
+    """asyncio reports each connection it could not accept (EMFILE), up to its backlog every
+    turn: before issue 33 that was 171,137 log lines in 25 s. Now counted, one line per 10 s."""
+    import structlog.testing
+
+    from controller.control import ACCEPT_FAILED
+
+    srv, _, _ = limited
+    loop = asyncio.get_running_loop()
+    failed = {"message": ACCEPT_FAILED, "exception": OSError(24, "Too many open files")}
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(5000):
+            loop.call_exception_handler(failed)
+        srv._accept_logged_at -= 10.0  # the interval has passed
+        loop.call_exception_handler(failed)
+    assert [(e["event"], e["failures"]) for e in logs] == [
+        ("control_accept_failed", 1), ("control_accept_failed", 5000)]
+
+
 async def until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
     for _ in range(int(timeout / 0.01)):
         if condition():
