@@ -168,9 +168,9 @@ def test_2000_connections_under_a_1024_open_files_limit_leave_the_shoe_dealing(t
             async def flood() -> tuple[list[dict[str, Any]], int]:
                 held.extend([await asyncio.open_unix_connection(table.socket)
                              for _ in range(HELD)])
-                in_use = len(os.listdir(f"/proc/{pid}/fd"))
                 # A refused connection has its one line and is closed; a served one waits.
                 await asyncio.sleep(2.0)
+                in_use = len(os.listdir(f"/proc/{pid}/fd"))  # the flood held, refusals closed
                 answers, waiting = [], []
                 for reader, writer in held:
                     try:
@@ -199,7 +199,7 @@ def test_2000_connections_under_a_1024_open_files_limit_leave_the_shoe_dealing(t
           f"dealt meanwhile; {lowered[0] if lowered else 'no cap line'}")
     assert len(lowered) == 1 and "capped at 744" in lowered[0]
     assert "open-files limit is 1024" in lowered[0]
-    assert in_use < OPEN_FILES - 64  # room left for a replugged shoe
+    assert in_use < OPEN_FILES - 128  # room left for a replugged shoe and a burst refused
     assert served + len([a for a in answers if not a["ok"]]) == HELD
     assert 0 < served <= 744 + 64  # the cap and root's reserve
     assert refusals == {"too many connections: the limit is 744 (lowered to fit the "
