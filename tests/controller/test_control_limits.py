@@ -17,6 +17,7 @@ from controller import auth
 from controller.access import AccessConfig, AccessPolicy, Caller, Role
 from controller.auth import PinGuard, PinPolicy, authorise, hash_pin
 from controller.control_args import whole
+from controller.limits import ConnectionBudget
 from controller.control import HISTORY_PAGE, ControlClient, ControlError, ControlServer
 from controller.store import Store
 from tests.controller.test_daemon import config_for, running
@@ -486,6 +487,52 @@ async def test_accept_failing_for_want_of_descriptors_is_one_line_per_interval(l
         loop.call_exception_handler(failed)
     assert [(e["event"], e["failures"]) for e in logs] == [
         ("control_accept_failed", 1), ("control_accept_failed", 5000)]
+
+
+def test_the_connection_cap_fits_the_open_files_limit():
+    """max_connections + root's reserve (64) + refusals in flight (32 x 4) + the daemon's own
+    (64) + 8 per device must fit the open-files limit; else the cap is lowered, or, with
+    fewer than 16 connections left, the daemon does not start."""
+    from controller.limits import connection_budget
+
+    assert connection_budget(4096, 3, 16384) == ConnectionBudget(4096, "")
+    assert connection_budget(4096, 3, None) == ConnectionBudget(4096, "")  # unlimited
+    assert connection_budget(4096, 3, 1024) == ConnectionBudget(744, (
+        "control connections capped at 744, not [access] max_connections = 4096: the "
+        "open-files limit is 1024 (RLIMIT_NOFILE: LimitNOFILE= in tabled.service, ulimit -n "
+        "elsewhere); 280 are kept for the store, 3 devices, root's reserve and accepting; "
+        "for 4096, raise it to 4376"))
+    assert connection_budget(4096, 3, 290) == ConnectionBudget(0, (
+        "the open-files limit is 290 (RLIMIT_NOFILE: LimitNOFILE= in tabled.service, ulimit "
+        "-n elsewhere); 280 are kept for the store, 3 devices, root's reserve and accepting, "
+        "which leaves 10 control connections; allowed: an open-files limit of at least 296"),
+        refused=True)
+
+
+def test_the_daemon_does_not_start_with_too_few_open_files(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    from controller.daemon import EXIT_CONFIG
+    from tests.controller.test_daemon import CONFIG
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (290, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.daemon", "--config", str(CONFIG),
+         "--set", f"store.path={tmp_path / 'table.sqlite'}",
+         "--set", f"control.socket={tmp_path / 'control.sock'}"],
+        capture_output=True, text=True, timeout=60, preexec_fn=few_files)
+    assert done.returncode == EXIT_CONFIG
+    refusal = [line for line in done.stderr.splitlines() if line.startswith("tabled:")]
+    assert refusal == ["tabled: not started: the open-files limit is 290 (RLIMIT_NOFILE: "
+                       "LimitNOFILE= in tabled.service, ulimit -n elsewhere); 280 are kept for "
+                       "the store, 3 devices, root's reserve and accepting, which leaves 10 "
+                       "control connections; allowed: an open-files limit of at least 296"]
+    assert "Traceback" not in done.stderr + done.stdout
 
 
 async def until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
