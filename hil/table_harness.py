@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import random
+import resource
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -110,7 +111,7 @@ class TableHarness:
     def __init__(self, config: Path, workdir: Path, *, seed: int = 1,
                  players: PlayerPlan | None = None, on_line: Callable[[str], None] | None = None,
                  daemon_log: Path | None = None, extra_overrides: Sequence[str] = (),
-                 gpio_claimed: bool = True) -> None:
+                 gpio_claimed: bool = True, open_files: int | None = None) -> None:
         from controller.config import load_config
 
         self.config_path = Path(config)
@@ -130,6 +131,9 @@ class TableHarness:
         # of that fault's exit): there is no pin bridge to connect to and the seats never
         # come up, so neither is waited for. Set it again before restart() once fixed.
         self.gpio_claimed = gpio_claimed
+        # The daemon's soft open-files limit (RLIMIT_NOFILE), as `ulimit -n` or the unit's
+        # LimitNOFILE= would set it; None: inherited from this process.
+        self.open_files = open_files
         self.table_config = load_config(self.config_path, self._overrides("/dev/null"))
         self.decks = self.table_config.submission.game.decks
         self.back = BackColour.RED
@@ -197,10 +201,16 @@ class TableHarness:
         self.daemon = await asyncio.create_subprocess_exec(
             *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1",
-                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket})
+                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket},
+            preexec_fn=self._limit_open_files if self.open_files is not None else None)
         log_file.close()
         self.client = await self._connect()
         self.pins = await self._connect_pins() if self.gpio_claimed else None
+
+    def _limit_open_files(self) -> None:
+        """In the daemon's child process, before it runs: its soft open-files limit."""
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, hard))
 
     async def start_daemon_ready(self) -> None:
         """Start the daemon and wait until its devices are up: a card drawn before the
