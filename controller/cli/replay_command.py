@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli import exitcodes
-from controller.cli.storefile import not_a_table_store
+from controller.cli.storefile import copy_store, not_a_table_store
 
 
 def register(subparsers: Any) -> None:
@@ -173,11 +172,7 @@ def _store_rounds(args: argparse.Namespace, progressive: Any) -> list[Any]:
     if not source.is_file():
         raise ReplayError(f"no store file at {source}")
     with tempfile.TemporaryDirectory(prefix="tablectl-replay-") as tmp:
-        copy = Path(tmp) / source.name
-        for suffix in ("", "-wal"):
-            part = Path(str(source) + suffix)
-            if part.exists():
-                shutil.copyfile(part, str(copy) + suffix)
+        copy = copy_store(source, Path(tmp))
         refused = not_a_table_store(copy)
         if refused is not None:
             raise ReplayError(refused.replace(str(copy), str(source)))

@@ -30,7 +30,7 @@ from controller.cli import exitcodes
 from controller.cli.client import (
     Daemon, DaemonUnavailable, EventFeed, UnsupportedCommand, default_socket,
 )
-from controller.cli.storefile import not_a_table_store
+from controller.cli.storefile import copy_store, not_a_table_store
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
     table, visible_len, when, with_progress,
@@ -1352,11 +1352,7 @@ def _verify_offline(args: argparse.Namespace) -> int:
         return exitcodes.BAD_ARGUMENTS
     try:
         with tempfile.TemporaryDirectory(prefix="tablectl-verify-") as tmp:
-            copy = Path(tmp) / source.name
-            for suffix in ("", "-wal"):
-                part = Path(str(source) + suffix)
-                if part.exists():
-                    shutil.copyfile(part, str(copy) + suffix)
+            copy = copy_store(source, Path(tmp))
             refused = not_a_table_store(copy)
             if refused is not None and not paths.key.exists():
                 # No key beside it: a wrong path, not this table's store (with its key it is
