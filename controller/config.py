@@ -29,7 +29,7 @@ DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors", "access")
+                   "progressive", "linked", "mqtt", "supervisors", "access", "witness")
 
 
 class ConfigError(ValueError):
@@ -107,6 +107,8 @@ class TableConfig:
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""
     """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
+    witness: Any = None
+    """`[witness]`: controller.witness.config.WitnessConfig, or None (the table is unwitnessed)."""
 
     @property
     def table_id(self) -> str:
@@ -351,6 +353,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         except ProgressiveConfigError as exc:
             c.problems.extend(exc.problems)
         check_feature_packages(c.report, [key for key in ("mqtt", "linked") if key in data])
+    witness = _witness(c, data, submission)
     if submission is not None:
         _wager_limits(c, submission)
     if shuffler.enabled and shuffler.backend:
@@ -364,7 +367,20 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
         access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
+        witness=witness,
     )
+
+
+def _witness(c: _Checker, data: Mapping[str, Any], submission: Any) -> Any:
+    """`[witness]` (controller/witness/config.py); it needs psycopg and cryptography."""
+    if "witness" not in data:
+        return None
+    from controller.witness.config import parse_witness
+
+    table_id = str(submission.table.id) if submission is not None else ""
+    witness = parse_witness(data["witness"], table_id, c.report)
+    check_feature_packages(c.report, ["witness"])
+    return witness
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> None:

@@ -30,6 +30,7 @@ INITIALISED_EVENT = "critical_memory_initialised"
 CLEARED_EVENT = "critical_memory_cleared"
 VERIFIED_EVENT = "critical_memory_verified"
 RECHECK_EVENT = "critical_memory_rechecked"
+WITNESS_OUTBOX = "witness_outbox"  # controller/witness/outbox.py: the old store's heads
 
 
 def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
@@ -114,23 +115,32 @@ def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
 
 
 def init_store(store_path: str, critical_dir: str = "", *, operator: str,
-               table_id: str) -> Store:
-    """A new table's critical memory: key, store and anchor, with a logged record."""
+               table_id: str, witness: Mapping[str, Any] | None = None,
+               key: bytes | None = None) -> Store:
+    """A new table's critical memory: key, store and anchor, with a logged record (and what
+    its witness registered, when it has one). `key`: one the caller just made (the witness's
+    registration names it before the store exists)."""
     paths = paths_for(store_path, critical_dir)
-    for existing, what in ((paths.store, "a store"), (paths.anchor, "an anchor"),
-                           (paths.key, "a key")):
-        if existing.exists():
-            raise IntegrityError("already initialised", f"{what} already exists at {existing}",
-                                 "this table's critical memory exists; to start over, a "
-                                 "supervisor clears it (tabled --clear-store)")
-    key = critical.create_key(paths)
+    refuse_if_initialised(paths, key_made=key is not None)
+    if key is None:
+        key = critical.create_key(paths)
     store = Store(paths.store, key=key, paths=paths, create=True)
     with store.transaction():
         store.append_event(INITIALISED_EVENT, {
             "table_id": table_id, "operator": operator, "host": socket.gethostname(),
             "key_id": critical.key_id(key), "store": str(paths.store),
-            "anchor": str(paths.anchor)}, severity="warning")
+            "anchor": str(paths.anchor), **({"witness": dict(witness)} if witness else {})},
+            severity="warning")
     return store
+
+
+def refuse_if_initialised(paths: CriticalPaths, *, key_made: bool = False) -> None:
+    for existing, what in ((paths.store, "a store"), (paths.anchor, "an anchor"),
+                           *(() if key_made else ((paths.key, "a key"),))):
+        if existing.exists():
+            raise IntegrityError("already initialised", f"{what} already exists at {existing}",
+                                 "this table's critical memory exists; to start over, a "
+                                 "supervisor clears it (tabled --clear-store)")
 
 
 def load_key_for(store_path: str, critical_dir: str = "") -> bytes:
@@ -146,7 +156,8 @@ def is_initialised(store_path: str, critical_dir: str = "") -> bool:
 
 def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, reason: str,
                 table_id: str, authorised: Callable[[], bool],
-                now: Callable[[], float] = time.time) -> tuple[Store, Path]:
+                now: Callable[[], float] = time.time,
+                witness: Callable[[], Mapping[str, Any]] | None = None) -> tuple[Store, Path]:
     """A supervisor clears critical memory: the old files move to an evidence directory
     untouched, a new store starts, and its first record carries the last values read
     from the old store (as found: they failed or escaped the check, so they are evidence,
@@ -158,6 +169,9 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
         raise IntegrityError("clear refused", f"supervisor {supervisor!r} was not authorised "
                              "(wrong name or PIN)", "a floor supervisor enters their own PIN")
     paths = paths_for(store_path, critical_dir)
+    # The witness records the replacement first (with the supervisor, the reason and the
+    # last head it held): a clear the witness cannot record does not happen.
+    witnessed = witness() if witness is not None else None
     key = critical.load_key(paths) if paths.key.exists() else critical.create_key(paths)
     failure = _failure_of(paths, key)
     last = _last_values(paths.store)
@@ -166,7 +180,7 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
     evidence.mkdir(mode=0o700)
     moved = []
     for part in (paths.store, Path(f"{paths.store}-wal"), Path(f"{paths.store}-shm"),
-                 paths.anchor):
+                 paths.anchor, paths.directory / WITNESS_OUTBOX):
         if part.exists() or part.is_symlink():
             os.replace(part, evidence / part.name)
             moved.append(part.name)
@@ -175,7 +189,8 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
         store.append_event(CLEARED_EVENT, {
             "table_id": table_id, "supervisor": supervisor, "reason": reason.strip(),
             "failure": failure, "evidence": str(evidence), "moved": moved,
-            "last_values": last}, severity="critical")
+            "last_values": last, **({"witness": dict(witnessed)} if witnessed else {})},
+            severity="critical")
     return store, evidence
 
 
@@ -241,13 +256,26 @@ def supervisor_authorised(config: Any, name: str, pin: str) -> bool:
 
 def run_once(config: Any, args: Any) -> int:
     """Initialise or clear, print what happened, and return the daemon's exit status."""
-    import getpass
     import sys
 
     try:
         if args.init_store:
+            witnessed, key = None, None
+            if config.witness is not None:
+                from controller.witness.registration import register_new_store
+
+                paths = paths_for(config.store_path, config.critical_dir)
+                refuse_if_initialised(paths)
+                key = critical.create_key(paths)
+                try:
+                    witnessed = register_new_store(config, args, key,
+                                                   lambda: _pin_of(args, args.supervisor or ""))
+                except BaseException:
+                    paths.key.unlink()  # nothing was initialised: the next attempt starts over
+                    raise
             store = init_store(config.store_path, config.critical_dir,
-                               operator=_operator(), table_id=config.table_id)
+                               operator=_operator(), table_id=config.table_id,
+                               witness=witnessed, key=key)
             print(f"tabled: critical memory of table {config.table_id} initialised: store "
                   f"{store.path}, key and anchor in {store.paths.directory if store.paths else ''}")
             store.close()
@@ -256,11 +284,17 @@ def run_once(config: Any, args: Any) -> int:
         if not name:
             raise IntegrityError("clear refused", "--supervisor NAME is required",
                                  "a floor supervisor clears critical memory with their PIN")
-        pin = (sys.stdin.readline().strip() if args.pin_stdin
-               else getpass.getpass(f"PIN for supervisor {name}: "))
+        pin = _pin_of(args, name)
+        register = None
+        if config.witness is not None:
+            from controller.witness.registration import register_replaced_store
+
+            def register() -> Mapping[str, Any]:
+                return register_replaced_store(config, name, args.reason)
         store, evidence = clear_store(
             config.store_path, config.critical_dir, supervisor=name, reason=args.reason,
-            table_id=config.table_id, authorised=lambda: supervisor_authorised(config, name, pin))
+            table_id=config.table_id, authorised=lambda: supervisor_authorised(config, name, pin),
+            witness=register)
         print(f"tabled: critical memory of table {config.table_id} cleared by {name}; the old "
               f"files are kept in {evidence}; the new store's first record carries the last "
               "meter values")
@@ -273,6 +307,15 @@ def run_once(config: Any, args: Any) -> int:
         print(f"tabled: {exc.filename or ''}: {exc.strerror}\nNext: {ACTION_UNUSABLE}",
               file=sys.stderr)
         return EXIT_STORE
+
+
+def _pin_of(args: Any, name: str) -> str:
+    """The supervisor's PIN: from standard input (--pin-stdin) or asked for."""
+    import getpass
+    import sys
+
+    return (sys.stdin.readline().strip() if args.pin_stdin
+            else getpass.getpass(f"PIN for supervisor {name}: "))
 
 
 def _operator() -> str:

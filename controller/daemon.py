@@ -144,6 +144,7 @@ class Daemon:
                 access.pin_max_delay_s), record=self._record),
             on_supervisor_command=self._audit_supervisor)
         self.store_work = StoreWork(self.store)
+        self.witness = self._witness()
         self._register_commands()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0  # the loop's thread, once it runs
@@ -274,6 +275,42 @@ class Daemon:
             print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
 
+    # --- the witness (controller/witness/) ----------------------------------------------
+
+    def _witness(self) -> Any:
+        """The table's witness, when `[witness]` names one and the store passed its check."""
+        if self.config.witness is None or self.store_failure is not None:
+            return None
+        from controller.witness.table_side import TableWitness
+
+        return TableWitness(self.config.witness, self.store, record=self._record,
+                            out_of_order=self._witness_failed)
+
+    async def _start_witness(self) -> None:
+        if self.witness is None:
+            if self.config.witness is None:
+                log.warning("unwitnessed", detail="no [witness] in the configuration: the "
+                            "table's heads are kept by no one off the table")
+            return
+        if self.table.state is not TableState.OUT_OF_ORDER:
+            await self.witness.start()
+
+    def _witness_failed(self, exc: IntegrityError) -> None:
+        """The witness holds a head this store does not: out of order, naming both heads."""
+        if self.store_failure is not None:
+            return
+        self.store_failure = exc
+        log.critical("integrity_failed", check=exc.check, detail=exc.detail, action=exc.action)
+        print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
+        self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+
+    def _place_wager(self, args: Mapping[str, Any]) -> None:
+        refusal = self.witness.refusal() if self.witness is not None else None
+        if refusal is not None:
+            raise CommandRefused(refusal)
+        self.table.cmd_place_wager(_int(args, "seat", None, 1, 14), str(args.get("wager", "")),
+                                   _int(args, "amount_cents", None, 1, 10**9))
+
     async def _verify(self, args: Mapping[str, Any]) -> Any:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
         own in a child process so the table keeps running. A failure found now puts the
@@ -320,6 +357,7 @@ class Daemon:
         bind_table(self.config.table_id)
         self.table.restore()
         self.check_integrity()
+        await self._start_witness()
         if self.progressive is not None and self.table.state is not TableState.OUT_OF_ORDER:
             for award in self.progressive.recover():  # an award a crash interrupted
                 with self.store.transaction():
@@ -368,6 +406,8 @@ class Daemon:
         await self.control.close()
         for device in self.devices.values():
             await device.stop()
+        if self.witness is not None:  # the last heads, or the outbox keeps them
+            await asyncio.to_thread(self.witness.stop)
         self.store.close()
         gc.set_threshold(*threshold)  # a daemon run inside another program (the tests)
         gc.unfreeze()
@@ -454,9 +494,8 @@ class Daemon:
         reg("shuffle", self._cmd_shuffle, role=DEALER, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
             description="the dealer loaded the shoe: checked like the shoe's own report")
-        reg("place_wager", self._guard(lambda a: self.table.cmd_place_wager(
-            _int(a, "seat", None, 1, 14), str(a.get("wager", "")),
-            _int(a, "amount_cents", None, 1, 10**9))), role=DEALER, description="accept a wager at a seat")
+        reg("place_wager", self._guard(self._place_wager), role=DEALER,
+            description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             role=DEALER, description="lock every seat")
         reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
@@ -735,6 +774,9 @@ class Daemon:
                       "next": t.coup.next_card().name.lower() if t.coup is not None else None},
             "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
             "out_of_order": t.out_of_order_reason or None,
+            "witness": self.witness.status() if self.witness is not None else
+            {"link": "unwitnessed", "detail": "no [witness] in the configuration"
+             if self.config.witness is None else "the store failed its check"},
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 
