@@ -50,12 +50,15 @@ def entry_mac(db: sqlite3.Connection, seq: int) -> str | None:
     return str(row[0]) if row else None
 
 
-def compare(db: sqlite3.Connection, witnessed: Head, *, source: str = "the witness") -> None:
+def compare(db: sqlite3.Connection, witnessed: Head, *, source: str = "the witness",
+            opened_at_seq: int | None = None) -> None:
     """Raise IntegrityError naming both heads if the store on `db` does not contain the
     witnessed head. `db` must see one snapshot (a read transaction, or the loop's own
-    connection between steps)."""
+    connection between steps). `opened_at_seq`: the log's last entry when the daemon opened
+    the store, if only its boot entries (which move no money) came after it."""
     here = local_head(db)
-    theirs = f"{source} holds {witnessed.describe()}, signed by this table"
+    theirs = f"{source} holds {witnessed.describe()}" + (", signed by this table"
+                                                          if witnessed.signature else "")
     if witnessed.commit_no > here.commit_no or witnessed.log_seq > here.log_seq:
         raise IntegrityError("witness: store behind", f"the store is at {here.describe()} but "
                              f"{theirs}: the store was rolled back or replaced", ACTION_WITNESS)
@@ -66,7 +69,8 @@ def compare(db: sqlite3.Connection, witnessed: Head, *, source: str = "the witne
                              f"store has {shown} but {theirs}: the log was rewritten at or "
                              f"before entry {witnessed.log_seq} (the store is at "
                              f"{here.describe()})", ACTION_WITNESS)
-    if here.log_seq == witnessed.log_seq and here.state_digest != witnessed.state_digest:
+    quiet_since = {here.log_seq, opened_at_seq}  # no money step after these entries
+    if witnessed.log_seq in quiet_since and here.state_digest != witnessed.state_digest:
         raise IntegrityError("witness: money diverges", f"the meters and seat totals differ "
                              f"from those witnessed at the same log entry: the store is at "
                              f"{here.describe()} but {theirs}: money was changed without a log "

@@ -52,7 +52,10 @@ class WitnessLink:
                  on_link: Callable[[bool, str], None] = lambda up, detail: None,
                  clock: Callable[[], float] = time.monotonic,
                  send_interval_s: float = SEND_INTERVAL_S, retry_s: float = RETRY_S,
-                 check_interval_s: float = CHECK_INTERVAL_S) -> None:
+                 check_interval_s: float = CHECK_INTERVAL_S,
+                 opened_at_seq: int | None = None) -> None:
+        """`opened_at_seq`: the log's last entry when the daemon opened the store (the first
+        check compares the money witnessed there with the store's: compare.compare)."""
         self.client = client
         self.table_id = client.table_id
         self.signer = signer
@@ -65,6 +68,7 @@ class WitnessLink:
         self._send_interval_s = send_interval_s
         self._retry_s = retry_s
         self._check_interval_s = check_interval_s
+        self._opened_at_seq = opened_at_seq
         self._changed = threading.Condition()
         self._new: list[Head] = []
         self._closing = False
@@ -244,16 +248,18 @@ class WitnessLink:
         if last is None:
             return
         self.last_witnessed = self.last_witnessed or last
-        check_store(self.store_path, last)
+        opened, self._opened_at_seq = self._opened_at_seq, None  # the first check's only
+        check_store(self.store_path, last, opened_at_seq=opened)
         self.last_check_ok = time.monotonic()
 
 
-def check_store(store_path: str, head: Head, *, source: str = "the witness") -> None:
+def check_store(store_path: str, head: Head, *, source: str = "the witness",
+                opened_at_seq: int | None = None) -> None:
     """Compare the store file with a head, in one read snapshot of its own connection."""
     db = sqlite3.connect(f"file:{Path(store_path).absolute()}?mode=ro", uri=True,
                          isolation_level=None, check_same_thread=False)
     try:
         db.execute("BEGIN")
-        compare(db, head, source=source)
+        compare(db, head, source=source, opened_at_seq=opened_at_seq)
     finally:
         db.close()

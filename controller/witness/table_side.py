@@ -60,9 +60,11 @@ class TableWitness:
             self._record("witness_down", {"reason": self.unavailable}, "error")
             return
         outbox = Outbox(paths.directory / OUTBOX_FILE)
+        opened_at = self.store.verified.log_seq if self.store.verified is not None else None
         if outbox.last is not None:
-            try:  # heads this store signed but the witness never got: it cannot be behind them
-                check_store(self.store.path, outbox.last, source="this table's outbox")
+            try:  # heads this store made but the witness never got: it cannot be behind them
+                check_store(self.store.path, outbox.last, source="this table's outbox",
+                            opened_at_seq=opened_at)
             except IntegrityError as exc:
                 self._out_of_order(exc)
                 return
@@ -73,7 +75,8 @@ class TableWitness:
             key_id=critical.key_id(self.store.key),
             on_failure=lambda exc: loop.call_soon_threadsafe(self._out_of_order, exc),
             on_link=lambda up, why: loop.call_soon_threadsafe(self._link_changed, up, why),
-            clock=self._clock, check_interval_s=self.config.check_interval_s)
+            clock=self._clock, check_interval_s=self.config.check_interval_s,
+            opened_at_seq=opened_at)
         self.store.on_durable_commit(self.link.head_committed)
         self.link.start()
         await asyncio.to_thread(self.link.first_check.wait, BOOT_WAIT_S)
