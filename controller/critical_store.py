@@ -267,9 +267,12 @@ def run_once(config: Any, args: Any) -> int:
                 paths = paths_for(config.store_path, config.critical_dir)
                 refuse_if_initialised(paths)
                 key = critical.create_key(paths)
+                name = args.supervisor or ""
                 try:
-                    witnessed = register_new_store(config, args, key,
-                                                   lambda: _pin_of(args, args.supervisor or ""))
+                    witnessed = register_new_store(
+                        config, paths, key, supervisor=name, reason=args.reason or "",
+                        authorised=lambda: supervisor_authorised(config, name,
+                                                                 _pin_of(args, name)))
                 except BaseException:
                     paths.key.unlink()  # nothing was initialised: the next attempt starts over
                     raise
@@ -290,7 +293,8 @@ def run_once(config: Any, args: Any) -> int:
             from controller.witness.registration import register_replaced_store
 
             def register() -> Mapping[str, Any]:
-                return register_replaced_store(config, name, args.reason)
+                return register_replaced_store(
+                    config, paths_for(config.store_path, config.critical_dir), name, args.reason)
         store, evidence = clear_store(
             config.store_path, config.critical_dir, supervisor=name, reason=args.reason,
             table_id=config.table_id, authorised=lambda: supervisor_authorised(config, name, pin),

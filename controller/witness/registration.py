@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller import critical
-from controller.critical import IntegrityError
+from controller.critical import CriticalPaths, IntegrityError
 from controller.witness.heads import Signer, ensure_signing_key
 from controller.witness.server import WitnessClient, WitnessRefused, WitnessUnreachable
 
@@ -29,10 +29,9 @@ def _client(config: Any) -> WitnessClient:
                          timeout_s=witness.timeout_s)
 
 
-def _register(config: Any, key: bytes, supervisor: str, reason: str) -> Mapping[str, Any]:
-    from controller.critical_store import paths_for
-
-    signer = Signer(ensure_signing_key(paths_for(config.store_path, config.critical_dir)))
+def _register(config: Any, paths: CriticalPaths, key: bytes, supervisor: str, reason: str
+              ) -> Mapping[str, Any]:
+    signer = Signer(ensure_signing_key(paths))
     client = _client(config)
     try:
         registration = client.register(signer.public_key, critical.key_id(key),
@@ -51,12 +50,11 @@ def _register(config: Any, key: bytes, supervisor: str, reason: str) -> Mapping[
             "last_witnessed": registration.last_witnessed}
 
 
-def register_new_store(config: Any, args: Any, key: bytes, pin: Callable[[], str]
-                       ) -> Mapping[str, Any]:
+def register_new_store(config: Any, paths: CriticalPaths, key: bytes, *, supervisor: str,
+                       reason: str, authorised: Callable[[], bool]) -> Mapping[str, Any]:
     """`--init-store`: the first registration, or (a table the witness knows) a replaced
-    store, which needs --supervisor, --reason and the supervisor's PIN."""
-    from controller.critical_store import supervisor_authorised
-
+    store, which needs --supervisor, --reason and the supervisor's PIN (`authorised` asks
+    for it and checks it)."""
     client = _client(config)
     try:
         known = client.registrations()
@@ -65,8 +63,8 @@ def register_new_store(config: Any, args: Any, key: bytes, pin: Callable[[], str
     finally:
         client.close()
     if not known:
-        return _register(config, key, "", "")
-    name, reason = (args.supervisor or "").strip(), (args.reason or "").strip()
+        return _register(config, paths, key, "", "")
+    name, reason = supervisor.strip(), reason.strip()
     last = known[-1]
     if not name or not reason:
         raise IntegrityError("init refused", f"the witness already knows table "
@@ -74,17 +72,15 @@ def register_new_store(config: Any, args: Any, key: bytes, pin: Callable[[], str
                              f"{last.registered_at}): a new store for it is a replaced store",
                              "a floor supervisor runs it: --init-store --supervisor NAME "
                              "--reason TEXT, and enters their PIN")
-    if not supervisor_authorised(config, name, pin()):
+    if not authorised():
         raise IntegrityError("init refused", f"supervisor {name!r} was not authorised (wrong "
                              "name or PIN)", "a floor supervisor enters their own PIN")
-    return _register(config, key, name, reason)
+    return _register(config, paths, key, name, reason)
 
 
-def register_replaced_store(config: Any, supervisor: str, reason: str) -> Mapping[str, Any]:
+def register_replaced_store(config: Any, paths: CriticalPaths, supervisor: str, reason: str
+                            ) -> Mapping[str, Any]:
     """`--clear-store` (the supervisor's PIN already checked): the new store's registration."""
-    from controller.critical_store import paths_for
-
-    paths = paths_for(config.store_path, config.critical_dir)
     key = critical.load_key(paths) if paths.key.exists() else b""
     client = _client(config)
     try:
@@ -93,4 +89,4 @@ def register_replaced_store(config: Any, supervisor: str, reason: str) -> Mappin
         raise IntegrityError("witness unreachable", str(exc), ACTION_LINK) from None
     finally:
         client.close()
-    return _register(config, key, supervisor if known else "", reason if known else "")
+    return _register(config, paths, key, supervisor if known else "", reason if known else "")
