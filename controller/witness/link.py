@@ -47,7 +47,7 @@ class NotRegistered(Exception):
 
 class WitnessLink:
     def __init__(self, client: WitnessClient, signer: Signer, outbox: Outbox, *,
-                 store_path: str, key_id: str,
+                 store_path: str,
                  on_failure: Callable[[IntegrityError], None],
                  on_link: Callable[[bool, str], None] = lambda up, detail: None,
                  clock: Callable[[], float] = time.monotonic,
@@ -61,7 +61,6 @@ class WitnessLink:
         self.signer = signer
         self.outbox = outbox
         self.store_path = store_path
-        self.key_id = key_id
         self._on_failure = on_failure
         self._on_link = on_link
         self._clock = clock

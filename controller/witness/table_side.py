@@ -16,7 +16,6 @@ from typing import Any
 
 import structlog
 
-from controller import critical
 from controller.critical import IntegrityError
 from controller.store import Store
 from controller.witness.config import WitnessConfig
@@ -70,11 +69,15 @@ class TableWitness:
                 return
         client = WitnessClient(self.config.dsn, self.config.schema,
                                table_id=self.config.table_id, timeout_s=self.config.timeout_s)
+        def failed(exc: IntegrityError) -> None:  # on the link's thread: to the loop's
+            loop.call_soon_threadsafe(self._out_of_order, exc)
+
+        def link_changed(up: bool, why: str) -> None:
+            loop.call_soon_threadsafe(self._link_changed, up, why)
+
         self.link = WitnessLink(
-            client, signer, outbox, store_path=self.store.path,
-            key_id=critical.key_id(self.store.key),
-            on_failure=lambda exc: loop.call_soon_threadsafe(self._out_of_order, exc),
-            on_link=lambda up, why: loop.call_soon_threadsafe(self._link_changed, up, why),
+            client, signer, outbox, store_path=self.store.path, on_failure=failed,
+            on_link=link_changed,
             clock=self._clock, check_interval_s=self.config.check_interval_s,
             opened_at_seq=opened_at)
         self.store.on_durable_commit(self.link.head_committed)
