@@ -254,31 +254,39 @@ def supervisor_authorised(config: Any, name: str, pin: str) -> bool:
     return bool(name) and authorise(config.supervisor_pin_hashes, name, pin)
 
 
+def initialise(config: Any, *, operator: str, supervisor: str = "", reason: str = "",
+               authorised: Callable[[], bool] = lambda: False) -> Store:
+    """`tabled --init-store`: with a `[witness]`, the table's key is registered with the
+    witness first (a table it already knows needs the supervisor, the reason and
+    `authorised`), and the new store's first record carries what the witness recorded."""
+    witnessed, key = None, None
+    if config.witness is not None:
+        from controller.witness.registration import register_new_store
+
+        paths = paths_for(config.store_path, config.critical_dir)
+        refuse_if_initialised(paths)
+        key = critical.create_key(paths)
+        try:
+            witnessed = register_new_store(config, paths, key, supervisor=supervisor,
+                                           reason=reason, authorised=authorised)
+        except BaseException:
+            paths.key.unlink()  # nothing was initialised: the next attempt starts over
+            raise
+    return init_store(config.store_path, config.critical_dir, operator=operator,
+                      table_id=config.table_id, witness=witnessed, key=key)
+
+
 def run_once(config: Any, args: Any) -> int:
     """Initialise or clear, print what happened, and return the daemon's exit status."""
     import sys
 
     try:
         if args.init_store:
-            witnessed, key = None, None
-            if config.witness is not None:
-                from controller.witness.registration import register_new_store
-
-                paths = paths_for(config.store_path, config.critical_dir)
-                refuse_if_initialised(paths)
-                key = critical.create_key(paths)
-                name = args.supervisor or ""
-                try:
-                    witnessed = register_new_store(
-                        config, paths, key, supervisor=name, reason=args.reason or "",
-                        authorised=lambda: supervisor_authorised(config, name,
-                                                                 _pin_of(args, name)))
-                except BaseException:
-                    paths.key.unlink()  # nothing was initialised: the next attempt starts over
-                    raise
-            store = init_store(config.store_path, config.critical_dir,
-                               operator=_operator(), table_id=config.table_id,
-                               witness=witnessed, key=key)
+            name = args.supervisor or ""
+            store = initialise(config, operator=_operator(), supervisor=name,
+                               reason=args.reason or "",
+                               authorised=lambda: supervisor_authorised(config, name,
+                                                                        _pin_of(args, name)))
             print(f"tabled: critical memory of table {config.table_id} initialised: store "
                   f"{store.path}, key and anchor in {store.paths.directory if store.paths else ''}")
             store.close()

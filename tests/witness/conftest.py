@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from controller.witness.server import Roles, add_table, apply_setup
+from hil.witness_sim import drop_witness
 from tests.progressive.conftest import PG_DSN, PG_HOST, PG_PORT, service_required
 
 TABLE_ID = "SIM-BAC-01"
@@ -35,19 +36,6 @@ class WitnessDb:
     @property
     def auditor_dsn(self) -> str:
         return self.dsn(Roles.of(self.schema).auditor)
-
-
-def drop_witness(admin_dsn: str, schema: str, table_roles: list[str]) -> None:
-    import psycopg
-    from psycopg import sql
-
-    roles = Roles.of(schema)
-    with psycopg.connect(admin_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-        for role in [*dict.fromkeys(table_roles), roles.tables, roles.auditor, roles.owner]:
-            if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
-                admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-                admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from controller import critical
+from controller.cli.table_commands import render_status
 from controller.config import load_config
 from controller.control import ControlError
 from controller.critical_store import EXIT_STORE, paths_for, run_once, verify_file
@@ -140,6 +142,7 @@ async def test_init_store_registers_the_table_and_the_daemon_streams_its_heads(
     status = await play(config)
     assert status["witness"]["link"] == "up"
     assert status["witness"]["epoch"] == 1
+    assert "Witness: up; last witnessed " in render_status(status)
     last = witness_heads(witness_db)[-1]
     # The last durable commit (the stop's own entries) is the last witnessed head.
     assert (last.commit_no, last.log_seq, last.entry_mac) == seal_of(tmp_path / "table.sqlite")
@@ -287,3 +290,7 @@ async def test_without_its_witness_the_table_plays_then_stops_new_rounds_after_t
                            r"max_unwitnessed_minutes = 0.001\)"):
             await client.call("place_wager", seat=1, wager="banker", amount_cents=500)
         assert (await client.call("open"))["state"] == "opening"  # the table itself runs
+        shown = render_status(await client.call("status"))
+        assert re.search(r"Witness: DOWN for \S+: witness unreachable: OperationalError: "
+                         r"connection failed: .*; \d+ heads kept in the outbox; new rounds stop "
+                         r"after 0.001 min", shown), shown
