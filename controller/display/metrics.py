@@ -63,6 +63,9 @@ def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
              [({"device": d.get("device"), "counter": k}, float(v))
               for d in board.devices for k, v in sorted((d.get("counters") or {}).items())
               if isinstance(v, (int, float))])
+    w.family("tabled_witness_up", "gauge", "1 while the table's witness takes its heads, 0 "
+             "while it is down (absent: the table has no witness or has not said yet)",
+             [({}, 1 if board.witness_up else 0)] if board.witness_up is not None else [])
     w.family("tabled_fault_active", "gauge", "1 while the table is stopped by a device fault",
              [({"device": (board.fault or {}).get("device", ""),
                 "code": (board.fault or {}).get("code", "")}, 1 if board.fault else 0)])
