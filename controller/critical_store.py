@@ -281,6 +281,8 @@ def run_once(config: Any, args: Any) -> int:
     import sys
 
     try:
+        if getattr(args, "register_witness", False):
+            return _register_witness(config, args)
         if args.init_store:
             name = args.supervisor or ""
             store = initialise(config, operator=_operator(), supervisor=name,
@@ -319,6 +321,23 @@ def run_once(config: Any, args: Any) -> int:
         print(f"tabled: {exc.filename or ''}: {exc.strerror}\nNext: {ACTION_UNUSABLE}",
               file=sys.stderr)
         return EXIT_STORE
+
+
+def _register_witness(config: Any, args: Any) -> int:
+    """`tabled --register-witness`: an initialised table's key registered with its witness."""
+    if config.witness is None:
+        raise IntegrityError("register refused", "the configuration has no [witness]",
+                             "add [witness] dsn = ... (docs/deployment.md, 'The witness')")
+    from controller.witness.registration import register_new_store
+
+    paths = paths_for(config.store_path, config.critical_dir)
+    name = args.supervisor or ""
+    done = register_new_store(config, paths, critical.load_key(paths), supervisor=name,
+                              reason=args.reason or "", authorised=lambda: supervisor_authorised(
+                                  config, name, _pin_of(args, name)))
+    print(f"tabled: table {config.witness.table_id} registered with its witness (epoch "
+          f"{done['epoch']})")
+    return os.EX_OK
 
 
 def _pin_of(args: Any, name: str) -> str:

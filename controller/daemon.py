@@ -895,6 +895,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     once.add_argument("--clear-store", action="store_true",
                       help="a supervisor clears critical memory: the old store is kept as "
                            "evidence, a new one records the last meter values; then exit")
+    once.add_argument("--register-witness", action="store_true",
+                      help="register this table's key with the witness [witness] names (a "
+                           "table initialised before it had one); a table the witness knows "
+                           "needs --supervisor, --reason and the PIN; then exit")
     parser.add_argument("--supervisor", help="with --clear-store: the supervisor's name")
     parser.add_argument("--reason", default="", help="with --clear-store: why")
     parser.add_argument("--pin-stdin", action="store_true",
@@ -907,7 +911,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
-    if args.init_store or args.clear_store:
+    if args.init_store or args.clear_store or args.register_witness:
         from controller.critical_store import run_once
 
         return run_once(config, args)

@@ -70,8 +70,8 @@ def register_new_store(config: Any, paths: CriticalPaths, key: bytes, *, supervi
         raise IntegrityError("init refused", f"the witness already knows table "
                              f"{config.witness.table_id} (epoch {last.epoch}, registered "
                              f"{last.registered_at}): a new store for it is a replaced store",
-                             "a floor supervisor runs it: --init-store --supervisor NAME "
-                             "--reason TEXT, and enters their PIN")
+                             "a floor supervisor runs it with --supervisor NAME --reason TEXT "
+                             "and enters their PIN")
     if not authorised():
         raise IntegrityError("init refused", f"supervisor {name!r} was not authorised (wrong "
                              "name or PIN)", "a floor supervisor enters their own PIN")

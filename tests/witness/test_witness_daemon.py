@@ -39,11 +39,13 @@ def witnessed_config(tmp_path: Path, witness_db: WitnessDb, dsn: str | None = No
 
 
 def init_store(config: Any, monkeypatch: pytest.MonkeyPatch, *, supervisor: str | None = None,
-               reason: str = "", pin: str = PIN) -> int:
-    """`tabled --config FILE --init-store [--supervisor NAME --reason TEXT --pin-stdin]`."""
+               reason: str = "", pin: str = PIN, command: str = "init_store") -> int:
+    """`tabled --config FILE --init-store [--supervisor NAME --reason TEXT --pin-stdin]`
+    (or `--clear-store`, `--register-witness`)."""
     monkeypatch.setattr("sys.stdin", io.StringIO(pin + "\n"))
-    return run_once(config, argparse.Namespace(init_store=True, clear_store=False,
-                                               supervisor=supervisor, reason=reason,
+    chosen = {name: name == command for name in ("init_store", "clear_store",
+                                                 "register_witness")}
+    return run_once(config, argparse.Namespace(**chosen, supervisor=supervisor, reason=reason,
                                                pin_stdin=True))
 
 
@@ -294,3 +296,45 @@ async def test_without_its_witness_the_table_plays_then_stops_new_rounds_after_t
         assert re.search(r"Witness: DOWN for \S+: witness unreachable: OperationalError: "
                          r"connection failed: .*; \d+ heads kept in the outbox; new rounds stop "
                          r"after 0.001 min", shown), shown
+
+
+async def test_a_supervisors_clear_registers_the_new_store_with_the_witness(
+        tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = witnessed_config(tmp_path, witness_db)
+    assert init_store(config, monkeypatch) == 0
+    await play(config)
+    last = witness_heads(witness_db)[-1]
+    assert init_store(config, monkeypatch, supervisor="floor", reason="store damaged",
+                      command="clear_store") == 0
+    record = first_record(tmp_path / "table.sqlite")
+    assert record["supervisor"] == "floor"
+    assert "witness_outbox" in record["moved"]  # the old store's heads go with it
+    assert (record["witness"]["epoch"], record["witness"]["last_witnessed"]) == (
+        2, last.as_dict())
+    status = await play(config)
+    assert (status["state"], status["witness"]["link"], status["witness"]["epoch"]) == (
+        "opening", "up", 2)
+    code, text = verify_store(witness_db, tmp_path / "table.sqlite", capsys)
+    assert code == 0, text
+
+
+async def test_a_table_initialised_before_its_witness_registers_once(
+        tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                 f"control.socket={tmp_path / 'control.sock'}"])
+    assert init_store(plain, monkeypatch) == 0
+    status = await play(plain)
+    assert status["witness"] == {"link": "unwitnessed",
+                                 "detail": "no [witness] in the configuration"}
+    config = witnessed_config(tmp_path, witness_db)
+    status = await play(config)
+    assert status["witness"]["link"] == "unavailable"
+    assert "register it once with 'tabled --config FILE --register-witness'" in \
+        status["witness"]["detail"]
+    assert status["state"] == "opening"  # play goes on, unwitnessed
+    assert init_store(config, monkeypatch, command="register_witness") == 0
+    status = await play(config)
+    assert (status["witness"]["link"], status["witness"]["epoch"]) == ("up", 1)
+    # Registered once: again is a replaced store's registration, a supervisor's.
+    assert init_store(config, monkeypatch, command="register_witness") == EXIT_STORE
