@@ -6,6 +6,7 @@ throughout. A settable clock stands in for the ten minutes of the outage."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -179,4 +180,46 @@ async def test_heads_left_in_the_outbox_are_sent_after_a_restart(
     await until(lambda: witnessed(witness_db) == heads, WITHIN_S, "the old outbox sent")
     assert seen.failures == []
     again.stop()
+    store.close()
+
+
+async def test_a_log_rewritten_under_the_running_table_is_caught_by_the_next_check(
+        tmp_path: Path, witness_db: WitnessDb) -> None:
+    store, config = new_table(tmp_path, witness_db)
+    seen = Recorder()
+    quick = WitnessConfig(config.dsn, config.table_id, config.schema, check_interval_s=0.2,
+                          timeout_s=2)  # a minute in production ([witness] check_interval_s)
+    table = TableWitness(quick, store, record=seen.record, out_of_order=seen.failures.append)
+    await table.start()
+    for n in range(1, 3):
+        settle(store, n, 950)
+    await until(lambda: table.status()["pending_heads"] == 0, WITHIN_S, "heads witnessed")
+    witnessed_head = table.link.last_witnessed if table.link else None
+    assert witnessed_head is not None
+    # Someone holding the key rewrites entry 3 and every MAC after it, and re-seals, on a
+    # connection of their own while the table runs.
+    key = store.key
+    db = sqlite3.connect(store.path, isolation_level=None)
+    critical.install_functions(db, key)
+    db.execute("BEGIN IMMEDIATE")
+    prev = db.execute("SELECT hash FROM events WHERE seq = 2").fetchone()[0]
+    for seq, at, kind, severity, device, round_id, payload in db.execute(
+            "SELECT seq, at, kind, severity, device, round_id, payload FROM events WHERE "
+            "seq >= 3 ORDER BY seq").fetchall():
+        payload = payload.replace("950", "95000")
+        mac = critical.entry_mac(key, prev, seq, at, kind, severity, device, round_id,
+                                 payload)
+        db.execute("UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE seq = ?",
+                   (payload, prev, mac, seq))
+        prev = mac
+    critical.reseal(db, key)
+    db.execute("COMMIT")
+    db.close()
+    await until(lambda: bool(seen.failures), 5, "the periodic check's finding")
+    failure = seen.failures[0]
+    assert failure.check == "witness: log rewritten"
+    assert failure.detail.startswith(f"log entry {witnessed_head.log_seq} in the store has MAC ")
+    assert f"but the witness holds {witnessed_head.describe()}" in failure.detail
+    assert table.status()["link"] == "failed"
+    table.stop()
     store.close()
