@@ -407,7 +407,7 @@ class Daemon:
         for device in self.devices.values():
             await device.stop()
         if self.witness is not None:  # the last heads, or the outbox keeps them
-            await asyncio.to_thread(self.witness.stop)
+            await self.witness.stop()
         self.store.close()
         gc.set_threshold(*threshold)  # a daemon run inside another program (the tests)
         gc.unfreeze()

@@ -71,6 +71,7 @@ class WitnessLink:
         self._changed = threading.Condition()
         self._new: list[Head] = []
         self._closing = False
+        self._closed = False  # the thread is gone: heads go straight to the outbox
         self._check_wanted = True  # the first check runs as soon as the thread starts
         self.first_check = threading.Event()
         """Set once the first comparison ran or the witness proved unreachable."""
@@ -96,8 +97,11 @@ class WitnessLink:
         head = Head(self.table_id, 0, seal.commit_no, seal.log_seq, seal.log_mac,
                     state_digest(db))
         with self._changed:
-            self._new.append(head)
-            self._changed.notify()
+            if not self._closed:
+                self._new.append(head)
+                self._changed.notify()
+                return
+        self.outbox.append([head])  # after the thread stopped: kept for the next start
 
     def unwitnessed_s(self) -> float:
         """Seconds since the witness last answered (0 while it does)."""
@@ -123,6 +127,9 @@ class WitnessLink:
             self._closing = True
             self._changed.notify()
         self._thread.join(timeout_s)
+        with self._changed:  # what came after the thread's last look waits in the outbox
+            left, self._new, self._closed = self._new, [], True
+        self.outbox.append(left)
         self.client.close()
 
     # --- the thread --------------------------------------------------------------------

@@ -42,6 +42,7 @@ class TableWitness:
         self._clock = clock
         self.link: WitnessLink | None = None
         self.unavailable = ""  # why the table cannot be witnessed at all (no key)
+        self._stopped = False
 
     async def start(self) -> None:
         """Check the store against its own outbox and the witness, then stream its heads.
@@ -86,6 +87,8 @@ class TableWitness:
         await asyncio.sleep(0)  # a failure the first check found is applied before play
 
     def _link_changed(self, up: bool, reason: str) -> None:
+        if self._stopped:
+            return  # the daemon is stopping: its last entry is written
         if up:
             self._record("witness_up", {"pending_heads": self._pending()}, "info")
         else:
@@ -94,9 +97,11 @@ class TableWitness:
     def _pending(self) -> int:
         return len(self.link.outbox.pending) if self.link is not None else 0
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        """The last heads to the witness (or kept in the outbox), before the store closes."""
+        self._stopped = True  # on the loop's thread: no link event is recorded after this
         if self.link is not None:
-            self.link.close(self.config.timeout_s)
+            await asyncio.to_thread(self.link.close, self.config.timeout_s)
 
     def status(self) -> dict[str, Any]:
         if self.link is None:

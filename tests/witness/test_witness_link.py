@@ -150,7 +150,7 @@ async def test_every_head_reaches_the_witness_within_5_s_and_survives_an_outage(
     assert table.status()["pending_heads"] == 0
     assert seen.failures == []
     assert len(witnessed(witness_db)) == 26  # every head, in order, no gap
-    table.stop()
+    await table.stop()
     store.close()
 
 
@@ -168,7 +168,7 @@ async def test_heads_left_in_the_outbox_are_sent_after_a_restart(
         settle(store, n, 950)
     await until(lambda: table.status()["pending_heads"] == 6
                 and table.status()["link"] == "down", 10, "six heads waiting")
-    table.stop()
+    await table.stop()
     store.close()
     assert witnessed(witness_db) == []
 
@@ -179,7 +179,7 @@ async def test_heads_left_in_the_outbox_are_sent_after_a_restart(
     await again.start()
     await until(lambda: witnessed(witness_db) == heads, WITHIN_S, "the old outbox sent")
     assert seen.failures == []
-    again.stop()
+    await again.stop()
     store.close()
 
 
@@ -221,5 +221,5 @@ async def test_a_log_rewritten_under_the_running_table_is_caught_by_the_next_che
     assert failure.detail.startswith(f"log entry {witnessed_head.log_seq} in the store has MAC ")
     assert f"but the witness holds {witnessed_head.describe()}" in failure.detail
     assert table.status()["link"] == "failed"
-    table.stop()
+    await table.stop()
     store.close()
