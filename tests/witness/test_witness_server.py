@@ -167,3 +167,26 @@ def test_the_auditor_role_reads_but_cannot_insert(witness_db: WitnessDb) -> None
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             admin.execute(f"INSERT INTO {witness_db.schema}.heads SELECT * FROM "
                           f"{witness_db.schema}.heads")
+
+
+def test_tablewitness_sets_up_adds_a_table_and_says_when_it_cannot_read(
+        witness_db: WitnessDb, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = witness_db.schema
+    admin = ["--dsn", witness_db.admin_dsn, "--schema", schema]
+    assert tablewitness(["setup", *admin]) == 0
+    assert capsys.readouterr().out == (f"tablewitness: schema {schema} at version 1; roles "
+                                       f"{schema}_owner, {schema}_tables, {schema}_auditor\n")
+    assert tablewitness(["add-table", *admin, "--table", "BAC-07"]) == 0
+    witness_db.table_roles.append(f"{schema}_t_bac_07")
+    assert capsys.readouterr().out.startswith(
+        f"tablewitness: table BAC-07 speaks as role {schema}_t_bac_07 (INSERT only)")
+    assert tablewitness(["add-table", *admin, "--table", "BAC-07", "--role", "other"]) == 2
+    assert (f"table BAC-07 already speaks as role {schema}_t_bac_07"
+            in capsys.readouterr().err)
+    unreachable = "host=127.0.0.1 port=1 dbname=test user=postgres"
+    assert tablewitness(["verify", "--dsn", unreachable, "--schema", schema, "--table",
+                         "BAC-07"]) == 2
+    assert "witness unreachable" in capsys.readouterr().err
+    assert tablewitness(["verify", *admin, "--table", "BAC-07"]) == 1
+    assert ("the witness has no registration of table BAC-07"
+            in capsys.readouterr().err)
