@@ -28,8 +28,17 @@ class WitnessUnreachable(Exception):
 
 
 class WitnessRefused(Exception):
-    """The witness answered and refused: a head that does not extend the last, a role that
-    may not speak for the table, a registration without a supervisor."""
+    """The witness answered and refused what the table sent: a head that does not extend
+    the last, a head of a closed epoch, a second registration without a supervisor."""
+
+
+class WitnessMisconfigured(WitnessUnreachable):
+    """The witness answered but cannot be used as configured (a table it does not know, a
+    role without its grants, no schema): the link is down with the reason, not a finding
+    about the store."""
+
+
+REFUSALS = ("WT003", "WT004", "WT005")  # sql/v1.sql's codes that judge what was sent
 
 
 def check_identifier(name: str, what: str) -> str:
@@ -177,13 +186,13 @@ class WitnessClient:
         try:
             with self._conn.transaction():
                 return work(self._conn)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            if (getattr(exc, "sqlstate", None) or "").startswith("WT"):
-                raise WitnessRefused(_server_message(exc)) from exc
-            self.close()
-            raise WitnessUnreachable(f"witness unreachable: {_short(exc)}") from exc
         except psycopg.Error as exc:
-            raise WitnessRefused(_server_message(exc)) from exc
+            if getattr(exc, "sqlstate", None) in REFUSALS:
+                raise WitnessRefused(_server_message(exc)) from exc
+            if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+                self.close()
+                raise WitnessUnreachable(f"witness unreachable: {_short(exc)}") from exc
+            raise WitnessMisconfigured(f"witness unusable: {_server_message(exc)}") from exc
 
     # --- a table's calls -----------------------------------------------------------------
 
