@@ -338,3 +338,27 @@ async def test_a_table_initialised_before_its_witness_registers_once(
     assert (status["witness"]["link"], status["witness"]["epoch"]) == ("up", 1)
     # Registered once: again is a replaced store's registration, a supervisor's.
     assert init_store(config, monkeypatch, command="register_witness") == EXIT_STORE
+
+
+async def test_a_store_put_back_with_its_anchor_while_the_witness_is_away_is_caught(
+        tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = witnessed_config(tmp_path, witness_db)
+    assert init_store(config, monkeypatch) == 0
+    away = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                f"control.socket={tmp_path / 'control.sock'}",
+                                "witness.dsn=host=127.0.0.1 port=1 dbname=test user=nobody",
+                                f"witness.schema={witness_db.schema}"])
+    await play(away)
+    shutil.copy2(tmp_path / "table.sqlite", tmp_path / "old.sqlite")
+    shutil.copy2(tmp_path / "table.critical" / "anchor", tmp_path / "old.anchor")
+    status = await play(away)  # the heads of this play wait in the outbox
+    assert status["witness"]["link"] == "down"
+    for name in ("table.sqlite-wal", "table.sqlite-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    shutil.copy2(tmp_path / "old.sqlite", tmp_path / "table.sqlite")
+    shutil.copy2(tmp_path / "old.anchor", tmp_path / "table.critical" / "anchor")
+
+    status = await boot_status(away)
+    assert status["state"] == "out_of_order"
+    assert status["out_of_order"].startswith("witness: store behind: the store is at commit ")
+    assert "but this table's outbox holds commit " in status["out_of_order"]
