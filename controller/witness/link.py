@@ -101,7 +101,10 @@ class WitnessLink:
                 self._new.append(head)
                 self._changed.notify()
                 return
-        self.outbox.append([head])  # after the thread stopped: kept for the next start
+        try:
+            self.outbox.append([head])  # after the thread stopped: kept for the next start
+        except OSError as exc:  # the step is committed; its head is covered by the next one
+            log.error("witness_outbox_failed", error=str(exc), heads_lost=1)
 
     def unwitnessed_s(self) -> float:
         """Seconds since the witness last answered (0 while it does)."""
@@ -129,7 +132,10 @@ class WitnessLink:
         self._thread.join(timeout_s)
         with self._changed:  # what came after the thread's last look waits in the outbox
             left, self._new, self._closed = self._new, [], True
-        self.outbox.append(left)
+        try:
+            self.outbox.append(left)
+        except OSError as exc:
+            log.error("witness_outbox_failed", error=str(exc), heads_lost=len(left))
         self.client.close()
 
     # --- the thread --------------------------------------------------------------------
@@ -146,10 +152,22 @@ class WitnessLink:
                 new, self._new = self._new, []
                 closing, check, self._check_wanted = self._closing, self._check_wanted, False
             if new:
-                self.outbox.append(new)
+                try:
+                    self.outbox.append(new)
+                except OSError as exc:  # a full disk: the heads wait in memory meanwhile
+                    log.error("witness_outbox_failed", error=str(exc))
+                    self._down(f"cannot write the outbox {self.outbox.path}: {exc.strerror}")
+                    with self._changed:
+                        self._new[:0] = new
+                        if closing:
+                            return  # close() tries the outbox once more
+                        self._changed.wait_for(lambda: self._closing, timeout=self._retry_s)
+                    continue
             if self.failure is not None:  # the table is out of order: keep the evidence only
                 if closing:
                     return
+                with self._changed:
+                    self._changed.wait_for(lambda: self._closing or bool(self._new))
                 continue
             now = time.monotonic()
             if self.outbox.pending and (now >= next_send or closing):
@@ -180,6 +198,10 @@ class WitnessLink:
             return False
         except sqlite3.DatabaseError as exc:  # the store itself: the daemon's own check says
             self._down(f"cannot read the store to compare: {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - the link's thread must outlive any one call
+            log.exception("witness_link_error")
+            self._down(f"witness link error: {type(exc).__name__}: {exc}")
             return False
         self._up()
         return True
