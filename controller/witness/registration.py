@@ -37,7 +37,7 @@ def _register(config: Any, paths: CriticalPaths, key: bytes, supervisor: str, re
         registration = client.register(signer.public_key, critical.key_id(key),
                                        supervisor=supervisor, reason=reason)
     except WitnessUnreachable as exc:
-        raise IntegrityError("witness unreachable", str(exc), ACTION_LINK) from None
+        raise IntegrityError("witness unreachable", _reason(exc), ACTION_LINK) from None
     except WitnessRefused as exc:
         raise IntegrityError("witness refused", str(exc), "a table the witness knows is "
                              "registered again only by a floor supervisor (--supervisor NAME "
@@ -59,7 +59,7 @@ def register_new_store(config: Any, paths: CriticalPaths, key: bytes, *, supervi
     try:
         known = client.registrations()
     except WitnessUnreachable as exc:
-        raise IntegrityError("witness unreachable", str(exc), ACTION_LINK) from None
+        raise IntegrityError("witness unreachable", _reason(exc), ACTION_LINK) from None
     finally:
         client.close()
     if not known:
@@ -86,7 +86,11 @@ def register_replaced_store(config: Any, paths: CriticalPaths, supervisor: str, 
     try:
         known = client.registrations()
     except WitnessUnreachable as exc:
-        raise IntegrityError("witness unreachable", str(exc), ACTION_LINK) from None
+        raise IntegrityError("witness unreachable", _reason(exc), ACTION_LINK) from None
     finally:
         client.close()
     return _register(config, paths, key, supervisor if known else "", reason if known else "")
+
+
+def _reason(exc: WitnessUnreachable) -> str:
+    return str(exc).removeprefix("witness unreachable: ")
