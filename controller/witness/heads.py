@@ -54,20 +54,28 @@ class Head:
                 f"{self.entry_mac[:16]}, state {self.state_digest[:16]})")
 
 
+MONEY_QUERIES = {
+    "seat_totals": "SELECT seat, net_cents, wagered_cents, vig_owed_cents FROM seat_totals"
+                   " ORDER BY seat",
+    "meters": "SELECT progressive, level, amount_cents, frac_num, frac_den, awarded_cents,"
+              " paid_count FROM progressive_meters ORDER BY progressive, level",
+    "awards": "SELECT award_id, progressive, level, seat, amount_cents, state FROM"
+              " progressive_awards ORDER BY award_id",
+}
+
+
 def state_digest(db: sqlite3.Connection) -> str:
-    """SHA-256 of the seat totals and the progressive meters as canonical JSON: what the money
-    stood at. Anyone with the store recomputes it (no key), so an auditor can compare an
-    exported store's last head with the witness's."""
-    seats = [list(r) for r in db.execute(
-        "SELECT seat, net_cents, wagered_cents, vig_owed_cents FROM seat_totals ORDER BY seat")]
-    try:
-        meters = [list(r) for r in db.execute(
-            "SELECT progressive, level, amount_cents, frac_num, frac_den, awarded_cents,"
-            " paid_count FROM progressive_meters ORDER BY progressive, level")]
-    except sqlite3.OperationalError:  # a table without progressives has no meters table
-        meters = []
-    material = canonical({"seat_totals": seats, "meters": meters}).encode("utf-8")
-    return hashlib.sha256(material).hexdigest()
+    """SHA-256 of the seat totals, the progressive meters and the awards (each award's state:
+    pending, validated, paid) as canonical JSON: what the money stood at. Anyone with the
+    store recomputes it (no key), so an auditor can compare an exported store's last head
+    with the witness's."""
+    money: dict[str, list[list[object]]] = {}
+    for name, sql in MONEY_QUERIES.items():
+        try:
+            money[name] = [list(r) for r in db.execute(sql)]
+        except sqlite3.OperationalError:  # a table without progressives has no such table
+            money[name] = []
+    return hashlib.sha256(canonical(money).encode("utf-8")).hexdigest()
 
 
 # --- the table's signing key ---------------------------------------------------------------

@@ -227,7 +227,7 @@ async def test_money_changed_with_the_key_and_no_log_entry_is_caught(
     status = await boot_status(config)
     assert status["state"] == "out_of_order"
     assert status["out_of_order"].startswith(
-        "witness: money diverges: the meters and seat totals differ from those witnessed at "
+        "witness: money diverges: the seat totals, meters or awards differ from those witnessed at "
         "the same log entry")
 
 
