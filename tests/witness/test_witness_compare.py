@@ -60,9 +60,9 @@ def test_money_changed_at_the_same_log_entry_is_named(db: sqlite3.Connection,
     with pytest.raises(IntegrityError) as found:
         compare(db, head)
     assert found.value.check == "witness: money diverges"
-    assert found.value.detail.startswith("the meters and seat totals differ from those "
-                                         "witnessed at the same log entry: the store is at "
-                                         "commit 8, log entry 2 (MAC bb, state ")
+    assert found.value.detail.startswith("the seat totals, meters or awards differ from "
+                                         "those witnessed at the same log entry: the store is "
+                                         "at commit 8, log entry 2 (MAC bb, state ")
 
 
 def test_behind_and_rewritten_are_named(db: sqlite3.Connection) -> None:

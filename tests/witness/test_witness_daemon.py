@@ -227,8 +227,8 @@ async def test_money_changed_with_the_key_and_no_log_entry_is_caught(
     status = await boot_status(config)
     assert status["state"] == "out_of_order"
     assert status["out_of_order"].startswith(
-        "witness: money diverges: the seat totals, meters or awards differ from those witnessed at "
-        "the same log entry")
+        "witness: money diverges: the seat totals, meters or awards differ from those "
+        "witnessed at the same log entry")
 
 
 async def test_a_fresh_store_for_a_known_table_needs_a_supervisor_and_is_witnessed(
