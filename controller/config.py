@@ -29,7 +29,8 @@ DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors", "access", "metrics")
+                   "progressive", "linked", "mqtt", "supervisors", "access", "metrics",
+                   "witness")
 METRICS_HOSTS = ("127.0.0.1", "::1", "localhost")  # the daemon serves its metrics locally only
 
 
@@ -110,6 +111,8 @@ class TableConfig:
     """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
     metrics_listen: tuple[str, int] | None = None
     """`[metrics] listen`: where the daemon serves /metrics itself (loopback only); None: off."""
+    witness: Any = None
+    """`[witness]`: controller.witness.config.WitnessConfig, or None (the table is unwitnessed)."""
 
     @property
     def table_id(self) -> str:
@@ -362,6 +365,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         except ProgressiveConfigError as exc:
             c.problems.extend(exc.problems)
         check_feature_packages(c.report, [key for key in ("mqtt", "linked") if key in data])
+    witness = _witness(c, data, submission)
     if submission is not None:
         _wager_limits(c, submission)
     if shuffler.enabled and shuffler.backend:
@@ -376,6 +380,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
         metrics_listen=metrics_listen,
+        witness=witness,
     )
 
 
@@ -386,6 +391,18 @@ def _loopback_address(text: str) -> tuple[str, int] | None:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or host not in METRICS_HOSTS:
         return None
     return host, int(port)
+
+
+def _witness(c: _Checker, data: Mapping[str, Any], submission: Any) -> Any:
+    """`[witness]` (controller/witness/config.py); it needs psycopg and cryptography."""
+    if "witness" not in data:
+        return None
+    from controller.witness.config import parse_witness
+
+    table_id = str(submission.table.id) if submission is not None else ""
+    witness = parse_witness(data["witness"], table_id, c.report)
+    check_feature_packages(c.report, ["witness"])
+    return witness
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> None:

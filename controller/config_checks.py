@@ -179,7 +179,8 @@ def check_pin_hash(problems: ConfigProblems, name: str, digest: object) -> str |
 
 # The packages a progressive feature needs beyond '.[pi]', and the extra that installs them.
 FEATURE_PACKAGES = {"mqtt": ("paho.mqtt.client", "paho-mqtt"),
-                    "linked": ("psycopg", "psycopg")}
+                    "linked": ("psycopg", "psycopg"),
+                    "witness": ("psycopg", "psycopg")}
 
 
 def check_feature_packages(problems: ConfigProblems, sections: Iterable[str]) -> None:

@@ -160,6 +160,7 @@ class Daemon:
                 access.pin_max_delay_s)),  # it records through the control server's refusal log
             on_supervisor_command=self._audit_supervisor)
         self.store_work = StoreWork(self.store)
+        self.witness = self._witness()
         self._register_commands()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0  # the loop's thread, once it runs
@@ -343,6 +344,41 @@ class Daemon:
             return await result if asyncio.iscoroutine(result) else result
         return run
 
+    # --- the witness (controller/witness/) ----------------------------------------------
+
+    def _witness(self) -> Any:
+        """The table's witness, when `[witness]` names one and the store passed its check."""
+        if self.config.witness is None or self.store_failure is not None:
+            return None
+        from controller.witness.table_side import TableWitness
+
+        return TableWitness(self.config.witness, self.store, record=self._record,
+                            out_of_order=self._witness_failed)
+
+    async def _start_witness(self) -> None:
+        if self.witness is None:
+            if self.config.witness is None:
+                log.warning("unwitnessed", detail="no [witness] in the configuration: the "
+                            "table's heads are kept by no one off the table")
+            return
+        if self.table.state is not TableState.OUT_OF_ORDER:
+            await self.witness.start()
+
+    def _witness_failed(self, exc: IntegrityError) -> None:
+        """The witness holds a head this store does not: out of order, naming both heads."""
+        if self.store_failure is not None:
+            return
+        self.store_failure = exc
+        log.critical("integrity_failed", check=exc.check, detail=exc.detail, action=exc.action)
+        print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
+        self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+
+    def _place_wager(self, args: Mapping[str, Any]) -> None:
+        refusal = self.witness.refusal() if self.witness is not None else None
+        if refusal is not None:
+            raise CommandRefused(refusal)
+        self.table.cmd_place_wager(args["seat"], args["wager"], args["amount_cents"])
+
     async def _verify(self, args: Mapping[str, Any]) -> Any:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
         own in a child process so the table keeps running. A failure found now puts the
@@ -407,6 +443,7 @@ class Daemon:
             return EXIT_CONFIG
         self.table.restore()
         self.check_integrity()
+        await self._start_witness()  # before anything can move money (its boot comparison)
         if self.store_failure is None:
             self._spawn(self._check_history())
         else:  # out of order already: nothing to hold for
@@ -464,6 +501,8 @@ class Daemon:
             await metrics.close()
         for device in self.devices.values():
             await device.stop()
+        if self.witness is not None:  # the last heads, or the outbox keeps them
+            await self.witness.stop()
         self.store.close()
         gc.set_threshold(*threshold)  # a daemon run inside another program (the tests)
         gc.unfreeze()
@@ -588,8 +627,7 @@ class Daemon:
         reg("shuffle", self._cmd_shuffle, role=DEALER, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
             description="the dealer loaded the shoe: checked like the shoe's own report")
-        reg("place_wager", self._guard(lambda a: self.table.cmd_place_wager(
-            a["seat"], a["wager"], a["amount_cents"])), role=DEALER,
+        reg("place_wager", self._guard(self._place_wager), role=DEALER,
             description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             role=DEALER, description="lock every seat")
@@ -847,6 +885,9 @@ class Daemon:
             "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
             "out_of_order": t.out_of_order_reason or None,
             "history_check": self.history_check,
+            "witness": self.witness.status() if self.witness is not None else
+            {"link": "unwitnessed", "detail": "no [witness] in the configuration"
+             if self.config.witness is None else "the store failed its check"},
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 
@@ -983,6 +1024,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     once.add_argument("--clear-store", action="store_true",
                       help="a supervisor clears critical memory: the old store is kept as "
                            "evidence, a new one records the last meter values; then exit")
+    once.add_argument("--register-witness", action="store_true",
+                      help="register this table's key with the witness [witness] names (a "
+                           "table initialised before it had one); a table the witness knows "
+                           "needs --supervisor, --reason and the PIN; then exit")
     parser.add_argument("--supervisor", help="with --clear-store: the supervisor's name")
     parser.add_argument("--reason", default="", help="with --clear-store: why")
     parser.add_argument("--pin-stdin", action="store_true",
@@ -995,7 +1040,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
-    if args.init_store or args.clear_store:
+    if args.init_store or args.clear_store or args.register_witness:
         from controller.critical_store import run_once
 
         return run_once(config, args)

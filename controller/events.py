@@ -194,6 +194,11 @@ CATALOGUE: tuple[EventKind, ...] = (
       "settles nothing before it"),
     E("critical_memory_rechecked", "critical", "-", ("first", "recheck"),
       "a verification during play failed, and the same check on a fresh snapshot passed"),
+    # --- the witness (controller/witness/) ----------------------------------------------
+    E("witness_down", "warning / error", "-", ("reason",),
+      "the witness cannot be reached or cannot be used: heads wait in the outbox"),
+    E("witness_up", "info", "-", ("pending_heads",),
+      "the witness answers again; the outbox's heads are sent in order"),
 )
 
 KINDS: dict[str, EventKind] = {e.kind: e for e in CATALOGUE}

@@ -177,11 +177,10 @@ class TableHarness:
     def init_store(self) -> None:
         """A new table's critical memory is initialised once, explicitly (tabled --init-store);
         restarts and power cuts find it in place."""
-        from controller.critical_store import init_store, is_initialised
+        from controller.critical_store import initialise, is_initialised
 
         if not is_initialised(self.store_path, self.table_config.critical_dir):
-            store = init_store(self.store_path, self.table_config.critical_dir, operator="hil",
-                               table_id=self.table_config.table_id)
+            store = initialise(self.table_config, operator="hil")
             where = store.paths.directory if store.paths else ""
             store.close()
             self.on_line(f"Critical memory initialised (as tabled --init-store does): store "

@@ -349,6 +349,9 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(f"Betting: {len(wagers)} wagers totalling {money(total)}")
     else:
         lines.append("Round in progress: none")
+    witness = s.get("witness")
+    if isinstance(witness, Mapping):
+        lines.append(_witness_line(witness))
     fault = s.get("fault")
     if fault:
         lines.append(paint(f"FAULT: {fault.get('device')}: {fault.get('detail')} "
@@ -358,6 +361,24 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(paint(f"OUT OF ORDER: {s['out_of_order']}", "red", "bold"))
         lines.append(f"  Action: {OUT_OF_ORDER_ACTION}")
     return "\n".join(line for line in lines if line)
+
+
+def _witness_line(w: Mapping[str, Any]) -> str:
+    """The table's witness (controller/witness/): up, down since when, or none at all."""
+    link = w.get("link")
+    waiting = w.get("pending_heads") or 0
+    if link == "up":
+        return (f"Witness: up; last witnessed {w.get('last_witnessed') or 'nothing yet'}"
+                + (f"; {waiting} heads being sent" if waiting else ""))
+    if link in ("down", "connecting"):
+        limit = w.get("max_unwitnessed_minutes")
+        return paint(f"Witness: DOWN for {duration(w.get('unwitnessed_s') or 0)}: "
+                     f"{w.get('last_error') or 'not reached yet'}; {waiting} heads kept in the "
+                     "outbox" + (f"; new rounds stop after {limit:g} min" if limit else ""),
+                     "yellow", "bold")
+    if link == "failed":
+        return paint(f"Witness: FAILED: {w.get('failure')}", "red", "bold")
+    return paint(f"Witness: none, the table is unwitnessed ({w.get('detail')})", "yellow")
 
 
 def cmd_status(args: argparse.Namespace) -> int:

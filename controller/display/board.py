@@ -103,6 +103,7 @@ class Board:
     notice: str | None = None  # for the dealer until the shoe is replaced (a misplaced cover)
     devices: list[dict[str, Any]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)
+    witness_up: bool | None = None  # the table's witness, as its last witness event said
     _roads_cache: dict[str, Any] | None = None
 
     # --- folding in ---------------------------------------------------------------
@@ -122,6 +123,15 @@ class Board:
         handler = getattr(self, "_on_" + kind, None)
         changed: set[str] = handler(payload, event) if handler is not None else set()
         return changed | {LIVE}
+
+    def _on_witness_up(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.witness_up = True
+        return set()
+
+    def _on_witness_down(self, payload: Mapping[str, Any], event: Mapping[str, Any]
+                         ) -> set[str]:
+        self.witness_up = False
+        return set()
 
     def _on_shoe_loaded(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
         self.shoe_no = int(payload.get("shoe_no", self.shoe_no + 1))

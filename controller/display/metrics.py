@@ -24,6 +24,9 @@ def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
              [({}, 1 if board.daemon_connected else 0)])
     table_families(w, state=board.state, devices=board.devices, fault=board.fault,
                    shoe_rounds=len(board.rounds))
+    w.family("tabled_witness_up", "gauge", "1 while the table's witness takes its heads, 0 "
+             "while it is down (absent: the table has no witness or has not said yet)",
+             [({}, 1 if board.witness_up else 0)] if board.witness_up is not None else [])
     w.family("tabled_faults_total", "counter", "device faults seen since the service started",
              [({"device": d, "code": c}, n) for (d, c), n in sorted(m.faults.items())])
     w.family("tabled_rounds_total", "counter", "rounds seen since the service started",
