@@ -21,12 +21,14 @@ import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controller.critical_store import EXIT_STORE
+from controller.critical_store import EXIT_STORE, open_store
+from controller.progressive.ledger import PAID, VALIDATED, MeterLedger
 from controller.witness.server import apply_setup
 from hil.witness_sim import drop_witness
 from tests.progressive.conftest import PG_DSN, PG_HOST, PG_PORT, service_required
@@ -106,6 +108,27 @@ async def money_resealed_with_the_key(tmp_path: Path, config: Any, rng: random.R
     return "witness: money diverges: "
 
 
+async def paid_award_set_back_to_pending(tmp_path: Path, config: Any, rng: random.Random,
+                                         monkeypatch: pytest.MonkeyPatch) -> str:
+    """A $10,000.50 award paid (written while the daemon was down, then witnessed with the
+    next play's heads), set back to pending with the key: it could be validated and paid a
+    second time."""
+    store = open_store(config.store_path)
+    ledger = MeterLedger(store)
+    rid = store.open_round(1, 1, [{"seat": 3, "wager": "banker", "amount_cents": 2500}])
+    with store.transaction():
+        ledger.seed("h9", "grand", 1_000_000, Fraction(1, 10))
+        award = ledger.create_award("h9", "grand", rid, 3, 1_000_050, "Grand", "631c.6", 1)
+        ledger.advance_award(award.award_id, VALIDATED, supervisor="floor")
+        ledger.advance_award(award.award_id, PAID, paid_via="system")
+    store.close()
+    await play(config)  # the paid award is in the money the witness holds
+    reseal_with_key(tmp_path / "table.sqlite", "UPDATE progressive_awards SET state = "
+                    "'pending', validated_by = NULL, validated_at = NULL, paid_via = NULL, "
+                    "paid_at = NULL WHERE award_id = ?", (award.award_id,))
+    return "witness: money diverges: "
+
+
 async def log_rewritten_with_the_key(tmp_path: Path, config: Any, rng: random.Random,
                                      monkeypatch: pytest.MonkeyPatch) -> str:
     store = tmp_path / "table.sqlite"
@@ -134,6 +157,7 @@ ATTACKS: dict[str, Attack] = {
     "store and anchor put back": store_and_anchor_put_back,
     "whole table.critical/ put back": whole_critical_directory_put_back,
     "money re-sealed with the key": money_resealed_with_the_key,
+    "paid award set back to pending with the key": paid_award_set_back_to_pending,
     "log entry rewritten with the key": log_rewritten_with_the_key,
     "fresh --init-store without a supervisor": fresh_store_without_a_supervisor,
 }
