@@ -18,6 +18,7 @@ from typing import Any
 
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
+from controller.software import SoftwareConfig, parse_software
 from controller.config_checks import (
     ConfigProblems, check_control_socket, check_feature_packages, check_import_path,
     check_pin_hash, check_store_path,
@@ -29,7 +30,7 @@ DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors", "access")
+                   "progressive", "linked", "mqtt", "supervisors", "access", "software")
 
 
 class ConfigError(ValueError):
@@ -107,6 +108,8 @@ class TableConfig:
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""
     """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
+    software: SoftwareConfig = SoftwareConfig()
+    """`[software]`: whether the start checks the program against the release's manifest."""
 
     @property
     def table_id(self) -> str:
@@ -340,6 +343,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
                       "0660", check=lambda v: v in ("0600", "0660"))
 
     access, supervisors = _access_and_pins(c, data, file_mode)
+    software = parse_software(c.table("software", required=False), c.problems)
 
     progressive = None
     if any(key in data for key in ("progressive", "linked", "mqtt")):
@@ -364,6 +368,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
         access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
+        software=software,
     )
 
 

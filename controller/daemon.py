@@ -120,6 +120,8 @@ class Daemon:
         # table settles nothing, and opens to no one, until it passes.
         self.history_checked = asyncio.Event()
         self.history_check: dict[str, Any] = {"state": "not started"}
+        self.software: dict[str, Any] = {"mode": config.software.mode, "verified": False,
+                                         "release": None, "detail": "not checked yet"}
         self._last_event_wait = 0.0
         # Each optional device as the Protocol the daemon calls it through.
         seats, display, shuffler = (_device_as(self.devices, name, protocol) for name, protocol
@@ -298,6 +300,27 @@ class Daemon:
             print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
 
+    def check_software(self) -> None:
+        """The program's own files against the release's signed manifest (controller/software.py).
+        With `[software] verify = "enforce"` a file that differs, is missing or is not in the
+        release keeps the table out of order, naming it; "warn" logs it; "off" skips it."""
+        from controller.software import start_check
+
+        self.software = start_check(self.config.software)
+        fields = {k: v for k, v in self.software.items() if k != "hold"}
+        if self.software["verified"]:
+            log.info("software_verified", **fields)
+        elif self.software["hold"]:
+            log.critical("software_verification_failed", **fields)
+        else:  # "off", or "warn" (a development tree): said at every start
+            log.warning("software_not_verified", **fields)
+        if self.software["hold"]:
+            print(f"tabled: table out of order: software: {self.software['detail']}",
+                  file=sys.stderr, flush=True)
+            held = self.table.out_of_order_reason  # a failed store check is named first
+            self.table.mark_out_of_order(
+                (f"{held}; " if held else "") + f"software: {self.software['detail']}")
+
     async def _check_history(self) -> None:
         """The whole history, at every start: every log entry's MAC from the first, every
         sealed row (settled rounds too), the seal and the anchor, on a snapshot of its own
@@ -385,6 +408,7 @@ class Daemon:
         bind_table(self.config.table_id)
         self.table.restore()
         self.check_integrity()
+        self.check_software()
         if self.store_failure is None:
             self._spawn(self._check_history())
         else:
@@ -414,8 +438,10 @@ class Daemon:
         elif self.table.state is TableState.SHUFFLING:
             self._spawn(self._request_shuffle(None))  # the request may have died with us
         with self.store.transaction():
-            self.store.append_event("daemon_started", {"version": __version__,
-                                                       "state": self.table.state.value})
+            self.store.append_event("daemon_started", {
+                "version": __version__, "state": self.table.state.value,
+                "release": self.software["release"],
+                "software_verified": self.software["verified"]})
         from controller import crash_points  # HIL power-cut test only; inert unless its env is set
 
         crash_points.install(self.store._db)
@@ -810,6 +836,7 @@ class Daemon:
             "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
             "out_of_order": t.out_of_order_reason or None,
             "history_check": self.history_check,
+            "software": {k: v for k, v in self.software.items() if k != "hold"},
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 

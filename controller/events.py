@@ -33,7 +33,9 @@ class EventKind:
 E = EventKind
 CATALOGUE: tuple[EventKind, ...] = (
     # --- the daemon ---------------------------------------------------------------------
-    E("daemon_started", "info", "-", ("version", "state"), "the daemon is up"),
+    E("daemon_started", "info", "-", ("version", "state", "release", "software_verified"),
+      "the daemon is up; the release it runs and whether its files matched the signed "
+      "manifest (docs/deployment.md, \"Verify the software\")"),
     E("daemon_stopping", "info", "-", ("state",), "the daemon stops (SIGTERM)"),
     E("restored", "info", "-", ("state", "round_id"), "the table resumed after a restart"),
     E("internal_error", "error", "-", ("event",), "an event the table could not handle"),
