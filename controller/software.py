@@ -227,13 +227,13 @@ def load_manifest(manifest_path: Path, public_key_path: Path) -> tuple[Manifest,
     fingerprint. Raises SoftwareError naming what is wrong."""
     from cryptography.exceptions import InvalidSignature
 
-    pem = _read(public_key_path, "public key", "the vendor's Ed25519 release key (PEM), "
-                "[software] public_key or --public-key")
     body = _read(manifest_path, "manifest", "a release's manifest.json ([software] manifest "
                  "or --manifest)")
     signature_path = manifest_path.with_name(manifest_path.name + SIGNATURE_SUFFIX)
     signature = _read(signature_path, "signature", "the manifest's Ed25519 signature, "
                       "64 bytes, beside it")
+    pem = _read(public_key_path, "public key", "the vendor's Ed25519 release key (PEM), "
+                "[software] public_key or --public-key")
     key = _load_public_key(pem)
     try:
         key.verify(signature, body)
