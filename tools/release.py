@@ -12,7 +12,8 @@ wheel with the setuptools pinned in tools/build-requirements.txt under SOURCE_DA
 every dependency's wheels for each target platform and writes:
 
     OUT/bundle/                      the wheels, requirements.lock, manifest.json(.sig),
-                                     release-signing.pub
+                                     release-signing.pub, and the tree's config/, systemd/,
+                                     docs/, README.md, CHANGELOG.md
     OUT/baccarat-table-controller-<tag>-bundle.tar.gz   the same, as one reproducible file
 
 Two builds of one tag give byte-identical files (tests/test_release.py).
@@ -53,8 +54,11 @@ _MANYLINUX = ("manylinux2014", "manylinux_2_17", "manylinux_2_24", "manylinux_2_
 PLATFORMS = {
     "aarch64": "64-bit Raspberry Pi OS (Bookworm), Pi 3/4/5",
     "armv7l": "32-bit Raspberry Pi OS (Bookworm), Pi 2/3/4/5",
-    "native": "this build machine's own platform (for testing the bundle here)",
+    "native": "this build machine's platform, for testing the bundle here",
 }
+# What a table needs from the tree besides the wheel: the Rules Submissions to start from,
+# the systemd units and rules, and the guides (docs/deployment.md links them into /opt/tabled).
+TREE_FILES = ("config", "systemd", "docs", "README.md", "CHANGELOG.md")
 INSTALL = ("pip install --no-compile --no-index --find-links BUNDLE -r BUNDLE/requirements.lock")
 
 
@@ -234,6 +238,12 @@ def _dist_name(filename: str) -> tuple[str, str]:
     return re.sub(r"[-_.]+", "-", name).lower(), version
 
 
+def _packages(bundle: Path) -> list[Path]:
+    """The wheels and sdists in the bundle."""
+    return sorted(p for p in bundle.iterdir()
+                  if p.is_file() and p.name.endswith((".whl", ".tar.gz", ".zip")))
+
+
 def download(requirements: Sequence[str], platform: str, dest: Path, pip_args: Sequence[str],
              *, deps: bool) -> None:
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
@@ -250,7 +260,7 @@ def gather(wheel: Path, extras: str, platforms: Sequence[str], bundle: Path,
     spec = f"{wheel}[{extras}]" if extras else str(wheel)
     download([spec], first, bundle, pip_args, deps=True)
     own = re.sub(r"[-_.]+", "-", DIST_NAME)
-    pins = {n: v for n, v in map(_dist_name, (p.name for p in bundle.iterdir())) if n != own}
+    pins = {n: v for n, v in (_dist_name(p.name) for p in _packages(bundle)) if n != own}
     missing: dict[str, list[str]] = {first: []}
     for platform in others:
         wanted = [f"{n}=={v}" for n, v in sorted(pins.items())]
@@ -275,9 +285,8 @@ def write_lock(bundle: Path, wheel: Path, version: str, extras: str, pins: Mappi
     """requirements.lock in pip's --require-hashes format: every file in the bundle for each
     pinned package, so one lock serves every platform the bundle was built for."""
     hashes: dict[str, list[str]] = {}
-    for path in sorted(bundle.iterdir()):
-        if path.suffix == ".whl" or path.name.endswith((".tar.gz", ".zip")):
-            hashes.setdefault(_dist_name(path.name)[0], []).append(sha256(path.read_bytes()))
+    for path in _packages(bundle):
+        hashes.setdefault(_dist_name(path.name)[0], []).append(sha256(path.read_bytes()))
     own = f"{DIST_NAME}[{extras}]" if extras else DIST_NAME
     lines = [f"# {DIST_NAME} {tag}: every package the release installs, pinned with the hash "
              "of each file in this bundle",
@@ -301,7 +310,7 @@ def write_lock(bundle: Path, wheel: Path, version: str, extras: str, pins: Mappi
 
 def manifest_bytes(*, tag: str, version: str, commit: str, epoch: int,
                    files: Mapping[str, bytes], scripts: Mapping[str, str],
-                   bundle_files: Iterable[Path], platforms: Sequence[str],
+                   bundle_files: Iterable[tuple[str, Path]], platforms: Sequence[str],
                    missing: Mapping[str, list[str]]) -> bytes:
     """The manifest: the digest of every program file the wheel installs (sorted by path:
     the order of the seeded HMAC) and of every file in the bundle."""
@@ -319,10 +328,16 @@ def manifest_bytes(*, tag: str, version: str, commit: str, epoch: int,
         "console_scripts": dict(sorted(scripts.items())),
         "files": [{"path": p, "sha256": sha256(files[p]), "size": len(files[p])}
                   for p in sorted(files)],
-        "bundle": [{"name": f.name, "sha256": sha256(f.read_bytes())}
-                   for f in sorted(bundle_files)],
+        "bundle": [{"name": name, "sha256": sha256(path.read_bytes())}
+                   for name, path in sorted(bundle_files)],
     }
     return (json.dumps(body, indent=1, sort_keys=False) + "\n").encode()
+
+
+def _tree(bundle: Path) -> list[tuple[str, Path]]:
+    """Every file in the bundle, by its '/'-separated path in it, sorted."""
+    return sorted((p.relative_to(bundle).as_posix(), p) for p in bundle.rglob("*")
+                  if p.is_file())
 
 
 def sign(key: object, body: bytes) -> bytes:
@@ -365,19 +380,23 @@ def build(*, repo: str, tag: str, out: Path, key_path: Path, platforms: Sequence
         version = check_version(src, tag)
         python = build_env(build_env_dir or Path(tmp) / "build-env")
         wheel = build_wheel(src, python, epoch, bundle)
+        for name in TREE_FILES:
+            if (src / name).is_dir():
+                shutil.copytree(src / name, bundle / name)
+            elif (src / name).exists():
+                shutil.copy(src / name, bundle / name)
     files, scripts, _ = wheel_contents(wheel)
     pins, missing = gather(wheel, extras, platforms, bundle, pip_args)
     write_lock(bundle, wheel, version, extras, pins, platforms, missing, tag)
     (bundle / PUBLIC_KEY_NAME).write_bytes(_public_pem(key))
     body = manifest_bytes(tag=tag, version=version, commit=commit, epoch=epoch, files=files,
-                          scripts=scripts, bundle_files=list(bundle.iterdir()),
+                          scripts=scripts, bundle_files=_tree(bundle),
                           platforms=platforms, missing=missing)
     (bundle / MANIFEST_NAME).write_bytes(body)
     (bundle / (MANIFEST_NAME + SIGNATURE_SUFFIX)).write_bytes(sign(key, body))
     tarball = out / f"{DIST_NAME}-{tag}-bundle.tar.gz"
     write_tarball(bundle, tarball, epoch)
-    written = {p.relative_to(out).as_posix(): sha256(p.read_bytes())
-               for p in sorted(bundle.iterdir())}
+    written = {f"bundle/{name}": sha256(path.read_bytes()) for name, path in _tree(bundle)}
     written[tarball.name] = sha256(tarball.read_bytes())
     return written
 

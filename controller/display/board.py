@@ -101,6 +101,7 @@ class Board:
     meters: list[dict[str, Any]] = field(default_factory=list)
     award: dict[str, Any] | None = None  # a win light that is on, until validated
     devices: list[dict[str, Any]] = field(default_factory=list)
+    software: dict[str, Any] = field(default_factory=dict)  # status' check of the release
     metrics: Metrics = field(default_factory=Metrics)
     _roads_cache: dict[str, Any] | None = None
 
@@ -237,6 +238,8 @@ class Board:
         for key in ("table_id", "game", "variant", "seats"):
             if key in status:
                 self.table.setdefault(key, status[key])
+        if isinstance(status.get("software"), Mapping):
+            self.software = dict(status["software"])
         return {LIVE}
 
     def apply_meters(self, meters: Sequence[Mapping[str, Any]]) -> set[str]:

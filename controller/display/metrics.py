@@ -55,6 +55,11 @@ def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
              [({}, 1 if board.daemon_connected else 0)])
     w.family("tabled_table_state", "gauge", "1 for the table's current state, else 0",
              [({"state": s}, 1 if board.state == s else 0) for s in TABLE_STATES])
+    w.family("tabled_software_verified", "gauge",
+             "1 if the daemon's files matched the release's signed manifest at start, else 0",
+             [({"release": board.software.get("release") or "",
+                "mode": board.software.get("mode", "")},
+               1 if board.software.get("verified") else 0)])
     w.family("tabled_device_link", "gauge", "1 for each device's current link state, else 0",
              [({"device": d.get("device"), "state": s}, 1 if d.get("link") == s else 0)
               for d in board.devices for s in LINK_STATES])
