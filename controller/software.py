@@ -35,7 +35,6 @@ SIGNATURE_SUFFIX = ".sig"
 DEFAULT_PUBLIC_KEY = "/etc/tabled/release-signing.pub"
 MODES = ("off", "warn", "enforce")
 SEED_BYTES = (1, 64)  # GAT seeds are short; 64 bytes is HMAC-SHA256's block size
-_CHUNK = 1 << 16
 
 
 def default_manifest() -> Path:
@@ -171,18 +170,10 @@ def parse_seed(text: str) -> bytes:
     return bytes.fromhex(text)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def list_program_files(root: Path, packages: Sequence[str] = PACKAGES) -> list[str]:
     """Every file under the packages, relative to `root`, in the manifest's order (sorted
     by path). Stray bytecode is included: the check must see it."""
-    found = []
+    found: list[str] = []
     for package in packages:
         base = root / package
         if base.is_dir():
