@@ -587,6 +587,49 @@ class Daemon:
             description="progressive awards awaiting validation")
         reg("validate_award", self._after_history_check(self._validate_award), role=SUPERVISOR,
             description="a floor supervisor validates a progressive award (631c.6(c)(5))")
+        reg("software_change", self._software_change, role=SUPERVISOR,
+            description="a floor supervisor allows a release's activation or rollback, "
+                        "between shoes only (tablectl software activate|rollback)")
+        reg("software_record", self._software_record, role=TECHNICIAN,
+            description="a release staged, or rolled back by itself after a failed start, "
+                        "into the log")
+
+    def _software_change(self, args: Mapping[str, Any]) -> Any:
+        """The table's consent to a change of software (docs/deployment.md, "Upgrade and roll
+        back"): only between shoes (or out of order, when nothing can be played), recorded
+        with the supervisor before tablectl moves the `current` link and restarts."""
+        action, release = args.get("action"), args.get("release")
+        if action not in ("activate", "rollback"):
+            raise ControlError(f"'action' = {action!r}: allowed: activate, rollback",
+                               "bad_request")
+        if not isinstance(release, str) or not release:
+            raise ControlError(f"'release' = {release!r}: allowed: a release tag, e.g. v0.2.0",
+                               "bad_request")
+        if self.table.state not in SOFTWARE_CHANGE_STATES:
+            raise ControlError(
+                f"a change of software is allowed only between shoes; the table is "
+                f"{self.table.state.value} (allowed: "
+                f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "not_allowed")
+        payload = {"release": release, "from_release": self.software.get("release"),
+                   "supervisor": str(args.get("_supervisor", ""))}
+        kind = "software_activated" if action == "activate" else "software_rolled_back"
+        self._record(kind, payload if action == "activate" else {**payload, "automatic": False},
+                     "warning")
+        return payload
+
+    def _software_record(self, args: Mapping[str, Any]) -> Any:
+        event, release = args.get("event"), args.get("release")
+        if event not in ("staged", "automatic_rollback") or not isinstance(release, str):
+            raise ControlError(f"'event' = {event!r}, 'release' = {release!r}: allowed: event "
+                               "'staged' or 'automatic_rollback' and a release tag",
+                               "bad_request")
+        if event == "staged":
+            self._record("software_staged", {"release": release}, "info")
+        else:
+            self._record("software_rolled_back", {
+                "release": release, "from_release": str(args.get("from_release", "")),
+                "supervisor": "", "automatic": True}, "warning")
+        return {"recorded": event, "release": release}
 
     async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
         """Callers asking while the same check runs share its answer: a burst of requests
@@ -878,6 +921,8 @@ def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Devi
     return device
 
 
+# Between shoes, or nothing to play: a release may be activated or rolled back.
+SOFTWARE_CHANGE_STATES = (TableState.CLOSED, TableState.END_OF_SHOE, TableState.OUT_OF_ORDER)
 LIGHT_TEST_STATES = frozenset({TableState.CLOSED, TableState.END_OF_SHOE,
                                TableState.DEVICE_FAULT, TableState.OUT_OF_ORDER})
 

@@ -24,6 +24,7 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                 _absent(f"the dependencies' wheels from pip's index ({str(exc)[:300]})")
             raise
     return {"tmp": tmp, "builds": builds, "bundle": tmp / "out1" / "bundle",
-            "public": public}
+            "public": public, "private": private, "repo": repo}
 
 
 def test_two_builds_of_a_tag_are_identical(release):
@@ -190,3 +191,171 @@ async def _run_daemon(venv: Path, tmp: Path, public: Path, env: dict[str, str],
         daemon.send_signal(signal.SIGTERM)
         _, stderr = await asyncio.wait_for(daemon.communicate(), 30)
         assert b"tabled: table out of order: software: release" in stderr
+
+
+# --- upgrades and rollbacks -----------------------------------------------------------------
+
+PIN = "2468"  # config/simulated-table.toml's supervisor "floor"
+
+
+def _bump(version: str, patch: int) -> str:
+    major, minor, _ = version.split(".")
+    return f"{major}.{minor}.{patch}"
+
+
+def _release_of(release: dict[str, object], version: str, *, broken: bool = False) -> Path:
+    """Another release, as the vendor would tag it: the version set on top of the tagged
+    commit (and with `broken`, a daemon that exits at start), built by the same tooling."""
+    repo, tmp = Path(str(release["repo"])), Path(str(release["tmp"]))
+    work = tmp / f"work-{version}"
+    subprocess.run(["git", "clone", "--quiet", "--branch", TAG, str(repo), str(work)],
+                   check=True, capture_output=True)
+    for name in ("pyproject.toml", "controller/__init__.py"):
+        path = work / name
+        path.write_text(path.read_text().replace(f'"{VERSION}"', f'"{version}"', 1))
+    if broken:
+        daemon = work / "controller" / "daemon.py"
+        daemon.write_text(daemon.read_text().replace(
+            "    args = parser.parse_args(argv)\n",
+            "    args = parser.parse_args(argv)\n"
+            "    raise SystemExit('this release cannot start')\n", 1))
+    git = ["git", "-C", str(work), "-c", "user.name=vendor", "-c", "user.email=vendor@example.com"]
+    subprocess.run([*git, "commit", "--quiet", "-am", f"release {version}"], check=True,
+                   capture_output=True)
+    subprocess.run([*git, "tag", f"v{version}"], check=True, capture_output=True)
+    subprocess.run([*git, "push", "--quiet", str(repo), f"v{version}"], check=True,
+                   capture_output=True)
+    out = tmp / f"out-{version}"
+    build(repo=str(repo), tag=f"v{version}", out=out, key_path=Path(str(release["private"])),
+          platforms=["native"], extras="", pip_args=[], build_env_dir=tmp / "build-env")
+    return out / f"baccarat-table-controller-v{version}-bundle.tar.gz"
+
+
+async def _tablectl(tablectl: Path, *argv: str, stdin: str = "",
+                    restart: Any = None) -> tuple[int, str]:
+    """tablectl as the technician runs it; `restart` plays systemd when tablectl asks
+    (its --restart-command touches a file)."""
+    process = await asyncio.create_subprocess_exec(
+        str(tablectl), *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, env=_offline_env())
+    talk = asyncio.ensure_future(process.communicate(stdin.encode()))
+    if restart is not None:
+        await restart()
+    out, _ = await asyncio.wait_for(talk, 120)
+    return int(process.returncode or 0), out.decode()
+
+
+@pytest.mark.hil
+async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls_back(
+        release, tmp_path, monkeypatch):
+    """N-1 installed deals a shoe; N is staged and activated between shoes (a supervisor),
+    deals; a rollback to N-1 deals again; the store is verified at each step. A release
+    that cannot start is put back by tabled-rollback.service's command by itself."""
+    from hil.table_harness import TableHarness
+
+    from controller.releases import Layout, switch
+    from controller.releases import stage as stage_release
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # the unit's environment
+    newer, broken = _bump(VERSION, 91), _bump(VERSION, 92)
+    newer_bundle = _release_of(release, newer)
+    broken_bundle = _release_of(release, broken, broken=True)
+    base, public = tmp_path / "opt-tabled", str(release["public"])
+    layout = Layout(base)
+    # Install N-1 (docs/deployment.md, step 2).
+    assert stage_release(layout, release["bundle"], public) == TAG
+    switch(layout, TAG, pending=False)
+    tablectl = base / ".venv" / "bin" / "tablectl"
+    common = ["--base", str(base), "--public-key", public]
+    harness = TableHarness(ROOT / "config" / "simulated-table.toml", tmp_path / "table", seed=3,
+                           tabled=[str(base / ".venv" / "bin" / "tabled")],
+                           extra_overrides=[f"software.public_key={public}"])
+    flag = tmp_path / "restart-requested"
+
+    async def restart_when_asked() -> None:
+        for _ in range(1200):
+            if flag.exists():
+                flag.unlink()
+                try:
+                    await harness.restart()
+                except RuntimeError:  # the release did not start: systemd would fail the unit
+                    pass
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("tablectl never asked for the restart")
+
+    restart = ["--restart-command", f"touch {flag}", "--wait", "20",
+               "--socket", harness.socket]
+
+    async def runs(tag: str) -> None:
+        status = await harness.call("status")
+        assert (status["software"]["release"], status["software"]["verified"]) == (tag, True)
+        verified = await harness.call("verify_chain", full=True)
+        assert verified["entries"] > 0
+
+    async with harness:
+        await runs(TAG)
+        assert (await harness.play(shoes=1)).shoes_completed == 1
+        await runs(TAG)
+
+        code, out = await _tablectl(tablectl, "software", "stage", str(newer_bundle), *common,
+                                    "--socket", harness.socket)
+        assert code == exitcodes.OK, out
+        assert out.splitlines()[-1] == "recorded in the table's log"
+        code, out = await _tablectl(tablectl, "software", "activate", f"v{newer}",
+                                    "--supervisor", "floor", "--pin-stdin", *common, *restart,
+                                    stdin=PIN + "\n", restart=restart_when_asked)
+        assert code == exitcodes.OK, out
+        assert out.splitlines()[-1] == f"the daemon runs v{newer}: verified"
+        assert (layout.current(), layout.previous(), layout.pending()) == (f"v{newer}", TAG,
+                                                                           None)
+        await runs(f"v{newer}")  # N opened N-1's store, verified
+        assert (await harness.play(shoes=1)).shoes_completed == 2
+        await runs(f"v{newer}")
+
+        code, out = await _tablectl(tablectl, "software", "rollback", "--supervisor", "floor",
+                                    "--pin-stdin", *common, *restart, stdin=PIN + "\n",
+                                    restart=restart_when_asked)
+        assert code == exitcodes.OK, out
+        assert layout.current() == TAG
+        await runs(TAG)  # N-1 opens the store N wrote
+        assert (await harness.play(shoes=1)).shoes_completed == 3
+        await runs(TAG)
+
+        # A release that cannot start: activated, it fails; the rollback unit's command,
+        # with the previous release's tablectl, puts N-1 back and records it.
+        code, out = await _tablectl(tablectl, "software", "stage", str(broken_bundle), *common,
+                                    "--socket", harness.socket)
+        assert code == exitcodes.OK, out
+        code, out = await _tablectl(tablectl, "software", "activate", f"v{broken}",
+                                    "--supervisor", "floor", "--pin-stdin", *common, *restart,
+                                    stdin=PIN + "\n", restart=restart_when_asked)
+        assert code == exitcodes.DAEMON_NOT_RUNNING, out
+        assert layout.pending() is not None and layout.current() == f"v{broken}"
+        code, out = await _tablectl(base / "previous" / "venv" / "bin" / "tablectl", "software",
+                                    "rollback", "--automatic", *common, *restart,
+                                    restart=restart_when_asked)
+        assert code == exitcodes.OK, out
+        assert out.splitlines()[0] == f"automatic rollback: v{broken} did not start; {TAG} " \
+                                      "is current again"
+        assert (layout.current(), layout.pending()) == (TAG, None)
+        await runs(TAG)
+        # Nothing is pending now: a later failure is not the upgrade's.
+        code, out = await _tablectl(tablectl, "software", "rollback", "--automatic", *common)
+        assert code == exitcodes.REFUSED and "no activation is pending" in out
+
+        events = await harness.call("events", limit=10_000, oldest_first=True)
+    software = [(e["kind"], {k: v for k, v in e["payload"].items() if k != "supervisor"})
+                for e in events if e["kind"].startswith("software_")]
+    assert software == [
+        ("software_staged", {"release": f"v{newer}"}),
+        ("software_activated", {"release": f"v{newer}", "from_release": TAG}),
+        ("software_rolled_back", {"release": TAG, "from_release": f"v{newer}",
+                                  "automatic": False}),
+        ("software_staged", {"release": f"v{broken}"}),
+        ("software_activated", {"release": f"v{broken}", "from_release": TAG}),
+        ("software_rolled_back", {"release": TAG, "from_release": f"v{broken}",
+                                  "automatic": True}),
+    ]
+    started = [e["payload"]["release"] for e in events if e["kind"] == "daemon_started"]
+    assert started == [TAG, f"v{newer}", TAG, TAG]
