@@ -143,7 +143,10 @@ def stage(layout: Layout, source: Path, public_key: str, *,
         target = layout.release(manifest.release)
         if target.exists():
             raise ReleaseError(f"release {manifest.release} is already staged in {target}")
-        venv = work / "venv"
+        # The virtualenv is made in its final place: its scripts name their interpreter by
+        # its path.
+        os.rename(work, target)
+        work, bundle, venv = target, target / "bundle", target / "venv"
         base_python = python or getattr(sys, "_base_executable", sys.executable)
         subprocess.run([base_python, "-m", "venv", str(venv)], check=True, capture_output=True)
         installed = subprocess.run(
@@ -155,7 +158,6 @@ def stage(layout: Layout, source: Path, public_key: str, *,
                                f"{installed.stderr[-3000:]}")
         for name in (MANIFEST_NAME, MANIFEST_NAME + SIGNATURE_SUFFIX):
             shutil.copy(bundle / name, venv / name)
-        os.rename(work, target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
