@@ -589,7 +589,7 @@ class Daemon:
             description="a floor supervisor validates a progressive award (631c.6(c)(5))")
         reg("software_change", self._software_change, role=SUPERVISOR,
             description="a floor supervisor allows a release's activation or rollback, "
-                        "between shoes only (tablectl software activate|rollback)")
+                        "between shoes only (tablectl software activate, rollback)")
         reg("software_record", self._software_record, role=TECHNICIAN,
             description="a release staged, or rolled back by itself after a failed start, "
                         "into the log")
@@ -612,9 +612,10 @@ class Daemon:
                 f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "not_allowed")
         payload = {"release": release, "from_release": self.software.get("release"),
                    "supervisor": str(args.get("_supervisor", ""))}
-        kind = "software_activated" if action == "activate" else "software_rolled_back"
-        self._record(kind, payload if action == "activate" else {**payload, "automatic": False},
-                     "warning")
+        if action == "activate":
+            self._record("software_activated", payload, "warning")
+        else:
+            self._record("software_rolled_back", {**payload, "automatic": False}, "warning")
         return payload
 
     def _software_record(self, args: Mapping[str, Any]) -> Any:

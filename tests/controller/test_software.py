@@ -176,3 +176,29 @@ async def test_a_development_tree_starts_with_a_warning_and_enforce_holds_the_ta
     assert status["software"]["release"] == "v9.9.9"
     assert events[0]["payload"]["release"] == "v9.9.9"
     assert events[0]["payload"]["software_verified"] is False
+
+
+async def test_a_change_of_software_needs_a_supervisor_and_is_allowed_only_between_shoes(
+        tmp_path):
+    from controller.control import ControlError
+
+    floor = {"supervisor": "floor", "pin": "2468"}  # config/simulated-table.toml's
+    async with running(config_for(tmp_path)) as client:
+        with pytest.raises(ControlError, match="'action' = 'upgrade': allowed: activate, "
+                                               "rollback"):
+            await client.call("software_change", auth=floor, action="upgrade", release="v1")
+        assert await client.call("software_change", auth=floor, action="activate",
+                                 release="v9.9.9") == {
+            "release": "v9.9.9", "from_release": None, "supervisor": "floor"}
+        assert (await client.call("open"))["state"] == "opening"
+        with pytest.raises(ControlError, match=r"a change of software is allowed only between "
+                                               r"shoes; the table is opening \(allowed: closed, "
+                                               r"end_of_shoe, out_of_order\)"):
+            await client.call("software_change", auth=floor, action="rollback", release="v1")
+        with pytest.raises(ControlError) as unauthorised:
+            await client.call("software_change", auth={"supervisor": "floor", "pin": "0000"},
+                              action="activate", release="v9.9.9")
+        assert unauthorised.value.code == "unauthorised"
+        events = await client.call("events", kind="software_activated")
+    assert [e["payload"] for e in events] == [
+        {"release": "v9.9.9", "from_release": None, "supervisor": "floor"}]
