@@ -363,3 +363,59 @@ async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls
     ]
     started = [e["payload"]["release"] for e in events if e["kind"] == "daemon_started"]
     assert started == [TAG, f"v{newer}", TAG, TAG]
+
+
+# The previous release's tree: the last commit at its version (main's first release).
+PREVIOUS_RELEASE = ("v0.1.0", "d4f687b3fc7ef0f5aaa792cd015503d9a8d29bba")
+
+
+@pytest.mark.hil
+async def test_a_store_the_previous_release_wrote_opens_verifies_and_plays(release, tmp_path,
+                                                                          monkeypatch):
+    """The previous release (built from its commit by the same tooling) deals a shoe into a
+    new store; this release, installed beside it and made current, opens that store,
+    verifies all of it, and deals the next shoe."""
+    from hil.table_harness import TableHarness
+
+    from controller.releases import Layout, switch
+    from controller.releases import stage as stage_release
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    previous, commit = PREVIOUS_RELEASE
+    repo, tmp = Path(str(release["repo"])), Path(str(release["tmp"]))
+    if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"],
+                      capture_output=True).returncode != 0:
+        _absent(f"the previous release's commit {commit[:12]} (a clone without history?)")
+    subprocess.run(["git", "-C", str(repo), "tag", "-f", previous, commit], check=True,
+                   capture_output=True)
+    build(repo=str(repo), tag=previous, out=tmp_path / "previous", key_path=Path(
+        str(release["private"])), platforms=["native"], extras="", pip_args=[],
+        build_env_dir=tmp / "build-env")
+    base, public = tmp_path / "opt-tabled", str(release["public"])
+    layout = Layout(base)
+    stage_release(layout, tmp_path / "previous" / "bundle", public)
+    switch(layout, previous, pending=False)
+    tabled = [str(base / ".venv" / "bin" / "tabled")]
+    workdir = tmp_path / "table"
+    old = TableHarness(layout.release(previous) / "bundle" / "config" / "simulated-table.toml",
+                       workdir, seed=5, tabled=tabled)
+    async with old:
+        assert (await old.call("status"))["version"] == previous.removeprefix("v")
+        assert (await old.play(shoes=1)).shoes_completed == 1
+
+    assert stage_release(layout, release["bundle"], public) == TAG
+    switch(layout, TAG, pending=False)  # the first upgrade from a release without activate
+    new = TableHarness(layout.release(TAG) / "bundle" / "config" / "simulated-table.toml",
+                       workdir, seed=6, tabled=tabled,
+                       extra_overrides=[f"software.public_key={public}"])
+    async with new:
+        status = await new.call("status")
+        assert (status["state"], status["software"]["release"],
+                status["software"]["verified"]) == ("end_of_shoe", TAG, True)
+        assert status["shoe"]["shoe_no"] == 1
+        full = await new.call("verify_chain", full=True)
+        assert full["entries"] > 1000  # the previous release's whole shoe, every entry checked
+        await new.skip_history()
+        assert (await new.play(shoes=1, resume=True)).shoes_completed == 1
+        assert (await new.call("status"))["shoe"]["shoe_no"] == 2
+        await new.call("verify_chain", full=True)

@@ -233,12 +233,11 @@ def _change(args: argparse.Namespace, layout: Any, action: str, release: str) ->
                                auth={"supervisor": args.supervisor, "pin": pin},
                                action=action, release=release)
     except UnsupportedCommand:
-        print("error: the running daemon is older than software activation: stop it between "
-              "shoes (systemctl stop tabled) and use --no-restart, then start it",
-              file=sys.stderr)
-        running = False
-        if action == "activate":
-            return exitcodes.UNSUPPORTED
+        # A release before 0.2.0 runs: it can neither check the supervisor nor the shoe.
+        print("warning: the running daemon predates software activation: it cannot check "
+              "the supervisor or that the table is between shoes, and records nothing; make "
+              "sure the table is between shoes", file=sys.stderr)
+        running = True
     except ControlError as exc:
         if exc.code == "unauthorised":
             return _not_accepted(args, "changed")
