@@ -123,9 +123,28 @@ def verify_release(venv: Path, public_key: str) -> str:
     done = subprocess.run([str(venv / "bin" / "tablectl"), "software", "verify",
                            "--public-key", public_key], capture_output=True, text=True,
                           env=_offline_env())
+    if done.returncode == 2 and "invalid choice: 'software'" in done.stderr:
+        return _verify_from_here(venv, public_key)  # a release before 0.2.0
     if done.returncode != 0:
         raise ReleaseError(f"{venv}: does not verify:\n{done.stdout}{done.stderr}")
     return done.stdout
+
+
+def _verify_from_here(venv: Path, public_key: str) -> str:
+    """A release whose tablectl cannot verify itself, checked by this one: its files under
+    its site-packages against its manifest (its console scripts are not compared)."""
+    from controller.software import SoftwareConfig, SoftwareError, verify_installed
+
+    sites = sorted((venv / "lib").glob("python3*/site-packages"))
+    try:
+        result = verify_installed(SoftwareConfig(manifest=str(venv / MANIFEST_NAME),
+                                                 public_key=public_key),
+                                  root=sites[0] if sites else venv, scripts=False)
+    except SoftwareError as exc:
+        raise ReleaseError(f"{venv}: does not verify: {exc}") from None
+    if not result.ok:
+        raise ReleaseError(f"{venv}: does not verify: {result.summary()}")
+    return result.summary() + "\n"
 
 
 def stage(layout: Layout, source: Path, public_key: str, *,
