@@ -166,7 +166,7 @@ def stage(layout: Layout, source: Path, public_key: str, *,
         # its path.
         os.rename(work, target)
         work, bundle, venv = target, target / "bundle", target / "venv"
-        base_python = python or getattr(sys, "_base_executable", sys.executable)
+        base_python = str(python or getattr(sys, "_base_executable", sys.executable))
         subprocess.run([base_python, "-m", "venv", str(venv)], check=True, capture_output=True)
         installed = subprocess.run(
             [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",

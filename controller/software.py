@@ -216,8 +216,6 @@ def _read(path: Path, what: str, allowed: str) -> bytes:
 def load_manifest(manifest_path: Path, public_key_path: Path) -> tuple[Manifest, str]:
     """The manifest, once its signature checks out with the public key; and the key's
     fingerprint. Raises SoftwareError naming what is wrong."""
-    from cryptography.exceptions import InvalidSignature
-
     body = _read(manifest_path, "manifest", "a release's manifest.json ([software] manifest "
                  "or --manifest)")
     signature_path = manifest_path.with_name(manifest_path.name + SIGNATURE_SUFFIX)
@@ -225,6 +223,8 @@ def load_manifest(manifest_path: Path, public_key_path: Path) -> tuple[Manifest,
                       "64 bytes, beside it")
     pem = _read(public_key_path, "public key", "the vendor's Ed25519 release key (PEM), "
                 "[software] public_key or --public-key")
+    from cryptography.exceptions import InvalidSignature
+
     key = _load_public_key(pem)
     try:
         key.verify(signature, body)
@@ -315,7 +315,7 @@ def start_check(config: SoftwareConfig) -> dict[str, Any]:
                 "detail": "not checked ([software] verify = 'off')"}
     try:
         result = verify_installed(config)
-    except SoftwareError as exc:
+    except (SoftwareError, ImportError) as exc:  # ImportError: cryptography not installed
         return {"mode": mode, "release": None, "verified": False, "hold": mode == "enforce",
                 "detail": str(exc)}
     return {"mode": mode, "release": result.manifest.release, "verified": result.ok,

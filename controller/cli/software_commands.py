@@ -157,10 +157,20 @@ def _stage(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.FAILURE
     print(f"release {tag} staged in {Path(args.base) / 'releases' / tag}: verified")
-    recorded = _tell_daemon(args, "software_record", event="staged", release=tag)
-    print("recorded in the table's log" if recorded else
-          "not recorded in the table's log: the daemon is not running")
+    print(_record(args, event="staged", release=tag))
     return exitcodes.OK
+
+
+def _record(args: argparse.Namespace, **call: Any) -> str:
+    """A staging or an automatic rollback into the table's log; what became of it."""
+    from controller.control import ControlError
+
+    try:
+        recorded = _tell_daemon(args, "software_record", **call)
+    except ControlError as exc:
+        return f"not recorded in the table's log: the daemon refused: {exc}"
+    return ("recorded in the table's log" if recorded else
+            "not recorded in the table's log: the daemon is not running")
 
 
 def _tell_daemon(args: argparse.Namespace, command: str, auth: dict[str, str] | None = None,
@@ -210,9 +220,7 @@ def _rollback(args: argparse.Namespace) -> int:
     was = switch(layout, target, pending=False)
     print(f"automatic rollback: {was} did not start; {target} is current again")
     code = _restart(args, layout, target)
-    if not _tell_daemon(args, "software_record", event="automatic_rollback", release=target,
-                        from_release=was or ""):
-        print("not recorded in the table's log: the daemon is not running", file=sys.stderr)
+    print(_record(args, event="automatic_rollback", release=target, from_release=was or ""))
     return code
 
 
