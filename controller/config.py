@@ -30,7 +30,9 @@ DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
-                   "progressive", "linked", "mqtt", "supervisors", "access", "software")
+                   "progressive", "linked", "mqtt", "supervisors", "access", "metrics",
+                   "witness", "software")
+METRICS_HOSTS = ("127.0.0.1", "::1", "localhost")  # the daemon serves its metrics locally only
 
 
 class ConfigError(ValueError):
@@ -108,6 +110,10 @@ class TableConfig:
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""
     """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
+    metrics_listen: tuple[str, int] | None = None
+    """`[metrics] listen`: where the daemon serves /metrics itself (loopback only); None: off."""
+    witness: Any = None
+    """`[witness]`: controller.witness.config.WitnessConfig, or None (the table is unwitnessed)."""
     software: SoftwareConfig = SoftwareConfig()
     """`[software]`: whether the start checks the program against the release's manifest."""
 
@@ -345,6 +351,14 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     access, supervisors = _access_and_pins(c, data, file_mode)
     software = parse_software(c.table("software", required=False), c.problems)
 
+    metrics_t = c.table("metrics", required=False)
+    c.unknown(metrics_t, "metrics", {"listen"})
+    metrics_listen = _loopback_address(c.get(
+        metrics_t, "metrics", "listen", str, "HOST:PORT on this machine (127.0.0.1, [::1] or "
+        "localhost; PORT 1 to 65535, 0 for any free one), e.g. 127.0.0.1:9464; leave it out "
+        "for no metrics "
+        "endpoint", "", check=lambda v: _loopback_address(v) is not None) or "")
+
     progressive = None
     if any(key in data for key in ("progressive", "linked", "mqtt")):
         from controller.progressive.config import parse_progressive_config
@@ -355,6 +369,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         except ProgressiveConfigError as exc:
             c.problems.extend(exc.problems)
         check_feature_packages(c.report, [key for key in ("mqtt", "linked") if key in data])
+    witness = _witness(c, data, submission)
     if submission is not None:
         _wager_limits(c, submission)
     if shuffler.enabled and shuffler.backend:
@@ -368,8 +383,31 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
         access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
+        metrics_listen=metrics_listen,
+        witness=witness,
         software=software,
     )
+
+
+def _loopback_address(text: str) -> tuple[str, int] | None:
+    """'127.0.0.1:9464' -> ('127.0.0.1', 9464); None if empty or not a loopback HOST:PORT."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or host not in METRICS_HOSTS:
+        return None
+    return host, int(port)
+
+
+def _witness(c: _Checker, data: Mapping[str, Any], submission: Any) -> Any:
+    """`[witness]` (controller/witness/config.py); it needs psycopg and cryptography."""
+    if "witness" not in data:
+        return None
+    from controller.witness.config import parse_witness
+
+    table_id = str(submission.table.id) if submission is not None else ""
+    witness = parse_witness(data["witness"], table_id, c.report)
+    check_feature_packages(c.report, ["witness"])
+    return witness
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> None:

@@ -72,10 +72,15 @@ def _on_read_only_filesystem(path: Path) -> bool:
         return False
 
 
+STATE_DIRECTORY = Path("/var/lib/tabled")
+"""tabled.service's StateDirectory=: systemd makes it for user tabled at the first start, so a
+store under it is writable even before it exists."""
+
+
 def check_store_path(problems: ConfigProblems, value: str) -> None:
-    """The store must be a file the daemon can create or write. What depends on the account
-    (permissions) is judged only where the parent folder exists: systemd makes
-    /var/lib/tabled for user tabled at the first start (validate as that user)."""
+    """The store must be a file the daemon can create or write (validate as user tabled):
+    the file itself if it exists, else its folder, else the nearest existing folder above,
+    where the missing ones would be made; systemd's StateDirectory is made for the daemon."""
     allowed = ("a writable file path whose folder exists or can be made, e.g. "
                "/var/lib/tabled/table.sqlite")
     path = Path(value)
@@ -93,7 +98,9 @@ def check_store_path(problems: ConfigProblems, value: str) -> None:
         problems.add("store.path", value, f"{allowed} ({existing} is on a read-only file system)")
         return
     target = path if path.exists() else existing
-    if (path.exists() or existing == path.parent) and not os.access(target, os.W_OK):
+    made_by_systemd = STATE_DIRECTORY in (path.parent, *path.parent.parents) \
+        and not STATE_DIRECTORY.exists()
+    if not made_by_systemd and not os.access(target, os.W_OK):
         problems.add("store.path", value, f"{allowed} ({target} is not writable by this "
                      "account; the daemon runs as user tabled: validate with "
                      "'sudo -u tabled tablectl config validate FILE')")
@@ -172,7 +179,8 @@ def check_pin_hash(problems: ConfigProblems, name: str, digest: object) -> str |
 
 # The packages a progressive feature needs beyond '.[pi]', and the extra that installs them.
 FEATURE_PACKAGES = {"mqtt": ("paho.mqtt.client", "paho-mqtt"),
-                    "linked": ("psycopg", "psycopg")}
+                    "linked": ("psycopg", "psycopg"),
+                    "witness": ("psycopg", "psycopg")}
 
 
 def check_feature_packages(problems: ConfigProblems, sections: Iterable[str]) -> None:

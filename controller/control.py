@@ -34,6 +34,11 @@ import structlog
 
 from controller.access import AccessConfig, AccessPolicy, Caller, Role
 from controller.auth import PinGuard, PinPolicy, PinRefused
+from controller.control_args import (
+    MAX_NAME_CHARS, MAX_PIN_CHARS, NO_ARGS, Arg, BadArgument, Params, escaped, shown, valid_text,
+    whole,
+)
+from controller.refusals import RefusalLog
 from controller.store import Event, Store
 
 log = structlog.get_logger("control")
@@ -45,8 +50,16 @@ RECENT_EVENTS = HISTORY_PAGE
 they take a new entry from here instead of each reading it back from the store and encoding
 it again (a card's step is two entries, and every stream is woken for them)."""
 TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
-REFUSAL_LOG_INTERVAL_S = 1.0
-IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it  # one log entry per caller and reason per second; the rest counted
+ACCEPT_BURST = 32
+"""How many connections asyncio accepts in one turn of the loop (its `backlog`). A connection
+past the cap is accepted, answered and closed, which takes about ACCEPT_TURNS turns; so up to
+ACCEPT_BURST * ACCEPT_TURNS descriptors more than the cap can be open for a moment under a
+flood, and the daemon's descriptor budget counts them (controller/limits.py)."""
+ACCEPT_TURNS = 4  # accept, transport made, connection served, socket closed
+LISTEN_BACKLOG = 4096  # connections the kernel queues for accept(); no descriptor each
+ACCEPT_FAILED_LOG_S = 10.0  # accept() failing (out of descriptors): one log line this often
+ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message for it
+IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
 History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
@@ -66,6 +79,7 @@ class Command:
     handler: Handler
     role: Role
     description: str = ""
+    params: Params = NO_ARGS  # the arguments it takes (controller/control_args.py)
 
     @property
     def needs_supervisor(self) -> bool:
@@ -73,7 +87,8 @@ class Command:
 
 
 SUBSCRIBE = Command(lambda args: None, Role.READ,
-                    "a stream of committed event log entries after after_seq")
+                    "a stream of committed event log entries after after_seq",
+                    Params({"after_seq": whole(0, 2**62, default=0)}))
 
 
 class _Stream:
@@ -109,6 +124,7 @@ class ControlServer:
                  authorise: Callable[[str, str], bool] | None = None,
                  on_supervisor_command: Callable[[str, str, Mapping[str, Any]], None] | None = None,
                  record: Record | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  ) -> None:
         self.path = path
         self.mode = mode
@@ -116,8 +132,11 @@ class ControlServer:
         self.access = access or AccessPolicy(AccessConfig())
         self.limits = self.access.config
         self._record_to_log = record
+        # Every refusal passes here: counted, and written at a bounded rate (refusals.py).
+        self.refusals = RefusalLog(self._write_record, clock=clock)
         self.pins = pins or PinGuard(verify=authorise or (lambda name, pin: False),
-                                     policy=PinPolicy(), record=self._record)
+                                     policy=PinPolicy())
+        self.pins.set_record(self._record)
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
         self._subscribers: set[_Stream] = set()
@@ -128,17 +147,26 @@ class ControlServer:
         self._history: History | None = None
         self._closing = False
         self.connections = 0
+        # The cap in force: [access] max_connections, or lower to fit the open-files limit
+        # (Daemon, controller/limits.py), with what set it for the refusal's message.
+        self.max_connections = self.limits.max_connections
+        self.cap_source = "[access] max_connections"
+        self._accept_failures = 0
+        self._accept_logged_at = -ACCEPT_FAILED_LOG_S
+        self._previous_handler: Any = None
         self._per_user: dict[int, int] = {}
         self.identify: Callable[[asyncio.StreamWriter], Caller] = self._peer
-        self._refusals: dict[tuple[str, str], tuple[float, int]] = {}
+        self._flusher: asyncio.Task[None] | None = None
 
     def register(self, name: str, handler: Handler, *, role: Role | None = None,
-                 supervisor: bool = False, description: str = "") -> None:
+                 supervisor: bool = False, description: str = "",
+                 args: Mapping[str, Arg] | None = None) -> None:
         """`role` is what the caller needs; without one a command is technician-only (the
-        narrowest role), or supervisor-only with `supervisor=True`."""
+        narrowest role), or supervisor-only with `supervisor=True`. `args` are the arguments
+        it takes; the handler is called only with those, checked, defaults filled in."""
         if role is None:
             role = Role.SUPERVISOR if supervisor else Role.TECHNICIAN
-        self.commands[name] = Command(handler, role, description)
+        self.commands[name] = Command(handler, role, description, Params(dict(args or {})))
 
     def set_history(self, history: History) -> None:
         self._history = history
@@ -147,6 +175,9 @@ class ControlServer:
         self._record_to_log = record
 
     def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
+        self.refusals.record(kind, payload, severity)
+
+    def _write_record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
         log.warning(kind, **{k: v for k, v in payload.items() if k != "event"})
         if self._record_to_log is not None:
             self._record_to_log(kind, payload, severity)
@@ -235,13 +266,49 @@ class ControlServer:
         old_umask = os.umask(0o777 & ~self.mode)  # the socket is born with the right mode
         try:
             self._server = await asyncio.start_unix_server(
-                self._client, path=self.path, limit=MAX_REQUEST_BYTES,
-                backlog=min(self.limits.max_connections, 4096))
+                self._client, path=self.path, limit=MAX_REQUEST_BYTES, backlog=ACCEPT_BURST)
         finally:
             os.umask(old_umask)
         os.chmod(self.path, self.mode)
+        # asyncio's backlog is also what it accepts per turn (ACCEPT_BURST, which bounds the
+        # descriptors a burst opens); the kernel's queue may be longer, and should: a client
+        # whose connect finds it full gets EAGAIN, which asyncio's clients take for success.
+        for listening in self._server.sockets:
+            with listening.dup() as sock:
+                sock.listen(LISTEN_BACKLOG)
+        loop = asyncio.get_running_loop()
+        self._previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(self._loop_exception)
+        self._flusher = loop.create_task(self._flush_refusals(), name="refusal-log")
 
-    async def close(self) -> None:
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio reports accept() failing for want of descriptors once per connection it
+        could not take (up to the backlog each turn) and retries a second later: counted
+        here, logged once per ACCEPT_FAILED_LOG_S with the count, not once each."""
+        if context.get("message") != ACCEPT_FAILED:
+            if self._previous_handler is not None:
+                self._previous_handler(loop, context)
+            else:
+                loop.default_exception_handler(context)
+            return
+        self._accept_failures += 1
+        now = loop.time()
+        if now - self._accept_logged_at >= ACCEPT_FAILED_LOG_S:
+            log.error("control_accept_failed", error=str(context.get("exception")),
+                      failures=self._accept_failures, per_s=ACCEPT_FAILED_LOG_S,
+                      connections=self.connections, action=(
+                          "the daemon is out of file descriptors: raise LimitNOFILE or lower "
+                          "[access] max_connections; accepting again in 1 s"))
+            self._accept_logged_at, self._accept_failures = now, 0
+
+    async def _flush_refusals(self) -> None:
+        while True:
+            await asyncio.sleep(self.refusals.window_s)
+            self.refusals.flush_due()
+
+    async def close(self) -> int:
+        """Stop serving; returns how many connections were open (each ends quietly, so the
+        daemon logs one line for them all, not one traceback each)."""
         self._closing = True
         for stream in list(self._subscribers):
             stream.live = False
@@ -255,10 +322,16 @@ class ControlServer:
         for task in clients:
             task.cancel()
         await asyncio.gather(*clients, return_exceptions=True)
+        if self._flusher is not None:
+            self._flusher.cancel()
+        self.refusals.flush()  # every refusal counted so far is in the log
+        if self._server is not None:  # start() put its handler in: the one before it back
+            asyncio.get_running_loop().set_exception_handler(self._previous_handler)
         try:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+        return len(clients)
 
     # --- one connection -------------------------------------------------------------------
 
@@ -286,6 +359,12 @@ class ControlServer:
             await self._serve(reader, writer, caller)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            # close() ends the connection: the task ends normally, or asyncio's callback for
+            # the connection logs a CancelledError traceback for each one still open.
+            return
         finally:
             self.connections -= 1
             self._clients.discard(task)
@@ -296,19 +375,20 @@ class ControlServer:
             writer.close()
 
     def _over_limit(self, caller: Caller) -> str:
-        """Why this connection is one too many, or "". Root and the daemon's user are not
-        held to the per-user cap and have a reserve above the total, so an account
-        flooding the socket never locks a technician with sudo out."""
+        """Why this connection is one too many, or "". Every user, root and the daemon's own
+        included, is held to the per-user cap; root and the daemon's user have a reserve
+        above the total, so an account flooding the socket never locks a technician with
+        sudo out, and all of it fits the daemon's descriptors (controller/limits.py)."""
         limits = self.limits
         trusted = caller.uid in self.access.trusted
-        if not trusted and self._per_user[caller.uid] > limits.max_connections_per_user:
+        if self._per_user[caller.uid] > limits.max_connections_per_user:
             return (f"too many connections from uid {caller.uid}: the limit is "
                     f"{limits.max_connections_per_user} per user ([access] "
                     "max_connections_per_user); close idle ones or try again later")
-        total = limits.max_connections + (TRUSTED_RESERVE if trusted else 0)
+        total = self.max_connections + (TRUSTED_RESERVE if trusted else 0)
         if self.connections > total:
-            return (f"too many connections: the limit is {limits.max_connections} "
-                    "([access] max_connections); close idle ones or try again later")
+            return (f"too many connections: the limit is {self.max_connections} "
+                    f"({self.cap_source}); close idle ones or try again later")
         return ""
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -350,9 +430,16 @@ class ControlServer:
                     f"{name} needs the {command.role.value} role; this caller (uid "
                     f"{caller.uid}) has {_roles(caller)} (docs/deployment.md, groups)",
                     "forbidden")
+            try:
+                args = command.params.check(name, args)
+            except BadArgument as exc:
+                if command.needs_supervisor:  # the attempt is audited, as any refusal is
+                    self._refused(caller, name, f"bad request: {exc}", command.role,
+                                  supervisor=_auth_name(request))
+                raise bad_request(str(exc)) from None
             if command is SUBSCRIBE:
                 return {"id": request_id, "ok": True, "result": _SUBSCRIBED,
-                        "after_seq": _whole(args, "after_seq", 0, 0, 2**62)}
+                        "after_seq": args["after_seq"]}
             if command.needs_supervisor:
                 args = await self._supervisor(name, request, args, caller)
             result = command.handler(args)
@@ -377,6 +464,12 @@ class ControlServer:
         who, pin = auth.get("supervisor", ""), auth.get("pin", "")
         if not isinstance(who, str) or not isinstance(pin, str):
             raise bad_request("'auth.supervisor' and 'auth.pin' must be strings")
+        for key, value, limit in (("supervisor", who, MAX_NAME_CHARS), ("pin", pin, MAX_PIN_CHARS)):
+            if len(value) > limit or not valid_text(value):
+                self._refused(caller, name, f"bad request: 'auth.{key}'", Role.SUPERVISOR,
+                              supervisor=who)
+                raise bad_request(f"'auth.{key}' = {shown(value)}: allowed: text of up to "
+                                  f"{limit} characters, valid Unicode")
         if not who:
             self._refused(caller, name, "no supervisor name and PIN", Role.SUPERVISOR)
             raise ControlError(f"{name} needs a floor supervisor's name and PIN", "unauthorised")
@@ -392,23 +485,12 @@ class ControlServer:
 
     def _refused(self, caller: Caller, command: str, reason: str, role: Role,
                  supervisor: str | None = None) -> None:
-        """A refused command goes to the event log as refused (never as done). One entry per
-        caller and reason per second: a client looping on a refusal cannot flood the log."""
-        key = (caller.key, f"{command}|{reason}")
-        now = time.monotonic()
-        last, suppressed = self._refusals.get(key, (0.0, 0))
-        if now - last < REFUSAL_LOG_INTERVAL_S:
-            self._refusals[key] = (last, suppressed + 1)
-            return
-        if len(self._refusals) > 4096:
-            self._refusals.clear()
-        self._refusals[key] = (now, 0)
+        """A refused command goes to the event log as refused (never as done), through the
+        refusal log: a client looping on a refusal cannot flood the log."""
         payload: dict[str, Any] = {"command": command, "role_needed": role.value,
                                    "reason": reason, "caller": caller.describe()}
         if supervisor is not None:
-            payload["supervisor"] = supervisor[:64]
-        if suppressed:
-            payload["repeats_not_logged"] = suppressed
+            payload["supervisor"] = escaped(supervisor, MAX_NAME_CHARS)
         self._record("command_refused", payload, "warning")
 
     # --- subscribe ------------------------------------------------------------------------
@@ -470,6 +552,10 @@ def _parse(line: bytes) -> dict[str, Any]:
         request = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise bad_request(f"not a JSON object: {exc}") from exc
+    except ValueError:  # Python reads no integer of more than 4,300 digits
+        raise bad_request("not a JSON object the daemon reads: a number has more than 4300 "
+                          "digits; allowed: the numbers each argument allows "
+                          "(docs/control-api.md)") from None
     except RecursionError:
         raise bad_request("not a JSON object: nested too deeply; allowed: "
                           "{\"cmd\": NAME, \"args\": {...}}") from None
@@ -492,11 +578,11 @@ def _command_and_args(request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
-def _whole(args: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = args.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise bad_request(f"'{key}' = {value!r}: allowed: a whole number {low} to {high}")
-    return value
+def _auth_name(request: Mapping[str, Any]) -> str | None:
+    """The supervisor a request names, if it names one as text (escaped when recorded)."""
+    auth = request.get("auth")
+    who = auth.get("supervisor") if isinstance(auth, Mapping) else None
+    return who if isinstance(who, str) else None
 
 
 def _roles(caller: Caller) -> str:

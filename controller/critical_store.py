@@ -30,6 +30,7 @@ INITIALISED_EVENT = "critical_memory_initialised"
 CLEARED_EVENT = "critical_memory_cleared"
 VERIFIED_EVENT = "critical_memory_verified"
 RECHECK_EVENT = "critical_memory_rechecked"
+WITNESS_OUTBOX = "witness_outbox"  # controller/witness/outbox.py: the old store's heads
 
 
 def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
@@ -118,23 +119,32 @@ def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
 
 
 def init_store(store_path: str, critical_dir: str = "", *, operator: str,
-               table_id: str) -> Store:
-    """A new table's critical memory: key, store and anchor, with a logged record."""
+               table_id: str, witness: Mapping[str, Any] | None = None,
+               key: bytes | None = None) -> Store:
+    """A new table's critical memory: key, store and anchor, with a logged record (and what
+    its witness registered, when it has one). `key`: one the caller just made (the witness's
+    registration names it before the store exists)."""
     paths = paths_for(store_path, critical_dir)
-    for existing, what in ((paths.store, "a store"), (paths.anchor, "an anchor"),
-                           (paths.key, "a key")):
-        if existing.exists():
-            raise IntegrityError("already initialised", f"{what} already exists at {existing}",
-                                 "this table's critical memory exists; to start over, a "
-                                 "supervisor clears it (tabled --clear-store)")
-    key = critical.create_key(paths)
+    refuse_if_initialised(paths, key_made=key is not None)
+    if key is None:
+        key = critical.create_key(paths)
     store = Store(paths.store, key=key, paths=paths, create=True)
     with store.transaction():
         store.append_event(INITIALISED_EVENT, {
             "table_id": table_id, "operator": operator, "host": socket.gethostname(),
             "key_id": critical.key_id(key), "store": str(paths.store),
-            "anchor": str(paths.anchor)}, severity="warning")
+            "anchor": str(paths.anchor), **({"witness": dict(witness)} if witness else {})},
+            severity="warning")
     return store
+
+
+def refuse_if_initialised(paths: CriticalPaths, *, key_made: bool = False) -> None:
+    for existing, what in ((paths.store, "a store"), (paths.anchor, "an anchor"),
+                           *(() if key_made else ((paths.key, "a key"),))):
+        if existing.exists():
+            raise IntegrityError("already initialised", f"{what} already exists at {existing}",
+                                 "this table's critical memory exists; to start over, a "
+                                 "supervisor clears it (tabled --clear-store)")
 
 
 def load_key_for(store_path: str, critical_dir: str = "") -> bytes:
@@ -150,7 +160,8 @@ def is_initialised(store_path: str, critical_dir: str = "") -> bool:
 
 def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, reason: str,
                 table_id: str, authorised: Callable[[], bool],
-                now: Callable[[], float] = time.time) -> tuple[Store, Path]:
+                now: Callable[[], float] = time.time,
+                witness: Callable[[], Mapping[str, Any]] | None = None) -> tuple[Store, Path]:
     """A supervisor clears critical memory: the old files move to an evidence directory
     untouched, a new store starts, and its first record carries the last values read
     from the old store (as found: they failed or escaped the check, so they are evidence,
@@ -162,6 +173,9 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
         raise IntegrityError("clear refused", f"supervisor {supervisor!r} was not authorised "
                              "(wrong name or PIN)", "a floor supervisor enters their own PIN")
     paths = paths_for(store_path, critical_dir)
+    # The witness records the replacement first (with the supervisor, the reason and the
+    # last head it held): a clear the witness cannot record does not happen.
+    witnessed = witness() if witness is not None else None
     key = critical.load_key(paths) if paths.key.exists() else critical.create_key(paths)
     failure = _failure_of(paths, key)
     last = _last_values(paths.store)
@@ -170,7 +184,7 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
     evidence.mkdir(mode=0o700)
     moved = []
     for part in (paths.store, Path(f"{paths.store}-wal"), Path(f"{paths.store}-shm"),
-                 paths.anchor):
+                 paths.anchor, paths.directory / WITNESS_OUTBOX):
         if part.exists() or part.is_symlink():
             os.replace(part, evidence / part.name)
             moved.append(part.name)
@@ -179,7 +193,8 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
         store.append_event(CLEARED_EVENT, {
             "table_id": table_id, "supervisor": supervisor, "reason": reason.strip(),
             "failure": failure, "evidence": str(evidence), "moved": moved,
-            "last_values": last}, severity="critical")
+            "last_values": last, **({"witness": dict(witnessed)} if witnessed else {})},
+            severity="critical")
     return store, evidence
 
 
@@ -243,15 +258,41 @@ def supervisor_authorised(config: Any, name: str, pin: str) -> bool:
     return bool(name) and authorise(config.supervisor_pin_hashes, name, pin)
 
 
+def initialise(config: Any, *, operator: str, supervisor: str = "", reason: str = "",
+               authorised: Callable[[], bool] = lambda: False) -> Store:
+    """`tabled --init-store`: with a `[witness]`, the table's key is registered with the
+    witness first (a table it already knows needs the supervisor, the reason and
+    `authorised`), and the new store's first record carries what the witness recorded."""
+    witnessed, key = None, None
+    if config.witness is not None:
+        from controller.witness.registration import register_new_store
+
+        paths = paths_for(config.store_path, config.critical_dir)
+        refuse_if_initialised(paths)
+        key = critical.create_key(paths)
+        try:
+            witnessed = register_new_store(config, paths, key, supervisor=supervisor,
+                                           reason=reason, authorised=authorised)
+        except BaseException:
+            paths.key.unlink()  # nothing was initialised: the next attempt starts over
+            raise
+    return init_store(config.store_path, config.critical_dir, operator=operator,
+                      table_id=config.table_id, witness=witnessed, key=key)
+
+
 def run_once(config: Any, args: Any) -> int:
     """Initialise or clear, print what happened, and return the daemon's exit status."""
-    import getpass
     import sys
 
     try:
+        if getattr(args, "register_witness", False):
+            return _register_witness(config, args)
         if args.init_store:
-            store = init_store(config.store_path, config.critical_dir,
-                               operator=_operator(), table_id=config.table_id)
+            name = args.supervisor or ""
+            store = initialise(config, operator=_operator(), supervisor=name,
+                               reason=args.reason or "",
+                               authorised=lambda: supervisor_authorised(config, name,
+                                                                        _pin_of(args, name)))
             print(f"tabled: critical memory of table {config.table_id} initialised: store "
                   f"{store.path}, key and anchor in {store.paths.directory if store.paths else ''}")
             store.close()
@@ -260,11 +301,18 @@ def run_once(config: Any, args: Any) -> int:
         if not name:
             raise IntegrityError("clear refused", "--supervisor NAME is required",
                                  "a floor supervisor clears critical memory with their PIN")
-        pin = (sys.stdin.readline().strip() if args.pin_stdin
-               else getpass.getpass(f"PIN for supervisor {name}: "))
+        pin = _pin_of(args, name)
+        register = None
+        if config.witness is not None:
+            from controller.witness.registration import register_replaced_store
+
+            def register() -> Mapping[str, Any]:
+                return register_replaced_store(
+                    config, paths_for(config.store_path, config.critical_dir), name, args.reason)
         store, evidence = clear_store(
             config.store_path, config.critical_dir, supervisor=name, reason=args.reason,
-            table_id=config.table_id, authorised=lambda: supervisor_authorised(config, name, pin))
+            table_id=config.table_id, authorised=lambda: supervisor_authorised(config, name, pin),
+            witness=register)
         print(f"tabled: critical memory of table {config.table_id} cleared by {name}; the old "
               f"files are kept in {evidence}; the new store's first record carries the last "
               "meter values")
@@ -277,6 +325,32 @@ def run_once(config: Any, args: Any) -> int:
         print(f"tabled: {exc.filename or ''}: {exc.strerror}\nNext: {ACTION_UNUSABLE}",
               file=sys.stderr)
         return EXIT_STORE
+
+
+def _register_witness(config: Any, args: Any) -> int:
+    """`tabled --register-witness`: an initialised table's key registered with its witness."""
+    if config.witness is None:
+        raise IntegrityError("register refused", "the configuration has no [witness]",
+                             "add [witness] dsn = ... (docs/deployment.md, 'The witness')")
+    from controller.witness.registration import register_new_store
+
+    paths = paths_for(config.store_path, config.critical_dir)
+    name = args.supervisor or ""
+    done = register_new_store(config, paths, critical.load_key(paths), supervisor=name,
+                              reason=args.reason or "", authorised=lambda: supervisor_authorised(
+                                  config, name, _pin_of(args, name)))
+    print(f"tabled: table {config.witness.table_id} registered with its witness (epoch "
+          f"{done['epoch']})")
+    return os.EX_OK
+
+
+def _pin_of(args: Any, name: str) -> str:
+    """The supervisor's PIN: from standard input (--pin-stdin) or asked for."""
+    import getpass
+    import sys
+
+    return (sys.stdin.readline().strip() if args.pin_stdin
+            else getpass.getpass(f"PIN for supervisor {name}: "))
 
 
 def _operator() -> str:

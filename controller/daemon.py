@@ -29,6 +29,9 @@ from controller.access import AccessPolicy, Role
 from controller.auth import PIN_GUARD_META, PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
+from controller.control_args import FLAG, Arg, choice, number, text, whole
+from controller.limits import connection_budget, open_files_limit
+from controller.metrics_http import MetricsEndpoint
 from controller.offload import StoreWork
 from controller.logsetup import bind_table, configure_logging
 from cards import BackColour
@@ -156,9 +159,10 @@ class Daemon:
             access=AccessPolicy(access), record=self._record,
             pins=PinGuard(config.supervisor_pin_hashes, PinPolicy(
                 access.pin_lockout_after, access.pin_lockout_s, access.pin_delay_s,
-                access.pin_max_delay_s), record=self._record),
+                access.pin_max_delay_s)),  # it records through the control server's refusal log
             on_supervisor_command=self._audit_supervisor)
         self.store_work = StoreWork(self.store)
+        self.witness = self._witness()
         self._register_commands()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0  # the loop's thread, once it runs
@@ -166,6 +170,7 @@ class Daemon:
         self._handling = False  # the table is in a step (an event must then wait its turn)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._consumer: asyncio.Task[None] | None = None
+        self.metrics_port = 0  # where [metrics] listen serves, once it does
 
     # --- wiring -----------------------------------------------------------------
 
@@ -362,6 +367,41 @@ class Daemon:
             return await result if asyncio.iscoroutine(result) else result
         return run
 
+    # --- the witness (controller/witness/) ----------------------------------------------
+
+    def _witness(self) -> Any:
+        """The table's witness, when `[witness]` names one and the store passed its check."""
+        if self.config.witness is None or self.store_failure is not None:
+            return None
+        from controller.witness.table_side import TableWitness
+
+        return TableWitness(self.config.witness, self.store, record=self._record,
+                            out_of_order=self._witness_failed)
+
+    async def _start_witness(self) -> None:
+        if self.witness is None:
+            if self.config.witness is None:
+                log.warning("unwitnessed", detail="no [witness] in the configuration: the "
+                            "table's heads are kept by no one off the table")
+            return
+        if self.table.state is not TableState.OUT_OF_ORDER:
+            await self.witness.start()
+
+    def _witness_failed(self, exc: IntegrityError) -> None:
+        """The witness holds a head this store does not: out of order, naming both heads."""
+        if self.store_failure is not None:
+            return
+        self.store_failure = exc
+        log.critical("integrity_failed", check=exc.check, detail=exc.detail, action=exc.action)
+        print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
+        self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
+
+    def _place_wager(self, args: Mapping[str, Any]) -> None:
+        refusal = self.witness.refusal() if self.witness is not None else None
+        if refusal is not None:
+            raise CommandRefused(refusal)
+        self.table.cmd_place_wager(args["seat"], args["wager"], args["amount_cents"])
+
     async def _verify(self, args: Mapping[str, Any]) -> Any:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
         own in a child process so the table keeps running. A failure found now puts the
@@ -372,7 +412,7 @@ class Daemon:
 
         if self.store_failure is not None:
             raise _integrity_answer(self.store_failure)
-        full = bool(args.get("full", False))
+        full = args["full"]
 
         async def check() -> Any:
             return await self.store_work.verify_file(self.store.path, self.store.key,
@@ -402,17 +442,37 @@ class Daemon:
             self.store.set_checkpoint(verified.log_seq, verified.log_mac, verified.settled)
         return as_mapping(verified)
 
+    def fit_connections(self, open_files: int | None) -> bool:
+        """The connection cap that fits the open-files limit (controller/limits.py): kept,
+        lowered with one line naming the limit, or False (one line: start refused)."""
+        linked = self.progressive is not None and self.progressive.linked is not None
+        budget = connection_budget(self.config.access.max_connections,
+                                   len(self.devices) + (2 if linked else 0), open_files)
+        if budget.refused:
+            print(f"tabled: not started: {budget.line}", file=sys.stderr, flush=True)
+            log.error("open_files_too_few", detail=budget.line)
+        elif budget.line:
+            log.warning("connection_cap_lowered", cap=budget.cap, detail=budget.line)
+            self.control.max_connections = budget.cap
+            self.control.cap_source = f"lowered to fit the open-files limit {open_files}"
+        return not budget.refused
+
     async def run(self, stop: asyncio.Event) -> int:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         bind_table(self.config.table_id)
+        if not self.fit_connections(open_files_limit()):
+            self.store.close()
+            return EXIT_CONFIG
         self.table.restore()
         self.check_integrity()
         self.check_software()
+        await self._start_witness()  # before anything can move money (its boot comparison)
         if self.store_failure is None:
             self._spawn(self._check_history())
-        else:
-            self.history_checked.set()  # out of order: nothing to hold for
+        else:  # out of order already: nothing to hold for
+            self.history_check = {"state": "not run", "detail": "the check at start failed"}
+            self.history_checked.set()
         if self.progressive is not None and self.table.state is not TableState.OUT_OF_ORDER:
             for award in self.progressive.recover():  # an award a crash interrupted
                 with self.store.transaction():
@@ -431,6 +491,7 @@ class Daemon:
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
                 "a real table keeps them in the secrets file")}, "warning")
         await self.control.start()
+        metrics = await self._serve_metrics()
         for device in self.devices.values():
             await device.start(self._emit)
         if self.table.state is TableState.BETTING_OPEN:
@@ -461,13 +522,51 @@ class Daemon:
         with self.store.transaction():
             self.store.append_event("daemon_stopping", {"state": self.table.state.value})
             self._save_pin_guard()  # the lockouts' time left, as of this stop
-        await self.control.close()
+        log.info("control_closed", connections_closed=await self.control.close())
+        if metrics is not None:
+            await metrics.close()
         for device in self.devices.values():
             await device.stop()
+        if self.witness is not None:  # the last heads, or the outbox keeps them
+            await self.witness.stop()
         self.store.close()
         gc.set_threshold(*threshold)  # a daemon run inside another program (the tests)
         gc.unfreeze()
         return EXIT_OK
+
+    async def _serve_metrics(self) -> MetricsEndpoint | None:
+        """`[metrics] listen`: the daemon's own /metrics on the loopback interface."""
+        if self.config.metrics_listen is None:
+            return None
+        endpoint = MetricsEndpoint(self.metrics_text)
+        host, port = self.config.metrics_listen
+        self.metrics_port = await endpoint.start(host, port)
+        log.info("metrics_serving", url=f"http://{host}:{self.metrics_port}/metrics")
+        return endpoint
+
+    def metrics_text(self) -> str:
+        """The daemon's Prometheus text: the table's families (controller/metrics_text.py)
+        and the control socket's, every counter since the daemon started."""
+        from controller.metrics_text import MetricsWriter, table_families
+
+        t, control = self.table, self.control
+        w = MetricsWriter(t.table_id)
+        table_families(w, state=t.state.value, devices=self.device_report(), fault=t.fault,
+                       shoe_rounds=t.shoe.rounds_in_shoe,
+                       software={k: v for k, v in self.software.items() if k != "hold"})
+        w.family("tabled_control_connections", "gauge", "connections open on the control socket",
+                 [({}, control.connections)])
+        w.family("tabled_control_connections_max", "gauge", "the control socket's connection "
+                 "cap in force ([access] max_connections, or lower to fit the open-files limit)",
+                 [({}, control.max_connections)])
+        w.family("tabled_control_refusals_total", "counter", "refusals on the control socket "
+                 "by kind (command_refused, pin_failed, pin_lockout, pin_refused, pin_delay, "
+                 "subscriber_dropped), "
+                 "each counted whether or not it was written to the log one by one",
+                 [({"kind": k}, n) for k, n in sorted(control.refusals.totals.items())])
+        w.family("tabled_daemon_uptime_seconds", "gauge", "seconds since the daemon started",
+                 [({}, round(time.monotonic() - self.started_monotonic, 3))])
+        return w.text()
 
     async def _consume(self) -> None:
         await self.history_checked.wait()  # device events wait in the queue until then
@@ -534,10 +633,14 @@ class Daemon:
     # --- control commands -----------------------------------------------------------
 
     def _register_commands(self) -> None:
-        """Every command with the one role it needs (controller/access.py); the table in
-        docs/control-api.md is generated from these (tools/control_roles.py)."""
-        reg = self.control.register
+        """Every command with the one role it needs (controller/access.py) and the arguments
+        it takes (controller/control_args.py: checked before it runs); the tables in
+        docs/control-api.md are generated from these (tools/control_roles.py)."""
         READ, DEALER, TECHNICIAN, SUPERVISOR = Role  # noqa: N806
+
+        def reg(name: str, handler: Any, **how: Any) -> None:
+            self.control.register(name, handler, args=COMMAND_ARGS.get(name), **how)
+
         reg("status", lambda a: self.status(), role=READ, description="table state, shoe, round, fault")
         reg("devices", lambda a: self.device_report(), role=READ, description="each device's health")
         reg("rounds", self._rounds, role=READ, description="game recall of the last rounds")
@@ -551,30 +654,29 @@ class Daemon:
         reg("shuffle", self._cmd_shuffle, role=DEALER, description="shuffle a batch for a new shoe")
         reg("shoe_loaded", self._guard(self._dealer_loaded_shoe), role=DEALER,
             description="the dealer loaded the shoe: checked like the shoe's own report")
-        reg("place_wager", self._guard(lambda a: self.table.cmd_place_wager(
-            _int(a, "seat", None, 1, 14), str(a.get("wager", "")),
-            _int(a, "amount_cents", None, 1, 10**9))), role=DEALER, description="accept a wager at a seat")
+        reg("place_wager", self._guard(self._place_wager), role=DEALER,
+            description="accept a wager at a seat")
         reg("no_more_bets", self._guard(lambda a: self.table.cmd_no_more_bets("dealer")),
             role=DEALER, description="lock every seat")
-        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(
-            str(a.get("dealer", "")))), role=DEALER,
+        reg("new_dealer", self._guard(lambda a: self.table.cmd_new_dealer(a["dealer"])),
+            role=DEALER,
             description="a new dealer takes over between rounds (681a.7(c): burns one card)")
         reg("acknowledge_fault", self._after_history_check(lambda a: {
             "acknowledgement": self._refusing(
-                lambda: self.table.cmd_acknowledge_fault(str(a.get("_supervisor", "")))),
+                lambda: self.table.cmd_acknowledge_fault(a["_supervisor"])),
             **self.status()}), role=SUPERVISOR,
             description="a floor supervisor's ruling: clears what a ruling can, names what "
                         "still holds the table (docs/faults.md)")
         reg("disclosed_player_third", self._after_history_check(lambda a: {
             "ruling": self._refusing(
-                lambda: self.table.cmd_disclosed_player_third(str(a.get("_supervisor", "")))),
+                lambda: self.table.cmd_disclosed_player_third(a["_supervisor"])),
             **self.status()}), role=SUPERVISOR,
             description="the floor declares the last card a Player third card dealt in error "
                         "and disclosed (631a.15(c))")
         reg("self_test", self._self_test, role=TECHNICIAN, description="run a device's self-test")
         reg("seat_leaves", self._after_history_check(lambda a: {
             "collected_cents": self._refusing(
-                lambda: self.table.cmd_seat_leaves(_int(a, "seat", None, 1, 14)))}), role=DEALER,
+                lambda: self.table.cmd_seat_leaves(a["seat"]))}), role=DEALER,
             description="collect the vigorish marked at a seat whose player leaves")
         reg("adjust_meter", self._after_history_check(self._adjust_meter), role=SUPERVISOR,
             description="an audited correction of a progressive meter (reason required)")
@@ -635,17 +737,11 @@ class Daemon:
     async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
         """Callers asking while the same check runs share its answer: a burst of requests
         costs one pass over the log, not one each."""
-        full = args.get("full", False)
-        if not isinstance(full, bool):
-            raise ControlError(f"'full' = {full!r}: allowed: true or false", "bad_request")
-        return await self.store_work.once(("verify", full), lambda: self._verify(args))
+        return await self.store_work.once(("verify", args["full"]), lambda: self._verify(args))
 
     async def _rounds(self, args: Mapping[str, Any]) -> Any:
-        limit = _int(args, "limit", 10, 1, 100_000)
-        after = (_int(args, "after_round_id", None, 0, 2**63 - 1)
-                 if "after_round_id" in args else None)
-        return await self.store_work.read(
-            lambda store: store.rounds(limit=limit, after_round_id=after))
+        return await self.store_work.read(lambda store: store.rounds(
+            limit=args["limit"], after_round_id=args["after_round_id"]))
 
     def _dealer_loaded_shoe(self, args: Mapping[str, Any]) -> None:
         """The dealer's word that the shoe is loaded is not a device fact: it becomes the
@@ -654,7 +750,7 @@ class Daemon:
         is checked against it like any other."""
         from drivers.protocols import ShoeLoaded
 
-        named = _back_colour(args["back"]) if args.get("back") is not None else None
+        named = _back_colour(args["back"])
         if self.table.state is not TableState.CUT:
             raise CommandRefused(f"not allowed while the table is {self.table.state.value}")
         back = named if named is not None else self.table.batch_shuffled
@@ -693,7 +789,7 @@ class Daemon:
         self.table.cmd_open()
 
     async def _cmd_shuffle(self, args: Mapping[str, Any]) -> Any:
-        back = _back_colour(args["back"]) if args.get("back") is not None else None
+        back = _back_colour(args["back"])
         decks = self.config.submission.game.decks
         self._guard(lambda a: self.table.cmd_shuffle(decks))(args)
         self._spawn(self._request_shuffle(back))
@@ -745,23 +841,19 @@ class Daemon:
 
         if self.progressive is None:
             raise ControlError("this table offers no progressive wager")
-        reason = str(args.get("reason", "")).strip()
+        reason = args["reason"].strip()
         if not reason:
-            raise ControlError("'reason' is required: say why the meter is corrected",
+            raise ControlError("'reason' = blank: allowed: say why the meter is corrected",
                                "bad_request")
-        delta = args.get("delta_cents")
-        if isinstance(delta, bool) or not isinstance(delta, int) or delta == 0:
-            raise ControlError(f"'delta_cents' = {delta!r}: allowed: a non-zero whole number "
-                               "of cents", "bad_request")
         try:
             return self.progressive.adjust_meter(
-                str(args.get("progressive", "")), str(args.get("level", "")), delta,
-                supervisor=str(args.get("_supervisor", "")), reason=reason)
+                args["progressive"], args["level"], args["delta_cents"],
+                supervisor=args["_supervisor"], reason=reason)
         except (ProgressiveError, KeyError) as exc:
             raise ControlError(str(exc)) from exc
 
     def _validate_award(self, args: Mapping[str, Any]) -> Any:
-        award_id = _int(args, "award_id", None, 1, 2**62)
+        award_id = args["award_id"]
         display = self.display
         if display is not None and self.progressive is not None:
             award = next((a for a in self.progressive.pending_awards()
@@ -771,7 +863,7 @@ class Daemon:
                 raise ControlError(f"the win light for seat {award.seat} is not confirmed lit by "
                                    "the display; check the display before validating")
         try:
-            return self.table.cmd_validate_award(award_id, str(args.get("_supervisor", "")))
+            return self.table.cmd_validate_award(award_id, args["_supervisor"])
         except CommandRefused as exc:
             raise ControlError(str(exc)) from exc
 
@@ -827,34 +919,17 @@ class Daemon:
                           + ("; win lights with them" if display is not None else "")}
 
     async def _self_test(self, args: Mapping[str, Any]) -> Any:
-        name = str(args.get("device", ""))
-        device = self.devices.get(name)
+        device = self.devices.get(args["device"])
         if device is None:
-            raise ControlError(f"no device {name!r}; allowed: {', '.join(self.devices)}",
-                               "bad_request")
+            raise ControlError(f"no device {args['device']!r}; allowed: "
+                               f"{', '.join(self.devices)}", "bad_request")
         result = await device.self_test()
         return {"device": result.device, "passed": result.passed, "detail": result.detail}
 
     async def _events(self, args: Mapping[str, Any]) -> Any:
         """Up to 100,000 entries: read and made JSON-ready in a worker thread."""
-        query: dict[str, Any] = {"after_seq": _int(args, "after_seq", 0, 0, 2**62),
-                                 "limit": _int(args, "limit", 50, 1, 100_000)}
-        for key, allowed in EVENT_FILTERS.items():
-            value = args.get(key)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ControlError(f"'{key}' = {value!r}: allowed: {allowed}", "bad_request")
-            query[key] = value
-        since = args.get("since")
-        if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)
-                                  or not 0 <= since < 2**40):
-            raise ControlError(f"'since' = {since!r}: allowed: seconds since the epoch "
-                               "(a number >= 0)", "bad_request")
-        query["since"] = float(since) if since is not None else None
-        oldest_first = args.get("oldest_first", False)
-        if not isinstance(oldest_first, bool):
-            raise ControlError(f"'oldest_first' = {oldest_first!r}: allowed: true or false",
-                               "bad_request")
-        query["oldest_first"] = oldest_first
+        query = dict(args)
+        query["since"] = float(args["since"]) if args["since"] is not None else None
         return await self.store_work.read(
             lambda store: [event_json(e) for e in store.events(**query)])
 
@@ -872,6 +947,7 @@ class Daemon:
                      "cards_left": max(0, self.config.submission.game.decks * 52
                                        - t.shoe.cards_drawn) if t.shoe.shoe_no else None,
                      "cover_card_seen": t.shoe.cover_card_seen,
+                     "cover_card_misplaced": t.shoe.cover_card_misplaced or None,
                      "last_hand": t.shoe.last_hand_announced,
                      "rounds": t.shoe.rounds_in_shoe},
             "round": {"round_id": t.round_id, "round_no": t.round_no,
@@ -881,6 +957,9 @@ class Daemon:
             "out_of_order": t.out_of_order_reason or None,
             "history_check": self.history_check,
             "software": {k: v for k, v in self.software.items() if k != "hold"},
+            "witness": self.witness.status() if self.witness is not None else
+            {"link": "unwitnessed", "detail": "no [witness] in the configuration"
+             if self.config.witness is None else "the store failed its check"},
             "uptime_s": round(time.monotonic() - self.started_monotonic, 1),
         }
 
@@ -899,9 +978,38 @@ class Daemon:
         return report
 
 
-EVENT_FILTERS = {"kind": "an event kind, e.g. card, device_fault, prompt",
-                 "device": "a device name: shoe, shuffler, seats, display",
-                 "severity": "info, warning, error or critical"}
+BACK_COLOURS = tuple(colour.name.lower() for colour in BackColour)
+_SEAT = whole(1, 14, required=True)
+COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
+    "rounds": {"limit": whole(1, 100_000, default=10), "after_round_id": whole(0, 2**63 - 1)},
+    "events": {
+        "after_seq": whole(0, 2**62, default=0), "limit": whole(1, 100_000, default=50),
+        "kind": text("an event kind, e.g. card, device_fault, prompt", max_chars=64),
+        "device": text("a device name: shoe, shuffler, seats, display", max_chars=64),
+        "severity": text("info, warning, error or critical", max_chars=64),
+        "since": number(0, 2**40, "seconds since the epoch (a number >= 0)"),
+        "oldest_first": FLAG,
+    },
+    "verify_chain": {"full": FLAG},
+    "shuffle": {"back": choice(BACK_COLOURS)},
+    "shoe_loaded": {"back": choice(BACK_COLOURS)},
+    "place_wager": {"seat": _SEAT,
+                    "wager": text("a wager the rules offer, e.g. banker, player, tie",
+                                  required=True),
+                    "amount_cents": whole(1, 10**9, required=True)},
+    "new_dealer": {"dealer": text("the dealer's name", default="")},
+    "self_test": {"device": text("a configured device (tablectl devices)", max_chars=64,
+                                 required=True)},
+    "seat_leaves": {"seat": _SEAT},
+    "adjust_meter": {"progressive": text("a progressive's name (tablectl meters)", required=True),
+                     "level": text("a level of that progressive (tablectl meters)",
+                                   required=True),
+                     "delta_cents": whole(-10**12, 10**12, required=True, nonzero=True),
+                     "reason": text("why the meter is corrected", required=True)},
+    "validate_award": {"award_id": whole(1, 2**62, required=True)},
+}
+"""The arguments each control command takes (controller/control_args.py); a command not
+named here takes none. Checked before any handler runs."""
 
 
 def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Device | None:
@@ -934,10 +1042,8 @@ def _colour(back: Any) -> str | None:
     return BackColour(back).name.lower()
 
 
-def _back_colour(value: Any) -> BackColour:
-    if isinstance(value, str) and value.upper() in BackColour.__members__:
-        return BackColour[value.upper()]
-    raise ControlError(f"'back' = {value!r}: allowed: red, blue, green, black", "bad_request")
+def _back_colour(value: str | None) -> BackColour | None:
+    return BackColour[value.upper()] if value is not None else None
 
 
 def secure_store_files(path: str) -> None:
@@ -950,16 +1056,6 @@ def secure_store_files(path: str) -> None:
             os.chmod(name, 0o600)
         except FileNotFoundError:
             pass
-
-
-def _int(args: Mapping[str, Any], key: str, default: int | None, low: int, high: int) -> int:
-    value = args.get(key, default)
-    if value is None:
-        raise ControlError(f"'{key}' is required: a whole number {low} to {high}", "bad_request")
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ControlError(f"'{key}' = {value!r}: allowed: a whole number {low} to {high}",
-                           "bad_request")
-    return value
 
 
 def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
@@ -1002,6 +1098,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     once.add_argument("--clear-store", action="store_true",
                       help="a supervisor clears critical memory: the old store is kept as "
                            "evidence, a new one records the last meter values; then exit")
+    once.add_argument("--register-witness", action="store_true",
+                      help="register this table's key with the witness [witness] names (a "
+                           "table initialised before it had one); a table the witness knows "
+                           "needs --supervisor, --reason and the PIN; then exit")
     parser.add_argument("--supervisor", help="with --clear-store: the supervisor's name")
     parser.add_argument("--reason", default="", help="with --clear-store: why")
     parser.add_argument("--pin-stdin", action="store_true",
@@ -1014,7 +1114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
-    if args.init_store or args.clear_store:
+    if args.init_store or args.clear_store or args.register_witness:
         from controller.critical_store import run_once
 
         return run_once(config, args)

@@ -57,21 +57,24 @@ CATALOGUE: tuple[EventKind, ...] = (
       "at start: supervisor PIN hashes are in the configuration file"),
     # --- access (who may do what) -------------------------------------------------------
     E("command_refused", "warning", "-",
-      ("command", "role_needed", "reason", "caller", "supervisor", "repeats_not_logged"),
-      "a command the caller's role does not allow; one entry per caller and reason per second"),
+      ("command", "role_needed", "reason", "caller", "supervisor", "count", "window_s"),
+      "a command refused: the caller's role does not allow it, no or a wrong PIN, or a bad "
+      "request for a supervisor command; repeats aggregated (`count` in `window_s`)"),
     E("pin_failed", "warning", "-", ("supervisor", "caller", "command", "failures"),
       "a wrong supervisor PIN"),
     E("pin_lockout", "error", "-",
       ("supervisor", "caller", "command", "after_failures", "lockout_s"),
       "a supervisor locked out after repeated wrong PINs"),
     E("pin_delay", "warning", "-",
-      ("supervisor", "caller", "command", "caller_failures", "delay_s"),
-      "a caller made to wait after wrong PINs"),
+      ("supervisor", "caller", "command", "caller_failures", "delay_s", "count", "window_s"),
+      "a caller made to wait after wrong PINs; repeats aggregated (`count` in `window_s`)"),
     E("pin_guard_resumed", "warning", "-", ("supervisors",),
       "at start: each supervisor name's wrong-PIN count and lockout seconds left, as the "
       "guard last saved them in the store"),
-    E("pin_refused", "warning", "-", ("supervisor", "caller", "command", "reason", "locked_for_s"),
-      "a PIN check refused (locked out, or another check from this caller running)"),
+    E("pin_refused", "warning", "-",
+      ("supervisor", "caller", "command", "reason", "locked_for_s", "count", "window_s"),
+      "a PIN check refused (locked out, or another check from this caller running); repeats "
+      "aggregated (`count` in `window_s`)"),
     E("subscriber_dropped", "warning", "-", ("caller", "reason", "sent_up_to_seq"),
       "an event subscriber that could not keep up was disconnected"),
     E("out_of_order", "critical", "-", ("reason",), "an integrity check failed"),
@@ -101,6 +104,9 @@ CATALOGUE: tuple[EventKind, ...] = (
     E("card", "info", ANY_DEVICE, ("index", "card", "hand", "slot", "back"),
       "a card dealt to a hand", shoe_card="{hand}"),
     E("cover_card", "info", ANY_DEVICE, ("index",), "the cover card (631a.10(d), 681a.7(d))"),
+    E("cover_card_misplaced", "warning", ANY_DEVICE, ("index", "cards_below", "detail"),
+      "the cover card came out nearer the bottom than 631a.5(d) / 681a.5(d) allow; shown to "
+      "the dealer until the shoe is replaced (docs/rulings.md C22)"),
     E("card_face_up", "warning", ANY_DEVICE, ("index", "card", "ruling"),
       "a card found face up mid-round, set aside for a simulated round (631a.15(d))",
       shoe_card="FACE UP in the shoe: set aside (631a.15(d))"),
@@ -134,7 +140,8 @@ CATALOGUE: tuple[EventKind, ...] = (
       ("round_no", "simulated", "result", "settlements", "table_net_cents"),
       "a round's result and every settlement"),
     E("round_void", "warning", "-", ("reason", "wagers_stand", "settlements"),
-      "a void round: every wager returned (631a.15(e); docs/rulings.md C6-C7); "
+      "a void round: the round's settlements, every wager not yet settled returned and "
+      "those the first four cards settled standing (631a.15(e); docs/rulings.md C6-C7); "
       "`wagers_stand` (only when true): the wagers stay on the layout for the next live "
       "round (C19, C20), whose record holds them again"),
     E("vigorish_collected", "info", "-", ("seat", "cents"),
@@ -198,6 +205,11 @@ CATALOGUE: tuple[EventKind, ...] = (
       "settles nothing before it"),
     E("critical_memory_rechecked", "critical", "-", ("first", "recheck"),
       "a verification during play failed, and the same check on a fresh snapshot passed"),
+    # --- the witness (controller/witness/) ----------------------------------------------
+    E("witness_down", "warning / error", "-", ("reason",),
+      "the witness cannot be reached or cannot be used: heads wait in the outbox"),
+    E("witness_up", "info", "-", ("pending_heads",),
+      "the witness answers again; the outbox's heads are sent in order"),
 )
 
 KINDS: dict[str, EventKind] = {e.kind: e for e in CATALOGUE}

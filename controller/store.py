@@ -204,6 +204,7 @@ class Store:
         self._in_tx = False
         self._listeners: list[Callable[[Event], None]] = []
         self._after_commit: list[Callable[[], None]] = []
+        self._durable_listeners: list[Callable[[critical.Seal, sqlite3.Connection], None]] = []
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
         # What this connection last committed, kept so that a step does not read it back:
@@ -409,7 +410,11 @@ class Store:
         """Every commit that wrote something ends here. Only a durable one (flushed: it and
         every grouped commit before it are on the disk) moves the anchor, to its own seal:
         after a power cut the store may be ahead of its anchor, never behind."""
-        if not durable or self.paths is None:
+        if not durable:
+            return
+        for listener in self._durable_listeners:
+            listener(seal, self._db)
+        if self.paths is None:
             return
         if self._anchor_writer is None:
             anchor_path, key = self.paths.anchor, self.key
@@ -419,6 +424,13 @@ class Store:
         # store by at most ANCHOR_INTERVAL_S, which a power cut could give as well.
         self._anchor_writer.submit(critical.Anchor(
             critical.key_id(self.key), seal.commit_no, seal.log_seq, seal.mac))
+
+    def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
+                          ) -> None:
+        """`listener` is given every durable commit's seal and this connection, right after
+        the commit, on the writer's thread: it must not block (the witness's heads,
+        controller/witness/link.py, only take a digest and hand the head to their thread)."""
+        self._durable_listeners.append(listener)
 
     def _commit(self, flush: bool) -> bool:
         """COMMIT, flushed or grouped; returns whether this commit is durable."""

@@ -184,7 +184,8 @@ class Table(DisclosedCards, BatchChecks, FaultHandling):
         if problem:
             raise CommandRefused(problem)
         problem = base_wager_missing(placed, self.wagers,
-                                     without_base_wager=self.rules.without_base_wager(wager))
+                                     without_base_wager=self.rules.without_base_wager(wager),
+                                     twenty_one=self.rules.is_21)
         if problem:
             raise CommandRefused(problem)
         with self.store.transaction():

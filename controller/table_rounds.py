@@ -33,6 +33,17 @@ class RoundPlay(TableBase):
             self.shoe.cover_card_seen = True
             # 631a.10(d): complete this hand, then "last hand", then one more.
             self._record("cover_card", {"index": event.index}, device=event.device)
+            misplaced = self.rules.game.misplaced_cover_card(event.index)
+            if misplaced:
+                # 631a.5(d), 681a.5(d): logged, and shown on the dealer's screen and in
+                # `status` until the shoe is replaced; the shoe plays on by 631a.10(d) /
+                # 681a.7(d) (docs/rulings.md C22). Not a prompt: the dealer's next card is
+                # still the one the round's prompt names.
+                self.shoe.cover_card_misplaced = misplaced
+                self._record("cover_card_misplaced",
+                             {"index": event.index,
+                              "cards_below": self.rules.game.shoe_size - event.index,
+                              "detail": misplaced}, severity="warning", device=event.device)
             self._persist_state()
 
     def _phase(self) -> Phase:
@@ -355,7 +366,8 @@ class RoundPlay(TableBase):
                              "(tablectl jackpot validate)")
 
     def _void_round(self, reason: str, section: str = "631a.15(e)") -> None:
-        """The round is void and every wager is returned (631a.15(e), or `section`)."""
+        """The round is void: every wager not yet settled is returned (631a.15(e), or
+        `section`); a settlement made at the first four cards stands (docs/rulings.md C7)."""
         self._close_unplayed_round(reason, section)
         # A void simulated round gives back the wagers that waited for it (631a.15(d)).
         self.wagers = self.stashed_wagers if self.simulated else []
@@ -367,15 +379,19 @@ class RoundPlay(TableBase):
 
     def _close_unplayed_round(self, reason: str, section: str, *,
                               wagers_stand: bool = False) -> None:
-        """Close the open round void, every wager returned (`section`); the table's state and
-        the wagers on the layout are the caller's to decide. No round is ever left open.
+        """Close the open round void, every wager not yet settled returned (`section`); what
+        the first four cards settled stands, so the record holds those settlements and the
+        returns (`void_round`). The table's state and the wagers on the layout are the
+        caller's to decide. No round is ever left open.
 
         `wagers_stand`: the caller keeps these wagers on the layout for the next live round
         (docs/rulings.md C19, C20), so they will be stored again in that round; the record
         says so, or an audit summing wagers over rounds would count them twice."""
         assert self.round_id is not None
-        settlements = [settlement_json(s, self.vig_collection)
-                       for s in void_round(self.wagers, section)]
+        settled = {(s["seat"], s["wager"]) for s in self.round_settlements}
+        settlements = self.round_settlements + [
+            settlement_json(s, self.vig_collection)
+            for s in void_round(self.wagers, section, settled=settled)]
         outcome: dict[str, Any] = {"reason": reason}
         if wagers_stand:
             outcome["wagers_stand"] = True

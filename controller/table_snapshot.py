@@ -46,6 +46,9 @@ class ShoeProgress:
     reconciled: bool = False  # the shuffler counted this shoe's batch after it was played
     # 631a.15(c)(1): the next card goes to the discard bucket undisclosed (docs/rulings.md C20).
     undisclosed_discard_due: bool = False
+    # 631a.5(d), 681a.5(d): why the cover card came out of range ("" when it did not), shown
+    # to the dealer until the shoe is replaced.
+    cover_card_misplaced: str = ""
 
 
 @dataclass

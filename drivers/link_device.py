@@ -431,7 +431,9 @@ def _link_counters(link: Any) -> dict[str, int]:
     counters = getattr(link, "counters", {})
     if hasattr(counters, "as_dict"):
         counters = counters.as_dict()
-    return {f"link_{k}": int(v) for k, v in dict(counters).items()}
+    # Each named for the link once: the link's own `link_failures` stays `link_failures`.
+    return {k if k.startswith("link_") else f"link_{k}": int(v)
+            for k, v in dict(counters).items()}
 
 
 def _has_loop() -> bool:

@@ -3,11 +3,16 @@
 Every fixture below is parametrised over ``BACKENDS``; the ``rig`` variants
 skip with ``NO_RIG_REASON`` unless ``TABLE_HIL_RIG`` names a rig file (the
 pattern of gpiozero's ``test_real_pins``). Tests that inject faults ask for
-``sim_only`` and skip on a rig, whose devices cannot be told to misread.
+``sim_only`` and skip on a rig, whose devices cannot be told to misread; a rig
+without a device skips that device's tests. Both skips are decided in
+``backend``, before any device is connected. Every rig test must leave the
+relays and LEDs (``rig_left_as_found``) and the devices (``left_as_found``) as
+it found them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import tempfile
 import threading
@@ -24,7 +29,16 @@ from drivers.seats import SeatPins
 from hil.display_sim import SimulatedDisplay
 from hil.mock_pins import PinBridgeClient
 from hil.recorder import Recorder, leaked_threads
-from hil.rig import NO_RIG_REASON, CardFeeder, RigConfig, rig_from_env
+from hil.rig import (
+    NO_RIG_REASON,
+    TABLE_A,
+    TABLE_A_LOCKOUT_PIN,
+    CardFeeder,
+    RigConfig,
+    bench_changes,
+    bench_state,
+    rig_from_env,
+)
 from hil.shoe_sim import SimulatedShoe, build_stack
 
 BACKENDS = ["sim", "rig"]
@@ -36,19 +50,26 @@ FAST_RECONNECT = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.2, jitter=0
 EVENT_TIMEOUT_S = 10.0
 """Longest wait for one expected event (link silence detection is 3 s; margin for a loaded CI)."""
 
-# Ten seats of docs/wiring.md, table A.
-SIM_SEATS = {seat: SeatPins(sensor_pin=s, led_pin=led)
-             for seat, (s, led) in enumerate(zip(
-                 [4, 5, 6, 12, 13, 16, 17, 18, 19, 20],
-                 [21, 22, 23, 24, 25, 26, 27, 7, 8, 9]), start=1)}
-SIM_LOCKOUT_PIN = 10
+SIM_ONLY_REASON = "fault injection needs the simulator"
+RIG_NEEDS = {"shoe_bench": "card feeder", "shuffler_bench": "shuffler", "display_bench": "display",
+             "seat_bench": "relay board", "known_batch": "known batch"}
+"""The rig device a fixture needs (RigConfig.lacks)."""
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
-    """'sim' always; 'rig' only when TABLE_HIL_RIG names a rig file."""
-    if request.param == "rig" and rig_from_env() is None:
-        pytest.skip(NO_RIG_REASON)
+    """'sim' always; 'rig' only when TABLE_HIL_RIG names a rig file. Every rig skip is
+    decided here, before any device fixture runs: a test asking for ``sim_only``, or for a
+    device the rig file has no section for."""
+    if request.param == "rig":
+        rig = rig_from_env()
+        if rig is None:
+            pytest.skip(NO_RIG_REASON)
+        if "sim_only" in request.fixturenames:
+            pytest.skip(SIM_ONLY_REASON)
+        for fixture, device in RIG_NEEDS.items():
+            if fixture in request.fixturenames:
+                skip_unless_rig_has(rig, device)
     return str(request.param)
 
 
@@ -57,11 +78,69 @@ def rig(backend: str) -> RigConfig | None:
     return rig_from_env() if backend == "rig" else None
 
 
+def skip_unless_rig_has(rig: RigConfig, device: str) -> None:
+    reason = rig.lacks(device)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def known_batch(backend: str) -> None:
+    """For tests that shuffle the batch the shuffler holds: a rig must say how many cards
+    it is ([shuffler] batch_cards); ``backend`` skips the rig variant otherwise."""
+
+
 @pytest.fixture
 def sim_only(backend: str) -> None:
-    """For tests that inject faults: only the simulators can be told to fail on demand."""
-    if backend != "sim":
-        pytest.skip("fault injection needs the simulator")
+    """For tests that inject faults: only the simulators can be told to fail on demand
+    (``backend`` skips the rig variant before anything connects)."""
+    assert backend == "sim"
+
+
+@pytest.fixture(autouse=True)
+def rig_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A rig test leaves every relay and LED as it found it, or fails; the relays it left are
+    put back so the next test starts clean. A real relay board keeps a relay a test left
+    closed, so the next test (or the next night's run) would read a chip nobody placed."""
+    if "backend" not in request.fixturenames:
+        yield
+        return
+    rig: RigConfig | None = request.getfixturevalue("rig")
+    if rig is None or rig.gpio is None:
+        yield
+        return
+    gpio = rig.gpio
+    before = bench_state(gpio)
+    yield
+    after = bench_state(gpio)
+    changes = bench_changes(gpio, before, after)
+    if changes:
+        with PinBridgeClient(gpio.relay_socket) as board:
+            for pin in gpio.relay_pins():
+                if after[str(pin)] != before[str(pin)]:
+                    board.set_input(pin, before[str(pin)])
+    assert not changes, "the test left the rig changed: " + "; ".join(changes)
+
+
+async def device_state(driver: Any) -> tuple[str, bool, str, Any]:
+    """A device's own account of itself: its self-test verdict (an active fault fails it and
+    is named), and for a shuffler the batch it holds."""
+    result = await driver.self_test()
+    return driver.name, result.passed, result.detail, getattr(driver, "held_batch", None)
+
+
+@contextlib.asynccontextmanager
+async def left_as_found(driver: Any, on_rig: bool) -> AsyncIterator[None]:
+    """On a rig, a test leaves the device it used in the state it found it (the relays and
+    LEDs are ``rig_left_as_found``'s): checked through the test's own driver, before it stops,
+    so the check costs no connection of its own. The simulators are new for every test."""
+    if not on_rig:
+        yield
+        return
+    found = await device_state(driver)
+    yield
+    left = await device_state(driver)
+    assert left == found, f"the test left the {driver.name} changed: {left[1:]}; it found it {found[1:]}"
 
 
 @pytest.fixture
@@ -110,9 +189,8 @@ def new_stack(seed: int = SEED, decks: int = 8) -> tuple[list[Card], int]:
 @pytest.fixture
 async def shoe_bench(backend: str, rig: RigConfig | None) -> AsyncIterator[ShoeBench]:
     if rig is not None:
-        if rig.shoe_feeder_socket is None:
-            pytest.skip(f"rig {rig.path} has no card feeder ([shoe] feeder_socket)")
-        yield ShoeBench(url=rig.shoe_url, feeder=CardFeeder(rig.shoe_feeder_socket))
+        assert rig.shoe is not None and rig.shoe.feeder_socket is not None
+        yield ShoeBench(url=rig.shoe.url, feeder=CardFeeder(rig.shoe.feeder_socket))
         return
     stack, cover = new_stack()
     shoe = SimulatedShoe(stack, BackColour.RED, cover)
@@ -135,8 +213,7 @@ class DisplayBench:
 @pytest.fixture
 async def display_bench(backend: str, rig: RigConfig | None) -> AsyncIterator[DisplayBench]:
     if rig is not None:
-        if rig.display_url is None:
-            pytest.skip(f"rig {rig.path} has no display ([display] url)")
+        assert rig.display_url is not None
         yield DisplayBench(url=rig.display_url)
         return
     display = SimulatedDisplay()
@@ -167,10 +244,12 @@ class SeatBench:
 @pytest.fixture
 def seat_bench(backend: str, rig: RigConfig | None, short_dir: str) -> SeatBench:
     if rig is not None:
-        return SeatBench(dict(rig.seats), rig.lockout_pin, rig.pin_factory,
-                         dict(rig.factory_options), rig.relay_socket)
+        gpio = rig.gpio
+        assert gpio is not None
+        return SeatBench(dict(gpio.seats), gpio.lockout_pin, gpio.pin_factory,
+                         dict(gpio.factory_options), gpio.relay_socket)
     socket_path = str(Path(short_dir) / "pins.sock")
-    return SeatBench(dict(SIM_SEATS), SIM_LOCKOUT_PIN, "hil.mock_pins:BridgedMockFactory",
+    return SeatBench(dict(TABLE_A), TABLE_A_LOCKOUT_PIN, "hil.mock_pins:BridgedMockFactory",
                      {"bridge_socket": socket_path}, socket_path)
 
 
@@ -183,6 +262,8 @@ class ShufflerBench:
     product_id: int
     backend: str
     sim: Any = None  # hil.usb_shuffler.SimulatedShuffler
+    batch_cards: int | None = None
+    """Cards in the batch the shuffler holds at the start (a rig's [shuffler] batch_cards)."""
 
     @property
     def simulator(self) -> Any:
@@ -191,9 +272,17 @@ class ShufflerBench:
 
 
 @pytest.fixture
-def shuffler_bench(backend: str, rig: RigConfig | None) -> Iterator[ShufflerBench]:
+def shuffler_bench(backend: str, rig: RigConfig | None,
+                   monkeypatch: pytest.MonkeyPatch) -> Iterator[ShufflerBench]:
     if rig is not None:
-        yield ShufflerBench(rig.shuffler_vendor_id, rig.shuffler_product_id, rig.shuffler_backend)
+        shuffler = rig.shuffler
+        assert shuffler is not None
+        if shuffler.backend_socket is not None:
+            from hil.usb_bridge import BRIDGE_SOCKET_ENV
+
+            monkeypatch.setenv(BRIDGE_SOCKET_ENV, shuffler.backend_socket)
+        yield ShufflerBench(shuffler.vendor_id, shuffler.product_id, shuffler.backend,
+                            batch_cards=shuffler.batch_cards)
         return
     from hil import usb_shuffler
 
@@ -201,7 +290,8 @@ def shuffler_bench(backend: str, rig: RigConfig | None) -> Iterator[ShufflerBenc
     sim = usb_shuffler.add_shuffler(batches={BackColour.RED: 1, BackColour.BLUE: 1},
                                     held=BackColour.BLUE)
     try:
-        yield ShufflerBench(sim.vendor_id, sim.product_id, "hil.usb_shuffler:get_backend", sim)
+        yield ShufflerBench(sim.vendor_id, sim.product_id, "hil.usb_shuffler:get_backend", sim,
+                            batch_cards=52)
     finally:
         usb_shuffler.reset_backend()
 

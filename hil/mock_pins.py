@@ -31,7 +31,7 @@ import socketserver
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from gpiozero.pins.mock import MockFactory, MockPin
@@ -52,8 +52,15 @@ def _pin_name(token: str) -> int | str:
     return int(token) if token.isdigit() else token
 
 
+class LineCommands(Protocol):
+    """What answers the bridge's lines: the mock factory here, the software relay board in
+    hil.relay_board."""
+
+    def bridge_command(self, line: str) -> str: ...
+
+
 class _BridgeHandler(socketserver.StreamRequestHandler):
-    server: _BridgeServer
+    server: BridgeServer
 
     def handle(self) -> None:
         while True:
@@ -67,10 +74,12 @@ class _BridgeHandler(socketserver.StreamRequestHandler):
             self.wfile.write(reply.encode("ascii") + b"\n")
 
 
-class _BridgeServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class BridgeServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """Serves the line protocol above on ``path``, each line answered by ``factory``."""
+
     daemon_threads = True
 
-    def __init__(self, path: str, factory: BridgedMockFactory) -> None:
+    def __init__(self, path: str, factory: LineCommands) -> None:
         self.factory = factory
         super().__init__(path, _BridgeHandler)
 
@@ -87,7 +96,7 @@ class BridgedMockFactory(MockFactory):
             os.unlink(bridge_socket)  # a stale socket from a killed daemon
         except FileNotFoundError:
             pass
-        self._server = _BridgeServer(bridge_socket, self)
+        self._server = BridgeServer(bridge_socket, self)
         self._thread = threading.Thread(target=os_named("sim-pin-bridge", self._server.serve_forever),
                                         args=(BRIDGE_POLL_S,), name="sim-pin-bridge", daemon=True)
         self._thread.start()

@@ -69,8 +69,11 @@ def check_round(record: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     rid = record.get("round_id")
     if record["state"] == "void":
+        # 631a.15(e): the Banker, Player and Tie wagers settle at the end of the round, so a
+        # void returns them; a wager settled at the first four cards keeps its settlement
+        # (docs/rulings.md C7), which this reading of the main game does not judge.
         for s in record["settlements"]:
-            if s["net_cents"] != 0:
+            if s["wager"] in ("banker", "player", "tie") and s["net_cents"] != 0:
                 problems.append(f"round {rid}: void but seat {s['seat']} moved {s['net_cents']}")
         return problems
     cards = record["cards"]

@@ -27,6 +27,7 @@ from typing import Any
 from controller.config import ConfigError, TableConfig
 from hil.display_process import DisplayProcess
 from hil.table_harness import PlayerPlan, TableHarness, render_summary
+from hil.witness_sim import SimulatedWitness, postgres_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_LOG = ROOT / "var" / "simulated-table.log"  # without --workdir: kept after the run
@@ -61,6 +62,31 @@ def clear_broker(config: TableConfig, say: Any) -> None:
         f"MQTT broker {feed.host}:{feed.port}")
 
 
+def _witness(args: argparse.Namespace, continuing: bool, say: Any
+             ) -> tuple[SimulatedWitness | None, list[str]]:
+    """A real witness on the local PostgreSQL for a new table, or why the table runs
+    unwitnessed (docs/architecture.md, "The witness")."""
+    import tomllib
+
+    from controller.witness.server import WitnessRefused, WitnessUnreachable
+
+    absent = postgres_answers()
+    if continuing or absent is not None:
+        why = absent or "a continued table keeps the witness of its first run, which is gone"
+        say(f"The table is unwitnessed: {why}; its heads are kept by no one off the table")
+        return None, []
+    witness = SimulatedWitness()
+    table_id = str(tomllib.loads(Path(args.config).read_text())["table"]["id"])
+    try:
+        overrides = witness.set_up(table_id)
+    except (WitnessUnreachable, WitnessRefused) as exc:
+        say(f"The table is unwitnessed: the witness could not be set up ({exc})")
+        return None, []
+    say(f"Witness: PostgreSQL on 127.0.0.1:5432, schema {witness.schema} (its own roles; "
+        "dropped at the end): every durable step's head is sent there, signed")
+    return witness, overrides
+
+
 async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
@@ -72,8 +98,10 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
     continuing = (workdir / "table.sqlite").exists()
     say(f"Simulated table from {args.config}; daemon log: {log}")
+    witness, overrides = _witness(args, continuing, say)
     harness = TableHarness(Path(args.config), workdir, seed=args.seed, on_line=say,
-                           daemon_log=log, players=PlayerPlan(betting_s=args.pace))
+                           daemon_log=log, players=PlayerPlan(betting_s=args.pace),
+                           extra_overrides=overrides)
     try:
         async with (harness as table,
                     DisplayProcess(Path(args.config), table.socket, workdir,
@@ -110,6 +138,10 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
                 await asyncio.Event().wait()
     finally:
         clear_broker(harness.table_config, say)
+        if witness is not None:
+            say("Witness (tablewitness verify): " + witness.verify(
+                harness.table_config.table_id, harness.store_path).replace("\n", "\n    "))
+            witness.drop()
     say(render_summary(result))
     balance = sum(r["table_net_cents"] for r in result.rounds) + sum(
         s["net_cents"] for r in result.rounds for s in r["settlements"])

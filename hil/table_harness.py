@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import random
+import resource
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -110,7 +111,8 @@ class TableHarness:
     def __init__(self, config: Path, workdir: Path, *, seed: int = 1,
                  players: PlayerPlan | None = None, on_line: Callable[[str], None] | None = None,
                  daemon_log: Path | None = None, extra_overrides: Sequence[str] = (),
-                 gpio_claimed: bool = True, tabled: Sequence[str] | None = None) -> None:
+                 gpio_claimed: bool = True, open_files: int | None = None,
+                 tabled: Sequence[str] | None = None) -> None:
         from controller.config import load_config
 
         self.config_path = Path(config)
@@ -133,6 +135,9 @@ class TableHarness:
         # of that fault's exit): there is no pin bridge to connect to and the seats never
         # come up, so neither is waited for. Set it again before restart() once fixed.
         self.gpio_claimed = gpio_claimed
+        # The daemon's soft open-files limit (RLIMIT_NOFILE), as `ulimit -n` or the unit's
+        # LimitNOFILE= would set it; None: inherited from this process.
+        self.open_files = open_files
         self.table_config = load_config(self.config_path, self._overrides("/dev/null"))
         self.decks = self.table_config.submission.game.decks
         self.back = BackColour.RED
@@ -176,11 +181,10 @@ class TableHarness:
     def init_store(self) -> None:
         """A new table's critical memory is initialised once, explicitly (tabled --init-store);
         restarts and power cuts find it in place."""
-        from controller.critical_store import init_store, is_initialised
+        from controller.critical_store import initialise, is_initialised
 
         if not is_initialised(self.store_path, self.table_config.critical_dir):
-            store = init_store(self.store_path, self.table_config.critical_dir, operator="hil",
-                               table_id=self.table_config.table_id)
+            store = initialise(self.table_config, operator="hil")
             where = store.paths.directory if store.paths else ""
             store.close()
             self.on_line(f"Critical memory initialised (as tabled --init-store does): store "
@@ -200,10 +204,16 @@ class TableHarness:
         self.daemon = await asyncio.create_subprocess_exec(
             *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1",
-                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket})
+                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket},
+            preexec_fn=self._limit_open_files if self.open_files is not None else None)
         log_file.close()
         self.client = await self._connect()
         self.pins = await self._connect_pins() if self.gpio_claimed else None
+
+    def _limit_open_files(self) -> None:
+        """In the daemon's child process, before it runs: its soft open-files limit."""
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, hard))
 
     async def start_daemon_ready(self) -> None:
         """Start the daemon and wait until its devices are up: a card drawn before the
@@ -243,10 +253,15 @@ class TableHarness:
                                    f"{self.daemon_log}:\n{_tail(self.daemon_log)}")
             try:
                 client = await ControlClient(self.socket).connect()
-                await client.call("status")
-                return client
+                status = await client.call("status")
             except (FileNotFoundError, ConnectionError, OSError):
                 return None
+            # Ready once the start's check of the whole history is over (passed, or failed
+            # and the table out of order): before it, device events wait in the daemon.
+            if status.get("history_check", {}).get("state") in ("not started", "running"):
+                await client.close()
+                return None
+            return client
 
         return await _poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: (
             f"tabled did not open {self.socket}:\n{_tail(self.daemon_log)}"))
@@ -461,7 +476,7 @@ class TableHarness:
                 self.on_line(render_round(payload))
         elif kind == "round_void":
             self.result.void_rounds.append({**payload, "round_id": event["round_id"]})
-            self.on_line(f"  -- round void: {payload['reason']} (every wager returned)")
+            self.on_line(f"  -- round void: {payload['reason']} (every wager not yet settled returned)")
         elif kind == "shoe_complete":
             self.result.shoes_completed += 1
             self.result.cards_drawn_by_shoe.append(self.shoe.drawn)

@@ -34,7 +34,8 @@ async def table(shoe_bench: ShoeBench, shuffler_bench: ShufflerBench,
     await shuffler.start(recorder)
     for device in ("shoe", "shuffler"):
         await recorder.wait_for(LinkChanged, is_up(device), timeout=EVENT_TIMEOUT_S)
-    await shoe_bench.simulator.wait_host(EVENT_TIMEOUT_S)
+    if shoe_bench.sim is not None:
+        await shoe_bench.sim.wait_host(EVENT_TIMEOUT_S)
     yield shoe, shuffler
     await shuffler.stop()
     await shoe.stop()

@@ -9,7 +9,7 @@ import pytest
 from drivers.display import SerialDisplay
 from drivers.errors import DisplayError
 from drivers.protocols import DeviceFault, DeviceFaultCleared, LinkChanged, LinkState, ProgressiveDisplay
-from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, DisplayBench
+from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, DisplayBench, left_as_found
 from hil.recorder import Recorder
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
@@ -20,8 +20,11 @@ async def display(display_bench: DisplayBench, recorder: Recorder) -> AsyncItera
     driver = SerialDisplay("display", display_bench.url, reconnect=FAST_RECONNECT)
     await driver.start(recorder)
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, timeout=EVENT_TIMEOUT_S)
-    yield driver
-    await driver.stop()
+    try:
+        async with left_as_found(driver, on_rig=display_bench.sim is None):
+            yield driver
+    finally:
+        await driver.stop()
 
 
 async def test_meters_and_prompt_are_shown_without_blocking_the_caller(
@@ -34,6 +37,10 @@ async def test_meters_and_prompt_are_shown_without_blocking_the_caller(
     if display_bench.sim is not None:
         assert display_bench.sim.meters == {"royal9": 1_234_592, "major": 2_500_000}
         assert display_bench.sim.prompt == "No more bets"
+    display.show_prompt("")  # a rig's display keeps its prompt after the test: cleared
+    await display.wait_synced(EVENT_TIMEOUT_S)
+    if display_bench.sim is not None:
+        assert display_bench.sim.prompt == ""
 
 
 async def test_631c_6_c_5_win_light_is_confirmed_only_once_the_display_has_it(
@@ -96,3 +103,28 @@ def test_bad_arguments_are_refused_at_once() -> None:
         driver.win_light(15, True)
     with pytest.raises(DisplayError, match="must be a non-negative int of cents"):
         driver.show_meters({"royal9": 12.5})  # type: ignore[dict-item]
+
+
+async def test_a_bench_test_leaving_its_device_changed_fails(
+        display_bench: DisplayBench, recorder: Recorder, sim_only: None) -> None:
+    """What the bench variants' device fixtures check (``left_as_found``), shown on the
+    simulator, the only display a test can break on purpose: a lamp left failed."""
+    sim = display_bench.sim
+    assert sim is not None
+    driver = SerialDisplay("display", display_bench.url, reconnect=FAST_RECONNECT)
+    await driver.start(recorder)
+    try:
+        await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, timeout=EVENT_TIMEOUT_S)
+        with pytest.raises(AssertionError) as raised:
+            async with left_as_found(driver, on_rig=True):
+                await sim.lamp_failed(3)
+                await recorder.wait_for(DeviceFault, lambda e: e.code == "display_lamp_failed")
+        assert str(raised.value).splitlines()[0] == (
+            "the test left the display changed: (False, 'active faults: DISPLAY_LAMP_FAILED', None); "
+            "it found it (True, 'all checks passed', None)")
+        await sim.lamp_replaced(3)
+        async with left_as_found(driver, on_rig=True):  # a test that puts it back passes
+            await sim.lamp_failed(3)
+            await sim.lamp_replaced(3)
+    finally:
+        await driver.stop()

@@ -65,6 +65,9 @@ async def test_631c_2_d_2_wagers_before_the_button_count_and_after_do_not(
     # The harness reads the LED the daemon drives (a photodiode on a rig).
     panel.set_led(first, LedState.ACCEPTED)
     assert await _harness(seat_bench, f"print(pins.read_output({seat_bench.seats[first].led_pin}))") == "True"
+    # The chips are taken back: a rig's relays stay where a test leaves them.
+    await _harness(seat_bench, "".join(f"pins.release({seat_bench.seats[s].sensor_pin})\n"
+                                       for s in (first, second, late)))
 
 
 async def _pins(seat_bench: SeatBench, *calls: tuple[str, object]) -> list[object]:
@@ -82,7 +85,8 @@ async def test_627b_3_a_2_first_card_locks_before_the_button(
     await _pins(seat_bench, ("press", seat_bench.seats[seat].sensor_pin))
     locked = panel.lock("first-card")
     assert locked.wagers == frozenset({seat})
-    await _pins(seat_bench, ("press", seat_bench.lockout_pin), ("release", seat_bench.lockout_pin))
+    await _pins(seat_bench, ("press", seat_bench.lockout_pin), ("release", seat_bench.lockout_pin),
+                ("release", seat_bench.seats[seat].sensor_pin))
     assert recorder.of(LockedOut) == [locked]
 
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from cards import BackColour
+from cards import BackColour, Card
 from drivers.protocols import (
     CardDrawn,
     CoverCardDrawn,
@@ -19,7 +19,7 @@ from drivers.protocols import (
 )
 from drivers.shoe import SerialShoe
 from firmware_bridge.messages import PROTOCOL_VERSION, FaultCode
-from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShoeBench, new_stack
+from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShoeBench, left_as_found, new_stack
 from hil.recorder import Recorder
 from hil.shoe_sim import SimulatedShoe
 
@@ -37,20 +37,78 @@ async def shoe(shoe_bench: ShoeBench, recorder: Recorder) -> AsyncIterator[Seria
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, timeout=EVENT_TIMEOUT_S)
     if shoe_bench.sim is not None:
         await shoe_bench.sim.wait_host(EVENT_TIMEOUT_S)
-    yield driver
-    await driver.stop()
+    try:
+        async with left_as_found(driver, on_rig=shoe_bench.sim is None):
+            yield driver
+    finally:
+        await driver.stop()
+
+
+async def deal(shoe_bench: ShoeBench, recorder: Recorder,
+               count: int) -> tuple[list[Card | None], list[object]]:
+    """Deal ``count`` times: the cards dealt (None on a rig, where the test cannot know them)
+    and what the shoe reported for each (a card or the cover card), with any ShoeLoaded
+    before it (a rig's feeder reloads an empty shoe)."""
+    dealt: list[Card | None] = []
+    reports: list[object] = []
+    for _ in range(count):
+        mark = len(recorder.events)
+        dealt.append(await shoe_bench.draw())
+        report = await recorder.wait_for((CardDrawn, CoverCardDrawn),  # type: ignore[arg-type]
+                                         timeout=EVENT_TIMEOUT_S, start=mark)
+        reports += [e for e in recorder.events[mark:] if isinstance(e, ShoeLoaded)] + [report]
+    return dealt, reports
+
+
+def indexes_run_on(reports: list[object]) -> list[int]:
+    """The cards' indexes, checked to count on from the first one seen: protocol.md §4
+    restarts them only at ShoeLoaded, and the cover card uses none."""
+    expected: int | None = None
+    seen = []
+    for report in reports:
+        if isinstance(report, ShoeLoaded):
+            expected = 0
+        elif isinstance(report, (CardDrawn, CoverCardDrawn)):
+            assert expected is None or report.index == expected, f"{report} after index {expected}"
+            if isinstance(report, CardDrawn):
+                seen.append(report.index)
+                expected = report.index + 1
+            else:
+                expected = report.index
+    return seen
+
+
+def test_card_indexes_count_on_from_the_first_seen_past_the_cover_card_and_a_reload() -> None:
+    """How a rig run reads a part-dealt shoe: any first index, the cover card between two
+    cards with no index of its own, and 0 again after the feeder reloads the shoe."""
+    ace = new_stack(decks=1)[0][0]
+
+    def card(index: int) -> CardDrawn:
+        return CardDrawn("shoe", index, ace, BackColour.RED, False)
+
+    reports: list[object] = [card(7), CoverCardDrawn("shoe", 8), card(8),
+                             ShoeLoaded("shoe", 416, BackColour.RED), card(0), card(1)]
+    assert indexes_run_on(reports) == [7, 8, 0, 1]
+    with pytest.raises(AssertionError, match="index=9.* after index 8"):
+        indexes_run_on([card(7), card(9)])  # a card the shoe never reported
 
 
 async def test_every_card_arrives_with_rank_suit_back_and_index(
         shoe: SerialShoe, shoe_bench: ShoeBench, recorder: Recorder) -> None:
+    """On a rig the shoe is wherever the last run left it, so the indexes are read from the
+    first one seen; the simulator's shoe is fresh: 0 to 5, the very cards dealt."""
     assert isinstance(shoe, Shoe)
-    dealt = [await shoe_bench.draw() for _ in range(6)]
-    cards = [await recorder.wait_for(CardDrawn, index_is(i)) for i in range(6)]
-    assert [c.index for c in cards] == [0, 1, 2, 3, 4, 5]
+    dealt, reports = await deal(shoe_bench, recorder, 6)
+    indexes = indexes_run_on(reports)
+    cards = [r for r in reports if isinstance(r, CardDrawn)]
+    assert len(cards) == 6 - sum(isinstance(r, CoverCardDrawn) for r in reports)
+    assert not any(c.face_up for c in cards)
     if shoe_bench.sim is not None:
+        assert indexes == [0, 1, 2, 3, 4, 5]
         assert [c.card for c in cards] == dealt
         assert {c.back for c in cards} == {BackColour.RED}
-        assert not any(c.face_up for c in cards)
+    elif not any(isinstance(r, ShoeLoaded) for r in reports):
+        assert len({c.back for c in cards}) == 1  # one shoe, one back colour (681a.3(b))
 
 
 async def test_cover_card_comes_out_where_it_was_placed(

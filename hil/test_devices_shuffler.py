@@ -19,7 +19,7 @@ from drivers.protocols import (
     Shuffler,
 )
 from drivers.shuffler import UsbShuffler
-from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShufflerBench
+from hil.conftest import EVENT_TIMEOUT_S, FAST_RECONNECT, ShufflerBench, left_as_found
 from hil.recorder import Recorder
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
@@ -33,24 +33,34 @@ async def shuffler(shuffler_bench: ShufflerBench, recorder: Recorder) -> AsyncIt
                          backend=shuffler_bench.backend, reconnect=FAST_RECONNECT)
     await driver.start(recorder)
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, timeout=EVENT_TIMEOUT_S)
-    yield driver
-    await driver.stop()
+    on_rig = shuffler_bench.sim is None
+    if on_rig:  # the batch it holds is part of the state the test must leave as found
+        await recorder.wait_for(BatchHeld, timeout=EVENT_TIMEOUT_S)
+    try:
+        async with left_as_found(driver, on_rig):
+            yield driver
+    finally:
+        await driver.stop()
 
 
 async def test_681a_3_b_shuffle_counts_and_verifies_the_batch(
-        shuffler: UsbShuffler, recorder: Recorder, shuffler_bench: ShufflerBench) -> None:
+        known_batch: None, shuffler: UsbShuffler, recorder: Recorder,
+        shuffler_bench: ShufflerBench) -> None:
+    """The batch the shuffler holds is shuffled, counted and verified; on a rig it is the
+    batch the bench holds ([shuffler] batch_cards, or the test skips before connecting)."""
     assert isinstance(shuffler, Shuffler)
-    held = await recorder.wait_for(BatchHeld)
-    if shuffler_bench.sim is None:
-        pytest.skip("the rig's batch is whatever the technician loaded")
-    assert held == BatchHeld("shuffler", BackColour.BLUE)
-    assert shuffler.held_batch is BackColour.BLUE
-    await shuffler.shuffle(BackColour.BLUE, ONE_DECK)
-    assert shuffler.shuffling is BackColour.BLUE
-    progress = await recorder.wait_for(ShuffleProgress)
-    assert progress == ShuffleProgress("shuffler", 52, 52)
-    done = await recorder.wait_for(ShuffleComplete)
-    assert done == ShuffleComplete("shuffler", BackColour.BLUE, 52, 0, 0, 0)
+    cards = shuffler_bench.batch_cards
+    assert cards is not None
+    held = await recorder.wait_for(BatchHeld, lambda e: e.back is not None, timeout=EVENT_TIMEOUT_S)
+    assert held.back is not None and shuffler.held_batch is held.back
+    if shuffler_bench.sim is not None:
+        assert held == BatchHeld("shuffler", BackColour.BLUE)
+    await shuffler.shuffle(held.back, cards)
+    assert shuffler.shuffling is held.back
+    progress = await recorder.wait_for(ShuffleProgress, timeout=EVENT_TIMEOUT_S)
+    assert progress == ShuffleProgress("shuffler", 52, cards)
+    done = await recorder.wait_for(ShuffleComplete, timeout=EVENT_TIMEOUT_S)
+    assert done == ShuffleComplete("shuffler", held.back, cards, 0, 0, 0)
     assert done.verified and shuffler.shuffling is None
     assert not recorder.of(DeviceFault)
 

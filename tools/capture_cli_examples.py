@@ -56,6 +56,7 @@ class Capture:
         text = text.replace(str(self.workdir / "tabled.log"), "/var/log/tabled.log")
         text = text.replace(str(self.workdir / "table.sqlite"), STORE_ON_TABLE)
         text = text.replace(str(ROOT / "config"), "/etc/tabled")  # this checkout's path
+        text = text.replace(str(self.workdir) + "/", "")  # a file the example wrote itself
         # The simulator's pseudo-terminal stands where udev's stable name would be.
         # In a table's column the name keeps the width of the path it stands for.
         text = re.sub(r"/tmp/sim-shoe-[^/\s]+/tty( *)", lambda m: "/dev/baccarat-shoe".ljust(
@@ -153,6 +154,8 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap.run("events", ["events", "--kind", "card", "--limit", "5"])
         await cap.run("events", ["events", "--kind", "shoe_complete", "--json"])
         await cap.run("verify", ["events", "verify"])
+        await cap.run("replay-store", ["replay", str(config), "--store", h.store_path,
+                                       "--round", "3"], daemon=False)
         await cap.run("support-bundle", ["support-bundle", "--log", str(h.daemon_log),
                                          "--output", str(workdir / "support.txt")])
 
@@ -282,6 +285,29 @@ async def capture_offline(cap: Capture, workdir: Path) -> None:
                   daemon=False)
     await cap.run("hash-pin", ["supervisor", "hash-pin", "ana", "--pin-stdin"],
                   stdin="482913\n", daemon=False)
+    for name, replay in replay_examples(workdir).items():
+        await cap.run(name, ["replay", *replay], daemon=False)
+
+
+def replay_examples(workdir: Path) -> dict[str, list[str]]:
+    """`tablectl replay` of two disputes: a 21 Baccarat tie of four nines with a Bonus, and a
+    Royal 9 suited tie holding seat 1's King 9 with the Minor meter at $2,000.00."""
+    nines = workdir / "dispute-nines.txt"
+    nines.write_text("# 21 Baccarat, table 7, shoe 3: the cards as dealt\n9♠\n9♥\n9♦\n9♣\n",
+                     encoding="utf-8")
+    royal = workdir / "dispute-royal9.txt"
+    royal.write_text("K♠\nQ♠\n9♠\n9♠\n", encoding="utf-8")
+    layout = workdir / "royal9-table.toml"
+    layout.write_text((ROOT / "config" / "progressive-royal9.toml").read_text(encoding="utf-8")
+                      .replace('1 = "KC9C"', '1 = "KS9S"').replace('4 = "KC9S"', '4 = "KC9C"'),
+                      encoding="utf-8")
+    return {
+        "replay-cards": [str(ROOT / "config" / "21-baccarat-4deck.toml"), "--cards", str(nines),
+                         "--wager", "2:player:1000", "--wager", "2:tie:500",
+                         "--wager", "2:bonus_player:500"],
+        "replay-meter": [str(layout), "--cards", str(royal), "--wager", "1:banker:500",
+                         "--wager", "1:royal_9_progressive:500", "--meter", "minor=200000"],
+    }
 
 
 # --- the fake control server --------------------------------------------------------------

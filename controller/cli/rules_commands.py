@@ -55,24 +55,50 @@ def _load(path: str) -> Any:
         return None
 
 
-def _progressive_rules(path: str) -> dict[str, Any] | None:
-    """The progressives a table declares under `[progressive.<name>]` (not in `[wagers]`),
-    by their wager key; None (errors printed) when those sections are invalid."""
+def _progressive_config(path: str) -> Any:
+    """The table's `[progressive.<name>]` sections (a `ProgressiveConfig`); False when it
+    declares none; None (errors printed) when they are invalid."""
     import tomllib
 
     with open(path, "rb") as fh:  # already read once by _load: readable, valid TOML
         if "progressive" not in tomllib.load(fh):
-            return {}  # and the progressive package (asyncio, logging) stays unloaded
+            return False  # and the progressive package (asyncio, logging) stays unloaded
     from controller.progressive.config import load_progressive_config
     from controller.progressive.errors import ProgressiveConfigError
 
     try:
-        config = load_progressive_config(path)
+        return load_progressive_config(path)
     except ProgressiveConfigError as exc:
         for line in exc.problems:
             print(f"{path}: {line}", file=sys.stderr)
         return None
-    return {spec.wager_key: spec.rule for spec in config.progressives}
+
+
+def _progressive_rules(path: str) -> dict[str, Any] | None:
+    """The progressives a table declares under `[progressive.<name>]` (not in `[wagers]`),
+    by their wager key; None (errors printed) when those sections are invalid."""
+    config = _progressive_config(path)
+    if config is None:
+        return None
+    return {spec.wager_key: spec.rule for spec in config.progressives} if config else {}
+
+
+def simulated_progressive(path: str, seed: int) -> Any:
+    """The table's progressive for a shoe dealt off the table (`SimulatedProgressive`), its
+    mystery triggers drawn from a generator of their own seeded by `seed`; False when the
+    table has none; None (errors printed) when it cannot be had."""
+    import random
+
+    config = _progressive_config(path)
+    if not config:
+        return config
+    from controller.progressive.simulated import SimulatedProgressive
+
+    try:
+        return SimulatedProgressive(config, random.Random(seed * 1_000_003 + 29))
+    except ValueError as exc:
+        print(f"{path}: {exc.args[0]}", file=sys.stderr)
+        return None
 
 
 def _par_sheet(args: argparse.Namespace) -> int:
@@ -111,6 +137,9 @@ def _simulate(args: argparse.Namespace) -> int:
     game = _load(args.config)
     if game is None:
         return exitcodes.BAD_CONFIGURATION
+    progressive = simulated_progressive(args.config, args.seed)
+    if progressive is None:
+        return exitcodes.BAD_CONFIGURATION
     options = SimulationOptions(shoes=args.shoes, seed=args.seed, unit_cents=args.unit_cents)
     total = 0
     # Shoes done, on stderr (a terminal only, after a second): stdout stays the data.
@@ -118,7 +147,7 @@ def _simulate(args: argparse.Namespace) -> int:
     shares_terminal = sys.stdout.isatty()
     shoe = 0
     try:
-        for record in simulate(game, options):
+        for record in simulate(game, options, progressive or None):
             if record["shoe"] != shoe:
                 shoe = record["shoe"]
                 bar.update(shoe - 1)

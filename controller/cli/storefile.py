@@ -7,6 +7,7 @@ must be answered "not a table store", not reported as a broken hash chain.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -41,3 +42,14 @@ def not_a_table_store(path: Path) -> str | None:
         return (f"{path} is not a table store: an SQLite database without the store's "
                 f"{', '.join(missing)} table(s)")
     return None
+
+
+def copy_store(source: Path, folder: Path) -> Path:
+    """A copy of the store `source` (with its WAL, if any) in `folder`: a check or a replay
+    reads the copy, so the evidence is never written, not even by SQLite's recovery."""
+    copy = folder / source.name
+    for suffix in ("", "-wal"):
+        part = Path(str(source) + suffix)
+        if part.exists():
+            shutil.copyfile(part, str(copy) + suffix)
+    return copy

@@ -30,7 +30,7 @@ from controller.cli import exitcodes
 from controller.cli.client import (
     Daemon, DaemonUnavailable, EventFeed, UnsupportedCommand, default_socket,
 )
-from controller.cli.storefile import not_a_table_store
+from controller.cli.storefile import copy_store, not_a_table_store
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
     table, visible_len, when, with_progress,
@@ -328,6 +328,8 @@ def render_status(s: Mapping[str, Any]) -> str:
     shoe = s.get("shoe") or {}
     if shoe.get("shoe_no"):
         cover = "passed" if shoe.get("cover_card_seen") else "not yet"
+        if shoe.get("cover_card_misplaced"):  # 631a.5(d), 681a.5(d): docs/rulings.md C22
+            cover = f"MISPLACED: {shoe['cover_card_misplaced']}"
         last = "announced" if shoe.get("last_hand") else "not yet"
         lines.append(f"Shoe {shoe['shoe_no']}:")
         lines.append(key_values([
@@ -358,6 +360,9 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(f"Betting: {len(wagers)} wagers totalling {money(total)}")
     else:
         lines.append("Round in progress: none")
+    witness = s.get("witness")
+    if isinstance(witness, Mapping):
+        lines.append(_witness_line(witness))
     fault = s.get("fault")
     if fault:
         lines.append(paint(f"FAULT: {fault.get('device')}: {fault.get('detail')} "
@@ -367,6 +372,24 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(paint(f"OUT OF ORDER: {s['out_of_order']}", "red", "bold"))
         lines.append(f"  Action: {OUT_OF_ORDER_ACTION}")
     return "\n".join(line for line in lines if line)
+
+
+def _witness_line(w: Mapping[str, Any]) -> str:
+    """The table's witness (controller/witness/): up, down since when, or none at all."""
+    link = w.get("link")
+    waiting = w.get("pending_heads") or 0
+    if link == "up":
+        return (f"Witness: up; last witnessed {w.get('last_witnessed') or 'nothing yet'}"
+                + (f"; {waiting} heads being sent" if waiting else ""))
+    if link in ("down", "connecting"):
+        limit = w.get("max_unwitnessed_minutes")
+        return paint(f"Witness: DOWN for {duration(w.get('unwitnessed_s') or 0)}: "
+                     f"{w.get('last_error') or 'not reached yet'}; {waiting} heads kept in the "
+                     "outbox" + (f"; new rounds stop after {limit:g} min" if limit else ""),
+                     "yellow", "bold")
+    if link == "failed":
+        return paint(f"Witness: FAILED: {w.get('failure')}", "red", "bold")
+    return paint(f"Witness: none, the table is unwitnessed ({w.get('detail')})", "yellow")
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -1361,11 +1384,7 @@ def _verify_offline(args: argparse.Namespace) -> int:
         return exitcodes.BAD_ARGUMENTS
     try:
         with tempfile.TemporaryDirectory(prefix="tablectl-verify-") as tmp:
-            copy = Path(tmp) / source.name
-            for suffix in ("", "-wal"):
-                part = Path(str(source) + suffix)
-                if part.exists():
-                    shutil.copyfile(part, str(copy) + suffix)
+            copy = copy_store(source, Path(tmp))
             refused = not_a_table_store(copy)
             if refused is not None and not paths.key.exists():
                 # No key beside it: a wrong path, not this table's store (with its key it is

@@ -100,9 +100,11 @@ class Board:
     seat_sensors: dict[int, bool] = field(default_factory=dict)
     meters: list[dict[str, Any]] = field(default_factory=list)
     award: dict[str, Any] | None = None  # a win light that is on, until validated
+    notice: str | None = None  # for the dealer until the shoe is replaced (a misplaced cover)
     devices: list[dict[str, Any]] = field(default_factory=list)
     software: dict[str, Any] = field(default_factory=dict)  # status' check of the release
     metrics: Metrics = field(default_factory=Metrics)
+    witness_up: bool | None = None  # the table's witness, as its last witness event said
     _roads_cache: dict[str, Any] | None = None
 
     # --- folding in ---------------------------------------------------------------
@@ -123,10 +125,20 @@ class Board:
         changed: set[str] = handler(payload, event) if handler is not None else set()
         return changed | {LIVE}
 
+    def _on_witness_up(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        self.witness_up = True
+        return set()
+
+    def _on_witness_down(self, payload: Mapping[str, Any], event: Mapping[str, Any]
+                         ) -> set[str]:
+        self.witness_up = False
+        return set()
+
     def _on_shoe_loaded(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
         self.shoe_no = int(payload.get("shoe_no", self.shoe_no + 1))
         self.rounds, self.hands, self.cards = [], [], []
         self.last_hand = False
+        self.notice = None
         self._roads_cache = None
         return {ROADS}
 
@@ -200,6 +212,11 @@ class Board:
         return set()
 
     def _on_cover_card(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+        return set()
+
+    def _on_cover_card_misplaced(self, payload: Mapping[str, Any],
+                                 event: Mapping[str, Any]) -> set[str]:
+        self.notice = str(payload.get("detail", "the cover card was misplaced"))
         return set()
 
     def _on_device_fault(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
@@ -276,7 +293,7 @@ class Board:
                        "progressive_cents": self.progressive_wagers.get(seat, 0),
                        "sensor": self.seat_sensors.get(seat, False)}
                       for seat in range(1, int(self.table.get("seats", 0)) + 1)],
-            "meters": self.meters, "award": self.award,
+            "meters": self.meters, "award": self.award, "notice": self.notice,
         }
 
     def view(self, topic: str) -> dict[str, Any]:

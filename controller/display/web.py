@@ -192,7 +192,14 @@ class WebServer:
     async def _stream(self, writer: asyncio.StreamWriter,
                       query: Mapping[str, list[str]]) -> None:
         wanted = frozenset(t for t in ",".join(query.get("topics", [])).split(",") if t)
-        topics = (wanted & self.topics) or self.topics
+        unknown = wanted - self.topics
+        if unknown:
+            shown = ", ".join(sorted(repr(t[:32]) for t in unknown)[:8])
+            await _write(writer, Response(400, (
+                f"unknown topics: {shown}; allowed: {', '.join(sorted(self.topics))} "
+                "(comma-separated; none for all)\n").encode()))
+            return
+        topics = wanted or self.topics
         stream = Stream(topics)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                      b"Cache-Control: no-store\r\nConnection: close\r\n"

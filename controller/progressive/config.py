@@ -43,7 +43,8 @@ _TOPIC_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _COMMON_KEYS = {"game", "wager_cents", "base_wagers", "payment", "linked", "wager_key"}
 _GAME_KEYS = {
     "heavenly_9": {"mystery", "mystery_wager_dollars"},
-    "royal_9": {"denomination_dollars", "meters", "personal_combinations", "mystery"},
+    "royal_9": {"denomination_dollars", "meters", "personal_combinations", "mystery",
+                "suited_tie_personal"},
     "harmony": {"paytable", "reseed_cents"},
 }
 
@@ -181,10 +182,11 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
             if rule.mystery is not None:
                 levels.append(_mystery_level(rule.mystery))
         elif game == "royal_9":
-            from controller.rules.side.royal9 import make_royal_9
+            from controller.rules.side.royal9 import GREATER, make_royal_9
 
             rule = make_royal_9(name, raw.get("denomination_dollars"), raw.get("meters"),
-                                raw.get("personal_combinations"), raw.get("mystery"), seats)
+                                raw.get("personal_combinations"), raw.get("mystery"), seats,
+                                suited_tie_personal=raw.get("suited_tie_personal", GREATER))
             minimum = rule.denomination_cents  # 627b.3(f)-(g): one denomination
             levels = [_meter_level(m) for m in rule.meters]
             if rule.mystery is not None:

@@ -174,18 +174,21 @@ class MeterHit:
     section: str
 
 
-def meter_hits(spec: ProgressiveSpec, accepted_seats: Iterable[int], round_view: Any
-               ) -> list[MeterHit]:
-    """The seats whose paytable line pays a meter, in payment order.
+def meter_hits(spec: ProgressiveSpec, accepted_seats: Iterable[int], round_view: Any,
+               standing_cents: Mapping[str, int] | None = None) -> list[MeterHit]:
+    """The seats whose paytable line pays a meter, in payment order. `standing_cents`: the
+    meters as they stand before the round's awards (whole cents by level), for a rule whose
+    choice of line reads them (Royal 9's suited tie, docs/rulings.md).
 
     Payment order (docs/progressive.md): by paytable rank of the line, then
     highest seat first as 631a.12 pays winners; each later winner on the same
     meter is paid from the meter as reset by the earlier award.
     """
     hits: list[tuple[int, MeterHit]] = []
+    rule = spec.rule if standing_cents is None else spec.rule.at_meters(standing_cents)
     ranks = {line.label: i for i, line in enumerate(spec.rule.paytable.lines)}
     for seat in accepted_seats:
-        line = spec.rule.classify(round_view, seat)
+        line = rule.classify(round_view, seat)
         if line is not None and isinstance(line.pay, PaysMeter):
             hits.append((ranks[line.label], MeterHit(seat, line.pay.level, line.pay.fraction,
                                                      line.label, line.section)))

@@ -292,7 +292,7 @@ class ProgressiveSystem:
                 if self.ledger.is_void(round_id, spec.name):
                     continue  # 631a.15(e): a void round decides nothing
                 accepted = self.ledger.accepted_wagers(round_id, spec.name)
-                for hit in meter_hits(spec, accepted, round_view):
+                for hit in meter_hits(spec, accepted, round_view, self.standing_cents(spec)):
                     if self.ledger.find_award(spec.name, hit.level, round_id, hit.seat):
                         continue
                     if spec.linked:
@@ -303,6 +303,20 @@ class ProgressiveSystem:
                                                      hit.label, hit.section, round_id, hit.seat))
         self._light(new)
         return sorted(self.ledger.awards(round_id=round_id), key=lambda a: a.pay_order)
+
+    def standing_cents(self, spec: ProgressiveSpec) -> dict[str, int]:
+        """Each meter of `spec` in whole cents as it stands now (a linked one as last read
+        from the shared ledger; a level never read is left out, so the rule reads its reset)."""
+        standing: dict[str, int] = {}
+        for level in spec.levels:
+            row = self.ledger.meter(spec.name, level.level)
+            if row is not None:
+                standing[level.level] = row.amount_cents
+            elif self.linked is not None:
+                shared = self.linked.levels_cache.get((spec.name, level.level))
+                if shared is not None:
+                    standing[level.level] = shared.amount_cents
+        return standing
 
     def _award_local(self, spec: ProgressiveSpec, level: LevelSpec, fraction: Fraction,
                      label: str, section: str, round_id: int, seat: int) -> Award:

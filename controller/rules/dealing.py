@@ -9,9 +9,9 @@ names the table's step it mirrors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from cards import Card
 from controller.rules.baccarat import Hand, NextCard
@@ -20,8 +20,8 @@ from controller.rules.procedure import (
     CardFacts, Disposition, LostCardsAction, Phase, card_ruling, lost_cards,
     shoe_ends_after_round,
 )
-from controller.rules.settlement import PlacedWager, settle_round, void_round
-from controller.rules.wager import Settlement, SettlementPoint
+from controller.rules.settlement import PlacedWager, settle_round, settlement_order, void_round
+from controller.rules.wager import RoundView, Settlement, SettlementPoint
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,36 @@ class NewDealer:
 Action = Draw | Cover | Bet | Lock | NewDealer
 
 
+class RoundProgressive(Protocol):
+    """A table's progressive (`[progressive.<name>]`) as a shoe dealt here meets it: the same
+    hooks, in the same order, as the live table calls `ProgressiveSystem` (controller/table.py
+    at the lock, controller/table_rounds.py at the result and at a void). Implemented over the
+    progressive system itself by `controller.progressive.simulated.SimulatedProgressive`, so
+    its meters are the live table's, never a second one."""
+
+    @property
+    def wager_key(self) -> str:
+        """The wager key a seat's progressive wager is placed under."""
+
+    def lock(self, wagers: Sequence[PlacedWager]) -> list[Settlement]:
+        """A live round opens with these wagers on the layout: its progressive wagers are
+        accepted or refused and contribute to the meters; a Must-Hit-By Mystery hit at the
+        lock is returned as a settlement (refused wagers are returned, as pushes)."""
+
+    def result(self, view: RoundView) -> list[Settlement]:
+        """The round's progressive wagers settled from its cards, meter lines paid what the
+        meters award."""
+
+    def void(self, section: str) -> list[Settlement]:
+        """The round is void: its progressive wagers are returned (pushes)."""
+
+    def standing_cents(self) -> Mapping[str, int]:
+        """Each meter's whole cents now, by level."""
+
+    def stake_cents(self, unit_cents: int) -> int:
+        """What a seat wagering `unit_cents` on every wager places on the progressive."""
+
+
 def card_obj(card: Card, hand: str) -> dict[str, Any]:
     return {"rank": card.rank.label, "suit": "CDHS"[card.suit], "card": str(card), "hand": hand}
 
@@ -72,7 +102,7 @@ def hand_of(slot: NextCard) -> str:
 
 
 def settlement_obj(s: Settlement) -> dict[str, Any]:
-    return {"wager": s.wager, "amount_cents": s.amount_cents, "outcome": s.outcome.value,
+    return {"wager": s.wager, "seat": s.seat, "amount_cents": s.amount_cents, "outcome": s.outcome.value,
             "odds": f"{s.odds.numerator} to {s.odds.denominator}" if s.win_cents else None,
             "win_cents": s.win_cents, "vigorish_cents": s.vigorish_cents,
             "net_cents": s.net_cents, "label": s.label, "section": s.section}
@@ -93,8 +123,10 @@ class _Round:
 class ShoeDealing:
     """A shoe from its burn to its end, as the live table deals it (controller/table_rounds.py)."""
 
-    def __init__(self, game: Game, shoe_no: int) -> None:
+    def __init__(self, game: Game, shoe_no: int,
+                 progressive: RoundProgressive | None = None) -> None:
         self.game, self.shoe_no = game, shoe_no
+        self.progressive = progressive
         self.phase = Phase.BURN
         self.finished = False
         self.burn_expected: int | None = None
@@ -190,13 +222,24 @@ class ShoeDealing:
     def _open_round(self) -> None:
         self.extra_card_window = False
         self.round_no += 1
+        progressive_key = self.progressive.wager_key if self.progressive else None
         self.round = _Round(self.round_no, False, self.last_hand_announced,
                             self.game.new_coup(bonus_wagered=self.bonus_wagered),
-                            list(self.wagers))
+                            [w for w in self.wagers if w.wager != progressive_key])
+        if self.progressive is not None:
+            # Table._on_locked: the progressive system accepts the wagers at the lock.
+            self.round.settlements += self.progressive.lock(self.wagers)
         self.phase = Phase.LOCKED
 
     def _open_simulated_round(self, draw: Draw) -> None:
-        """631a.15(d): no wagers; those on the layout wait (RoundPlay._start_simulated_round)."""
+        """631a.15(d): no wagers; those on the layout wait (RoundPlay._start_simulated_round).
+        A live round locked but not yet dealt is closed void, its wagers returned to stand
+        for the next live round (docs/rulings.md C19)."""
+        r = self.round
+        if r is not None and not r.simulated:
+            self._close_round(r, void_round(r.wagers, "631a.15(d)"), void=True,
+                              player_total=None, banker_total=None, outcome="void",
+                              wagers_stand=True)
         self.stashed, self.wagers = self.wagers, []
         self.round = _Round(0, True, self.last_hand_announced, self.game.new_coup(), [])
         self.phase = Phase.SIMULATED
@@ -227,6 +270,8 @@ class ShoeDealing:
                                   "cover_card": self.cover_in_record,
                                   "settlements": [settlement_obj(s) for s in settlements],
                                   "seat_net_cents": sum(s.net_cents for s in settlements)}
+        if self.progressive is not None:
+            record["meters"] = dict(self.progressive.standing_cents())
         self.loose_cards, self.cover_in_record = [], False
         self.records.append(record)
         return record
@@ -235,8 +280,12 @@ class ShoeDealing:
         """RoundPlay._finish_round: settle, then the shoe's phase (631a.10(d), 681a.7(d))."""
         r = self.round
         assert r is not None
-        r.settlements += settle_round(self.game, r.wagers, r.coup.round_view(),
-                                      SettlementPoint.END_OF_ROUND)
+        end = settle_round(self.game, r.wagers, r.coup.round_view(), SettlementPoint.END_OF_ROUND)
+        if self.progressive is not None and not r.simulated:
+            # RoundPlay._finish_round: the progressive system decides its hits at the result.
+            end = settlement_order(end + self.progressive.result(r.coup.round_view()),
+                                   [*self.game.wager_rules, self.progressive.wager_key])
+        r.settlements += end
         result = r.coup.result()
         extra = {} if self.game.config.is_21 else {"dragon_7": result.dragon_7,
                                                     "panda_8": result.panda_8}
@@ -262,12 +311,27 @@ class ShoeDealing:
         if held is not None:
             self._open_simulated_round(held)
 
+    def void_open_round(self, section: str) -> list[dict[str, Any]]:
+        """The open round is void under `section`, as the live table voids a round its cards
+        cannot complete (a fault acknowledged, C6-C7): every wager returned, the shoe ends.
+        Returns its record."""
+        if self.round is None:
+            raise ValueError("no round is open to void")
+        done = len(self.records)
+        self._void(section)
+        return self.records[done:]
+
     def _void(self, section: str) -> None:
-        """RoundPlay._void_round: every wager returned; the shoe ends."""
+        """RoundPlay._void_round: every wager not yet settled returned (what the first four
+        cards settled stands); the shoe ends."""
         r = self.round
         assert r is not None
-        self._close_round(r, void_round(r.wagers, section), void=True, player_total=None,
-                     banker_total=None, outcome="void")
+        returned = void_round(r.wagers, section,
+                              settled={(s.seat, s.wager) for s in r.settlements})
+        if self.progressive is not None and not r.simulated:
+            returned += self.progressive.void(section)
+        self._close_round(r, r.settlements + returned, void=True, player_total=None,
+                          banker_total=None, outcome="void")
         self.round, self.set_aside = None, None
         self.wagers = self.stashed if r.simulated else []
         self._end_shoe()

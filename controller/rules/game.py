@@ -80,6 +80,16 @@ class Game:
         """631a.5(c)-(d) / 681a.5(c)-(d): cut and second cover card positions."""
         return self.config.cut
 
+    def misplaced_cover_card(self, index: int) -> str:
+        """Why a cover card out after `index` cards is outside 631a.5(d) / 681a.5(d)'s range
+        (the regulation's least distance from the bottom); "" when it is within it."""
+        from controller.rules.shoe import misplaced_cover_card
+        from controller.rules.submission import MIN_COVER_FROM_BOTTOM
+
+        section = "681a.5(d)" if self.config.is_21 else "631a.5(d)"
+        return misplaced_cover_card(index, self.shoe_size, MIN_COVER_FROM_BOTTOM[self.config.family],
+                                    section)
+
     @property
     def reshuffles_at_cover_card(self) -> bool:
         """681a.7(d): 21 Baccarat reshuffles after the cover card's round; 631a.10(d) plays one more."""

@@ -23,9 +23,12 @@ from controller.rules.irregularities import (
 from controller.rules.settlement import PlacedWager, VigorishLedger
 from controller.rules.shoe import ShoePhase, phase_after_round
 
-# The Baccarat wagers of 631a.8(a)(1)-(3) (627a for Minibaccarat, 681a.6 for 21 Baccarat);
-# every other wager is optional and needs one of these at the seat first.
+# The Baccarat wagers of 631a.8(a)(1)-(3) (627a for Minibaccarat); every other wager is
+# optional and needs one of these at the seat first (docs/rulings.md C15).
 BASE_WAGERS = frozenset({"banker", "player", "tie"})
+# 681a.6(c): a 21 Baccarat player takes part with a Player or Banker wager; the Tie and the
+# Bonus wagers are the options 681a.6(d) offers to such a player (docs/rulings.md C21).
+BASE_WAGERS_21 = frozenset({"banker", "player"})
 
 
 class Phase(enum.Enum):
@@ -242,17 +245,23 @@ def lost_cards(expected_index: int, received_index: int, phase: Phase, *,
 
 
 def base_wager_missing(placed: PlacedWager, on_layout: Iterable[PlacedWager], *,
-                       without_base_wager: bool = False) -> str | None:
+                       without_base_wager: bool = False, twenty_one: bool = False
+                       ) -> str | None:
     """Why an optional wager may not be placed yet, or None.
 
     631c.3(c), 631c.4(c), 627b.5(a)-(b): an optional wager follows a Baccarat wager at
     the same seat (applied to every optional wager, docs/rulings.md C15); 631c.7(b) lets a
-    Rules Submission offer one without (`without_base_wager`).
+    Rules Submission offer one without (`without_base_wager`). `twenty_one`: 681a.6(c)-(d),
+    where only a Player or Banker wager is a base wager and the Tie is optional (C21).
     """
-    if placed.wager in BASE_WAGERS or without_base_wager:
+    base = BASE_WAGERS_21 if twenty_one else BASE_WAGERS
+    if placed.wager in base or without_base_wager:
         return None
-    if any(w.seat == placed.seat and w.wager in BASE_WAGERS for w in on_layout):
+    if any(w.seat == placed.seat and w.wager in base for w in on_layout):
         return None
+    if twenty_one:
+        return (f"seat {placed.seat} must first place a Player or Banker wager before the "
+                f"optional wager {placed.wager!r} (681a.6(c)-(d))")
     return (f"seat {placed.seat} must first place a Banker, Player or Tie wager before the "
             f"optional wager {placed.wager!r} (631c.3(c))")
 

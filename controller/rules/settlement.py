@@ -10,7 +10,7 @@ is the highest-numbered seat); see docs/rulings.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -75,16 +75,27 @@ def settle_round(game: Game, wagers: Iterable[PlacedWager], round_view: RoundVie
     return settlement_order(out, list(rules))
 
 
-def void_round(wagers: Iterable[PlacedWager], section: str = "631a.15(e)") -> list[Settlement]:
-    """A void round returns every wager: 631a.15(e) (the shoe cannot complete the round),
-    or the section of the irregularity that voided it. The live table and `tablectl
-    simulate` both record a void round with these settlements."""
+def void_round(wagers: Iterable[PlacedWager], section: str = "631a.15(e)", *,
+               settled: Collection[tuple[int, str]] = ()) -> list[Settlement]:
+    """What a void round adds to the settlements already made: every wager not yet settled
+    is returned, 631a.15(e) (the shoe cannot complete the round) or the section of the
+    irregularity that voided it.
+
+    `settled` names, by (seat, wager key), the wagers the round already settled: a wager
+    settled at the first four cards (House Money 631a.9(e), Royal 9 627b.3(d), the pair
+    wagers and Lucky Nines: docs/rulings.md, "Settlement points") was decided by cards the
+    table saw and was paid or collected then; its settlement stands, and the void returns
+    only the rest (docs/rulings.md C7). A seat's wagers of one key all settle at
+    the same point, so the key names them all. The round's record is the settlements
+    already made followed by these. The live table and `tablectl simulate` both record a
+    void round so."""
     from fractions import Fraction
 
     return [Settlement(wager=p.wager, seat=p.seat, amount_cents=p.amount_cents,
                        outcome=Outcome.PUSH, odds=Fraction(0), win_cents=0, vigorish_cents=0,
                        label="void round: wager returned", section=section)
-            for p in sorted(wagers, key=lambda p: -p.seat)]
+            for p in sorted(wagers, key=lambda p: -p.seat)
+            if (p.seat, p.wager) not in settled]
 
 
 def add_ride(wagers: Sequence[PlacedWager], seat: int, main_wager: str, ride_cents: int

@@ -51,6 +51,21 @@ def cut_and_cover(stack: Sequence[Card], cut_at: int, cover_from_bottom: int,
     return PreparedShoe(cards=cut, cover_index=n - cover_from_bottom)
 
 
+def misplaced_cover_card(index: int, shoe_cards: int, min_from_bottom: int, section: str
+                         ) -> str:
+    """Why the second cover card that came out after `index` cards of a `shoe_cards`-card shoe
+    was not where 631a.5(d) / 681a.5(d) (`section`) put it, at least `min_from_bottom` cards
+    above the bottom; "" when it was. The shoe reports where it came out: a cover card too
+    near the bottom leaves too few cards for the last hands, which then end void
+    (631a.15(e)), and nothing else would show why."""
+    below = shoe_cards - index
+    if below >= min_from_bottom:
+        return ""
+    return (f"the cover card came out with {below} card(s) below it; {section} places it at "
+            f"least {min_from_bottom} cards above the bottom: check the cover card at the "
+            "next shoe's cut")
+
+
 class ShoePhase(enum.Enum):
     """Where the shoe stands after a round (631a.10(d), 681a.7(d))."""
 

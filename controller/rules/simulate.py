@@ -17,7 +17,7 @@ from typing import Any
 
 from cards import shoe_of
 from controller.rules.dealing import (
-    Action, Bet, Cover, Draw, Lock, NewDealer, ShoeDealing,
+    Action, Bet, Cover, Draw, Lock, NewDealer, RoundProgressive, ShoeDealing,
 )
 from controller.rules.game import Game
 from controller.rules.money import format_cents
@@ -62,15 +62,19 @@ def stake_cents(game: Game, key: str, unit_cents: int) -> int:
     return amount
 
 
-def simulate(game: Game, options: SimulationOptions) -> Iterator[dict[str, Any]]:
+def simulate(game: Game, options: SimulationOptions,
+             progressive: RoundProgressive | None = None) -> Iterator[dict[str, Any]]:
     """Yield one JSON-ready object per round of `options.shoes` shoes."""
-    for _, _, records in deal_shoes(game, options):
+    for _, _, records in deal_shoes(game, options, progressive):
         yield from records
 
 
-def deal_shoes(game: Game, options: SimulationOptions
+def deal_shoes(game: Game, options: SimulationOptions,
+               progressive: RoundProgressive | None = None,
                ) -> Iterator[tuple[int, list[Action], list[dict[str, Any]]]]:
-    """Each shoe's number, the dealer's actions in order, and its round records."""
+    """Each shoe's number, the dealer's actions in order, and its round records. With a
+    `progressive` (the table's `[progressive.<name>]`), the seat also places one unit on it
+    every round, and its meters carry over from shoe to shoe."""
     rng = random.Random(options.seed)
     # Irregularities draw from their own generator, so a seed deals the same cards with
     # or without them.
@@ -78,6 +82,9 @@ def deal_shoes(game: Game, options: SimulationOptions
     cfg = game.config
     stakes = tuple(PlacedWager(SIM_SEAT, key, stake_cents(game, key, options.unit_cents))
                    for key in game.wager_rules)
+    if progressive is not None:
+        stakes += (PlacedWager(SIM_SEAT, progressive.wager_key,
+                               progressive.stake_cents(options.unit_cents)),)
     for shoe_no in range(1, options.shoes + 1):
         stack = shoe_of(cfg.decks)
         rng.shuffle(stack)
@@ -88,7 +95,7 @@ def deal_shoes(game: Game, options: SimulationOptions
                              min_cover_from_bottom=cfg.cut.cover_card_from_bottom)
         actions: list[Action] = []
         records: list[dict[str, Any]] = []
-        dealing = ShoeDealing(game, shoe_no)
+        dealing = ShoeDealing(game, shoe_no, progressive)
         for action in _dealer(dealing, shoe, stakes, irregular, options.irregularities):
             actions.append(action)
             records += dealing.apply(action)

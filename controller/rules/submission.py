@@ -161,6 +161,9 @@ def _get_bool(c: _Collector, table: Mapping[str, Any], key: str, path: str,
     return value
 
 
+MAX_TABLE_ID_CHARS = 64
+
+
 def seat_rule(family: str | None) -> tuple[int, int, str]:
     """How many seats a table of `family` may have, and the section (or ruling) saying so."""
     lo, hi = SEATS.get(family or "baccarat", (1, 14))
@@ -176,6 +179,13 @@ def _parse_table(c: _Collector, data: Mapping[str, Any], family: str | None) -> 
     table_id = t.get("id", _MISSING)
     if not isinstance(table_id, str) or not table_id.strip():
         c.add("table.id", table_id, "required non-empty string")
+        table_id = None
+    elif len(table_id) > MAX_TABLE_ID_CHARS or not table_id.isprintable():
+        # The id is in every log line, metric label and report: a name, not a payload.
+        shown = table_id if len(table_id) <= 24 else f"{table_id[:16]}... ({len(table_id)} " \
+            "characters)"
+        c.add("table.id", shown, f"not allowed; allowed: 1 to {MAX_TABLE_ID_CHARS} printable "
+                                 "characters, e.g. 'BAC-01'")
         table_id = None
     name = t.get("name", "")
     if not isinstance(name, str):

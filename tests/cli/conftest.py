@@ -18,6 +18,7 @@ import pytest
 
 from controller.auth import authorise, hash_pin
 from controller.control import ControlError, ControlServer, event_json
+from controller.daemon import COMMAND_ARGS
 from controller.store import Store
 
 SUPERVISOR_PIN = "2468"
@@ -130,9 +131,14 @@ class FakeDaemon:
     def register(self, name: str, handler: Callable[[Mapping[str, Any]], Any], *,
                  supervisor: bool = False) -> None:
         def recorded(args: Mapping[str, Any]) -> Any:
-            self.calls.append((name, dict(args)))
+            # What the client sent: the daemon's check fills in defaults for the rest.
+            defaults = {k: a.default for k, a in COMMAND_ARGS.get(name, {}).items()}
+            self.calls.append((name, {k: v for k, v in args.items()
+                                      if k not in defaults or v != defaults[k]}))
             return handler(args)
-        self.server.register(name, recorded, supervisor=supervisor)
+        # The daemon's own argument checks: the CLI is tested against what the daemon takes.
+        self.server.register(name, recorded, supervisor=supervisor,
+                             args=COMMAND_ARGS.get(name))
 
     def append(self, kind: str, payload: Mapping[str, Any] | None = None, **kw: Any) -> None:
         """Commit one log entry (from the test's thread); subscribers see it."""

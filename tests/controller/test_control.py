@@ -10,6 +10,7 @@ import stat
 import pytest
 
 from controller.auth import authorise, hash_pin, verify_pin
+from controller.control_args import whole
 from controller.control import ControlClient, ControlError, ControlServer, event_json
 from controller.store import Store
 
@@ -25,7 +26,8 @@ async def server(tmp_path):
                         on_supervisor_command=lambda who, cmd, args: store.append_event(
                             "supervisor_command", {"supervisor": who, "command": cmd}))
     srv.register("status", lambda args: {"state": "closed"})
-    srv.register("adjust", lambda args: {"done": args["cents"]}, supervisor=True)
+    srv.register("adjust", lambda args: {"done": args["cents"]}, supervisor=True,
+                 args={"cents": whole(1, 100)})
     srv.set_history(store.events_from)
     srv.follow(store)
     await srv.start()

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pytest
 from controller import auth
 from controller.access import AccessConfig, AccessPolicy, Caller, Role
 from controller.auth import PinGuard, PinPolicy, authorise, hash_pin
+from controller.control_args import whole
+from controller.limits import ConnectionBudget
 from controller.control import HISTORY_PAGE, ControlClient, ControlError, ControlServer
 from controller.store import Store
 from tests.controller.test_daemon import config_for, running
@@ -25,6 +28,8 @@ DEALER = Caller(2001, 2001, 77, frozenset({Role.READ, Role.DEALER, Role.SUPERVIS
 
 # --- bad requests ---------------------------------------------------------------------------
 
+SHORT_TEXT = " (text of 1 to 64 characters, no lone surrogates)"
+
 # The first six came back `internal` before (ValueError, TypeError, sqlite's binding error,
 # AttributeError, RecursionError, OverflowError); each must name the argument.
 BAD_REQUESTS = [
@@ -33,7 +38,7 @@ BAD_REQUESTS = [
     ({"cmd": "events", "args": {"since": "yesterday"}},
      "'since' = 'yesterday': allowed: seconds since the epoch (a number >= 0)"),
     ({"cmd": "events", "args": {"kind": ["card"]}},
-     "'kind' = ['card']: allowed: an event kind, e.g. card, device_fault, prompt"),
+     "'kind' = ['card']: allowed: an event kind, e.g. card, device_fault, prompt" + SHORT_TEXT),
     ({"cmd": "acknowledge_fault", "auth": "ana:1234"},
      "'auth' = 'ana:1234': allowed: an object {\"supervisor\": NAME, \"pin\": DIGITS}"),
     (b"[" * 50_000, "not a JSON object: nested too deeply; allowed: {\"cmd\": NAME, "
@@ -41,15 +46,37 @@ BAD_REQUESTS = [
     ({"cmd": "subscribe", "args": {"after_seq": 2**64}},
      "'after_seq' = 18446744073709551616: allowed: a whole number 0 to 4611686018427387904"),
     ({"cmd": "events", "args": {"device": {"a": 1}}},
-     "'device' = {'a': 1}: allowed: a device name: shoe, shuffler, seats, display"),
+     "'device' = {'a': 1}: allowed: a device name: shoe, shuffler, seats, display" + SHORT_TEXT),
     ({"cmd": "events", "args": {"severity": 5}},
-     "'severity' = 5: allowed: info, warning, error or critical"),
+     "'severity' = 5: allowed: info, warning, error or critical" + SHORT_TEXT),
     ({"cmd": "acknowledge_fault", "auth": {"supervisor": ["x"], "pin": 1}},
      "'auth.supervisor' and 'auth.pin' must be strings"),
     ({"cmd": ["status"]}, "'cmd' = ['status']: allowed: a command name (a string)"),
     ({"cmd": "shuffle", "args": {"back": 7}}, "'back' = 7: allowed: red, blue, green, black"),
     ({"cmd": "status", "args": {"_supervisor": "ana"}},
      "'_supervisor' is set by the daemon from 'auth', never by a client"),
+    # Before issue 33 these were `internal`: a lone surrogate cannot be encoded for the log
+    # or the store, and Python reads no integer of more than 4,300 digits.
+    ({"cmd": "new_dealer", "args": {"dealer": "\ud800"}},
+     "'dealer' = '\\ud800': allowed: the dealer's name (text of 1 to 256 characters, no lone "
+     "surrogates)"),
+    ({"cmd": "events", "args": {"kind": "card\udfff"}},
+     "'kind' = 'card\\udfff': allowed: an event kind, e.g. card, device_fault, prompt"
+     + SHORT_TEXT),
+    ({"cmd": "acknowledge_fault", "auth": {"supervisor": "\ud800", "pin": "1234"}},
+     "'auth.supervisor' = '\\ud800': allowed: text of up to 64 characters, valid Unicode"),
+    (b'{"cmd": "rounds", "args": {"limit": ' + b"9" * 5000 + b"}}",
+     "not a JSON object the daemon reads: a number has more than 4300 digits; allowed: the "
+     "numbers each argument allows (docs/control-api.md)"),
+    ({"cmd": "rounds", "args": {"limit": 10**100}},
+     f"'limit' = 1{'0' * 17}...{'0' * 19}: allowed: a whole number 1 to 100000"),
+    ({"cmd": "status", "args": {"verbose": True}},
+     "status: unknown argument 'verbose'; allowed arguments: none"),
+    ({"cmd": "place_wager", "args": {"seat": 1, "wager": "x" * 300, "amount_cents": 500}},
+     f"'wager' = '{'x' * 27}...{'x' * 28}': allowed: a wager the rules offer, e.g. banker, "
+     "player, tie (text of 1 to 256 characters, no lone surrogates)"),
+    ({"cmd": "place_wager", "args": {"wager": "banker", "amount_cents": 500}},
+     "'seat' is required: a whole number 1 to 14"),
 ]
 
 
@@ -95,7 +122,8 @@ async def guarded(tmp_path):
                         on_supervisor_command=lambda who, cmd, args: record(
                             "supervisor_command", {"supervisor": who, "command": cmd}, "info"))
     srv.identify = lambda writer: DEALER
-    srv.register("adjust", lambda args: {"done": args["cents"]}, role=Role.SUPERVISOR)
+    srv.register("adjust", lambda args: {"done": args["cents"]}, role=Role.SUPERVISOR,
+                 args={"cents": whole(1, 100)})
     await srv.start()
     yield srv, store, delays
     await srv.close()
@@ -123,12 +151,18 @@ async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_wo
     assert await client.call("adjust", auth={"supervisor": "bo", "pin": "8642"},
                              cents=7) == {"done": 7}
     await client.close()
+    srv.refusals.flush()  # the refusals counted but not yet written (the daemon's stop does it)
     kinds = [e.kind for e in store.events()]
     assert kinds.count("pin_failed") == 5  # only 5 PINs were ever hashed
     assert kinds.count("pin_lockout") == 1
-    assert kinds.count("pin_refused") == 46  # 45 guesses and the right PIN, while locked
-    assert kinds.count("pin_delay") == 51  # every refusal from this caller waited
-    assert kinds[-1] == "supervisor_command"
+    # Repeated refusals are counted, not written one by one (controller/refusals.py): the
+    # first at once, the rest of the window in one entry with its count.
+    counts = {kind: [e.payload["count"] for e in store.events() if e.kind == kind]
+              for kind in ("pin_refused", "pin_delay", "command_refused")}
+    assert counts == {"pin_refused": [1, 45],  # 45 guesses and the right PIN, while locked
+                      "pin_delay": [1, 50],  # every refusal from this caller waited
+                      "command_refused": [1, 50]}
+    assert kinds.count("supervisor_command") == 1
     lockout = next(e for e in store.events() if e.kind == "pin_lockout")
     assert (lockout.severity, lockout.payload) == ("error", {
         "supervisor": "ana", "caller": "uid 2001", "command": "adjust", "after_failures": 5,
@@ -138,6 +172,55 @@ async def test_fifty_wrong_pins_end_in_a_lockout_and_another_supervisor_still_wo
     refused = [e.payload for e in store.events() if e.kind == "command_refused"]
     assert refused[0]["reason"] == "supervisor 'ana' and that PIN were not accepted"
     assert all(p["command"] == "adjust" and p["role_needed"] == "supervisor" for p in refused)
+
+
+async def test_a_thousand_wrong_pins_in_a_minute_are_all_counted_in_a_bounded_log(tmp_path):
+    """1,000 wrong PINs from one dealer station in one minute (a clock the test sets; the
+    caller's delays are recorded, not waited): the PIN guard still hashes only 5 and locks
+    the name out, and the log gets a bounded number of entries whose counts add up to every
+    refusal, so no client makes the daemon flush on its behalf faster than one entry per
+    kind and command per window (controller/refusals.py)."""
+    clock = SetClock(1000.0)
+    store = Store(tmp_path / "t.sqlite")
+
+    def record(kind, payload, severity):  # noqa: ANN001
+        with store.transaction():
+            store.append_event(kind, payload, severity=severity)
+
+    pins = PinGuard({"ana": hash_pin("4321", iterations=FAST)},
+                    PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30),
+                    clock=clock, sleep=Delays())
+    srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600, pins=pins, record=record,
+                        clock=clock)
+    srv.identify = lambda writer: DEALER
+    srv.register("adjust", lambda args: {"done": args["cents"]}, role=Role.SUPERVISOR,
+                 args={"cents": whole(1, 100)})
+    await srv.start()
+    client = await ControlClient(srv.path).connect()
+    codes = set()
+    for guess in range(1000):  # never 4321
+        clock.now += 0.06  # 1,000 in 60 s
+        with pytest.raises(ControlError) as caught:
+            await client.call("adjust", auth={"supervisor": "ana", "pin": f"{guess:04d}"},
+                              cents=5)
+        codes.add(caught.value.code)
+    await client.close()
+    await srv.close()  # a stop writes what was counted and not yet written
+    events = store.events(limit=100_000)
+    store.close()
+    entries = Counter(e.kind for e in events)
+    counted = {kind: sum(e.payload["count"] for e in events if e.kind == kind)
+               for kind in ("pin_refused", "pin_delay", "command_refused")}
+    print(f"1,000 wrong PINs in 60 s: {len(events)} log entries {dict(entries)}; "
+          f"refusals counted in them {counted}")
+    assert codes == {"unauthorised"}
+    assert entries == {"pin_failed": 5, "pin_lockout": 1, "pin_refused": 7, "pin_delay": 7,
+                       "command_refused": 7}
+    assert counted == {"pin_refused": 995, "pin_delay": 1000, "command_refused": 1000}
+    assert srv.refusals.totals == {"pin_failed": 5, "pin_lockout": 1, "pin_refused": 995,
+                                   "pin_delay": 1000, "command_refused": 1000}
+    windows = [e.payload.get("window_s") for e in events if e.kind == "pin_refused"]
+    assert windows == [None] + [10.0] * 6  # the first at once, then one per 10 s window
 
 
 # --- guessing across a restart -------------------------------------------------------------
@@ -380,6 +463,71 @@ async def test_connections_past_the_caps_are_refused_clearly(limited):
     assert await rescue.call("status") == {"state": "closed"}
     for client in [*held, rescue]:
         await client.close()
+
+
+async def test_accept_failing_for_want_of_descriptors_is_one_line_per_interval(limited):
+    """asyncio reports each connection it could not accept (EMFILE), up to its backlog every
+    turn: before issue 33 that was 171,137 log lines in 25 s. Now counted, one line per 10 s."""
+    import structlog.testing
+
+    from controller.control import ACCEPT_FAILED
+
+    srv, _, _ = limited
+    loop = asyncio.get_running_loop()
+    failed = {"message": ACCEPT_FAILED, "exception": OSError(24, "Too many open files")}
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(5000):
+            loop.call_exception_handler(failed)
+        srv._accept_logged_at -= 10.0  # the interval has passed
+        loop.call_exception_handler(failed)
+    assert [(e["event"], e["failures"]) for e in logs] == [
+        ("control_accept_failed", 1), ("control_accept_failed", 5000)]
+
+
+def test_the_connection_cap_fits_the_open_files_limit():
+    """max_connections + root's reserve (64) + refusals in flight (32 x 4) + the daemon's own
+    (64) + 8 per device must fit the open-files limit; else the cap is lowered, or, with
+    fewer than 16 connections left, the daemon does not start."""
+    from controller.limits import connection_budget
+
+    assert connection_budget(4096, 3, 16384) == ConnectionBudget(4096, "")
+    assert connection_budget(4096, 3, None) == ConnectionBudget(4096, "")  # unlimited
+    assert connection_budget(4096, 3, 1024) == ConnectionBudget(744, (
+        "control connections capped at 744, not [access] max_connections = 4096: the "
+        "open-files limit is 1024 (RLIMIT_NOFILE: LimitNOFILE= in tabled.service, ulimit -n "
+        "elsewhere); 280 are kept for the store, 3 devices, root's reserve and accepting; "
+        "for 4096, raise it to 4376"))
+    assert connection_budget(4096, 3, 290) == ConnectionBudget(0, (
+        "the open-files limit is 290 (RLIMIT_NOFILE: LimitNOFILE= in tabled.service, ulimit "
+        "-n elsewhere); 280 are kept for the store, 3 devices, root's reserve and accepting, "
+        "which leaves 10 control connections; allowed: an open-files limit of at least 296"),
+        refused=True)
+
+
+def test_the_daemon_does_not_start_with_too_few_open_files(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    from controller.daemon import EXIT_CONFIG
+    from tests.controller.test_daemon import CONFIG
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (290, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.daemon", "--config", str(CONFIG),
+         "--set", f"store.path={tmp_path / 'table.sqlite'}",
+         "--set", f"control.socket={tmp_path / 'control.sock'}"],
+        capture_output=True, text=True, timeout=60, preexec_fn=few_files)
+    assert done.returncode == EXIT_CONFIG
+    refusal = [line for line in done.stderr.splitlines() if line.startswith("tabled:")]
+    assert refusal == ["tabled: not started: the open-files limit is 290 (RLIMIT_NOFILE: "
+                       "LimitNOFILE= in tabled.service, ulimit -n elsewhere); 280 are kept for "
+                       "the store, 3 devices, root's reserve and accepting, which leaves 10 "
+                       "control connections; allowed: an open-files limit of at least 296"]
+    assert "Traceback" not in done.stderr + done.stdout
 
 
 async def until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001

@@ -72,6 +72,10 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
      lambda tmp: _sub('path = "/var/lib/tabled/table.sqlite"', f'path = "{tmp}"'),
      "store.path = '{tmp}': not allowed; allowed: a writable file path whose folder exists or "
      "can be made, e.g. /var/lib/tabled/table.sqlite (this is a directory)"),
+    ("table-id-10000-characters",
+     lambda tmp: _sub('id = "SIM-BAC-01"', f'id = "{"T" * 10_000}"'),
+     "table.id = 'TTTTTTTTTTTTTTTT... (10000 characters)': not allowed; allowed: 1 to 64 "
+     "printable characters, e.g. 'BAC-01'"),
     ("store-path-unwritable", _store_under_a_file,
      "store.path = '{tmp}/not-a-folder/table.sqlite': not allowed; allowed: a writable file "
      "path whose folder exists or can be made, e.g. /var/lib/tabled/table.sqlite "
@@ -202,3 +206,47 @@ def test_the_shipped_configurations_still_validate(capsys):
             capsys.readouterr().out
     if os.environ.get("CI") == "true":
         assert "valid table configuration" in capsys.readouterr().out
+
+
+def test_a_store_folder_the_daemon_could_not_make_is_refused_before_it_exists(capsys):
+    """The store's folder does not exist yet: judged by the nearest folder that does, where
+    the daemon would have to make it. Checked as an account that cannot write there: nobody,
+    in a child process, when the tests run as root (root may write anywhere)."""
+    import contextlib
+    import io
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="store-parent-"))
+    base.chmod(0o755)  # anyone may look in; only its owner may make a folder in it
+    store = base / "missing" / "deeper" / "table.sqlite"
+    config = base / "table.toml"
+    config.write_text(_sub('path = "/var/lib/tabled/table.sqlite"', f'path = "{store}"'),
+                      encoding="utf-8")
+    config.chmod(0o644)
+    assert tablectl(["config", "validate", str(config)]) == 0  # its owner could make it
+    capsys.readouterr()
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        code = 99
+        try:
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            else:
+                base.chmod(0o555)  # this account owns it: take its own write permission away
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                code = tablectl(["config", "validate", str(config)])
+            os.write(writing, out.getvalue().encode())
+        finally:
+            os._exit(code)
+    os.close(writing)
+    with os.fdopen(reading) as pipe:
+        output = pipe.read()
+    _, status = os.waitpid(child, 0)
+    base.chmod(0o755)
+    assert os.waitstatus_to_exitcode(status) == exitcodes.BAD_CONFIGURATION, output
+    assert (f"store.path = '{store}': not allowed; allowed: a writable file path whose folder "
+            f"exists or can be made, e.g. /var/lib/tabled/table.sqlite ({base} is not writable "
+            "by this account; the daemon runs as user tabled: validate with 'sudo -u tabled "
+            "tablectl config validate FILE')") in output

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from controller.anchor_writer import ANCHOR_INTERVAL_S
 from controller.cli import exitcodes
 from controller.cli import main as tablectl_main
 from controller.control import ControlClient
@@ -94,6 +95,11 @@ def _build(workdir: Path) -> Bases:
     ledger = MeterLedger(store)
     with store.transaction():
         ledger.seed("h9", "grand", 1_000_000, Fraction(1, 10))
+    # A read-only call, as `tablectl events` and every display connect make: once it froze
+    # the anchor (its view shared the anchor's writer), and the WAL rollbacks below passed.
+    reader = store.reader()
+    reader.events(limit=1)
+    reader.close()
     for round_no, net in ((1, 2375), (2, -2500)):
         rid = store.open_round(1, round_no, [{"seat": 3, "wager": "banker", "amount_cents": 2500}])
         with store.transaction():
@@ -115,15 +121,30 @@ def _build(workdir: Path) -> Bases:
         ledger.arm_mystery("h9", "grand", 1, 1_200_000, b"\x01" * 16, "c0ffee")
         ledger.enqueue("h9", "grand", Fraction(10), 1, 100, rid)
         store.append_event("daemon_stopping", {"state": "betting_open"})
+    # The power cut comes a little after the last durable commit: the anchor is written off
+    # the event loop, at most once a second (controller/anchor_writer.py), so the crashed
+    # copy is taken once the running writer has had its time (never by the close).
+    _wait_for_the_anchor(store, ANCHOR_INTERVAL_S + 5)
     crashed = _snapshot(Path(config.store_path), workdir / "crashed")
     store.close()
     closed = _snapshot(Path(config.store_path), workdir / "closed")
-    # The anchor is written off the event loop, at most once a second (controller/
-    # anchor_writer.py), and for certain at close: the crashed copy gets the anchor of its
-    # last durable commit, which no commit followed.
-    shutil.copyfile(closed.directory / "table.critical" / "anchor",
-                    crashed.directory / "table.critical" / "anchor")
     return Bases(closed, crashed, older)
+
+
+def _wait_for_the_anchor(store: Any, seconds: float) -> None:
+    """Until the anchor names the store's last commit, or `seconds` (then the copy is taken
+    with whatever anchor the writer left: a stopped writer's)."""
+    import time
+
+    from controller.critical import read_anchor
+
+    commit_no = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        anchor = read_anchor(store.paths.anchor, store.key)
+        if anchor is not None and anchor.commit_no == commit_no:
+            return
+        time.sleep(0.02)
 
 
 # --- the edits ---------------------------------------------------------------------------

@@ -159,6 +159,23 @@ def test_every_kind_the_displays_follow_is_in_the_event_catalogue() -> None:
     handled = {name.removeprefix("_on_") for name in dir(Board) if name.startswith("_on_")}
     assert handled == {"shoe_loaded", "prompt", "no_more_bets", "wager_accepted",
                        "progressive_accepted", "seat_sensor", "card", "round_settled",
-                       "round_void", "cover_card", "device_fault", "device_recovered",
-                       "device_fault_cleared", "jackpot_validated"}
+                       "round_void", "cover_card", "cover_card_misplaced", "device_fault",
+                       "device_recovered", "device_fault_cleared", "jackpot_validated",
+                       "witness_up", "witness_down"}
     assert (handled | REFRESH_KINDS_DEVICES) - {e.kind for e in CATALOGUE} == set()
+
+
+def test_631a_5_d_a_misplaced_cover_card_stays_on_the_dealers_page_until_the_next_shoe() -> None:
+    """The `cover_card_misplaced` event's detail is the dealer's notice (docs/rulings.md C22);
+    the prompts go on underneath, and a new shoe clears it."""
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    feed("shoe_loaded", {"shoe_no": 1, "back": "red"})
+    assert board.live_view()["notice"] is None
+    feed("cover_card_misplaced", {"index": 410, "cards_below": 6, "detail": "6 below"},
+         device="shoe")
+    feed("prompt", {"action": "deal", "next": "player_third"})
+    assert (board.live_view()["notice"], board.live_view()["next_card"]) == (
+        "6 below", "player_third")
+    feed("shoe_loaded", {"shoe_no": 2, "back": "blue"})
+    assert board.live_view()["notice"] is None

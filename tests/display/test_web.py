@@ -77,6 +77,13 @@ async def test_anything_else_is_refused_plainly(server: tuple[WebServer, int], r
     assert status == expected
 
 
+async def test_an_unknown_topic_is_refused_naming_the_known_ones(
+        server: tuple[WebServer, int]) -> None:
+    status, _, body = await request(server[1], b"GET /events?topics=live,bogus HTTP/1.1\r\n\r\n")
+    assert (status, body) == ("HTTP/1.1 400 Bad Request", b"unknown topics: 'bogus'; allowed: "
+                              b"live, roads (comma-separated; none for all)\n")
+
+
 def test_a_full_queue_ends_the_stream_instead_of_blocking() -> None:
     stream = Stream(frozenset({"live"}))
     for i in range(STREAM_QUEUE_LIMIT):
@@ -139,10 +146,12 @@ def test_metrics_text() -> None:
         'tabled_up{table="T1"} 1',
         'tabled_table_state{table="T1",state="dealing"} 1',
         'tabled_table_state{table="T1",state="closed"} 0',
-        'tabled_software_verified{table="T1",release="v0.2.0",mode="enforce"} 1',
+        'tabled_software_verified{table="T1"} 1',
+        'tabled_software_info{table="T1",release="v0.2.0",mode="enforce"} 1',
         'tabled_device_link{table="T1",device="shoe",state="up"} 1',
         'tabled_device_counter_total{table="T1",device="shoe",counter="crc_errors"} 2',
-        'tabled_fault_active{table="T1",device="shoe",code="lid_open"} 1',
+        'tabled_fault_active{table="T1"} 1',
+        'tabled_fault_info{table="T1",device="shoe",code="lid_open"} 1',
         'tabled_faults_total{table="T1",device="shoe",code="lid_open"} 1',
         'tabled_progressive_meter_cents{table="T1",progressive="heavenly9",level="progressive"}'
         ' 1000150',

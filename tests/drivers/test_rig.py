@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,20 @@ vendor_id = 0x1234
 product_id = 0x5678
 
 [gpio]
-lockout_pin = 10
+lockout_pin = 2
 relay_socket = "/run/table-rig/relays.sock"
 
 [seats]
 1 = { sensor_pin = 4, led_pin = 21 }
 2 = { sensor_pin = 5, led_pin = 22 }
+3 = { sensor_pin = 6, led_pin = 23 }
+4 = { sensor_pin = 7, led_pin = 24 }
+5 = { sensor_pin = 8, led_pin = 25 }
+6 = { sensor_pin = 9, led_pin = 26 }
+7 = { sensor_pin = 10, led_pin = 27 }
+8 = { sensor_pin = 11, led_pin = 28 }
+9 = { sensor_pin = 12, led_pin = 29 }
+10 = { sensor_pin = 13, led_pin = 30 }
 """
 
 
@@ -32,22 +41,27 @@ def test_rig_file_is_read(tmp_path: Path) -> None:
     path = tmp_path / "rig.toml"
     path.write_text(RIG)
     rig = load_rig(path)
-    assert rig.shoe_url.endswith("A50285BI-if00-port0")
-    assert (rig.shuffler_vendor_id, rig.shuffler_product_id, rig.shuffler_backend) == (0x1234, 0x5678, "")
-    assert rig.pin_factory == "lgpio" and rig.lockout_pin == 10
-    assert rig.seats == {1: SeatPins(4, 21), 2: SeatPins(5, 22)}
+    assert rig.shoe is not None and rig.shoe.url.endswith("A50285BI-if00-port0")
+    assert rig.shuffler is not None
+    assert (rig.shuffler.vendor_id, rig.shuffler.product_id, rig.shuffler.backend) == (
+        0x1234, 0x5678, "")
+    assert rig.gpio is not None
+    assert rig.gpio.pin_factory == "lgpio" and rig.gpio.lockout_pin == 2
+    assert rig.gpio.seats == {n: SeatPins(3 + n, 20 + n) for n in range(1, 11)}  # 631a.2(a)
     assert rig.display_url is None
 
-
 @pytest.mark.parametrize(("broken", "message"), [
-    (RIG.replace('url = "/dev', 'uri = "/dev'), "shoe.url: missing"),
+    (RIG.replace('url = "/dev', 'uri = "/dev'), "shoe.uri: unknown key; allowed: feeder_socket, url"),
+    (RIG.replace('url = "/dev', 'feeder_socket = "/dev').replace(
+        'feeder_socket = "/run/table-rig/feeder.sock"', ""), "shoe.url: missing"),
     (RIG.replace("vendor_id = 0x1234", 'vendor_id = "0x1234"'), "shuffler.vendor_id = '0x1234': expected"),
-    (RIG.replace("1 = {", "one = {"), "seats.one: expected '<seat number> = { sensor_pin, led_pin }'"),
+    (RIG.replace("\n1 = {", "\none = {"),
+     "seats.one: expected '<seat number 1-14> = { sensor_pin = PIN, led_pin = PIN }' (631a.2(a))"),
 ])
 def test_a_broken_rig_file_names_the_key(tmp_path: Path, broken: str, message: str) -> None:
     path = tmp_path / "rig.toml"
     path.write_text(broken)
-    with pytest.raises(RigConfigError, match=message.replace("(", "\\(").replace("{", "\\{")):
+    with pytest.raises(RigConfigError, match=re.escape(message)):
         load_rig(path)
 
 

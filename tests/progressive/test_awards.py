@@ -166,3 +166,39 @@ def test_awards_and_acceptances_serialise_for_the_control_socket(store: Store) -
     (award,) = system.on_round_result(1, SUITED_NINES, [])
     assert json.loads(json.dumps(acceptance.as_dict()))["leds"]["1"] == "locked"
     assert json.loads(json.dumps(award.as_dict()))["amount_cents"] == 1_000_050
+
+
+# Dealt P, B, P, B (627b.3(c)): the Player K♠ 9♠ is seat 1's personal King 9 (627b.3(e)(8)),
+# the Banker Q♠ 9♠ a suited Royal 9: a Suited Royal 9 Tie Hand (627b.3(e)(4)) as well.
+SUITED_TIE_WITH_PERSONAL_MINOR = view("KS 9S", "QS 9S")
+
+
+@pytest.mark.parametrize("reading,award_at_reset", [("greater", None), ("meter", 45_007),
+                                                    ("fixed", None)])
+def test_627b_3_f_1_suited_tie_with_a_personal_king_9_reads_the_live_meter(
+        store: Store, reading: str, award_at_reset: int | None) -> None:
+    """627b.3(e)(4) and (e)(8) both hit for seat 1 (docs/rulings.md, Royal 9). With the
+    default reading the Minor meter is paid once it stands at $1,500 or more, and the fixed
+    $1,500 of 627b.3(f)(1) (no meter award) below it; 'meter' always pays the meter, 'fixed'
+    never. Each $5 wager adds 1.5% = 7.5 cents to the Minor meter (627b.3(f)(2))."""
+    cfg = config({**ROYAL_9, "personal_combinations": {"1": "KS9S"},
+                  "suited_tie_personal": reading}, seats=1)
+    system = ProgressiveSystem(cfg, store)
+    first = _play(system, [1], 1, SUITED_TIE_WITH_PERSONAL_MINOR)
+    # 45,000 + 7.5 cents: the $1,500 outranks a meter of $450.07 except under 'meter', which
+    # pays its 45,007 whole cents and keeps the half cent.
+    assert [a.amount_cents for a in first] == ([award_at_reset] if award_at_reset else [])
+    before = _meter(system, "minor")["amount_cents"]
+    system.adjust_meter("prog", "minor", 200_000 - before,
+                        supervisor="Dana Floor", reason="test: the meter has grown")
+    second = _play(system, [1], 2, SUITED_TIE_WITH_PERSONAL_MINOR)
+    if reading == "fixed":
+        assert second == []
+        assert _meter(system, "minor")["amount_cents"] == 200_008  # 200,000.5 + 7.5, not paid
+    else:
+        # 200,000 and the half cent carried + 7.5 cents = 200,008 cents paid; the Minor
+        # resets to 45,000 (docs/progressive.md).
+        (award,) = second
+        assert (award.seat, award.level, award.amount_cents) == (1, "minor", 200_008)
+        assert _meter(system, "minor")["amount_cents"] == 45_000
+    assert system.verify() == []

@@ -85,6 +85,22 @@ def test_an_optional_wager_needs_a_base_wager_at_its_seat_631c_3_c():
     assert base_wager_missing(PlacedWager(3, "player", 500), []) is None
 
 
+def test_21_baccarat_takes_part_with_a_player_or_banker_wager_only_681a_6_c_d():
+    """681a.6(c): the Player or Banker wager; 681a.6(d)(1)-(3): the Tie and the Bonus wagers
+    are options for a player who placed one (docs/rulings.md C21)."""
+    tie, bonus = PlacedWager(2, "tie", 500), PlacedWager(2, "bonus_player", 500)
+    refused = ("seat 2 must first place a Player or Banker wager before the optional wager "
+               "{!r} (681a.6(c)-(d))")
+    assert base_wager_missing(tie, [], twenty_one=True) == refused.format("tie")
+    assert base_wager_missing(bonus, [tie], twenty_one=True) == refused.format("bonus_player")
+    assert base_wager_missing(bonus, [PlacedWager(1, "banker", 1000)], twenty_one=True) == (
+        refused.format("bonus_player"))
+    for base in ("player", "banker"):
+        assert base_wager_missing(PlacedWager(2, base, 1000), [], twenty_one=True) is None
+        assert base_wager_missing(tie, [PlacedWager(2, base, 1000)], twenty_one=True) is None
+    assert base_wager_missing(tie, []) is None  # 631a.8(a)(3): a base wager at 631a tables
+
+
 @pytest.mark.parametrize("cover, announced, simulated, reshuffle, ends", [
     (False, False, False, False, False),
     (True, False, False, False, False),  # 631a.10(d): "last hand" comes next

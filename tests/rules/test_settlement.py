@@ -66,6 +66,16 @@ def test_631a_15_e_void_round_returns_every_wager() -> None:
     assert all(s.section == "631a.15(e)" for s in out)
 
 
+def test_631a_15_e_void_round_returns_only_what_was_not_yet_settled_631a_9_e() -> None:
+    """House Money at seat 3 was settled at the first four cards (631a.9(e)): the void
+    returns the other wagers, highest seat first, and leaves that one to its settlement."""
+    wagers = [PlacedWager(3, "player", 2500), PlacedWager(3, "house_money", 1000),
+              PlacedWager(7, "banker", 500)]
+    out = void_round(wagers, settled={(3, "house_money")})
+    assert [(s.seat, s.wager, s.amount_cents, s.outcome, s.net_cents) for s in out] == [
+        (7, "banker", 500, Outcome.PUSH, 0), (3, "player", 2500, Outcome.PUSH, 0)]
+
+
 def test_check_wager_limits_and_seats() -> None:
     assert check_wager(GAME, PlacedWager(1, "tie", 500)) is None
     assert "minimum" in (check_wager(GAME, PlacedWager(1, "tie", 100)) or "")

@@ -9,7 +9,7 @@ import pytest
 from cards import Suit
 from controller.rules.registry import WagerConfigError
 from controller.rules.side.common import PaysMeter
-from controller.rules.side.royal9 import default_combinations, make_royal_9
+from controller.rules.side.royal9 import MAJOR, MINOR, default_combinations, make_royal_9
 from controller.rules.wager import Outcome, SettlementPoint
 
 from .helpers import view
@@ -145,25 +145,53 @@ def test_all_lines_together_are_any_royal_9_by_the_core_rank_enumeration() -> No
         assert sum(rule().exact_distribution(8, seat=seat).values()) == expected
 
 
-@pytest.mark.parametrize("player,banker,default_cents,meter_level", [
-    ("QH 9H", "KC 9C", 150_000, "major"),   # seat 1's suited King 9 on the Banker hand
-    ("KC 9C", "JD 9D", 150_000, "minor"),   # ... on the Player hand
+@pytest.mark.parametrize("player,banker,meter_level", [
+    ("QH 9H", "KC 9C", "major"),   # seat 1's suited King 9 on the Banker hand
+    ("KC 9C", "JD 9D", "minor"),   # ... on the Player hand
 ])
-def test_627b_3_e_4_suited_tie_pays_the_fixed_amount_over_a_personal_meter(
-        player: str, banker: str, default_cents: int, meter_level: str) -> None:
+def test_627b_3_e_4_suited_tie_with_a_personal_king_9_reads_the_meter_as_it_stands(
+        player: str, banker: str, meter_level: str) -> None:
     """627b.3(e)(4) Suited Royal 9 Tie and 627b.3(e)(7)/(8) a personal King 9 both hit; the
-    wager is paid one line: by ruling the $1,500 of 627b.3(f)(1); the option pays the meter."""
+    wager is paid one line (docs/rulings.md, Royal 9). By default the greater of the meter as
+    it stands and 627b.3(f)(1)'s $1,500: the $1,500 while the meter is below it (at its
+    $450 reset, or at $1,499.99), the meter once it is $1,500 or more ('meter' pays it
+    always, 627b.3(f)(1)'s order; 'fixed' the $1,500 always)."""
     combos = {"1": "KC9C", "2": "KD9H"}
-    paid = make_royal_9("royal_9_progressive", 5, METERS_5, combos, positions=2)
-    s = paid.settle(1, 500, view(player, banker))
-    assert (s.label, s.win_cents, s.section) == ("Suited Royal 9 Tie Hand", default_cents,
-                                                 "627b.3(e)(4)")
-    meter_first = make_royal_9("royal_9_progressive", 5, METERS_5, combos, positions=2,
-                               suited_tie_over_personal=False)
-    line = meter_first.classify(view(player, banker), seat=1)
-    assert line is not None and isinstance(line.pay, PaysMeter) and line.pay.level == meter_level
-    # An unsuited personal King 9 is no suited tie: the meter, whatever the option.
-    assert paid.classify(view("QH 9H", "KD 9H"), seat=2).pay.level == "major"
+
+    def paid(reading: str, standing: int | None) -> tuple[str, int | str]:
+        r = make_royal_9("royal_9_progressive", 5, METERS_5, combos, positions=2,
+                         suited_tie_personal=reading)
+        if standing is not None:
+            r = r.at_meters({meter_level: standing})
+        line = r.classify(view(player, banker), seat=1)
+        assert line is not None
+        if isinstance(line.pay, PaysMeter):
+            assert line.pay.level == meter_level
+            return line.label, meter_level
+        return line.label, line.pay.cents
+
+    tie = ("Suited Royal 9 Tie Hand", 150_000)
+    meter = (MAJOR if meter_level == "major" else MINOR, meter_level)
+    assert paid("greater", None) == tie           # at the $450 reset
+    assert paid("greater", 149_999) == tie
+    assert paid("greater", 150_000) == meter       # equal: the meter
+    assert paid("greater", 200_000) == meter
+    assert paid("meter", None) == meter
+    assert paid("meter", 45_000) == meter
+    assert paid("fixed", 200_000) == tie
+    # An unsuited personal King 9 is no suited tie: the meter, whatever the reading.
+    unsuited = make_royal_9("royal_9_progressive", 5, METERS_5, combos, positions=2,
+                            suited_tie_personal="fixed")
+    assert unsuited.classify(view("QH 9H", "KD 9H"), seat=2).pay.level == "major"
+
+
+def test_627b_3_suited_tie_reading_refuses_an_unknown_value() -> None:
+    """The reading is one of three words; anything else names the option and what is allowed."""
+    with pytest.raises(WagerConfigError) as exc:
+        make_royal_9("royal_9_progressive", 5, METERS_5, COMBOS, positions=4,
+                     suited_tie_personal=True)
+    assert str(exc.value) == ("wagers.royal_9_progressive.suited_tie_personal = True: allowed: "
+                              "'greater', 'meter', 'fixed' (docs/rulings.md, Royal 9)")
 
 
 def test_627b_3_h_configured_mystery_is_in_the_par_sheet() -> None:

@@ -79,6 +79,9 @@
     setText("prompt", text);
     setText("prompt-detail", detail);
     document.getElementById("last-hand").hidden = !live.last_hand;
+    const notice = document.getElementById("notice");
+    notice.hidden = !live.notice;
+    notice.textContent = live.notice || "";
 
     const fault = document.getElementById("fault");
     fault.hidden = !live.fault;

@@ -302,6 +302,11 @@ class LineWager:
         """The single highest paytable line this round hits for `seat`, or None (a loss)."""
         raise NotImplementedError
 
+    def at_meters(self, standing_cents: Mapping[str, int]) -> LineWager:
+        """This rule reading the meters as they stand (whole cents by level): a wager whose
+        choice of line depends on a meter's amount (Royal 9, docs/rulings.md) overrides it."""
+        return self
+
     def settle(self, seat: int, amount_cents: int, round_view: RoundView) -> Settlement:
         line = self.classify(round_view, seat)
         return settle_line(self.key, seat, amount_cents, line,

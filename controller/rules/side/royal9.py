@@ -11,7 +11,7 @@ four cards, before any third card (627b.3(d)).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import ClassVar
 
@@ -35,6 +35,16 @@ SUITED_TIE, TIE = "Suited Royal 9 Tie Hand", "Royal 9 Tie Hand"
 ANY_SUITED, ANY = "Any Suited Royal 9", "Any Royal 9"
 
 KingNine = tuple[Suit, Suit]  # (king's suit, nine's suit)
+
+# How a personal King 9 (Major (e)(7) / Minor (e)(8)) in a round that is also a Suited Royal
+# 9 Tie ((e)(4)) is paid (docs/rulings.md, Royal 9): the greater of the meter as it stands and
+# the tie's fixed amount; the meter, as 627b.3(f)(1)'s order ranks it; or the fixed amount.
+GREATER, METER, FIXED = "greater", "meter", "fixed"
+SUITED_TIE_READINGS = (GREATER, METER, FIXED)
+SUITED_TIE_PERSONAL_HELP = ("how a personal King 9 in a Suited Royal 9 Tie is paid "
+                            "(docs/rulings.md): 'greater' (default) of the meter as it stands "
+                            "and the tie's fixed amount, 'meter' (627b.3(f)(1)'s order) or "
+                            "'fixed' (the tie's amount)")
 
 
 def _paytable(section: str, envy: int, suited_tie: int, tie: int, suited: int, any_: int) -> Paytable:
@@ -121,9 +131,12 @@ class Royal9Progressive(LineWager):
     mystery: Royal9MysteryConfiguration | None = None
     rounding: Rounding = Rounding.DOWN
     # A personal King 9 on one hand (Major / Minor) in a round that is also a Suited Royal 9
-    # Tie: 627b.3(e) makes both winning hands and ranks neither; the wager is paid one line,
-    # the Suited Royal 9 Tie's fixed amount (ruling, docs/rulings.md). False: the meter.
-    suited_tie_over_personal: bool = True
+    # Tie: 627b.3(e) makes both winning hands; the wager is paid one line, chosen by this
+    # reading (docs/rulings.md, Royal 9): GREATER, METER or FIXED (SUITED_TIE_READINGS).
+    suited_tie_personal: str = GREATER
+    # The meters as they stand at the hit, cents by level (`at_meters`); None: at their
+    # configured resets (the par sheet, and a table that keeps no meters of its own).
+    standing_cents: Mapping[str, int] | None = None
     section: str = "627b.3"
     settles_at: SettlementPoint = SettlementPoint.FIRST_FOUR_CARDS
     par_space: ClassVar[str] = ParSpace.FIRST_FOUR
@@ -152,13 +165,12 @@ class Royal9Progressive(LineWager):
         if mine is not None:
             if kp == mine and kb == mine:
                 return table.line(MEGA)  # 627b.3(e)(6)
-            if (kp == mine or kb == mine) and p_suited and b_suited \
-                    and self.suited_tie_over_personal:
+            personal = MAJOR if kb == mine else MINOR if kp == mine else None
+            if personal is not None and p_suited and b_suited \
+                    and self._suited_tie_outranks(table.line(personal)):
                 return table.line(SUITED_TIE)  # 627b.3(e)(4) over (e)(7)/(8), ruling
-            if kb == mine:
-                return table.line(MAJOR)  # 627b.3(e)(7)
-            if kp == mine:
-                return table.line(MINOR)  # 627b.3(e)(8)
+            if personal is not None:
+                return table.line(personal)  # 627b.3(e)(7) Major, (e)(8) Minor
         # 627b.3(e)(9): the same position's King 9 in both hands pays every other
         # wagering seat, whether or not that position is occupied or wagering.
         if kp is not None and kp == kb and kp in self._assigned:
@@ -173,13 +185,40 @@ class Royal9Progressive(LineWager):
             return table.line(ANY)
         return None
 
+    def _suited_tie_outranks(self, personal: PayLine) -> bool:
+        """Whether the Suited Royal 9 Tie's fixed amount is paid instead of the personal
+        meter line (docs/rulings.md, Royal 9): never under METER, always under FIXED, and
+        under GREATER when it is more than the meter as it stands (at its reset when the
+        rule was not given the meters); a meter equal to it pays the meter."""
+        if self.suited_tie_personal == METER:
+            return False
+        if self.suited_tie_personal == FIXED:
+            return True
+        assert isinstance(personal.pay, PaysMeter)
+        tie = self.paytable.line(SUITED_TIE).pay
+        assert isinstance(tie, FixedAmount)
+        return tie.cents > self.meter_standing(personal.pay.level)
+
+    def meter_standing(self, level: str) -> int:
+        """The meter `level` in whole cents as this rule reads it: as it stands
+        (`at_meters`), or at its configured reset."""
+        if self.standing_cents is not None and level in self.standing_cents:
+            return self.standing_cents[level]
+        return next((m.reset_cents or 0 for m in self.meters if m.level == level), 0)
+
+    def at_meters(self, standing_cents: Mapping[str, int]) -> Royal9Progressive:
+        """This rule reading the meters as they stand (whole cents by level)."""
+        return replace(self, standing_cents=dict(standing_cents))
+
     @property
     def name(self) -> str:
         return f"Royal 9 Progressive (${self.denomination_cents // 100})"
 
     def par_notes(self) -> tuple[str, ...]:
         return ("figures for seat 1's personal King 9; Mega Envy counts the "
-                f"{len(self.combinations)} positions' combinations (627b.3(e)(9))",)
+                f"{len(self.combinations)} positions' combinations (627b.3(e)(9))",
+                f"a personal King 9 in a Suited Royal 9 Tie: {self.suited_tie_personal!r} "
+                "reading, meters at their resets (docs/rulings.md, Royal 9)")
 
     def progressive_par(self, distribution: Mapping[str, Fraction]) -> ProgressivePar:
         resets = {m.level: m.reset_cents or 0 for m in self.meters}
@@ -214,7 +253,7 @@ class Royal9Progressive(LineWager):
 def make_royal_9(
     key: str, denomination_dollars: object, meters: object, combinations: object = None,
     mystery: object = None, positions: int = 14, rounding: Rounding = Rounding.DOWN,
-    suited_tie_over_personal: object = True,
+    suited_tie_personal: object = GREATER,
 ) -> Royal9Progressive:
     """Validate a Royal 9 configuration.
 
@@ -273,11 +312,12 @@ def make_royal_9(
         if mystery not in ROYAL_9_MYSTERY_CONFIGURATIONS or isinstance(mystery, bool):
             raise SideWagerConfigError(key, "mystery", mystery, "allowed: 1, 2, 3 (627b.3(h))")
         config = ROYAL_9_MYSTERY_CONFIGURATIONS[mystery]
-    if not isinstance(suited_tie_over_personal, bool):
-        raise SideWagerConfigError(key, "suited_tie_over_personal", suited_tie_over_personal,
-                                   "true or false (docs/rulings.md, Royal 9)")
+    if suited_tie_personal not in SUITED_TIE_READINGS:
+        raise SideWagerConfigError(key, "suited_tie_personal", suited_tie_personal,
+                                   "allowed: " + ", ".join(repr(r) for r in SUITED_TIE_READINGS)
+                                   + " (docs/rulings.md, Royal 9)")
     return Royal9Progressive(key, denomination, assigned, tuple(specs), config, rounding,
-                             suited_tie_over_personal)
+                             str(suited_tie_personal))
 
 
 # --- Registration (controller.rules.registry.WAGER_MODULES names this module) ----------------
@@ -291,9 +331,7 @@ def make_royal_9(
                                          "default: the documented layout order",
                 "positions": "how many positions the layout has (default 14)",
                 "mystery": "mystery progressive configuration 1, 2 or 3 (627b.3(h))",
-                "suited_tie_over_personal": "true (default): a Suited Royal 9 Tie that is also "
-                                            "a personal Major/Minor pays the fixed amount "
-                                            "(docs/rulings.md); false: the meter",
+                "suited_tie_personal": SUITED_TIE_PERSONAL_HELP,
             },
             description="Royal 9 progressive")
 def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
@@ -301,7 +339,16 @@ def _royal_9(config: WagerConfig, game: GameConfig) -> WagerRule:
     if isinstance(positions, bool) or not isinstance(positions, int) or not 1 <= positions <= 16:
         raise SideWagerConfigError(config.key, "positions", positions,
                                    "an integer 1..16 (one unique King 9 per position)")
-    return make_royal_9(config.key, config.options.get("denomination_dollars"),
+    rule = make_royal_9(config.key, config.options.get("denomination_dollars"),
                         config.options.get("meters"), config.options.get("personal_combinations"),
                         config.options.get("mystery"), positions, game.payout_rounding,
-                        config.options.get("suited_tie_over_personal", True))
+                        config.options.get("suited_tie_personal", GREATER))
+    # 627b.3(f)-(g): the wager is exactly its denomination, so a table limit that lets any
+    # other amount onto the layout is refused here, not met as an error at the first four.
+    for bound, value in (("min_cents", config.min_cents), ("max_cents", config.max_cents)):
+        if value is not None and value != rule.denomination_cents:
+            raise SideWagerConfigError(
+                config.key, bound, value,
+                f"allowed: {rule.denomination_cents} only; a Royal 9 wager is exactly its "
+                f"${rule.denomination_cents // 100} denomination (627b.3(f)-(g))")
+    return rule

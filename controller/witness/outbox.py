@@ -1,0 +1,87 @@
+"""The heads the witness has not yet acknowledged, in a file beside the table's key.
+
+One JSON line per head, appended and flushed (fsync) by the witness link's thread before it
+sends them, so a head outlives an outage and a restart; rewritten atomically without the
+heads the witness holds. A line cut by a power cut (the last one, half written) is dropped
+when the file is read: it was never acknowledged, and the next durable commit's head
+covers it (a head names the whole log up to its entry).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from controller.witness.heads import Head
+
+OUTBOX_FILE = "witness_outbox"
+
+
+class Outbox:
+    """Owned by one thread (the witness link's); `pending` is in commit order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pending: list[Head] = list(_read(path))
+
+    def append(self, heads: Iterable[Head]) -> None:
+        lines = "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n" for h in heads)
+        if not lines:
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, lines.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.pending.extend(_parse(lines))
+
+    def drop_through(self, commit_no: int) -> int:
+        """Forget the heads up to this commit (the witness holds them). Returns how many."""
+        keep = [h for h in self.pending if h.commit_no > commit_no]
+        dropped = len(self.pending) - len(keep)
+        if dropped:
+            _replace(self.path, keep)
+            self.pending = keep
+        return dropped
+
+    @property
+    def last(self) -> Head | None:
+        return self.pending[-1] if self.pending else None
+
+
+def _read(path: Path) -> list[Head]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return _parse(text)
+
+
+def _parse(text: str) -> list[Head]:
+    heads = []
+    for line in text.splitlines():
+        try:
+            heads.append(Head.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError):
+            continue  # a line a power cut cut short
+    return heads
+
+
+def _replace(path: Path, heads: list[Head]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n"
+                             for h in heads).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

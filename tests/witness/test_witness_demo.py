@@ -1,0 +1,39 @@
+"""./run-simulated-table (hil/run.py) with and without a PostgreSQL to witness the table."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import hil.run
+from hil.witness_sim import SimulatedWitness
+from tests.progressive.conftest import PG_HOST, PG_PORT, service_required
+
+ARGS = argparse.Namespace(config="config/simulated-table.toml")
+
+
+def test_with_no_server_the_table_is_said_to_be_unwitnessed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    said: list[str] = []
+    monkeypatch.setattr(hil.run, "postgres_answers",
+                        lambda: "no PostgreSQL on 127.0.0.1:5432 (Connection refused)")
+    assert hil.run._witness(ARGS, False, said.append) == (None, [])
+    assert said == ["The table is unwitnessed: no PostgreSQL on 127.0.0.1:5432 (Connection "
+                    "refused); its heads are kept by no one off the table"]
+
+
+def test_with_the_server_a_throwaway_witness_is_set_up() -> None:
+    service_required("PostgreSQL", PG_HOST, PG_PORT)
+    said: list[str] = []
+    witness, overrides = hil.run._witness(ARGS, False, said.append)
+    assert isinstance(witness, SimulatedWitness)
+    try:
+        assert overrides == [f"witness.dsn=host=127.0.0.1 port=5432 dbname=test user="
+                             f"{witness.schema}_t_sim_bac_01",
+                             f"witness.schema={witness.schema}"]
+        assert said == [f"Witness: PostgreSQL on 127.0.0.1:5432, schema {witness.schema} (its "
+                        "own roles; dropped at the end): every durable step's head is sent "
+                        "there, signed"]
+    finally:
+        witness.drop()

@@ -1,0 +1,227 @@
+"""The table's link to its witness, with a real store and the real PostgreSQL behind a proxy
+the test cuts: heads reach the witness within seconds, an outage loses none of them (the
+outbox sends them in order when the link returns), and the table keeps committing
+throughout. A settable clock stands in for the ten minutes of the outage."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller import critical
+from controller.critical import IntegrityError
+from controller.critical_store import init_store
+from controller.store import Store
+from controller.witness.config import WitnessConfig
+from controller.witness.heads import Signer, ensure_signing_key
+from controller.witness.outbox import OUTBOX_FILE, Outbox
+from controller.witness.server import WitnessClient
+from controller.witness.table_side import TableWitness
+from tests.progressive.conftest import PG_HOST, PG_PORT
+from tests.witness.conftest import TABLE_ID, WitnessDb
+from tests.witness.proxy import CuttableProxy
+
+WITHIN_S = 5.0  # a flushed money step's head is at the witness within this while it is up
+OUTAGE_S = 600.0  # "PostgreSQL stopped for 10 minutes", on the settable clock
+
+
+class SettableClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def proxy() -> Iterator[CuttableProxy]:
+    p = CuttableProxy((PG_HOST, PG_PORT))
+    yield p
+    p.close()
+
+
+def new_table(tmp_path: Path, witness_db: WitnessDb, *, port: int = PG_PORT
+              ) -> tuple[Store, WitnessConfig]:
+    """A store initialised as `tabled --init-store` does, its key registered."""
+    store = init_store(str(tmp_path / "table.sqlite"), operator="test", table_id=TABLE_ID)
+    assert store.paths is not None
+    role = witness_db.add_table()
+    client = WitnessClient(role, witness_db.schema, table_id=TABLE_ID)
+    client.register(Signer(ensure_signing_key(store.paths)).public_key,
+                    critical.key_id(store.key))
+    client.close()
+    role_name = role.rsplit("user=", 1)[1]
+    return store, WitnessConfig(witness_db.dsn(role_name, port), TABLE_ID, witness_db.schema,
+                                max_unwitnessed_minutes=5, check_interval_s=5, timeout_s=2)
+
+
+def settle(store: Store, round_no: int, net_cents: int) -> None:
+    """One round opened and settled: two flushed money steps."""
+    with store.transaction():
+        round_id = store.open_round(1, round_no, [{"seat": 3, "wager": "banker",
+                                                   "amount_cents": 1000}])
+        store.append_event("round_opened", {"round_id": round_id})
+    with store.transaction():
+        store.close_round(round_id, "settled", {"winner": "banker"},
+                          [{"seat": 3, "net_cents": net_cents, "amount_cents": 1000}], [])
+        store.append_event("round_settled", {"round_id": round_id, "net_cents": net_cents})
+
+
+def witnessed(witness_db: WitnessDb) -> list[tuple[int, int, str]]:
+    client = WitnessClient(witness_db.admin_dsn, witness_db.schema, table_id=TABLE_ID)
+    try:
+        return [(h.commit_no, h.log_seq, h.entry_mac) for h in client.heads()]
+    finally:
+        client.close()
+
+
+async def until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, dict[str, Any], str]] = []
+        self.failures: list[IntegrityError] = []
+
+    def record(self, kind: str, payload: Any, severity: str) -> None:
+        self.entries.append((kind, dict(payload), severity))
+
+    def kinds(self) -> list[str]:
+        return [k for k, _, _ in self.entries]
+
+
+async def test_every_head_reaches_the_witness_within_5_s_and_survives_an_outage(
+        tmp_path: Path, witness_db: WitnessDb, proxy: CuttableProxy) -> None:
+    store, config = new_table(tmp_path, witness_db, port=proxy.port)
+    heads: list[tuple[int, int, str]] = []  # every durable commit from the start on
+    store.on_durable_commit(lambda seal, db: heads.append((seal.commit_no, seal.log_seq,
+                                                            seal.log_mac)))
+    clock, seen = SettableClock(), Recorder()
+    table = TableWitness(config, store, record=seen.record, out_of_order=seen.failures.append,
+                         clock=clock)
+    await table.start()
+    assert table.status()["link"] == "up"
+
+    for n in range(1, 4):
+        settle(store, n, 950)
+        waited = await until(lambda: witnessed(witness_db) == heads, WITHIN_S,
+                             f"round {n}'s heads at the witness")
+        assert waited < WITHIN_S
+    assert len(heads) == 6
+
+    proxy.cut()  # the witness is gone for ten minutes
+    step_s = []
+    for n in range(4, 14):  # the table keeps dealing: ten more rounds, none waits for it
+        started = time.monotonic()
+        settle(store, n, -1000)
+        step_s.append(time.monotonic() - started)
+    assert max(step_s) < 0.5
+    await until(lambda: len(seen.entries) == 2, 10, "the link recorded down")
+    assert table.status()["link"] == "down"
+    clock.now += OUTAGE_S
+    status = table.status()
+    assert status["unwitnessed_s"] >= OUTAGE_S
+    assert status["pending_heads"] == 20
+    assert seen.kinds() == ["witness_up", "witness_down"]  # up at the start, then down
+    assert table.refusal() is not None and ("the witness has not answered for 10.0 min (more "
+                                            "than [witness] max_unwitnessed_minutes = 5)"
+                                            in table.refusal())
+    # The outbox is on the disk: a restart now would send the same heads.
+    on_disk = Outbox(tmp_path / "table.critical" / OUTBOX_FILE).pending
+    assert [(h.commit_no, h.log_seq, h.entry_mac) for h in on_disk] == heads[6:]
+    assert witnessed(witness_db) == heads[:6]
+
+    proxy.restore()
+    await until(lambda: witnessed(witness_db) == heads, 15, "the outbox drained in order")
+    await until(lambda: seen.kinds() == ["witness_up", "witness_down", "witness_up"], 5,
+                "the link recorded up again")
+    assert table.status()["link"] == "up"
+    assert table.refusal() is None
+    assert table.status()["pending_heads"] == 0
+    assert seen.failures == []
+    assert len(witnessed(witness_db)) == 26  # every head, in order, no gap
+    await table.stop()
+    store.close()
+
+
+async def test_heads_left_in_the_outbox_are_sent_after_a_restart(
+        tmp_path: Path, witness_db: WitnessDb, proxy: CuttableProxy) -> None:
+    store, config = new_table(tmp_path, witness_db, port=proxy.port)
+    heads: list[tuple[int, int, str]] = []
+    store.on_durable_commit(lambda seal, db: heads.append((seal.commit_no, seal.log_seq,
+                                                            seal.log_mac)))
+    seen = Recorder()
+    table = TableWitness(config, store, record=seen.record, out_of_order=seen.failures.append)
+    await table.start()
+    proxy.cut()
+    for n in range(1, 4):
+        settle(store, n, 950)
+    await until(lambda: table.status()["pending_heads"] == 6
+                and table.status()["link"] == "down", 10, "six heads waiting")
+    await table.stop()
+    store.close()
+    assert witnessed(witness_db) == []
+
+    proxy.restore()
+    store = Store(tmp_path / "table.sqlite", key=critical.load_key(store.paths) if store.paths
+                  else None, paths=store.paths)
+    again = TableWitness(config, store, record=seen.record, out_of_order=seen.failures.append)
+    await again.start()
+    await until(lambda: witnessed(witness_db) == heads, WITHIN_S, "the old outbox sent")
+    assert seen.failures == []
+    await again.stop()
+    store.close()
+
+
+async def test_a_log_rewritten_under_the_running_table_is_caught_by_the_next_check(
+        tmp_path: Path, witness_db: WitnessDb) -> None:
+    store, config = new_table(tmp_path, witness_db)
+    seen = Recorder()
+    quick = WitnessConfig(config.dsn, config.table_id, config.schema, check_interval_s=0.2,
+                          timeout_s=2)  # a minute in production ([witness] check_interval_s)
+    table = TableWitness(quick, store, record=seen.record, out_of_order=seen.failures.append)
+    await table.start()
+    for n in range(1, 3):
+        settle(store, n, 950)
+    await until(lambda: table.status()["pending_heads"] == 0, WITHIN_S, "heads witnessed")
+    witnessed_head = table.link.last_witnessed if table.link else None
+    assert witnessed_head is not None
+    # Someone holding the key rewrites entry 3 and every MAC after it, and re-seals, on a
+    # connection of their own while the table runs.
+    key = store.key
+    db = sqlite3.connect(store.path, isolation_level=None)
+    critical.install_functions(db, key)
+    db.execute("BEGIN IMMEDIATE")
+    prev = db.execute("SELECT hash FROM events WHERE seq = 2").fetchone()[0]
+    for seq, at, kind, severity, device, round_id, payload in db.execute(
+            "SELECT seq, at, kind, severity, device, round_id, payload FROM events WHERE "
+            "seq >= 3 ORDER BY seq").fetchall():
+        payload = payload.replace("950", "95000")
+        mac = critical.entry_mac(key, prev, seq, at, kind, severity, device, round_id,
+                                 payload)
+        db.execute("UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE seq = ?",
+                   (payload, prev, mac, seq))
+        prev = mac
+    critical.reseal(db, key)
+    db.execute("COMMIT")
+    db.close()
+    await until(lambda: bool(seen.failures), 5, "the periodic check's finding")
+    failure = seen.failures[0]
+    assert failure.check == "witness: log rewritten"
+    assert failure.detail.startswith(f"log entry {witnessed_head.log_seq} in the store has MAC ")
+    assert f"but the witness holds {witnessed_head.describe()}" in failure.detail
+    assert table.status()["link"] == "failed"
+    await table.stop()
+    store.close()
