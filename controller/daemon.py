@@ -700,13 +700,7 @@ class Daemon:
         """The table's consent to a change of software (docs/deployment.md, "Upgrade and roll
         back"): only between shoes (or out of order, when nothing can be played), recorded
         with the supervisor before tablectl moves the `current` link and restarts."""
-        action, release = args.get("action"), args.get("release")
-        if action not in ("activate", "rollback"):
-            raise ControlError(f"'action' = {action!r}: allowed: activate, rollback",
-                               "bad_request")
-        if not isinstance(release, str) or not release:
-            raise ControlError(f"'release' = {release!r}: allowed: a release tag, e.g. v0.2.0",
-                               "bad_request")
+        action, release = args["action"], args["release"]
         if self.table.state not in SOFTWARE_CHANGE_STATES:
             raise ControlError(
                 f"a change of software is allowed only between shoes; the table is "
@@ -721,16 +715,12 @@ class Daemon:
         return payload
 
     def _software_record(self, args: Mapping[str, Any]) -> Any:
-        event, release = args.get("event"), args.get("release")
-        if event not in ("staged", "automatic_rollback") or not isinstance(release, str):
-            raise ControlError(f"'event' = {event!r}, 'release' = {release!r}: allowed: event "
-                               "'staged' or 'automatic_rollback' and a release tag",
-                               "bad_request")
+        event, release = args["event"], args["release"]
         if event == "staged":
             self._record("software_staged", {"release": release}, "info")
         else:
             self._record("software_rolled_back", {
-                "release": release, "from_release": str(args.get("from_release", "")),
+                "release": release, "from_release": args["from_release"],
                 "supervisor": "", "automatic": True}, "warning")
         return {"recorded": event, "release": release}
 
@@ -980,6 +970,7 @@ class Daemon:
 
 BACK_COLOURS = tuple(colour.name.lower() for colour in BackColour)
 _SEAT = whole(1, 14, required=True)
+_RELEASE = text("a release tag, e.g. v0.2.0", max_chars=64, required=True)
 COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
     "rounds": {"limit": whole(1, 100_000, default=10), "after_round_id": whole(0, 2**63 - 1)},
     "events": {
@@ -1007,6 +998,12 @@ COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
                      "delta_cents": whole(-10**12, 10**12, required=True, nonzero=True),
                      "reason": text("why the meter is corrected", required=True)},
     "validate_award": {"award_id": whole(1, 2**62, required=True)},
+    "software_change": {"action": choice(("activate", "rollback"), required=True),
+                        "release": _RELEASE},
+    "software_record": {"event": choice(("staged", "automatic_rollback"), required=True),
+                        "release": _RELEASE,
+                        "from_release": text("the release that did not start", max_chars=64,
+                                             default="")},
 }
 """The arguments each control command takes (controller/control_args.py); a command not
 named here takes none. Checked before any handler runs."""
