@@ -402,8 +402,14 @@ async def test_a_store_the_previous_release_wrote_opens_verifies_and_plays(relea
     switch(layout, previous, pending=False)
     tabled = [str(base / ".venv" / "bin" / "tabled")]
     workdir = tmp_path / "table"
-    old = TableHarness(layout.release(previous) / "bundle" / "config" / "simulated-table.toml",
-                       workdir, seed=5, tabled=tabled)
+    old_config = layout.release(previous) / "bundle" / "config" / "simulated-table.toml"
+    workdir.mkdir()
+    made = subprocess.run([*tabled, "--config", str(old_config), "--set",
+                           f"store.path={workdir / 'table.sqlite'}", "--set",
+                           f"control.socket={workdir / 'control.sock'}", "--init-store"],
+                          capture_output=True, text=True, env=_offline_env())
+    assert made.returncode == 0, made.stderr  # the previous release makes the store too
+    old = TableHarness(old_config, workdir, seed=5, tabled=tabled)
     async with old:
         assert (await old.call("status"))["version"] == previous.removeprefix("v")
         assert (await old.play(shoes=1)).shoes_completed == 1
