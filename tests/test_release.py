@@ -370,8 +370,16 @@ async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls
     assert started == [TAG, f"v{newer}", TAG, TAG]
 
 
-# The previous release's tree: the last commit at its version (main's first release).
+# The previous release: its tag in this repository, else the commit it was built from
+# (main's last commit at 0.1.0 before releases existed). Update with each release.
 PREVIOUS_RELEASE = ("v0.1.0", "d4f687b3fc7ef0f5aaa792cd015503d9a8d29bba")
+
+
+def _previous_commit() -> str:
+    tag, commit = PREVIOUS_RELEASE
+    tagged = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
+                             f"{tag}^{{commit}}"], capture_output=True, text=True)
+    return tagged.stdout.strip() if tagged.returncode == 0 else commit
 
 
 @pytest.mark.hil
@@ -386,7 +394,7 @@ async def test_a_store_the_previous_release_wrote_opens_verifies_and_plays(relea
     from controller.releases import stage as stage_release
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    previous, commit = PREVIOUS_RELEASE
+    previous, commit = PREVIOUS_RELEASE[0], _previous_commit()
     repo, tmp = Path(str(release["repo"])), Path(str(release["tmp"]))
     if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"],
                       capture_output=True).returncode != 0:
