@@ -311,15 +311,14 @@ class Daemon:
         release keeps the table out of order, naming it; "warn" logs it; "off" skips it."""
         from controller.software import start_check
 
-        self.software = start_check(self.config.software)
-        fields = {k: v for k, v in self.software.items() if k != "hold"}
+        self.software, hold = start_check(self.config.software)
         if self.software["verified"]:
-            log.info("software_verified", **fields)
-        elif self.software["hold"]:
-            log.critical("software_verification_failed", **fields)
+            log.info("software_verified", **self.software)
+        elif hold:
+            log.critical("software_verification_failed", **self.software)
         else:  # "off", or "warn" (a development tree): said at every start
-            log.warning("software_not_verified", **fields)
-        if self.software["hold"]:
+            log.warning("software_not_verified", **self.software)
+        if hold:
             print(f"tabled: table out of order: software: {self.software['detail']}",
                   file=sys.stderr, flush=True)
             held = self.table.out_of_order_reason  # a failed store check is named first
@@ -553,7 +552,7 @@ class Daemon:
         w = MetricsWriter(t.table_id)
         table_families(w, state=t.state.value, devices=self.device_report(), fault=t.fault,
                        shoe_rounds=t.shoe.rounds_in_shoe,
-                       software={k: v for k, v in self.software.items() if k != "hold"})
+                       software=self.software)
         w.family("tabled_control_connections", "gauge", "connections open on the control socket",
                  [({}, control.connections)])
         w.family("tabled_control_connections_max", "gauge", "the control socket's connection "
@@ -946,7 +945,7 @@ class Daemon:
             "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
             "out_of_order": t.out_of_order_reason or None,
             "history_check": self.history_check,
-            "software": {k: v for k, v in self.software.items() if k != "hold"},
+            "software": self.software,
             "witness": self.witness.status() if self.witness is not None else
             {"link": "unwitnessed", "detail": "no [witness] in the configuration"
              if self.config.witness is None else "the store failed its check"},

@@ -305,19 +305,19 @@ def verify_installed(config: SoftwareConfig, *, seed: bytes | None = None,
                         missing, extra, script_problems, seeded)
 
 
-def start_check(config: SoftwareConfig) -> dict[str, Any]:
-    """The daemon's check at start, as `status` shows it: `verified` True or False, the
-    release, and `detail` naming the first files that differ (or why nothing was checked).
-    `hold` is True when the table must stay out of order (mode enforce and not verified)."""
+def start_check(config: SoftwareConfig) -> tuple[dict[str, Any], bool]:
+    """The daemon's check at start: what `status` shows (`verified` True or False, the
+    release, and `detail` naming the first files that differ, or why nothing was checked),
+    and whether the table must stay out of order (mode enforce and not verified)."""
     mode = config.mode
     if mode == "off":
-        return {"mode": mode, "release": None, "verified": False, "hold": False,
-                "detail": "not checked ([software] verify = 'off')"}
+        return {"mode": mode, "release": None, "verified": False,
+                "detail": "not checked ([software] verify = 'off')"}, False
     try:
         result = verify_installed(config)
     except (SoftwareError, ImportError) as exc:  # ImportError: cryptography not installed
-        return {"mode": mode, "release": None, "verified": False, "hold": mode == "enforce",
-                "detail": str(exc)}
-    return {"mode": mode, "release": result.manifest.release, "verified": result.ok,
-            "hold": mode == "enforce" and not result.ok, "detail": result.summary(),
-            "files": len(result.manifest.files)}
+        return ({"mode": mode, "release": None, "verified": False, "detail": str(exc)},
+                mode == "enforce")
+    return ({"mode": mode, "release": result.manifest.release, "verified": result.ok,
+             "detail": result.summary(), "files": len(result.manifest.files)},
+            mode == "enforce" and not result.ok)
