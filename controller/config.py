@@ -18,6 +18,7 @@ from typing import Any
 
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
+from controller.software import SoftwareConfig, parse_software
 from controller.config_checks import (
     ConfigProblems, check_control_socket, check_feature_packages, check_import_path,
     check_pin_hash, check_store_path,
@@ -30,7 +31,7 @@ DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; se
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
                    "progressive", "linked", "mqtt", "supervisors", "access", "metrics",
-                   "witness")
+                   "witness", "software")
 METRICS_HOSTS = ("127.0.0.1", "::1", "localhost")  # the daemon serves its metrics locally only
 
 
@@ -113,6 +114,8 @@ class TableConfig:
     """`[metrics] listen`: where the daemon serves /metrics itself (loopback only); None: off."""
     witness: Any = None
     """`[witness]`: controller.witness.config.WitnessConfig, or None (the table is unwitnessed)."""
+    software: SoftwareConfig = SoftwareConfig()
+    """`[software]`: whether the start checks the program against the release's manifest."""
 
     @property
     def table_id(self) -> str:
@@ -346,6 +349,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
                       "0660", check=lambda v: v in ("0600", "0660"))
 
     access, supervisors = _access_and_pins(c, data, file_mode)
+    software = parse_software(c.table("software", required=False), c.problems)
 
     metrics_t = c.table("metrics", required=False)
     c.unknown(metrics_t, "metrics", {"listen"})
@@ -381,6 +385,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
         metrics_listen=metrics_listen,
         witness=witness,
+        software=software,
     )
 
 

@@ -123,6 +123,8 @@ class Daemon:
         # table settles nothing, and opens to no one, until it passes.
         self.history_checked = asyncio.Event()
         self.history_check: dict[str, Any] = {"state": "not started"}
+        self.software: dict[str, Any] = {"mode": config.software.mode, "verified": False,
+                                         "release": None, "detail": "not checked yet"}
         self._last_event_wait = 0.0
         # Each optional device as the Protocol the daemon calls it through.
         seats, display, shuffler = (_device_as(self.devices, name, protocol) for name, protocol
@@ -303,6 +305,26 @@ class Daemon:
             print(f"tabled: table out of order: {describe(exc)}", file=sys.stderr, flush=True)
             self.table.mark_out_of_order(f"{exc.check}: {exc.detail}")
 
+    def check_software(self) -> None:
+        """The program's own files against the release's signed manifest (controller/software.py).
+        With `[software] verify = "enforce"` a file that differs, is missing or is not in the
+        release keeps the table out of order, naming it; "warn" logs it; "off" skips it."""
+        from controller.software import start_check
+
+        self.software, hold = start_check(self.config.software)
+        if self.software["verified"]:
+            log.info("software_verified", **self.software)
+        elif hold:
+            log.critical("software_verification_failed", **self.software)
+        else:  # "off", or "warn" (a development tree): said at every start
+            log.warning("software_not_verified", **self.software)
+        if hold:
+            print(f"tabled: table out of order: software: {self.software['detail']}",
+                  file=sys.stderr, flush=True)
+            held = self.table.out_of_order_reason  # a failed store check is named first
+            self.table.mark_out_of_order(
+                (f"{held}; " if held else "") + f"software: {self.software['detail']}")
+
     async def _check_history(self) -> None:
         """The whole history, at every start: every log entry's MAC from the first, every
         sealed row (settled rounds too), the seal and the anchor, on a snapshot of its own
@@ -443,6 +465,7 @@ class Daemon:
             return EXIT_CONFIG
         self.table.restore()
         self.check_integrity()
+        self.check_software()
         await self._start_witness()  # before anything can move money (its boot comparison)
         if self.store_failure is None:
             self._spawn(self._check_history())
@@ -475,8 +498,10 @@ class Daemon:
         elif self.table.state is TableState.SHUFFLING:
             self._spawn(self._request_shuffle(None))  # the request may have died with us
         with self.store.transaction():
-            self.store.append_event("daemon_started", {"version": __version__,
-                                                       "state": self.table.state.value})
+            self.store.append_event("daemon_started", {
+                "version": __version__, "state": self.table.state.value,
+                "release": self.software["release"],
+                "software_verified": self.software["verified"]})
         from controller import crash_points  # HIL power-cut test only; inert unless its env is set
 
         crash_points.install(self.store._db)
@@ -526,7 +551,8 @@ class Daemon:
         t, control = self.table, self.control
         w = MetricsWriter(t.table_id)
         table_families(w, state=t.state.value, devices=self.device_report(), fault=t.fault,
-                       shoe_rounds=t.shoe.rounds_in_shoe)
+                       shoe_rounds=t.shoe.rounds_in_shoe,
+                       software=self.software)
         w.family("tabled_control_connections", "gauge", "connections open on the control socket",
                  [({}, control.connections)])
         w.family("tabled_control_connections_max", "gauge", "the control socket's connection "
@@ -662,6 +688,40 @@ class Daemon:
             description="progressive awards awaiting validation")
         reg("validate_award", self._after_history_check(self._validate_award), role=SUPERVISOR,
             description="a floor supervisor validates a progressive award (631c.6(c)(5))")
+        reg("software_change", self._software_change, role=SUPERVISOR,
+            description="a floor supervisor allows a release's activation or rollback, "
+                        "between shoes only (tablectl software activate, rollback)")
+        reg("software_record", self._software_record, role=TECHNICIAN,
+            description="a release staged, or rolled back by itself after a failed start, "
+                        "into the log")
+
+    def _software_change(self, args: Mapping[str, Any]) -> Any:
+        """The table's consent to a change of software (docs/deployment.md, "Upgrade and roll
+        back"): only between shoes (or out of order, when nothing can be played), recorded
+        with the supervisor before tablectl moves the `current` link and restarts."""
+        action, release = args["action"], args["release"]
+        if self.table.state not in SOFTWARE_CHANGE_STATES:
+            raise ControlError(
+                f"a change of software is allowed only between shoes; the table is "
+                f"{self.table.state.value} (allowed: "
+                f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "not_allowed")
+        payload = {"release": release, "from_release": self.software.get("release"),
+                   "supervisor": str(args.get("_supervisor", ""))}
+        if action == "activate":
+            self._record("software_activated", payload, "warning")
+        else:
+            self._record("software_rolled_back", {**payload, "automatic": False}, "warning")
+        return payload
+
+    def _software_record(self, args: Mapping[str, Any]) -> Any:
+        event, release = args["event"], args["release"]
+        if event == "staged":
+            self._record("software_staged", {"release": release}, "info")
+        else:
+            self._record("software_rolled_back", {
+                "release": release, "from_release": args["from_release"],
+                "supervisor": "", "automatic": True}, "warning")
+        return {"recorded": event, "release": release}
 
     async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
         """Callers asking while the same check runs share its answer: a burst of requests
@@ -885,6 +945,7 @@ class Daemon:
             "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
             "out_of_order": t.out_of_order_reason or None,
             "history_check": self.history_check,
+            "software": self.software,
             "witness": self.witness.status() if self.witness is not None else
             {"link": "unwitnessed", "detail": "no [witness] in the configuration"
              if self.config.witness is None else "the store failed its check"},
@@ -908,6 +969,7 @@ class Daemon:
 
 BACK_COLOURS = tuple(colour.name.lower() for colour in BackColour)
 _SEAT = whole(1, 14, required=True)
+_RELEASE = text("a release tag, e.g. v0.2.0", max_chars=64, required=True)
 COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
     "rounds": {"limit": whole(1, 100_000, default=10), "after_round_id": whole(0, 2**63 - 1)},
     "events": {
@@ -935,6 +997,12 @@ COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
                      "delta_cents": whole(-10**12, 10**12, required=True, nonzero=True),
                      "reason": text("why the meter is corrected", required=True)},
     "validate_award": {"award_id": whole(1, 2**62, required=True)},
+    "software_change": {"action": choice(("activate", "rollback"), required=True),
+                        "release": _RELEASE},
+    "software_record": {"event": choice(("staged", "automatic_rollback"), required=True),
+                        "release": _RELEASE,
+                        "from_release": text("the release that did not start", max_chars=64,
+                                             default="")},
 }
 """The arguments each control command takes (controller/control_args.py); a command not
 named here takes none. Checked before any handler runs."""
@@ -958,6 +1026,8 @@ def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Devi
     return device
 
 
+# Between shoes, or nothing to play: a release may be activated or rolled back.
+SOFTWARE_CHANGE_STATES = (TableState.CLOSED, TableState.END_OF_SHOE, TableState.OUT_OF_ORDER)
 LIGHT_TEST_STATES = frozenset({TableState.CLOSED, TableState.END_OF_SHOE,
                                TableState.DEVICE_FAULT, TableState.OUT_OF_ORDER})
 

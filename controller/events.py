@@ -33,7 +33,18 @@ class EventKind:
 E = EventKind
 CATALOGUE: tuple[EventKind, ...] = (
     # --- the daemon ---------------------------------------------------------------------
-    E("daemon_started", "info", "-", ("version", "state"), "the daemon is up"),
+    E("daemon_started", "info", "-", ("version", "state", "release", "software_verified"),
+      "the daemon is up; the release it runs and whether its files matched the signed "
+      "manifest (docs/deployment.md, \"Verify the software\")"),
+    E("software_staged", "info", "-", ("release",),
+      "a release was installed beside the running one (tablectl software stage)"),
+    E("software_activated", "warning", "-", ("release", "from_release", "supervisor"),
+      "a floor supervisor allowed a release's activation, between shoes; the daemon restarts "
+      "into it"),
+    E("software_rolled_back", "warning", "-",
+      ("release", "from_release", "supervisor", "automatic"),
+      "the previous release was put back: by a supervisor, or by itself after the activated "
+      "one failed to start (automatic)"),
     E("daemon_stopping", "info", "-", ("state",), "the daemon stops (SIGTERM)"),
     E("restored", "info", "-", ("state", "round_id"), "the table resumed after a restart"),
     E("internal_error", "error", "-", ("event",), "an event the table could not handle"),

@@ -55,7 +55,7 @@ class MetricsWriter:
 
 def table_families(w: MetricsWriter, *, state: str | None,
                    devices: Sequence[Mapping[str, Any]], fault: Mapping[str, Any] | None,
-                   shoe_rounds: int) -> None:
+                   shoe_rounds: int, software: Mapping[str, Any]) -> None:
     """What both the daemon and the display service know about the table."""
     w.family("tabled_table_state", "gauge", "1 for the table's current state, else 0",
              [({"state": s}, 1 if state == s else 0) for s in TABLE_STATES])
@@ -76,3 +76,12 @@ def table_families(w: MetricsWriter, *, state: str | None,
                1)] if fault else [])
     w.family("tabled_shoe_rounds", "gauge", "rounds settled in the shoe in play",
              [({}, shoe_rounds)])
+    # The start's check of the program against its release's signed manifest (status'
+    # `software`); nothing until the daemon has said.
+    w.family("tabled_software_verified", "gauge", "1 if the daemon's program files matched "
+             "its release's signed manifest at start, else 0",
+             [({}, 1 if software.get("verified") else 0)] if software else [])
+    w.family("tabled_software_info", "gauge", "the release the daemon runs and [software] "
+             "verify's mode", [({"release": software.get("release") or "none",
+                                 "mode": software.get("mode") or "unknown"}, 1)]
+             if software else [])

@@ -42,6 +42,11 @@ from controller.critical import (  # noqa: F401 - re-exported: the store's own e
 log = structlog.get_logger("store")
 
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+"""Schema N-1 -> N, one function per number N up to SCHEMA_VERSION (none yet: every release
+so far writes schema 2). `Store.upgrade` runs the missing ones once, in order, after the
+store's check passed, in one transaction with the new number. A release that adds a table
+or column adds SCHEMA_VERSION + 1 here (docs/deployment.md, "Upgrade and roll back")."""
 GENESIS_HASH = GENESIS_MAC
 STORE_TABLES = ("meta", "rounds", "table_state", "seat_totals")
 
@@ -270,11 +275,24 @@ class Store:
             critical.protect(db, self.key, STORE_TABLES)
 
     def upgrade(self) -> None:
-        """After the check passed: tables a newer version added, and their digests."""
+        """After the check passed: the numbered migrations the store lacks, tables a newer
+        version added, and their digests. A store a newer release wrote (a higher schema) is
+        refused: this release would misread what it does not know."""
         with self.transaction() as db:
+            stored = int(self.meta("schema_version") or SCHEMA_VERSION)
+            if stored > SCHEMA_VERSION:
+                raise IntegrityError("store schema", (
+                    f"{self.path} was written by a newer release (store schema {stored}); this "
+                    f"release reads schema {SCHEMA_VERSION} and older: run the release that "
+                    "wrote it, or restore the store's copy from before that upgrade"))
+            for number in range(stored + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[number](db)
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            if stored != SCHEMA_VERSION:
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION),))
             critical.protect(db, self.key, STORE_TABLES)
 
     def protect(self, tables: tuple[str, ...]) -> None:

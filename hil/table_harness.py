@@ -111,7 +111,8 @@ class TableHarness:
     def __init__(self, config: Path, workdir: Path, *, seed: int = 1,
                  players: PlayerPlan | None = None, on_line: Callable[[str], None] | None = None,
                  daemon_log: Path | None = None, extra_overrides: Sequence[str] = (),
-                 gpio_claimed: bool = True, open_files: int | None = None) -> None:
+                 gpio_claimed: bool = True, open_files: int | None = None,
+                 tabled: Sequence[str] | None = None) -> None:
         from controller.config import load_config
 
         self.config_path = Path(config)
@@ -127,6 +128,9 @@ class TableHarness:
         self.store_path = str(self.workdir / "table.sqlite")
         self.daemon_log = daemon_log or self.workdir / "tabled.log"
         self.extra_overrides = list(extra_overrides)
+        # How the daemon is started: this interpreter's controller.daemon, or an installed
+        # release's `tabled` (tests/test_release.py's upgrades).
+        self.tabled = list(tabled or (sys.executable, "-m", "controller.daemon"))
         # False: the daemon is started with pins it cannot claim (gpio_unavailable, a test
         # of that fault's exit): there is no pin bridge to connect to and the seats never
         # come up, so neither is waited for. Set it again before restart() once fixed.
@@ -189,7 +193,7 @@ class TableHarness:
     def tabled_command(self, *options: str) -> list[str]:
         """`tabled` with this table's configuration, as systemd (or a supervisor running
         `--clear-store` beside the unit) would start it, and `options` after it."""
-        command = [sys.executable, "-m", "controller.daemon", "--config", str(self.config_path)]
+        command = [*self.tabled, "--config", str(self.config_path)]
         for override in self._overrides(self.shoe.port):
             command += ["--set", override]
         return [*command, *options]

@@ -69,7 +69,12 @@ def chromium_or_skip() -> str:
     try:
         import playwright.async_api  # noqa: F401
     except ImportError:
-        reason = "playwright is not installed (./run-tests installs the [test] extra)"
+        import platform
+
+        reason = ("playwright is not installed (./run-tests installs the [test] extra)"
+                  if platform.machine() in ("x86_64", "aarch64") else
+                  f"playwright has no wheel for {platform.machine()} (32-bit Raspberry Pi OS): "
+                  "the test extra leaves it out there (pyproject.toml)")
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
         reason = ("Debian's chromium is not installed; ./run-tests installs it when run as "

@@ -17,7 +17,8 @@ from controller.cli import exitcodes
 # Modules that contribute subcommands; each has register(subparsers) -> None.
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
                     "controller.cli.supervisor_commands", "controller.cli.support_commands",
-                    "controller.cli.conformance_commands", "controller.cli.replay_command")
+                    "controller.cli.conformance_commands", "controller.cli.replay_command",
+                    "controller.cli.software_commands")
 
 # Which module registers each command, so that a command imports only its own module
 # (`tablectl par-sheet` never loads asyncio or the control client). A command missing here
@@ -30,6 +31,7 @@ COMMAND_MODULE = {
     "supervisor": "controller.cli.supervisor_commands",
     "support-bundle": "controller.cli.support_commands",
     "conformance": "controller.cli.conformance_commands",
+    "software": "controller.cli.software_commands",
     "replay": "controller.cli.replay_command",
     **{name: "controller.cli.table_commands" for name in (
         "status", "devices", "test", "rounds", "meters", "jackpot", "fault", "irregularity",

@@ -299,6 +299,16 @@ def _history_check(check: Any) -> str | None:
     return state if state != "failed" else "FAILED (see OUT OF ORDER below)"
 
 
+def _software(check: Any) -> str | None:
+    """The start's check of the program against the release's manifest (controller/software.py)."""
+    if not isinstance(check, Mapping):
+        return None
+    release = check.get("release") or "no release"
+    if check.get("verified"):
+        return f"{release}, verified ({check.get('files')} files)"
+    return f"{release}, NOT VERIFIED ({check.get('mode')}): {check.get('detail')}"
+
+
 def render_status(s: Mapping[str, Any]) -> str:
     """The human view of the daemon's `status` result."""
     state = str(s.get("state", "?"))
@@ -310,6 +320,7 @@ def render_status(s: Mapping[str, Any]) -> str:
     lines = [head, key_values([("waiting for", _WAITING_FOR.get(state)),
                                ("game", game), ("configuration", s.get("config")),
                                ("daemon version", s.get("version")),
+                               ("software", _software(s.get("software"))),
                                ("daemon uptime", duration(s.get("uptime_s"))
                                 if s.get("uptime_s") is not None else None),
                                ("history check", _history_check(s.get("history_check")))],

@@ -102,6 +102,7 @@ class Board:
     award: dict[str, Any] | None = None  # a win light that is on, until validated
     notice: str | None = None  # for the dealer until the shoe is replaced (a misplaced cover)
     devices: list[dict[str, Any]] = field(default_factory=list)
+    software: dict[str, Any] = field(default_factory=dict)  # status' check of the release
     metrics: Metrics = field(default_factory=Metrics)
     witness_up: bool | None = None  # the table's witness, as its last witness event said
     _roads_cache: dict[str, Any] | None = None
@@ -254,6 +255,8 @@ class Board:
         for key in ("table_id", "game", "variant", "seats"):
             if key in status:
                 self.table.setdefault(key, status[key])
+        if isinstance(status.get("software"), Mapping):
+            self.software = dict(status["software"])
         return {LIVE}
 
     def apply_meters(self, meters: Sequence[Mapping[str, Any]]) -> set[str]:

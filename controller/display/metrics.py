@@ -23,7 +23,7 @@ def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
     w.family("tabled_up", "gauge", "1 while the display service follows the daemon's events",
              [({}, 1 if board.daemon_connected else 0)])
     table_families(w, state=board.state, devices=board.devices, fault=board.fault,
-                   shoe_rounds=len(board.rounds))
+                   shoe_rounds=len(board.rounds), software=board.software)
     w.family("tabled_witness_up", "gauge", "1 while the table's witness takes its heads, 0 "
              "while it is down (absent: the table has no witness or has not said yet)",
              [({}, 1 if board.witness_up else 0)] if board.witness_up is not None else [])

@@ -70,6 +70,8 @@ EXPECTED_ROLES = {
     "self_test": TECHNICIAN, "light_test": TECHNICIAN,
     "acknowledge_fault": SUPERVISOR, "adjust_meter": SUPERVISOR, "validate_award": SUPERVISOR,
     "disclosed_player_third": SUPERVISOR,  # 631a.15(c): a floor ruling (docs/rulings.md C20)
+    # A change of software is the floor's consent; staging only installs (docs/rulings.md).
+    "software_change": SUPERVISOR, "software_record": TECHNICIAN,
 }
 
 

@@ -128,7 +128,8 @@ async def test_a_browser_that_stops_reading_is_dropped_the_others_get_everything
 def test_metrics_text() -> None:
     board = Board(table={"table_id": "T1", "seats": 2})
     board.daemon_connected = True
-    board.apply_status({"state": "dealing", "shoe": {}, "round": {}})
+    board.apply_status({"state": "dealing", "shoe": {}, "round": {},
+                        "software": {"mode": "enforce", "release": "v0.2.0", "verified": True}})
     board.apply_meters([{"progressive": "heavenly9", "level": "progressive",
                          "amount_cents": 1_000_150}])
     board.apply_devices([{"device": "shoe", "link": "up", "counters": {"crc_errors": 2}}])
@@ -145,6 +146,8 @@ def test_metrics_text() -> None:
         'tabled_up{table="T1"} 1',
         'tabled_table_state{table="T1",state="dealing"} 1',
         'tabled_table_state{table="T1",state="closed"} 0',
+        'tabled_software_verified{table="T1"} 1',
+        'tabled_software_info{table="T1",release="v0.2.0",mode="enforce"} 1',
         'tabled_device_link{table="T1",device="shoe",state="up"} 1',
         'tabled_device_counter_total{table="T1",device="shoe",counter="crc_errors"} 2',
         'tabled_fault_active{table="T1"} 1',

@@ -34,6 +34,21 @@ def service_required(name: str, host: str, port: int) -> None:
     pytest.skip(reason)
 
 
+def package_required(module: str, why: str) -> None:
+    """Skip (with the reason) when a test extra cannot be imported here, e.g. psycopg on 32-bit
+    Raspberry Pi OS without libpq5 (pyproject.toml's markers); under CI=true it fails."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+        return
+    except ImportError as exc:
+        reason = f"{module} cannot be imported ({exc}): {why}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true requires {reason}")
+    pytest.skip(reason)
+
+
 def config(progressive: Mapping[str, Any], *, name: str = "prog", table_id: str = "T1",
            seats: int = 14, extra: Mapping[str, Any] | None = None) -> ProgressiveConfig:
     data: dict[str, Any] = {"table": {"id": table_id, "seats": seats},

@@ -24,7 +24,8 @@ from controller.progressive.system import ProgressiveSystem
 from controller.store import Store
 from drivers.protocols import LedState, LockedOut
 from tests.progressive.conftest import (
-    HARMONY, HEAVENLY_9, PG_DSN, PG_HOST, PG_PORT, base, config, service_required, view,
+    HARMONY, HEAVENLY_9, PG_DSN, PG_HOST, PG_PORT, base, config, package_required,
+    service_required, view,
 )
 
 SUITED_NINES = view("2S 3S 4S", "AS 4S 4S")  # 631c.2(g)(1): pays 100% of the meter
@@ -39,6 +40,8 @@ BAD_DSN = "host=127.0.0.1 port=1 dbname=test user=postgres"  # nothing listens o
 @pytest.fixture
 def schema() -> Iterator[str]:
     service_required("PostgreSQL", PG_HOST, PG_PORT)
+    package_required("psycopg", "on 32-bit Raspberry Pi OS the test extra installs psycopg "
+                     "without its binary wheel: apt install libpq5")
     import psycopg
 
     name = f"tabled_test_{secrets.token_hex(6)}"
