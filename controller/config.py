@@ -31,7 +31,7 @@ DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; se
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
                    "progressive", "linked", "mqtt", "supervisors", "access", "metrics",
-                   "witness", "software")
+                   "witness", "software", "display_service")
 METRICS_HOSTS = ("127.0.0.1", "::1", "localhost")  # the daemon serves its metrics locally only
 
 
@@ -350,6 +350,10 @@ def parse_config(data: Mapping[str, Any], source: str, *,
 
     access, supervisors = _access_and_pins(c, data, file_mode)
     software = parse_software(c.table("software", required=False), c.problems)
+    # Read by the display service (its own process); checked here with the rest of the file.
+    from controller.display.settings import SECTION, parse_display_service
+
+    c.problems.extend(parse_display_service(c.table(SECTION, required=False))[1])
 
     metrics_t = c.table("metrics", required=False)
     c.unknown(metrics_t, "metrics", {"listen"})

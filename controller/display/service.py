@@ -1,6 +1,10 @@
 """The display service: follows tabled's event stream, serves the scoreboard and dealer pages.
 
-    tabledisplay --config /etc/tabled/table.toml --listen 0.0.0.0:8080
+    tabledisplay --config /etc/tabled/table.toml [--listen 10.20.30.41:8080]
+
+It serves where `[display_service] listen` says (controller/display/settings.py;
+127.0.0.1:8080 when left out), `--listen` overriding it, with the per-address limits
+and the dealer page's allowed addresses of that section.
 
 Its own process (and systemd unit, systemd/tabledisplay.service): it only *reads* the
 daemon, over the control socket's `subscribe` stream and the read commands `events`,
@@ -31,6 +35,9 @@ from controller.config import ConfigError
 from controller.control import ControlClient, ControlError
 from controller.display.board import LIVE, ROADS, TOPICS, Board
 from controller.display.metrics import render_metrics
+from controller.display.settings import (
+    SECTION, ClientLimits, DisplayServiceConfig, parse_display_service, parse_listen,
+)
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.logsetup import configure_logging
 from controller.sdnotify import SdNotifier
@@ -49,6 +56,27 @@ DEFAULT_SOCKET = "/run/tabled/control.sock"
 SUBMISSION_SECTIONS = ("table", "game", "wagers")
 
 
+def _read_config(config_path: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(config_path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(config_path, [f"cannot be read: {exc.strerror}"]) from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(config_path, [f"not valid TOML: {exc}"]) from exc
+
+
+def service_config(config_path: str) -> DisplayServiceConfig:
+    """The table configuration's `[display_service]`: where to listen, the client limits."""
+    section = _read_config(config_path).get(SECTION, {})
+    if not isinstance(section, dict):
+        raise ConfigError(config_path, [f"{SECTION} = {section!r}: not allowed; allowed: a "
+                                        f"table [{SECTION}]"])
+    config, problems = parse_display_service(section)
+    if problems:
+        raise ConfigError(config_path, problems)
+    return config
+
+
 def table_info(config_path: str) -> tuple[dict[str, Any], str]:
     """What the pages show from the table's configuration: its Rules Submission (name,
     game, limits) and the control socket's path.
@@ -58,12 +86,7 @@ def table_info(config_path: str) -> tuple[dict[str, Any], str]:
     """
     from controller.rules.submission import SubmissionError, parse_submission
 
-    try:
-        data = tomllib.loads(Path(config_path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(config_path, [f"cannot be read: {exc.strerror}"]) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(config_path, [f"not valid TOML: {exc}"]) from exc
+    data = _read_config(config_path)
     try:
         # The Rules Submission's own sections; the daemon checks the rest of the file.
         submission = parse_submission({k: data[k] for k in SUBMISSION_SECTIONS if k in data},
@@ -86,10 +109,11 @@ def table_info(config_path: str) -> tuple[dict[str, Any], str]:
 
 
 class DisplayService:
-    def __init__(self, socket_path: str, table: Mapping[str, Any]) -> None:
+    def __init__(self, socket_path: str, table: Mapping[str, Any],
+                 limits: ClientLimits | None = None) -> None:
         self.socket_path = socket_path
         self.board = Board(table=dict(table))
-        self.web = WebServer(self._route, self._snapshot, frozenset(TOPICS))
+        self.web = WebServer(self._route, self._snapshot, frozenset(TOPICS), limits)
         self._pending: set[str] = set()
         self._dirty = asyncio.Event()
         self._refresh_due = asyncio.Event()
@@ -223,18 +247,19 @@ class DisplayService:
 
 
 def _listen_address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    parsed = parse_listen(text)
+    if parsed is None:
         raise argparse.ArgumentTypeError(
             f"--listen {text!r}: allowed: HOST:PORT with PORT 0 to 65535 (0 picks a free "
-            "port), e.g. 0.0.0.0:8080 or 127.0.0.1:0")
-    return host.strip("[]") or "0.0.0.0", int(port)
+            "port), e.g. 10.20.30.41:8080 or 127.0.0.1:0")
+    return parsed
 
 
 async def serve(args: argparse.Namespace) -> int:
     table, socket_path = table_info(args.config)
-    service = DisplayService(args.socket or socket_path, table)
-    host, port = args.listen
+    config = service_config(args.config)
+    service = DisplayService(args.socket or socket_path, table, config.limits)
+    host, port = args.listen = args.listen or config.listen
     bound = await service.web.start(host, port)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     log.info("display_listening", scoreboard=f"http://{shown}:{bound}/scoreboard",
@@ -267,8 +292,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the table's configuration (tabled's), for its name, game, "
                              "limits and control socket")
     parser.add_argument("--socket", help="tabled's control socket (default: from --config)")
-    parser.add_argument("--listen", type=_listen_address, default=("0.0.0.0", 8080),
-                        help="HOST:PORT to serve on (default 0.0.0.0:8080)")
+    parser.add_argument("--listen", type=_listen_address,
+                        help="HOST:PORT to serve on (default: [display_service] listen, "
+                             "else 127.0.0.1:8080)")
     parser.add_argument("--port-file", help="write the bound port here once listening")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
@@ -279,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tabledisplay: {exc}", file=sys.stderr)
         return 6
     except OSError as exc:
-        print(f"tabledisplay: cannot serve on {args.listen[0]}:{args.listen[1]}: {exc}",
-              file=sys.stderr)
+        host, port = args.listen or ("?", "?")
+        print(f"tabledisplay: cannot serve on {host}:{port}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
