@@ -51,6 +51,21 @@ def road_round(result: Mapping[str, Any]) -> RoadRound:
                      winning_total=int(total))
 
 
+# What the dealer's pay list shows of each settlement (controller/table_rounds.py
+# settlement_json): the rules' own figures, never worked out again here.
+_PAY_FIELDS = ("wager", "amount_cents", "outcome", "win_cents", "vigorish_cents",
+               "vig_marked_cents", "net_cents", "label")
+
+
+def pay_list(settlements: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A round's settlements by seat, highest seat first as 631a.12(b) pays them, each
+    seat's wagers in the order they were settled."""
+    seats: dict[int, list[dict[str, Any]]] = {}
+    for s in settlements:
+        seats.setdefault(int(s["seat"]), []).append({k: s.get(k) for k in _PAY_FIELDS})
+    return [{"seat": seat, "wagers": seats[seat]} for seat in sorted(seats, reverse=True)]
+
+
 @dataclass
 class Metrics:
     """Counters for the Prometheus endpoint (controller/display/metrics.py)."""
@@ -100,6 +115,7 @@ class Board:
     seat_sensors: dict[int, bool] = field(default_factory=dict)
     meters: list[dict[str, Any]] = field(default_factory=list)
     award: dict[str, Any] | None = None  # a win light that is on, until validated
+    pay: dict[str, Any] | None = None  # the last round's pay list, until the next round's card
     notice: str | None = None  # for the dealer until the shoe is replaced (a misplaced cover)
     devices: list[dict[str, Any]] = field(default_factory=list)
     software: dict[str, Any] = field(default_factory=dict)  # status' check of the release
@@ -193,6 +209,8 @@ class Board:
                            "slot": payload.get("slot"), "index": payload.get("index")})
         self.cards_left = None if self.cards_left is None else self.cards_left - 1
         self.next_card = None  # until the table's next prompt says where the next one goes
+        if payload.get("hand") in ("player", "banker"):
+            self.pay = None  # the next round is being dealt: the last one is paid
         return set()
 
     def _on_round_settled(self, payload: Mapping[str, Any],
@@ -200,6 +218,13 @@ class Board:
         if payload.get("simulated"):
             return set()  # 631a.15(d): a simulated round is not a result of the shoe
         result = payload.get("result") or {}
+        self.pay = {"round_no": payload.get("round_no"), "void": False,
+                    "winner": result.get("winner"),
+                    "player": list(result.get("player") or []),
+                    "banker": list(result.get("banker") or []),
+                    "player_total": result.get("player_total"),
+                    "banker_total": result.get("banker_total"),
+                    "seats": pay_list(payload.get("settlements") or [])}
         self.rounds.append(road_round(result))
         self.hands.append({"round_no": payload.get("round_no"), **result})
         del self.hands[:-RECENT_HANDS]
@@ -209,6 +234,9 @@ class Board:
 
     def _on_round_void(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
         self.metrics.rounds_void += 1
+        # 631a.15(e): what the first four cards settled stands, the rest is returned.
+        self.pay = {"round_no": self.round_no, "void": True, "reason": payload.get("reason"),
+                    "seats": pay_list(payload.get("settlements") or [])}
         return set()
 
     def _on_cover_card(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
@@ -294,6 +322,7 @@ class Board:
                        "sensor": self.seat_sensors.get(seat, False)}
                       for seat in range(1, int(self.table.get("seats", 0)) + 1)],
             "meters": self.meters, "award": self.award, "notice": self.notice,
+            "pay": self.pay,
         }
 
     def view(self, topic: str) -> dict[str, Any]:

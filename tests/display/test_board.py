@@ -179,3 +179,151 @@ def test_631a_5_d_a_misplaced_cover_card_stays_on_the_dealers_page_until_the_nex
         "6 below", "player_third")
     feed("shoe_loaded", {"shoe_no": 2, "back": "blue"})
     assert board.live_view()["notice"] is None
+
+
+# --- the dealer's pay list -----------------------------------------------------------
+# The settlements are the rules' own (settle_round, void_round), recorded as the daemon
+# records them (settlement_json): the board must show their figures to the cent.
+
+def _settled_by_the_rules(game: Any, wagers: list[Any], round_view: Any, *,
+                          vig_collection: str = "collected") -> list[dict[str, Any]]:
+    from controller.rules.settlement import settle_round
+    from controller.rules.wager import SettlementPoint
+    from controller.table_rounds import settlement_json
+
+    return [settlement_json(s, vig_collection) for point in SettlementPoint
+            for s in settle_round(game, wagers, round_view, point)]
+
+
+def _payload(settlements: list[dict[str, Any]], winner: str, pt: int, bt: int,
+             round_no: int = 1) -> dict[str, Any]:
+    return {"round_no": round_no, "simulated": False, "settlements": settlements,
+            "table_net_cents": -sum(s["net_cents"] for s in settlements),
+            "result": {"player": [], "banker": [], "player_total": pt, "banker_total": bt,
+                       "winner": winner, "player_natural": False, "banker_natural": False}}
+
+
+def _money(pay: dict[str, Any]) -> list[tuple[int, str, str, int, int, int, int]]:
+    return [(seat["seat"], w["wager"], w["outcome"], w["amount_cents"], w["win_cents"],
+             w["vigorish_cents"], w["net_cents"]) for seat in pay["seats"] for w in seat["wagers"]]
+
+
+def test_631a_12_b_631a_13_c_the_pay_list_highest_seat_first_with_vigorish_to_collect() -> None:
+    """The dealer's screen shows each seat's result, payout and the 5% Banker commission
+    (631a.13(c)) as soon as the round settles, seats in the order 631a.12(b) pays them."""
+    from controller.rules.settlement import PlacedWager
+
+    from tests.rules.helpers import game_of, view
+
+    game = game_of({"tie": {}})
+    wagers = [PlacedWager(3, "player", 1000), PlacedWager(7, "banker", 2500),
+              PlacedWager(7, "tie", 500), PlacedWager(9, "banker", 1000)]
+    board = Board(table=dict(TABLE, seats=10))
+    feed = Feed(board)
+    feed("prompt", {"action": "place_bets", "round_no": 4})
+    feed("round_settled", _payload(_settled_by_the_rules(game, wagers, view("2S 3H", "4D 4C")),
+                                   "banker", 5, 8, round_no=4))
+    pay = board.live_view()["pay"]
+    assert (pay["round_no"], pay["void"], pay["winner"], pay["player_total"],
+            pay["banker_total"]) == (4, False, "banker", 5, 8)
+    assert _money(pay) == [  # seat, wager, result, wagered, paid, commission, net
+        (9, "banker", "win", 1000, 1000, 50, 950),
+        (7, "tie", "lose", 500, 0, 0, -500),
+        (7, "banker", "win", 2500, 2500, 125, 2375),
+        (3, "player", "lose", 1000, 0, 0, -1000)]
+
+
+def test_631a_13_d_2_marked_vigorish_is_shown_as_marked() -> None:
+    """With marked vigorish (631a.13(d)(2)) the seat keeps its whole win until the
+    commission is collected: the list shows the commission marked, net the full win."""
+    from controller.rules.settlement import PlacedWager
+
+    from tests.rules.helpers import game_of, view
+
+    settlements = _settled_by_the_rules(game_of({}), [PlacedWager(2, "banker", 2000)],
+                                        view("2S 3H", "4D 4C"), vig_collection="marked")
+    board = Board(table=dict(TABLE))
+    Feed(board)("round_settled", _payload(settlements, "banker", 5, 8))
+    (line,) = board.live_view()["pay"]["seats"][0]["wagers"]
+    assert (line["win_cents"], line["vigorish_cents"], line["vig_marked_cents"],
+            line["net_cents"]) == (2000, 100, 100, 2000)
+
+
+def test_631a_12_a_a_tie_pushes_player_and_banker_and_pays_the_tie() -> None:
+    from controller.rules.settlement import PlacedWager
+
+    from tests.rules.helpers import game_of, view
+
+    wagers = [PlacedWager(1, "banker", 1000), PlacedWager(1, "tie", 500)]
+    board = Board(table=dict(TABLE))
+    Feed(board)("round_settled", _payload(
+        _settled_by_the_rules(game_of({"tie": {}}), wagers, view("2S 5H", "4D 3C")),
+        "tie", 7, 7))
+    assert _money(board.live_view()["pay"]) == [(1, "tie", "win", 500, 4000, 0, 4000),
+                                                (1, "banker", "push", 1000, 0, 0, 0)]
+
+
+def test_the_pay_list_stays_up_until_the_next_rounds_first_card() -> None:
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    settlement = {"seat": 2, "wager": "player", "amount_cents": 1500, "outcome": "win",
+                  "odds": "1", "win_cents": 1500, "vigorish_cents": 0, "vig_marked_cents": 0,
+                  "net_cents": 1500, "label": "Player wins", "section": "631a.13(a)"}
+    feed("round_settled", _payload([settlement], "player", 9, 4))
+    for kind, payload in (("prompt", {"action": "place_bets", "round_no": 2}),
+                          ("wager_accepted", {"seat": 2, "wager": "player",
+                                              "amount_cents": 1500}),
+                          ("no_more_bets", {"cause": "button", "round_no": 2}),
+                          ("prompt", {"action": "deal", "next": "player_first"})):
+        feed(kind, payload)
+        assert _money(board.live_view()["pay"]) == [(2, "player", "win", 1500, 1500, 0, 1500)]
+    feed("card", {"index": 20, "card": "4♣", "hand": "player", "slot": "player_first"})
+    assert board.live_view()["pay"] is None
+    # A simulated round (631a.15(d)) has no wagers of its own: it leaves the list alone.
+    feed("round_settled", _payload([settlement], "player", 9, 4))
+    feed("round_settled", {**_payload([], "banker", 0, 0), "simulated": True})
+    assert _money(board.live_view()["pay"]) == [(2, "player", "win", 1500, 1500, 0, 1500)]
+
+
+def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
+    """631a.15(e): every wager not yet settled is returned; a settlement made at the first
+    four cards stands (docs/rulings.md C7), so the list shows both."""
+    from controller.rules.settlement import PlacedWager, void_round
+    from controller.table_rounds import settlement_json
+
+    wagers = [PlacedWager(5, "banker", 3000), PlacedWager(2, "player", 1000),
+              PlacedWager(2, "perfect_pairs_player", 500)]
+    standing = {"seat": 2, "wager": "perfect_pairs_player", "amount_cents": 500,
+                "outcome": "lose", "odds": "0", "win_cents": 0, "vigorish_cents": 0,
+                "vig_marked_cents": 0, "net_cents": -500, "label": "no pair",
+                "section": "631c"}
+    returned = [settlement_json(s, "collected") for s in void_round(
+        wagers, settled={(2, "perfect_pairs_player")})]
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    feed("prompt", {"action": "place_bets", "round_no": 6})
+    feed("round_void", {"reason": "shoe cannot complete the round",
+                        "settlements": [standing, *returned]})
+    pay = board.live_view()["pay"]
+    assert (pay["round_no"], pay["void"], pay["reason"]) == (
+        6, True, "shoe cannot complete the round")
+    assert _money(pay) == [(5, "banker", "push", 3000, 0, 0, 0),
+                           (2, "perfect_pairs_player", "lose", 500, 0, 0, -500),
+                           (2, "player", "push", 1000, 0, 0, 0)]
+    assert pay["seats"][0]["wagers"][0]["label"] == "void round: wager returned"
+
+
+def test_681a_7_h_21_baccarat_pay_list_and_totals() -> None:
+    """681a.7(h): settled from the highest seat; the hands' 21-point totals beside it."""
+    from controller.rules.settlement import PlacedWager
+
+    from tests.rules.test_681a import g21, v21
+
+    wagers = [PlacedWager(1, "player", 1000), PlacedWager(4, "player", 2500)]
+    board = Board(table=dict(TABLE, game="21-baccarat", seats=6))
+    Feed(board)("round_settled", _payload(
+        _settled_by_the_rules(g21(), wagers, v21("KS 9H", "KD 8C")), "player", 19, 18))
+    pay = board.live_view()["pay"]
+    assert (pay["player_total"], pay["banker_total"]) == (19, 18)
+    assert _money(pay) == [(4, "player", "win", 2500, 2500, 0, 2500),
+                           (1, "player", "win", 1000, 1000, 0, 1000)]

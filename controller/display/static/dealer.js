@@ -1,4 +1,5 @@
-// The dealer's screen: where the next card goes, what to do now, lock-out, faults, seats.
+// The dealer's screen: where the next card goes, what to do now, lock-out, faults, seats,
+// and after a round what to pay each seat.
 "use strict";
 
 (() => {
@@ -52,6 +53,30 @@
     return [text, prompt.detail || ""];
   }
 
+  // One seat's settlements: the result, what to pay or take, the commission to collect
+  // (or mark, 631a.13(d)(2)). A void round's returns say so.
+  const RESULT = {win: "WIN", lose: "LOSE", push: "PUSH"};
+  function payLines(owed, isVoid) {
+    const box = el("div", {class: "seat-pay", "data-order": owed.order + 1});
+    for (const w of owed.wagers) {
+      const returned = isVoid && w.outcome === "push";
+      const what = w.outcome === "win" ? `pay ${money(w.win_cents)}` :
+        w.outcome === "lose" ? `take ${money(w.amount_cents)}` : `return ${money(w.amount_cents)}`;
+      const line = el("div", {class: "pay-line " + w.outcome, "data-wager": w.wager,
+                              "data-outcome": w.outcome, "data-win-cents": w.win_cents,
+                              "data-vigorish-cents": w.vigorish_cents, "data-net-cents": w.net_cents},
+        el("span", {class: "pay-result", text: returned ? "VOID" : RESULT[w.outcome] || w.outcome}),
+        el("span", {class: "pay-wager", text: wagerName(w.wager)}),
+        el("b", {class: "pay-amount", text: what}));
+      if (w.vigorish_cents) {
+        line.append(el("span", {class: "pay-vig",
+          text: `${w.vig_marked_cents ? "mark" : "collect"} ${money(w.vigorish_cents)} commission`}));
+      }
+      box.append(line);
+    }
+    return box;
+  }
+
   function drawLive(live) {
     const table = live.table || {};
     setText("table-name", table.name || table.table_id || "Table");
@@ -93,10 +118,27 @@
       setText("fault-action", live.fault.action || "");
     }
 
+    // Until the next round's first card, the hand panel shows the settled round's cards
+    // and totals, and each seat what to pay, take and collect (the settlements' figures).
+    const pay = live.pay;
+    const settledHands = pay && !pay.void && live.cards.length === 0;
     for (const hand of ["player", "banker"]) {
-      document.getElementById(hand + "-cards").replaceChildren(
-        ...live.cards.filter((c) => c.hand === hand).map((c) => cardFace(c.card)));
+      const cards = settledHands ? pay[hand] : live.cards.filter((c) => c.hand === hand).map((c) => c.card);
+      document.getElementById(hand + "-cards").replaceChildren(...cards.map(cardFace));
+      setText(hand + "-total", settledHands ? pay[hand + "_total"] : "");
     }
+    setText("round-title", pay ? `Hand ${pay.round_no} result` : "This hand");
+    const result = document.getElementById("round-result");
+    result.hidden = !pay;
+    result.dataset.winner = pay ? (pay.void ? "void" : pay.winner) : "";
+    result.textContent = !pay ? "" : pay.void ? `VOID – ${pay.reason || "round void"}: return the wagers` :
+      pay.winner === "tie" ? `TIE ${pay.player_total} – ${pay.banker_total}` :
+      `${pay.winner.toUpperCase()} WINS ${pay[pay.winner + "_total"]} to ` +
+      `${pay[(pay.winner === "player" ? "banker" : "player") + "_total"]}`;
+    const payTitle = document.getElementById("pay-title");
+    payTitle.hidden = !pay;
+    payTitle.textContent = pay ? `· pay hand ${pay.round_no}, highest seat first` : "";
+    const payBySeat = new Map((pay ? pay.seats : []).map((s, order) => [s.seat, {order, ...s}]));
 
     const seatsBox = document.getElementById("seats");
     seatsBox.style.setProperty("--seat-cols", String(Math.ceil(live.seats.length / 2) || 7));
@@ -115,6 +157,8 @@
       } else if (seat.sensor) {
         node.append(el("div", {class: "seat-sensor", text: "chip on sensor"}));
       }
+      const owed = payBySeat.get(seat.seat);
+      if (owed) node.append(payLines(owed, pay.void));
       if (live.award && live.award.seat === seat.seat) node.classList.add("won");
       return node;
     }));
