@@ -56,6 +56,9 @@ window.__seen = {};
       note("meter:" + m.dataset.progressive + ":" + m.dataset.level + ":" + m.dataset.amount);
     const nx = document.getElementById("next-card");
     if (nx && nx.dataset.next) note("next:" + nx.dataset.next);
+    const pay = document.getElementById("round-result");
+    if (pay && !pay.hidden && document.querySelector("#seats .seat-pay"))
+      note("pay:" + pay.dataset.round);
   };
   new MutationObserver(scan).observe(document, {subtree: true, childList: true,
                                                 attributes: true, characterData: true});
@@ -223,6 +226,15 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
 
         await take_screenshots(browser, display, tmp_path)
 
+        # The round after: the moment it settles, the dealer's page shows what to pay.
+        await table.resync()
+        result = await table.play(shoes=1, until=until_settled_with_commission_after(played))
+        event = result.events[-1]
+        await check_pay_list(dealer, event["payload"]["round_no"], event["payload"]["settlements"],
+                             event["at"])
+        await take_screenshots(browser, display, tmp_path, pages=("dealer",), name="dealer-pay")
+        played = len(settled(result.events))
+
         # The display service crashes and comes back: the pages reconnect by themselves.
         await display.restart()
         await table.resync()
@@ -246,11 +258,65 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
         assert 'tabledisplay_daemon_connects_total{table="SIM-H9-01"} 2' in metrics
 
 
-async def take_screenshots(browser: Any, display: DisplayProcess, tmp_path: Path) -> None:
-    """Both pages at both sizes; into DISPLAY_SCREENSHOTS_DIR when set (docs/images)."""
+def until_settled_with_commission_after(rounds: int):  # type: ignore[no-untyped-def]
+    """Stop the dealer as soon as a round after the first `rounds` settles with a Banker
+    win that owes commission (631a.13(c)) and a losing wager: a pay list with all of it."""
+    def stop(result: HarnessResult) -> bool:
+        last = result.events[-1]
+        if last["kind"] != "round_settled" or last["payload"]["simulated"] or \
+                len(settled(result.events)) <= rounds:
+            return False
+        outcomes = {(s["outcome"], s["vigorish_cents"] > 0)
+                    for s in last["payload"]["settlements"]}
+        return ("win", True) in outcomes and ("lose", False) in outcomes
+    return stop
+
+
+def pay_text(s: dict[str, Any], *, void: bool = False) -> tuple[str, ...]:
+    """A settlement's line on the dealer's page, from the settlement's own figures: result,
+    wager, what to pay, take or return, the commission if any."""
+    def money(cents: int) -> str:
+        return f"${cents // 100:,}.{cents % 100:02d}"
+    result = "VOID" if void and s["outcome"] == "push" else s["outcome"].upper()
+    wager = " ".join(word[:1].upper() + word[1:] for word in s["wager"].split("_"))
+    what = {"win": f"pay {money(s['win_cents'])}", "lose": f"take {money(s['amount_cents'])}",
+            "push": f"return {money(s['amount_cents'])}"}[s["outcome"]]
+    vig = (f"{'mark' if s['vig_marked_cents'] else 'collect'} "
+           f"{money(s['vigorish_cents'])} commission") if s["vigorish_cents"] else ""
+    return tuple(part for part in (result, wager, what, vig) if part)
+
+
+async def check_pay_list(dealer: Any, round_no: int, settlements: list[dict[str, Any]],
+                         at: float, *, void: bool = False) -> None:
+    """631a.12(b): every settlement on the dealer's page within 500 ms of the event,
+    seats highest first, each with the settlement's exact amounts."""
+    await dealer.wait_for_function(f"'pay:{round_no}' in window.__seen", timeout=PAGE_WAIT_MS)
+    delay = (await dealer.evaluate("window.__seen"))[f"pay:{round_no}"] - at * 1000
+    assert delay <= DOM_DEADLINE_MS, f"pay list shown {delay:.0f} ms after the settlement"
+    lines = await dealer.evaluate("""() => [...document.querySelectorAll('#seats .pay-line')]
+        .map((n) => ({seat: Number(n.closest('.seat').dataset.seat), wager: n.dataset.wager,
+                      outcome: n.dataset.outcome, win: Number(n.dataset.winCents),
+                      vig: Number(n.dataset.vigorishCents), net: Number(n.dataset.netCents),
+                      order: Number(n.closest('.seat-pay').dataset.order),
+                      text: n.textContent}))""")
+    by_seat = sorted({s["seat"] for s in settlements}, reverse=True)
+    expected = [{"seat": s["seat"], "wager": s["wager"], "outcome": s["outcome"],
+                 "win": s["win_cents"], "vig": s["vigorish_cents"], "net": s["net_cents"],
+                 "order": by_seat.index(s["seat"]) + 1, "text": "".join(pay_text(s, void=void))}
+                for seat in by_seat for s in settlements if s["seat"] == seat]
+    assert sorted(lines, key=lambda line: line["order"]) == expected
+    print(f"pay list of hand {round_no}: {len(lines)} lines, {delay:.0f} ms after the "
+          f"settlement: " + "; ".join(f"seat {s['seat']} " + " ".join(pay_text(s, void=void))
+                            for seat in by_seat for s in settlements if s["seat"] == seat))
+
+
+async def take_screenshots(browser: Any, display: DisplayProcess, tmp_path: Path, *,
+                           pages: tuple[str, ...] = ("scoreboard", "dealer"),
+                           name: str | None = None) -> None:
+    """The pages at both sizes; into DISPLAY_SCREENSHOTS_DIR when set (docs/images)."""
     target = Path(os.environ.get("DISPLAY_SCREENSHOTS_DIR") or tmp_path / "screenshots")
     target.mkdir(parents=True, exist_ok=True)
-    for page_name in ("scoreboard", "dealer"):
+    for page_name in pages:
         for layout, viewport in (("landscape", LANDSCAPE), ("portrait", PORTRAIT)):
             page = await browser.new_page(viewport=viewport, bypass_csp=True)  # string predicates
             await page.goto(display.url(f"/{page_name}"))
@@ -258,12 +324,51 @@ async def take_screenshots(browser: Any, display: DisplayProcess, tmp_path: Path
                 "document.getElementById('connection').dataset.ok === '1'",
                 timeout=PAGE_WAIT_MS)
             await page.wait_for_timeout(300)  # the roads' slide-in transition (0.2 s)
-            path = target / f"{page_name}-{layout}.png"
+            path = target / f"{name or page_name}-{layout}.png"
             await page.screenshot(path=str(path))
             await page.close()
             header = path.read_bytes()[16:24]  # PNG IHDR: width, height
             assert (int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")) == (
                 viewport["width"], viewport["height"])
+
+
+def twenty_one_settlements() -> list[dict[str, Any]]:
+    """Settled by the 21 Baccarat table's rules (config/21-baccarat-8deck.toml) as the
+    daemon records them: Player 19 (K♠ 9♥) beats Banker 18 (K♦ 8♣)."""
+    from cards import Card
+    from controller.rules.game import load_game
+    from controller.rules.hand21 import hand_total
+    from controller.rules.settlement import PlacedWager, settle_round
+    from controller.rules.wager import RoundView, SettlementPoint
+    from controller.table_rounds import settlement_json
+
+    game = load_game(Path(__file__).parents[1] / "config" / "21-baccarat-8deck.toml")
+    player, banker = (tuple(Card.parse(c) for c in hand.split()) for hand in ("KS 9H", "KD 8C"))
+    view = RoundView(player, banker, hand_total(c.rank for c in player)[0],
+                     hand_total(c.rank for c in banker)[0])
+    wagers = [PlacedWager(2, "player", 2500), PlacedWager(5, "banker", 1000),
+              PlacedWager(5, "tie", 500)]
+    return [settlement_json(s, "collected") for point in SettlementPoint
+            for s in settle_round(game, wagers, view, point)]
+
+
+def void_settlements() -> list[dict[str, Any]]:
+    """631a.15(e): a void round returns every wager the round had not settled."""
+    from controller.rules.settlement import PlacedWager, void_round
+    from controller.table_rounds import settlement_json
+
+    return [settlement_json(s, "collected") for s in void_round(
+        [PlacedWager(1, "player", 1000), PlacedWager(6, "banker", 5000)])]
+
+
+class Served:
+    """A display service started in this process, for take_screenshots."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
 
 
 class ScriptedDaemon:
@@ -380,6 +485,42 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         await dealer.locator(".seat.won[data-seat='4']").wait_for(timeout=PAGE_WAIT_MS)
         daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor"})
         await board.locator("#win-light").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
+
+        # 681a.7(h): a 21 Baccarat round settles; the dealer's page shows what to pay, seats
+        # highest first, and the hands' totals, until the next round's first card.
+        settlements = twenty_one_settlements()
+        at = daemon.emit("round_settled", {
+            "round_no": 2, "simulated": False, "settlements": settlements,
+            "table_net_cents": -sum(s["net_cents"] for s in settlements), "result": {
+                "player": ["K♠", "9♥"], "banker": ["K♦", "8♣"], "player_total": 19,
+                "banker_total": 18, "winner": "player", "player_natural": False,
+                "banker_natural": False}})
+        await check_pay_list(dealer, 2, settlements, at)
+        assert await dealer.inner_text("#round-result") == "PLAYER WINS 19 to 18"
+        assert (await dealer.inner_text("#player-total"),
+                await dealer.inner_text("#banker-total")) == ("19", "18")
+        daemon.emit("prompt", {"action": "place_bets", "round_no": 3})
+        daemon.emit("prompt", {"action": "deal", "next": "player_first"})
+        await dealer.wait_for_function("'next:player_first' in window.__seen",
+                                       timeout=PAGE_WAIT_MS)
+        assert await dealer.locator("#seats .pay-line").count() == len(settlements)
+        daemon.emit("card", {"index": 9, "card": "4♣", "hand": "player", "slot": "player_first",
+                             "back": "red"}, device="shoe")
+        await dealer.locator("#round-result").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
+        assert await dealer.locator("#seats .pay-line").count() == 0
+
+        # 631a.15(e): a void round shows its returns (and what the first four cards settled).
+        returned = void_settlements()
+        at = daemon.emit("round_void", {"reason": "the shoe cannot complete the round",
+                                        "settlements": returned})
+        daemon.emit("prompt", {"action": "shoe_complete",
+                               "detail": "round void (the shoe cannot complete the round); "
+                                         "replace the decks"})
+        await check_pay_list(dealer, 3, returned, at, void=True)
+        assert await dealer.inner_text("#round-result") == \
+            "VOID \u2013 the shoe cannot complete the round: return the wagers"
+        await take_screenshots(browser, Served(port), tmp_path, pages=("dealer",),
+                               name="dealer-void")
     finally:
         for task in tasks:
             task.cancel()

@@ -131,13 +131,15 @@
     const result = document.getElementById("round-result");
     result.hidden = !pay;
     result.dataset.winner = pay ? (pay.void ? "void" : pay.winner) : "";
-    result.textContent = !pay ? "" : pay.void ? `VOID – ${pay.reason || "round void"}: return the wagers` :
-      pay.winner === "tie" ? `TIE ${pay.player_total} – ${pay.banker_total}` :
+    result.dataset.round = pay ? pay.round_no : "";
+    result.textContent = !pay ? "" : pay.void ? `VOID \u2013 ${pay.reason || "round void"}: return the wagers` :
+      pay.winner === "tie" ? `TIE ${pay.player_total} \u2013 ${pay.banker_total}` :
       `${pay.winner.toUpperCase()} WINS ${pay[pay.winner + "_total"]} to ` +
       `${pay[(pay.winner === "player" ? "banker" : "player") + "_total"]}`;
     const payTitle = document.getElementById("pay-title");
     payTitle.hidden = !pay;
-    payTitle.textContent = pay ? `· pay hand ${pay.round_no}, highest seat first` : "";
+    payTitle.textContent = !pay ? "" : `\u00b7 ${pay.void ? "void hand" : "pay hand"} ` +
+      `${pay.round_no}, highest seat first`;
     const payBySeat = new Map((pay ? pay.seats : []).map((s, order) => [s.seat, {order, ...s}]));
 
     const seatsBox = document.getElementById("seats");
