@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller.display.board import DELAY_BUCKETS_S
+from controller.display.web import REFUSAL_REASONS
 from controller.metrics_text import MetricsWriter, labels, number, table_families
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ def render_metrics(board: Board, web: WebServer, *, uptime_s: float) -> str:
              [({}, len(web.streams))])
     w.family("tabledisplay_browsers_dropped_total", "counter",
              "browsers disconnected because they fell behind", [({}, web.dropped_streams)])
+    w.family("tabledisplay_connections_refused_total", "counter",
+             "connections refused or dropped by the client limits, by reason",
+             [({"reason": reason}, web.refused[reason]) for reason in REFUSAL_REASONS])
     w.family("tabledisplay_daemon_connects_total", "counter",
              "times the service (re)connected to the daemon", [({}, m.daemon_connects)])
     w.family("tabledisplay_uptime_seconds", "gauge", "seconds since the service started",

@@ -61,6 +61,9 @@ class Response:
 _REASONS = {200: "OK", 302: "Found", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
             405: "Method Not Allowed", 408: "Request Timeout", 429: "Too Many Requests",
             431: "Request Header Fields Too Large", 503: "Service Unavailable"}
+# Why a connection was refused or dropped, counted for /metrics (a fixed set of labels).
+REFUSAL_REASONS = ("per_address", "streams_per_address", "global", "header_timeout",
+                   "forbidden")
 # The pages only some addresses may load, and the limit that names those addresses.
 RESTRICTED_PAGES = {"/dealer": "dealer_allowed"}
 
@@ -126,7 +129,7 @@ class WebServer:
         self.clients = 0
         self.by_address: Counter[str] = Counter()  # open connections per client address
         self.streams_by_address: Counter[str] = Counter()
-        self.refused: Counter[str] = Counter()  # by reason, for /metrics
+        self.refused: Counter[str] = Counter()  # by REFUSAL_REASONS, for /metrics
         self.dropped_streams = 0
         self._server: asyncio.AbstractServer | None = None
 

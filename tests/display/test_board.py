@@ -264,11 +264,14 @@ def test_631a_12_a_a_tie_pushes_player_and_banker_and_pays_the_tie() -> None:
 
 
 def test_the_pay_list_stays_up_until_the_next_rounds_first_card() -> None:
+    from controller.rules.settlement import PlacedWager
+
+    from tests.rules.helpers import game_of, view
+
     board = Board(table=dict(TABLE))
     feed = Feed(board)
-    settlement = {"seat": 2, "wager": "player", "amount_cents": 1500, "outcome": "win",
-                  "odds": "1", "win_cents": 1500, "vigorish_cents": 0, "vig_marked_cents": 0,
-                  "net_cents": 1500, "label": "Player wins", "section": "631a.13(a)"}
+    (settlement,) = _settled_by_the_rules(game_of({}), [PlacedWager(2, "player", 1500)],
+                                          view("9S KH", "2D 2C"))
     feed("round_settled", _payload([settlement], "player", 9, 4))
     for kind, payload in (("prompt", {"action": "place_bets", "round_no": 2}),
                           ("wager_accepted", {"seat": 2, "wager": "player",
@@ -313,7 +316,7 @@ def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
     assert pay["seats"][0]["wagers"][0]["label"] == "void round: wager returned"
 
 
-def test_681a_7_h_21_baccarat_pay_list_and_totals() -> None:
+def test_681a_7_h_the_pay_list_and_totals_of_a_21_baccarat_round() -> None:
     """681a.7(h): settled from the highest seat; the hands' 21-point totals beside it."""
     from controller.rules.settlement import PlacedWager
 

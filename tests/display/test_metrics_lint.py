@@ -12,6 +12,8 @@ parser and held to promtool's naming rules and to bounded cardinality, written a
 
 from __future__ import annotations
 
+from collections import Counter
+
 import asyncio
 import re
 from pathlib import Path
@@ -97,6 +99,7 @@ def shoe_link_counters() -> dict[str, int]:
 class Web:
     streams: set[int] = {1, 2}
     dropped_streams = 3
+    refused: Counter[str] = Counter({"per_address": 5})
 
 
 def board_in_shoe(shoe_no: int, fault: bool) -> Board:

@@ -4,6 +4,7 @@ stops reading is dropped without holding up the others."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
@@ -139,6 +140,7 @@ def test_metrics_text() -> None:
     class Web:
         streams = {1, 2}
         dropped_streams = 3
+        refused = Counter({"per_address": 484, "header_timeout": 16})
 
     text = render_metrics(board, Web(), uptime_s=12.5)  # type: ignore[arg-type]
     lines = set(text.splitlines())
@@ -160,6 +162,9 @@ def test_metrics_text() -> None:
         'tabledisplay_event_delay_seconds_count{table="T1"} 1',
         'tabledisplay_browsers{table="T1"} 2',
         'tabledisplay_browsers_dropped_total{table="T1"} 3',
+        'tabledisplay_connections_refused_total{table="T1",reason="per_address"} 484',
+        'tabledisplay_connections_refused_total{table="T1",reason="header_timeout"} 16',
+        'tabledisplay_connections_refused_total{table="T1",reason="global"} 0',
         'tabledisplay_uptime_seconds{table="T1"} 12.5',
         "# TYPE tabled_faults_total counter",
     ]:

@@ -54,7 +54,8 @@ def test_runs_the_console_script_on_the_daemons_configuration() -> None:
     (exec_start,) = setting("ExecStart")
     (daemon_exec,) = setting("ExecStart", UNIT)
     config = daemon_exec.split("--config ", 1)[1].split()[0]
-    assert exec_start.startswith(f"{INSTALLED_EXECUTABLE} --config {config} ")
+    # No --listen: where it listens is the configuration's [display_service] listen.
+    assert exec_start == f"{INSTALLED_EXECUTABLE} --config {config}"
     assert setting("Type") == ["notify"]  # READY=1 once it listens (controller/sdnotify.py)
 
 
