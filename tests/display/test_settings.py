@@ -80,6 +80,20 @@ def test_a_bad_value_names_key_value_and_what_is_allowed(section: dict[str, Any]
     assert len(problems) == 1 and problems[0].startswith(problem), problems
 
 
+def test_the_service_will_not_start_on_a_bad_section(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller.display.service import main
+
+    monkeypatch.setattr("controller.display.service.configure_logging", lambda **kw: None)
+    config = tmp_path / "table.toml"
+    config.write_text((ROOT / "config" / "simulated-table.toml").read_text()
+                      + '\n[display_service]\nlisten = "pit"\n')
+    assert main(["--config", str(config)]) == 6  # a bad configuration: systemd won't retry
+    assert "display_service.listen = 'pit': not allowed; allowed: HOST:PORT" in \
+        capsys.readouterr().err
+
+
 def test_the_service_and_the_daemon_refuse_the_same_section(tmp_path: Path) -> None:
     from controller.config import load_config
 
