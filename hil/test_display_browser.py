@@ -9,8 +9,14 @@ that caused it, on the same machine's clock. Then the display service is killed 
 restarted, and the daemon is killed and restarted: the pages must come back and show
 the rounds dealt afterwards.
 
+The dealer's pay list is checked the same way: every settlement of a round, seats
+highest first, with the settlement's exact amounts, in the DOM within 500 ms of the
+`round_settled` (the live table; a 21 Baccarat round and a void round on the scripted
+daemon).
+
 `DISPLAY_SCREENSHOTS_DIR=docs/images ./run-tests hil/test_display_browser.py` also
-writes the four screenshots shown in the README (both pages, landscape and portrait).
+writes the screenshots shown in the README and docs/display.md (both pages, landscape
+and portrait; the dealer's also after a settlement and after a void round).
 """
 
 from __future__ import annotations
