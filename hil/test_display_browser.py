@@ -316,7 +316,7 @@ async def check_pay_list(dealer: Any, round_no: int, settlements: list[dict[str,
                             for seat in by_seat for s in settlements if s["seat"] == seat))
 
 
-async def take_screenshots(browser: Any, display: DisplayProcess, tmp_path: Path, *,
+async def take_screenshots(browser: Any, display: DisplayProcess | Served, tmp_path: Path, *,
                            pages: tuple[str, ...] = ("scoreboard", "dealer"),
                            name: str | None = None) -> None:
     """The pages at both sizes; into DISPLAY_SCREENSHOTS_DIR when set (docs/images)."""
