@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from controller.display.board import Board
 from controller.display.metrics import render_metrics
 
@@ -9,6 +11,7 @@ from controller.display.metrics import render_metrics
 class Web:
     streams: set[int] = set()
     dropped_streams = 0
+    refused: Counter[str] = Counter()
 
 
 def metrics(board: Board) -> set[str]:
