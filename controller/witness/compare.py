@@ -5,8 +5,8 @@ under the table's key; it cannot tell a store re-sealed by someone holding that 
 the real one. The witness can, for every head it holds: a store behind a witnessed head
 was rolled back or replaced; a log entry whose MAC differs from the witnessed one was
 rewritten (the chain binds every entry before it, so the last witnessed head answers for
-all of them); seat totals, meters or awards that differ at the same log entry were changed with
-no entry to say so. What was changed before its head reached the witness, it cannot see.
+all of them); seat totals, meters, awards or rounds that differ at the same log entry
+were changed with no entry to say so. What was changed before its head reached the witness, it cannot see.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def compare(db: sqlite3.Connection, witnessed: Head, *, source: str = "the witne
                              f"{here.describe()})", ACTION_WITNESS)
     quiet_since = {here.log_seq, opened_at_seq}  # no money step after these entries
     if witnessed.log_seq in quiet_since and here.state_digest != witnessed.state_digest:
-        raise IntegrityError("witness: money diverges", "the seat totals, meters or awards "
-                             f"differ from those witnessed at the same log entry: the store is at "
+        raise IntegrityError("witness: money diverges", "the seat totals, meters, awards or "
+                             f"rounds differ from those witnessed at the same log entry: the store is at "
                              f"{here.describe()} but {theirs}: money was changed without a log "
                              "entry", ACTION_WITNESS)

@@ -61,12 +61,17 @@ MONEY_QUERIES = {
               " paid_count FROM progressive_meters ORDER BY progressive, level",
     "awards": "SELECT award_id, progressive, level, seat, amount_cents, state FROM"
               " progressive_awards ORDER BY award_id",
+    # Every round's record (wagers, cards, settlements) as the critical memory sums its
+    # rows: a settled round rewritten and re-sealed with the key moves it. Read from the
+    # store, not recomputed, so an auditor without the key compares it all the same.
+    "rounds": "SELECT rows, acc FROM critical_digest WHERE name = 'rounds'",
 }
 
 
 def state_digest(db: sqlite3.Connection) -> str:
-    """SHA-256 of the seat totals, the progressive meters and the awards (each award's state:
-    pending, validated, paid) as canonical JSON: what the money stood at. Anyone with the
+    """SHA-256 of the seat totals, the progressive meters, the awards (each award's state:
+    pending, validated, paid) and the rounds' sealed sum, as canonical JSON: what the money
+    stood at. Anyone with the
     store recomputes it (no key), so an auditor can compare an exported store's last head
     with the witness's."""
     money: dict[str, list[list[object]]] = {}

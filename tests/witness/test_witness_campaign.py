@@ -129,6 +129,23 @@ async def paid_award_set_back_to_pending(tmp_path: Path, config: Any, rng: rando
     return "witness: money diverges: "
 
 
+async def settlement_resealed_with_the_key(tmp_path: Path, config: Any, rng: random.Random,
+                                           monkeypatch: pytest.MonkeyPatch) -> str:
+    """A settled round's record made to show a losing Banker wager as won (-$25.00 to
+    +$23.75), its row re-sealed with the key: the recall a dispute is settled from."""
+    store = open_store(config.store_path)
+    rid = store.open_round(1, 1, [{"seat": 3, "wager": "banker", "amount_cents": 2500}])
+    store.close_round(rid, "settled", {"winner": "player"},
+                      [{"seat": 3, "wager": "banker", "amount_cents": 2500, "net_cents": -2500}],
+                      [{"index": 0, "card": "9H", "hand": "player"}])
+    store.close()
+    await play(config)  # the settled round is in what the witness holds
+    reseal_with_key(tmp_path / "table.sqlite", "UPDATE rounds SET settlements = ? WHERE "
+                    "round_id = ?", ('[{"amount_cents":2500,"net_cents":2375,"seat":3,'
+                                     '"wager":"banker"}]', rid))
+    return "witness: money diverges: "
+
+
 async def log_rewritten_with_the_key(tmp_path: Path, config: Any, rng: random.Random,
                                      monkeypatch: pytest.MonkeyPatch) -> str:
     store = tmp_path / "table.sqlite"
@@ -158,6 +175,7 @@ ATTACKS: dict[str, Attack] = {
     "whole table.critical/ put back": whole_critical_directory_put_back,
     "money re-sealed with the key": money_resealed_with_the_key,
     "paid award set back to pending with the key": paid_award_set_back_to_pending,
+    "settlement re-sealed with the key": settlement_resealed_with_the_key,
     "log entry rewritten with the key": log_rewritten_with_the_key,
     "fresh --init-store without a supervisor": fresh_store_without_a_supervisor,
 }

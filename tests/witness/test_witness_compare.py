@@ -60,8 +60,8 @@ def test_money_changed_at_the_same_log_entry_is_named(db: sqlite3.Connection,
     with pytest.raises(IntegrityError) as found:
         compare(db, head)
     assert found.value.check == "witness: money diverges"
-    assert found.value.detail.startswith("the seat totals, meters or awards differ from "
-                                         "those witnessed at the same log entry: the store is "
+    assert found.value.detail.startswith("the seat totals, meters, awards or rounds differ "
+                                         "from those witnessed at the same log entry: the store is "
                                          "at commit 8, log entry 2 (MAC bb, state ")
 
 
