@@ -176,7 +176,7 @@ async def start_to_ready(workdir: Path, seed: int) -> tuple[float, float, dict]:
     from cards import BackColour
     from hil.shoe_sim import SimulatedShoe
 
-    harness = TableHarness(CONFIG, workdir, seed=seed)
+    harness = TableHarness(CONFIG, workdir, seed=seed, wait_for_history_check=False)
     harness.init_store()  # a no-op for a built store; outside the timed part either way
     harness.shoe = SimulatedShoe([], BackColour.RED, 0)
     await harness.shoe.start()

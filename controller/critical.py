@@ -514,13 +514,14 @@ class Verified:
 
 def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
                  full: bool = False, chain_limit: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> Verified:
+                 progress: Callable[[int], None] | None = None, workers: int = 1) -> Verified:
     """Check the store on `db` (which must see committed data only). Raises IntegrityError
     naming the first failure; the same call serves boot, `tablectl events verify` and the
     daily full check. `chain_limit`: where more than that many entries follow the last full
     check's checkpoint, none of them is read here (the seal still covers the log's head):
     the daemon's start, whose full check of the whole history follows at once in a process
-    of its own and holds play until it passes, so that ready never waits on the history."""
+    of its own and holds play until it passes, so that ready never waits on the history.
+    `workers`: processes the chain's check may use (`verify_chain`)."""
     # The anchor first, before the first read starts the snapshot (a deferred BEGIN): it only
     # ever moves to a commit already made, so read first it is never ahead of the seal read
     # next, however the table writes meanwhile. Read after the seal, a durable commit made in
@@ -618,7 +619,8 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
                 db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
             raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
                                  f"is {present}); {head_seq - count} of {head_seq} entries are gone")
-    checked = verify_chain(db, key, start, prev, progress) if chain else 0
+    checked = verify_chain(db, key, start, prev, progress, end=head_seq,
+                           workers=workers) if chain else 0
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
@@ -644,15 +646,33 @@ def checkpoint_value(key: bytes, seq: int, mac: str) -> str:
     return canonical({"seq": seq, "mac": mac, "tag": checkpoint_mac(key, seq, mac)})
 
 
+PARALLEL_CHAIN_ENTRIES = 200_000
+"""A stretch of the log this long or longer is checked by several processes at once
+(`verify_chain`'s `workers`): each entry's MAC covers the previous entry's MAC as stored
+beside it, so every range checks alone, and the ranges' joins are checked after."""
+
+
 def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
-                 progress: Callable[[int], None] | None = None) -> int:
-    """Recompute every MAC from entry `start` (which must link to `prev`)."""
+                 progress: Callable[[int], None] | None = None, *, end: int | None = None,
+                 workers: int = 1) -> int:
+    """Recompute every MAC from entry `start` (which must link to `prev`) to `end` (the
+    log's last entry when None). With `workers` > 1 and a stretch of at least
+    PARALLEL_CHAIN_ENTRIES, ranges of it are checked in that many processes, each on a
+    read-only connection of its own (the entries up to `end` are never rewritten by the
+    table, so every process reads the same ones); the first failure in log order is
+    raised, as a single pass would."""
+    if end is None:
+        end = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+    if workers > 1 and end - start + 1 >= PARALLEL_CHAIN_ENTRIES:
+        path = db.execute("PRAGMA database_list").fetchone()[2]
+        if path:
+            return _verify_chain_in_parallel(path, key, start, prev, end, workers)
     cursor = db.cursor()
     cursor.row_factory = None
     expected, count = start, 0
     for seq, at, kind, severity, device, round_id, payload, prev_mac, mac in cursor.execute(
             "SELECT seq, at, kind, severity, device, round_id, payload, prev_hash, hash"
-            " FROM events WHERE seq >= ? ORDER BY seq", (start,)):
+            " FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq", (start, end)):
         if seq != expected:
             raise IntegrityError("event chain", f"entry {expected} is missing (next present "
                                  f"entry is {seq})")
@@ -666,7 +686,51 @@ def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
         prev, expected, count = mac, expected + 1, count + 1
         if progress is not None and count % 100_000 == 0:
             progress(count)
+    if expected <= end:  # the range's last entries are gone
+        after = db.execute("SELECT MIN(seq) FROM events WHERE seq > ?", (expected,)).fetchone()
+        raise IntegrityError("event chain", f"entry {expected} is missing " + (
+            f"(next present entry is {after[0]})" if after[0] is not None
+            else f"(the log ends at entry {expected - 1})"))
     return count
+
+
+def _verify_chain_in_parallel(path: str, key: bytes, start: int, prev: str, end: int,
+                              workers: int) -> int:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    bounds = [start + (end - start + 1) * n // workers for n in range(workers + 1)]
+    ranges = [(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
+    with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_verify_range, path, key, lo, hi, prev if lo == start else None)
+                   for lo, hi in ranges]
+        outcomes = [future.result() for future in futures]  # in log order
+    count = 0
+    for outcome in outcomes:
+        if outcome[0] == "failed":
+            raise IntegrityError(*outcome[1:])
+        count += outcome[1]
+    return count
+
+
+def _verify_range(path: str, key: bytes, lo: int, hi: int, prev: str | None
+                  ) -> tuple[Any, ...]:
+    """One range of a parallel check, in its own process: entries `lo`..`hi`, the first
+    linked to `prev` or (None) to the entry before it as stored, which that entry's own
+    range checks. An IntegrityError travels as its parts (it does not pickle)."""
+    db = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        if prev is None:
+            row = db.execute("SELECT hash FROM events WHERE seq = ?", (lo - 1,)).fetchone()
+            if row is None:
+                return ("failed", "event chain", f"entry {lo - 1} is missing (next present "
+                        f"entry is {lo})", ACTION_TAMPER)
+            prev = str(row[0])
+        return ("ok", verify_chain(db, key, lo, prev, end=hi))
+    except IntegrityError as exc:
+        return ("failed", exc.check, exc.detail, exc.action)
+    finally:
+        db.close()
 
 
 def reason_text(exc: IntegrityError) -> str:

@@ -94,7 +94,8 @@ def _verified_payload(verified: Verified) -> dict[str, Any]:
 
 
 def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
-                full: bool, progress: Callable[[int], None] | None = None) -> Verified:
+                full: bool, progress: Callable[[int], None] | None = None,
+                workers: int = 1) -> Verified:
     """The same check on a connection of its own (read-only, one snapshot): for the
     daemon's full verification in a worker thread and for offline `tablectl` (which checks
     a copy, so messages name `paths.store`, the original)."""
@@ -108,7 +109,7 @@ def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
         critical.install_functions(db, key)
         db.execute("BEGIN")  # one read snapshot for the whole check
         return critical.verify_store(db, key, anchor_path=paths.anchor if paths else None,
-                                     full=full, progress=progress)
+                                     full=full, progress=progress, workers=workers)
     except sqlite3.DatabaseError as exc:
         raise critical.unusable(shown, exc) from None
     finally:

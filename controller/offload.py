@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
@@ -90,6 +91,9 @@ def _verify_in_child(store_path: str, key: bytes, paths: Any, full: bool) -> tup
     from controller.critical_store import verify_file
 
     try:
-        return ("ok", verify_file(store_path, key, paths, full=full))
+        # Every core: a full check holds the table at start (Daemon._check_history), and
+        # a daily one runs at a quiet hour.
+        return ("ok", verify_file(store_path, key, paths, full=full,
+                                  workers=os.cpu_count() or 1))
     except IntegrityError as exc:
         return ("failed", exc.check, exc.detail, exc.action)
