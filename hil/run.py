@@ -135,7 +135,13 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
                     "another terminal:\n")
                 say(f"    {tablectl_line(table.socket)}\n")
                 say(f"Scoreboard: {display.url('/scoreboard')}; daemon log: {log}")
-                await asyncio.Event().wait()
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    # Ctrl-C or SIGTERM ends the wait, not the run: the table stops
+                    # cleanly and the summary and balance check below are still printed.
+                    main_task.uncancel()
+                    say("\nStopping the simulated table.")
     finally:
         clear_broker(harness.table_config, say)
         if witness is not None:
