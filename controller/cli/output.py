@@ -67,6 +67,15 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((80, 24)).columns
 
 
+def record_width() -> int | None:
+    """The width to wrap a stream of records (event lines) to: the terminal's, or $COLUMNS
+    when set; None when piped without $COLUMNS, so that each record stays one line for
+    `grep` (--json is the form for scripts)."""
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return terminal_width()
+    return None
+
+
 def wrap(text: str, width: int | None = None, *, indent: str = "",
          hanging: str | None = None) -> str:
     """`text` wrapped at word boundaries to `width` (default: the terminal's), the first line

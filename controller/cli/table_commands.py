@@ -33,7 +33,7 @@ from controller.cli.client import (
 from controller.cli.storefile import copy_store, not_a_table_store
 from controller.cli.output import (
     ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
-    table, terminal_width, when, with_progress, wrap,
+    record_width, table, terminal_width, when, with_progress, wrap,
 )
 from controller.control import ControlError
 from controller.events import KINDS, SHOE_CARD_KINDS
@@ -1253,8 +1253,8 @@ def _brief(value: Any) -> str:
 
 
 def event_line(e: Mapping[str, Any], width: int | None = None) -> str:
-    """One log entry: seq, time, severity, device, kind, then its payload's values, wrapped
-    to `width` (default: the terminal's) with the payload's next lines indented."""
+    """One log entry: seq, time, severity, device, kind, then its payload's values; with
+    `width`, wrapped to it with the payload's next lines indented."""
     payload = e.get("payload") or {}
     detail = " ".join(f"{k}={_brief(v)}" for k, v in payload.items())
     if len(detail) > EVENT_DETAIL_CHARS:
@@ -1264,7 +1264,8 @@ def event_line(e: Mapping[str, Any], width: int | None = None) -> str:
             f"  {str(e.get('device') or '-'):<8}  {e.get('kind')}")
     if e.get("round_id") is not None:
         text += f" [round {e['round_id']}]"
-    wrapped = wrap(f"{text}  {detail}".rstrip(), width, hanging=EVENT_HANGING)
+    line = f"{text}  {detail}".rstrip()
+    wrapped = line if width is None else wrap(line, width, hanging=EVENT_HANGING)
     # The severity painted after wrapping: escape codes take no columns on the screen.
     return wrapped.replace(f"{sev:<8}", paint(f"{sev:<8}", *_SEVERITY_STYLE.get(sev, ())), 1)
 
@@ -1301,7 +1302,7 @@ def cmd_events(args: argparse.Namespace) -> int:
             # One object per line when following (a stream); a list otherwise.
             print(json.dumps(e, ensure_ascii=False), flush=True)
         else:
-            print(event_line(e), flush=True)
+            print(event_line(e, record_width()), flush=True)
 
     async def body(d: Daemon) -> int:
         query: dict[str, Any] = {"limit": args.limit}

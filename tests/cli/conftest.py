@@ -197,6 +197,8 @@ def fake(tmp_path: Path) -> Iterator[FakeDaemon]:
 
 @pytest.fixture(autouse=True)
 def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Expected fragments are plain text; the socket comes only from --socket."""
+    """Expected fragments are plain text at the width of a pipe (80 columns, event lines
+    unwrapped); the socket comes only from --socket."""
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("TABLECTL_SOCKET", raising=False)

@@ -159,8 +159,8 @@ def test_shuffle_refused_by_the_table_state(fake, capsys):
     fake.register("shuffle", refuse)
     rc = main(["test", "shuffler", "--shuffle", "red", "--socket", fake.socket])
     assert rc == exitcodes.REFUSED
-    assert ("the daemon refused: not allowed while the table is betting_open (refused)"
-            in capsys.readouterr().err)
+    assert ("tablectl: the daemon refused: not allowed while the table is betting_open\n"
+            "  (refused)\n") == capsys.readouterr().err  # wrapped at 80 columns
 
 
 def test_sensors_seat_count_from_the_self_test(fake, capsys):
