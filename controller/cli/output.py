@@ -87,6 +87,21 @@ def wrap(text: str, width: int | None = None, *, indent: str = "",
                          break_long_words=False, break_on_hyphens=False)
 
 
+def fit(text: str, width: int | None = None) -> str:
+    """Each line of `text` longer than `width` (default: the terminal's) wrapped at word
+    boundaries, its next lines two columns deeper than its own indent; short lines as they
+    are. For messages and reports whose lines are sentences, not table rows."""
+    width = width or terminal_width()
+    lines = []
+    for line in text.split("\n"):
+        if visible_len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        lines.append(wrap(line.lstrip(" "), width, indent=indent, hanging=indent + "  "))
+    return "\n".join(lines)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
           right: Iterable[int] = (), indent: str = "", max_width: int | None = None,
           shrinkable: Iterable[int] = ()) -> str:

@@ -32,7 +32,7 @@ from controller.cli.client import (
 )
 from controller.cli.storefile import copy_store, not_a_table_store
 from controller.cli.output import (
-    ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
+    ProgressBar, colour_enabled, duration, fit, generic, key_values, money, paint, print_json,
     record_width, table, terminal_width, when, with_progress, wrap,
 )
 from controller.control import ControlError
@@ -221,11 +221,11 @@ def _run(args: argparse.Namespace, body: Callable[[Daemon], Awaitable[int]]) -> 
     try:
         return asyncio.run(go())
     except DaemonUnavailable as exc:
-        print(exc.explain(), file=sys.stderr)
+        print(fit(exc.explain()), file=sys.stderr)
         _json_error(args, str(exc), exc.reason, socket=exc.path)
         return exitcodes.DAEMON_NOT_RUNNING
     except UnsupportedCommand as exc:
-        print(f"tablectl: {exc}", file=sys.stderr)
+        print(fit(f"tablectl: {exc}"), file=sys.stderr)
         _json_error(args, str(exc), "unsupported")
         return exitcodes.UNSUPPORTED
     except ControlError as exc:
@@ -541,8 +541,8 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
             feed = await _events_after_now(d, _socket(args))
             if not _json(args):
                 until = f"stops after {args.cards} cards" if args.cards else "Ctrl-C to stop"
-                print(f"Draw cards from the shoe; each card it reads is shown here "
-                      f"({until}, or after {args.timeout:g} s).", flush=True)
+                print(fit(f"Draw cards from the shoe; each card it reads is shown here "
+                          f"({until}, or after {args.timeout:g} s)."), flush=True)
             try:
                 deadline = asyncio.get_running_loop().time() + args.timeout
                 while not args.cards or len(cards) < args.cards:
@@ -736,8 +736,8 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         # Listen before asking: a touch the moment the prompt appears still counts.
         feed = await _events_after_now(d, _socket(args))
         if not _json(args):
-            print(f"Touch each seat's progressive spot with a chip, then lift it "
-                  f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s).")
+            print(fit(f"Touch each seat's progressive spot with a chip, then lift it "
+                      f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s)."))
             print(sensor_grid(present, touched), flush=True)
         try:
             deadline = asyncio.get_running_loop().time() + args.timeout
@@ -854,8 +854,8 @@ def cmd_test_lockout(args: argparse.Namespace) -> int:
         feed = await _events_after_now(d, _socket(args))
         if not _json(args):
             print(_result_line(result))
-            print(f"Press the dealer's lock-out (no more bets) button now "
-                  f"(waiting {args.timeout:g} s).", flush=True)
+            print(fit(f"Press the dealer's lock-out (no more bets) button now "
+                      f"(waiting {args.timeout:g} s)."), flush=True)
         seen = ""
         try:
             loop = asyncio.get_running_loop()
@@ -1029,27 +1029,33 @@ def render_meters(meters: Sequence[Mapping[str, Any]]) -> str:
     this tablectl does not know is shown generically rather than not at all."""
     if not all(isinstance(m, Mapping) and "progressive" in m for m in meters):
         return generic(list(meters))
-    rows = []
+    # Two tables, so each fits an 80-column terminal: the meter, then what it has paid.
+    meter_rows, paid_rows = [], []
     for m in meters:
         state = "STALE" if m.get("stale") else "ok"
-        rows.append([m.get("progressive"), m.get("level"),
-                     "linked" if m.get("linked") else "local",
-                     money(m.get("amount_cents")) if "amount_cents" in m else "unknown",
-                     money(m.get("reset_cents")), f"{m.get('increment_percent', '-')}%",
-                     money(m.get("pending_awards_cents")), m.get("awards_count"),
-                     money(m.get("cumulative_paid_cents")) if "cumulative_paid_cents" in m
-                     else None, paint(state, "red" if m.get("stale") else "green")])
-    out = [table(["PROGRESSIVE", "LEVEL", "LINK", "AMOUNT", "RESET", "INCR", "PENDING",
-                  "AWARDS", "PAID", "STATE"], rows, right=range(3, 9))]
+        meter_rows.append([m.get("progressive"), m.get("level"),
+                           "linked" if m.get("linked") else "local",
+                           money(m.get("amount_cents")) if "amount_cents" in m else "unknown",
+                           money(m.get("reset_cents")), f"{m.get('increment_percent', '-')}%",
+                           paint(state, "red" if m.get("stale") else "green")])
+        paid_rows.append([m.get("progressive"), m.get("level"),
+                          money(m.get("pending_awards_cents")), m.get("awards_count"),
+                          money(m.get("cumulative_paid_cents")) if "cumulative_paid_cents" in m
+                          else None])
+    out = [table(["PROGRESSIVE", "LEVEL", "LINK", "AMOUNT", "RESET", "INCR", "STATE"],
+                 meter_rows, right=range(3, 6)), "",
+           table(["PROGRESSIVE", "LEVEL", "PENDING", "AWARDS", "PAID"], paid_rows,
+                 right=range(2, 5))]
     for m in meters:
         bounds = m.get("trigger_range_cents")
         if bounds:
-            out.append(f"{m.get('progressive')} {m.get('level')}: must hit by "
-                       f"{money(bounds[-1])} (trigger drawn in {money(bounds[0])} to "
-                       f"{money(bounds[-1])}, commitment {m.get('trigger_commitment') or '-'})")
+            out.append(fit(f"{m.get('progressive')} {m.get('level')}: must hit by "
+                           f"{money(bounds[-1])} (trigger drawn in {money(bounds[0])} to "
+                           f"{money(bounds[-1])}, commitment "
+                           f"{m.get('trigger_commitment') or '-'})"))
     if any(m.get("stale") for m in meters):
-        out.append(paint("STALE: the linked ledger cannot be reached; the amount shown is the "
-                         "last one received", "red"))
+        out.append(paint(fit("STALE: the linked ledger cannot be reached; the amount shown is "
+                             "the last one received"), "red"))
     return "\n".join(out)
 
 
@@ -1375,8 +1381,8 @@ def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: st
                 "full check)" if first > 1 and "log_seq" in result else "")
         rows = (f"; {result['state_rows']} sealed rows match"
                 if "state_rows" in result else "")
-        print(paint("critical memory OK", "green", "bold")
-              + f": {entries} log entries verified {where}{span}{rows}")
+        print(fit(paint("critical memory OK", "green", "bold")
+                  + f": {entries} log entries verified {where}{span}{rows}"))
     return exitcodes.OK
 
 

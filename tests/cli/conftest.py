@@ -197,8 +197,16 @@ def fake(tmp_path: Path) -> Iterator[FakeDaemon]:
 
 @pytest.fixture(autouse=True)
 def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Expected fragments are plain text at the width of a pipe (80 columns, event lines
-    unwrapped); the socket comes only from --socket."""
+    """Expected fragments are plain text, whole: a terminal so wide that nothing wraps
+    (the tests of wrapping set COLUMNS themselves, `at_80_columns`); the socket comes only
+    from --socket."""
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("COLUMNS", "1000")
     monkeypatch.delenv("TABLECTL_SOCKET", raising=False)
+
+
+@pytest.fixture
+def at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tablectl's output as a pipe has it: no terminal and no COLUMNS, so 80 columns (and
+    `events` unwrapped, one entry a line)."""
+    monkeypatch.delenv("COLUMNS", raising=False)

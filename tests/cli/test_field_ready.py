@@ -84,7 +84,7 @@ def test_versions_of_tablectl_tabled_and_the_running_daemon(fake, capsys):
              "                    the shoe (the shoe reports it when the cards are in; then",
              "                    the first card is burned)"]),
 ])
-def test_status_says_what_the_table_waits_for_wrapped_at_80_columns(fake, capsys, state,
+def test_status_says_what_the_table_waits_for_wrapped_at_80_columns(fake, capsys, at_80_columns, state,
                                                                     waiting):
     """Piped (no terminal, no $COLUMNS) the width is 80: words whole, a hanging indent."""
     fake.status.update(state=state, round={"round_id": None, "round_no": 0, "wagers": [],

@@ -83,7 +83,7 @@ def test_a_command_that_fails_without_saying_so_in_json_still_answers_json(fake,
         "reason": "failed"}
 
 
-def test_an_unknown_filter_value_is_the_daemons_bad_request_exit_2(fake, capsys):
+def test_an_unknown_filter_value_is_the_daemons_bad_request_exit_2(fake, capsys, at_80_columns):
     rc = main(["events", "--severity", "loud", "--socket", fake.socket])
     assert rc == exitcodes.BAD_ARGUMENTS
     out, err = capsys.readouterr()

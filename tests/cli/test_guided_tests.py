@@ -151,7 +151,7 @@ def test_table_without_a_shuffler(fake, capsys):
     assert "this table has no 'shuffler' device configured" in capsys.readouterr().err
 
 
-def test_shuffle_refused_by_the_table_state(fake, capsys):
+def test_shuffle_refused_by_the_table_state(fake, capsys, at_80_columns):
     from controller.control import ControlError
 
     def refuse(a):
