@@ -14,7 +14,7 @@ from typing import IO, Any, NoReturn
 
 from controller import __version__
 from controller.cli import exitcodes
-from controller.cli.output import print_json
+from controller.cli.output import fit, print_json
 
 # Modules that contribute subcommands; each has register(subparsers) -> None.
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
@@ -162,10 +162,13 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 class _Recorded:
     """A text stream that passes everything on and remembers whether anything was written
-    and what was written last, so that main() can keep --json's promise for every command."""
+    and what was written last, so that main() can keep --json's promise for every command.
+    With `fitted`, a line longer than the terminal is wrapped on its way (stderr is for
+    people: every message, refusal and hint fits the screen)."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], *, fitted: bool = False) -> None:
         self._stream = stream
+        self._fitted = fitted
         self.written = False
         self.last = ""
 
@@ -173,7 +176,7 @@ class _Recorded:
         if text.strip():
             self.written = True
             self.last = (self.last + text)[-2000:]
-        return self._stream.write(text)
+        return self._stream.write(fit(text) if self._fitted else text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -201,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version
         return exitcodes.BAD_ARGUMENTS if exc.code not in (0, None) else exitcodes.OK
     json_wanted = bool(getattr(args, "json", False))
-    out, err = _Recorded(sys.stdout), _Recorded(sys.stderr)
+    out, err = _Recorded(sys.stdout), _Recorded(sys.stderr, fitted=True)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     try:
