@@ -64,7 +64,10 @@ class Capture:
         # In a table's column the name keeps the width of the path it stands for.
         text = re.sub(r"/tmp/sim-shoe-[^/\s]+/tty( *)", lambda m: "/dev/baccarat-shoe".ljust(
             len(m[0])) if m[1] else "/dev/baccarat-shoe", text)
-        return text.replace(str(self.workdir), "/var/lib/tabled")
+        text = text.replace(str(self.workdir), "/var/lib/tabled")
+        # This checkout (its virtualenv's missing release manifest) as a table's install.
+        # (A line is wrapped before its paths are replaced: its breaks follow the real ones.)
+        return text.replace(str(ROOT), "/opt/tabled")
 
     async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
                   during: Callable[[], Awaitable[None]] | None = None, when: str = "",

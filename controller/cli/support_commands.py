@@ -1,8 +1,10 @@
 """`tablectl support-bundle`: everything a vendor asks for in a ticket, in one text file.
 
 Status, devices, the recent event log, the daemon's log and the table's configuration
-with its secrets removed. Whatever cannot be collected (the daemon is down, the journal
-is not readable) is named in the bundle instead, so the file is always written.
+with its secrets removed. With the daemon down, the recent events are read from a copy
+of the store file and the store gets the offline critical-memory check. Whatever cannot
+be collected (the journal is not readable, no store file) is named in the bundle
+instead, so the file is always written.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from controller import __version__
 from controller.cli import exitcodes
 from controller.cli.client import Daemon, DaemonUnavailable, default_socket
+from controller.cli.output import fit
 
 DEFAULT_CONFIG = "/etc/tabled/table.toml"
 DEFAULT_EVENTS = 200  # about the last ten rounds with their cards
@@ -243,6 +246,6 @@ def cmd_support_bundle(args: argparse.Namespace) -> int:
         print(f"tablectl: cannot write {target}: {exc.strerror or exc}; choose another place "
               "with --output FILE", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
-    print(f"support bundle written to {target} ({len(text.encode('utf-8')):,} bytes); attach "
-          "it to the ticket")
+    print(fit(f"support bundle written to {target} ({len(text.encode('utf-8')):,} bytes); "
+              "attach it to the ticket"))
     return exitcodes.OK
