@@ -3,6 +3,9 @@
     python -m hil.run --config config/simulated-table.toml --shoes 1 --seed 7
     python -m hil.run --keep-running          # then talk to the table with tablectl
 
+With --keep-running, Ctrl-C (or SIGTERM) ends the wait after the shoes: the table stops
+and the summary and balance check are printed as without it.
+
 This is the Quickstart's main job. Exit status 0 when every shoe completed and
 the table's win/loss plus every seat's result balance to the cent.
 
