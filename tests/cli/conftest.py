@@ -197,11 +197,9 @@ def fake(tmp_path: Path) -> Iterator[FakeDaemon]:
 
 @pytest.fixture(autouse=True)
 def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Expected fragments are plain text, whole: a terminal so wide that nothing wraps
-    (the tests of wrapping set COLUMNS themselves, `at_80_columns`); the socket comes only
-    from --socket."""
+    """Expected fragments are plain text (whole: tests/conftest.py's wide terminal; the
+    tests of wrapping ask for `at_80_columns`); the socket comes only from --socket."""
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "1000")
     monkeypatch.delenv("TABLECTL_SOCKET", raising=False)
 
 
