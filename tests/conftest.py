@@ -4,21 +4,11 @@ Hypothesis gives every example a 200 ms deadline and fails a test whose data
 generation is slow. Both are timing checks, and this suite must pass on a busy
 machine (speed is checked by bench/, not by tests): no deadline, and no
 too-slow health check. Each property test keeps its own example count.
-
-tablectl wraps its text to the terminal (80 columns when there is none): the suite
-reads its messages whole, on a terminal so wide that nothing wraps; the tests of
-wrapping set COLUMNS themselves.
 """
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
-
-
-@pytest.fixture(autouse=True)
-def _tablectl_unwrapped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "1000")
