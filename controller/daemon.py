@@ -990,10 +990,8 @@ COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
     "rounds": {"limit": whole(1, 100_000, default=10), "after_round_id": whole(0, 2**63 - 1)},
     "events": {
         "after_seq": whole(0, 2**62, default=0), "limit": whole(1, 100_000, default=50),
-        "kind": text("an event kind (docs/control-api.md, Event kinds), e.g. card",
-                     max_chars=64),
-        "device": text("a configured device (tablectl devices): shoe, shuffler, seats, display",
-                       max_chars=64),
+        "kind": text("an event kind, e.g. card, device_fault, prompt", max_chars=64),
+        "device": text("a device name: shoe, shuffler, seats, display", max_chars=64),
         "severity": choice(SEVERITIES),
         "since": number(0, 2**40, "seconds since the epoch (a number >= 0)"),
         "oldest_first": FLAG,
