@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import gc
 import json
 import os
@@ -29,7 +30,8 @@ from controller.access import AccessPolicy, Role
 from controller.auth import PIN_GUARD_META, PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
-from controller.control_args import FLAG, Arg, choice, number, text, whole
+from controller.control_args import FLAG, Arg, choice, number, shown, text, whole
+from controller.events import KINDS, SEVERITIES
 from controller.limits import connection_budget, open_files_limit
 from controller.metrics_http import MetricsEndpoint
 from controller.offload import StoreWork
@@ -862,8 +864,12 @@ class Daemon:
         from drivers.protocols import LedState
 
         if self.table.state not in LIGHT_TEST_STATES:
-            raise ControlError(f"the light test runs only while no round is in play (closed, "
-                               f"end of shoe or a fault); the table is {self.table.state.value}")
+            # Name the states that allow it: "no round in play" is true of the cut too, where
+            # the test is still refused (the dealer is preparing the shoe at the table).
+            allowed = ", ".join(state.value for state in LIGHT_TEST_STATES)
+            raise ControlError(f"the light test runs only when the table is {allowed}; the "
+                               f"table is {self.table.state.value}: run it at the end of the "
+                               "shoe or with the table closed")
         from drivers.protocols import LinkState
 
         seats, display = self.seats, self.display
@@ -916,7 +922,16 @@ class Daemon:
         return {"device": result.device, "passed": result.passed, "detail": result.detail}
 
     async def _events(self, args: Mapping[str, Any]) -> Any:
-        """Up to 100,000 entries: read and made JSON-ready in a worker thread."""
+        """Up to 100,000 entries: read and made JSON-ready in a worker thread. A kind or a
+        device that no entry can have is refused, naming the ones there are: a typo must
+        not read as "nothing happened"."""
+        for key, known in (("kind", sorted(KINDS)), ("device", sorted(self.devices))):
+            value = args[key]
+            if value is not None and value not in known:
+                near = difflib.get_close_matches(value, known, n=1)
+                raise ControlError(f"no event {key} {shown(value)}"
+                                   + (f" (did you mean {near[0]}?)" if near else "")
+                                   + f"; allowed: {', '.join(known)}", "bad_request")
         query = dict(args)
         query["since"] = float(args["since"]) if args["since"] is not None else None
         return await self.store_work.read(
@@ -931,7 +946,8 @@ class Daemon:
                         "in_shuffler": _colour(t.batch_in_shuffler)},
             "game": self.config.submission.game.family,
             "variant": self.config.submission.game.variant,
-            "config": self.config.source,
+            # Absolute: a technician's tablectl runs from another directory than the daemon.
+            "config": str(Path(self.config.source).absolute()),
             "shoe": {"shoe_no": t.shoe.shoe_no, "cards_drawn": t.shoe.cards_drawn,
                      "cards_left": max(0, self.config.submission.game.decks * 52
                                        - t.shoe.cards_drawn) if t.shoe.shoe_no else None,
@@ -976,7 +992,7 @@ COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
         "after_seq": whole(0, 2**62, default=0), "limit": whole(1, 100_000, default=50),
         "kind": text("an event kind, e.g. card, device_fault, prompt", max_chars=64),
         "device": text("a device name: shoe, shuffler, seats, display", max_chars=64),
-        "severity": text("info, warning, error or critical", max_chars=64),
+        "severity": choice(SEVERITIES),
         "since": number(0, 2**40, "seconds since the epoch (a number >= 0)"),
         "oldest_first": FLAG,
     },
@@ -1028,8 +1044,9 @@ def _device_as(devices: Mapping[str, Device], name: str, protocol: type) -> Devi
 
 # Between shoes, or nothing to play: a release may be activated or rolled back.
 SOFTWARE_CHANGE_STATES = (TableState.CLOSED, TableState.END_OF_SHOE, TableState.OUT_OF_ORDER)
-LIGHT_TEST_STATES = frozenset({TableState.CLOSED, TableState.END_OF_SHOE,
-                               TableState.DEVICE_FAULT, TableState.OUT_OF_ORDER})
+# In the order the refusal names them.
+LIGHT_TEST_STATES = (TableState.CLOSED, TableState.END_OF_SHOE, TableState.DEVICE_FAULT,
+                     TableState.OUT_OF_ORDER)
 
 
 def _colour(back: Any) -> str | None:

@@ -213,6 +213,7 @@ CATALOGUE: tuple[EventKind, ...] = (
 )
 
 KINDS: dict[str, EventKind] = {e.kind: e for e in CATALOGUE}
+SEVERITIES = ("info", "warning", "error", "critical")  # every entry has one of these
 SHOE_CARD_KINDS = frozenset(e.kind for e in CATALOGUE if e.shoe_card)
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "control-api.md"

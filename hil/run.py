@@ -3,6 +3,9 @@
     python -m hil.run --config config/simulated-table.toml --shoes 1 --seed 7
     python -m hil.run --keep-running          # then talk to the table with tablectl
 
+With --keep-running, Ctrl-C (or SIGTERM) ends the wait after the shoes: the table stops
+and the summary and balance check are printed as without it.
+
 This is the Quickstart's main job. Exit status 0 when every shoe completed and
 the table's win/loss plus every seat's result balance to the cent.
 
@@ -135,7 +138,13 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
                     "another terminal:\n")
                 say(f"    {tablectl_line(table.socket)}\n")
                 say(f"Scoreboard: {display.url('/scoreboard')}; daemon log: {log}")
-                await asyncio.Event().wait()
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    # Ctrl-C or SIGTERM ends the wait, not the run: the table stops
+                    # cleanly and the summary and balance check below are still printed.
+                    main_task.uncancel()
+                    say("\nStopping the simulated table.")
     finally:
         clear_broker(harness.table_config, say)
         if witness is not None:

@@ -49,6 +49,9 @@ class Capture:
         self.socket = socket
         self.workdir = workdir
         self.blocks: dict[str, list[str]] = {}
+        # Every run whole (no `keep` cut): (the command as shown, exit code, its output).
+        # tests/cli/test_terminal_80_columns.py holds each to an 80-column terminal.
+        self.runs: list[tuple[str, int, str]] = []
 
     def _tidy(self, text: str) -> str:
         text = text.replace(self.socket, SOCKET_ON_TABLE)
@@ -61,7 +64,10 @@ class Capture:
         # In a table's column the name keeps the width of the path it stands for.
         text = re.sub(r"/tmp/sim-shoe-[^/\s]+/tty( *)", lambda m: "/dev/baccarat-shoe".ljust(
             len(m[0])) if m[1] else "/dev/baccarat-shoe", text)
-        return text.replace(str(self.workdir), "/var/lib/tabled")
+        text = text.replace(str(self.workdir), "/var/lib/tabled")
+        # This checkout (its virtualenv's missing release manifest) as a table's install.
+        # (A line is wrapped before its paths are replaced: its breaks follow the real ones.)
+        return text.replace(str(ROOT), "/opt/tabled")
 
     async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
                   during: Callable[[], Awaitable[None]] | None = None, when: str = "",
@@ -76,6 +82,7 @@ class Capture:
                                           else None, stdin=stdin, during=during, when=when,
                                           env={"COLUMNS": "80"}, timeout=CLI_TIMEOUT_S)
         text = self._tidy(output).rstrip("\n")
+        self.runs.append((self._tidy(f"tablectl {shown}"), code, text))
         lines = text.splitlines()
         if keep is not None and len(lines) > keep + 2:
             text = "\n".join([*lines[:keep], "...", lines[-1]])
@@ -85,10 +92,11 @@ class Capture:
         return code
 
 
-def write_guide(blocks: dict[str, list[str]], source: str) -> list[str]:
-    """Replace each example block in the guide; returns the names with no marker."""
+def write_guide(blocks: dict[str, list[str]], source: str | None) -> list[str]:
+    """Replace each example block in the guide (and the `source` block, unless None);
+    returns the names with no marker."""
     text = GUIDE.read_text(encoding="utf-8")
-    blocks = {**blocks, "source": [source]}
+    blocks = {**blocks, "source": [source]} if source is not None else dict(blocks)
     missing = []
     for name, outputs in blocks.items():
         pattern = re.compile(rf"(<!-- example:{re.escape(name)} -->\n).*?(<!-- /example:"
@@ -139,6 +147,13 @@ def old_firmware_harness(config: Path, workdir: Path, seed: int) -> Any:
 
 
 async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[str]], str]:
+    blocks, source, _ = await capture_simulated_runs(workdir, seed)
+    return blocks, source
+
+
+async def capture_simulated_runs(workdir: Path, seed: int
+                                 ) -> tuple[dict[str, list[str]], str, list[tuple[str, int, str]]]:
+    """The guide's examples from the simulated tables, the source line, and every run."""
     from hil.table_harness import TableHarness
 
     config = ROOT / "config" / "simulated-table.toml"
@@ -184,7 +199,12 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
             import random
             stack, cover_at = build_stack(h.decks, random.Random(seed))
             h.shoe.load(stack, h.back, cover_at)
-            await h.call("shoe_loaded")
+            from controller.control import ControlError
+            try:
+                await h.call("shoe_loaded")
+            except ControlError as exc:  # the shoe reported its cards first: in the burn
+                if "burn" not in str(exc):
+                    raise
             await h.shoe.draw()
             await h.shoe.draw()
 
@@ -239,6 +259,7 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap_p.run("fault-shuffler", ["status"])
     for name, outputs in cap_p.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
+    cap.runs.extend(cap_p.runs)
     # A third table whose shoe speaks another protocol version (old firmware).
     firmware_dir = workdir / "firmware"
     cap_f = Capture(str(firmware_dir / "control.sock"), firmware_dir)
@@ -252,6 +273,7 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
         await cap_f.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
     for name, outputs in cap_f.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
+    cap.runs.extend(cap_f.runs)
     await capture_offline(cap, workdir)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
@@ -259,7 +281,7 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
               f"`config/simulated-table.toml`; the meters from "
               f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); faults were "
               "injected into the simulators. Scratch paths are shown as the paths on a table.")
-    return cap.blocks, source
+    return cap.blocks, source, cap.runs
 
 
 def hostile_configuration(workdir: Path) -> Path:
@@ -417,6 +439,9 @@ def main() -> int:
     parser.add_argument("--backend", choices=["sim", "fake"], default="sim")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dry-run", action="store_true", help="print, do not edit the guide")
+    parser.add_argument("--only", metavar="NAME,...",
+                        help="replace only these examples (the names in the guide's markers); "
+                             "the others and the source line are left as they are")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tablectl-examples-") as tmp:
         workdir = Path(tmp)
@@ -426,7 +451,15 @@ def main() -> int:
         for name, outputs in blocks.items():
             print(f"## {name}\n" + "\n\n".join(outputs) + "\n")
         return 0
-    missing = write_guide(blocks, source)
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [name for name in wanted if name not in blocks]
+        if unknown:
+            print(f"--only: no example named {', '.join(unknown)}; the examples: "
+                  f"{', '.join(blocks)}", file=sys.stderr)
+            return 2
+        blocks = {name: blocks[name] for name in wanted}
+    missing = write_guide(blocks, None if args.only else source)
     if missing:
         print(f"no marker in {GUIDE} for: {', '.join(missing)}", file=sys.stderr)
         return 1

@@ -10,9 +10,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import IO, Any, NoReturn
 
 from controller import __version__
 from controller.cli import exitcodes
+from controller.cli.output import fit, print_json
 
 # Modules that contribute subcommands; each has register(subparsers) -> None.
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
@@ -39,12 +41,39 @@ COMMAND_MODULE = {
 }
 
 
+# Options every daemon-facing command takes, accepted before the command too
+# (`tablectl --socket PATH status`, as `git -C DIR status`): option -> its destination.
+GLOBAL_OPTIONS = {"--socket": "socket", "--json": "json"}
+_GLOBAL_DEST = "global_"  # where the top-level parser keeps them until main() hands them on
+
+
+class BadArguments(Exception):
+    """argparse's complaint about the command line, raised instead of exiting so that main()
+    can answer it in JSON too when --json was asked for."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are BadArguments (its subparsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise BadArguments(self, message)
+
+
 def _command_named(argv: Sequence[str]) -> str | None:
-    """The subcommand in ``argv`` (its first word that is not an option), if any."""
-    for word in argv:
-        if not word.startswith("-"):
+    """The subcommand in ``argv`` (its first word that is not an option or a global
+    option's value), if any."""
+    words = iter(argv)
+    for word in words:
+        if word == "--socket":
+            next(words, None)
+        elif not word.startswith("-"):
             return word
-        if word in ("-h", "--help", "--version"):
+        elif word in ("-h", "--help", "--version"):
             return None
     return None
 
@@ -56,12 +85,21 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     command = _command_named(argv) if argv is not None else None
     modules = ((COMMAND_MODULE[command],) if command in COMMAND_MODULE
                else _COMMAND_MODULES)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tablectl",
-        description="Diagnose and operate a baccarat table controller.",
+        description="Diagnose and operate a baccarat table controller. --socket and --json "
+                    "may be given before the command or after it.",
     )
     parser.add_argument("--version", action="version", version=f"tablectl {__version__}",
                         help="print tablectl's version and exit (the daemon's is in 'status')")
+    # SUPPRESS: absent unless given, so main() knows what was given before the command.
+    parser.add_argument("--socket", dest=_GLOBAL_DEST + "socket", default=argparse.SUPPRESS,
+                        metavar="PATH", help="tabled's control socket, for the commands that "
+                                             "talk to it (default: $TABLECTL_SOCKET or "
+                                             "/run/tabled/control.sock)")
+    parser.add_argument("--json", dest=_GLOBAL_DEST + "json", action="store_true",
+                        default=argparse.SUPPRESS,
+                        help="machine-readable JSON, for the commands that offer it")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in modules:
@@ -89,20 +127,103 @@ def _reader_went_away() -> int:
     return exitcodes.OK
 
 
+def _command_parser(parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command that `args` names: `tablectl events verify`'s."""
+    while True:
+        subparsers = next((a for a in parser._actions
+                           if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, subparsers.dest, None) if subparsers is not None else None
+        if subparsers is None or chosen is None:
+            return parser
+        parser = subparsers.choices[chosen]
+
+
+def _hand_on_global_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Give the options given before the command to the command, as if given after it;
+    BadArguments if the command does not take one."""
+    command = _command_parser(parser, args)
+    for option, dest in GLOBAL_OPTIONS.items():
+        value = getattr(args, _GLOBAL_DEST + dest, None)
+        if value is None:
+            continue
+        delattr(args, _GLOBAL_DEST + dest)
+        if option not in command._option_string_actions:
+            raise BadArguments(command, f"{option}: '{command.prog}' does not take it")
+        if getattr(args, dest, None) in (None, False):  # given after the command: that wins
+            setattr(args, dest, value)
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether --json is on the command line (before a `--` that ends the options)."""
+    words = list(argv)
+    return "--json" in (words[:words.index("--")] if "--" in words else words)
+
+
+class _Recorded:
+    """A text stream that passes everything on and remembers whether anything was written
+    and what was written last, so that main() can keep --json's promise for every command.
+    With `fitted`, a line longer than the terminal is wrapped on its way (stderr is for
+    people: every message, refusal and hint fits the screen)."""
+
+    def __init__(self, stream: IO[str], *, fitted: bool = False) -> None:
+        self._stream = stream
+        self._fitted = fitted
+        self.written = False
+        self.last = ""
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.written = True
+            self.last = (self.last + text)[-2000:]
+        return self._stream.write(fit(text) if self._fitted else text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _last_message(recorded: _Recorded) -> str:
+    lines = [line.strip() for line in recorded.last.splitlines() if line.strip()]
+    return lines[-1].removeprefix("tablectl: ") if lines else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    json_wanted = _wants_json(argv)
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on bad arguments, 0 on --help and --version
+        _hand_on_global_options(parser, args)
+    except BadArguments as exc:
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        if json_wanted:
+            print_json({"ok": False, "error": exc.message, "reason": "bad_arguments"})
+        return exitcodes.BAD_ARGUMENTS
+    except SystemExit as exc:  # --help and --version
         return exitcodes.BAD_ARGUMENTS if exc.code not in (0, None) else exitcodes.OK
-    handler = args.handler
+    json_wanted = bool(getattr(args, "json", False))
+    out, err = _Recorded(sys.stdout), _Recorded(sys.stderr, fitted=True)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     try:
-        code = int(handler(args) or exitcodes.OK)
+        code = int(args.handler(args) or exitcodes.OK)
         sys.stdout.flush()  # a cut pipe shows here when the last lines are still buffered
     except BrokenPipeError:
+        sys.stdout, sys.stderr = saved
         return _reader_went_away()
+    except KeyboardInterrupt:  # Ctrl-C: whatever was running, one line and no traceback
+        print("\ninterrupted", file=sys.stderr)
+        code = exitcodes.INTERRUPTED
+    finally:
+        sys.stdout, sys.stderr = saved
+    if json_wanted and not out.written:
+        # Every --json answer is one JSON document, a refusal or a failure too: the command
+        # said why on stderr only, so that is the error here.
+        print_json({"ok": code == exitcodes.OK, "exit_code": code,
+                    "error": _last_message(err) or None,
+                    "reason": "interrupted" if code == exitcodes.INTERRUPTED else "failed"})
     return code
 
 

@@ -9,3 +9,4 @@ INTEGRITY_FAILURE = 5
 BAD_CONFIGURATION = 6
 UNSUPPORTED = 7  # the daemon does not offer the command (it is older than this tablectl)
 REFUSED = 8  # the daemon refused the request: wrong supervisor PIN, or not allowed now
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as the shell reports a command it interrupted)

@@ -8,13 +8,13 @@ quick command never flickers and stdout stays clean for `| grep`.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import os
 import re
 import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import IO, Any, TypeVar
@@ -61,6 +61,47 @@ def shorten(text: str, width: int) -> str:
     return plain[:head] + "…" + (plain[-tail:] if tail else "")
 
 
+def terminal_width() -> int:
+    """The terminal's width in columns: $COLUMNS if set, else the terminal's, else 80 (a
+    pipe, a serial console whose size is unknown)."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def record_width() -> int | None:
+    """The width to wrap a stream of records (event lines) to: the terminal's, or $COLUMNS
+    when set; None when piped without $COLUMNS, so that each record stays one line for
+    `grep` (--json is the form for scripts)."""
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return terminal_width()
+    return None
+
+
+def wrap(text: str, width: int | None = None, *, indent: str = "",
+         hanging: str | None = None) -> str:
+    """`text` wrapped at word boundaries to `width` (default: the terminal's), the first line
+    after `indent`, the others after `hanging` (default: as deep as `indent`). A word longer
+    than the line (a path, a hash) stays whole on its own line rather than split."""
+    width = width or terminal_width()
+    return textwrap.fill(text, width=width, initial_indent=indent,
+                         subsequent_indent=indent if hanging is None else hanging,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def fit(text: str, width: int | None = None) -> str:
+    """Each line of `text` longer than `width` (default: the terminal's) wrapped at word
+    boundaries, its next lines two columns deeper than its own indent; short lines as they
+    are. For messages and reports whose lines are sentences, not table rows."""
+    width = width or terminal_width()
+    lines = []
+    for line in text.split("\n"):
+        if visible_len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        lines.append(wrap(line.lstrip(" "), width, indent=indent, hanging=indent + "  "))
+    return "\n".join(lines)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
           right: Iterable[int] = (), indent: str = "", max_width: int | None = None,
           shrinkable: Iterable[int] = ()) -> str:
@@ -99,14 +140,22 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
 
 
 def key_values(pairs: Iterable[tuple[str, Any]], indent: str = "",
-               width: int | None = None) -> str:
+               width: int | None = None, *, wrap_to: int | None = None) -> str:
     """`label: value` lines with the values aligned (at `width`, else after the longest
-    label), skipping pairs whose value is None."""
+    label), skipping pairs whose value is None. With `wrap_to`, a long value is wrapped to
+    that many columns, its next lines starting under its first (a hanging indent)."""
     kept = [(k, v) for k, v in pairs if v is not None]
     if not kept:
         return ""
     width = width or max(len(k) for k, _ in kept) + 1
-    return "\n".join(f"{indent}{(k + ':'):<{width}} {v}" for k, v in kept)
+    lines = []
+    for k, v in kept:
+        label = f"{indent}{(k + ':'):<{width}} "
+        if wrap_to is None or visible_len(str(v)) + len(label) <= wrap_to:
+            lines.append(f"{label}{v}")
+        else:
+            lines.append(wrap(str(v), wrap_to, indent=label, hanging=" " * len(label)))
+    return "\n".join(lines)
 
 
 def money(cents: int | None, *, sign: bool = False) -> str:
@@ -230,6 +279,8 @@ class ProgressBar:
 
 async def with_progress(label: str, work: Awaitable[T]) -> T:
     """Await `work`, showing an elapsed-time bar if it takes longer than a second."""
+    import asyncio  # here: tablectl's offline commands load this module without asyncio
+
     bar = ProgressBar(label)
     task = asyncio.ensure_future(work)
     try:

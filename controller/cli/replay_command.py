@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli import exitcodes
+from controller.cli.output import fit  # every line of text fits the terminal
 from controller.cli.storefile import copy_store, not_a_table_store
 
 
@@ -65,7 +66,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str, code: int = exitcodes.BAD_ARGUMENTS) -> int:
-    print(f"tablectl replay: {message}", file=sys.stderr)
+    print(fit(f"tablectl replay: {message}"), file=sys.stderr)
     return code
 
 
@@ -250,16 +251,17 @@ def _print(args: argparse.Namespace, replayed: Sequence[Any]) -> int:
             if args.json:
                 print(line)
                 continue
-            print(human_line(done.record))
+            print(fit(human_line(done.record)))
             for s in done.record["settlements"]:
+                # The settlement's figures on one line, the rule that paid it under them.
                 print(f"    seat {s['seat']:2d}  {s['wager']:<24} {s['amount_cents']:>9} cents  "
-                      f"{s['outcome']:<4} {signed_dollars(s['net_cents']):>12}  "
-                      f"{s['label']} ({s['section']})")
+                      f"{s['outcome']:<4} {signed_dollars(s['net_cents']):>12}")
+                print(fit(f"{' ' * 14}{s['label']} ({s['section']})"))
             if done.round is not None and done.round.recorded_state:
                 if done.differences:
                     print(f"  DIFFERS from the table's record of {done.round.source}:")
                     for d in done.differences:
-                        print(f"    {d}")
+                        print(fit(f"    {d}"))
                 elif replayed_as_recorded(args):
                     print(f"  the table settled {done.round.source} alike")
         differ = sum(1 for done in replayed if done.differences)

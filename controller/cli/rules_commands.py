@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from controller.cli import exitcodes
+from controller.cli.output import fit  # every line of text fits the terminal
 
 
 def register(subparsers: Any) -> None:
@@ -51,7 +52,7 @@ def _load(path: str) -> Any:
         return load_game(path)
     except SubmissionError as exc:
         for line in exc.errors:
-            print(line, file=sys.stderr)
+            print(fit(line), file=sys.stderr)
         return None
 
 
@@ -70,7 +71,7 @@ def _progressive_config(path: str) -> Any:
         return load_progressive_config(path)
     except ProgressiveConfigError as exc:
         for line in exc.problems:
-            print(f"{path}: {line}", file=sys.stderr)
+            print(fit(f"{path}: {line}"), file=sys.stderr)
         return None
 
 
@@ -97,7 +98,7 @@ def simulated_progressive(path: str, seed: int) -> Any:
     try:
         return SimulatedProgressive(config, random.Random(seed * 1_000_003 + 29))
     except ValueError as exc:
-        print(f"{path}: {exc.args[0]}", file=sys.stderr)
+        print(fit(f"{path}: {exc.args[0]}"), file=sys.stderr)
         return None
 
 
@@ -120,7 +121,7 @@ def _par_sheet(args: argparse.Namespace) -> int:
         obj["seconds"] = round(elapsed, 4)
         print(json.dumps(obj, indent=2))
     else:
-        print(render_text(sheet))
+        print(fit(render_text(sheet)))
         print(f"(computed in {elapsed:.3f} s)")
     return exitcodes.OK
 
@@ -154,7 +155,8 @@ def _simulate(args: argparse.Namespace) -> int:
             elif shares_terminal:
                 bar.finish()  # the rounds scroll on the same screen: no bar over them
             total += record["seat_net_cents"]
-            print(json.dumps(record, ensure_ascii=False) if args.json else human_line(record))
+            print(json.dumps(record, ensure_ascii=False) if args.json
+                  else fit(human_line(record)))
     finally:
         bar.finish()
     if not args.json:
@@ -180,23 +182,25 @@ def _validate(args: argparse.Namespace) -> int:
             config = load_config(args.file)
         except ConfigError as exc:
             for line in exc.problems:
-                print(f"{args.file}: {line}")
+                print(fit(f"{args.file}: {line}"))
             print(f"{len(exc.problems)} error(s)")
             return exitcodes.BAD_CONFIGURATION
         sub = config.submission
-        print(f"{args.file}: valid table configuration ({sub.game.family}, {sub.game.decks} "
-              f"decks, {sub.table.seats} seats, wagers: {', '.join(w.key for w in sub.wagers)}"
-              + (", progressive: " + ", ".join(p.name for p in config.progressive.progressives)
-                 if config.progressive else "") + ")")
+        print(fit(f"{args.file}: valid table configuration ({sub.game.family}, "
+                  f"{sub.game.decks} decks, {sub.table.seats} seats, wagers: "
+                  f"{', '.join(w.key for w in sub.wagers)}"
+                  + (", progressive: " + ", ".join(p.name for p in
+                                                   config.progressive.progressives)
+                     if config.progressive else "") + ")"))
         return exitcodes.OK
     try:
         sub = load_submission(args.file)
     except SubmissionError as exc:
         for line in exc.errors:
-            print(line)
+            print(fit(line))
         print(f"{len(exc.errors)} error(s)")
         return exitcodes.BAD_CONFIGURATION
-    print(f"{args.file}: valid Rules Submission ({sub.game.family}, {sub.game.decks} decks, "
-          f"wagers: {', '.join(w.key for w in sub.wagers)}); no device sections, so it is not "
-          "yet a whole table configuration")
+    print(fit(f"{args.file}: valid Rules Submission ({sub.game.family}, {sub.game.decks} "
+              f"decks, wagers: {', '.join(w.key for w in sub.wagers)}); no device sections, "
+              "so it is not yet a whole table configuration"))
     return exitcodes.OK

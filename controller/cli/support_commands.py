@@ -1,8 +1,10 @@
 """`tablectl support-bundle`: everything a vendor asks for in a ticket, in one text file.
 
 Status, devices, the recent event log, the daemon's log and the table's configuration
-with its secrets removed. Whatever cannot be collected (the daemon is down, the journal
-is not readable) is named in the bundle instead, so the file is always written.
+with its secrets removed. With the daemon down, the recent events are read from a copy
+of the store file and the store gets the offline critical-memory check. Whatever cannot
+be collected (the journal is not readable, no store file) is named in the bundle
+instead, so the file is always written.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Any
 from controller import __version__
 from controller.cli import exitcodes
 from controller.cli.client import Daemon, DaemonUnavailable, default_socket
+from controller.cli.output import fit
 
 DEFAULT_CONFIG = "/etc/tabled/table.toml"
 DEFAULT_EVENTS = 200  # about the last ten rounds with their cards
 JOURNAL_LINES = 500
+BUNDLE_WIDTH = 78  # a file read in any viewer: the width of its section rules
 REMOVED = '"<removed>"'
 # Keys whose values are secrets wherever they appear; every value of these sections is one.
 # (Whole names: `lockout_pin` and `pin_factory` are wiring, not secrets.)
@@ -55,6 +59,9 @@ def register(subparsers: Any) -> None:
                    help="the daemon's log file (default: journalctl -u tabled)")
     p.add_argument("--events", type=int, default=DEFAULT_EVENTS, metavar="N",
                    help=f"how many recent events (default {DEFAULT_EVENTS})")
+    p.add_argument("--store", metavar="PATH",
+                   help="when the daemon is down: the table's store file, whose events are "
+                        "read and checked (default: the configuration's [store] path)")
     p.set_defaults(handler=cmd_support_bundle)
 
 
@@ -114,6 +121,63 @@ def _read(path: Path, transform: Callable[[str], str] = lambda text: text) -> st
         return f"(not collected: cannot read {path}: {exc.strerror or exc})"
 
 
+def _store_of(config_path: str) -> tuple[str | None, str | None]:
+    """(store path, critical-memory directory) named by the configuration's [store], read
+    as plain TOML: a configuration the daemon would refuse still says where its store is."""
+    import tomllib
+
+    try:
+        store = tomllib.loads(Path(config_path).read_text(encoding="utf-8")).get("store") or {}
+    except (OSError, ValueError):
+        return None, None
+    path, critical_dir = store.get("path"), store.get("critical_dir")
+    return (str(path) if path else None), (str(critical_dir) if critical_dir else None)
+
+
+def _from_store(source: Path, critical_dir: str | None, events: int
+                ) -> list[tuple[str, str]]:
+    """With the daemon down: the last events read from a copy of its store, and the
+    offline critical-memory check (as `tablectl events verify --store`), as sections."""
+    import tempfile
+
+    from controller.cli.storefile import copy_store, not_a_table_store
+    from controller.cli.table_commands import event_line
+    from controller.control import event_json
+    from controller.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.critical_store import verify_file
+    from controller.store import Store
+
+    if not source.is_file():
+        return [("store", f"(not collected: no store file at {source}; give --store PATH)")]
+    paths = CriticalPaths.for_store(source, critical_dir)
+    try:
+        with tempfile.TemporaryDirectory(prefix="tablectl-bundle-") as tmp:
+            copy = copy_store(source, Path(tmp))  # the evidence itself is never opened
+            refused = not_a_table_store(copy)
+            if refused is not None:
+                return [("store", f"(not collected: {refused.replace(str(copy), str(source))})")]
+            store = Store(copy, create=False, check=False, read_only=True)
+            try:
+                read = [event_json(e) for e in store.events(limit=events)]
+            finally:
+                store.close()
+            try:
+                result = as_mapping(verify_file(str(copy), load_key(paths), paths, full=True))
+                check = (f"critical memory OK: {result.get('entries')} log entries verified "
+                         f"in {source} (every entry)")
+            except IntegrityError as exc:
+                check = f"CRITICAL MEMORY CHECK FAILED ({source}): {exc.check}: {exc.detail}"
+    except OSError as exc:
+        return [("store", f"(not collected: cannot read {exc.filename or source}: "
+                          f"{exc.strerror or exc}; run as a member of the tabled group or "
+                          "with sudo)")]
+    return [(f"last {len(read)} events, read from the store {source}",
+             "\n".join(event_line(e, BUNDLE_WIDTH) for e in read)),
+            ("events read from the store, as JSON", json.dumps(read, indent=1,
+                                                                 ensure_ascii=False)),
+            ("critical-memory check of the store (offline, every entry)", check)]
+
+
 def build_bundle(args: argparse.Namespace) -> tuple[str, str]:
     """(table id for the file name, the bundle's text)."""
     from controller.cli.table_commands import event_line, render_devices, render_status
@@ -130,12 +194,21 @@ def build_bundle(args: argparse.Namespace) -> tuple[str, str]:
              f"Python {platform.python_version()})", f"control socket: {socket}"]
 
     def section(title: str, body: str) -> None:
-        parts.extend(["", "=" * 78, f"== {title}", "=" * 78, body.rstrip("\n")])
+        parts.extend(["", "=" * BUNDLE_WIDTH, f"== {title}", "=" * BUNDLE_WIDTH,
+                      body.rstrip("\n")])
 
     table_id = "table"
     config_path = args.config
     if daemon is None:
         section("daemon", f"not reachable: {unreachable}")
+        store, critical_dir = _store_of(config_path or DEFAULT_CONFIG)
+        store = args.store or store
+        if store is None:
+            section("store", "(not collected: no [store] path in the configuration; give "
+                             "--store PATH)")
+        else:
+            for title, body in _from_store(Path(store), critical_dir, args.events):
+                section(title, body)
     else:
         status = daemon["status"]
         table_id = str(status.get("table_id") or table_id)
@@ -143,7 +216,7 @@ def build_bundle(args: argparse.Namespace) -> tuple[str, str]:
         section("status", render_status(status))
         section("devices", render_devices(daemon["devices"]))
         section(f"last {len(daemon['events'])} events",
-                "\n".join(event_line(e) for e in daemon["events"]))
+                "\n".join(event_line(e, BUNDLE_WIDTH) for e in daemon["events"]))
         section("status, devices and events as JSON",
                 json.dumps({k: daemon[k] for k in ("status", "devices", "events")},
                            indent=1, ensure_ascii=False))
@@ -173,6 +246,6 @@ def cmd_support_bundle(args: argparse.Namespace) -> int:
         print(f"tablectl: cannot write {target}: {exc.strerror or exc}; choose another place "
               "with --output FILE", file=sys.stderr)
         return exitcodes.BAD_ARGUMENTS
-    print(f"support bundle written to {target} ({len(text.encode('utf-8')):,} bytes); attach "
-          "it to the ticket")
+    print(fit(f"support bundle written to {target} ({len(text.encode('utf-8')):,} bytes); "
+              "attach it to the ticket"))
     return exitcodes.OK

@@ -33,8 +33,8 @@ from controller.cli.client import (
 )
 from controller.cli.storefile import copy_store, not_a_table_store
 from controller.cli.output import (
-    ProgressBar, colour_enabled, duration, generic, key_values, money, paint, print_json,
-    table, visible_len, when, with_progress,
+    ProgressBar, colour_enabled, duration, fit, generic, key_values, money, paint, print_json,
+    record_width, table, terminal_width, when, with_progress, wrap,
 )
 from controller.control import ControlError
 from controller.events import KINDS, SHOE_CARD_KINDS
@@ -222,20 +222,26 @@ def _run(args: argparse.Namespace, body: Callable[[Daemon], Awaitable[int]]) -> 
     try:
         return asyncio.run(go())
     except DaemonUnavailable as exc:
-        print(exc.explain(), file=sys.stderr)
+        print(fit(exc.explain()), file=sys.stderr)
         _json_error(args, str(exc), exc.reason, socket=exc.path)
         return exitcodes.DAEMON_NOT_RUNNING
     except UnsupportedCommand as exc:
-        print(f"tablectl: {exc}", file=sys.stderr)
+        print(fit(f"tablectl: {exc}"), file=sys.stderr)
         _json_error(args, str(exc), "unsupported")
         return exitcodes.UNSUPPORTED
     except ControlError as exc:
-        print(f"tablectl: the daemon refused: {exc} ({exc.code})", file=sys.stderr)
+        # bad_request: the daemon, which owns what is valid (an event kind, a device), says
+        # what was wrong and what is allowed; to the technician that is a bad argument.
+        print(wrap(f"tablectl: the daemon refused: {exc} ({exc.code})", hanging="  "),
+              file=sys.stderr)
         _json_error(args, str(exc), exc.code)
+        if exc.code == "bad_request":
+            return exitcodes.BAD_ARGUMENTS
         return exitcodes.REFUSED if exc.code in _REFUSAL_CODES else exitcodes.FAILURE
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
-        return exitcodes.FAILURE
+        _json_error(args, "interrupted (Ctrl-C)", "interrupted")
+        return exitcodes.INTERRUPTED
 
 
 def _json_error(args: argparse.Namespace, message: str, reason: str, **extra: Any) -> None:
@@ -311,7 +317,8 @@ def _software(check: Any) -> str | None:
 
 
 def render_status(s: Mapping[str, Any]) -> str:
-    """The human view of the daemon's `status` result."""
+    """The human view of the daemon's `status` result, wrapped to the terminal."""
+    width = terminal_width()
     state = str(s.get("state", "?"))
     head = (f"Table {s.get('table_id', '?')}: "
             + paint(state.replace("_", " ").upper(), *_STATE_STYLE.get(state, ("bold",))))
@@ -325,7 +332,7 @@ def render_status(s: Mapping[str, Any]) -> str:
                                ("daemon uptime", duration(s.get("uptime_s"))
                                 if s.get("uptime_s") is not None else None),
                                ("history check", _history_check(s.get("history_check")))],
-                              "  ", _LABEL_WIDTH)]
+                              "  ", _LABEL_WIDTH, wrap_to=width)]
     shoe = s.get("shoe") or {}
     if shoe.get("shoe_no"):
         cover = "passed" if shoe.get("cover_card_seen") else "not yet"
@@ -336,7 +343,7 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(key_values([
             ("cards dealt", shoe.get("cards_drawn")), ("cards left", shoe.get("cards_left")),
             ("cover card", cover), ("last hand", last),
-            ("rounds this shoe", shoe.get("rounds"))], "  ", _LABEL_WIDTH))
+            ("rounds this shoe", shoe.get("rounds"))], "  ", _LABEL_WIDTH, wrap_to=width))
     else:
         lines.append("Shoe: none loaded")
     batches = s.get("batches")
@@ -346,7 +353,7 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append("Batches:")
         lines.append(key_values([("in play", batches.get("in_play")),
                                  ("in the shuffler", batches.get("in_shuffler"))],
-                                "  ", _LABEL_WIDTH))
+                                "  ", _LABEL_WIDTH, wrap_to=width))
     rnd = s.get("round") or {}
     if rnd.get("round_id") is not None:
         wagers = rnd.get("wagers") or []
@@ -354,7 +361,7 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append(f"Round in progress: round {rnd.get('round_no')} (id {rnd['round_id']})")
         lines.append(key_values([("next card", rnd.get("next")),
                                  ("wagers", f"{len(wagers)} totalling {money(total)}")],
-                                "  ", _LABEL_WIDTH))
+                                "  ", _LABEL_WIDTH, wrap_to=width))
     elif rnd.get("wagers"):
         wagers = rnd["wagers"]
         total = sum(int(w.get("amount_cents", 0)) for w in wagers)
@@ -363,34 +370,44 @@ def render_status(s: Mapping[str, Any]) -> str:
         lines.append("Round in progress: none")
     witness = s.get("witness")
     if isinstance(witness, Mapping):
-        lines.append(_witness_line(witness))
+        lines.append(_witness_line(witness, width))
     fault = s.get("fault")
     if fault:
-        lines.append(paint(f"FAULT: {fault.get('device')}: {fault.get('detail')} "
-                           f"[{fault.get('code')}]", "red", "bold"))
-        lines.append(f"  Action: {fault.get('action')}")
+        lines.append(paint(wrap(f"FAULT: {fault.get('device')}: {fault.get('detail')} "
+                                f"[{fault.get('code')}]", width, hanging="  "), "red", "bold"))
+        lines.append(action_lines(fault.get("action"), width))
     if s.get("out_of_order"):
-        lines.append(paint(f"OUT OF ORDER: {s['out_of_order']}", "red", "bold"))
-        lines.append(f"  Action: {OUT_OF_ORDER_ACTION}")
+        lines.append(paint(wrap(f"OUT OF ORDER: {s['out_of_order']}", width, hanging="  "),
+                           "red", "bold"))
+        lines.append(action_lines(OUT_OF_ORDER_ACTION, width))
     return "\n".join(line for line in lines if line)
 
 
-def _witness_line(w: Mapping[str, Any]) -> str:
+def action_lines(action: Any, width: int | None = None) -> str:
+    """A fault's `Action:` wrapped to the terminal under its label (the technician reads
+    it whole at 3 a.m. on an 80-column console)."""
+    return wrap(f"Action: {action}", width, indent="  ", hanging=" " * len("  Action: "))
+
+
+def _witness_line(w: Mapping[str, Any], width: int | None = None) -> str:
     """The table's witness (controller/witness/): up, down since when, or none at all."""
     link = w.get("link")
     waiting = w.get("pending_heads") or 0
     if link == "up":
-        return (f"Witness: up; last witnessed {w.get('last_witnessed') or 'nothing yet'}"
-                + (f"; {waiting} heads being sent" if waiting else ""))
+        return wrap(f"Witness: up; last witnessed {w.get('last_witnessed') or 'nothing yet'}"
+                    + (f"; {waiting} heads being sent" if waiting else ""), width, hanging="  ")
     if link in ("down", "connecting"):
         limit = w.get("max_unwitnessed_minutes")
-        return paint(f"Witness: DOWN for {duration(w.get('unwitnessed_s') or 0)}: "
-                     f"{w.get('last_error') or 'not reached yet'}; {waiting} heads kept in the "
-                     "outbox" + (f"; new rounds stop after {limit:g} min" if limit else ""),
+        return paint(wrap(f"Witness: DOWN for {duration(w.get('unwitnessed_s') or 0)}: "
+                          f"{w.get('last_error') or 'not reached yet'}; {waiting} heads kept in "
+                          "the outbox" + (f"; new rounds stop after {limit:g} min" if limit
+                                          else ""), width, hanging="  "),
                      "yellow", "bold")
     if link == "failed":
-        return paint(f"Witness: FAILED: {w.get('failure')}", "red", "bold")
-    return paint(f"Witness: none, the table is unwitnessed ({w.get('detail')})", "yellow")
+        return paint(wrap(f"Witness: FAILED: {w.get('failure')}", width, hanging="  "),
+                     "red", "bold")
+    return paint(wrap(f"Witness: none, the table is unwitnessed ({w.get('detail')})", width,
+                      hanging="  "), "yellow")
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -525,8 +542,8 @@ def cmd_test_shoe(args: argparse.Namespace) -> int:
             feed = await _events_after_now(d, _socket(args))
             if not _json(args):
                 until = f"stops after {args.cards} cards" if args.cards else "Ctrl-C to stop"
-                print(f"Draw cards from the shoe; each card it reads is shown here "
-                      f"({until}, or after {args.timeout:g} s).", flush=True)
+                print(fit(f"Draw cards from the shoe; each card it reads is shown here "
+                          f"({until}, or after {args.timeout:g} s)."), flush=True)
             try:
                 deadline = asyncio.get_running_loop().time() + args.timeout
                 while not args.cards or len(cards) < args.cards:
@@ -624,7 +641,7 @@ def cmd_test_shuffler(args: argparse.Namespace) -> int:
                 fault = outcome["fault"]
                 print(paint(f"SHUFFLER FAULT: {fault.get('detail')} [{fault.get('code')}]",
                             "red", "bold"))
-                print(f"  Action: {fault.get('action')}")
+                print(action_lines(fault.get("action")))
             return exitcodes.FAILURE
         if not _json(args):
             print(render_batch(outcome))
@@ -645,8 +662,8 @@ def render_batch(b: Mapping[str, Any]) -> str:
             f"{b.get('missing', 0)} missing, {b.get('extra', 0)} extra, "
             f"{b.get('duplicates', 0)} duplicates - {verdict}")
     if not _batch_ok(b):
-        text += ("\n  Action: do not use this batch; recount by hand, replace missing or "
-                 "damaged cards and shuffle again (681a.9(c))")
+        text += "\n" + action_lines("do not use this batch; recount by hand, replace missing "
+                                    "or damaged cards and shuffle again (681a.9(c))")
     return text
 
 
@@ -720,8 +737,8 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
         # Listen before asking: a touch the moment the prompt appears still counts.
         feed = await _events_after_now(d, _socket(args))
         if not _json(args):
-            print(f"Touch each seat's progressive spot with a chip, then lift it "
-                  f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s).")
+            print(fit(f"Touch each seat's progressive spot with a chip, then lift it "
+                      f"({seats} seats; Ctrl-C to stop, or after {args.timeout:g} s)."))
             print(sensor_grid(present, touched), flush=True)
         try:
             deadline = asyncio.get_running_loop().time() + args.timeout
@@ -838,8 +855,8 @@ def cmd_test_lockout(args: argparse.Namespace) -> int:
         feed = await _events_after_now(d, _socket(args))
         if not _json(args):
             print(_result_line(result))
-            print(f"Press the dealer's lock-out (no more bets) button now "
-                  f"(waiting {args.timeout:g} s).", flush=True)
+            print(fit(f"Press the dealer's lock-out (no more bets) button now "
+                      f"(waiting {args.timeout:g} s)."), flush=True)
         seen = ""
         try:
             loop = asyncio.get_running_loop()
@@ -1013,27 +1030,33 @@ def render_meters(meters: Sequence[Mapping[str, Any]]) -> str:
     this tablectl does not know is shown generically rather than not at all."""
     if not all(isinstance(m, Mapping) and "progressive" in m for m in meters):
         return generic(list(meters))
-    rows = []
+    # Two tables, so each fits an 80-column terminal: the meter, then what it has paid.
+    meter_rows, paid_rows = [], []
     for m in meters:
         state = "STALE" if m.get("stale") else "ok"
-        rows.append([m.get("progressive"), m.get("level"),
-                     "linked" if m.get("linked") else "local",
-                     money(m.get("amount_cents")) if "amount_cents" in m else "unknown",
-                     money(m.get("reset_cents")), f"{m.get('increment_percent', '-')}%",
-                     money(m.get("pending_awards_cents")), m.get("awards_count"),
-                     money(m.get("cumulative_paid_cents")) if "cumulative_paid_cents" in m
-                     else None, paint(state, "red" if m.get("stale") else "green")])
-    out = [table(["PROGRESSIVE", "LEVEL", "LINK", "AMOUNT", "RESET", "INCR", "PENDING",
-                  "AWARDS", "PAID", "STATE"], rows, right=range(3, 9))]
+        meter_rows.append([m.get("progressive"), m.get("level"),
+                           "linked" if m.get("linked") else "local",
+                           money(m.get("amount_cents")) if "amount_cents" in m else "unknown",
+                           money(m.get("reset_cents")), f"{m.get('increment_percent', '-')}%",
+                           paint(state, "red" if m.get("stale") else "green")])
+        paid_rows.append([m.get("progressive"), m.get("level"),
+                          money(m.get("pending_awards_cents")), m.get("awards_count"),
+                          money(m.get("cumulative_paid_cents")) if "cumulative_paid_cents" in m
+                          else None])
+    out = [table(["PROGRESSIVE", "LEVEL", "LINK", "AMOUNT", "RESET", "INCR", "STATE"],
+                 meter_rows, right=range(3, 6)), "",
+           table(["PROGRESSIVE", "LEVEL", "PENDING", "AWARDS", "PAID"], paid_rows,
+                 right=range(2, 5))]
     for m in meters:
         bounds = m.get("trigger_range_cents")
         if bounds:
-            out.append(f"{m.get('progressive')} {m.get('level')}: must hit by "
-                       f"{money(bounds[-1])} (trigger drawn in {money(bounds[0])} to "
-                       f"{money(bounds[-1])}, commitment {m.get('trigger_commitment') or '-'})")
+            out.append(fit(f"{m.get('progressive')} {m.get('level')}: must hit by "
+                           f"{money(bounds[-1])} (trigger drawn in {money(bounds[0])} to "
+                           f"{money(bounds[-1])}, commitment "
+                           f"{m.get('trigger_commitment') or '-'})"))
     if any(m.get("stale") for m in meters):
-        out.append(paint("STALE: the linked ledger cannot be reached; the amount shown is the "
-                         "last one received", "red"))
+        out.append(paint(fit("STALE: the linked ledger cannot be reached; the amount shown is "
+                             "the last one received"), "red"))
     return "\n".join(out)
 
 
@@ -1104,8 +1127,10 @@ def _read_pin(args: argparse.Namespace) -> str | None:
 
 
 def _not_accepted(args: argparse.Namespace, what: str) -> int:
-    print(f"tablectl: supervisor {args.supervisor!r} and that PIN were not accepted; "
-          f"nothing was {what}", file=sys.stderr)
+    message = (f"supervisor {args.supervisor!r} and that PIN were not accepted; nothing was "
+               f"{what}")
+    print(f"tablectl: {message}", file=sys.stderr)
+    _json_error(args, message, "unauthorised")
     return exitcodes.REFUSED
 
 
@@ -1126,6 +1151,7 @@ def _supervisor_ruling(args: argparse.Namespace, command: str, what: str,
     """Send a supervisor's command with name and PIN; print `report` and the new status."""
     pin = _read_pin(args)
     if pin is None:
+        _json_error(args, "no supervisor PIN was given", "no_pin")
         return exitcodes.BAD_ARGUMENTS
 
     async def body(d: Daemon) -> int:
@@ -1153,6 +1179,7 @@ def cmd_irregularity_player_third(args: argparse.Namespace) -> int:
 def cmd_jackpot_validate(args: argparse.Namespace) -> int:
     pin = _read_pin(args)
     if pin is None:
+        _json_error(args, "no supervisor PIN was given", "no_pin")
         return exitcodes.BAD_ARGUMENTS
 
     async def body(d: Daemon) -> int:
@@ -1199,50 +1226,55 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-# A human event line stays readable: a list or table in the payload longer than the first
-# limit (a settled round's settlements, a full status) is summarised, a text (a fault's
-# action, which the technician needs whole) is cut only past the second, and the whole
-# payload past the third. `--json` and `--export` keep every byte.
-EVENT_VALUE_CHARS = 40
-EVENT_TEXT_CHARS = 160
-EVENT_DETAIL_CHARS = 320
+# A human event stays readable: each value of its payload is shown as compact JSON (a
+# settled round's result whole), cut past the first limit (a list says how many items it
+# has), and the whole payload past the second; wrapped to the terminal under its header.
+# `--json` and `--export` keep every byte.
+EVENT_VALUE_CHARS = 240
+EVENT_DETAIL_CHARS = 560
+EVENT_HANGING = " " * 8  # the detail's next lines, under the time
+
+
+_BARE = re.compile(r"^[^\s\[\]{},:\"]+$")  # a text that needs no quotes among the values
+
+
+def readable(value: Any) -> str:
+    """A payload value as compact JSON-like text a person reads and a terminal can wrap:
+    `{banker: [A♦, 6♦], banker_total: 7, winner: tie}`; texts quoted only when they hold
+    a space or a bracket."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {readable(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(readable(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value if _BARE.match(value) else _compact(value)
+    return _compact(value)
 
 
 def _brief(value: Any) -> str:
-    if isinstance(value, str):
-        return value if len(value) <= EVENT_TEXT_CHARS else value[:EVENT_TEXT_CHARS - 1] + "…"
-    text = _compact(value)
+    text = value if isinstance(value, str) else readable(value)
     if len(text) <= EVENT_VALUE_CHARS:
         return text
-    if isinstance(value, list):
-        return f"[{len(value)} items]"
-    if isinstance(value, Mapping):
-        return "{" + ",".join(str(k) for k in value)[:EVENT_VALUE_CHARS - 4] + ",…}"
-    return text[:EVENT_VALUE_CHARS - 1] + "…"
+    count = f" ({len(value)} items)" if isinstance(value, list) else ""
+    return text[:EVENT_VALUE_CHARS - 1 - len(count)] + "…" + count
 
 
-def event_line(e: Mapping[str, Any]) -> str:
-    """One log entry on one line: seq, time, severity, device, kind, payload (summarised)."""
+def event_line(e: Mapping[str, Any], width: int | None = None) -> str:
+    """One log entry: seq, time, severity, device, kind, then its payload's values; with
+    `width`, wrapped to it with the payload's next lines indented."""
     payload = e.get("payload") or {}
     detail = " ".join(f"{k}={_brief(v)}" for k, v in payload.items())
     if len(detail) > EVENT_DETAIL_CHARS:
         detail = detail[:EVENT_DETAIL_CHARS - 12].rstrip() + " … (--json)"
     sev = str(e.get("severity"))
-    severity = paint(f"{sev:<8}", *_SEVERITY_STYLE.get(sev, ()))
-    text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {severity}"
+    text = (f"{e.get('seq'):>6}  {when(e.get('at'))}  {sev:<8}"
             f"  {str(e.get('device') or '-'):<8}  {e.get('kind')}")
     if e.get("round_id") is not None:
         text += f" [round {e['round_id']}]"
-    return f"{text}  {detail}".rstrip()
-
-
-def _fit(line: str) -> str:
-    """On a terminal, cut a long line to the screen's width (a settled round's payload runs
-    to hundreds of characters); piped output keeps everything for grep."""
-    if not sys.stdout.isatty():
-        return line
-    width = shutil.get_terminal_size((100, 24)).columns
-    return line if visible_len(line) <= width else line[:width - 1] + "…"
+    line = f"{text}  {detail}".rstrip()
+    wrapped = line if width is None else wrap(line, width, hanging=EVENT_HANGING)
+    # The severity painted after wrapping: escape codes take no columns on the screen.
+    return wrapped.replace(f"{sev:<8}", paint(f"{sev:<8}", *_SEVERITY_STYLE.get(sev, ())), 1)
 
 
 def _matches(e: Mapping[str, Any], args: argparse.Namespace, since: float | None) -> bool:
@@ -1277,7 +1309,7 @@ def cmd_events(args: argparse.Namespace) -> int:
             # One object per line when following (a stream); a list otherwise.
             print(json.dumps(e, ensure_ascii=False), flush=True)
         else:
-            print(_fit(event_line(e)), flush=True)
+            print(event_line(e, record_width()), flush=True)
 
     async def body(d: Daemon) -> int:
         query: dict[str, Any] = {"limit": args.limit}
@@ -1350,20 +1382,20 @@ def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: st
                 "full check)" if first > 1 and "log_seq" in result else "")
         rows = (f"; {result['state_rows']} sealed rows match"
                 if "state_rows" in result else "")
-        print(paint("critical memory OK", "green", "bold")
-              + f": {entries} log entries verified {where}{span}{rows}")
+        print(fit(paint("critical memory OK", "green", "bold")
+                  + f": {entries} log entries verified {where}{span}{rows}"))
     return exitcodes.OK
 
 
 def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int:
     if not _emit_json(args, {"ok": False, "error": detail, "source": source}):
         print(paint("CRITICAL MEMORY CHECK FAILED", "red", "bold") + f" ({source})")
-        print(f"  {detail}")
-        print("  Action: the store was edited, damaged, lost or rolled back. Do not play: the "
-              "table is out of order until the store is restored from its backup or a "
-              "supervisor clears critical memory (tabled --clear-store); keep the store and its "
-              "critical-memory directory as evidence and call the floor supervisor and the "
-              "vendor.")
+        print(wrap(detail, indent="  "))
+        print(action_lines("the store was edited, damaged, lost or rolled back. Do not play: "
+                           "the table is out of order until the store is restored from its "
+                           "backup or a supervisor clears critical memory (tabled "
+                           "--clear-store); keep the store and its critical-memory directory "
+                           "as evidence and call the floor supervisor and the vendor."))
     return exitcodes.INTEGRITY_FAILURE
 
 

@@ -726,10 +726,13 @@ def render_text(sheet: ParSheet) -> str:
         if wp.paytable:
             title += f", paytable {wp.paytable}"
         out.append(title)
+        # The labels' column as wide as this wager's longest (at most 40), so that a line
+        # fits an 80-column terminal.
+        label_width = min(40, max((len(line.label) for line in wp.lines), default=0))
         for line in wp.lines:
             odds = _odds_text(line.odds) if line.outcome is Outcome.WIN else line.outcome.value
-            out.append(f"  {line.label:<40} {odds:>10}  p = {float(line.probability):.8f}"
-                       f"  return {float(line.net):+.4f}")
+            out.append(f"  {line.label:<{label_width}} {odds:>10}  "
+                       f"p = {float(line.probability):.8f}  return {float(line.net):+.4f}")
         if wp.progressive:
             pr = wp.progressive
             out.append(f"  progressive: meter at reset ${pr.reset_cents / 100:,.2f} adds "

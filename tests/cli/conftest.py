@@ -197,6 +197,14 @@ def fake(tmp_path: Path) -> Iterator[FakeDaemon]:
 
 @pytest.fixture(autouse=True)
 def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Expected fragments are plain text; the socket comes only from --socket."""
+    """Expected fragments are plain text (whole: tests/conftest.py's wide terminal; the
+    tests of wrapping ask for `at_80_columns`); the socket comes only from --socket."""
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("TABLECTL_SOCKET", raising=False)
+
+
+@pytest.fixture
+def at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tablectl's output as a pipe has it: no terminal and no COLUMNS, so 80 columns (and
+    `events` unwrapped, one entry a line)."""
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -92,8 +92,8 @@ async def play_one_round(h: Any) -> None:
 
 async def test_read_commands_after_a_round(tmp_path: Path) -> None:
     async with simulated_table(tmp_path) as h:
-        # The light pattern runs only while no round is in play (players would read it as a
-        # win), so before the table opens.
+        # The light pattern runs only while the table is closed, at the end of a shoe or in a
+        # fault (players would read it as a win), so before the table opens.
         code, out = await tablectl(h.socket, "test", "lights", "--yes")
         assert code == exitcodes.OK, out
         assert out == ("lights self-test: PASS - 10 seat LEDs chased one by one, then all lit\n"

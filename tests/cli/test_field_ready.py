@@ -77,16 +77,39 @@ def test_versions_of_tablectl_tabled_and_the_running_daemon(fake, capsys):
 
 
 @pytest.mark.parametrize("state, waiting", [
-    ("shuffling", "the shuffler to finish shuffling, counting and verifying the batch"),
-    ("cut", "the dealer: offer the cut, insert the cover cards and load the shoe"),
+    ("shuffling", ["  waiting for:      the shuffler to finish shuffling, counting and verifying the",
+                   "                    batch (a real shuffler takes about 90 s; 'tablectl test",
+                   "                    shuffler' shows its count)"]),
+    ("cut", ["  waiting for:      the dealer: offer the cut, insert the cover cards and load",
+             "                    the shoe (the shoe reports it when the cards are in; then",
+             "                    the first card is burned)"]),
 ])
-def test_status_says_what_the_table_waits_for(fake, capsys, state, waiting):
+def test_status_says_what_the_table_waits_for_wrapped_at_80_columns(fake, capsys, at_80_columns, state,
+                                                                    waiting):
+    """Piped (no terminal, no $COLUMNS) the width is 80: words whole, a hanging indent."""
     fake.status.update(state=state, round={"round_id": None, "round_no": 0, "wagers": [],
                                            "next": None})
     assert main(["status", "--socket", fake.socket]) == exitcodes.OK
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"Table SIM-BAC-01: {state.upper()}"
-    assert lines[1].startswith(f"  waiting for:      {waiting}")
+    assert lines[1:4] == waiting
+
+
+def test_status_wraps_to_the_columns_it_is_given(fake, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    fake.status.update(state="cut", round={"round_id": None, "round_no": 0, "wagers": [],
+                                           "next": None},
+                       fault={"device": "shoe", "code": "shoe_lid_open",
+                              "detail": "the shoe's lid is open",
+                              "action": "close the shoe's lid; cards are not read while it "
+                                        "is open (docs/faults.md shoe_lid_open)"})
+    main(["status", "--socket", fake.socket])
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 60
+    assert ("  waiting for:      the dealer: offer the cut, insert the\n"
+            "                    cover cards and load the shoe (the shoe\n") in out
+    assert ("  Action: close the shoe's lid; cards are not read while it\n"
+            "          is open (docs/faults.md shoe_lid_open)\n") in out
 
 
 @pytest.mark.parametrize("argv", [["status"], ["devices"], ["events"], ["test", "shoe"]])
@@ -196,9 +219,19 @@ def test_event_lines_stay_short_whatever_the_payload():
                                     "player_total": 2, "banker_total": 7}}}
     assert len(json.dumps(event["payload"])) > 1500
     line = event_line(event)
+    settled = ("{seat: 1, wager: banker, amount_cents: 10000, outcome: win, win_cents: 10000, "
+               "vigorish_cents: 500, net_cents: 9500}")
+    # Values, not keys: the result whole, the settlements cut at 240 characters.
     assert line == ("   812  2025-11-21T21:00:00.000Z  info      -         round_settled "
-                    "[round 41]  round_id=41 winner=banker settlements=[14 items] "
-                    "result={player,banker,player_total,banker_to,…}")
+                    "[round 41]  round_id=41 winner=banker settlements=["
+                    + settled + ", " + settled.replace("seat: 1", "seat: 2")[:110]
+                    + "… (14 items) result={player: [9H, 3C], banker: [KS, 7D], "
+                      "player_total: 2, banker_total: 7}")
+    assert len(line) < 520  # of a payload over 1,500 characters
+    assert event_line(event, 80).splitlines()[:3] == [
+        "   812  2025-11-21T21:00:00.000Z  info      -         round_settled [round 41]",
+        "        round_id=41 winner=banker settlements=[{seat: 1, wager: banker,",
+        "        amount_cents: 10000, outcome: win, win_cents: 10000, vigorish_cents:"]
     action = "Close the shoe's lid; cards are not read while it is open."
     fault = {**event, "kind": "device_fault", "device": "shoe", "round_id": None,
              "payload": {"code": "shoe_lid_open", "action": action}}
@@ -249,7 +282,8 @@ def test_support_bundle_holds_status_devices_events_log_and_config(fake, tmp_pat
         assert f"\n{heading}\n" in text, heading
     assert "Table SIM-BAC-01: BETTING OPEN" in text
     assert "shoe      up    /dev/ttyUSB0" in text
-    assert "card  card=9H hand=player index=40" in text
+    # Wrapped to the file's 78 columns, the payload under the time.
+    assert "card  card=9H\n        hand=player index=40\n" in text
     assert '{"event": "ready", "state": "closed"}' in text
     assert "lockout_pin = 26" in text
     assert "hunter2" not in text and "s3cret" not in text and "pbkdf2" not in text

@@ -151,7 +151,7 @@ def test_table_without_a_shuffler(fake, capsys):
     assert "this table has no 'shuffler' device configured" in capsys.readouterr().err
 
 
-def test_shuffle_refused_by_the_table_state(fake, capsys):
+def test_shuffle_refused_by_the_table_state(fake, capsys, at_80_columns):
     from controller.control import ControlError
 
     def refuse(a):
@@ -159,8 +159,8 @@ def test_shuffle_refused_by_the_table_state(fake, capsys):
     fake.register("shuffle", refuse)
     rc = main(["test", "shuffler", "--shuffle", "red", "--socket", fake.socket])
     assert rc == exitcodes.REFUSED
-    assert ("the daemon refused: not allowed while the table is betting_open (refused)"
-            in capsys.readouterr().err)
+    assert ("tablectl: the daemon refused: not allowed while the table is betting_open\n"
+            "  (refused)\n") == capsys.readouterr().err  # wrapped at 80 columns
 
 
 def test_sensors_seat_count_from_the_self_test(fake, capsys):

@@ -38,6 +38,6 @@ def test_a_card_that_cannot_be_one_is_refused_with_the_reason_631a_15_c(fake, ca
     monkeypatch.setattr("sys.stdin", io.StringIO(SUPERVISOR_PIN + "\n"))
     rc = main(["irregularity", "player-third", "--supervisor", "ana", "--pin-stdin",
                "--socket", fake.socket])
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # wrapped at 80 columns
     assert (rc, "the Player's Hand it followed has 3 cards (631a.15(c))" in err) == (
         exitcodes.REFUSED, True), err

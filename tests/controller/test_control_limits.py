@@ -48,7 +48,7 @@ BAD_REQUESTS = [
     ({"cmd": "events", "args": {"device": {"a": 1}}},
      "'device' = {'a': 1}: allowed: a device name: shoe, shuffler, seats, display" + SHORT_TEXT),
     ({"cmd": "events", "args": {"severity": 5}},
-     "'severity' = 5: allowed: info, warning, error or critical" + SHORT_TEXT),
+     "'severity' = 5: allowed: info, warning, error, critical"),
     ({"cmd": "acknowledge_fault", "auth": {"supervisor": ["x"], "pin": 1}},
      "'auth.supervisor' and 'auth.pin' must be strings"),
     ({"cmd": ["status"]}, "'cmd' = ['status']: allowed: a command name (a string)"),

@@ -232,8 +232,38 @@ async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, mon
         assert seats.leds[3] is LedState.UNAVAILABLE and seats.leds[4] is LedState.OFF
         assert display.lights == {seat: False for seat in range(1, 11)}
         await client.call("open")
-        with pytest.raises(ControlError, match="only while no round is in play"):
+        with pytest.raises(ControlError) as refused:
             await client.call("light_test")
+        assert str(refused.value) == (
+            "the light test runs only when the table is closed, end_of_shoe, device_fault, "
+            "out_of_order; the table is opening: run it at the end of the shoe or with the "
+            "table closed")
+
+
+async def test_an_event_filter_no_entry_can_match_is_refused_naming_the_known_ones(tmp_path):
+    """A typo in `events --kind/--device/--severity` is a bad request, not "0 events"."""
+    from controller.events import KINDS
+
+    config = config_for(tmp_path)
+    devices = {"shoe": StandInDevice("shoe"), "seats": StandInSeats()}
+    async with running(config, devices) as client:
+        with pytest.raises(ControlError) as kind:
+            await client.call("events", kind="crad")
+        assert kind.value.code == "bad_request"
+        assert str(kind.value) == ("no event kind 'crad' (did you mean card?); allowed: "
+                                   + ", ".join(sorted(KINDS)))
+        with pytest.raises(ControlError) as device:
+            await client.call("events", device="foo")
+        assert (device.value.code, str(device.value)) == (
+            "bad_request", "no event device 'foo'; allowed: seats, shoe")
+        with pytest.raises(ControlError) as severity:
+            await client.call("events", severity="loud")
+        assert (severity.value.code, str(severity.value)) == (
+            "bad_request", "'severity' = 'loud': allowed: info, warning, error, critical")
+        started = await client.call("events", kind="daemon_started", device=None,
+                                    severity="info")
+        assert [e["kind"] for e in started] == ["daemon_started"]
+        assert await client.call("events", device="seats") == []
 
 
 async def test_an_event_the_table_cannot_handle_is_logged_and_play_goes_on(tmp_path):
@@ -386,3 +416,16 @@ def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_pa
         if enabled:
             gc.enable()
     daemon.store.close()
+
+
+async def test_status_names_a_configuration_given_relative_by_its_absolute_path(tmp_path,
+                                                                                monkeypatch):
+    """`tablectl support-bundle` reads the configuration status names, from wherever the
+    technician runs it."""
+    monkeypatch.chdir(CONFIG.parents[1])
+    config = load_config(Path("config") / CONFIG.name,
+                         [f"store.path={tmp_path / 'table.sqlite'}",
+                          f"control.socket={tmp_path / 'control.sock'}"])
+    assert config.source == "config/simulated-table.toml"
+    async with running(config) as client:
+        assert (await client.call("status"))["config"] == str(CONFIG)

@@ -1,0 +1,169 @@
+"""tablectl's command line as git's: options common to every command before or after it,
+one JSON document for every --json answer (refusals too), Ctrl-C without a traceback, and
+a support bundle that reads the store itself when the daemon is down."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.cli import exitcodes, main
+from controller.critical_store import init_store, open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_socket_and_json_before_the_command_work_as_after_it(fake, capsys):
+    assert main(["status", "--socket", fake.socket]) == exitcodes.OK
+    after = capsys.readouterr().out
+    assert main(["--socket", fake.socket, "status"]) == exitcodes.OK
+    assert capsys.readouterr().out == after
+    assert main(["--json", "--socket", fake.socket, "status"]) == exitcodes.OK
+    assert json.loads(capsys.readouterr().out)["table_id"] == "SIM-BAC-01"
+    # Before the command and after a subcommand's own subcommand alike.
+    assert main(["--socket", fake.socket, "--json", "events", "verify"]) == exitcodes.OK
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+def test_a_global_option_the_command_does_not_take_is_a_bad_argument(capsys):
+    rc = main(["--socket", "/run/x.sock", "par-sheet", "config/baccarat-8deck.toml"])
+    assert rc == exitcodes.BAD_ARGUMENTS
+    assert capsys.readouterr().err.endswith(
+        "tablectl par-sheet: error: --socket: 'tablectl par-sheet' does not take it\n")
+
+
+def test_json_before_an_offline_command_that_offers_it(capsys):
+    assert main(["--json", "par-sheet", str(ROOT / "config" / "baccarat-8deck.toml")]) == 0
+    assert json.loads(capsys.readouterr().out)["game"]["family"] == "baccarat"
+
+
+def test_a_bad_argument_with_json_is_a_json_answer(capsys):
+    assert main(["--json", "status", "--bogus"]) == exitcodes.BAD_ARGUMENTS
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"ok": False, "error": "unrecognized arguments: --bogus",
+                               "reason": "bad_arguments"}
+    assert "tablectl: error: unrecognized arguments: --bogus" in err
+
+
+def test_a_wrong_pin_with_json_is_a_json_refusal(fake, capsys, monkeypatch):
+    fake.register("acknowledge_fault", lambda a: fake.status, supervisor=True)
+    monkeypatch.setattr("sys.stdin", io.StringIO("0000\n"))
+    rc = main(["fault", "acknowledge", "--supervisor", "ana", "--pin-stdin", "--json",
+               "--socket", fake.socket])
+    assert rc == exitcodes.REFUSED
+    out = capsys.readouterr().out
+    # (The in-process daemon logs its pin_failed to the same stdout, first.)
+    assert json.loads(out[out.index("{\n"):]) == {
+        "ok": False, "reason": "unauthorised",
+        "error": "supervisor 'ana' and that PIN were not accepted; nothing was acknowledged"}
+
+
+def test_an_empty_pin_with_json_is_a_json_answer(fake, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    rc = main(["jackpot", "validate", "3", "--supervisor", "ana", "--pin-stdin", "--json",
+               "--socket", fake.socket])
+    assert rc == exitcodes.BAD_ARGUMENTS
+    assert json.loads(capsys.readouterr().out) == {
+        "ok": False, "error": "no supervisor PIN was given", "reason": "no_pin"}
+
+
+def test_a_command_that_fails_without_saying_so_in_json_still_answers_json(fake, capsys):
+    """`events --limit 0 --json`: the command's own check speaks on stderr only; main()
+    keeps --json's promise with that message."""
+    assert main(["events", "--limit", "0", "--json", "--socket", fake.socket]) == 2
+    assert json.loads(capsys.readouterr().out) == {
+        "ok": False, "exit_code": 2, "error": "--limit must be a whole number 1 to 100000",
+        "reason": "failed"}
+
+
+def test_an_unknown_filter_value_is_the_daemons_bad_request_exit_2(fake, capsys, at_80_columns):
+    rc = main(["events", "--severity", "loud", "--socket", fake.socket])
+    assert rc == exitcodes.BAD_ARGUMENTS
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("tablectl: the daemon refused: 'severity' = 'loud': allowed: info, warning,\n"
+                   "  error, critical (bad_request)\n")
+    assert main(["events", "--severity", "loud", "--json", "--socket", fake.socket]) == 2
+    assert json.loads(capsys.readouterr().out)["reason"] == "bad_request"
+
+
+def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess[str]:
+    """tablectl ARGV as a process, sent Ctrl-C's SIGINT after `after_s`."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", *argv], cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # As a terminal starts it: SIGINT raises KeyboardInterrupt (a background job of a
+        # non-interactive shell would have it ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(after_s)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def test_ctrl_c_during_simulate_is_one_line_and_exit_130():
+    done = _interrupted(["simulate", "config/baccarat-8deck.toml", "--shoes", "100000"], 3.0)
+    assert (done.returncode, done.stderr) == (exitcodes.INTERRUPTED, "\ninterrupted\n")
+
+
+def test_ctrl_c_with_json_is_a_json_answer_too():
+    done = _interrupted(["--json", "par-sheet", "config/baccarat-8deck.toml"], 0.5)
+    if done.returncode == exitcodes.OK:  # the sheet was quicker than the signal
+        assert json.loads(done.stdout)["game"]["family"] == "baccarat"
+        return
+    assert done.returncode == exitcodes.INTERRUPTED
+    assert json.loads(done.stdout) == {"ok": False, "exit_code": 130, "error": "interrupted",
+                                       "reason": "interrupted"}
+
+
+@pytest.fixture
+def table_store(tmp_path: Path) -> Path:
+    path = tmp_path / "table.sqlite"
+    init_store(str(path), operator="test", table_id="T1").close()
+    store = open_store(str(path))
+    with store.transaction():
+        store.append_event("round_settled", {"result": {"winner": "banker",
+                                                        "banker": ["KS", "7D"]}}, round_id=4)
+    store.close()
+    return path
+
+
+def test_support_bundle_with_the_daemon_down_reads_and_checks_the_store(table_store, tmp_path,
+                                                                       capsys, monkeypatch):
+    config = tmp_path / "etc" / "table.toml"
+    config.parent.mkdir()
+    config.write_text(f'[table]\nid = "T1"\n[store]\npath = "{table_store}"\n',
+                      encoding="utf-8")
+    before = table_store.read_bytes()
+    bundle = tmp_path / "bundle.txt"
+    monkeypatch.chdir(config.parent.parent)  # the configuration given relative to here
+    rc = main(["support-bundle", "--socket", str(tmp_path / "none.sock"), "--config",
+               "etc/table.toml", "--log", str(config), "-o", str(bundle)])
+    assert rc == exitcodes.OK
+    text = bundle.read_text(encoding="utf-8")
+    assert f"\n== last 3 events, read from the store {table_store}\n" in text
+    assert "round_settled [round 4]\n        result={banker: [KS, 7D], winner: banker}\n" in text
+    assert (f"\n== critical-memory check of the store (offline, every entry)\n{'=' * 78}\n"
+            f"critical memory OK: 3 log entries verified in {table_store} (every entry)\n"
+            ) in text
+    assert "== configuration: etc/table.toml (secrets removed)" in text
+    assert f'path = "{table_store}"' in text
+    assert table_store.read_bytes() == before  # read from a copy
+    capsys.readouterr()
+
+
+def test_support_bundle_with_the_daemon_down_names_a_store_it_cannot_find(tmp_path, capsys):
+    bundle = tmp_path / "bundle.txt"
+    rc = main(["support-bundle", "--socket", str(tmp_path / "none.sock"), "--store",
+               str(tmp_path / "gone.sqlite"), "--log", str(bundle), "-o", str(bundle)])
+    assert rc == exitcodes.OK
+    assert (f"(not collected: no store file at {tmp_path / 'gone.sqlite'}; give --store PATH)"
+            in bundle.read_text(encoding="utf-8"))
+    capsys.readouterr()
