@@ -666,7 +666,12 @@ def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
     if workers > 1 and end - start + 1 >= PARALLEL_CHAIN_ENTRIES:
         path = db.execute("PRAGMA database_list").fetchone()[2]
         if path:
-            return _verify_chain_in_parallel(path, key, start, prev, end, workers)
+            from concurrent.futures.process import BrokenProcessPool
+
+            try:
+                return _verify_chain_in_parallel(path, key, start, prev, end, workers)
+            except (BrokenProcessPool, OSError, RuntimeError):
+                pass  # no processes to be had here (limits, a frozen main): one pass below
     cursor = db.cursor()
     cursor.row_factory = None
     expected, count = start, 0
