@@ -39,7 +39,11 @@ def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
     if not spec:
         return False
     probability, seed = parse(spec)
-    rng = random.Random(seed)
+    # Each start draws its own sequence: the seed and the store's commit counter (every
+    # start commits before the crash point is armed, so the counter differs from the last
+    # start's). One sequence for all starts would kill each start at the same commit, and a
+    # kill that came before any progress would then come at every start, for ever.
+    rng = random.Random(seed if seed is None else f"{seed}:{_commit_no(db)}")
 
     def before_statement(statement: str) -> None:
         if statement.lstrip().upper().startswith("COMMIT") and rng.random() < probability:
@@ -48,3 +52,12 @@ def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
 
     db.set_trace_callback(before_statement)
     return True
+
+
+def _commit_no(db: sqlite3.Connection) -> int | None:
+    """The store's commit counter (critical memory's seal), or None outside a table store."""
+    try:
+        row = db.execute("SELECT commit_no FROM critical_seal").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else int(row[0])
