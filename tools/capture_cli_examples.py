@@ -49,11 +49,12 @@ class Capture:
         self.socket = socket
         self.workdir = workdir
         self.blocks: dict[str, list[str]] = {}
-        # Every run whole (no `keep` cut): (the command as shown, exit code, its output).
+        # Every run whole (no `keep` cut): (the command as shown, exit code, its output as
+        # printed).
         # tests/cli/test_terminal_80_columns.py holds each to an 80-column terminal.
         self.runs: list[tuple[str, int, str]] = []
 
-    def _tidy(self, text: str) -> str:
+    def _tidy(self, text: str, *, checkout: bool = True) -> str:
         text = text.replace(self.socket, SOCKET_ON_TABLE)
         text = text.replace(str(self.workdir / "table.toml"), "/etc/tabled/table.toml")
         text = text.replace(str(self.workdir / "tabled.log"), "/var/log/tabled.log")
@@ -67,7 +68,7 @@ class Capture:
         text = text.replace(str(self.workdir), "/var/lib/tabled")
         # This checkout (its virtualenv's missing release manifest) as a table's install.
         # (A line is wrapped before its paths are replaced: its breaks follow the real ones.)
-        return text.replace(str(ROOT), "/opt/tabled")
+        return text.replace(str(ROOT), "/opt/tabled") if checkout else text
 
     async def run(self, name: str, argv: Sequence[str], *, stdin: str | None = None,
                   during: Callable[[], Awaitable[None]] | None = None, when: str = "",
@@ -82,7 +83,11 @@ class Capture:
                                           else None, stdin=stdin, during=during, when=when,
                                           env={"COLUMNS": "80"}, timeout=CLI_TIMEOUT_S)
         text = self._tidy(output).rstrip("\n")
-        self.runs.append((self._tidy(f"tablectl {shown}"), code, text))
+        # As a table's terminal shows it: its scratch folders as the table's own (shorter)
+        # paths, but this checkout's path as it was when the line was wrapped (the guide's
+        # copy shows /opt/tabled there, which may make a wrapped line a column or two longer).
+        self.runs.append((self._tidy(f"tablectl {shown}"), code,
+                          self._tidy(output, checkout=False).rstrip("\n")))
         lines = text.splitlines()
         if keep is not None and len(lines) > keep + 2:
             text = "\n".join([*lines[:keep], "...", lines[-1]])
