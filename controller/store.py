@@ -329,6 +329,11 @@ class Store:
 
     # --- transactions ---------------------------------------------------------
 
+    @property
+    def in_transaction(self) -> bool:
+        """A step is open: what is written now commits with it (or rolls back with it)."""
+        return self._in_tx
+
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """One atomic step. Nested use joins the outer transaction: it only hands over the
         connection (a card's step nests five or six; a generator each was 1 us apiece)."""

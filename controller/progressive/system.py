@@ -206,8 +206,7 @@ class ProgressiveSystem:
         return replace(acceptance, awards=tuple(awards))
 
     def _in_outer_transaction(self) -> bool:
-        # The Store has no public flag yet (asked of the lead); nested use joins the outer one.
-        return bool(getattr(self.store, "_in_tx", False))
+        return self.store.in_transaction
 
     def _recorded_acceptance(self, spec: ProgressiveSpec, round_id: int,
                              fresh: Acceptance) -> Acceptance:
