@@ -13,3 +13,18 @@ import pytest
 @pytest.fixture(autouse=True)
 def _tablectl_unwrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "1000")
+
+
+# The files that take longest, started first: `./run-tests` hands whole files to its
+# workers in collection order (pytest-xdist's --dist loadfile), and one of these started
+# last kept the other workers idle for its whole run (the soak alone: about two minutes).
+LONGEST_FIRST = ("hil/test_soak.py", "tests/test_release.py",
+                 "tests/cli/test_terminal_80_columns.py", "hil/test_power_cuts.py",
+                 "hil/test_power_cut_unflushed.py", "hil/test_witness_hil.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    root = config.rootpath
+    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(),
+                                         len(LONGEST_FIRST)))
