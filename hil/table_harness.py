@@ -394,11 +394,13 @@ class TableHarness:
         while True:
             try:
                 if killed:
+                    # Counted once: a crash point that kills the restarted daemon before it
+                    # is ready brings us back here, and that restart is not another cut.
+                    killed = False
                     await self.power_cut()
                 else:
                     await self.stop_daemon(signal.SIGKILL)  # already dead: just reaped
                     await self.start_daemon_ready()
-                killed = False
                 if power_cuts is not None:
                     await power_cuts.after_restart(self)
                 latest = await self.call("events", limit=1)
