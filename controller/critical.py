@@ -371,10 +371,17 @@ def write_anchor(path: Path, key: bytes, anchor: Anchor) -> None:
     """Atomically: write a temporary file, fsync it, rename it over the anchor, fsync the
     directory, so a power cut leaves either the old anchor or the new one, never half."""
     text = canonical({**anchor.body(), "mac": anchor_mac(key, anchor)}) + "\n"
+    replace_durably(path, text.encode())
+
+
+def replace_durably(path: Path, data: bytes) -> None:
+    """`path` now holds `data`, whole, on the disk: a temporary file (mode 0600) written and
+    flushed, renamed over `path`, and the directory flushed. A power cut leaves the old
+    contents or the new, never half (the anchor, the witness's outbox)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, text.encode())
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

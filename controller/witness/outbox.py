@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from controller.critical import replace_durably
 from controller.witness.heads import Head
 
 OUTBOX_FILE = "witness_outbox"
@@ -71,17 +72,5 @@ def _parse(text: str) -> list[Head]:
 
 
 def _replace(path: Path, heads: list[Head]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n"
-                             for h in heads).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    replace_durably(path, "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n"
+                                  for h in heads).encode())
