@@ -391,6 +391,12 @@ class Store:
         if pending:
             for given_out in self._after_commit:
                 given_out()
+        if seal is not None and flushed:
+            # After the step's report, as the checkpoint below: the witness's digest of the
+            # money (a few reads and a hash) is not in front of a lock-out or a settlement.
+            # Nothing has written since the commit, so it reads the state the seal covers.
+            for listener in self._durable_listeners:
+                listener(seal, self._db)
         # Only now: what the step decided (a settlement, a lock) is out before the checkpoint's
         # two flushes, which on an SD card would otherwise delay its report.
         self._checkpoint_if_due(flushed)
@@ -415,11 +421,7 @@ class Store:
         """Every commit that wrote something ends here. Only a durable one (flushed: it and
         every grouped commit before it are on the disk) moves the anchor, to its own seal:
         after a power cut the store may be ahead of its anchor, never behind."""
-        if not durable:
-            return
-        for listener in self._durable_listeners:
-            listener(seal, self._db)
-        if self.paths is None:
+        if not durable or self.paths is None:
             return
         if self._anchor_writer is None:
             anchor_path, key = self.paths.anchor, self.key
@@ -432,8 +434,9 @@ class Store:
 
     def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
                           ) -> None:
-        """`listener` is given every durable commit's seal and this connection, right after
-        the commit, on the writer's thread: it must not block (the witness's heads,
+        """`listener` is given every durable commit's seal and this connection, after the
+        step's committed entries were given out (before anything else writes), on the
+        writer's thread: it must not block (the witness's heads,
         controller/witness/link.py, only take a digest and hand the head to their thread)."""
         self._durable_listeners.append(listener)
 

@@ -78,14 +78,17 @@ def parse_wager(text: str, where: str = "--wager") -> PlacedWager:
     return PlacedWager(int(seat), wager.strip(), int(cents))
 
 
-def parse_wagers(lines: Iterable[str], source: str) -> list[PlacedWager]:
-    """A wager file: one SEAT:WAGER:CENTS a line; blank lines and # comments skipped."""
-    wagers = []
+def _numbered_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a file's lines, blank lines and # comments skipped."""
     for n, line in enumerate(lines, 1):
         text = line.split("#", 1)[0].strip()
         if text:
-            wagers.append(parse_wager(text, f"{source}:{n}:"))
-    return wagers
+            yield n, text
+
+
+def parse_wagers(lines: Iterable[str], source: str) -> list[PlacedWager]:
+    """A wager file: one SEAT:WAGER:CENTS a line; blank lines and # comments skipped."""
+    return [parse_wager(text, f"{source}:{n}:") for n, text in _numbered_lines(lines)]
 
 
 def check_wagers(game: Game, wagers: Sequence[PlacedWager], progressive_key: str | None,
@@ -115,12 +118,7 @@ def check_wagers(game: Game, wagers: Sequence[PlacedWager], progressive_key: str
 
 def cards_from_lines(lines: Iterable[str], source: str) -> list[Card]:
     """A card file: one card a line (`K♠`, `KS`, `10h`); blank lines and # comments skipped."""
-    found = []
-    for n, line in enumerate(lines, 1):
-        text = line.split("#", 1)[0].strip()
-        if text:
-            found.append(parse_card(text, f"{source}:{n}"))
-    return found
+    return [parse_card(text, f"{source}:{n}") for n, text in _numbered_lines(lines)]
 
 
 def rounds_from_simulate(lines: Iterable[str], source: str) -> list[RecordedRound]:
