@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from controller import logsetup
-from controller.store import GROUPED_KINDS
+from controller.memory.store import GROUPED_KINDS
 from controller.table.ports import Ports
 from controller.table.state import SavedState
 

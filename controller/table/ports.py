@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 
 if TYPE_CHECKING:

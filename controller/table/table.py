@@ -28,7 +28,7 @@ from controller.rules.batches import BatchTracker
 from controller.rules.game import Coup
 from controller.rules.procedure import base_wager_missing, vigorish_to_collect
 from controller.rules.settlement import PlacedWager
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table.batches import BatchChecks
 from controller.table.cards import CardRouting
 from controller.table.disclosed import DisclosedCards

@@ -16,7 +16,7 @@ import pytest
 
 from controller.rules.game import build_game
 from controller.rules.submission import parse_submission
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table.errors import CommandRefused
 from controller.table.machine import TableState
 from controller.table.rules_seam import RulesAdapter

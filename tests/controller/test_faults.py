@@ -17,7 +17,7 @@ import pytest
 from cards import BackColour
 from controller import faults
 from controller.faults import CATALOGUE, Exit, FaultBook, HeldFault
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table.errors import CommandRefused
 from controller.table.machine import TableState
 from controller.table.table import Table

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cards import BackColour, Card, Rank, Suit
 from controller.rules.batches import BatchTracker
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table.machine import TableState
 from controller.table.table import Table
 from drivers.protocols import BatchHeld, CardDrawn, CoverCardDrawn, ShoeLoaded, ShuffleComplete
