@@ -11,6 +11,7 @@ the decision (docs/rulings.md C20).
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from cards import BackColour, Card
@@ -22,6 +23,21 @@ from controller.table.rounds import RoundPlay
 from drivers.protocols import CardDrawn
 
 
+@dataclass(frozen=True)
+class Declaration:
+    """What the declaration decided: 631a.15(c)'s action and section, and whether the table
+    undid what it had done with the card (`changed`)."""
+
+    action: str
+    section: str
+    decision: str
+    changed: bool
+    card: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class DisclosedCards:
     """Applies 631a.15(c)(1)/(2) to the card the floor declares a disclosed Player third."""
 
@@ -29,7 +45,7 @@ class DisclosedCards:
         self._saved, self._rules, self._ports, self._journal, self._machine = parts
         self._rounds = rounds
 
-    def declare(self, supervisor: str = "") -> dict[str, Any]:
+    def declare(self, supervisor: str = "") -> Declaration:
         """The floor's declaration, refused (`CommandRefused`) where 631a.15(c) does not
         apply to the last card out of the shoe."""
         if self._rules.is_21:
@@ -59,8 +75,8 @@ class DisclosedCards:
             self._discard_disclosed_third(index, card)
         else:
             self._journal.state_changed()
-        return {"action": decision.action.name.lower(), "section": decision.section,
-                "decision": decision.text, "changed": ruling.changes, "card": card}
+        return Declaration(decision.action.name.lower(), decision.section, decision.text,
+                           ruling.changes, card)
 
     def _last_card(self) -> tuple[LastCard, str, list[Card], list[Card]]:
         """Where the last card out of the shoe went, with the hands it followed."""

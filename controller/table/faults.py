@@ -7,9 +7,8 @@ and the fault book); this part applies it to the table's state machine.
 
 from __future__ import annotations
 
-from typing import Any
 
-from controller.faults import HeldFault
+from controller.faults import Acknowledgement, HeldFault
 from controller.table.batches import BatchChecks
 from controller.table.errors import CommandRefused
 from controller.table.parts import TableParts
@@ -26,7 +25,7 @@ class FaultHandling:
         self._rounds = rounds
         self._batches = batches
 
-    def acknowledge(self, supervisor: str = "") -> dict[str, Any]:
+    def acknowledge(self, supervisor: str = "") -> Acknowledgement:
         """A floor supervisor's ruling: clears every fault a ruling can end (a misread card,
         a shuffle to redo) and answers which faults still hold and what clears each
         (controller/faults.py, docs/faults.md)."""
@@ -43,7 +42,7 @@ class FaultHandling:
         else:
             saved.fault = saved.faults.first()
             self._journal.state_changed()
-        return ack.as_dict()
+        return ack
 
     def shuffle_wanted(self) -> bool:
         """A shuffle request should be (or stay) on its way to the shuffler: the table is

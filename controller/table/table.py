@@ -125,8 +125,8 @@ class Table:
     @contextmanager
     def _step(self) -> Iterator[None]:
         """One step: the store's transaction around everything an entry point does, the
-        table's state saved at its end if the save rule says so. A step inside a step (the
-        daemon's own entry into the table while one runs) is part of the outer one."""
+        table's state saved at its end if the save rule says so. An entry point called
+        while a step runs (from a port's callback) is part of that step."""
         if self._in_step:
             yield
             return
@@ -295,11 +295,11 @@ class Table:
 
     def cmd_acknowledge_fault(self, supervisor: str = "") -> dict[str, Any]:
         with self._step():
-            return self.fault_handling.acknowledge(supervisor)
+            return self.fault_handling.acknowledge(supervisor).as_dict()
 
     def cmd_disclosed_player_third(self, supervisor: str = "") -> dict[str, Any]:
         with self._step():
-            return self.disclosed.declare(supervisor)
+            return self.disclosed.declare(supervisor).as_dict()
 
     def mark_out_of_order(self, reason: str) -> None:
         with self._step():
