@@ -74,6 +74,7 @@ class AnchorWriter(Generic[A]):
                 if self._closing:
                     return  # close() writes what is pending, from its own thread
                 anchor, self._pending = self._pending, None
+            assert anchor is not None  # wait_for returned on it, under the lock
             self._write_logged(anchor)
             with self._changed:  # coalesce: what arrives meanwhile waits for one write
                 self._changed.wait_for(lambda: self._closing, timeout=self._interval_s)

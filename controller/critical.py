@@ -35,6 +35,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from controller.errors import ControllerError
+
 GENESIS_MAC = "0" * 64
 KEY_BYTES = 32
 MODULUS = 2**256
@@ -62,7 +64,7 @@ CREATE TABLE IF NOT EXISTS critical_seal (
 """
 
 
-class StoreError(Exception):
+class StoreError(ControllerError):
     """The durable store cannot be used as it is."""
 
 

@@ -395,8 +395,8 @@ class Store:
             # After the step's report, as the checkpoint below: the witness's digest of the
             # money (a few reads and a hash) is not in front of a lock-out or a settlement.
             # Nothing has written since the commit, so it reads the state the seal covers.
-            for listener in self._durable_listeners:
-                listener(seal, self._db)
+            for durable in self._durable_listeners:
+                durable(seal, self._db)
         # Only now: what the step decided (a settlement, a lock) is out before the checkpoint's
         # two flushes, which on an SD card would otherwise delay its report.
         self._checkpoint_if_due(flushed)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller import logsetup
+from controller.errors import CommandError
 from controller.rules.game import Coup
 from controller.store import GROUPED_KINDS, Store
 from controller.table_machine import TableState
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("table")
 
 
-class CommandRefused(Exception):
+class CommandRefused(CommandError):
     """A control command that the table's state or the rules do not allow."""
 
 

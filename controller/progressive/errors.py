@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from controller.errors import ConfigurationError, ControllerError
 
-class ProgressiveError(Exception):
+
+class ProgressiveError(ControllerError):
     """Anything the progressive system refuses or cannot do."""
 
 
-class ProgressiveConfigError(ProgressiveError, ValueError):
+class ProgressiveConfigError(ProgressiveError, ConfigurationError):
     """The progressive sections of a configuration are wrong; `problems` lists every error."""
 
     def __init__(self, source: str, problems: list[str]) -> None:

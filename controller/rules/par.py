@@ -25,6 +25,7 @@ from functools import cached_property
 from itertools import combinations_with_replacement
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from controller.errors import ControllerError
 from controller.rules.baccarat import banker_draws_value, player_draws
 from cards import Card, Rank, Suit
 from controller.rules.card_values import baccarat_value
@@ -159,7 +160,7 @@ class WagerPar:
         return sum((line.probability for line in self.lines), Fraction(0))
 
 
-class ParUnavailable(Exception):
+class ParUnavailable(ControllerError):
     """Raised by a rule's `par` when no exact analysis can be given; the sheet says why."""
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from controller.events import CATALOGUE, DOC, KINDS, SHOE_CARD_KINDS, document
 
 ROOT = Path(__file__).parents[2]
-EMITTERS = frozenset({"_record", "append_event"})  # every event reaches the store through these
+EMITTERS = frozenset({"_record", "record", "append_event"})  # every event reaches the store through these
 
 
 @dataclass(frozen=True)

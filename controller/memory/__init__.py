@@ -1,0 +1,1 @@
+"""Critical memory: the store, its checks at start and on demand."""
