@@ -157,7 +157,17 @@ def cmd_fault_acknowledge(args: argparse.Namespace) -> int:
 
 def _supervisor_ruling(args: argparse.Namespace, command: str, what: str,
                        report: Callable[[dict[str, Any]], None]) -> int:
-    """Send a supervisor's command with name and PIN; print `report` and the new status."""
+    """A supervisor's ruling: print `report` and the new status; exit as the status says."""
+    def show(status: dict[str, Any]) -> None:
+        report(status)
+        print(render_status(status))
+    return _with_supervisor(args, command, what, show, status_exit_code)
+
+
+def _with_supervisor(args: argparse.Namespace, command: str, what: str,
+                     show: Callable[[Any], None], exit_code: Callable[[Any], int],
+                     **call_args: Any) -> int:
+    """Send a command with the supervisor's name and PIN; `show` its answer (or --json)."""
     pin = read_pin(args)
     if pin is None:
         json_error(args, "no supervisor PIN was given", "no_pin")
@@ -165,15 +175,15 @@ def _supervisor_ruling(args: argparse.Namespace, command: str, what: str,
 
     async def body(d: Daemon) -> int:
         try:
-            status = await d.call(command, auth={"supervisor": args.supervisor, "pin": pin})
+            answer = await d.call(command, auth={"supervisor": args.supervisor, "pin": pin},
+                                  **call_args)
         except ControlError as exc:
             if exc.code == "unauthorised":
                 return not_accepted(args, what)
             raise
-        if not emit_json(args, status):
-            report(status)
-            print(render_status(status))
-        return status_exit_code(status)
+        if not emit_json(args, answer):
+            show(answer)
+        return exit_code(answer)
     return call_daemon(args, body)
 
 
@@ -186,26 +196,12 @@ def cmd_irregularity_player_third(args: argparse.Namespace) -> int:
 
 
 def cmd_jackpot_validate(args: argparse.Namespace) -> int:
-    pin = read_pin(args)
-    if pin is None:
-        json_error(args, "no supervisor PIN was given", "no_pin")
-        return exitcodes.BAD_ARGUMENTS
-
-    async def body(d: Daemon) -> int:
-        try:
-            result = await d.call("validate_award", auth={"supervisor": args.supervisor,
-                                                          "pin": pin},
-                                  award_id=args.award_id)
-        except ControlError as exc:
-            if exc.code == "unauthorised":
-                return not_accepted(args, "validated")
-            raise
-        if not emit_json(args, result):
-            print(f"award {args.award_id} validated by {args.supervisor}")
-            if result:
-                print(render_award(result))
-        return exitcodes.OK
-    return call_daemon(args, body)
+    def show(award: dict[str, Any]) -> None:
+        print(f"award {args.award_id} validated by {args.supervisor}")
+        if award:
+            print(render_award(award))
+    return _with_supervisor(args, "validate_award", "validated", show,
+                            lambda award: exitcodes.OK, award_id=args.award_id)
 
 
 # --- events ------------------------------------------------------------------------------------
