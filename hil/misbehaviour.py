@@ -121,6 +121,7 @@ class MisbehavingEndpoint(LinkEndpoint):
         self._drop_next_frame = False
         self._held_faults: list[wire.Message] = []
         self._sent_other = False
+        self._deferred_hello: _Queued | None = None
 
     # --- receiving ---------------------------------------------------------------------
 
@@ -130,6 +131,11 @@ class MisbehavingEndpoint(LinkEndpoint):
         if "no_resync" in self.misbehaviours:
             data = self._drop_after_oversize(data)
         super().receive(data, now)
+        if self._deferred_hello is not None:
+            if self.state is LinkState.HANDSHAKING:
+                self._pending.appendleft(self._deferred_hello)
+                self._pump(now)
+            self._deferred_hello = None
 
     def _drop_after_oversize(self, data: bytes) -> bytes:
         pieces = data.split(b"\x00")
@@ -198,6 +204,10 @@ class MisbehavingEndpoint(LinkEndpoint):
         super()._start_session(now)
         self._sent_other = False
         self._held_faults = []
+        if "refuse_at_seq0" in self.misbehaviours:
+            # 1.0 firmware handled a whole read before sending anything: its Hello waits
+            # until the read's other frames (the peer's Hello) were processed
+            self._deferred_hello = self._pending.popleft()
         if "status_before_hello" in self.misbehaviours:
             status = wire.Status(0, wire.DeviceState.READY, "early")
             self._pending.appendleft(_Queued(None, status, wire.encode_message(status)))
@@ -207,6 +217,7 @@ class MisbehavingEndpoint(LinkEndpoint):
             self.state = LinkState.REFUSED
             self.refusal = error  # type: ignore[assignment]
             self._pending.clear()
+            self._deferred_hello = None
             refuse = wire.Refuse(code, reason[:200])
             self._pending.appendleft(_Queued(None, refuse, wire.encode_message(refuse)))
             return
