@@ -23,7 +23,7 @@ from cards import BackColour
 from controller.cli import main
 from firmware_bridge.conformance import CHECKS, run_suite
 from firmware_bridge.conformance.report import FAIL, NO_DEVICE, NOT_A_DEVICE, NOT_RUN, PASS
-from firmware_bridge.conformance.wire import SimulatedWire
+from firmware_bridge.conformance.wire import PacedWire, SimulatedWire
 from firmware_bridge.messages import DeviceKind, FaultCode
 from hil.misbehaviour import MISBEHAVIOURS, broken_endpoint, legacy_endpoint
 from hil.shoe_sim import SimulatedShoe, build_stack
@@ -286,3 +286,48 @@ def test_the_usb_wire_passes_the_threaded_usb_shuffler_in_real_time() -> None:
         device.close()
         reset_backend()
     assert report.passed, report.to_text()
+
+
+def test_an_operator_at_end_of_input_takes_no_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+    import io
+
+    from controller.cli.conformance_commands import _operator
+
+    ask = _operator(argparse.Namespace(kind="shoe", interactive=True, fault_active=False))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert (ask("fault"), ask("event")) == (False, False)
+    monkeypatch.setattr("sys.stdin", io.StringIO("skip\n\n"))
+    assert (ask("fault"), ask("event")) == (False, True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_tablectl_conformance_on_a_silent_port_exits_9(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import pty
+
+    controller_fd, device_fd = pty.openpty()
+    try:
+        code = main(["conformance", "display", os.ttyname(device_fd), "-o", str(tmp_path)])
+    finally:
+        os.close(controller_fd)
+        os.close(device_fd)
+    assert code == 9
+    out = capsys.readouterr().out
+    assert "NO DEVICE ANSWERED: not one byte came back in 5.0 s of RESETs: check the cable" in out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600 * 4)
+@pytest.mark.skipif(os.environ.get("TABLE_CONFORMANCE_REALTIME") != "1",
+                    reason="hours of real time: set TABLE_CONFORMANCE_REALTIME=1 (docs/conformance.md)")
+@pytest.mark.parametrize(("name", "kind"), _broken_cases(),
+                         ids=[f"{n}-{k.name.lower()}" for n, k in _broken_cases()])
+def test_each_broken_simulator_fails_its_check_in_real_time(name: str, kind: DeviceKind) -> None:
+    misbehaviour = MISBEHAVIOURS[name]
+    model = make_model(kind, baudrate=115200, endpoint_factory=broken_endpoint(name))
+    report = run_suite(PacedWire(model, 115200), kind, 115200)  # type: ignore[arg-type]
+    failed = {v.check for v in report.verdicts if v.result == FAIL}
+    linked = {check for must in misbehaviour.musts for check in must_table()[must]}
+    assert misbehaviour.check in failed and failed <= linked, report.to_text()
