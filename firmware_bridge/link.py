@@ -765,6 +765,7 @@ class LinkEndpoint:
                 return
             self._maybe_up(now)
             if not self._is_up():
+                self.counters.bad_messages += 1  # 4.2 (1.2): acknowledged, never delivered
                 self._emit(BadMessage(MessageError(
                     f"{type(message).__name__} before the handshake finished"), payload))
                 return

@@ -1,11 +1,12 @@
 """Deliberately broken simulators: one small misbehaviour injected into the sans-I/O link core.
 
-Each entry of ``MISBEHAVIOURS`` breaks exactly one MUST of docs/protocol.md 1.1
-and names the conformance check (firmware_bridge.conformance) that must catch
+Each entry of ``MISBEHAVIOURS`` breaks one requirement of docs/protocol.md 1.2 (by its id,
+``[M-...]``) and names the conformance check (firmware_bridge.conformance) that must catch
 it; ``broken_endpoint(name)`` is an endpoint factory for hil.sim_firmware (the
-simulated shoe, shuffler and display all run on it).  The CI test runs the
-suite against every one of them and requires that exactly the named check fails,
-which shows each check can fail and that it fails for its own rule only.
+simulated shoe, shuffler and display all run on it).  The CI test runs the suite against
+every one of them at 9600 and 115200 baud and requires that the named check fails and no
+check docs/conformance.md does not link to the broken requirement, which shows each check
+can fail and that it fails for its own rule only.
 """
 
 from __future__ import annotations
