@@ -9,7 +9,7 @@ class ProgressiveError(ControllerError):
     """Anything the progressive system refuses or cannot do."""
 
 
-class ProgressiveConfigError(ProgressiveError, ConfigurationError):
+class ProgressiveConfigError(ConfigurationError):
     """The progressive sections of a configuration are wrong; `problems` lists every error."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
