@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.auth import PIN_GUARD_META, PinGuard
-from controller.store import Store
+from controller.memory.store import Store
 
 
 class AccessLog:

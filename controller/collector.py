@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from controller.table import TableState
+from controller.table.machine import TableState
 
 GC_YOUNG_LIMIT = 50_000
 """Allocations after which Python's cyclic collector runs by itself (700 by default). At the

@@ -43,7 +43,7 @@ from controller.control_wire import (
     IDLE_CLOSED, auth_name, bad_request, command_and_args, parse_request, send,
 )
 from controller.refusals import RefusalLog
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
 
 # Where callers have always imported them from: the client and the wire's names.
 from controller.control_client import ControlClient as ControlClient

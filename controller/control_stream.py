@@ -14,7 +14,7 @@ import structlog
 
 from controller.access import Caller
 from controller.control_wire import event_line, kept_line, line, send
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.errors import CommandError
-from controller.store import Event
+from controller.memory.store import Event
 
 IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
 

@@ -40,10 +40,12 @@ from controller.offload import StoreWork
 from controller.panel import Panel
 from controller.rules.batches import BatchTracker
 from controller.sdnotify import SdNotifier
-from controller.critical import IntegrityError
-from controller.critical_store import describe
-from controller.store import Store
-from controller.table import RulesAdapter, Table, TableState
+from controller.memory.critical import IntegrityError
+from controller.memory.lifecycle import describe
+from controller.memory.store import Store
+from controller.table.machine import TableState
+from controller.table.rules_seam import RulesAdapter
+from controller.table.table import Table
 from controller.watchdog import Health, WatchdogPinger
 from controller.wiring import build_devices, device_as, open_checked_store, secure_store_files
 from drivers.protocols import (
@@ -148,7 +150,7 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """The critical-memory check ran when the store was opened (controller/critical.py);
+        """The critical-memory check ran when the store was opened (controller/memory/critical.py);
         the meters are cross-checked against the log (controller/memory/boot_check.py)."""
         result = check_at_boot(self.store, self.store_failure, self.progressive)
         if result.failure is not None:
@@ -334,7 +336,7 @@ class Daemon:
         """The store stopped taking writes in play. The step was rolled back; the table goes
         out of order on an in-memory stand-in (nothing more is written to the file, which
         keeps every committed step), and the daemon stays up to say why: no restart loop."""
-        from controller.critical import unusable
+        from controller.memory.critical import unusable
 
         self.table.store = Store(":memory:")  # before the table records its state
         self.hold_out_of_order(unusable(Path(self.store.path), exc), "store_failed")
@@ -369,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
     if args.init_store or args.clear_store or args.register_witness:
-        from controller.critical_store import run_once
+        from controller.memory.lifecycle import run_once
 
         return run_once(config, args)
     return asyncio.run(_amain(config))

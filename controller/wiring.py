@@ -7,8 +7,8 @@ import os
 from collections.abc import Mapping
 
 from controller.config import TableConfig
-from controller.critical import IntegrityError
-from controller.store import Store
+from controller.memory.critical import IntegrityError
+from controller.memory.store import Store
 from drivers.protocols import Device
 
 BOOT_CHAIN_LIMIT = 20_000
@@ -87,7 +87,7 @@ def open_checked_store(config: TableConfig) -> tuple[Store, IntegrityError | Non
     """The table's store, checked; or, if it fails, an empty in-memory stand-in (so the
     daemon can report the failure and refuse play) and the failure. The file on disk is
     then never written: it is the evidence."""
-    from controller.critical_store import open_store
+    from controller.memory.lifecycle import open_store
 
     try:
         return open_store(config.store_path, config.critical_dir,

@@ -48,7 +48,7 @@ def test_every_configuration_error_shares_one_base_and_stays_a_value_error() -> 
 
 @pytest.mark.parametrize(("name", "concern", "builtin"), [
     ("controller.control_wire.ControlError", CommandError, None),
-    ("controller.table_base.CommandRefused", CommandError, None),
+    ("controller.table.errors.CommandRefused", CommandError, None),
     ("controller.control_args.BadArgument", CommandError, ValueError),
     ("controller.rules.shoe.CutError", RulesError, ValueError),
     ("controller.rules.batches.BatchError", RulesError, ValueError),

@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.commands.host import CommandHost
 from controller.control import ControlError
-from controller.table import TableState
+from controller.table.machine import TableState
 from drivers.protocols import LedState, LinkState
 
 LIGHT_TEST_STEP_S = 0.3  # long enough for a technician to see each seat light in turn

@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from controller.control import ControlError
-from controller.table import CommandRefused, Table
+from controller.table.errors import CommandRefused
+from controller.table.table import Table
 
 HISTORY_WAIT_S = 10.0
 """How long a command that opens the table or moves money waits for the start's check of the

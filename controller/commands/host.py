@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from controller.config import TableConfig
 from controller.control import ControlServer
-from controller.critical import IntegrityError
+from controller.memory.critical import IntegrityError
 from controller.intake import EventIntake
 from controller.offload import StoreWork
-from controller.store import Store
-from controller.table import Table
+from controller.memory.store import Store
+from controller.table.table import Table
 from drivers.protocols import Device, ProgressiveDisplay, SeatPanel, Shuffler
 
 if TYPE_CHECKING:  # loaded only by a table that offers a progressive

@@ -13,7 +13,8 @@ from controller.commands.args import back_colour
 from controller.commands.guards import guarded
 from controller.commands.host import CommandHost
 from controller.control import ControlError
-from controller.table import CommandRefused, TableState
+from controller.table.errors import CommandRefused
+from controller.table.machine import TableState
 from drivers.errors import DriverError, ShufflerBusyError, ShufflerNotConnectedError
 from drivers.protocols import DeviceFault, LinkState, ShoeLoaded, ShuffleComplete
 

@@ -15,7 +15,7 @@ from controller.commands.host import CommandHost
 from controller.control import ControlError, event_json
 from controller.control_args import shown
 from controller.events import KINDS
-from controller.table_snapshot import wager_json
+from controller.table.state import wager_json
 
 
 def _colour(back: Any) -> str | None:

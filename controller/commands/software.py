@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.commands.host import CommandHost
 from controller.control import ControlError
-from controller.table import TableState
+from controller.table.machine import TableState
 
 # Between shoes, or nothing to play: a release may be activated or rolled back.
 SOFTWARE_CHANGE_STATES = (TableState.CLOSED, TableState.END_OF_SHOE, TableState.OUT_OF_ORDER)

@@ -9,7 +9,7 @@ import structlog
 
 from controller.commands.host import CommandHost
 from controller.control import ControlError
-from controller.critical import IntegrityError
+from controller.memory.critical import IntegrityError
 
 log = structlog.get_logger("tabled")
 
@@ -34,9 +34,9 @@ class ChainCheck:
         """The boot check again, on a connection of its own in a child process so the table
         keeps running. A failure found now puts the table out of order; a full pass moves
         the checkpoint later boots start from."""
-        from controller.critical import as_mapping
-        from controller.critical import reason_text as critical_reason
-        from controller.critical_store import RECHECK_EVENT
+        from controller.memory.critical import as_mapping
+        from controller.memory.critical import reason_text as critical_reason
+        from controller.memory.lifecycle import RECHECK_EVENT
 
         daemon = self._daemon
         store = daemon.store

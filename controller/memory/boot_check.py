@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from controller.critical import IntegrityError
-from controller.store import Store
+from controller.memory.critical import IntegrityError
+from controller.memory.store import Store
 
 
 class MeterCheck(Protocol):

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from controller.control import ControlError
-from controller.critical import IntegrityError, Verified
+from controller.memory.critical import IntegrityError, Verified
 from controller.memory.boot_check import BootCheck, check_at_boot
 from controller.memory.history_check import check_history
 
