@@ -38,6 +38,9 @@ from controller.control_args import (
     MAX_NAME_CHARS, MAX_PIN_CHARS, NO_ARGS, Arg, BadArgument, Params, escaped, shown, valid_text,
     whole,
 )
+from controller.events.codec import EventRecord
+from controller.events.system_records import CommandRefused as CommandRefusedRecord
+from controller.events.system_records import SubscriberDropped
 from controller.refusals import RefusalLog
 from controller.store import Event, Store
 
@@ -63,7 +66,7 @@ IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients r
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
 History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
-Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
 
 
 class ControlError(Exception):
@@ -174,13 +177,13 @@ class ControlServer:
     def set_record(self, record: Record) -> None:
         self._record_to_log = record
 
-    def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        self.refusals.record(kind, payload, severity)
+    def _record(self, record: EventRecord) -> None:
+        self.refusals.record(record)
 
-    def _write_record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        log.warning(kind, **{k: v for k, v in payload.items() if k != "event"})
+    def _write_record(self, record: EventRecord) -> None:
+        log.warning(record.KIND, **{k: v for k, v in record.payload().items() if k != "event"})
         if self._record_to_log is not None:
-            self._record_to_log(kind, payload, severity)
+            self._record_to_log(record)
 
     def follow(self, store: Store) -> None:
         """Stream what `store` commits: each entry is taken as it is given out, and once a
@@ -487,11 +490,9 @@ class ControlServer:
                  supervisor: str | None = None) -> None:
         """A refused command goes to the event log as refused (never as done), through the
         refusal log: a client looping on a refusal cannot flood the log."""
-        payload: dict[str, Any] = {"command": command, "role_needed": role.value,
-                                   "reason": reason, "caller": caller.describe()}
-        if supervisor is not None:
-            payload["supervisor"] = escaped(supervisor, MAX_NAME_CHARS)
-        self._record("command_refused", payload, "warning")
+        self._record(CommandRefusedRecord(
+            command, role.value, reason, caller.describe(),
+            supervisor=None if supervisor is None else escaped(supervisor, MAX_NAME_CHARS)))
 
     # --- subscribe ------------------------------------------------------------------------
 
@@ -537,8 +538,7 @@ class ControlServer:
             reason = (f"read nothing for {self.limits.subscriber_stall_s:g} s "
                       "([access] subscriber_stall_s); reconnect with after_seq "
                       f"= the last seq received")
-            self._record("subscriber_dropped", {"caller": caller.describe(), "reason": reason,
-                                                "sent_up_to_seq": last}, "warning")
+            self._record(SubscriberDropped(caller.describe(), reason, last))
             writer.write(_line({"closed": reason}))
             writer.transport.abort()  # its buffer is full: nothing more is kept for it
             return False

@@ -31,7 +31,9 @@ from controller.auth import PIN_GUARD_META, PinGuard, PinPolicy
 from controller.config import ConfigError, TableConfig, load_config
 from controller.control import ControlError, ControlServer, event_json
 from controller.control_args import FLAG, Arg, choice, number, shown, text, whole
-from controller.events import KINDS, SEVERITIES
+from controller.events import KINDS, SEVERITIES, EventRecord
+from controller.events import system_records as ev
+from controller.events.records import ShoeLoadDeclared
 from controller.limits import connection_budget, open_files_limit
 from controller.metrics_http import MetricsEndpoint
 from controller.offload import StoreWork
@@ -253,8 +255,7 @@ class Daemon:
 
     def _audit_supervisor(self, who: str, command: str, args: Mapping[str, Any]) -> None:
         with self.store.transaction():
-            self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
-                                                           "args": dict(args)})
+            self.store.append_event(ev.SupervisorCommand(who, command, dict(args)))
             self._save_pin_guard()  # the accepted PIN started the name's count over
 
     def _resume_pin_guard(self) -> None:
@@ -266,18 +267,18 @@ class Daemon:
             saved = {}
         resumed = self.control.pins.resume(saved if isinstance(saved, dict) else {})
         if resumed:
-            self._record("pin_guard_resumed", {"supervisors": resumed}, "warning")
+            self._record(ev.PinGuardResumed(resumed))
 
     def _save_pin_guard(self) -> None:
         self.store.put_meta(PIN_GUARD_META, json.dumps(self.control.pins.saved(),
                                                        sort_keys=True))
 
-    def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
+    def _record(self, record: EventRecord, severity: str | None = None) -> None:
         """Access events (refusals, PIN failures, lockouts, dropped subscribers) into the log;
         a wrong PIN or a lockout saves the PIN guard in the same step."""
         with self.store.transaction():
-            self.store.append_event(kind, payload, severity=severity)
-            if kind in ("pin_failed", "pin_lockout"):
+            self.store.append_event(record, severity=severity)
+            if isinstance(record, ev.PinFailed | ev.PinLockout):
                 self._save_pin_guard()
 
     def _spawn(self, coro: Any) -> None:
@@ -349,7 +350,7 @@ class Daemon:
         else:
             self.history_check = {"state": "passed", "entries": verified["entries"],
                                   "seconds": round(time.monotonic() - started, 3)}
-            self._record("history_verified", dict(self.history_check), "info")
+            self._record(ev.HistoryVerified(**self.history_check))
         finally:
             self.history_checked.set()
 
@@ -409,7 +410,6 @@ class Daemon:
         table out of order; a full pass moves the checkpoint later boots start from."""
         from controller.critical import as_mapping
         from controller.critical import reason_text as critical_reason
-        from controller.critical_store import RECHECK_EVENT
 
         if self.store_failure is not None:
             raise _integrity_answer(self.store_failure)
@@ -429,8 +429,8 @@ class Daemon:
                 # and what it reported stays in the log at critical severity.
                 log.critical("integrity_recheck", check=first.check, detail=first.detail)
                 verified = await check()
-                self._record(RECHECK_EVENT, {"first": critical_reason(first),
-                                             "recheck": as_mapping(verified)}, "critical")
+                self._record(ev.CriticalMemoryRechecked(critical_reason(first),
+                                                        dict(as_mapping(verified))))
         except IntegrityError as exc:
             self.store_failure = exc
             log.critical("integrity_failed", check=exc.check, detail=exc.detail)
@@ -488,9 +488,9 @@ class Daemon:
         if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
             log.warning("access_groups_missing", groups=self.control.access.missing_groups)
         if self.config.access.inline_pin_hashes and self.config.supervisor_pin_hashes:
-            self._record("pin_hashes_exposed", {"config": self.config.source, "reason": (
+            self._record(ev.PinHashesExposed(self.config.source, (
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
-                "a real table keeps them in the secrets file")}, "warning")
+                "a real table keeps them in the secrets file")))
         await self.control.start()
         metrics = await self._serve_metrics()
         for device in self.devices.values():
@@ -500,10 +500,9 @@ class Daemon:
         elif self.table.state is TableState.SHUFFLING:
             self._spawn(self._request_shuffle(None))  # the request may have died with us
         with self.store.transaction():
-            self.store.append_event("daemon_started", {
-                "version": __version__, "state": self.table.state.value,
-                "release": self.software["release"],
-                "software_verified": self.software["verified"]})
+            self.store.append_event(ev.DaemonStarted(
+                __version__, self.table.state.value, release=self.software["release"],
+                software_verified=self.software["verified"]))
         from controller import crash_points  # HIL power-cut test only; inert unless its env is set
 
         crash_points.install(self.store._db)
@@ -521,7 +520,7 @@ class Daemon:
         pinger.cancel()
         self._consumer.cancel()
         with self.store.transaction():
-            self.store.append_event("daemon_stopping", {"state": self.table.state.value})
+            self.store.append_event(ev.DaemonStopping(self.table.state.value))
             self._save_pin_guard()  # the lockouts' time left, as of this stop
         log.info("control_closed", connections_closed=await self.control.close())
         if metrics is not None:
@@ -586,8 +585,7 @@ class Daemon:
         except Exception:  # one bad event must not stop the table; it is logged loudly
             log.exception("event_handling_failed", device_event=repr(event))
             with self.store.transaction():
-                self.store.append_event("internal_error", {"event": repr(event)},
-                                        severity="error")
+                self.store.append_event(ev.InternalError(repr(event)))
         finally:
             self._handling = False
 
@@ -707,22 +705,22 @@ class Daemon:
                 f"a change of software is allowed only between shoes; the table is "
                 f"{self.table.state.value} (allowed: "
                 f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "not_allowed")
-        payload = {"release": release, "from_release": self.software.get("release"),
-                   "supervisor": str(args.get("_supervisor", ""))}
+        change = ev.SoftwareActivated(release, self.software.get("release"),
+                                      str(args.get("_supervisor", "")))
         if action == "activate":
-            self._record("software_activated", payload, "warning")
+            self._record(change)
         else:
-            self._record("software_rolled_back", {**payload, "automatic": False}, "warning")
-        return payload
+            self._record(ev.SoftwareRolledBack(change.release, change.from_release,
+                                               change.supervisor, automatic=False))
+        return change.payload()
 
     def _software_record(self, args: Mapping[str, Any]) -> Any:
         event, release = args["event"], args["release"]
         if event == "staged":
-            self._record("software_staged", {"release": release}, "info")
+            self._record(ev.SoftwareStaged(release))
         else:
-            self._record("software_rolled_back", {
-                "release": release, "from_release": args["from_release"],
-                "supervisor": "", "automatic": True}, "warning")
+            self._record(ev.SoftwareRolledBack(release, args["from_release"], supervisor="",
+                                               automatic=True))
         return {"recorded": event, "release": release}
 
     async def _verify_shared(self, args: Mapping[str, Any]) -> Any:
@@ -750,7 +748,7 @@ class Daemon:
                                "loaded ('back': red, blue, green or black)", "bad_request")
         # Recorded as the dealer's word; then checked and applied as the shoe's own report
         # (the shoe is the device the fact is about, so a mismatch stops play as it would).
-        self._record("shoe_load_declared", {"back": back.name.lower(), "by": "dealer"}, "info")
+        self._record(ShoeLoadDeclared(back, by="dealer"))
         self.table.handle(ShoeLoaded("shoe", self.config.submission.game.decks * 52, back))
 
     def _guard(self, fn: Any) -> Any:
@@ -904,8 +902,7 @@ class Daemon:
                 if seats is not None:
                     seats.set_led(seat, state)
         with self.store.transaction():
-            self.store.append_event("light_test", {"seats": numbers,
-                                                   "display": display is not None})
+            self.store.append_event(ev.LightTest(tuple(numbers), display is not None))
         if unlit:
             return {"device": "lights", "passed": False,
                     "detail": f"{unlit}; {len(numbers)} win lights chased one by one"}

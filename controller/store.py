@@ -33,6 +33,9 @@ import structlog
 
 from controller import critical
 from controller.anchor_writer import AnchorWriter
+from controller.events.catalogue import KINDS
+from controller.events.codec import EventRecord, decode
+from controller.events.records import VigorishCollected
 from controller.critical import (  # noqa: F401 - re-exported: the store's own errors
     GENESIS_MAC,
     IntegrityError,
@@ -134,6 +137,11 @@ class Event:
     hash: str
     payload_json: str  # the payload as stored: the text the entry's MAC covers
 
+    def record(self) -> EventRecord:
+        """The entry as its typed record (controller/events); EventDecodeError if the
+        payload does not fit its kind."""
+        return decode(self.kind, self.payload)
+
 
 _canonical = critical.canonical
 # The table's saved state in the order its fields come, not sorted: it is read back only by
@@ -152,6 +160,25 @@ def _as_read_back(payload: Mapping[str, Any] | None, payload_json: str) -> dict[
                                    for k, v in payload.items()):
         return {key: payload[key] for key in sorted(payload)}
     return dict(json.loads(payload_json))
+
+
+def _entry(record: EventRecord, severity: str | None) -> tuple[str, str, dict[str, Any]]:
+    """The kind, severity and payload of a record to append; what is not a catalogued
+    record, or a severity its kind does not have, is refused before anything is written."""
+    if not isinstance(record, EventRecord):
+        raise TypeError(f"the event log takes a typed event record (controller/events), not "
+                        f"a {type(record).__name__}: build the kind's record where the event "
+                        "happens")
+    kind = record.KIND
+    entry = KINDS.get(kind)
+    if entry is None or entry.record is not type(record):
+        raise TypeError(f"event record {type(record).__name__} ({kind!r}) is not the "
+                        "catalogue's (controller/events/catalogue.py)")
+    chosen = severity or record.severity or entry.severities[0]
+    if chosen not in entry.severities:
+        raise ValueError(f"event {kind!r} with severity {chosen!r}: allowed: "
+                         f"{', '.join(entry.severities)} (controller/events/catalogue.py)")
+    return kind, chosen, record.payload()
 
 
 def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, severity: str,
@@ -520,17 +547,42 @@ class Store:
 
     # --- event log ------------------------------------------------------------
 
-    def append_event(self, kind: str, payload: Mapping[str, Any] | None = None, *,
+    def append_event(self, record: EventRecord | str,
+                     legacy_payload: Mapping[str, Any] | None = None, *,
+                     severity: str | None = None, device: str | None = None,
+                     round_id: int | None = None) -> Event:
+        """Append one typed record (controller/events) to the hash chain, inside the
+        current transaction (or its own): the only way code emits an event. Its payload is
+        encoded here, once. `severity`: the record's own, else the catalogue's first for its
+        kind; it must be one the catalogue lists for the kind. Anything but a catalogued
+        record is refused (TypeError).
+
+        TRANSITIONAL: a kind and a dict (`legacy_payload`) are still taken from the table's
+        files (controller/table*.py) while they are restructured; the dict must decode as
+        its kind's record, which is then what is written."""
+        if isinstance(record, str):
+            record = decode(record, legacy_payload or {})
+        elif legacy_payload is not None:
+            raise TypeError("a typed event record carries its own payload")
+        kind, chosen, payload = _entry(record, severity)
+        return self.append_entry(kind, payload, severity=chosen, device=device,
+                                 round_id=round_id)
+
+    def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
                      round_id: int | None = None) -> Event:
-        """Append one entry to the hash chain, inside the current transaction (or its own)."""
+        """The log's own append of a payload as given, unchecked: what `append_event` does
+        once the record is encoded, and what tests of the chain's mechanics (MACs,
+        durability, streaming) write with. Nothing in controller/ but the store calls it
+        (tests/controller/test_event_catalogue.py)."""
+        body = payload if type(payload) is dict else dict(payload or {})
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
             last_seq, prev = self._head(db)
             seq = last_seq + 1
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-            payload_json = _canonical(payload if type(payload) is dict else dict(payload or {}))
+            payload_json = _canonical(body)
             digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
                                         round_id, payload_json)
             db.execute(
@@ -540,7 +592,7 @@ class Store:
             )
             self._log_head = (seq, digest)
             self._appended += 1
-            event = Event(seq, at, kind, severity, device, round_id, _as_read_back(payload,
+            event = Event(seq, at, kind, severity, device, round_id, _as_read_back(body,
                                                                                     payload_json),
                           prev, digest, payload_json)
             self._pending.append(event)
@@ -756,5 +808,5 @@ class Store:
             if owed:
                 db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
                            " WHERE seat = ?", (owed, seat))
-                self.append_event("vigorish_collected", {"seat": seat, "cents": owed})
+                self.append_event(VigorishCollected(seat, owed))
             return owed

@@ -28,8 +28,8 @@ def test_pragmas_are_wal_and_normal_sync_with_the_store_flushing_itself(store):
 
 
 def test_event_chain_links_each_entry_to_the_one_before(store):
-    first = store.append_event("table_opened")
-    second = store.append_event("wager_accepted", {"seat": 3, "amount_cents": 2500}, round_id=7)
+    first = store.append_entry("table_opened")
+    second = store.append_entry("wager_accepted", {"seat": 3, "amount_cents": 2500}, round_id=7)
     assert first.seq == 1 and first.prev_hash == GENESIS_HASH
     assert second.prev_hash == first.hash
     assert second.hash == entry_hash(store.key, first.hash, 2, second.at, "wager_accepted",
@@ -40,7 +40,7 @@ def test_event_chain_links_each_entry_to_the_one_before(store):
 
 def test_an_altered_entry_is_named(store, tmp_path):
     for seat in range(1, 6):
-        store.append_event("wager_accepted", {"seat": seat, "amount_cents": 1000})
+        store.append_entry("wager_accepted", {"seat": seat, "amount_cents": 1000})
     raw = sqlite3.connect(store.path)
     raw.execute("""UPDATE events SET payload = '{"amount_cents":100000,"seat":3}' WHERE seq = 3""")
     raw.commit()
@@ -52,7 +52,7 @@ def test_an_altered_entry_is_named(store, tmp_path):
 
 def test_a_deleted_entry_is_named(store):
     for seat in range(1, 6):
-        store.append_event("wager_accepted", {"seat": seat})
+        store.append_entry("wager_accepted", {"seat": seat})
     raw = sqlite3.connect(store.path)
     raw.execute("DELETE FROM events WHERE seq = 2")
     raw.commit()
@@ -64,11 +64,11 @@ def test_a_failed_step_leaves_nothing_behind(store):
     seen = []
     store.subscribe(seen.append)
     with pytest.raises(RuntimeError), store.transaction():
-        store.append_event("wager_accepted", {"seat": 1})
+        store.append_entry("wager_accepted", {"seat": 1})
         raise RuntimeError("power cut in the middle of the step")
     assert store.events() == []
     assert seen == []  # listeners only ever see committed entries
-    store.append_event("after")
+    store.append_entry("after")
     assert [e.seq for e in store.events()] == [1]
 
 
@@ -109,13 +109,13 @@ def test_a_step_rolled_back_leaves_the_next_step_reading_the_store_again(store):
     """The store keeps the log's head and the seal's commit counter from its own commits
     instead of reading them back at every step; a step that rolls back must not leave its
     entries' head or counter behind for the next one."""
-    store.append_event("card", {"index": 0})
+    store.append_entry("card", {"index": 0})
     sealed = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
     with pytest.raises(RuntimeError, match="cut short"):
         with store.transaction():
-            store.append_event("card", {"index": 1})
+            store.append_entry("card", {"index": 1})
             raise RuntimeError("cut short")
-    after = store.append_event("card", {"index": 1})
+    after = store.append_entry("card", {"index": 1})
     assert [e.payload["index"] for e in store.events()] == [0, 1]
     assert after.seq == 2  # the rolled-back entry is gone
     assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 1
@@ -126,11 +126,11 @@ def test_a_commit_by_another_connection_is_read_before_the_next_step(store):
     """Only the table's own connection writes its store, but if another one ever commits,
     what the store kept from its own commits (log head, commit counter) is read again, so
     the chain and the seal go on from what is really there."""
-    store.append_event("card", {"index": 0})
+    store.append_entry("card", {"index": 0})
     other = Store(store.path)
-    by_other = other.append_event("card", {"index": 1})
+    by_other = other.append_entry("card", {"index": 1})
     other.close()
-    mine = store.append_event("card", {"index": 2})
+    mine = store.append_entry("card", {"index": 2})
     assert (mine.seq, mine.prev_hash) == (by_other.seq + 1, by_other.hash)
     assert store.verify(full=True).log_seq == 3
 
@@ -165,18 +165,18 @@ def test_an_open_rounds_cards_logged_after_the_saved_state_are_its_cards_too(sto
     round_id = store.open_round(1, 1, [])
     other = store.open_round(1, 2, [])
     first = {"index": 7, "card": "9♠", "hand": "player", "slot": "player_first"}
-    store.append_event("card", {**first, "back": "red"}, round_id=round_id)
+    store.append_entry("card", {**first, "back": "red"}, round_id=round_id)
     store.save_table_state("dealing", {"round_id": round_id, OPEN_ROUND_CARDS: [first]})
     assert store.load_table_state() == ("dealing", {"round_id": round_id,
                                                     OPEN_ROUND_CARDS: [first]})
     with store.transaction():
-        store.append_event("card", {"index": 8, "card": "K♣", "hand": "banker",
+        store.append_entry("card", {"index": 8, "card": "K♣", "hand": "banker",
                                     "slot": "banker_first", "back": "red"}, round_id=round_id)
-        store.append_event("card", {"index": 99, "card": "A♦", "hand": "player",
+        store.append_entry("card", {"index": 99, "card": "A♦", "hand": "player",
                                     "slot": "player_first", "back": "red"}, round_id=other)
-        store.append_event("prompt", {"action": "deal", "next": "player_second"},
+        store.append_entry("prompt", {"action": "deal", "next": "player_second"},
                            round_id=round_id)
-    store.append_event("card", {"index": 9, "card": "2♥", "hand": "player",
+    store.append_entry("card", {"index": 9, "card": "2♥", "hand": "player",
                                 "slot": "player_second", "back": "red"}, round_id=round_id)
     assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "K♣", "2♥"]
     assert store.round(round_id)["cards"][1] == {"index": 8, "card": "K♣", "hand": "banker",
@@ -197,20 +197,20 @@ def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read
         statements.clear()
         return found
 
-    store.append_event("card", {"index": 0})
+    store.append_entry("card", {"index": 0})
     assert digest_reads() == 0  # as the store's creation step left them
     with store.transaction():
-        store.append_event("card", {"index": 1})
-        store.append_event("prompt", {"action": "deal"})
+        store.append_entry("card", {"index": 1})
+        store.append_entry("prompt", {"action": "deal"})
     assert digest_reads() == 0
     assert store.verify(full=True).log_seq == 3
     statements.clear()
     store.save_table_state("dealing", {"round_id": None})  # a protected row
     assert digest_reads() == 1
-    store.append_event("card", {"index": 2})
+    store.append_entry("card", {"index": 2})
     assert digest_reads() == 0
     with store.transaction():
-        store.append_event("card", {"index": 3})
+        store.append_entry("card", {"index": 3})
         store.open_round(1, 1, [])  # the log and a protected row in one step
     assert digest_reads() == 1
     with pytest.raises(RuntimeError):
@@ -218,6 +218,6 @@ def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read
             store.save_table_state("betting_open", {"round_id": None})
             raise RuntimeError("rolled back")
     statements.clear()
-    store.append_event("card", {"index": 4})  # after a rollback nothing kept is trusted
+    store.append_entry("card", {"index": 4})  # after a rollback nothing kept is trusted
     assert digest_reads() == 1
     assert store.verify(full=True).log_seq == 6

@@ -7,6 +7,7 @@ from typing import Any
 
 from controller.display.board import LIVE, ROADS, Board, road_round
 from controller.display.roads import RoadRound, Winner
+from controller.events.records import RoundResult
 
 TABLE = {"table_id": "T1", "seats": 3, "game": "baccarat"}
 
@@ -42,7 +43,9 @@ def test_a_round_from_bets_to_result() -> None:
     feed("prompt", {"action": "place_bets", "round_no": 1})
     feed("wager_accepted", {"seat": 2, "wager": "banker", "amount_cents": 2500})
     feed("wager_accepted", {"seat": 2, "wager": "tie", "amount_cents": 500})
-    feed("no_more_bets", {"cause": "button", "round_no": 1, "wagers": 2,
+    feed("no_more_bets", {"cause": "button", "round_no": 1,
+                          "wagers": [{"seat": 2, "wager": "banker", "amount_cents": 2500},
+                                     {"seat": 2, "wager": "tie", "amount_cents": 500}],
                           "progressive_seats": [2]})
     feed("progressive_accepted", {"progressive": "heavenly9",
                                   "accepted": [{"seat": 2, "amount_cents": 500}],
@@ -73,8 +76,9 @@ def test_a_round_from_bets_to_result() -> None:
 
 
 def test_pairs_and_totals_from_a_result() -> None:
-    assert road_round({"winner": "tie", "player": ["A♠", "A♥", "7♣"], "banker": ["Q♦", "K♦"],
-                       "player_total": 9, "banker_total": 0}) == RoadRound(
+    assert road_round(RoundResult.decode({
+        "winner": "tie", "player": ["A♠", "A♥", "7♣"], "banker": ["Q♦", "K♦"],
+        "player_total": 9, "banker_total": 0})) == RoadRound(
         Winner.TIE, banker_pair=False, player_pair=True, natural=False, winning_total=9)
 
 
@@ -111,9 +115,11 @@ def test_the_win_light_stays_on_until_the_award_is_validated() -> None:
                     "level": "progressive", "amount_cents": 1_000_000, "detail": "..."})
     assert board.live_view()["award"] == {"award_id": 7, "seat": 3, "progressive": "heavenly9",
                                           "level": "progressive", "amount_cents": 1_000_000}
-    feed("jackpot_validated", {"award_id": 6, "supervisor": "ana"})
+    feed("jackpot_validated", {"award_id": 6, "supervisor": "ana", "amount_cents": 5_000,
+                               "seat": 1})
     assert board.award is not None  # another award's validation leaves this light on
-    feed("jackpot_validated", {"award_id": 7, "supervisor": "ana"})
+    feed("jackpot_validated", {"award_id": 7, "supervisor": "ana", "amount_cents": 1_000_000,
+                               "seat": 3})
     assert board.award is None
 
 
@@ -276,11 +282,15 @@ def test_the_pay_list_stays_up_until_the_next_rounds_first_card() -> None:
     for kind, payload in (("prompt", {"action": "place_bets", "round_no": 2}),
                           ("wager_accepted", {"seat": 2, "wager": "player",
                                               "amount_cents": 1500}),
-                          ("no_more_bets", {"cause": "button", "round_no": 2}),
+                          ("no_more_bets", {"cause": "button", "round_no": 2,
+                                            "wagers": [{"seat": 2, "wager": "player",
+                                                        "amount_cents": 1500}],
+                                            "progressive_seats": []}),
                           ("prompt", {"action": "deal", "next": "player_first"})):
         feed(kind, payload)
         assert _money(board.live_view()["pay"]) == [(2, "player", "win", 1500, 1500, 0, 1500)]
-    feed("card", {"index": 20, "card": "4♣", "hand": "player", "slot": "player_first"})
+    feed("card", {"index": 20, "card": "4♣", "hand": "player", "slot": "player_first",
+                  "back": "red"})
     assert board.live_view()["pay"] is None
     # A simulated round (631a.15(d)) has no wagers of its own: it leaves the list alone.
     feed("round_settled", _payload([settlement], "player", 9, 4))

@@ -17,6 +17,7 @@ import pytest
 from controller import critical
 from controller.critical import IntegrityError
 from controller.critical_store import init_store
+from controller.events import KINDS, EventRecord
 from controller.store import Store
 from controller.witness.config import WitnessConfig
 from controller.witness.heads import Signer, ensure_signing_key
@@ -66,11 +67,11 @@ def settle(store: Store, round_no: int, net_cents: int) -> None:
     with store.transaction():
         round_id = store.open_round(1, round_no, [{"seat": 3, "wager": "banker",
                                                    "amount_cents": 1000}])
-        store.append_event("round_opened", {"round_id": round_id})
+        store.append_entry("round_opened", {"round_id": round_id})
     with store.transaction():
         store.close_round(round_id, "settled", {"winner": "banker"},
                           [{"seat": 3, "net_cents": net_cents, "amount_cents": 1000}], [])
-        store.append_event("round_settled", {"round_id": round_id, "net_cents": net_cents})
+        store.append_entry("round_settled", {"round_id": round_id, "net_cents": net_cents})
 
 
 def witnessed(witness_db: WitnessDb) -> list[tuple[int, int, str]]:
@@ -95,8 +96,9 @@ class Recorder:
         self.entries: list[tuple[str, dict[str, Any], str]] = []
         self.failures: list[IntegrityError] = []
 
-    def record(self, kind: str, payload: Any, severity: str) -> None:
-        self.entries.append((kind, dict(payload), severity))
+    def record(self, record: EventRecord, severity: str | None) -> None:
+        self.entries.append((record.KIND, record.payload(),
+                             severity or KINDS[record.KIND].severities[0]))
 
     def kinds(self) -> list[str]:
         return [k for k, _, _ in self.entries]
