@@ -14,11 +14,12 @@ lose a remainder; a Fraction never does (docs/progressive.md).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
+from controller.events.codec import EventDecodeError, EventRecord
 from controller.events.progressive_records import (
     ProgressiveAward,
     ProgressiveLinkedContribution,
@@ -29,7 +30,9 @@ from controller.events.progressive_records import (
 )
 from controller.progressive.core import split
 from controller.progressive.errors import AwardError, MeterError
-from controller.store import Store
+from controller.store import Event, Store
+
+R = TypeVar("R", bound=EventRecord)
 
 METER_EVENT = ProgressiveMeter.KIND
 AWARD_EVENT = ProgressiveAward.KIND
@@ -181,6 +184,16 @@ class Award:
 
 PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awards",
                     "progressive_rounds", "progressive_mystery", "progressive_outbox")
+
+
+def _logged(store: Store, record: type[R], problems: list[str]) -> Iterator[tuple[Event, R]]:
+    """The log's entries of `record`'s kind, as records; one that does not decode is a
+    problem named, not a crash."""
+    for event in store.events(kind=record.KIND):
+        try:
+            yield event, record.decode(event.payload)
+        except EventDecodeError as exc:
+            problems.append(f"log entry {event.seq}: {exc}")
 
 
 def ensure_schema(store: Store) -> None:
@@ -507,17 +520,16 @@ def verify_meters(store: Store) -> list[str]:
     totals: dict[tuple[str, str], Fraction] = {}
     counts: dict[tuple[str, str], int] = {}
     award_deltas: dict[tuple[str, str], Fraction] = {}
-    for event in store.events(kind=METER_EVENT):
-        p = event.payload
-        key = (p["progressive"], p["level"])
-        delta = Fraction(p["delta_num"], p["delta_den"])
-        if delta < 0 and p["change"] not in DECREASING_CHANGES:
+    for event, meter in _logged(store, ProgressiveMeter, problems):
+        key = (meter.progressive, meter.level)
+        delta = Fraction(meter.delta_num, meter.delta_den)
+        if delta < 0 and meter.change not in DECREASING_CHANGES:
             problems.append(f"meter {key[0]}/{key[1]}: log entry {event.seq} lowers it by "
-                            f"{-delta} cents in a {p['change']!r}")
-        if p["change"] == ADJUSTMENT and not p.get("supervisor"):
+                            f"{-delta} cents in a {meter.change!r}")
+        if meter.change == ADJUSTMENT and not meter.supervisor:
             problems.append(f"meter {key[0]}/{key[1]}: adjustment at log entry {event.seq} names "
                             "no supervisor")
-        if p["change"] == AWARD:
+        if meter.change == AWARD:
             award_deltas[key] = award_deltas.get(key, Fraction(0)) - delta
         totals[key] = totals.get(key, Fraction(0)) + delta
         counts[key] = counts.get(key, 0) + 1
@@ -565,15 +577,16 @@ def verify_meters(store: Store) -> list[str]:
         if commitment(progressive, level, epoch, trigger, bytes.fromhex(nonce_hex)) != commit:
             problems.append(f"mystery {progressive}/{level} epoch {epoch}: the revealed trigger "
                             "does not match its commitment")
-    armed = {(e.payload["progressive"], e.payload["level"], e.payload["epoch"]):
-             e.payload["commitment"] for e in store.events(kind=MYSTERY_ARMED_EVENT)}
-    for event in store.events(kind=MYSTERY_REVEAL_EVENT):
-        p = event.payload
-        logged_commit = armed.get((p["progressive"], p["level"], p["epoch"]))
-        recomputed = commitment(p["progressive"], p["level"], p["epoch"], p["trigger_cents"],
-                                bytes.fromhex(p["nonce_hex"]))
+    armed: dict[tuple[str, str, int], str] = {}
+    for _, arming in _logged(store, ProgressiveMysteryArmed, problems):
+        armed[(arming.progressive, arming.level, arming.epoch)] = arming.commitment
+    for event, reveal in _logged(store, ProgressiveMysteryReveal, problems):
+        logged_commit = armed.get((reveal.progressive, reveal.level, reveal.epoch))
+        recomputed = commitment(reveal.progressive, reveal.level, reveal.epoch,
+                                reveal.trigger_cents, bytes.fromhex(reveal.nonce_hex))
         if logged_commit != recomputed:
-            problems.append(f"mystery {p['progressive']}/{p['level']} epoch {p['epoch']}: the "
-                            f"reveal at log entry {event.seq} does not match the armed commitment")
+            problems.append(f"mystery {reveal.progressive}/{reveal.level} epoch {reveal.epoch}: "
+                            f"the reveal at log entry {event.seq} does not match the armed "
+                            "commitment")
     return problems
 
