@@ -42,7 +42,7 @@ from controller.events.codec import EventRecord
 from controller.events.system_records import CommandRefused as CommandRefusedRecord
 from controller.events.system_records import SubscriberDropped
 from controller.refusals import RefusalLog
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")
 

@@ -24,7 +24,7 @@ from controller.logsetup import bind_round
 from cards import BackColour, Card
 from controller.rules.procedure import BASE_WAGERS, base_wager_missing, vigorish_to_collect
 from controller.rules.settlement import PlacedWager
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table_base import CommandRefused
 from controller.table_batches import BatchChecks
 from controller.table_disclosed import DisclosedCards

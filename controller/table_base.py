@@ -15,7 +15,7 @@ import structlog
 
 from controller import logsetup
 from controller.rules.game import Coup
-from controller.store import GROUPED_KINDS, Store
+from controller.memory.store import GROUPED_KINDS, Store
 from controller.table_machine import TableState
 from controller.table_ports import Announce, LockSeats, OpenSeats, Progressive, SetLed
 from controller.table_rules import RulesAdapter

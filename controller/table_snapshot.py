@@ -18,7 +18,7 @@ from controller.rules.settlement import PlacedWager
 from controller.faults import FaultBook
 from controller.table_machine import TableState
 from controller.rules.batches import BatchTracker
-from controller.store import OPEN_ROUND_CARDS
+from controller.memory.store import OPEN_ROUND_CARDS
 from drivers.protocols import CardDrawn
 
 

@@ -11,6 +11,7 @@ from controller.events.catalogue import (
     SHOE_CARD_KINDS,
     EventKind,
     document,
+    entry_of,
     markdown_table,
 )
 from controller.events.codec import (
@@ -27,4 +28,4 @@ from controller.events.codec import (
 
 __all__ = ["ABSENT", "ANY_DEVICE", "CATALOGUE", "DOC", "KINDS", "SEVERITIES", "SHOE_CARD_KINDS",
            "UNDISCLOSED", "Absent", "EventDecodeError", "EventKind", "EventRecord", "Payload",
-           "Undisclosed", "decode", "decode_event", "document", "markdown_table"]
+           "Undisclosed", "decode", "decode_event", "document", "entry_of", "markdown_table"]

@@ -18,6 +18,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from controller.events import progressive_records as p
 from controller.events import records as r
@@ -236,6 +237,28 @@ SHOE_CARD_KINDS = frozenset(e.kind for e in CATALOGUE if e.shoe_card)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "control-api.md"
 _SECTION = re.compile(r"(## Event kinds\n\n)(.*?)(\n## )", re.S)
+
+
+def entry_of(record: EventRecord, severity: str | None = None
+             ) -> tuple[str, str, dict[str, Any]]:
+    """The kind, severity and payload a record is appended to the log with. Anything but a
+    catalogued record (a dict, a kind's name) is refused (TypeError), and so is a severity
+    the catalogue does not list for its kind (ValueError): `severity` given, else the
+    record's own, else the kind's first."""
+    if not isinstance(record, EventRecord):
+        raise TypeError(f"the event log takes a typed event record (controller/events), not "
+                        f"a {type(record).__name__}: build the kind's record where the event "
+                        "happens")
+    kind = record.KIND
+    entry = KINDS.get(kind)
+    if entry is None or entry.record is not type(record):
+        raise TypeError(f"event record {type(record).__name__} ({kind!r}) is not the "
+                        "catalogue's (controller/events/catalogue.py)")
+    chosen = severity or record.severity or entry.severities[0]
+    if chosen not in entry.severities:
+        raise ValueError(f"event {kind!r} with severity {chosen!r}: allowed: "
+                         f"{', '.join(entry.severities)} (controller/events/catalogue.py)")
+    return kind, chosen, record.payload()
 
 
 def markdown_table() -> str:

@@ -211,7 +211,7 @@ class CriticalMemoryCleared(EventRecord):
 
 @dataclass(frozen=True)
 class CriticalMemoryVerified(EventRecord):
-    """The check at open (controller.critical.Verified's counts)."""
+    """The check at open (controller.memory.critical.Verified's counts)."""
 
     KIND: ClassVar[str] = "critical_memory_verified"
     entries: int

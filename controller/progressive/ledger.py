@@ -30,7 +30,7 @@ from controller.events.progressive_records import (
 )
 from controller.progressive.core import split
 from controller.progressive.errors import AwardError, MeterError
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
 
 R = TypeVar("R", bound=EventRecord)
 
@@ -201,7 +201,7 @@ def ensure_schema(store: Store) -> None:
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
-        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/critical.py)
+        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/memory/critical.py)
 
 
 def _meter(row: sqlite3.Row) -> MeterRow:

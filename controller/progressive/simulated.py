@@ -21,7 +21,7 @@ from controller.progressive.system import MYSTERY_LABEL, ProgressiveSystem
 from controller.rules.settlement import PlacedWager
 from controller.rules.side.common import PaysMeter
 from controller.rules.wager import Outcome, RoundView, Settlement
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 
 OFF_TABLE = "simulate"  # who the store records for an award's validation and a meter's start

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from controller.cli import exitcodes
-from controller.store import Store
+from controller.memory.store import Store
 from tests.controller.test_table import betting
 
 ROOT = Path(__file__).resolve().parents[2]

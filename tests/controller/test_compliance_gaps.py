@@ -16,7 +16,7 @@ import pytest
 
 from controller.rules.game import build_game
 from controller.rules.submission import parse_submission
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from tests.controller.test_table import Dealer, open_to_betting
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table import TableState
 from tests.controller.test_table import Dealer, betting
 

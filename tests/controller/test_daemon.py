@@ -13,7 +13,7 @@ import pytest
 from controller.config import load_config
 from controller.control import ControlClient, ControlError
 from controller.daemon import Daemon
-from controller.critical_store import init_store, is_initialised, open_store
+from controller.memory.lifecycle import init_store, is_initialised, open_store
 from drivers.protocols import DeviceHealth, LinkState
 from hil.stand_in import StandInDevice
 

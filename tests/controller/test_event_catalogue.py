@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from cards import BackColour, Card
-from controller.critical import canonical
+from controller.memory.critical import canonical
 from controller.events import (
     ABSENT,
     CATALOGUE,
@@ -47,7 +47,7 @@ from controller.events.records import (
 )
 from controller.events.system_records import CommandRefused, WitnessDown
 from controller.rules.wager import Outcome, Settlement
-from controller.store import Store
+from controller.memory.store import Store
 
 ROOT = Path(__file__).parents[2]
 EMITTERS = frozenset({"_record", "append_event", "_write_record"})
@@ -285,7 +285,7 @@ def test_code_emits_only_records_built_where_the_event_happens():
 def test_only_the_store_appends_an_unchecked_entry():
     callers = [f"{path}:{call.lineno}" for path, tree in _sources().items()
                for _, call in _calls(tree)
-               if _name(call) == "append_entry" and path != "controller/store.py"]
+               if _name(call) == "append_entry" and path != "controller/memory/store.py"]
     assert callers == []
 
 

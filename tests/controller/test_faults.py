@@ -17,7 +17,7 @@ import pytest
 from cards import BackColour
 from controller import faults
 from controller.faults import CATALOGUE, Exit, FaultBook, HeldFault
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table import CommandRefused, Table, TableState
 from drivers.protocols import DeviceFault, DeviceFaultCleared, LinkChanged, LinkState, ShuffleComplete
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from cards import BackColour, Card
-from controller import critical
-from controller.critical_store import paths_for
+from controller.memory import critical
+from controller.memory.lifecycle import paths_for
 from controller.events import ABSENT
 from controller.events.records import BurnFirstCard, CardDealt, RoundSettled, SettledWager
 from controller.events.system_records import DaemonStarted
-from controller.store import Store
+from controller.memory.store import Store
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "stores"
 

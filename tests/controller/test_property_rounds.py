@@ -64,7 +64,7 @@ from controller.rules.submission import (
     COMMON_WAGER_KEYS, DECKS, DISCLOSED_THIRD, DRAW_RULES, FAMILIES, MIN_COVER_FROM_BOTTOM, MIN_CUT_CARDS,
     NATURAL_RULES, ONE_PAYTABLE_GROUPS, SEATS, VARIANTS, VIG_COLLECTION, parse_submission,
 )
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table import RulesAdapter, Table, TableState
 from drivers.protocols import CardDrawn, DeviceFault, ShuffleComplete
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cards import BackColour, Card, Rank, Suit
 from controller.rules.batches import BatchTracker
-from controller.store import Store
+from controller.memory.store import Store
 from controller.table import Table, TableState
 from controller.table_snapshot import TableSnapshot
 from drivers.protocols import BatchHeld, CardDrawn, CoverCardDrawn, ShoeLoaded, ShuffleComplete

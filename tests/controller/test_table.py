@@ -18,7 +18,7 @@ from controller.rules.card_values import burn_value
 from controller.rules.game import build_game
 from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
-from controller.store import OPEN_ROUND_CARDS, Store
+from controller.memory.store import OPEN_ROUND_CARDS, Store
 from controller.table import CommandRefused, RulesAdapter, Table, TableState
 from controller.table_snapshot import TableSnapshot
 from drivers.protocols import (

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller import critical
-from controller.critical import (
+from controller.memory import critical
+from controller.memory.critical import (
     ACTION_UNUSABLE,
     CriticalPaths,
     IntegrityError,
@@ -29,7 +29,7 @@ from controller.events.system_records import (
     CriticalMemoryInitialised,
     CriticalMemoryVerified,
 )
-from controller.store import Store
+from controller.memory.store import Store
 
 INITIALISED_EVENT = CriticalMemoryInitialised.KIND
 CLEARED_EVENT = CriticalMemoryCleared.KIND
