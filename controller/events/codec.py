@@ -75,13 +75,14 @@ class Payload:
 
     def payload(self) -> dict[str, Any]:
         """The JSON object the log stores (encoded once, here)."""
-        omitted = self.OMITTED_WHEN
+        values = self.__dict__
         out: dict[str, Any] = {}
-        for name in field_names(type(self)):
-            value = getattr(self, name)
-            if omitted and name in omitted and _same(value, omitted[name]):
+        for name, omitted in _plan(type(self)):
+            value = values[name]
+            if omitted is not _KEPT and (value is omitted or (type(value) is type(omitted)
+                                                              and value == omitted)):
                 continue
-            out[name] = wire(value)
+            out[name] = value if type(value) in _FLAT else wire(value)
         return out
 
     @classmethod
@@ -113,11 +114,18 @@ def _title(cls: type) -> str:
     return f"event {getattr(cls, 'KIND', cls.__name__)!r}"
 
 
-def _same(value: object, omitted: object) -> bool:
-    return value is omitted or (type(value) is type(omitted) and value == omitted)
-
-
+_KEPT = object()  # a field no value leaves out
 _NAMES: dict[type, tuple[str, ...]] = {}
+_PLANS: dict[type, tuple[tuple[str, object], ...]] = {}
+
+
+def _plan(cls: type[Payload]) -> tuple[tuple[str, object], ...]:
+    """Each field, with the value that leaves it out of the payload (or `_KEPT`)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = tuple((name, cls.OMITTED_WHEN.get(name, _KEPT))
+                                   for name in field_names(cls))
+    return plan
 _DECODERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
 
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from cards import BackColour, Card
 from controller.events.codec import EventRecord, Payload, Undisclosed
-from controller.rules.wager import Outcome, Settlement
+from controller.rules.wager import Outcome, RoundView, Settlement
 
 # --- parts of a record ------------------------------------------------------------------
 
@@ -80,6 +80,17 @@ class RoundResult(Payload):
     @property
     def natural(self) -> bool:
         return bool(self.player_natural or self.banker_natural)
+
+    @classmethod
+    def of(cls, view: RoundView, result: Any) -> RoundResult:
+        """A coup's hands (its `round_view()`) and its game's result (`result()`): the
+        side flags the result has, and the Bonus-only cards (681a.7(f)(2)) when dealt."""
+        winner = result.winner
+        flags = {flag: bool(getattr(result, flag)) for flag in
+                 ("player_natural", "banker_natural", "dragon_7", "panda_8")
+                 if hasattr(result, flag)}
+        return cls(view.player, view.banker, view.player_total, view.banker_total,
+                   str(getattr(winner, "value", winner)), extra=view.extra, **flags)
 
 
 @dataclass(frozen=True)

@@ -248,13 +248,14 @@ _RECORD_NAMES = frozenset(r.__name__ for r in _records()) | {"CommandRefusedReco
                                                               "PinRefusedRecord"}
 
 
-def _emission_sites() -> tuple[list[Site], list[str]]:
+def _emission_sites(sources: dict[str, ast.Module] | None = None
+                    ) -> tuple[list[Site], list[str]]:
     """Every emitter call under controller/ and the ones that hand it anything but a record
     built at the call (a record class called there, a name bound to one, or a wrapper's
     own parameter passed on)."""
     sites: list[Site] = []
     bad: list[str] = []
-    for path, tree in _sources().items():
+    for path, tree in (sources or _sources()).items():
         for func, call in _calls(tree):
             if _name(call) not in EMITTERS or not call.args:
                 continue
@@ -280,6 +281,21 @@ def test_code_emits_only_records_built_where_the_event_happens():
     assert len(sites) > 60
     assert not bad, ("emit a typed record (controller/events), built at the call, not a dict "
                      "or a kind's name:\n" + "\n".join(bad))
+
+
+def test_the_scan_finds_a_dict_or_a_kind_handed_to_an_emitter():
+    source = ast.parse(
+        "def step(self, seat):\n"
+        "    self.store.append_event({'kind': 'seat_sensor', 'seat': seat})\n"
+        "    self._record('seat_sensor', {'seat': seat, 'present': True})\n"
+        "    payload = {'seat': seat}\n"
+        "    self.store.append_event(payload)\n"
+        "    self.store.append_event(SeatSensor(seat, True))\n")
+    sites, bad = _emission_sites({"controller/seats_step.py": source})
+    assert bad == ["controller/seats_step.py:2: {'kind': 'seat_sensor', 'seat': seat}",
+                   "controller/seats_step.py:3: 'seat_sensor'",
+                   "controller/seats_step.py:5: payload"]
+    assert [s.where for s in sites] == ["controller/seats_step.py:6"]
 
 
 def test_only_the_store_appends_an_unchecked_entry():

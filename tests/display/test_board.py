@@ -340,3 +340,17 @@ def test_681a_7_h_the_pay_list_and_totals_of_a_21_baccarat_round() -> None:
     assert (pay["player_total"], pay["banker_total"]) == (19, 18)
     assert _money(pay) == [(4, "player", "win", 2500, 2500, 0, 2500),
                            (1, "player", "win", 1000, 1000, 0, 1000)]
+
+
+def test_an_event_that_is_not_its_kinds_record_is_counted_and_not_folded_in() -> None:
+    """The board reads each event through its typed record (controller/events): a card
+    whose payload does not fit (a daemon of another release, a damaged line) changes
+    nothing on the screens and is counted by kind."""
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    feed("card", {"index": 3, "card": "4♣", "hand": "player", "slot": "player_first",
+                  "back": "red"})
+    assert feed("card", {"index": 4, "card": "XX", "hand": "banker"}) == {LIVE}
+    assert [c["card"] for c in board.cards] == ["4♣"]
+    assert board.metrics.undecodable == {"card": 1}
+    assert board.metrics.events == {"card": 2}
