@@ -29,8 +29,8 @@ from typing import Any
 import structlog
 
 from controller.events.catalogue import entry_of
-from controller.events.codec import EventRecord, decode
-from controller.events.records import VigorishCollected
+from controller.events.codec import EventRecord
+from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
 from controller.memory import rounds as round_rows
 from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
@@ -294,22 +294,13 @@ class Store:
 
     # --- event log ------------------------------------------------------------
 
-    def append_event(self, record: EventRecord | str,
-                     legacy_payload: Mapping[str, Any] | None = None, *,
-                     severity: str | None = None, device: str | None = None,
-                     round_id: int | None = None) -> Event:
+    def append_event(self, record: EventRecord, *, severity: str | None = None,
+                     device: str | None = None, round_id: int | None = None) -> Event:
         """Append one typed record (controller/events) to the hash chain, inside the
         current transaction (or its own): the only way code emits an event. Its payload is
         encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
-        or a severity its kind does not have, is refused before anything is written).
-
-        TRANSITIONAL: a kind and a dict (`legacy_payload`) are still taken from the table's
-        files (controller/table*.py) while they are restructured; the dict must decode as
-        its kind's record, which is then what is written."""
-        if isinstance(record, str):
-            record = decode(record, legacy_payload or {})
-        elif legacy_payload is not None:
-            raise TypeError("a typed event record carries its own payload")
+        a dict or a kind's name included, or a severity its kind does not have, is refused
+        before anything is written)."""
         kind, chosen, payload = entry_of(record, severity)
         return self.append_entry(kind, payload, severity=chosen, device=device,
                                  round_id=round_id)
@@ -426,10 +417,11 @@ class Store:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: list[dict[str, Any]],
+                    settlements: Sequence[SettledWager],
                     cards: Sequence[Mapping[str, Any]]) -> None:
-        """Settle or void a round once, with the cards it was dealt; a second attempt raises
-        (never settled twice)."""
+        """Settle or void a round once, with the cards it was dealt and its settlements (the
+        rules' figures, as the log carries them); a second attempt raises (never settled
+        twice)."""
         with self.transaction() as db:
             round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
 

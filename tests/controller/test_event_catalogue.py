@@ -52,9 +52,8 @@ from controller.memory.store import Store
 ROOT = Path(__file__).parents[2]
 EMITTERS = frozenset({"_record", "append_event", "_write_record"})
 """The store's emit path and the wrappers every event passes through on its way there."""
-# TRANSITIONAL: the table's files still hand the store a kind and a dict (decoded into its
-# record by Store.append_event) until their restructuring lands; nothing else may.
-LEGACY_DICT_FILES = ("controller/table",)
+JOURNAL_EMITTERS = frozenset({"record", "announce"})
+"""The table's (controller/table/journal.py), called on its journal."""
 
 
 def _records() -> list[type[EventRecord]]:
@@ -211,7 +210,6 @@ def test_the_store_refuses_a_dict_an_uncatalogued_record_and_a_severity_not_cata
 class Site:
     where: str
     arg: ast.expr
-    legacy: bool
 
 
 def _calls(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | None, ast.Call]]:
@@ -227,6 +225,17 @@ def _calls(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | None, ast.Call]
 def _name(call: ast.Call) -> str | None:
     return call.func.attr if isinstance(call.func, ast.Attribute) else \
         getattr(call.func, "id", None)
+
+
+def _emits(call: ast.Call) -> bool:
+    """A call of the store's emit path, of a wrapper on the way to it, or of the journal."""
+    name = _name(call)
+    if name in EMITTERS:
+        return True
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    named = receiver.attr if isinstance(receiver, ast.Attribute) else \
+        getattr(receiver, "id", "")
+    return name in JOURNAL_EMITTERS and named.endswith("journal")
 
 
 def _sources() -> dict[str, ast.Module]:
@@ -257,23 +266,26 @@ def _emission_sites(sources: dict[str, ast.Module] | None = None
     bad: list[str] = []
     for path, tree in (sources or _sources()).items():
         for func, call in _calls(tree):
-            if _name(call) not in EMITTERS or not call.args:
+            if not _emits(call) or not call.args:
                 continue
             where = f"{path}:{call.lineno}"
             arg = call.args[0]
-            legacy = path.startswith(LEGACY_DICT_FILES)
             params = {a.arg for a in func.args.args + func.args.kwonlyargs} if func else set()
-            if isinstance(arg, ast.Call) and (_name(arg) in _RECORD_NAMES or
-                                              _name(arg) == "replace"):
-                sites.append(Site(where, arg, legacy))
-            elif isinstance(arg, ast.Name) and (arg.id in params
-                                                or arg.id in _built_records(func)):
-                sites.append(Site(where, arg, legacy))
-            elif legacy and isinstance(arg, ast.Constant | ast.IfExp):
-                sites.append(Site(where, arg, legacy))
+            if isinstance(arg, ast.IfExp):  # `A(...) if c else B(...)`: both must be records
+                arms = [arg.body, arg.orelse]
+            else:
+                arms = [arg]
+            if all(_a_record(arm, params, func) for arm in arms):
+                sites.append(Site(where, arg))
             else:
                 bad.append(f"{where}: {ast.unparse(arg)}")
     return sites, bad
+
+
+def _a_record(arg: ast.expr, params: set[str], func: ast.AST | None) -> bool:
+    if isinstance(arg, ast.Call):  # Record(...), Record.of(...), dataclasses.replace(...)
+        return _built_name(arg) in _RECORD_NAMES or _name(arg) == "replace"
+    return isinstance(arg, ast.Name) and (arg.id in params or arg.id in _built_records(func))
 
 
 def test_code_emits_only_records_built_where_the_event_happens():
@@ -306,18 +318,19 @@ def test_only_the_store_appends_an_unchecked_entry():
 
 
 def test_every_catalogued_record_is_emitted_somewhere():
-    built = {_name(call) for tree in _sources().values() for _, call in _calls(tree)}
+    built = {_built_name(call) for tree in _sources().values() for _, call in _calls(tree)}
     aliases = {"CommandRefused": "CommandRefusedRecord", "PinRefused": "PinRefusedRecord"}
-    legacy_kinds = {site.arg.value for site in _emission_sites()[0]
-                    if site.legacy and isinstance(site.arg, ast.Constant)}
-    legacy_kinds |= {part.value for site in _emission_sites()[0]
-                     if site.legacy and isinstance(site.arg, ast.IfExp)
-                     for part in (site.arg.body, site.arg.orelse)
-                     if isinstance(part, ast.Constant)}
     unused = [e.kind for e in CATALOGUE
-              if e.record.__name__ not in built and aliases.get(e.record.__name__) not in built
-              and e.kind not in legacy_kinds]
+              if e.record.__name__ not in built and aliases.get(e.record.__name__) not in built]
     assert unused == [], "catalogued records nothing builds: remove them (or emit them)"
+
+
+def _built_name(call: ast.Call) -> str | None:
+    """The record class a call builds: `Record(...)`, or `Record.of(...)`."""
+    if _name(call) == "of" and isinstance(call.func, ast.Attribute):
+        return _name(ast.Call(call.func.value, [], [])) if isinstance(
+            call.func.value, ast.Attribute | ast.Name) else None
+    return _name(call)
 
 
 def test_the_control_api_event_table_is_generated_from_the_catalogue():

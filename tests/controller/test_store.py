@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from controller.events.records import SettledWager
 from controller.memory.store import (
     GENESIS_HASH, OPEN_ROUND_CARDS, IntegrityError, Store, StoreError, entry_hash,
 )
@@ -74,7 +75,8 @@ def test_a_failed_step_leaves_nothing_behind(store):
 
 def test_a_round_is_settled_exactly_once(store):
     round_id = store.open_round(1, 1, [{"seat": 2, "wager": "banker", "amount_cents": 1000}])
-    settlement = {"seat": 2, "wager": "banker", "amount_cents": 1000, "net_cents": 950}
+    settlement = SettledWager(2, "banker", 1000, "win", "1", 1000, 50, 0, 950, "Banker wins",
+                              "631a.13(c)")
     store.close_round(round_id, "settled", {"winner": "banker"}, [settlement], [])
     with pytest.raises(StoreError, match="cannot be closed twice"):
         store.close_round(round_id, "settled", {"winner": "banker"}, [settlement], [])
@@ -86,8 +88,8 @@ def test_marked_vigorish_is_owed_until_collected(store):
     """631a.13(d)(2): vigorish marked per seat and collected later."""
     round_id = store.open_round(1, 1, [])
     store.close_round(round_id, "settled", {}, [
-        {"seat": 4, "wager": "banker", "amount_cents": 2000, "net_cents": 2000,
-         "vig_marked_cents": 100}], [])
+        SettledWager(4, "banker", 2000, "win", "1", 2000, 100, 100, 2000, "Banker wins",
+                     "631a.13(c)")], [])
     assert store.seat_totals()[4]["vig_owed_cents"] == 100
     assert store.collect_vigorish(4) == 100
     assert store.seat_totals()[4] == {"net_cents": 1900, "wagered_cents": 2000,

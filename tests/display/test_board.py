@@ -189,15 +189,16 @@ def test_631a_5_d_a_misplaced_cover_card_stays_on_the_dealers_page_until_the_nex
 
 # --- the dealer's pay list -----------------------------------------------------------
 # The settlements are the rules' own (settle_round, void_round), recorded as the daemon
-# records them (settlement_json): the board must show their figures to the cent.
+# records them (SettledWager): the board must show their figures to the cent.
 
 def _settled_by_the_rules(game: Any, wagers: list[Any], round_view: Any, *,
                           vig_collection: str = "collected") -> list[dict[str, Any]]:
     from controller.rules.settlement import settle_round
     from controller.rules.wager import SettlementPoint
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
-    return [settlement_json(s, vig_collection) for point in SettlementPoint
+    marked = vig_collection == "marked"
+    return [SettledWager.of(s, vigorish_marked=marked).payload() for point in SettlementPoint
             for s in settle_round(game, wagers, round_view, point)]
 
 
@@ -302,7 +303,7 @@ def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
     """631a.15(e): every wager not yet settled is returned; a settlement made at the first
     four cards stands (docs/rulings.md C7), so the list shows both."""
     from controller.rules.settlement import PlacedWager, void_round
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
     wagers = [PlacedWager(5, "banker", 3000), PlacedWager(2, "player", 1000),
               PlacedWager(2, "perfect_pairs_player", 500)]
@@ -310,7 +311,7 @@ def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
                 "outcome": "lose", "odds": "0", "win_cents": 0, "vigorish_cents": 0,
                 "vig_marked_cents": 0, "net_cents": -500, "label": "no pair",
                 "section": "631c"}
-    returned = [settlement_json(s, "collected") for s in void_round(
+    returned = [SettledWager.of(s, vigorish_marked=False).payload() for s in void_round(
         wagers, settled={(2, "perfect_pairs_player")})]
     board = Board(table=dict(TABLE))
     feed = Feed(board)
