@@ -190,7 +190,21 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
             return lambda value: tuple(each(v) for v in _listed(value))
         parts = [_decoder(a) for a in args]
         return lambda value: tuple(d(v) for d, v in zip(parts, _listed(value), strict=True))
+    if origin is dict or hint is dict:
+        return _checked(dict)
+    if hint in (int, str, bool, float):
+        return _checked(hint)
     return _same_value
+
+
+def _checked(kind: type) -> Callable[[Any], Any]:
+    """A JSON value of exactly this type (a whole number for a float too; never a
+    boolean for a number)."""
+    def check(value: Any) -> Any:
+        if type(value) is kind or (kind is float and type(value) is int):
+            return value
+        raise ValueError(f"expected {'an object' if kind is dict else kind.__name__}")
+    return check
 
 
 def _listed(value: Any) -> list[Any]:

@@ -168,6 +168,11 @@ def test_decoding_names_what_does_not_fit():
     with pytest.raises(EventDecodeError, match=r"card = 'ZZ'"):
         decode("card", {"index": 1, "card": "ZZ", "hand": "player", "slot": "player_first",
                         "back": "red"})
+    with pytest.raises(EventDecodeError, match=r"index = '1': expected int"):
+        decode("card", {"index": "1", "card": "9H", "hand": "player", "slot": "player_first",
+                        "back": "red"})
+    with pytest.raises(EventDecodeError, match=r"present = 1: expected bool"):
+        decode("seat_sensor", {"seat": 3, "present": 1})
     with pytest.raises(EventDecodeError, match=r"unknown keys \['colour'\]"):
         decode("shoe_loaded", {"shoe_no": 1, "back": "red", "colour": "red"})
     with pytest.raises(EventDecodeError, match="unknown event kind 'tick'"):
