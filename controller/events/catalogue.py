@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ class EventKind:
     def kind(self) -> str:
         return self.record.KIND
 
-    @property
+    @cached_property
     def severities(self) -> tuple[str, ...]:
         """The severities an entry of this kind may have; the first unless it says."""
         return tuple(self.severity.split(" / "))

@@ -25,6 +25,7 @@ from controller.memory.lifecycle import (
 )
 from controller.memory.store import Store
 from tests.controller.test_daemon import CONFIG, config_for, run_daemon
+from tests.settled import banker_wager
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -408,7 +409,7 @@ def test_settled_rounds_are_read_again_by_the_full_check_only(tmp_path):
     for n in (1, 2, 3):
         rid = store.open_round(1, n, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])
         store.close_round(rid, "settled", {"winner": "banker"},
-                          [{"seat": 1, "amount_cents": 1000, "net_cents": 950}], [])
+                          [banker_wager(1, 1000, 950)], [])
     store.open_round(1, 4, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])  # open
     store.append_entry("wager_locked", {"seat": 1})
     full = store.verify(full=True)

@@ -38,6 +38,7 @@ from controller.daemon import Daemon
 from controller.progressive.ledger import INCREMENT, PAID, VALIDATED, MeterLedger
 from hil.tablectl_process import run_tablectl
 from tests.controller.test_daemon import StandInDevice, config_for
+from tests.settled import banker_wager
 
 SEEDS = int(os.environ.get("TABLE_TAMPER_SEEDS", "1"))
 FIRST_SEED = int(os.environ.get("TABLE_TAMPER_SEED", "20261123"))
@@ -109,7 +110,7 @@ def _build(workdir: Path) -> Bases:
                           wagers_cents=100)
             store.append_entry("wager_locked", {"seat": 3, "amount_cents": 2500}, round_id=rid)
         store.close_round(rid, "settled", {"winner": "banker" if net > 0 else "player"},
-                          [{"seat": 3, "wager": "banker", "amount_cents": 2500, "net_cents": net}],
+                          [banker_wager(3, 2500, net)],
                           [{"index": 0, "card": "9H", "hand": "player"}])
         store.save_table_state("betting_open", {"round_no": round_no, "wagers": []})
         if round_no == 1:

@@ -25,6 +25,7 @@ from controller.witness.outbox import OUTBOX_FILE, Outbox
 from controller.witness.server import WitnessClient
 from controller.witness.table_side import TableWitness
 from tests.progressive.conftest import PG_HOST, PG_PORT
+from tests.settled import banker_wager
 from tests.witness.conftest import TABLE_ID, WitnessDb
 from tests.witness.proxy import CuttableProxy
 
@@ -70,7 +71,7 @@ def settle(store: Store, round_no: int, net_cents: int) -> None:
         store.append_entry("round_opened", {"round_id": round_id})
     with store.transaction():
         store.close_round(round_id, "settled", {"winner": "banker"},
-                          [{"seat": 3, "net_cents": net_cents, "amount_cents": 1000}], [])
+                          [banker_wager(3, 1000, net_cents)], [])
         store.append_entry("round_settled", {"round_id": round_id, "net_cents": net_cents})
 
 
