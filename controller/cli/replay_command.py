@@ -213,7 +213,7 @@ def _covers(db: sqlite3.Connection) -> dict[int, int]:
     """Each shoe's cover card: where it came out (the shoe's card index)."""
     from controller.rules.replay import ReplayError
 
-    shoe, covers = 0, {}
+    shoe, covers = 0, dict[int, int]()
     for kind, payload in db.execute("SELECT kind, payload FROM events WHERE kind IN "
                                     "('shoe_loaded', 'cover_card') ORDER BY seq"):
         try:

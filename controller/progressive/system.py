@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.events.progressive_records import ProgressiveRoundVoid, ProgressiveWagers
+from controller.events.records import SettledWager
 from controller.progressive.config import (
     MYSTERY_LEVEL, LevelSpec, ProgressiveConfig, ProgressiveSpec,
 )
@@ -275,7 +276,7 @@ class ProgressiveSystem:
     # --- hook: result -------------------------------------------------------------------------
 
     def on_round_result(self, round_id: int, round_view: Any,
-                        settlements: Iterable[Mapping[str, Any]] = ()) -> list[Award]:
+                        settlements: Iterable[SettledWager] = ()) -> list[Award]:
         """Decide the meter hits of the round and return all its awards in payment order.
 
         Idempotent: a hit already recorded for (progressive, level, round, seat)

@@ -50,10 +50,11 @@ from controller.rules.wager import Outcome, Settlement
 from controller.memory.store import Store
 
 ROOT = Path(__file__).parents[2]
-EMITTERS = frozenset({"_record", "append_event", "_write_record"})
-"""The store's emit path and the wrappers every event passes through on its way there."""
-JOURNAL_EMITTERS = frozenset({"record", "announce"})
-"""The table's (controller/table/journal.py), called on its journal."""
+EMITTERS = frozenset({"_record", "record", "append_event", "_write_record"})
+"""The store's emit path and the wrappers every event passes through on its way there
+(the table's journal, the daemon's access log, the refusal log, the witness)."""
+JOURNAL_EMITTERS = frozenset({"announce"})
+"""The table's prompts (controller/table/journal.py), called on its journal."""
 
 
 def _records() -> list[type[EventRecord]]:
