@@ -42,6 +42,8 @@ from controller.control_stream import EventStreams, History
 from controller.control_wire import (
     IDLE_CLOSED, auth_name, bad_request, command_and_args, parse_request, send,
 )
+from controller.events.codec import EventRecord
+from controller.events.system_records import CommandRefused as CommandRefusedRecord
 from controller.refusals import RefusalLog
 from controller.memory.store import Event, Store
 
@@ -65,7 +67,7 @@ ACCEPT_FAILED_LOG_S = 10.0  # accept() failing (out of descriptors): one log lin
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message for it
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
-Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
 
 
 @dataclass(frozen=True)
@@ -146,13 +148,13 @@ class ControlServer:
     def set_record(self, record: Record) -> None:
         self._record_to_log = record
 
-    def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        self.refusals.record(kind, payload, severity)
+    def _record(self, record: EventRecord) -> None:
+        self.refusals.record(record)
 
-    def _write_record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        log.warning(kind, **{k: v for k, v in payload.items() if k != "event"})
+    def _write_record(self, record: EventRecord) -> None:
+        log.warning(record.KIND, **{k: v for k, v in vars(record).items() if k != "event"})
         if self._record_to_log is not None:
-            self._record_to_log(kind, payload, severity)
+            self._record_to_log(record)
 
     async def start(self) -> None:
         socket_path = Path(self.path)
@@ -384,11 +386,9 @@ class ControlServer:
                  supervisor: str | None = None) -> None:
         """A refused command goes to the event log as refused (never as done), through the
         refusal log: a client looping on a refusal cannot flood the log."""
-        payload: dict[str, Any] = {"command": command, "role_needed": role.value,
-                                   "reason": reason, "caller": caller.describe()}
-        if supervisor is not None:
-            payload["supervisor"] = escaped(supervisor, MAX_NAME_CHARS)
-        self._record("command_refused", payload, "warning")
+        self._record(CommandRefusedRecord(
+            command, role.value, reason, caller.describe(),
+            supervisor=None if supervisor is None else escaped(supervisor, MAX_NAME_CHARS)))
 
 _SUBSCRIBED = object()
 

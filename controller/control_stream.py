@@ -14,6 +14,8 @@ import structlog
 
 from controller.access import Caller
 from controller.control_wire import event_line, kept_line, line, send
+from controller.events.codec import EventRecord
+from controller.events.system_records import SubscriberDropped
 from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")
@@ -24,7 +26,7 @@ RECENT_EVENTS = HISTORY_PAGE
 they take a new entry from here instead of each reading it back from the store and encoding
 it again (a card's step is two entries, and every stream is woken for them)."""
 History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
-Record = Callable[[str, Any, str], None]  # kind, payload, severity
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
 
 
 class _Stream:
@@ -182,8 +184,7 @@ class EventStreams:
             reason = (f"read nothing for {self._stall_s():g} s "
                       "([access] subscriber_stall_s); reconnect with after_seq "
                       f"= the last seq received")
-            self._record("subscriber_dropped", {"caller": caller.describe(), "reason": reason,
-                                                "sent_up_to_seq": last}, "warning")
+            self._record(SubscriberDropped(caller.describe(), reason, last))
             writer.write(line({"closed": reason}))
             writer.transport.abort()  # its buffer is full: nothing more is kept for it
             return False

@@ -28,6 +28,7 @@ from controller.auth import PinGuard, PinPolicy
 from controller.collector import RoundCollector
 from controller.commands import Commands
 from controller.config import ConfigError, TableConfig, load_config
+from controller.events import system_records as ev
 from controller.control import ControlServer
 from controller.daemon_args import command_line
 from controller.intake import QUEUE_LIMIT, EventIntake
@@ -187,7 +188,7 @@ class Daemon:
             if result.hold:
                 self.table.mark_out_of_order(result.hold)
             if result.passed:
-                self.record("history_verified", dict(result.status), "info")
+                self.record(ev.HistoryVerified(**result.status))
         finally:
             self.history_checked.set()
 
@@ -260,9 +261,9 @@ class Daemon:
         if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
             log.warning("access_groups_missing", groups=self.control.access.missing_groups)
         if self.config.access.inline_pin_hashes and self.config.supervisor_pin_hashes:
-            self.record("pin_hashes_exposed", {"config": self.config.source, "reason": (
+            self.record(ev.PinHashesExposed(self.config.source, (
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
-                "a real table keeps them in the secrets file")}, "warning")
+                "a real table keeps them in the secrets file")))
         await self.control.start()
         metrics = await self._serve_metrics()
         for device in self.devices.values():
@@ -272,10 +273,9 @@ class Daemon:
         elif self.table.state is TableState.SHUFFLING:
             self.spawn(self.commands.play.request_shuffle(None))  # the request may have died with us
         with self.store.transaction():
-            self.store.append_event("daemon_started", {
-                "version": __version__, "state": self.table.state.value,
-                "release": self.software["release"],
-                "software_verified": self.software["verified"]})
+            self.store.append_event(ev.DaemonStarted(
+                __version__, self.table.state.value, release=self.software["release"],
+                software_verified=self.software["verified"]))
         from controller import crash_points  # HIL power-cut test only; inert unless its env is set
 
         crash_points.install(self.store._db)
@@ -290,7 +290,7 @@ class Daemon:
         pinger.cancel()
         self.intake.stop()
         with self.store.transaction():
-            self.store.append_event("daemon_stopping", {"state": self.table.state.value})
+            self.store.append_event(ev.DaemonStopping(self.table.state.value))
             self.access_log.save_pin_guard()  # the lockouts' time left, as of this stop
         log.info("control_closed", connections_closed=await self.control.close())
         if metrics is not None:
@@ -324,8 +324,7 @@ class Daemon:
         except Exception:  # one bad event must not stop the table; it is logged loudly
             log.exception("event_handling_failed", device_event=repr(event))
             with self.store.transaction():
-                self.store.append_event("internal_error", {"event": repr(event)},
-                                        severity="error")
+                self.store.append_event(ev.InternalError(repr(event)))
 
     def _store_lost(self, exc: sqlite3.DatabaseError) -> None:
         """The store stopped taking writes in play. The step was rolled back; the table goes

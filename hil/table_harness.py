@@ -22,6 +22,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from controller.control import ControlClient, ControlError
+from controller.events import decode
+from controller.events.records import (
+    DeviceFaulted,
+    RoundSettled,
+    RoundVoid,
+    ShoeComplete,
+    ShuffleComplete,
+)
 from cards import BackColour
 
 DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
@@ -475,21 +483,24 @@ class TableHarness:
         """Bookkeeping for every committed event, including ones replayed after a restart."""
         self.last_seq = max(self.last_seq, event["seq"])
         self.result.events.append(event)
-        kind, payload = event["kind"], event["payload"]
-        if kind == "shuffle_complete":
-            self.back = BackColour[payload["back"].upper()]  # this batch goes into the shoe
-        elif kind == "round_settled":
+        payload = event["payload"]
+        # Every entry the daemon commits must be its kind's typed record (controller/events):
+        # one that is not fails the run here (EventDecodeError names what does not fit).
+        record = decode(event["kind"], payload)
+        if isinstance(record, ShuffleComplete):
+            self.back = record.back  # this batch goes into the shoe
+        elif isinstance(record, RoundSettled):
             self.result.rounds.append({**payload, "round_id": event["round_id"]})
-            if not payload.get("simulated"):
-                self.on_line(render_round(payload))
-        elif kind == "round_void":
+            if not record.simulated:
+                self.on_line(render_round(record))
+        elif isinstance(record, RoundVoid):
             self.result.void_rounds.append({**payload, "round_id": event["round_id"]})
-            self.on_line(f"  -- round void: {payload['reason']} (every wager not yet settled returned)")
-        elif kind == "shoe_complete":
+            self.on_line(f"  -- round void: {record.reason} (every wager not yet settled returned)")
+        elif isinstance(record, ShoeComplete):
             self.result.shoes_completed += 1
             self.result.cards_drawn_by_shoe.append(self.shoe.drawn)
-        elif kind == "device_fault":
-            self.on_line(f"  !! {event['device']}: {payload['detail']} -> {payload['action']}")
+        elif isinstance(record, DeviceFaulted):
+            self.on_line(f"  !! {event['device']}: {record.detail} -> {record.action}")
 
     async def _act(self, event: dict[str, Any]) -> bool:
         """Do what a live prompt asks; returns whether the dealer did something."""
@@ -620,21 +631,22 @@ def money(cents: int, *, sign: bool = False) -> str:
     return ("+" + text) if sign and cents > 0 else text
 
 
-def render_round(payload: dict[str, Any]) -> str:
-    r = payload["result"]
-    winner = {"player": "PLAYER wins", "banker": "BANKER wins", "tie": "TIE"}[r["winner"]]
-    extras = [label for flag, label in (("dragon_7", "Dragon 7"), ("panda_8", "Panda 8"))
-              if r.get(flag)]
-    head = (f"Round {payload['round_no']:>2}  Player {' '.join(r['player']):<11} ({r['player_total']})"
-            f"   Banker {' '.join(r['banker']):<11} ({r['banker_total']})   {winner}"
+def render_round(settled: RoundSettled) -> str:
+    r = settled.result
+    winner = {"player": "PLAYER wins", "banker": "BANKER wins", "tie": "TIE"}[r.winner]
+    extras = [label for flag, label in ((r.dragon_7, "Dragon 7"), (r.panda_8, "Panda 8"))
+              if flag]
+    player, banker = " ".join(map(str, r.player)), " ".join(map(str, r.banker))
+    head = (f"Round {settled.round_no:>2}  Player {player:<11} ({r.player_total})"
+            f"   Banker {banker:<11} ({r.banker_total})   {winner}"
             + (f" ({', '.join(extras)})" if extras else ""))
     lines = [head]
-    for s in sorted(payload["settlements"], key=lambda s: (s["seat"], s["wager"])):
-        result = {"win": f"won {money(s['net_cents'], sign=True)}",
-                  "lose": f"lost {money(s['net_cents'])}",
-                  "push": "push (returned)", "void": "void (returned)"}[s["outcome"]]
-        vig = f"  (vigorish {money(s['vigorish_cents'])})" if s["vigorish_cents"] else ""
-        lines.append(f"    seat {s['seat']:>2}  {s['wager']:<8} {money(s['amount_cents']):>9}  "
+    for s in sorted(settled.settlements, key=lambda s: (s.seat, s.wager)):
+        result = {"win": f"won {money(s.net_cents, sign=True)}",
+                  "lose": f"lost {money(s.net_cents)}",
+                  "push": "push (returned)", "void": "void (returned)"}[s.outcome]
+        vig = f"  (vigorish {money(s.vigorish_cents)})" if s.vigorish_cents else ""
+        lines.append(f"    seat {s.seat:>2}  {s.wager:<8} {money(s.amount_cents):>9}  "
                      f"{result}{vig}")
     return "\n".join(lines)
 

@@ -346,7 +346,7 @@ def twenty_one_settlements() -> list[dict[str, Any]]:
     from controller.rules.hand21 import hand_total
     from controller.rules.settlement import PlacedWager, settle_round
     from controller.rules.wager import RoundView, SettlementPoint
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
     game = load_game(Path(__file__).parents[1] / "config" / "21-baccarat-8deck.toml")
     player, banker = (tuple(Card.parse(c) for c in hand.split()) for hand in ("KS 9H", "KD 8C"))
@@ -354,16 +354,16 @@ def twenty_one_settlements() -> list[dict[str, Any]]:
                      hand_total(c.rank for c in banker)[0])
     wagers = [PlacedWager(2, "player", 2500), PlacedWager(5, "banker", 1000),
               PlacedWager(5, "tie", 500)]
-    return [settlement_json(s, "collected") for point in SettlementPoint
+    return [SettledWager.of(s, vigorish_marked=False).payload() for point in SettlementPoint
             for s in settle_round(game, wagers, view, point)]
 
 
 def void_settlements() -> list[dict[str, Any]]:
     """631a.15(e): a void round returns every wager the round had not settled."""
     from controller.rules.settlement import PlacedWager, void_round
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
-    return [settlement_json(s, "collected") for s in void_round(
+    return [SettledWager.of(s, vigorish_marked=False).payload() for s in void_round(
         [PlacedWager(1, "player", 1000), PlacedWager(6, "banker", 5000)])]
 
 

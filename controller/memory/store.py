@@ -28,6 +28,9 @@ from typing import Any
 
 import structlog
 
+from controller.events.catalogue import entry_of
+from controller.events.codec import EventRecord
+from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
 from controller.memory import rounds as round_rows
 from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
@@ -291,10 +294,24 @@ class Store:
 
     # --- event log ------------------------------------------------------------
 
-    def append_event(self, kind: str, payload: Mapping[str, Any] | None = None, *,
+    def append_event(self, record: EventRecord, *, severity: str | None = None,
+                     device: str | None = None, round_id: int | None = None) -> Event:
+        """Append one typed record (controller/events) to the hash chain, inside the
+        current transaction (or its own): the only way code emits an event. Its payload is
+        encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
+        a dict or a kind's name included, or a severity its kind does not have, is refused
+        before anything is written)."""
+        kind, chosen, payload = entry_of(record, severity)
+        return self.append_entry(kind, payload, severity=chosen, device=device,
+                                 round_id=round_id)
+
+    def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
                      round_id: int | None = None) -> Event:
-        """Append one entry to the hash chain, inside the current transaction (or its own)."""
+        """The log's own append of a payload as given, unchecked: what `append_event` does
+        once the record is encoded, and what tests of the chain's mechanics (MACs,
+        durability, streaming) write with. Nothing in controller/ but the store calls it
+        (tests/controller/test_event_catalogue.py)."""
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
@@ -400,10 +417,11 @@ class Store:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: list[dict[str, Any]],
+                    settlements: Sequence[SettledWager],
                     cards: Sequence[Mapping[str, Any]]) -> None:
-        """Settle or void a round once, with the cards it was dealt; a second attempt raises
-        (never settled twice)."""
+        """Settle or void a round once, with the cards it was dealt and its settlements (the
+        rules' figures, as the log carries them); a second attempt raises (never settled
+        twice)."""
         with self.transaction() as db:
             round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
 
@@ -430,5 +448,5 @@ class Store:
             if owed:
                 db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
                            " WHERE seat = ?", (owed, seat))
-                self.append_event("vigorish_collected", {"seat": seat, "cents": owed})
+                self.append_event(VigorishCollected(seat, owed))
             return owed

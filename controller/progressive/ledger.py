@@ -14,20 +14,31 @@ lose a remainder; a Fraction never does (docs/progressive.md).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
+from controller.events.codec import EventDecodeError, EventRecord
+from controller.events.progressive_records import (
+    ProgressiveAward,
+    ProgressiveLinkedContribution,
+    ProgressiveMeter,
+    ProgressiveMysteryArmed,
+    ProgressiveMysteryReveal,
+    ProgressiveWagers,
+)
 from controller.progressive.core import split
 from controller.progressive.errors import AwardError, MeterError
-from controller.memory.store import Store
+from controller.memory.store import Event, Store
 
-METER_EVENT = "progressive_meter"
-AWARD_EVENT = "progressive_award"
-WAGERS_EVENT = "progressive_wagers"
-MYSTERY_ARMED_EVENT = "progressive_mystery_armed"
-MYSTERY_REVEAL_EVENT = "progressive_mystery_reveal"
+R = TypeVar("R", bound=EventRecord)
+
+METER_EVENT = ProgressiveMeter.KIND
+AWARD_EVENT = ProgressiveAward.KIND
+WAGERS_EVENT = ProgressiveWagers.KIND
+MYSTERY_ARMED_EVENT = ProgressiveMysteryArmed.KIND
+MYSTERY_REVEAL_EVENT = ProgressiveMysteryReveal.KIND
 
 # Kinds of meter change. Only these may lower a meter (the task of 605a.7 meters: a meter
 # never decreases except by an award or an audited adjustment).
@@ -175,6 +186,16 @@ PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awa
                     "progressive_rounds", "progressive_mystery", "progressive_outbox")
 
 
+def _logged(store: Store, record: type[R], problems: list[str]) -> Iterator[tuple[Event, R]]:
+    """The log's entries of `record`'s kind, as records; one that does not decode is a
+    problem named, not a crash."""
+    for event in store.events(kind=record.KIND):
+        try:
+            yield event, record.decode(event.payload)
+        except EventDecodeError as exc:
+            problems.append(f"log entry {event.seq}: {exc}")
+
+
 def ensure_schema(store: Store) -> None:
     with store.transaction() as db:
         for statement in SCHEMA.split(";"):
@@ -285,24 +306,10 @@ class MeterLedger:
                 (cents, num, den, len(seats) if kind == INCREMENT else 0,
                  wagers_cents if kind == INCREMENT else 0, str(contributed), str(reseeded),
                  int(delta) if kind == ADJUSTMENT else 0, self._clock(), progressive, level))
-            payload: dict[str, Any] = {
-                "progressive": progressive, "level": level, "change": kind,
-                "delta_num": delta.numerator, "delta_den": delta.denominator,
-                "amount_cents": cents, "frac_num": num, "frac_den": den,
-                "version": before.version + 1,
-            }
-            if seats:
-                payload["seats"] = list(seats)
-            if wagers_cents:
-                payload["wagers_cents"] = wagers_cents
-            if award_id is not None:
-                payload["award_id"] = award_id
-            if supervisor is not None:
-                payload["supervisor"] = supervisor
-            if reason is not None:
-                payload["reason"] = reason
-            self.store.append_event(METER_EVENT, payload, round_id=round_id,
-                                    severity="warning" if kind == ADJUSTMENT else "info")
+            self.store.append_event(ProgressiveMeter(
+                progressive, level, kind, delta.numerator, delta.denominator, cents, num, den,
+                before.version + 1, seats=tuple(seats), wagers_cents=wagers_cents,
+                award_id=award_id, supervisor=supervisor, reason=reason), round_id=round_id)
             updated = db.execute("SELECT * FROM progressive_meters WHERE progressive = ? AND "
                                  "level = ?", (progressive, level)).fetchone()
             return _meter(updated)
@@ -329,12 +336,10 @@ class MeterLedger:
             db.execute("UPDATE progressive_meters SET awards_count = awards_count + 1,"
                        " awarded_cents = awarded_cents + ? WHERE progressive = ? AND level = ?",
                        (amount_cents, progressive, level))
-            self.store.append_event(AWARD_EVENT, {
-                "award_id": award_id, "progressive": progressive, "level": level, "seat": seat,
-                "amount_cents": amount_cents, "state": PENDING, "label": label,
-                "section": section, "pay_order": pay_order, "linked_claim": linked_claim,
-                "claimed": claimed,
-            }, round_id=round_id, severity="warning")
+            self.store.append_event(ProgressiveAward(
+                award_id, progressive, level, seat, amount_cents, PENDING, label=label,
+                section=section, pay_order=pay_order, linked_claim=linked_claim,
+                claimed=claimed), round_id=round_id)
             return self.award(award_id)
 
     def find_award(self, progressive: str, level: str, round_id: int, seat: int) -> Award | None:
@@ -350,11 +355,9 @@ class MeterLedger:
             db.execute("UPDATE progressive_awards SET amount_cents = ?, claimed = 1"
                        " WHERE award_id = ? AND claimed = 0", (amount_cents, award_id))
             award = self.award(award_id)
-            self.store.append_event(AWARD_EVENT, {
-                "award_id": award_id, "progressive": award.progressive, "level": award.level,
-                "seat": award.seat, "amount_cents": amount_cents, "state": award.state,
-                "claimed": True, "linked_claim": award.linked_claim},
-                round_id=award.round_id, severity="warning")
+            self.store.append_event(ProgressiveAward(
+                award_id, award.progressive, award.level, award.seat, amount_cents, award.state,
+                claimed=True, linked_claim=award.linked_claim), round_id=award.round_id)
             return award
 
     def next_pay_order(self, round_id: int) -> int:
@@ -411,11 +414,10 @@ class MeterLedger:
                 db.execute(f"UPDATE progressive_meters SET {column} = {column} + ?,"
                            " paid_count = paid_count + 1 WHERE progressive = ? AND level = ?",
                            (award.amount_cents, award.progressive, award.level))
-            self.store.append_event(AWARD_EVENT, {
-                "award_id": award_id, "progressive": award.progressive, "level": award.level,
-                "seat": award.seat, "amount_cents": award.amount_cents, "state": to_state,
-                "supervisor": supervisor or award.validated_by, "paid_via": paid_via,
-            }, round_id=award.round_id, severity="warning")
+            self.store.append_event(ProgressiveAward(
+                award_id, award.progressive, award.level, award.seat, award.amount_cents,
+                to_state, supervisor=supervisor or award.validated_by, paid_via=paid_via),
+                round_id=award.round_id)
             return self.award(award_id)
 
     # --- mystery secrets ----------------------------------------------------------------------
@@ -427,9 +429,8 @@ class MeterLedger:
                        " nonce_hex, commitment, state) VALUES (?,?,?,?,?,?,'armed')",
                        (progressive, level, epoch, trigger_cents, nonce.hex(), commitment))
             # Only the commitment enters the log now; the trigger is revealed at the hit.
-            self.store.append_event(MYSTERY_ARMED_EVENT, {
-                "progressive": progressive, "level": level, "epoch": epoch,
-                "commitment": commitment, "scheme": "sha256"})
+            self.store.append_event(ProgressiveMysteryArmed(progressive, level, epoch,
+                                                            commitment, scheme="sha256"))
 
     def armed_mystery(self, progressive: str, level: str) -> tuple[int, int, str, str] | None:
         """(epoch, trigger cents, nonce hex, commitment) of the armed trigger, if any."""
@@ -454,10 +455,9 @@ class MeterLedger:
                              " AND epoch = ?", (progressive, level, epoch)).fetchone()
             db.execute("UPDATE progressive_mystery SET state = 'hit' WHERE progressive = ? AND "
                        "level = ? AND epoch = ?", (progressive, level, epoch))
-            self.store.append_event(MYSTERY_REVEAL_EVENT, {
-                "progressive": progressive, "level": level, "epoch": epoch,
-                "trigger_cents": row["trigger_cents"], "nonce_hex": row["nonce_hex"],
-                "commitment": row["commitment"], "award_id": award_id}, round_id=round_id)
+            self.store.append_event(ProgressiveMysteryReveal(
+                progressive, level, epoch, row["trigger_cents"], row["nonce_hex"],
+                row["commitment"], award_id), round_id=round_id)
 
     # --- wagers and the link outbox ---------------------------------------------------------
 
@@ -485,10 +485,9 @@ class MeterLedger:
                 (progressive, level, delta.numerator, delta.denominator, wagers_count,
                  wagers_cents, round_id, self._clock()))
             seq = int(cursor.lastrowid or 0)
-            self.store.append_event("progressive_linked_contribution", {
-                "progressive": progressive, "level": level, "seq": seq,
-                "delta_num": delta.numerator, "delta_den": delta.denominator,
-                "wagers_count": wagers_count, "wagers_cents": wagers_cents}, round_id=round_id)
+            self.store.append_event(ProgressiveLinkedContribution(
+                progressive, level, seq, delta.numerator, delta.denominator, wagers_count,
+                wagers_cents), round_id=round_id)
             return seq
 
     def unacked(self, limit: int = 500) -> list[dict[str, Any]]:
@@ -521,17 +520,16 @@ def verify_meters(store: Store) -> list[str]:
     totals: dict[tuple[str, str], Fraction] = {}
     counts: dict[tuple[str, str], int] = {}
     award_deltas: dict[tuple[str, str], Fraction] = {}
-    for event in store.events(kind=METER_EVENT):
-        p = event.payload
-        key = (p["progressive"], p["level"])
-        delta = Fraction(p["delta_num"], p["delta_den"])
-        if delta < 0 and p["change"] not in DECREASING_CHANGES:
+    for event, meter in _logged(store, ProgressiveMeter, problems):
+        key = (meter.progressive, meter.level)
+        delta = Fraction(meter.delta_num, meter.delta_den)
+        if delta < 0 and meter.change not in DECREASING_CHANGES:
             problems.append(f"meter {key[0]}/{key[1]}: log entry {event.seq} lowers it by "
-                            f"{-delta} cents in a {p['change']!r}")
-        if p["change"] == ADJUSTMENT and not p.get("supervisor"):
+                            f"{-delta} cents in a {meter.change!r}")
+        if meter.change == ADJUSTMENT and not meter.supervisor:
             problems.append(f"meter {key[0]}/{key[1]}: adjustment at log entry {event.seq} names "
                             "no supervisor")
-        if p["change"] == AWARD:
+        if meter.change == AWARD:
             award_deltas[key] = award_deltas.get(key, Fraction(0)) - delta
         totals[key] = totals.get(key, Fraction(0)) + delta
         counts[key] = counts.get(key, 0) + 1
@@ -579,15 +577,16 @@ def verify_meters(store: Store) -> list[str]:
         if commitment(progressive, level, epoch, trigger, bytes.fromhex(nonce_hex)) != commit:
             problems.append(f"mystery {progressive}/{level} epoch {epoch}: the revealed trigger "
                             "does not match its commitment")
-    armed = {(e.payload["progressive"], e.payload["level"], e.payload["epoch"]):
-             e.payload["commitment"] for e in store.events(kind=MYSTERY_ARMED_EVENT)}
-    for event in store.events(kind=MYSTERY_REVEAL_EVENT):
-        p = event.payload
-        logged_commit = armed.get((p["progressive"], p["level"], p["epoch"]))
-        recomputed = commitment(p["progressive"], p["level"], p["epoch"], p["trigger_cents"],
-                                bytes.fromhex(p["nonce_hex"]))
+    armed: dict[tuple[str, str, int], str] = {}
+    for _, arming in _logged(store, ProgressiveMysteryArmed, problems):
+        armed[(arming.progressive, arming.level, arming.epoch)] = arming.commitment
+    for event, reveal in _logged(store, ProgressiveMysteryReveal, problems):
+        logged_commit = armed.get((reveal.progressive, reveal.level, reveal.epoch))
+        recomputed = commitment(reveal.progressive, reveal.level, reveal.epoch,
+                                reveal.trigger_cents, bytes.fromhex(reveal.nonce_hex))
         if logged_commit != recomputed:
-            problems.append(f"mystery {p['progressive']}/{p['level']} epoch {p['epoch']}: the "
-                            f"reveal at log entry {event.seq} does not match the armed commitment")
+            problems.append(f"mystery {reveal.progressive}/{reveal.level} epoch {reveal.epoch}: "
+                            f"the reveal at log entry {event.seq} does not match the armed "
+                            "commitment")
     return problems
 

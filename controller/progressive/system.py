@@ -26,6 +26,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from controller.events.progressive_records import ProgressiveRoundVoid, ProgressiveWagers
+from controller.events.records import SettledWager
 from controller.progressive.config import (
     MYSTERY_LEVEL, LevelSpec, ProgressiveConfig, ProgressiveSpec,
 )
@@ -36,7 +38,7 @@ from controller.progressive.core import (
 from controller.progressive.errors import AwardError, LinkDown, ProgressiveError
 from controller.progressive.ledger import (
     ADJUSTMENT, AWARD, INCREMENT, METER_EVENT, PAID, PENDING, RESEED, RESERVE_TRANSFER,
-    VALIDATED, WAGERS_EVENT, Award, MeterLedger, verify_meters,
+    VALIDATED, Award, MeterLedger, verify_meters,
 )
 from controller.progressive.linked import LinkedLedger, claim_key
 from controller.progressive.mqtt import MeterPublisher, meter_message
@@ -177,12 +179,11 @@ class ProgressiveSystem:
             self.ledger.record_wagers(round_id, spec.name, (
                 [(w.seat, w.amount_cents, True, None) for w in acceptance.accepted]
                 + [(r.seat, 0, False, r.reason) for r in acceptance.refused]))
-            self.store.append_event(WAGERS_EVENT, {
-                "progressive": spec.name, "cause": locked.cause,
-                "sensor_seats": sorted(locked.wagers),
-                "accepted": [[w.seat, w.amount_cents] for w in acceptance.accepted],
-                "refused": [[r.seat, r.reason] for r in acceptance.refused],
-            }, round_id=round_id, device="seats")
+            self.store.append_event(ProgressiveWagers(
+                spec.name, locked.cause, tuple(sorted(locked.wagers)),
+                tuple((w.seat, w.amount_cents) for w in acceptance.accepted),
+                tuple((r.seat, r.reason) for r in acceptance.refused),
+            ), round_id=round_id, device="seats")
             amounts = {w.seat: w.amount_cents for w in acceptance.accepted}
             awards: list[Award] = []
             for level in spec.levels:
@@ -275,7 +276,7 @@ class ProgressiveSystem:
     # --- hook: result -------------------------------------------------------------------------
 
     def on_round_result(self, round_id: int, round_view: Any,
-                        settlements: Iterable[Mapping[str, Any]] = ()) -> list[Award]:
+                        settlements: Iterable[SettledWager] = ()) -> list[Award]:
         """Decide the meter hits of the round and return all its awards in payment order.
 
         Idempotent: a hit already recorded for (progressive, level, round, seat)
@@ -371,10 +372,8 @@ class ProgressiveSystem:
                 wagers = sorted(self.ledger.accepted_wagers(round_id, spec.name).items())
                 returned.extend(wagers)
                 self.ledger.void_round(round_id, spec.name)
-                self.store.append_event("progressive_round_void", {
-                    "progressive": spec.name, "reason": reason,
-                    "returned": [[seat, cents] for seat, cents in wagers]},
-                    round_id=round_id, severity="warning")
+                self.store.append_event(ProgressiveRoundVoid(spec.name, reason, tuple(wagers)),
+                                        round_id=round_id)
         return returned
 
     # --- awards ---------------------------------------------------------------------------------
