@@ -31,6 +31,7 @@ import pytest
 
 from controller.display.roads import RoadRound, Winner, big_road
 from hil.display_process import DisplayProcess
+from hil.scripted_daemon import ScriptedDaemon, Served
 from hil.table_harness import HarnessResult, PlayerPlan, TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]
@@ -365,57 +366,6 @@ def void_settlements() -> list[dict[str, Any]]:
 
     return [settlement_json(s, "collected") for s in void_round(
         [PlacedWager(1, "player", 1000), PlacedWager(6, "banker", 5000)])]
-
-
-class Served:
-    """A display service started in this process, for take_screenshots."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-
-class ScriptedDaemon:
-    """The daemon's side of the control socket with a scripted event log: for what the
-    simulated table does not produce on demand (a 21 Baccarat shoe, a fault, a jackpot)."""
-
-    def __init__(self, path: str, status: dict[str, Any]) -> None:
-        from controller.access import Role
-        from controller.control import ControlServer
-
-        from controller.daemon import COMMAND_ARGS
-
-        self.server = ControlServer(path)
-        self.log: list[Any] = []
-        self.status = status
-        # The commands the display uses, each needing only the read role and taking the
-        # arguments the daemon's take.
-        for name, handler in (("status", lambda args: self.status), ("meters", lambda args: []),
-                              ("devices", lambda args: []), ("events", self._events)):
-            self.server.register(name, handler, role=Role.READ, args=COMMAND_ARGS.get(name))
-        self.server.set_history(
-            lambda after, limit: [e for e in self.log if e.seq > after][:limit])
-
-    def _events(self, args: Any) -> list[dict[str, Any]]:
-        from controller.control import event_json
-
-        chosen = [e for e in self.log if e.seq > args.get("after_seq", 0)
-                  and args.get("kind") in (None, e.kind)]
-        return [event_json(e) for e in chosen[-args.get("limit", 50):]]
-
-    def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
-        import time
-
-        from controller.critical import canonical
-        from controller.store import Event
-
-        event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
-                      "", "", canonical(payload))
-        self.log.append(event)
-        self.server.publish(event)
-        return event.at
 
 
 async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any,
