@@ -27,8 +27,9 @@ import pytest_asyncio
 from controller.display.service import table_info
 from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
-from hil.scripted_daemon import ScriptedDaemon, ScriptedDisplay, Served, play_round, result_of
-from hil.test_display_browser import LANDSCAPE, PORTRAIT, chromium_or_skip
+from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of
+from hil.test_display_browser import (
+    LANDSCAPE, OBSERVER, PORTRAIT, check_pay_list, chromium_or_skip)
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
               pytest.mark.asyncio(loop_scope="module")]
@@ -152,6 +153,7 @@ async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
     pages = {}
     for name, viewport in (("landscape", LANDSCAPE), ("portrait", PORTRAIT)):
         page = await browser.new_page(viewport=viewport, bypass_csp=True)
+        await page.add_init_script(OBSERVER)  # when each element first appears
         await page.clock.install()  # the page's timers run only when the test says
         await page.goto(served.url(path))
         await page.wait_for_function(
@@ -180,7 +182,9 @@ async def screenshot(page: Any, name: str, tmp_path: Path) -> None:
     await page.screenshot(path=str(target / f"{name}.png"))
 
 
-def check_sizes(measured: list[dict[str, Any]], where: str) -> None:
+def check_sizes(measured: list[dict[str, Any]], where: str, *, marks: int = 60) -> None:
+    """Every glyph and mark measured at or above the rule; `marks`: at least this many
+    road marks were measured (the roads were there to measure)."""
     small = [m for m in measured if m["px"] < MIN_GLYPH_PX]
     assert not small, f"{where}: smaller than {MIN_GLYPH_PX} px: " + "; ".join(
         f"{m['what']} {m['id']!r} {m['text']!r} {m['px']:.1f} px" for m in small[:12])
@@ -188,7 +192,7 @@ def check_sizes(measured: list[dict[str, Any]], where: str) -> None:
     assert not cut, f"{where}: cut off or out of its panel: " + "; ".join(
         f"{m['id']!r} {m['text']!r}" for m in cut[:12])
     assert sum(m["what"] == "text" for m in measured) > 40, measured
-    assert sum(m["what"] == "mark" for m in measured) > 60, measured
+    assert sum(m["what"] == "mark" for m in measured) > marks, measured
 
 
 def check_road_in_view(view: dict[str, Any], road: str, where: str) -> None:
@@ -262,9 +266,9 @@ async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
             big = await page.evaluate(ROAD_VIEW, "big-road")
             assert big["offset"] > 0, f"{where}: {big_road_columns(winners)} Big Road columns, " \
                                       f"{big['visible']} fit: the test needs them to scroll"
+            await screenshot(page, f"scoreboard-{where}", tmp_path)
             check_sizes(await page.evaluate(MEASURE), where)
             await check_limits(page, table["limits"])
-            await screenshot(page, f"scoreboard-{where}", tmp_path)
 
         # The end of the shoe, then the cut: no announcement of a round that is not there,
         # the hand number the count of hands.
@@ -357,3 +361,97 @@ async def check_limits(page: Any, limits: list[dict[str, Any]]) -> None:
     assert pages == -(-len(limits) // per_page)
     assert seen == {lim["wager"]: shown_range(lim["min_cents"], lim["max_cents"])
                     for lim in limits}
+
+
+async def test_the_dealer_sees_running_totals_then_what_to_pay_in_both_orientations(
+        browser: Any, tmp_path: Path) -> None:
+    """The dealer's screen while a Banker win is dealt: where each card goes, each hand's
+    total after each card (631a.6), then at the settlement each seat's result, payout and
+    commission (631a.13(c)), highest seat first (631a.12(b))."""
+    config = ROOT / "config" / "simulated-table.toml"
+    records = shoe(config)
+    record = next(r for r in records if r["outcome"] == "banker" and len(
+        [c for c in r["cards"] if c["hand"] in ("player", "banker")]) >= 5)
+    seat_of = {"banker": 7, "player": 3, "tie": 3}
+    settlements = [{**s, "seat": seat_of[s["wager"]], "vig_marked_cents": 0}
+                   for s in record["settlements"]]
+    assert any(s["vigorish_cents"] > 0 for s in settlements), "a Banker win owes commission"
+    table, _ = table_info(str(config))
+    status = {"state": "betting_open", "shoe": {"cards_left": 300}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        dealer = await open_pages(browser, served, "/dealer")
+        daemon.emit("prompt", {"action": "place_bets", "round_no": 9})
+        for s in settlements:
+            daemon.emit("wager_accepted", {"seat": s["seat"], "wager": s["wager"],
+                                           "amount_cents": s["amount_cents"]})
+        daemon.status = {**daemon.status, "state": "dealing"}
+        daemon.emit("no_more_bets", {"cause": "dealer", "progressive_seats": []})
+        dealt: dict[str, list[int]] = {"player": [], "banker": []}
+        value = {"A": 1, "J": 0, "Q": 0, "K": 0, "10": 0}
+        for i, card in enumerate(c for c in record["cards"] if c["hand"] in dealt):
+            slot = f"{card['hand']}_{('first', 'second', 'third')[len(dealt[card['hand']])]}"
+            daemon.emit("prompt", {"action": "deal", "next": slot})
+            for where, page in dealer.items():
+                await until(page, f"document.getElementById('next-card').dataset.next === "
+                                  f"'{slot}'")
+                assert await page.inner_text("#next-card") == card["hand"].upper(), where
+            daemon.emit("card", {"index": i, "card": card["card"], "hand": card["hand"],
+                                 "slot": slot, "back": "red"}, device="shoe")
+            rank = card["rank"]
+            dealt[card["hand"]].append(value[rank] if rank in value else int(rank))
+            expected = {h: str(sum(v) % 10) if v else "" for h, v in dealt.items()}
+            for where, page in dealer.items():
+                await until(page, f"document.querySelectorAll('#player-cards .card, "
+                                  f"#banker-cards .card').length === {i + 1}")
+                shown = {h: await page.inner_text(f"#{h}-total") for h in dealt}
+                assert shown == expected, (where, card)
+        assert (expected["player"], expected["banker"]) == (
+            str(record["player_total"]), str(record["banker_total"]))
+        at = daemon.emit("round_settled", {
+            "round_no": 9, "simulated": False, "settlements": settlements,
+            "table_net_cents": -sum(s["net_cents"] for s in settlements),
+            "result": result_of(record)})
+        for where, page in dealer.items():
+            await check_pay_list(page, 9, settlements, at)
+            assert await page.inner_text("#round-result") == (
+                f"BANKER WINS {record['banker_total']} to {record['player_total']}")
+            await screenshot(page, f"dealer-totals-{where}", tmp_path)
+
+
+async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path) -> None:
+    """681a: the results view lists the latest hands with their 21-point totals and the
+    winner; the counts, percentages and sizes hold as in Baccarat."""
+    records = shoe(TWENTY_ONE)
+    table, _ = table_info(str(TWENTY_ONE))
+    table = {**table, "number": "7", "languages": ["en", "zh-hant"]}
+    status = {"state": "burn", "shoe": {"cards_left": 400}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        board = await open_pages(browser, served, "/scoreboard")
+        for n, record in enumerate(records, start=1):
+            play_round(daemon, record, n, twenty_one=True)
+        daemon.status = {**daemon.status, "state": "betting_open"}
+        daemon.emit("prompt", {"action": "place_bets", "round_no": len(records) + 1})
+        winners = [r["outcome"] for r in records]
+        latest = records[-12:][::-1]  # board.py RECENT_HANDS, newest first
+        for where, page in board.items():
+            await until(page, "document.body.classList.contains('game-21') && "
+                              f"document.getElementById('count-rounds').textContent === "
+                              f"'{len(records)}'")
+            rows = await page.evaluate("""() => [...document.querySelectorAll(
+                '#hands21 tr[data-round-no]:not([hidden])')].map((r) => [Number(r.dataset.roundNo),
+                [...r.querySelectorAll('td.total')].map((t) => t.textContent),
+                r.querySelector('td.result').textContent])""")
+            assert rows == [[r["round"], [str(r["player_total"]), str(r["banker_total"])],
+                             r["outcome"].upper()] for r in latest[:len(rows)]], where
+            assert len(rows) >= 6, f"{where}: only {len(rows)} hands fit"
+            assert await header(page) == {
+                "banner": "open", "banner_text": "PLACE YOUR BETS請下注", "last_hand": False,
+                "hand": str(len(records) + 1), "round": str(len(records) + 1),
+                "hands_counted": str(len(records))}
+            await check_counts(page, records, winners)
+            assert not await page.locator("#bead-plate").is_visible()
+            check_road_in_view(await page.evaluate(ROAD_VIEW, "big-road"), "big-road", where)
+            await screenshot(page, f"scoreboard-21-{where}", tmp_path)
+            check_sizes(await page.evaluate(MEASURE), where, marks=30)

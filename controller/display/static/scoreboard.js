@@ -122,9 +122,10 @@
 
   function drawHands21(hands) {
     const table = document.getElementById("hands21");
-    const rows = [el("tr", {}, el("th", {text: "Hand"}), el("th", {text: "Player"}),
-                     el("th", {text: ""}), el("th", {text: "Banker"}), el("th", {text: ""}),
-                     el("th", {text: "Result"}))];
+    const rows = [el("tr", {}, el("th", {}, ...Labels.nodes("hand")),
+                     el("th", {}, ...Labels.nodes("player")), el("th", {text: ""}),
+                     el("th", {}, ...Labels.nodes("banker")), el("th", {text: ""}),
+                     el("th", {text: ""}))];
     for (const hand of hands.slice().reverse()) {
       const bust = (t) => (t > 21 ? " bust" : "");
       rows.push(el("tr", {class: hand.winner, "data-round-no": hand.round_no},
@@ -136,7 +137,24 @@
         el("td", {class: "result " + hand.winner, text: hand.winner.toUpperCase()})));
     }
     table.replaceChildren(...rows);
+    fitHands21();
   }
+
+  // The newest hands first, as many as the panel holds: older rows are hidden, never cut.
+  function fitHands21() {
+    const table = document.getElementById("hands21");
+    const panel = table.parentElement;
+    const rows = [...table.querySelectorAll("tr[data-round-no]")];
+    for (const row of rows) row.hidden = false;
+    if (!panel.clientHeight) return;  // not shown (a Baccarat table)
+    const bottom = panel.getBoundingClientRect().bottom -
+      parseFloat(getComputedStyle(panel).paddingBottom || "0");
+    for (const row of rows.reverse()) {
+      if (row.getBoundingClientRect().bottom <= bottom) break;
+      row.hidden = true;
+    }
+  }
+
 
   // "heavenly_9" -> "Heavenly 9"; a mystery level is named for itself; Royal 9's levels
   // (mega, major, minor) follow the game's name.
@@ -240,6 +258,7 @@
   window.addEventListener("resize", () => {
     for (const road of document.querySelectorAll(".road")) scrollRoad(road);
     showLimitsPage();
+    fitHands21();
   });
   Display.connect(["roads", "live"], {roads: drawRoads, live: drawLive});
 })();
