@@ -15,8 +15,9 @@ highest first, with the settlement's exact amounts, in the DOM within 500 ms of 
 daemon).
 
 `DISPLAY_SCREENSHOTS_DIR=docs/images ./run-tests hil/test_display_browser.py` also
-writes the screenshots shown in the README and docs/display.md (both pages, landscape
-and portrait; the dealer's also after a settlement and after a void round).
+writes the dealer's screenshots shown in docs/display.md (landscape and portrait, also
+after a settlement and after a void round); hil/test_scoreboard_browser.py writes the
+scoreboard's.
 """
 
 from __future__ import annotations
@@ -231,7 +232,8 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
         print(f"\nDOM delays after the event, ms (n={len(delays_ms)}, machine shared): "
               f"max {max(delays_ms):.0f}, median {sorted(delays_ms)[len(delays_ms) // 2]:.0f}")
 
-        await take_screenshots(browser, display, tmp_path)
+        # The scoreboard's screenshots come from hil/test_scoreboard_browser.py (a whole shoe).
+        await take_screenshots(browser, display, tmp_path, pages=("dealer",))
 
         # The round after: the moment it settles, the dealer's page shows what to pay.
         await table.resync()
@@ -408,7 +410,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         assert await row.locator("td.total.bust").inner_text() == "26"
         assert await row.locator("td.result").inner_text() == "BANKER"
         assert not await board.locator("#bead-plate").is_visible()  # not a 21 Baccarat view
-        assert await board.inner_text("#limits tr[data-wager='player']") == "Player\t$10\t\u2013\t$2K"
+        assert await board.inner_text("#limits .limit[data-wager='player'] .limit-range") == \
+            "$10\u2013$2K"
 
         # The next card's destination before it is dealt: a burn card.
         at = daemon.emit("prompt", {"action": "burn", "remaining": 3})
