@@ -22,6 +22,7 @@ scoreboard's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -98,8 +99,9 @@ def chromium_or_skip() -> str:
     return executable
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@contextlib.asynccontextmanager
+async def launched_chromium() -> AsyncIterator[Any]:
+    """Debian's headless Chromium under Playwright (skips, or fails under CI, without it)."""
     executable = chromium_or_skip()
     from playwright.async_api import async_playwright
 
@@ -111,6 +113,12 @@ async def browser() -> AsyncIterator[Any]:
             yield browser
         finally:
             await browser.close()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    async with launched_chromium() as launched:
+        yield launched
 
 
 async def open_page(browser: Any, url: str, viewport: dict[str, int]) -> Any:

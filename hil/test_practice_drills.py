@@ -61,6 +61,15 @@ class Practice:
     async def state(self, *states: str) -> dict[str, Any]:
         return await self.table.wait_for_state(*states, timeout=30)
 
+    async def fault(self, path: str) -> str:
+        """A fault made with the page's button `path`: the table stops, and `tablectl
+        status` says so with exit 4; its output."""
+        await self.press(path)
+        await self.state("device_fault")
+        code, out = await self.tablectl("status")
+        assert code == 4, out
+        return out
+
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def practice(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Practice]:
@@ -204,10 +213,7 @@ async def test_drill_shoe_lid_open(practice: Practice) -> None:
     """Guide, "Shoe lid open": status names the fault, test shoe fails; the lid closed,
     the table resumes by itself."""
     before = (await practice.table.call("status"))["state"]
-    await practice.press("/lid/open")
-    await practice.state("device_fault")
-    code, out = await practice.tablectl("status")
-    assert code == 4, out
+    out = await practice.fault("/lid/open")
     assert "FAULT: shoe: lid opened [shoe_lid_open]" in out
     assert "Action: Close the shoe's lid; cards are not read while it is open." in out
     code, out = await practice.tablectl("test", "shoe")
@@ -220,10 +226,7 @@ async def test_drill_shoe_unplugged(practice: Practice) -> None:
     """Guide, "Shoe unplugged": status and devices show the lost link; the cable back
     in, the table reconnects and resumes by itself; the events show both."""
     before = (await practice.table.call("status"))["state"]
-    await practice.press("/cable/pull")
-    await practice.state("device_fault")
-    code, out = await practice.tablectl("status")
-    assert code == 4, out
+    out = await practice.fault("/cable/pull")
     assert "FAULT: shoe: shoe on" in out and "[link_down]" in out
     code, out = await practice.tablectl("devices")
     assert code == 4, out
@@ -239,10 +242,7 @@ async def test_drill_shoe_unplugged(practice: Practice) -> None:
 async def test_drill_misread_card(practice: Practice) -> None:
     """Guide, "Misread card": the table stops; a supervisor rules and acknowledges; the
     table resumes."""
-    await practice.press("/misread")
-    await practice.state("device_fault")
-    code, out = await practice.tablectl("status")
-    assert code == 4, out
+    out = await practice.fault("/misread")
     assert "left the shoe unread [shoe_misread]" in out
     assert "Stop: the card that just left the shoe was not read." in out
     code, out = await practice.tablectl("fault", "acknowledge", "--supervisor", "floor",

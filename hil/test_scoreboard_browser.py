@@ -29,7 +29,7 @@ from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
 from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of
 from hil.test_display_browser import (
-    LANDSCAPE, OBSERVER, PORTRAIT, check_pay_list, chromium_or_skip)
+    LANDSCAPE, OBSERVER, PORTRAIT, check_pay_list, launched_chromium)
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
               pytest.mark.asyncio(loop_scope="module")]
@@ -136,17 +136,8 @@ def big_road_columns(winners: list[str]) -> int:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser() -> AsyncIterator[Any]:
-    executable = chromium_or_skip()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        launched = await pw.chromium.launch(
-            executable_path=executable, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with launched_chromium() as launched:  # one browser for the module
+        yield launched
 
 
 async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
