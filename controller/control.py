@@ -39,7 +39,7 @@ from controller.control_args import (
     whole,
 )
 from controller.refusals import RefusalLog
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")
 

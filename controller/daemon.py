@@ -39,9 +39,12 @@ from controller.logsetup import bind_table, configure_logging
 from cards import BackColour
 from controller.sdnotify import SdNotifier
 from controller.rules.batches import BatchTracker
-from controller.store import IntegrityError, Store
-from controller.table import CommandRefused, RulesAdapter, Table, TableState
-from controller.table_snapshot import wager_json
+from controller.memory.store import IntegrityError, Store
+from controller.table.errors import CommandRefused
+from controller.table.machine import TableState
+from controller.table.rules_seam import RulesAdapter
+from controller.table.state import wager_json
+from controller.table.table import Table
 from controller.watchdog import Health, WatchdogPinger
 from drivers.protocols import (
     CardDrawn, Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
@@ -288,7 +291,7 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """The critical-memory check ran when the store was opened (controller/critical.py);
+        """The critical-memory check ran when the store was opened (controller/memory/critical.py);
         the meters are cross-checked against the log here. A failure puts the table out of
         order with a message naming what failed, and nothing is cleared automatically."""
         try:
@@ -407,9 +410,9 @@ class Daemon:
         """`tablectl events verify [--full]`: the boot check again, on a connection of its
         own in a child process so the table keeps running. A failure found now puts the
         table out of order; a full pass moves the checkpoint later boots start from."""
-        from controller.critical import as_mapping
-        from controller.critical import reason_text as critical_reason
-        from controller.critical_store import RECHECK_EVENT
+        from controller.memory.critical import as_mapping
+        from controller.memory.critical import reason_text as critical_reason
+        from controller.memory.lifecycle import RECHECK_EVENT
 
         if self.store_failure is not None:
             raise _integrity_answer(self.store_failure)
@@ -603,7 +606,7 @@ class Daemon:
         """The store stopped taking writes in play. The step was rolled back; the table goes
         out of order on an in-memory stand-in (nothing more is written to the file, which
         keeps every committed step), and the daemon stays up to say why: no restart loop."""
-        from controller.critical import unusable
+        from controller.memory.critical import unusable
 
         failure = unusable(Path(self.store.path), exc)
         self.store_failure = failure
@@ -1075,7 +1078,7 @@ def _open_store(config: TableConfig) -> tuple[Store, IntegrityError | None]:
     """The table's store, checked; or, if it fails, an empty in-memory stand-in (so the
     daemon can report the failure and refuse play) and the failure. The file on disk is
     then never written: it is the evidence."""
-    from controller.critical_store import open_store
+    from controller.memory.lifecycle import open_store
 
     try:
         return open_store(config.store_path, config.critical_dir,
@@ -1092,7 +1095,7 @@ def _integrity_answer(exc: IntegrityError) -> ControlError:
 
 
 def describe(exc: IntegrityError) -> str:
-    from controller.critical_store import describe as text
+    from controller.memory.lifecycle import describe as text
 
     return text(exc)
 
@@ -1128,7 +1131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("bad_configuration", problems=exc.problems, source=exc.source)
         return EXIT_CONFIG
     if args.init_store or args.clear_store or args.register_witness:
-        from controller.critical_store import run_once
+        from controller.memory.lifecycle import run_once
 
         return run_once(config, args)
     return asyncio.run(_amain(config))

@@ -49,8 +49,8 @@ class ScriptedDaemon:
     def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
         import time
 
-        from controller.critical import canonical
-        from controller.store import Event
+        from controller.memory.critical import canonical
+        from controller.memory.store import Event
 
         event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
                       "", "", canonical(payload))

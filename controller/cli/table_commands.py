@@ -1402,8 +1402,8 @@ def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int
 def _verify_offline(args: argparse.Namespace) -> int:
     """Verify a store file without the daemon. The file is copied first (with its WAL) so
     the check can never change the evidence; the key and anchor are read where they are."""
-    from controller.critical import CriticalPaths, IntegrityError, as_mapping, load_key
-    from controller.critical_store import missing_store, verify_file
+    from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.memory.lifecycle import missing_store, verify_file
 
     source = Path(args.store)
     paths = CriticalPaths.for_store(source, args.critical_dir)

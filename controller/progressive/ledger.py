@@ -21,7 +21,7 @@ from typing import Any
 
 from controller.progressive.core import split
 from controller.progressive.errors import AwardError, MeterError
-from controller.store import Store
+from controller.memory.store import Store
 
 METER_EVENT = "progressive_meter"
 AWARD_EVENT = "progressive_award"
@@ -180,7 +180,7 @@ def ensure_schema(store: Store) -> None:
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
-        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/critical.py)
+        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/memory/critical.py)
 
 
 def _meter(row: sqlite3.Row) -> MeterRow:

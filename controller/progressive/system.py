@@ -43,7 +43,7 @@ from controller.progressive.mqtt import MeterPublisher, meter_message
 from controller.rules.money import Rounding
 from controller.rules.side.common import PaysMeter, meter_win_cents
 from controller.rules.side.mystery import award_cents, crosses_trigger
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
 from drivers.protocols import LedState, LockedOut
 
 MYSTERY_LABEL = "Must-Hit-By Mystery bonus"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from controller.critical import IntegrityError
+from controller.memory.critical import IntegrityError
 from controller.witness.compare import compare, entry_mac
 from controller.witness.heads import Head, signature_valid
 from controller.witness.server import (

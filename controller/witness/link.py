@@ -26,8 +26,8 @@ from typing import Any
 
 import structlog
 
-from controller import critical
-from controller.critical import IntegrityError
+from controller.memory import critical
+from controller.memory.critical import IntegrityError
 from controller.witness.compare import ACTION_WITNESS, compare
 from controller.witness.heads import Head, Signer, state_digest
 from controller.witness.outbox import Outbox

@@ -9,7 +9,7 @@ import pytest
 
 from controller.cli import exitcodes, main
 from controller.cli.table_commands import parse_since
-from controller.critical_store import init_store, open_store
+from controller.memory.lifecycle import init_store, open_store
 
 
 def _fill(fake) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import exitcodes, main
-from controller.critical_store import init_store, open_store
+from controller.memory.lifecycle import init_store, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 from controller.auth import authorise, hash_pin, verify_pin
 from controller.control_args import whole
 from controller.control import ControlClient, ControlError, ControlServer, event_json
-from controller.store import Store
+from controller.memory.store import Store
 
 FAST = 1000  # PBKDF2 iterations for tests; production uses auth.ITERATIONS
 
@@ -167,7 +167,7 @@ async def test_a_commits_entries_go_to_a_live_stream_in_one_write(server):
 async def test_an_entry_published_on_its_own_reaches_a_live_stream(server):
     """publish() streams one entry of a log that is not a Store's (a scripted daemon's):
     it is written at once, not left for a commit's end that never comes."""
-    from controller.store import Event
+    from controller.memory.store import Event
 
     srv, store = server
     sock, stream = await _raw_subscriber(srv, store)

@@ -13,7 +13,7 @@ import pytest
 from controller.config import load_config
 from controller.control import ControlClient, ControlError
 from controller.daemon import Daemon
-from controller.critical_store import init_store, is_initialised, open_store
+from controller.memory.lifecycle import init_store, is_initialised, open_store
 from drivers.protocols import DeviceHealth, LinkState
 from hil.stand_in import StandInDevice
 
@@ -375,7 +375,7 @@ def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_pa
     import weakref
 
     from controller.daemon import GC_BETWEEN_ROUNDS, GC_FULL_AFTER
-    from controller.table_machine import TableState
+    from controller.table.machine import TableState
 
     config = config_for(tmp_path)
     initialise(config)
