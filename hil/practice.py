@@ -67,8 +67,11 @@ class PracticeControls:
             Action("/cable/pull", "Pull the shoe's cable", self.pull_cable),
             Action("/cable/plug", "Plug the shoe's cable back in", self.plug_cable),
             Action("/load", "Load the next shoe (after a verified shuffle)", self.load_shoe),
+            Action("/deal", "Let the simulated dealer deal to the end of the shoe",
+                   self.deal_out),
             Action("/sensor/cover", "Put a chip on seat", self._sensor(True), "seat"),
             Action("/sensor/uncover", "Lift the chip from seat", self._sensor(False), "seat"),
+            Action("/sensor/chatter", "Shake seat's loose sensor cable", self.chatter, "seat"),
             Action("/button", "Press the lock-out button", self.press_button),
             Action("/shuffler/jam", "Jam the shuffler (at card 20 of the next shuffle)",
                    self.jam),
@@ -135,6 +138,20 @@ class PracticeControls:
             await self.h.call("shoe_loaded")
         return f"a new shoe of {len(stack)} cards is loaded; the burn comes next"
 
+    async def deal_out(self, form: dict[str, str]) -> str:
+        """The simulated dealer takes over from the table's state now (what the
+        technician did before is history, not prompts to act on) to the end of the shoe."""
+        state = (await self.h.call("status"))["state"]
+        if state in ("end_of_shoe", "device_fault", "out_of_order", "closed"):
+            raise PracticeError(f"the table is {state}: nothing to deal (clear a fault first; "
+                                "at the end of a shoe, shuffle and load the next)")
+        await self.h.skip_history()
+        before = self.h.result.shoes_completed
+        await self.h.play(shoes=1, resume=True)
+        rounds = len(self.h.result.rounds)
+        return f"the shoe is dealt to its end ({self.h.result.shoes_completed - before} shoe, " \
+               f"{rounds} rounds so far)"
+
     # --- the seats and the button -----------------------------------------------------
 
     def _sensor(self, covered: bool) -> Callable[[dict[str, str]], Awaitable[str]]:
@@ -146,6 +163,16 @@ class PracticeControls:
             return f"seat {seat}: " + ("a chip is on the sensor" if covered else
                                        "the sensor is clear")
         return act
+
+    async def chatter(self, form: dict[str, str]) -> str:
+        """A loose connector: the sensor flickers as many times as the seats' driver calls
+        chatter (drivers/seats.py), quickly, ending clear."""
+        from drivers.seats import CHATTER_EDGES
+
+        seat = self._seat(form.get("seat", ""))
+        edges = CHATTER_EDGES + CHATTER_EDGES % 2  # an even count ends with the spot clear
+        await asyncio.to_thread(self.h.pins.chatter, self.sensor_pins[seat], edges)
+        return f"seat {seat}: the sensor flickered {edges} times"
 
     def _seat(self, text: str) -> int:
         seats = sorted(self.sensor_pins)
