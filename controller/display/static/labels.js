@@ -29,17 +29,14 @@ const Labels = (() => {
       offline: "离线", shuffle: "洗牌", table_closed: "休息", wins: "胜",
       short_banker: "庄", short_player: "闲", short_tie: "和",
     },
-    "zh-hant": {
-      table: "台", dealer: "荷官", shoe: "靴", hand: "局", round: "輪",
-      banker: "莊", player: "閒", tie: "和", banker_pair: "莊對", player_pair: "閒對",
-      hands: "局數", naturals: "例牌", streak: "連勝", longest: "最長",
-      big_road: "大路", bead_plate: "珠盤路", big_eye_boy: "大眼仔", small_road: "小路",
-      cockroach_pig: "曱甴路", next_hand: "問路", limits: "限紅", last_result: "上局",
-      this_shoe: "本靴", progressives: "累積獎", hands_this_shoe: "本靴各局",
-      last_hand: "最後一局", open: "請下注", closed: "停止下注", paused: "暫停",
-      offline: "離線", shuffle: "洗牌", table_closed: "休息", wins: "勝",
-      short_banker: "莊", short_player: "閒", short_tie: "和",
-    },
+  };
+  // Traditional characters where they differ from the simplified ones.
+  WORDS["zh-hant"] = {
+    ...WORDS["zh-hans"],
+    round: "輪", banker: "莊", player: "閒", banker_pair: "莊對", player_pair: "閒對",
+    hands: "局數", streak: "連勝", longest: "最長", bead_plate: "珠盤路", next_hand: "問路",
+    limits: "限紅", progressives: "累積獎", last_hand: "最後一局", open: "請下注",
+    paused: "暫停", offline: "離線", short_banker: "莊", short_player: "閒",
   };
   const LANG_TAGS = {en: "en", "zh-hans": "zh-Hans", "zh-hant": "zh-Hant"};
   let languages = ["en"];
