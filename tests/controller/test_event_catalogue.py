@@ -82,14 +82,16 @@ def emissions() -> tuple[list[Emission], list[str]]:
     return found, unreadable
 
 
-def _calls(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | None, ast.Call]]:
-    def walk(node: ast.AST, func: ast.FunctionDef | None) -> Iterator[tuple[ast.FunctionDef | None,
-                                                                            ast.Call]]:
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _calls(tree: ast.Module) -> Iterator[tuple[Function | None, ast.Call]]:
+    def walk(node: ast.AST, func: Function | None) -> Iterator[tuple[Function | None, ast.Call]]:
         for child in ast.iter_child_nodes(node):
             inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else func
             if isinstance(child, ast.Call):
                 yield func, child
-            yield from walk(child, inner)  # type: ignore[arg-type]
+            yield from walk(child, inner)
     yield from walk(tree, None)
 
 
