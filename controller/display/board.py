@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from cards import Card
+from controller.display.floor import banner, last_hand_shown, running_totals, shoe_stats
 from controller.display.roads import RoadRound, Roads, Winner
 from controller.events import EventDecodeError, decode
 from controller.events import progressive_records as p
@@ -107,6 +108,8 @@ class Board:
     rounds: list[RoadRound] = field(default_factory=list)
     hands: list[dict[str, Any]] = field(default_factory=list)  # recent results, newest last
     round_no: int = 0
+    round_open: bool = False  # a round of this shoe is open: betting, or being dealt
+    dealer: str | None = None  # the dealer at the table, as `new_dealer` named them
     cards: list[dict[str, Any]] = field(default_factory=list)  # this round's, in order
     prompt: dict[str, Any] | None = None
     next_card: str | None = None
@@ -166,7 +169,7 @@ class Board:
     def _on_shoe_loaded(self, record: r.ShoeLoaded, event: Mapping[str, Any]) -> set[str]:
         self.shoe_no = record.shoe_no
         self.rounds, self.hands, self.cards = [], [], []
-        self.last_hand = False
+        self.last_hand = self.round_open = False
         self.notice = None
         self._roads_cache = None
         return {ROADS}
@@ -182,6 +185,7 @@ class Board:
             self.next_card = None
         if action == "place_bets":
             self.no_more_bets = False
+            self.round_open = True
             self.round_no = record.round_no if record.round_no is not None \
                 else self.round_no + 1
             self.cards, self.wagers, self.progressive_seats = [], {}, []
@@ -237,6 +241,7 @@ class Board:
                     "player_total": result.player_total,
                     "banker_total": result.banker_total,
                     "seats": pay_list(record.settlements)}
+        self.round_open = False
         self.rounds.append(road_round(result))
         self.hands.append({"round_no": record.round_no, **result.payload()})
         del self.hands[:-RECENT_HANDS]
@@ -246,9 +251,14 @@ class Board:
 
     def _on_round_void(self, record: r.RoundVoid, event: Mapping[str, Any]) -> set[str]:
         self.metrics.rounds_void += 1
+        self.round_open = False
         # 631a.15(e): what the first four cards settled stands, the rest is returned.
         self.pay = {"round_no": self.round_no, "void": True, "reason": record.reason,
                     "seats": pay_list(record.settlements)}
+        return set()
+
+    def _on_new_dealer(self, record: r.NewDealer, event: Mapping[str, Any]) -> set[str]:
+        self.dealer = record.dealer or None
         return set()
 
     def _on_cover_card(self, record: r.CoverCard, event: Mapping[str, Any]) -> set[str]:
@@ -317,7 +327,7 @@ class Board:
     def roads_view(self) -> dict[str, Any]:
         if self._roads_cache is None:
             self._roads_cache = {"shoe_no": self.shoe_no, **Roads(tuple(self.rounds)).to_json(),
-                                 "hands": list(self.hands)}
+                                 **shoe_stats(self.rounds), "hands": list(self.hands)}
         return self._roads_cache
 
     def live_view(self) -> dict[str, Any]:
@@ -325,6 +335,13 @@ class Board:
             "table": self.table, "daemon_connected": self.daemon_connected,
             "seq": self.last_seq, "state": self.state, "shoe_no": self.shoe_no,
             "cards_left": self.cards_left, "round_no": self.round_no, "cards": self.cards,
+            # The hand of the shoe: the settled hands, and the one in play if any, so the
+            # header never runs ahead of the counts (631a.10(d): none after the last).
+            "hand_no": len(self.rounds) + self.round_open, "dealer": self.dealer,
+            "banner": banner(self.state, connected=self.daemon_connected,
+                             fault=self.fault is not None),
+            "last_hand_shown": last_hand_shown(self.state, self.last_hand),
+            "totals": running_totals(str(self.table.get("game", "")), self.cards),
             "prompt": self.prompt, "next_card": self.next_card,
             "no_more_bets": self.no_more_bets, "last_hand": self.last_hand,
             "fault": self.fault,

@@ -167,7 +167,7 @@ def test_every_kind_the_displays_follow_is_in_the_event_catalogue() -> None:
                        "progressive_accepted", "seat_sensor", "card", "round_settled",
                        "round_void", "cover_card", "cover_card_misplaced", "device_fault",
                        "device_recovered", "device_fault_cleared", "jackpot_validated",
-                       "witness_up", "witness_down"}
+                       "witness_up", "witness_down", "new_dealer"}
     assert (handled | REFRESH_KINDS_DEVICES) - {e.kind for e in CATALOGUE} == set()
 
 
@@ -355,3 +355,38 @@ def test_an_event_that_is_not_its_kinds_record_is_counted_and_not_folded_in() ->
     assert [c["card"] for c in board.cards] == ["4♣"]
     assert board.metrics.undecodable == {"card": 1}
     assert board.metrics.events == {"card": 2}
+
+
+def test_hand_number_banners_and_dealer_follow_the_shoe() -> None:
+    """The header's hand number is the hands settled plus the one in play, so it never
+    runs ahead of the counts; the banners follow the daemon's state (issue 29)."""
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    board.daemon_connected = True
+    feed("new_dealer", {"dealer": "Ana", "burn": False})
+    feed("shoe_loaded", {"shoe_no": 1, "back": "red"})
+    board.apply_status({"state": "betting_open", "shoe": {"last_hand": True}})
+    feed("prompt", {"action": "place_bets", "round_no": 41})
+    view = board.live_view()
+    assert (view["hand_no"], view["round_no"], view["dealer"], view["banner"],
+            view["last_hand_shown"]) == (1, 41, "Ana", "open", True)
+    board.apply_status({"state": "dealing", "shoe": {"last_hand": True}})
+    feed("card", {"index": 1, "card": "9♠", "hand": "player", "slot": "player_first",
+                  "back": "red"})
+    feed("card", {"index": 2, "card": "3♥", "hand": "banker", "slot": "banker_first",
+                  "back": "red"})
+    assert board.live_view()["totals"] == {"player": 9, "banker": 3}
+    assert board.live_view()["banner"] == "closed"
+    feed("round_settled", settled("player", ["9♠", "K♦"], ["3♥", "4♣"], 9, 7))
+    board.apply_status({"state": "end_of_shoe", "shoe": {"last_hand": True}})
+    view = board.live_view()
+    assert (view["hand_no"], len(board.rounds), view["banner"], view["last_hand_shown"]) == \
+        (1, 1, "shuffle", False)
+    roads = board.roads_view()
+    assert roads["percent"]["player"] == 100 and roads["streak"]["winner"] == "player"
+    # A void round is no hand: the count and the hand number stay.
+    board.apply_status({"state": "betting_open"})
+    feed("prompt", {"action": "place_bets", "round_no": 42})
+    assert board.live_view()["hand_no"] == 2
+    feed("round_void", {"reason": "the shoe cannot complete the round", "settlements": []})
+    assert board.live_view()["hand_no"] == 1
