@@ -25,7 +25,7 @@ import os
 import stat
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,7 @@ class ControlServer:
         # its stream line or None until a stream first needs it].
         self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
         self._history: History | None = None
+        self._when_durable: Callable[[Callable[[BaseException | None], None]], None] | None = None
         self._closing = False
         self.connections = 0
         # The cap in force: [access] max_connections, or lower to fit the open-files limit
@@ -186,6 +187,7 @@ class ControlServer:
         """Stream what `store` commits: each entry is taken as it is given out, and once a
         commit's entries are all out, `send_live` writes them together."""
         store.subscribe(self._take, after_each_commit=self.send_live)
+        self._when_durable = store.when_durable
 
     def publish(self, event: Event) -> None:
         """Stream one committed entry on its own (a log that is not a Store's)."""
@@ -393,26 +395,70 @@ class ControlServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      caller: Caller) -> None:
-        while not self._closing:
-            try:
-                line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
-            except TimeoutError:
-                await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
-                    "([access] idle_timeout_s); reconnect to continue")})
-                return
-            except (asyncio.LimitOverrunError, ValueError):
-                await _send(writer, {"id": None, "ok": False, "code": "bad_request",
-                                     "error": f"request longer than {MAX_REQUEST_BYTES} bytes; "
-                                              "allowed: one JSON object per line, up to that"})
-                return
-            if not line:
-                return
-            response = await self.dispatch(line, caller)
-            if response.get("result") is _SUBSCRIBED:
-                await self._stream(response, writer, caller)
-                return
-            await _send(writer, response)
+        """Requests in order, replies in the same order: a reply that reports a step held
+        for a shared flush is sent once it is on the disk, while the next request is read
+        and run (a client may send several requests before reading their replies)."""
+        replying: asyncio.Future[None] | None = None
+        try:
+            while not self._closing:
+                try:
+                    line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
+                except TimeoutError:
+                    await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
+                        f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
+                        "([access] idle_timeout_s); reconnect to continue")})
+                    return
+                except (asyncio.LimitOverrunError, ValueError):
+                    await _send(writer, {"id": None, "ok": False, "code": "bad_request",
+                                         "error": f"request longer than {MAX_REQUEST_BYTES} bytes; "
+                                                  "allowed: one JSON object per line, up to that"})
+                    return
+                if not line:
+                    break
+                response = await self.dispatch(line, caller)
+                if response.get("result") is _SUBSCRIBED:
+                    if replying is not None:
+                        await replying
+                    await self._stream(response, writer, caller)
+                    return
+                if replying is not None and replying.done():
+                    finished, replying = replying, None
+                    finished.result()  # a reply that could not be sent ends the connection
+                if replying is None and self._acknowledged():
+                    await _send(writer, response)
+                else:  # its step waits for a shared flush: read the next request meanwhile
+                    replying = asyncio.ensure_future(self._reply(writer, response, replying))
+        finally:
+            if replying is not None:  # every reply sent before the connection ends
+                await replying
+
+    def _acknowledged(self) -> bool:
+        """Whether everything committed so far is on the disk and given out, so a reply may
+        report it now (group commit, controller/memory/delivery.py)."""
+        answered: list[BaseException | None] = []
+        if self._when_durable is not None:
+            self._when_durable(answered.append)
+        return self._when_durable is None or bool(answered)
+
+    async def _reply(self, writer: asyncio.StreamWriter, response: dict[str, Any],
+                     before: asyncio.Future[None] | None) -> None:
+        """Send `response` after the replies before it, once what it reports is on the
+        disk; if the flush failed, nothing it did is acknowledged."""
+        if before is not None:
+            await before
+        assert self._when_durable is not None
+        done: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if not done.done():
+                done.set_result(error)
+
+        self._when_durable(settle)
+        error = await done
+        if error is not None:
+            response = {"id": response.get("id"), "ok": False, "code": "internal", "error": (
+                f"not acknowledged: the store could not flush ({error}); see the table's log")}
+        await _send(writer, response)
 
     async def dispatch(self, line: bytes, caller: Caller) -> dict[str, Any]:
         request_id = None
@@ -670,6 +716,28 @@ class ControlClient:
         if not response.get("ok"):
             raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
         return response.get("result")
+
+    async def call_many(self, calls: Sequence[tuple[str, Mapping[str, Any]]]
+                        ) -> AsyncIterator[Any]:
+        """Send every request at once, then yield each reply in order: its result, or the
+        ControlError of a refused one. The daemon runs them in order and may report them
+        after one shared flush (a round's wagers). A ConnectionError ends the replies: the
+        requests not answered may or may not have been done."""
+        assert self._reader is not None and self._writer is not None
+        lines = []
+        for cmd, args in calls:
+            self._next_id += 1
+            lines.append(json.dumps({"id": self._next_id, "cmd": cmd, "args": dict(args)}
+                                    ).encode() + b"\n")
+        self._writer.writelines(lines)
+        await self._writer.drain()
+        for _ in lines:
+            line = await self._reader.readline()
+            if not line:
+                raise ConnectionError("the daemon closed the control connection")
+            response = json.loads(line)
+            yield (response.get("result") if response.get("ok") else
+                   ControlError(response.get("error", "refused"), response.get("code", "refused")))
 
     async def _exchange(self, request: Mapping[str, Any]) -> dict[str, Any]:
         assert self._reader is not None and self._writer is not None

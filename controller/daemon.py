@@ -481,6 +481,8 @@ class Daemon:
             self.progressive.publish_all()
             if self.progressive.linked is not None:
                 self._spawn(self._sync_linked())
+        # Money steps share flushes from here on, and replies wait for them (issue 31).
+        self.store.group_commits(asyncio.get_running_loop())
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
         self._resume_pin_guard()

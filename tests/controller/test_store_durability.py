@@ -19,8 +19,8 @@ from controller.memory.store import GROUPED_KINDS, Store
 def store(tmp_path, monkeypatch):
     s = Store(tmp_path / "t.sqlite")
     flushes: list[int] = []
-    real_flush = s._durability.flush_wal
-    monkeypatch.setattr(s._durability, "flush_wal", lambda: (flushes.append(1), real_flush()))
+    real_flush = s._durability.flush_in_thread
+    monkeypatch.setattr(s._durability, "flush_in_thread", lambda: (flushes.append(1), real_flush()))
     s.flushes = flushes  # type: ignore[attr-defined]
     yield s
     s.close()
