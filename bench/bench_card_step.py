@@ -43,7 +43,9 @@ from controller.control import ControlServer  # noqa: E402
 from controller.memory.lifecycle import init_store  # noqa: E402
 from controller.logsetup import configure_logging  # noqa: E402
 from controller.rules.game import build_game  # noqa: E402
-from controller.table import RulesAdapter, Table, TableState  # noqa: E402
+from controller.table.machine import TableState  # noqa: E402
+from controller.table.rules_seam import RulesAdapter  # noqa: E402
+from controller.table.table import Table  # noqa: E402
 from drivers.protocols import CardDrawn, LockedOut, ShuffleComplete  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"

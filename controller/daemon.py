@@ -40,8 +40,11 @@ from cards import BackColour
 from controller.sdnotify import SdNotifier
 from controller.rules.batches import BatchTracker
 from controller.memory.store import IntegrityError, Store
-from controller.table import CommandRefused, RulesAdapter, Table, TableState
-from controller.table_snapshot import wager_json
+from controller.table.errors import CommandRefused
+from controller.table.machine import TableState
+from controller.table.rules_seam import RulesAdapter
+from controller.table.state import wager_json
+from controller.table.table import Table
 from controller.watchdog import Health, WatchdogPinger
 from drivers.protocols import (
     CardDrawn, Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,

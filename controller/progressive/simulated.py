@@ -114,7 +114,7 @@ class SimulatedProgressive:
         return out
 
     def void(self, section: str) -> list[Settlement]:
-        """RoundPlay._close_unplayed_round: the progressive wagers returned."""
+        """Settling.close_unplayed: the progressive wagers returned."""
         returned = self.system.on_round_void(self.round_id, section)
         self.accepted = {}
         return [Settlement(self.wager_key, seat, cents, Outcome.PUSH, Fraction(0), 0, 0,

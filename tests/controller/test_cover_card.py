@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from controller.memory.store import Store
-from controller.table import TableState
+from controller.table.machine import TableState
 from tests.controller.test_table import Dealer, betting
 
 @pytest.fixture

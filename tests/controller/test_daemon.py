@@ -375,7 +375,7 @@ def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_pa
     import weakref
 
     from controller.daemon import GC_BETWEEN_ROUNDS, GC_FULL_AFTER
-    from controller.table_machine import TableState
+    from controller.table.machine import TableState
 
     config = config_for(tmp_path)
     initialise(config)
