@@ -402,7 +402,11 @@ class ControlServer:
         try:
             while not self._closing:
                 try:
-                    line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
+                    # Not wait_for, which runs the read as a task of its own (a loop turn a
+                    # line): a request already read in is run at once, so a client's
+                    # pipelined requests run in one loop turn and share one flush.
+                    async with asyncio.timeout(self.limits.idle_timeout_s):
+                        line = await reader.readline()
                 except TimeoutError:
                     await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
                         f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "

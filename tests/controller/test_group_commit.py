@@ -137,11 +137,10 @@ async def test_closing_the_store_flushes_what_is_held_and_answers_its_waiters(
 async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
         tmp_path: Path) -> None:
     """A client sends a round's wagers at once (ControlClient.call_many): the daemon runs
-    them in order and answers each only once it is on the disk; those run while the first
-    one's flush is on its way share the next flush."""
+    them in order, in one loop turn, and answers each only once it is on the disk: one
+    flush for all of them, started after the last."""
     store = Store(tmp_path / "t.sqlite")
     flushes = GatedFlushes(store)
-    flushes.gate.clear()
     store.group_commits(asyncio.get_running_loop())
     srv = ControlServer(str(tmp_path / "control.sock"))
     seen: list[int] = []
@@ -151,8 +150,7 @@ async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
             raise ControlError("seat 9 is not at this table", "refused")
         _step(store, "wager_accepted", {**WAGER, "seat": args["seat"]})
         seen.append(args["seat"])
-        if len(seen) == 3:
-            flushes.gate.set()  # every wager has run: the first flush may return now
+        assert flushes.started == 0  # no flush starts before the last of them has run
         return {"seat": args["seat"]}
 
     srv.register("place_wager", place, args={"seat": whole(1, 14)})
@@ -164,7 +162,7 @@ async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
         [("place_wager", {"seat": seat}) for seat in (1, 9, 2, 3)])]
     assert replies[0] == {"seat": 1} and replies[2:] == [{"seat": 2}, {"seat": 3}]
     assert isinstance(replies[1], ControlError) and "seat 9" in str(replies[1])
-    assert flushes.started == 2  # the first wager's, then one for the other two
+    assert flushes.started == 1
     assert [e.payload["seat"] for e in store.events(kind="wager_accepted")] == [1, 2, 3]
     await client.close()
     await srv.close()
