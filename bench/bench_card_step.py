@@ -118,7 +118,7 @@ def _stream(server: ControlServer, sent: list[int]) -> None:
     """What each subscriber's stream does once woken (ControlServer._stream): the lines it
     sends, short of the socket."""
     for number, after in enumerate(sent):
-        page = server.stream_page(after)
+        page = server.streams.stream_page(after)
         if page:
             b"".join(line for _, line in page)
             sent[number] = page[-1][0]

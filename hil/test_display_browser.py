@@ -385,7 +385,7 @@ class ScriptedDaemon:
         from controller.access import Role
         from controller.control import ControlServer
 
-        from controller.daemon import COMMAND_ARGS
+        from controller.commands.args import COMMAND_ARGS
 
         self.server = ControlServer(path)
         self.log: list[Any] = []

@@ -4,6 +4,7 @@
 `durability` (flushes, checkpoints), `delivery` (listeners and group commit), `sealing`,
 `schema` and `rounds`; `critical` (the
 facade over the keyed MACs, digests, seal, anchor, key and the one check), and
-`lifecycle` (opening a store as critical memory, initialisation, the supervised clear).
+`lifecycle` (opening a store as critical memory, initialisation, the supervised clear), and
+`boot_check` (the integrity checks at start, returning what the daemon records).
 docs/architecture.md, "Critical memory" and "Durable writes".
 """

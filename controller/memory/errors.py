@@ -6,8 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from controller.errors import ControllerError
 
-class StoreError(Exception):
+
+class StoreError(ControllerError):
     """The durable store cannot be used as it is."""
 
 

@@ -168,7 +168,7 @@ class Award:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for the control socket and tablectl."""
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awards",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from controller.errors import CommandError
 
-class CommandRefused(Exception):
+
+class CommandRefused(CommandError):
     """A control command that the table's state or the rules do not allow."""

@@ -18,7 +18,7 @@ import pytest
 
 from controller.auth import authorise, hash_pin
 from controller.control import ControlError, ControlServer, event_json
-from controller.daemon import COMMAND_ARGS
+from controller.commands.args import COMMAND_ARGS
 from controller.memory.store import Store
 
 SUPERVISOR_PIN = "2468"

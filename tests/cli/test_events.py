@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from controller.cli import exitcodes, main
-from controller.cli.table_commands import parse_since
+from controller.cli.event_commands import parse_since
 from controller.memory.lifecycle import init_store, open_store
 
 

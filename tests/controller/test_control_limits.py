@@ -599,7 +599,7 @@ async def test_a_subscriber_that_reads_nothing_is_dropped_with_a_reason(limited)
     assert payload["reason"] == ("read nothing for 0.3 s ([access] subscriber_stall_s); "
                                  "reconnect with after_seq = the last seq received")
     assert 0 < payload["sent_up_to_seq"] < 3000
-    assert srv._subscribers == set()  # nothing is kept for it
+    assert srv.streams.subscribers == set()  # nothing is kept for it
     writer.close()
 
 

@@ -382,7 +382,7 @@ def test_a_store_that_fails_in_play_puts_the_table_out_of_order(tmp_path, monkey
             if Path(config.control_socket).exists():
                 break
             await asyncio.sleep(0.01)
-        daemon._enqueue(DeviceFault("shoe", "jam", "a card is stuck", "clear the jam"))
+        daemon.intake.enqueue(DeviceFault("shoe", "jam", "a card is stuck", "clear the jam"))
         client = await ControlClient(config.control_socket).connect()
         for _ in range(500):
             status = await client.call("status")

@@ -238,7 +238,8 @@ def test_an_unlisted_fault_code_can_always_be_acknowledged(store):
 def test_every_fault_code_a_driver_or_the_table_raises_is_in_the_catalogue():
     raised: set[str] = set()
     for path in [*ROOT.glob("drivers/*.py"), *ROOT.glob("controller/table/*.py"),
-                 ROOT / "controller" / "daemon.py"]:
+                 ROOT / "controller" / "daemon.py",
+                 *ROOT.glob("controller/commands/*.py")]:
         text = path.read_text(encoding="utf-8")
         raised |= set(re.findall(r'(?:_fault\((?:\s*\w+,)?|DeviceFault\(\s*[\w."]+,)\s*"([a-z_]+)"', text))
     from firmware_bridge.messages import FaultCode

@@ -20,7 +20,7 @@ import pytest
 from cards import BackColour
 from controller.cli import main
 from firmware_bridge.conformance import CHECKS, run_suite
-from firmware_bridge.conformance.report import FAIL, PASS
+from firmware_bridge.conformance.report import FAIL, PASS, Report
 from firmware_bridge.conformance.wire import SimulatedWire
 from firmware_bridge.messages import DeviceKind, FaultCode
 from hil.misbehaviour import MISBEHAVIOURS, broken_endpoint, legacy_endpoint
@@ -34,7 +34,7 @@ BROKEN_BAUD = 115200
 a frame crosses a 9600-baud line, which (rightly) breaks every check at that rate."""
 
 
-def _run(kind: DeviceKind, baud: int, **model: object):  # type: ignore[no-untyped-def]
+def _run(kind: DeviceKind, baud: int, **model: object) -> Report:
     return run_suite(SimulatedWire(make_model(kind, baudrate=baud, **model), baud), kind, baud,  # type: ignore[arg-type]
                      port=f"simulated {kind.name.lower()}")
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from controller.memory import critical
-from controller.cli.table_commands import render_status
+from controller.cli.status_view import render_status
 from controller.config import load_config
 from controller.control import ControlError
 from controller.memory.lifecycle import EXIT_STORE, paths_for, run_once, verify_file
