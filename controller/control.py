@@ -38,9 +38,10 @@ from controller.control_args import (
 )
 from controller.control_stream import HISTORY_PAGE as HISTORY_PAGE
 from controller.control_stream import RECENT_EVENTS as RECENT_EVENTS
+from controller.control_session import serve_requests
 from controller.control_stream import EventStreams, History
 from controller.control_wire import (
-    IDLE_CLOSED, auth_name, bad_request, command_and_args, parse_request, send,
+    auth_name, bad_request, command_and_args, parse_request, send,
 )
 from controller.events.codec import EventRecord
 from controller.events.system_records import CommandRefused as CommandRefusedRecord
@@ -292,26 +293,17 @@ class ControlServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      caller: Caller) -> None:
-        while not self._closing:
-            try:
-                line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
-            except TimeoutError:
-                await send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
-                    "([access] idle_timeout_s); reconnect to continue")})
-                return
-            except (asyncio.LimitOverrunError, ValueError):
-                await send(writer, {"id": None, "ok": False, "code": "bad_request",
-                                     "error": f"request longer than {MAX_REQUEST_BYTES} bytes; "
-                                              "allowed: one JSON object per line, up to that"})
-                return
-            if not line:
-                return
-            response = await self.dispatch(line, caller)
-            if response.get("result") is _SUBSCRIBED:
-                await self.streams.serve(response, writer, caller)
-                return
-            await send(writer, response)
+        """Requests in order, replies in order once durable (controller/control_session.py)."""
+        def subscribe(response: dict[str, Any]) -> Awaitable[None] | None:
+            if response.get("result") is not _SUBSCRIBED:
+                return None
+            return self.streams.serve(response, writer, caller)
+
+        await serve_requests(
+            reader, writer, dispatch=lambda line: self.dispatch(line, caller),
+            subscribe=subscribe, idle_timeout_s=self.limits.idle_timeout_s,
+            max_request_bytes=MAX_REQUEST_BYTES, closing=lambda: self._closing,
+            when_durable=self.streams.when_durable)
 
     async def dispatch(self, line: bytes, caller: Caller) -> dict[str, Any]:
         request_id = None

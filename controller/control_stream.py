@@ -16,6 +16,7 @@ from controller.access import Caller
 from controller.control_wire import event_line, kept_line, line, send
 from controller.events.codec import EventRecord
 from controller.events.system_records import SubscriberDropped
+from controller.control_session import WhenDurable
 from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")
@@ -53,6 +54,7 @@ class EventStreams:
     def __init__(self, record: Record, stall_s: Callable[[], float]) -> None:
         self._record = record
         self._stall_s = stall_s
+        self.when_durable: WhenDurable | None = None  # the followed store's (group commit)
         self.subscribers: set[_Stream] = set()
         # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
         # its stream line or None until a stream first needs it].
@@ -73,6 +75,7 @@ class EventStreams:
         """Stream what `store` commits: each entry is taken as it is given out, and once a
         commit's entries are all out, `send_live` writes them together."""
         store.subscribe(self._take, after_each_commit=self.send_live)
+        self.when_durable = store.when_durable  # replies wait for it (control_session.py)
 
     def publish(self, event: Event) -> None:
         """Stream one committed entry on its own (a log that is not a Store's)."""

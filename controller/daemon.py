@@ -254,6 +254,7 @@ class Daemon:
             self.progressive.publish_all()
             if self.progressive.linked is not None:
                 self.spawn(self.panel.follow_linked(self.progressive))
+        self.store.group_commits(asyncio.get_running_loop())  # shared flushes (issue 31)
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
         self.access_log.resume_pin_guard()

@@ -564,16 +564,25 @@ class TableHarness:
         if self.players.betting_s:
             await asyncio.sleep(self.players.betting_s)
         based: set[int] = set()
-        for seat, wager, amount in self.players.wagers_for_round(self.rng):
-            try:
-                await self.call("place_wager", seat=seat, wager=wager, amount_cents=amount)
-                self.result.wagers_placed.append((round_no, seat, wager, amount))
-                based.add(seat)
-            except ControlError as exc:
-                self.on_line(f"  wager refused at seat {seat}: {exc}")
-            except (ConnectionError, OSError):
-                self.result.wagers_in_doubt.append((round_no, seat, wager, amount))
-                raise
+        # The round's wagers go together, as a table's betting terminals send them: the
+        # daemon runs them in order and acknowledges them after one shared flush.
+        wagers = list(self.players.wagers_for_round(self.rng))
+        assert self.client is not None
+        answered = 0
+        try:
+            async for reply in self.client.call_many([
+                    ("place_wager", {"seat": seat, "wager": wager, "amount_cents": amount})
+                    for seat, wager, amount in wagers]):
+                seat, wager, amount = wagers[answered]
+                answered += 1
+                if isinstance(reply, ControlError):
+                    self.on_line(f"  wager refused at seat {seat}: {reply}")
+                else:
+                    self.result.wagers_placed.append((round_no, seat, wager, amount))
+                    based.add(seat)
+        except (ConnectionError, OSError):
+            self.result.wagers_in_doubt += [(round_no, *w) for w in wagers[answered:]]
+            raise
         chips = [seat for seat in sorted(based) if self.rng.random() < self.players.progressive]
         chips += list(self.players.progressive_without_base)
         if not chips:

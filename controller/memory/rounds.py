@@ -116,3 +116,19 @@ def seat_totals(db: sqlite3.Connection) -> dict[int, dict[str, int]]:
                       "vig_owed_cents": row["vig_owed_cents"]}
         for row in db.execute("SELECT * FROM seat_totals ORDER BY seat")
     }
+
+
+def save_table_state(db: sqlite3.Connection, state: str, data_json: str) -> None:
+    db.execute("INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
+               " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
+               (state, data_json))
+
+
+def collect_vigorish(db: sqlite3.Connection, seat: int) -> int:
+    """631a.13(d)(2): the seat's marked vigorish, taken off what it owes; the cents taken."""
+    row = db.execute("SELECT vig_owed_cents FROM seat_totals WHERE seat = ?", (seat,)).fetchone()
+    owed = int(row["vig_owed_cents"]) if row else 0
+    if owed:
+        db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
+                   " WHERE seat = ?", (owed, seat))
+    return owed

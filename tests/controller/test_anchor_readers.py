@@ -59,7 +59,7 @@ def test_a_reader_shares_no_pending_write_with_its_store(tmp_path: Path) -> None
     store = open_store(config.store_path)
     try:
         reader = store.reader()
-        assert reader._durability.anchor_writer is None and reader._listeners == []
+        assert reader._durability.anchor_writer is None and reader._delivery.listeners == []
         assert reader._before_commit is not store._before_commit
         assert reader._pending is not store._pending
         reader.close()

@@ -19,8 +19,8 @@ from controller.memory.store import GROUPED_KINDS, Store
 def store(tmp_path, monkeypatch):
     s = Store(tmp_path / "t.sqlite")
     flushes: list[int] = []
-    real_flush = s._durability.flush_wal
-    monkeypatch.setattr(s._durability, "flush_wal", lambda: (flushes.append(1), real_flush()))
+    real_flush = s._durability.flush_in_thread
+    monkeypatch.setattr(s._durability, "flush_in_thread", lambda: (flushes.append(1), real_flush()))
     s.flushes = flushes  # type: ignore[attr-defined]
     yield s
     s.close()
@@ -34,19 +34,19 @@ def test_the_grouped_kinds_move_no_money():
 def test_a_money_step_is_flushed_before_the_transaction_returns(store):
     with store.transaction():
         store.append_entry("wager_accepted", {"seat": 3, "wager": "banker", "amount_cents": 500})
-    assert (len(store.flushes), store.grouped_commits) == (1, 0)
+    assert (len(store.flushes), store.durability.grouped_commits) == (1, 0)
 
 
 def test_cards_and_prompts_wait_for_the_next_flush_in_log_order(store):
-    before = store.flushed_commits
+    before = store.durability.flushed_commits
     for index in range(5):
         with store.transaction():
             store.append_entry("card", {"index": index})
             store.append_entry("prompt", {"action": "deal"})
-    assert (store.flushed_commits - before, store.grouped_commits, store.flushes) == (0, 5, [])
+    assert (store.durability.flushed_commits - before, store.durability.grouped_commits, store.flushes) == (0, 5, [])
     with store.transaction():
         store.append_entry("round_settled", {"round": 1})
-    assert (store.flushed_commits - before, len(store.flushes)) == (1, 1)
+    assert (store.durability.flushed_commits - before, len(store.flushes)) == (1, 1)
     kinds = [e.kind for e in store.events()]
     assert kinds == ["card", "prompt"] * 5 + ["round_settled"]
     assert store.verify_chain() == 11
@@ -56,13 +56,13 @@ def test_one_money_event_makes_the_whole_step_flushed(store):
     with store.transaction():
         store.append_entry("card", {"index": 4})
         store.append_entry("round_settled", {"round": 1})  # the fourth card settled the round
-    assert (store.flushed_commits, store.grouped_commits) == (2, 0)  # 2: opening the store
+    assert (store.durability.flushed_commits, store.durability.grouped_commits) == (2, 0)  # 2: opening the store
 
 
 def test_a_step_that_records_nothing_is_flushed(store):
     with store.transaction():
         store.save_table_state("betting_open", {"round_no": 1})
-    assert (len(store.flushes), store.grouped_commits) == (1, 0)
+    assert (len(store.flushes), store.durability.grouped_commits) == (1, 0)
 
 
 def test_a_failed_step_is_neither_committed_nor_counted(store):
@@ -70,7 +70,7 @@ def test_a_failed_step_is_neither_committed_nor_counted(store):
         with store.transaction():
             store.append_entry("card", {"index": 1})
             raise RuntimeError("decision failed")
-    assert (store.grouped_commits, store.flushes, store.events()) == (0, [], [])
+    assert (store.durability.grouped_commits, store.flushes, store.events()) == (0, [], [])
 
 
 def test_grouped_steps_survive_a_reopen_once_flushed(tmp_path):
@@ -112,15 +112,15 @@ def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, mon
     for index in range(20):
         with s.transaction():
             s.append_entry("card", {"index": index})
-    assert s.checkpoints == 0  # grouped steps wait for a flushed one
+    assert s.durability.checkpoints == 0  # grouped steps wait for a flushed one
     with s.transaction():
         s.append_entry("round_settled", {"round": 1})
-    assert s.checkpoints == 1
+    assert s.durability.checkpoints == 1
     assert [e.payload.get("index") for e in s.events()][-2:] == [19, None]
     for index in range(100):  # hours of sensor chatter and nothing else
         with s.transaction():
             s.append_entry("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
-    assert s.checkpoints == 2  # after ten times as many grouped commits
+    assert s.durability.checkpoints == 2  # after ten times as many grouped commits
     s.close()
 
 
@@ -137,7 +137,7 @@ def test_the_wal_starts_over_in_the_checkpointing_step_not_in_the_next_cards(
         return wal.read_bytes()[16:24]  # the WAL header's two salts (SQLite's file format)
 
     seats = 0
-    while s.checkpoints == 0:  # flushed steps until one of them checkpoints
+    while s.durability.checkpoints == 0:  # flushed steps until one of them checkpoints
         s.append_entry("wager_accepted", {"seat": seats})
         seats += 1
     checkpointed = salt()
@@ -216,7 +216,7 @@ def test_a_store_reopened_after_a_kill_checkpoints_the_wal_it_finds(tmp_path):
         Path(f"{copy}{suffix}").write_bytes(Path(f"{path}{suffix}").read_bytes())
     first.close()
     again = Store(copy)
-    assert again.checkpoints == 1
+    assert again.durability.checkpoints == 1
     # Every frame is in the database file now: the next writer starts the WAL over.
     with again.transaction():
         again.append_entry("round_settled", {"round": 1})
