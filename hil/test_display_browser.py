@@ -408,9 +408,11 @@ class ScriptedDaemon:
     def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
         import time
 
+        from controller.events import decode
         from controller.memory.critical import canonical
         from controller.memory.store import Event
 
+        decode(kind, payload)  # the display reads it as its kind's record: so must this script
         event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
                       "", "", canonical(payload))
         self.log.append(event)
@@ -489,7 +491,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         await board.locator("#win-light").wait_for(state="visible", timeout=PAGE_WAIT_MS)
         assert await board.inner_text("#win-light .amount") == "$10,025.50"
         await dealer.locator(".seat.won[data-seat='4']").wait_for(timeout=PAGE_WAIT_MS)
-        daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor"})
+        daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor",
+                                          "amount_cents": 1_002_550, "seat": 4})
         await board.locator("#win-light").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
 
         # 681a.7(h): a 21 Baccarat round settles; the dealer's page shows what to pay, seats
