@@ -8,8 +8,8 @@ load. This benchmark times what the daemon's loop itself spends on a card: the
 table's step for a CardDrawn (`Table.handle`: the rules, the store transaction with
 its log entries, row digests and seal, the saved state) and the lines the control
 socket sends two caught-up subscribers (`ControlServer.publish`, then what
-`_stream` writes), in the thread's own CPU time, which a busy machine inflates far
-less than wall-clock time. Only cards decided inside a round are counted (those
+`EventStreams.serve` writes), in the thread's own CPU time, which a busy machine
+inflates far less than wall-clock time. Only cards decided inside a round are counted (those
 answered by a "deal" prompt), not the round's last card, which settles and flushes.
 
 The same-run reference is the floor of any step: one transaction of one small row
@@ -98,7 +98,7 @@ def card_steps(folder: Path, seed: int) -> list[int]:
 
 
 def _stream(server: ControlServer, sent: list[int]) -> None:
-    """What each subscriber's stream does once woken (ControlServer._stream): the lines it
+    """What each subscriber's stream does once woken (EventStreams.serve): the lines it
     sends, short of the socket."""
     for number, after in enumerate(sent):
         page = server.streams.stream_page(after)

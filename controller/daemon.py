@@ -29,38 +29,33 @@ from controller.collector import RoundCollector
 from controller.commands import Commands
 from controller.config import ConfigError, TableConfig, load_config
 from controller.events import system_records as ev
-from controller.daemon_args import command_line
 from controller.control import ControlServer
+from controller.daemon_args import command_line
 from controller.intake import QUEUE_LIMIT, EventIntake
 from controller.limits import connection_budget, open_files_limit
 from controller.logsetup import bind_table, configure_logging
 from controller.memory.boot_check import check_at_boot
+from controller.memory.critical import IntegrityError
 from controller.memory.history_check import check_history
+from controller.memory.lifecycle import describe
+from controller.memory.store import Store
 from controller.metrics_http import MetricsEndpoint
 from controller.offload import StoreWork
 from controller.panel import Panel
 from controller.rules.batches import BatchTracker
 from controller.sdnotify import SdNotifier
-from controller.memory.critical import IntegrityError
-from controller.memory.lifecycle import describe
-from controller.memory.store import Store
 from controller.table.machine import TableState
 from controller.table.rules_seam import RulesAdapter
 from controller.table.table import Table
 from controller.watchdog import Health, WatchdogPinger
 from controller.wiring import build_devices, device_as, open_checked_store, secure_store_files
 from drivers.protocols import (
-    Device,
-    DeviceEvent,
-    LinkState,
-    ProgressiveDisplay,
-    SeatPanel,
-    Shuffler,
+    Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
 )
 
 log = structlog.get_logger("tabled")
 
-EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
+EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: lifecycle.EXIT_STORE
 
 
 class Daemon:
@@ -151,7 +146,7 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """The critical-memory check ran when the store was opened (controller/critical.py);
+        """The critical-memory check ran when the store was opened (controller/memory/critical.py);
         the meters are cross-checked against the log (controller/memory/boot_check.py)."""
         result = check_at_boot(self.store, self.store_failure, self.progressive)
         if result.failure is not None:
