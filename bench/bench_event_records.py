@@ -69,7 +69,7 @@ def _settlement(s: Settlement) -> dict[str, object]:
 def settled_dict() -> str:
     settlements = [_settlement(WON) for _ in range(6)]
     return canonical({"round_no": 7, "simulated": False, "settlements": settlements,
-                      "table_net_cents": -sum(s["net_cents"] for s in settlements),  # type: ignore[misc]
+                      "table_net_cents": -WON.net_cents * len(settlements),
                       "result": {"player": [str(CARD)] * 2, "banker": [str(CARD)] * 3,
                                  "player_total": 0, "banker_total": 0, "winner": "banker",
                                  "player_natural": False, "banker_natural": False}})

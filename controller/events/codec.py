@@ -18,11 +18,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from cards import BackColour, Card
+from controller.errors import ControllerError
 
 P = TypeVar("P", bound="Payload")
 
 
-class EventDecodeError(ValueError):
+class EventDecodeError(ControllerError, ValueError):
     """A stored or streamed payload that does not fit its kind's record."""
 
 
