@@ -251,6 +251,15 @@ class Daemon:
             self._show_meters()
             await asyncio.sleep(LINKED_SYNC_S)
 
+    async def _feed_pit(self) -> None:
+        """The pit page's view of this table over MQTT (controller/progressive/pit_feed.py)."""
+        from controller.progressive.pit_feed import FEED_INTERVAL_S
+
+        assert self.progressive is not None
+        while True:
+            self.progressive.feed_pit(self.status())
+            await asyncio.sleep(FEED_INTERVAL_S)
+
     def _audit_supervisor(self, who: str, command: str, args: Mapping[str, Any]) -> None:
         with self.store.transaction():
             self.store.append_event("supervisor_command", {"supervisor": who, "command": command,
@@ -481,6 +490,8 @@ class Daemon:
             self.progressive.publish_all()
             if self.progressive.linked is not None:
                 self._spawn(self._sync_linked())
+            if self.progressive.feeds.pit is not None:
+                self._spawn(self._feed_pit())
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
         self._resume_pin_guard()
@@ -530,6 +541,8 @@ class Daemon:
             await device.stop()
         if self.witness is not None:  # the last heads, or the outbox keeps them
             await self.witness.stop()
+        if self.progressive is not None:  # the pit page is told "offline", not "lost"
+            await asyncio.to_thread(self.progressive.feeds.close)
         self.store.close()
         gc.set_threshold(*threshold)  # a daemon run inside another program (the tests)
         gc.unfreeze()
