@@ -40,7 +40,12 @@ LOCAL_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
 LOCAL_BROKER = ("127.0.0.1", 1883)
 LINK_UP_TIMEOUT_S = 60.0
 AWARD_CLAIM_TIMEOUT_S = 60.0
-STARTS_AT_ONCE = 4  # daemons starting together: each start reads its whole store
+# A round locked and not yet over: its contributions were booked at the lock-out.
+IN_ROUND = ("no_more_bets", "dealing", "first_four_settled", "third_cards", "result",
+            "settlement")
+FAULT_SETTLE_S = 2 * 2.0  # two of the daemon's linked syncs (controller/daemon.py)
+STARTS_AT_ONCE = 4
+UNTIL_STOPPED = 10**6  # shoes: play on until the `until` of the call holds  # daemons starting together: each start reads its whole store
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,10 @@ class Pit:
         self.page_url = ""
         self.hits_under_way = 0
         self.finished = False
+        self.faults_over = asyncio.Event()
+        # A server fault and the time the tables take to see it and recover (two link
+        # syncs): no forced hit starts meanwhile.
+        self.fault_under_way = False
 
     # --- progress ----------------------------------------------------------------------
 
@@ -283,6 +292,8 @@ async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> flo
     """Both tables of the pair lock out a round with a Heavenly 9 wager at HIT_SEAT on a
     suited 9 tie in the same instant; returns when this one's lock-out was pressed."""
     h = table.harness
+    while pit.fault_under_way:
+        await asyncio.sleep(0.1)
     pit.hits_under_way += 1
     try:
         await link_up(table)
@@ -334,8 +345,9 @@ async def play_table(pit: Pit, table: PitTable) -> None:
         await validate_awards(table)
     if plan.rounds is not None:
         rounds = plan.rounds
-        if len(h.result.rounds) < rounds:
-            await h.play(shoes=1, until=lambda r: len(r.rounds) >= rounds)
+        # A short pit plays on until the faults are over: each must land mid-play.
+        await h.play(shoes=UNTIL_STOPPED, until=lambda r: len(r.rounds) >= rounds
+                     and pit.faults_over.is_set())
     else:
         await h.play(shoes=max(0, table.shoes - h.result.shoes_completed))
     table.done = True
@@ -363,12 +375,12 @@ async def kill_after_lock(pit: Pit, table: PitTable) -> None:
     from hil.pit_checks import unsent_rows
 
     h = table.harness
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not table.done and time.monotonic() < deadline:
         status = await ask(h, "status")
         state = status["state"] if status else None
         unsent = unsent_rows(h.store_path)
-        if state in ("no_more_bets", "dealing") and unsent and h.daemon is not None:
+        if state in IN_ROUND and unsent and h.daemon is not None:
             h.daemon.send_signal(signal.SIGKILL)
             pit.faults.kills.append((table.table_id, unsent))
             pit.say(f"  fault: {table.table_id} killed with {unsent} contribution(s) unsent")
@@ -386,6 +398,7 @@ async def inject_faults(pit: Pit) -> None:
     for fraction, kind in sorted(points):
         if not await pit.reach(fraction):
             break
+        pit.fault_under_way = True
         if kind == "pg" and pit.pg is not None:
             await asyncio.to_thread(pit.pg.restart)
             pit.faults.pg_restarts += 1
@@ -399,8 +412,11 @@ async def inject_faults(pit: Pit) -> None:
             cut_task = asyncio.create_task(cut_off(pit, victims[-1]))
         elif kind == "kill" and victims:
             await kill_after_lock(pit, victims[len(pit.faults.kills) % len(victims)])
+        await asyncio.sleep(FAULT_SETTLE_S)
+        pit.fault_under_way = False
     if cut_task is not None:
         await cut_task
+    pit.faults_over.set()
 
 
 async def run_pit(pit: Pit) -> PitReport:
@@ -409,6 +425,8 @@ async def run_pit(pit: Pit) -> PitReport:
         await start_tables(pit, stack)
         await start_page(pit, stack)
         faults = asyncio.create_task(inject_faults(pit)) if pit.plan.faults else None
+        if faults is None:
+            pit.faults_over.set()
         started = time.monotonic()
         try:
             await asyncio.gather(*(play_table(pit, t) for t in pit.tables))
