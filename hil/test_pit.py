@@ -175,3 +175,125 @@ async def test_the_pit_page_follows_real_daemons_and_shows_a_killed_one_lost(
                       if key.startswith("PIT-02:") and key.endswith(":lost")]
         assert lost_at - killed * 1000 < LOST_DEADLINE_S * 1000
         assert await page.locator('.table[data-alive="online"]').count() == 2
+
+
+# --- twenty tables on the page: light publishers of the tables' feed -------------------------
+
+TWENTY = 20
+KEEPER = """
+import sys, time
+from controller.progressive.mqtt import MqttMeterPublisher
+from controller.progressive.pit_feed import LOST, ONLINE, alive_message
+port, site, table_id = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+publisher = MqttMeterPublisher("127.0.0.1", port, will=alive_message("casino", site, table_id, LOST))
+assert publisher.wait_connected()
+publisher.publish(alive_message("casino", site, table_id, ONLINE))
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+class LightTable:
+    """What the page sees of a daemon (its alive and status topics, from the daemon's own
+    `PitFeed`), without the daemon: twenty of these cost the machine nothing."""
+
+    def __init__(self, port: int, site: str, table_id: str) -> None:
+        from controller.progressive.mqtt import MqttMeterPublisher
+        from controller.progressive.pit_feed import LOST, OFFLINE, PitFeed, alive_message
+
+        self.table_id = table_id
+        self.publisher = MqttMeterPublisher(
+            "127.0.0.1", port, client_id=f"light-{site}-{table_id}",
+            will=alive_message("casino", site, table_id, LOST),
+            goodbye=alive_message("casino", site, table_id, OFFLINE))
+        self.closed = False
+        assert self.publisher.wait_connected()
+        self.feed = PitFeed(self.publisher.publish, "casino", site, table_id)
+        self.feed.republish()  # "online"
+        self.round_no = 0
+        self.fault: dict[str, str] | None = None
+        self.link: str | None = None
+
+    def status(self) -> dict[str, Any]:
+        return {"table_id": self.table_id, "state": "betting_open", "game": "baccarat",
+                "shoe": {"shoe_no": 1, "rounds": self.round_no, "cards_left": 400},
+                "round": {"round_id": self.round_no, "round_no": self.round_no},
+                "fault": self.fault, "faults_holding": [], "out_of_order": None,
+                "witness": {"link": "up", "pending_heads": 0}}
+
+    def publish(self) -> float:
+        meters = [{"progressive": "heavenly9", "level": "progressive", "linked": True,
+                   "amount_cents": 1_000_000 + 50 * self.round_no}]
+        assert self.feed.update(self.status(), meters, {"heavenly9": self.link})
+        return time.time()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.publisher.close()  # says "offline"
+
+
+async def test_the_pit_page_shows_twenty_tables_within_2_s_of_each_change(tmp_path, browser):  # noqa: F811
+    servers_or_skip()
+    import subprocess
+    import sys
+
+    from hil.pit_servers import PrivateBroker
+
+    pit = Pit(SHORT.but(tables=TWENTY, faults=False), tmp_path, CONFIG, say=lambda line: None)
+    async with contextlib.AsyncExitStack() as stack:
+        broker = stack.enter_context(PrivateBroker())
+        pit.broker_at = ("127.0.0.1", broker.port)
+        await start_page(pit, stack)
+        tables = [LightTable(broker.port, pit.site, f"PIT-{i:02d}") for i in range(1, TWENTY)]
+        for table in tables:
+            stack.callback(table.close)
+            table.publish()
+        keeper = subprocess.Popen([sys.executable, "-c", KEEPER, str(broker.port), pit.site,
+                                   f"PIT-{TWENTY:02d}"], stdout=subprocess.PIPE)
+        stack.callback(keeper.kill)
+        assert keeper.stdout is not None and keeper.stdout.readline() == b"up\n"
+        page = await browser.new_page(viewport={"width": 1920, "height": 1080})
+        await page.add_init_script(OBSERVER)
+        await page.goto(pit.page_url)
+        await page.wait_for_function(
+            f"document.querySelectorAll('.table[data-alive=\"online\"]').length === {TWENTY}",
+            timeout=PAGE_WAIT_MS)
+        delays: list[float] = []
+        for change in range(1, 6):
+            published = {}
+            for table in tables:
+                table.round_no = change
+                if change == 3 and table.table_id == "PIT-07":
+                    table.fault = {"device": "shoe", "code": "card_misread", "detail": "8♣?",
+                                   "action": "show the card to the camera, then acknowledge"}
+                if change == 4 and table.table_id == "PIT-09":
+                    table.link = "linked ledger unreachable: OperationalError: timeout"
+                published[table.table_id] = (table.publish(), table.feed.sequence)
+            for table_id, (_, sequence) in published.items():
+                await page.wait_for_selector(
+                    f'.table[data-table="{table_id}"][data-sequence="{sequence}"]',
+                    timeout=PAGE_WAIT_MS)
+            seen = await page.evaluate("window.__seen")
+            delays += [seen[f"{t}:{seq}:online"] - at * 1000
+                       for t, (at, seq) in published.items()]
+        assert max(delays) < PAGE_DEADLINE_MS, sorted(delays)[-5:]
+        fault = page.locator('.table[data-table="PIT-07"] .fault')
+        assert await fault.get_attribute("data-code") == "card_misread"
+        assert "show the card to the camera" in await fault.inner_text()
+        assert "linked wager unavailable: linked ledger unreachable" in await page.locator(
+            '.table[data-table="PIT-09"] .link').inner_text()
+        assert await page.locator('.table[data-table="PIT-05"] .meter').get_attribute(
+            "data-amount") == str(1_000_000 + 50 * 5)
+        # The twentieth table's process dies: the broker's last will shows it lost.
+        keeper.send_signal(signal.SIGKILL)
+        killed = time.time()
+        await page.wait_for_selector(f'.table[data-table="PIT-{TWENTY:02d}"][data-alive="lost"]',
+                                     timeout=LOST_DEADLINE_S * 1000)
+        lost = [ms for key, ms in (await page.evaluate("window.__seen")).items()
+                if key.startswith(f"PIT-{TWENTY:02d}:") and key.endswith(":lost")]
+        assert lost and lost[0] - killed * 1000 < LOST_DEADLINE_S * 1000
+        # One closed cleanly says "offline", not lost.
+        tables[0].close()
+        await page.wait_for_selector('.table[data-table="PIT-01"][data-alive="offline"]',
+                                     timeout=PAGE_WAIT_MS)
