@@ -130,6 +130,33 @@ def test_605a_8_one_table_cut_off_only_that_table_loses_the_wager(
         proxy.close()
 
 
+def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_deletes_nothing(
+        tmp_path: Path, postgres: PrivatePostgres) -> None:
+    import psycopg
+
+    from controller.progressive.linked import schema_sql, table_grants_sql
+
+    with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # the administrator, once
+        for statement in [*schema_sql("granted"), "CREATE ROLE granted_tables NOLOGIN",
+                          "CREATE ROLE granted_t_bac_01 LOGIN IN ROLE granted_tables",
+                          *table_grants_sql("granted", "granted_tables")]:
+            admin.execute(statement)
+    dsn = postgres.dsn.replace("user=postgres", "user=granted_t_bac_01")
+    system = table(tmp_path, dsn, "BAC-01", "granted")
+    try:
+        assert system.availability() == {"h9": None}  # no CREATE right needed to start
+        assert play_round(system, 1) == 3
+        assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER
+        with psycopg.connect(dsn, autocommit=True) as table_role:
+            for statement in ("DELETE FROM granted.contributions",
+                              "UPDATE granted.awards SET amount_cents = 0",
+                              "TRUNCATE granted.levels"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    table_role.execute(statement)
+    finally:
+        close(system)
+
+
 class Retained:
     """What a display connecting now is given: every retained message under a site."""
 
