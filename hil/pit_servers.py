@@ -62,6 +62,18 @@ def private_servers_missing() -> str | None:
     return None
 
 
+def require_private_servers() -> None:
+    """For a test: skip with the reason when they cannot run here; under CI=true, fail."""
+    import pytest
+
+    why = private_servers_missing()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true requires the pit's own servers: {why}")
+    pytest.skip(why)
+
+
 class PrivatePostgres:
     """`with PrivatePostgres() as pg: pg.dsn ...; pg.restart()`."""
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import threading
 import time
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 from hil.pit_campaign import SHORT, Pit, run_pit, start_page, start_servers, start_tables
-from hil.pit_servers import private_servers_missing
+from hil.pit_servers import require_private_servers
 from hil.test_display_browser import browser  # noqa: F401 - the Chromium fixture
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(600)]
@@ -39,17 +38,9 @@ LOST_DEADLINE_S = 5.0  # "within seconds": the broker publishes the will when th
 PAGE_WAIT_MS = 30_000
 
 
-def servers_or_skip() -> None:
-    why = private_servers_missing()
-    if why is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"the pit tests need their own servers under CI: {why}")
-    pytest.skip(why)
-
 
 async def test_the_short_campaign_survives_every_shared_server_fault_605a_8(tmp_path):
-    servers_or_skip()
+    require_private_servers()
     lines: list[str] = []
     pit = Pit(SHORT.but(seed=SEED), tmp_path, CONFIG, say=lines.append)
     report = await run_pit(pit)
@@ -125,7 +116,7 @@ def delays_ms(seen: dict[str, float], published: dict[tuple[str, int], float],
 
 async def test_the_pit_page_follows_real_daemons_and_shows_a_killed_one_lost(
         tmp_path, browser):  # noqa: F811 - the fixture
-    servers_or_skip()
+    require_private_servers()
     plan = SHORT.but(seed=SEED, faults=False, rounds=8)
     pit = Pit(plan, tmp_path, CONFIG, say=lambda line: None)
     async with contextlib.AsyncExitStack() as stack:
@@ -234,7 +225,7 @@ class LightTable:
 
 
 async def test_the_pit_page_shows_twenty_tables_within_2_s_of_each_change(tmp_path, browser):  # noqa: F811
-    servers_or_skip()
+    require_private_servers()
     import subprocess
     import sys
 

@@ -3,15 +3,16 @@ table's outbox, claiming hits, and the hits recorded while the link was down.
 
 One owner for "what the table has told the shared ledger": `ProgressiveSystem` books
 contributions into the outbox and asks this for a claim; the daemon's periodic task calls
-`sync_async()`. The catch-up is written once (`_catch_up`, a generator of the network calls
-it needs) and driven either on the calling thread (`sync`) or with each network call in a
-worker thread (`sync_async`), so the two can never drift apart.
+`sync_async()`. The catch-up is written once (`_catch_up`, a coroutine that makes each
+network call through the function it is given) and run either on the calling thread
+(`sync`, calling directly) or with each network call in a worker thread (`sync_async`),
+so the two can never drift apart.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable
 from fractions import Fraction
 from typing import Any
 
@@ -21,9 +22,6 @@ from controller.progressive.ledger import PENDING, Award, MeterLedger
 from controller.progressive.linked import LinkedLedger, claim_key
 
 NO_LINKED_LEDGER = "no [linked] ledger configured"
-
-# One network call the catch-up needs: the function and its arguments.
-Call = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
 class LinkSync:
@@ -78,65 +76,56 @@ class LinkSync:
         return self.ledger.create_award(spec.name, level, round_id, seat, claim.amount_cents,
                                         label, section, order, linked_claim=key)
 
-    def _catch_up(self, linked: LinkedLedger) -> Generator[Call, Any, None]:
-        """Send the outbox, claim hits recorded while the link was down. The store is only
-        touched between the yields, on the driver's (the event loop's) thread."""
-        if linked.down_reason is not None and not linked.levels_cache:
-            yield linked.ensure_levels, (self.seeds(),)
-        while True:
-            batch = self.ledger.unacked()
-            acked: list[int] = []
-            try:
-                yield linked.flush, (batch, acked.extend)
-            finally:
-                # The server committed these even if the refresh after it failed.
-                self.ledger.ack(acked)
-            if not batch:
-                break
-        for award in self.ledger.awards(states=(PENDING,)):
-            if award.claimed or award.linked_claim is None:
-                continue
-            spec = self.config.get(award.progressive)
-            claim = yield linked.claim, ([], _no_ack, award.progressive, award.level,
-                                         award.round_id, award.seat, Fraction(1),
-                                         spec.level(award.level).reseed_from)
-            self.ledger.set_claimed(award.award_id, claim.amount_cents)
+    async def _catch_up(self, call: Callable[..., Awaitable[Any]]) -> None:
+        """Send the outbox, claim the hits recorded while the link was down, each network
+        call through `call`; the store is touched only here, on the caller's thread."""
+        linked = self.linked
+        if linked is None or not self.specs():
+            return
+        try:
+            if linked.down_reason is not None and not linked.levels_cache:
+                await call(linked.ensure_levels, self.seeds())
+            while True:
+                batch = self.ledger.unacked()
+                acked: list[int] = []
+                try:
+                    await call(linked.flush, batch, acked.extend)
+                finally:
+                    # The server committed these even if the refresh after it failed.
+                    self.ledger.ack(acked)
+                if not batch:
+                    break
+            for award in self.ledger.awards(states=(PENDING,)):
+                if award.claimed or award.linked_claim is None:
+                    continue
+                spec = self.config.get(award.progressive)
+                claim = await call(linked.claim, [], _no_ack, award.progressive, award.level,
+                                   award.round_id, award.seat, Fraction(1),
+                                   spec.level(award.level).reseed_from)
+                self.ledger.set_claimed(award.award_id, claim.amount_cents)
+        except LinkDown:
+            return  # unavailable() says why; the next catch-up retries
+        self._on_synced()
 
     def sync(self) -> None:
         """Linked: catch up on this thread. Never raises for a down link; `unavailable()`
         reports it."""
-        if self.linked is None or not self.specs():
-            return
-        steps = self._catch_up(self.linked)
-        result: Any = None
+        catch_up = self._catch_up(_direct)
         try:
-            while True:
-                function, args = steps.send(result)
-                result = function(*args)
+            catch_up.send(None)  # `_direct` never suspends: this runs it to the end
         except StopIteration:
-            pass
-        except LinkDown:
-            steps.close()  # runs the generator's acknowledgement of what the server took
             return
-        self._on_synced()
+        catch_up.close()
+        raise RuntimeError("the linked catch-up suspended on a direct call")
 
     async def sync_async(self) -> None:
         """`sync()` with the network I/O in a worker thread; the store is touched only from
         the calling (event loop) thread. For a periodic task of the daemon."""
-        if self.linked is None or not self.specs():
-            return
-        steps = self._catch_up(self.linked)
-        result: Any = None
-        try:
-            while True:
-                function, args = steps.send(result)
-                result = await asyncio.to_thread(function, *args)
-        except StopIteration:
-            pass
-        except LinkDown:
-            steps.close()
-            return
-        self._on_synced()
+        await self._catch_up(asyncio.to_thread)
+
+
+async def _direct(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
 
 
 def _no_ack(seqs: Any) -> None:

@@ -14,7 +14,6 @@ the same faults with real daemons: hil/test_pit.py.)
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from controller.progressive.system import ProgressiveSystem
 from controller.store import Store
 from drivers.protocols import LedState, LockedOut
 from hil.cuttable_proxy import CuttableProxy
-from hil.pit_servers import PrivateBroker, PrivatePostgres, private_servers_missing
+from hil.pit_servers import PrivateBroker, PrivatePostgres, require_private_servers
 from tests.progressive.conftest import HEAVENLY_9, base, config, package_required
 
 H9_SEED = 1_000_000  # 631c.2(i)
@@ -39,12 +38,7 @@ DELIVERY_TIMEOUT_S = 10.0
 
 def servers_or_skip() -> None:
     package_required("psycopg", "the linked ledger's client")
-    why = private_servers_missing()
-    if why is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true requires the pit's own servers: {why}")
-    pytest.skip(why)
+    require_private_servers()
 
 
 @pytest.fixture(scope="module")
