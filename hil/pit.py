@@ -31,7 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hil.pit_campaign import CAMPAIGN, SHORT, Pit, PitPlan, run_pit
+from hil.pit_campaign import CAMPAIGN, SHORT, Pit, PitPlan
+from hil.pit_checks import run_pit
 from hil.pit_servers import private_servers_missing
 
 ROOT = Path(__file__).resolve().parents[1]

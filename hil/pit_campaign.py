@@ -16,6 +16,7 @@ import os
 import random
 import secrets
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +27,6 @@ from typing import Any
 from cards import Card
 from controller.control import ControlError
 from hil.cuttable_proxy import CuttableProxy
-from hil.pit_checks import PitReport, check_pit
 from hil.pit_servers import PrivateBroker, PrivatePostgres
 from hil.table_harness import PlayerPlan, TableHarness
 
@@ -35,6 +35,9 @@ SUPERVISOR = {"supervisor": "floor", "pin": "2468"}  # config/pit-table.toml's d
 # Player's third card 6 (631a.11, Table 1) and takes 5♠ = 9.
 SUITED_NINE_TIE = [Card.parse(c) for c in ("A♠", "A♠", "2♠", "3♠", "6♠", "5♠")]
 HIT_SEAT = 4
+# The chip is on the sensor this long before the dealer presses the lock-out, as at a real
+# table: longer than the sensor's debounce (config/pit-table.toml's 20 ms) on a busy machine.
+CHIP_BEFORE_LOCK_S = 0.2
 ROUNDS_PER_SHOE = 70  # about what an 8-deck shoe deals: the progress the faults are spread on
 LOCAL_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
 LOCAL_BROKER = ("127.0.0.1", 1883)
@@ -250,6 +253,20 @@ async def start_page(pit: Pit, stack: contextlib.AsyncExitStack) -> None:
 
 # --- the tables' play ----------------------------------------------------------------------
 
+def read_store(store_path: str, sql: str) -> list[tuple[Any, ...]]:
+    """A table's store, read-only beside its running daemon (SQLite's WAL allows it)."""
+    db = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=10)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def unsent_rows(store_path: str) -> int:
+    return int(read_store(store_path, "SELECT COUNT(*) FROM progressive_outbox WHERE "
+                                      "acked_at IS NULL")[0][0])
+
+
 async def ask(h: TableHarness, command: str, **args: Any) -> Any:
     """A command on a connection of its own: the harness's own is busy with the dealer's
     play, and one connection takes one request at a time. None while the daemon is down
@@ -303,6 +320,7 @@ async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> flo
         await asyncio.wait_for(barrier.wait(), LINK_UP_TIMEOUT_S * 2)
         pressed = time.time()
         h.pins.press(sensor)
+        await asyncio.sleep(CHIP_BEFORE_LOCK_S)
         h._press_lockout()
         h.pins.release(sensor)
         h.shoe.insert_next(SUITED_NINE_TIE)
@@ -372,8 +390,6 @@ async def cut_off(pit: Pit, table: PitTable) -> None:
 async def kill_after_lock(pit: Pit, table: PitTable) -> None:
     """SIGKILL the daemon right after a lock-out: its contributions are in its outbox, not
     yet at the server (the link syncs every 2 s). The harness restarts it."""
-    from hil.pit_checks import unsent_rows
-
     h = table.harness
     deadline = time.monotonic() + 120
     while not table.done and time.monotonic() < deadline:
@@ -417,35 +433,3 @@ async def inject_faults(pit: Pit) -> None:
     if cut_task is not None:
         await cut_task
     pit.faults_over.set()
-
-
-async def run_pit(pit: Pit) -> PitReport:
-    async with contextlib.AsyncExitStack() as stack:
-        await start_servers(pit, stack)
-        await start_tables(pit, stack)
-        await start_page(pit, stack)
-        faults = asyncio.create_task(inject_faults(pit)) if pit.plan.faults else None
-        if faults is None:
-            pit.faults_over.set()
-        started = time.monotonic()
-        try:
-            await asyncio.gather(*(play_table(pit, t) for t in pit.tables))
-        finally:
-            pit.finished = True
-            if faults is not None:
-                await faults
-        played_s = time.monotonic() - started
-        for table in pit.tables:
-            await validate_awards(table)  # natural hits too
-        report = await check_pit(pit, played_s)
-        if pit.keep_running:
-            pit.say(f"\nThe shoes are done; the pit stays up until Ctrl-C: {pit.page_url}")
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.Event().wait()
-            asyncio.current_task().uncancel()  # type: ignore[union-attr]
-        # Stopping the daemons (the stack) sends their last heads to the witness; then the
-        # witness is checked against each store.
-        for table in pit.tables:
-            await table.harness.stop_daemon()
-        await report.check_witness(pit)
-    return report

@@ -1,4 +1,5 @@
-"""The checks of a pit after play (issue 30's Done-when), and its printed report.
+"""The checks of a pit after play (issue 30's Done-when), its printed report, and `run_pit`,
+the whole pit from its servers to the checks.
 
 - The linked meter equals its seed plus every contribution the tables hold as acknowledged
   (read from each table's own store) less every award plus every reseed, to the exact
@@ -17,27 +18,16 @@ import asyncio
 import contextlib
 import io
 import json
-import sqlite3
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from hil.pit_campaign import Pit
-
-
-def _read(store_path: str, sql: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=10)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
-
-
-def unsent_rows(store_path: str) -> int:
-    return int(_read(store_path, "SELECT COUNT(*) FROM progressive_outbox WHERE acked_at IS NULL")
-               [0][0])
+from hil.pit_campaign import (
+    Pit, inject_faults, play_table, read_store, start_page, start_servers, start_tables,
+    unsent_rows, validate_awards,
+)
 
 
 @dataclass
@@ -115,7 +105,7 @@ def check_meter(report: PitReport, pit: Pit, levels: list[Any], contributions: l
     + reseeds, exactly; the server's contributions are exactly the tables' acknowledged ones."""
     acked: dict[tuple[str, int], tuple[str, str, int, int]] = {}
     for table in pit.tables:
-        for seq, progressive, level, num, den in _read(
+        for seq, progressive, level, num, den in read_store(
                 table.harness.store_path, "SELECT seq, progressive, level, delta_num, delta_den"
                 " FROM progressive_outbox WHERE acked_at IS NOT NULL"):
             acked[(table.table_id, seq)] = (progressive, level, num, den)
@@ -150,7 +140,7 @@ def check_awards(report: PitReport, pit: Pit, awards: list[Any]) -> None:
     local: dict[str, tuple[str, int, str]] = {}
     doubles = 0
     for table in pit.tables:
-        for key, amount, state in _read(
+        for key, amount, state in read_store(
                 table.harness.store_path, "SELECT linked_claim, amount_cents, state FROM "
                 "progressive_awards WHERE linked_claim IS NOT NULL"):
             doubles += key in local
@@ -240,4 +230,37 @@ async def check_pit(pit: Pit, played_s: float) -> PitReport:
     check_awards(report, pit, awards)
     await check_tally(report, pit)
     check_page(report, pit)
+    return report
+
+
+async def run_pit(pit: Pit) -> PitReport:
+    """The whole pit: servers, tables, page, play (and faults), the checks; then stop."""
+    async with contextlib.AsyncExitStack() as stack:
+        await start_servers(pit, stack)
+        await start_tables(pit, stack)
+        await start_page(pit, stack)
+        faults = asyncio.create_task(inject_faults(pit)) if pit.plan.faults else None
+        if faults is None:
+            pit.faults_over.set()
+        started = time.monotonic()
+        try:
+            await asyncio.gather(*(play_table(pit, t) for t in pit.tables))
+        finally:
+            pit.finished = True
+            if faults is not None:
+                await faults
+        played_s = time.monotonic() - started
+        for table in pit.tables:
+            await validate_awards(table)  # natural hits too
+        report = await check_pit(pit, played_s)
+        if pit.keep_running:
+            pit.say(f"\nThe shoes are done; the pit stays up until Ctrl-C: {pit.page_url}")
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        # Stopping the daemons (the stack) sends their last heads to the witness; then the
+        # witness is checked against each store.
+        for table in pit.tables:
+            await table.harness.stop_daemon()
+        await report.check_witness(pit)
     return report

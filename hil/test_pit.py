@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from hil.pit_campaign import SHORT, Pit, run_pit, start_page, start_servers, start_tables
+from hil.pit_campaign import SHORT, Pit, start_page, start_servers, start_tables
+from hil.pit_checks import run_pit
 from hil.pit_servers import require_private_servers
 from hil.test_display_browser import browser  # noqa: F401 - the Chromium fixture
 
@@ -44,7 +45,7 @@ async def test_the_short_campaign_survives_every_shared_server_fault_605a_8(tmp_
     lines: list[str] = []
     pit = Pit(SHORT.but(seed=SEED), tmp_path, CONFIG, say=lines.append)
     report = await run_pit(pit)
-    assert report.ok, report.render()
+    assert report.ok, report.render() + "\n" + "\n".join(lines)
     faults = pit.faults
     assert (faults.pg_restarts, faults.broker_restarts) == (1, 1)
     assert faults.cut_table == "PIT-03" and faults.cut_link_down_seen_s is not None
@@ -52,7 +53,7 @@ async def test_the_short_campaign_survives_every_shared_server_fault_605a_8(tmp_
     # harness: nothing it had acknowledged was lost, nothing counted twice (the checks).
     assert len(faults.kills) == 1 and faults.kills[0][1] >= 1
     assert sum(t.harness.result.crash_kills for t in pit.tables) == 1
-    assert [t.forced_hits for t in pit.tables] == [1, 1, 0]  # the pair PIT-01, PIT-02
+    assert [t.forced_hits for t in pit.tables] == [1, 1, 0], lines  # the pair PIT-01, -02
     assert all(len(t.harness.result.rounds) >= SHORT.rounds for t in pit.tables)  # type: ignore[operator]
     counts = report.counts
     assert counts["contributions acknowledged by the tables"] == \
