@@ -331,7 +331,9 @@ async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> flo
         if jackpots(h.result.events) > before:
             table.forced_hits += 1
             return pressed
-        pit.say(f"  {table.table_id}: the forced round did not hit (a link went down?)")
+        accepted = [e["payload"] for e in h.result.events
+                    if e["kind"] == "progressive_accepted"][-1:]
+        pit.say(f"  {table.table_id}: the forced round did not hit; at its lock-out: {accepted}")
         return None
     finally:
         pit.hits_under_way -= 1

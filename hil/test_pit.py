@@ -53,7 +53,7 @@ async def test_the_short_campaign_survives_every_shared_server_fault_605a_8(tmp_
     # harness: nothing it had acknowledged was lost, nothing counted twice (the checks).
     assert len(faults.kills) == 1 and faults.kills[0][1] >= 1
     assert sum(t.harness.result.crash_kills for t in pit.tables) == 1
-    assert [t.forced_hits for t in pit.tables] == [1, 1, 0], lines  # the pair PIT-01, -02
+    assert [t.forced_hits for t in pit.tables] == [1, 1, 0], "\n".join(lines)  # PIT-01, -02
     assert all(len(t.harness.result.rounds) >= SHORT.rounds for t in pit.tables)  # type: ignore[operator]
     counts = report.counts
     assert counts["contributions acknowledged by the tables"] == \
