@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import header  # noqa: E402
-from controller.anchor_writer import ANCHOR_INTERVAL_S  # noqa: E402
+from controller.memory.anchor import ANCHOR_INTERVAL_S  # noqa: E402
 from controller.control import ControlClient  # noqa: E402
-from controller.critical import CriticalPaths, read_anchor  # noqa: E402
-from controller.critical_store import load_key_for  # noqa: E402
+from controller.memory.critical import CriticalPaths, read_anchor  # noqa: E402
+from controller.memory.lifecycle import load_key_for  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"

@@ -8,8 +8,8 @@ load. This benchmark times what the daemon's loop itself spends on a card: the
 table's step for a CardDrawn (`Table.handle`: the rules, the store transaction with
 its log entries, row digests and seal, the saved state) and the lines the control
 socket sends two caught-up subscribers (`ControlServer.publish`, then what
-`_stream` writes), in the thread's own CPU time, which a busy machine inflates far
-less than wall-clock time. Only cards decided inside a round are counted (those
+`EventStreams.serve` writes), in the thread's own CPU time, which a busy machine
+inflates far less than wall-clock time. Only cards decided inside a round are counted (those
 answered by a "deal" prompt), not the round's last card, which settles and flushes.
 
 The same-run reference is the floor of any step: one transaction of one small row
@@ -36,10 +36,12 @@ from bench.machine import header, pi4  # noqa: E402
 from cards import BackColour, Card, Rank, Suit  # noqa: E402
 from controller.config import load_config  # noqa: E402
 from controller.control import ControlServer  # noqa: E402
-from controller.critical_store import init_store  # noqa: E402
+from controller.memory.lifecycle import init_store  # noqa: E402
 from controller.logsetup import configure_logging  # noqa: E402
 from controller.rules.game import build_game  # noqa: E402
-from controller.table import RulesAdapter, Table, TableState  # noqa: E402
+from controller.table.machine import TableState  # noqa: E402
+from controller.table.rules_seam import RulesAdapter  # noqa: E402
+from controller.table.table import Table  # noqa: E402
 from drivers.protocols import CardDrawn, LockedOut, ShuffleComplete  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -96,10 +98,10 @@ def card_steps(folder: Path, seed: int) -> list[int]:
 
 
 def _stream(server: ControlServer, sent: list[int]) -> None:
-    """What each subscriber's stream does once woken (ControlServer._stream): the lines it
+    """What each subscriber's stream does once woken (EventStreams.serve): the lines it
     sends, short of the socket."""
     for number, after in enumerate(sent):
-        page = server.stream_page(after)
+        page = server.streams.stream_page(after)
         if page:
             b"".join(line for _, line in page)
             sent[number] = page[-1][0]

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import describe  # noqa: E402
 from controller.config import load_config  # noqa: E402
-from controller.critical_store import init_store  # noqa: E402
+from controller.memory.lifecycle import init_store  # noqa: E402
 from controller.daemon import Daemon  # noqa: E402
 from hil.stand_in import StandInDevice  # noqa: E402
 

@@ -106,18 +106,18 @@ def build_large_store(workdir: Path, entries: int) -> float:
     triggers. The last full check is put one day's entries before the end. Returns the
     seconds the build took."""
     from controller.config import load_config
-    from controller.critical import (
+    from controller.memory.critical import (
         CriticalPaths,
         canonical,
         entry_mac,
     )
-    from controller.critical_store import init_store
+    from controller.memory.lifecycle import init_store
 
     started = time.perf_counter()
     config = load_config(CONFIG, [f"store.path={workdir / 'table.sqlite'}"])
     init_store(config.store_path, operator="bench", table_id=config.table_id).close()
-    from controller.store import Store
-    from controller.critical_store import load_key_for
+    from controller.memory.store import Store
+    from controller.memory.lifecycle import load_key_for
 
     store = Store(config.store_path, key=load_key_for(config.store_path),
                   paths=CriticalPaths.for_store(config.store_path))
@@ -157,7 +157,7 @@ def build_large_store(workdir: Path, entries: int) -> float:
     if checkpoint is not None:
         # What the last daily full check left: the log's checkpoint and the settled rounds
         # it had seen (critical.SETTLED_PREFIX), a day before the end.
-        from controller.critical import digest_of, table_columns
+        from controller.memory.critical import digest_of, table_columns
 
         last_round = checkpoint[0] // ENTRIES_PER_ROUND
         rows, acc = digest_of(store._db, key, "rounds", table_columns(store._db, "rounds"),

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.machine import header  # noqa: E402
 from controller.progressive.config import parse_progressive_config  # noqa: E402
 from controller.progressive.system import ProgressiveSystem  # noqa: E402
-from controller.store import Store  # noqa: E402
+from controller.memory.store import Store  # noqa: E402
 from drivers.protocols import LockedOut  # noqa: E402
 from hil.pit_servers import PrivateBroker, PrivatePostgres, private_servers_missing  # noqa: E402
 

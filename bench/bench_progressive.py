@@ -24,7 +24,7 @@ from controller.progressive.config import parse_progressive_config
 from controller.progressive.system import ProgressiveSystem
 from controller.rules.baccarat import BaccaratCoup, NextCard
 from cards import Card, Rank, Suit
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 
 SEATS = 14

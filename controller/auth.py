@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.errors import CommandError
+
 # OWASP's 2023 guidance for PBKDF2-HMAC-SHA256 is 600,000 iterations; a Pi 4
 # checks one PIN in about a second at that cost, acceptable for a jackpot
 # validation that happens a few times a night.
@@ -128,7 +130,7 @@ def read_secrets(path: str | Path) -> tuple[Mapping[str, Any], list[str]]:
 # --- online guessing ----------------------------------------------------------------------
 
 
-class PinRefused(Exception):
+class PinRefused(CommandError):
     """The supervisor's name and PIN were not accepted (wrong, locked out, or too soon)."""
 
 

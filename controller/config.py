@@ -12,22 +12,25 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
-from controller.software import SoftwareConfig, parse_software
+from controller.errors import ConfigurationError
+from controller.software import parse_software
 from controller.config_checks import (
-    ConfigProblems, check_control_socket, check_feature_packages, check_import_path,
+    ConfigReader, check_control_socket, check_feature_packages, check_import_path,
     check_pin_hash, check_store_path,
 )
+from controller.config_types import (
+    DEFAULT_BAUDRATE, DEFAULT_DEBOUNCE_MS, DisplayConfig, GpioConfig, SeatWiring, ShoeConfig,
+    ShufflerConfig,
+)
+from controller.config_types import TableConfig as TableConfig  # where its callers import it
 
 # 631a.2(a): numbered positions for 10 to 14 seated players.
 MIN_SEATS, MAX_SEATS = 10, 14
-DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
-DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
 DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
                    "progressive", "linked", "mqtt", "supervisors", "access", "metrics",
@@ -35,7 +38,7 @@ DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "s
 METRICS_HOSTS = ("127.0.0.1", "::1", "localhost")  # the daemon serves its metrics locally only
 
 
-class ConfigError(ValueError):
+class ConfigError(ConfigurationError):
     """The configuration is wrong; `problems` lists every error found."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
@@ -43,129 +46,6 @@ class ConfigError(ValueError):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"{source}: {len(problems)} configuration error(s):\n{lines}")
-
-
-@dataclass(frozen=True)
-class SeatWiring:
-    seat: int
-    sensor_pin: int | str
-    led_pin: int | str
-
-
-@dataclass(frozen=True)
-class ShoeConfig:
-    url: str
-    baudrate: int = DEFAULT_BAUDRATE
-    firmware_versions: tuple[str, ...] | None = None  # approved firmware; None accepts any
-
-
-@dataclass(frozen=True)
-class ShufflerConfig:
-    enabled: bool
-    vendor_id: int = 0
-    product_id: int = 0
-    backend: str = ""
-    batches: tuple[str, str] | None = None  # 681a.3(b): the two back colours that alternate
-    firmware_versions: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class GpioConfig:
-    pin_factory: str
-    lockout_pin: int | str
-    seats: tuple[SeatWiring, ...]
-    debounce_ms: int = DEFAULT_DEBOUNCE_MS
-    factory_options: Mapping[str, Any] = field(default_factory=dict)
-    # 13-14 seats need more lines than a Pi header has: the LEDs go on an I/O expander
-    # with its own pin factory (docs/wiring.md, table B).
-    led_pin_factory: str | None = None
-    led_factory_options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class DisplayConfig:
-    enabled: bool
-    url: str = ""
-    baudrate: int = DEFAULT_BAUDRATE
-    firmware_versions: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class TableConfig:
-    source: str
-    raw: Mapping[str, Any]
-    submission: Any  # controller.rules.submission.Submission
-    progressive: Any  # controller.progressive.config.ProgressiveConfig, or None
-    shoe: ShoeConfig
-    shuffler: ShufflerConfig
-    gpio: GpioConfig
-    display: DisplayConfig
-    store_path: str
-    control_socket: str
-    control_socket_mode: int
-    supervisor_pin_hashes: Mapping[str, str]
-    store_flush_delay_ms: float = 0.0
-    """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
-    access: AccessConfig = AccessConfig()
-    """`[access]`: the groups behind each role, PIN guessing and connection limits."""
-    critical_dir: str = ""
-    """The key and anchor of critical memory; '' = beside the store, "<stem>.critical/"."""
-    metrics_listen: tuple[str, int] | None = None
-    """`[metrics] listen`: where the daemon serves /metrics itself (loopback only); None: off."""
-    witness: Any = None
-    """`[witness]`: controller.witness.config.WitnessConfig, or None (the table is unwitnessed)."""
-    software: SoftwareConfig = SoftwareConfig()
-    """`[software]`: whether the start checks the program against the release's manifest."""
-
-    @property
-    def table_id(self) -> str:
-        return str(self.submission.table.id)
-
-
-class _Checker:
-    """Reads typed values out of nested tables into one ConfigProblems collector."""
-
-    def __init__(self, source: str, data: Mapping[str, Any]) -> None:
-        self.source = source
-        self.data = data
-        self.report = ConfigProblems()
-        self.problems = self.report.items  # read by parse_config; written only via report
-
-    def table(self, key: str, *, required: bool = True) -> Mapping[str, Any]:
-        value = self.data.get(key)
-        if value is None:
-            if required:
-                self.report.missing(f"[{key}]", "the section (required)")
-            return {}
-        if not isinstance(value, Mapping):
-            self.report.add(key, value, f"a table [{key}]")
-            return {}
-        return value
-
-    def get(self, section: Mapping[str, Any], path: str, key: str, kind: type | tuple[type, ...],
-            allowed: str, default: Any = ..., check: Any = None) -> Any:
-        name = f"{path}.{key}"
-        if key not in section:
-            if default is ...:
-                self.report.missing(name, allowed)
-                return None
-            return default
-        value = section[key]
-        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            ok = False
-        else:
-            ok = isinstance(value, kind)
-        if ok and check is not None:
-            ok = bool(check(value))
-        if not ok:
-            self.report.add(name, value, allowed)
-            return None if default is ... else default
-        return value
-
-    def unknown(self, section: Mapping[str, Any], path: str, known: set[str]) -> None:
-        for key in section:
-            if key not in known:
-                self.report.unknown(f"{path}.{key}", known)
 
 
 def _pin(value: Any) -> bool:
@@ -176,7 +56,7 @@ _COLOURS = ("red", "blue", "green", "black")
 _BAUD_ALLOWED = "one of " + ", ".join(str(b) for b in BAUDRATES)
 
 
-def _firmware_versions(c: _Checker, section: Mapping[str, Any], path: str
+def _firmware_versions(c: ConfigReader, section: Mapping[str, Any], path: str
                        ) -> tuple[str, ...] | None:
     """The device's approved firmware versions; a device reporting another is refused."""
     value = section.get("firmware_versions")
@@ -189,7 +69,7 @@ def _firmware_versions(c: _Checker, section: Mapping[str, Any], path: str
     return None
 
 
-def _batches(c: _Checker, shuffler: Mapping[str, Any]) -> tuple[str, str] | None:
+def _batches(c: ConfigReader, shuffler: Mapping[str, Any]) -> tuple[str, str] | None:
     value = shuffler.get("batches")
     if value is None:
         return None
@@ -204,7 +84,7 @@ def _batches(c: _Checker, shuffler: Mapping[str, Any]) -> tuple[str, str] | None
 _BACKEND_ALLOWED = "empty for libusb, or an importable pyusb backend 'module:attribute'"
 
 
-def _wager_limits(c: _Checker, submission: Any) -> None:
+def _wager_limits(c: ConfigReader, submission: Any) -> None:
     """A table's every wager has a minimum and a maximum (631a.8(a): posted limits); a
     missing one would let the daemon accept 1 cent to its ceiling."""
     from controller.rules.submission import MAX_WAGER_CENTS  # the range the rules enforce
@@ -222,7 +102,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     """Validate a parsed TOML document; raise ConfigError listing every problem."""
     from controller.rules.submission import SubmissionError, parse_submission
 
-    c = _Checker(source, data)
+    c = ConfigReader(source, data)
     submission = None
     try:
         # The rules parser sees only its own sections; the device sections are checked below.
@@ -402,7 +282,7 @@ def _loopback_address(text: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
-def _witness(c: _Checker, data: Mapping[str, Any], submission: Any) -> Any:
+def _witness(c: ConfigReader, data: Mapping[str, Any], submission: Any) -> Any:
     """`[witness]` (controller/witness/config.py); it needs psycopg and cryptography."""
     if "witness" not in data:
         return None
@@ -448,7 +328,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TableCo
     return parse_config(data, source, file_mode=stat.S_IMODE(os.stat(path).st_mode))
 
 
-def _access_and_pins(c: _Checker, data: Mapping[str, Any], file_mode: int | None,
+def _access_and_pins(c: ConfigReader, data: Mapping[str, Any], file_mode: int | None,
                      ) -> tuple[AccessConfig, dict[str, str]]:
     """`[access]`, and the supervisors' PIN hashes: from the secrets file, or (a demo
     table only, `inline_pin_hashes = true`) from `[supervisors]` in this file."""

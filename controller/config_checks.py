@@ -1,16 +1,11 @@
-"""One collector of configuration errors, and the checks that need more than the value.
+"""Reading a table's configuration file, and the checks that need more than the value.
 
-Every configuration error a table's file can have is reported in one format,
-
-    KEY = VALUE: not allowed; allowed: WHAT
-    KEY: missing; allowed: WHAT
-    KEY: WHAT IS WRONG; allowed: WHAT        (values that clash with each other)
-    KEY: unknown key; allowed keys: A, B, C
-
-by `ConfigProblems`, which `controller.config` (devices, store, control socket,
-supervisors) and `controller.progressive.config` share. `tablectl config validate`
-and `tabled` at start both run `controller.config.load_config`, so a file one
-refuses the other refuses with the same lines.
+Every problem is reported through the one collector of configuration problems,
+`ConfigProblems` (controller/errors.py), which `controller.config` (devices, store,
+control socket, supervisors), `controller.progressive.config`, the display's settings
+and the Rules Submission share. `tablectl config validate` and `tabled` at start both
+run `controller.config.load_config`, so a file one refuses the other refuses with the
+same lines.
 
 The checks below look at the machine (the file system, the installed packages, an
 importable backend): a value that is well-formed but cannot work here is refused
@@ -22,8 +17,11 @@ from __future__ import annotations
 import importlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
+
+from controller.errors import ConfigProblems as ConfigProblems  # where its callers import it
 
 # Linux's sockaddr_un.sun_path holds 108 bytes, the terminating NUL included.
 MAX_SOCKET_PATH_BYTES = 107
@@ -35,27 +33,50 @@ MAX_PIN_ITERATIONS = 2_000_000
 PIN_HASH_FORMAT = "pbkdf2_sha256$ITERATIONS$SALT-HEX$HASH-HEX"
 
 
-class ConfigProblems:
-    """Collects every problem of one configuration file, in the one format above."""
+class ConfigReader:
+    """Reads typed values out of nested tables into one ConfigProblems collector."""
 
-    def __init__(self) -> None:
-        self.items: list[str] = []
+    def __init__(self, source: str, data: Mapping[str, Any]) -> None:
+        self.source = source
+        self.data = data
+        self.report = ConfigProblems()
+        self.problems = self.report.items  # read by parse_config; written only via report
 
-    def add(self, key: str, value: object, allowed: str) -> None:
-        self.items.append(f"{key} = {value!r}: not allowed; allowed: {allowed}")
+    def table(self, key: str, *, required: bool = True) -> Mapping[str, Any]:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                self.report.missing(f"[{key}]", "the section (required)")
+            return {}
+        if not isinstance(value, Mapping):
+            self.report.add(key, value, f"a table [{key}]")
+            return {}
+        return value
 
-    def missing(self, key: str, allowed: str) -> None:
-        self.items.append(f"{key}: missing; allowed: {allowed}")
+    def get(self, section: Mapping[str, Any], path: str, key: str, kind: type | tuple[type, ...],
+            allowed: str, default: Any = ..., check: Any = None) -> Any:
+        name = f"{path}.{key}"
+        if key not in section:
+            if default is ...:
+                self.report.missing(name, allowed)
+                return None
+            return default
+        value = section[key]
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            ok = False
+        else:
+            ok = isinstance(value, kind)
+        if ok and check is not None:
+            ok = bool(check(value))
+        if not ok:
+            self.report.add(name, value, allowed)
+            return None if default is ... else default
+        return value
 
-    def clash(self, key: str, problem: str, allowed: str) -> None:
-        """Values each allowed alone that do not go together (a pin wired twice)."""
-        self.items.append(f"{key}: {problem}; allowed: {allowed}")
-
-    def unknown(self, key: str, known: Iterable[str]) -> None:
-        self.items.append(f"{key}: unknown key; allowed keys: {', '.join(sorted(known))}")
-
-    def __len__(self) -> int:
-        return len(self.items)
+    def unknown(self, section: Mapping[str, Any], path: str, known: set[str]) -> None:
+        for key in section:
+            if key not in known:
+                self.report.unknown(f"{path}.{key}", known)
 
 
 def _nearest_existing(path: Path) -> Path:

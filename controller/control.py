@@ -20,12 +20,10 @@ as its step is in the store).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import stat
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,17 +36,23 @@ from controller.control_args import (
     MAX_NAME_CHARS, MAX_PIN_CHARS, NO_ARGS, Arg, BadArgument, Params, escaped, shown, valid_text,
     whole,
 )
+from controller.control_stream import HISTORY_PAGE as HISTORY_PAGE
+from controller.control_stream import RECENT_EVENTS as RECENT_EVENTS
+from controller.control_stream import EventStreams, History
+from controller.control_wire import (
+    IDLE_CLOSED, auth_name, bad_request, command_and_args, parse_request, send,
+)
 from controller.refusals import RefusalLog
-from controller.store import Event, Store
+from controller.memory.store import Event, Store
+
+# Where callers have always imported them from: the client and the wire's names.
+from controller.control_client import ControlClient as ControlClient
+from controller.control_wire import ControlError as ControlError
+from controller.control_wire import event_json as event_json
 
 log = structlog.get_logger("control")
 
 MAX_REQUEST_BYTES = 64 * 1024  # a request is a few hundred bytes; this caps a runaway client
-HISTORY_PAGE = 256  # entries read from the store per step of a stream (about 100 KB)
-RECENT_EVENTS = HISTORY_PAGE
-"""Committed entries kept, each encoded at most once, for the streams that are caught up:
-they take a new entry from here instead of each reading it back from the store and encoding
-it again (a card's step is two entries, and every stream is woken for them)."""
 TRUSTED_RESERVE = 64  # connections root and the daemon's user may open beyond the cap
 ACCEPT_BURST = 32
 """How many connections asyncio accepts in one turn of the loop (its `backlog`). A connection
@@ -59,19 +63,9 @@ ACCEPT_TURNS = 4  # accept, transport made, connection served, socket closed
 LISTEN_BACKLOG = 4096  # connections the kernel queues for accept(); no descriptor each
 ACCEPT_FAILED_LOG_S = 10.0  # accept() failing (out of descriptors): one log line this often
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message for it
-IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
-History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
 Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
-
-
-class ControlError(Exception):
-    """A request the daemon refuses; `code` is the machine-readable reason."""
-
-    def __init__(self, message: str, code: str = "refused") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -89,32 +83,6 @@ class Command:
 SUBSCRIBE = Command(lambda args: None, Role.READ,
                     "a stream of committed event log entries after after_seq",
                     Params({"after_seq": whole(0, 2**62, default=0)}))
-
-
-class _Stream:
-    """One subscriber's connection and how far it has been sent. `live` while its task is
-    waiting, caught up and with nothing unsent: then a commit's lines are written to it as
-    the commit ends (`send_live`); otherwise its task is woken, which pages, drains and
-    drops a stalled reader."""
-
-    __slots__ = ("wake", "writer", "last", "live", "unsent")
-
-    def __init__(self, writer: asyncio.StreamWriter, after_seq: int) -> None:
-        self.wake = asyncio.Event()
-        self.writer = writer
-        self.last = after_seq
-        self.live = False
-        self.unsent: list[bytes] = []  # a commit's lines for a live stream, until it ends
-
-
-def event_json(event: Event) -> dict[str, Any]:
-    return {"seq": event.seq, "at": event.at, "kind": event.kind, "severity": event.severity,
-            "device": event.device, "round_id": event.round_id, "payload": event.payload,
-            "hash": event.hash}
-
-
-def bad_request(message: str) -> ControlError:
-    return ControlError(message, "bad_request")
 
 
 class ControlServer:
@@ -139,12 +107,8 @@ class ControlServer:
         self.pins.set_record(self._record)
         self._audit = on_supervisor_command
         self._server: asyncio.AbstractServer | None = None
-        self._subscribers: set[_Stream] = set()
         self._clients: set[asyncio.Task[Any]] = set()  # one per connection being served
-        # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
-        # its stream line or None until a stream first needs it].
-        self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
-        self._history: History | None = None
+        self.streams = EventStreams(self._record, lambda: self.limits.subscriber_stall_s)
         self._closing = False
         self.connections = 0
         # The cap in force: [access] max_connections, or lower to fit the open-files limit
@@ -169,7 +133,15 @@ class ControlServer:
         self.commands[name] = Command(handler, role, description, Params(dict(args or {})))
 
     def set_history(self, history: History) -> None:
-        self._history = history
+        self.streams.set_history(history)
+
+    def follow(self, store: Store) -> None:
+        """Stream what `store` commits (controller/control_stream.py)."""
+        self.streams.follow(store)
+
+    def publish(self, event: Event) -> None:
+        """Stream one committed entry on its own (a log that is not a Store's)."""
+        self.streams.publish(event)
 
     def set_record(self, record: Record) -> None:
         self._record_to_log = record
@@ -181,79 +153,6 @@ class ControlServer:
         log.warning(kind, **{k: v for k, v in payload.items() if k != "event"})
         if self._record_to_log is not None:
             self._record_to_log(kind, payload, severity)
-
-    def follow(self, store: Store) -> None:
-        """Stream what `store` commits: each entry is taken as it is given out, and once a
-        commit's entries are all out, `send_live` writes them together."""
-        store.subscribe(self._take, after_each_commit=self.send_live)
-
-    def publish(self, event: Event) -> None:
-        """Stream one committed entry on its own (a log that is not a Store's)."""
-        self._take(event)
-        self.send_live()
-
-    def _take(self, event: Event) -> None:
-        """Every committed log entry, in order. A live stream (caught up, nothing unsent) is
-        given the entry's line to send with the rest of its commit (`send_live`); any other
-        is woken: it takes entries from the last RECENT_EVENTS kept here (encoded once for
-        every stream), or, further behind, reads the store itself, page by page (so a slow
-        one costs no memory here)."""
-        recent = self._recent
-        if recent and recent[-1][0].seq + 1 != event.seq:
-            recent.clear()  # not the next entry: what is kept must have no gap
-        item: list[Any] = [event, None]
-        recent.append(item)
-        for stream in self._subscribers:
-            if stream.live and stream.last + 1 == event.seq:
-                stream.unsent.append(_kept_line(item))
-                stream.last = event.seq
-            else:
-                stream.live = False
-                stream.wake.set()
-
-    def send_live(self) -> None:
-        """Write each live stream's lines of the commit just given out, in one write: the
-        dealer's prompt goes out with the card it answers, not one wake-up of the reader
-        later. A stream whose socket does not take it all, or has gone, is its task's."""
-        for stream in self._subscribers:
-            if not stream.unsent:
-                continue
-            lines, stream.unsent = stream.unsent, []
-            transport = stream.writer.transport
-            sent = False
-            if not transport.is_closing():
-                try:
-                    transport.write(b"".join(lines))
-                    sent = True
-                except Exception:  # its task finds what failed (drain raises), ends the stream
-                    log.debug("stream_write_failed", exc_info=True)
-            if not sent:
-                stream.last -= len(lines)  # the task pages them again from the kept ones
-            if not sent or transport.get_write_buffer_size():
-                stream.live = False
-                stream.wake.set()
-
-    def stream_page(self, after_seq: int, *, kept: bool = True) -> list[tuple[int, bytes]]:
-        """The next entries of a stream that has sent up to `after_seq`, as (seq, line):
-        from the entries kept here if the next one is kept (and `kept`), else a page read
-        from the store."""
-        page = self._recent_lines(after_seq) if kept else None
-        if page is not None:
-            return page
-        history = self._history(after_seq, HISTORY_PAGE) if self._history else []
-        return [(event.seq, _event_line(event)) for event in history]
-
-    def _recent_lines(self, after_seq: int) -> list[tuple[int, bytes]] | None:
-        """The kept entries after `after_seq` as stream lines, or None if the entry right
-        after it is no longer (or not yet) kept."""
-        recent = self._recent
-        if not recent:
-            return None
-        first = recent[0][0].seq
-        if not first <= after_seq + 1 <= recent[-1][0].seq + 1:
-            return None
-        return [(recent[index][0].seq, _kept_line(recent[index]))
-                for index in range(after_seq + 1 - first, len(recent))]
 
     async def start(self) -> None:
         socket_path = Path(self.path)
@@ -310,9 +209,7 @@ class ControlServer:
         """Stop serving; returns how many connections were open (each ends quietly, so the
         daemon logs one line for them all, not one traceback each)."""
         self._closing = True
-        for stream in list(self._subscribers):
-            stream.live = False
-            stream.wake.set()
+        self.streams.close()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -353,7 +250,7 @@ class ControlServer:
             self._per_user[caller.uid] = self._per_user.get(caller.uid, 0) + 1
             refusal = self._over_limit(caller)
             if refusal:
-                await _send(writer, {"id": None, "ok": False, "code": "refused",
+                await send(writer, {"id": None, "ok": False, "code": "refused",
                                      "error": refusal})
                 return
             await self._serve(reader, writer, caller)
@@ -397,12 +294,12 @@ class ControlServer:
             try:
                 line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
             except TimeoutError:
-                await _send(writer, {"id": None, "ok": False, "code": "refused", "error": (
+                await send(writer, {"id": None, "ok": False, "code": "refused", "error": (
                     f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
                     "([access] idle_timeout_s); reconnect to continue")})
                 return
             except (asyncio.LimitOverrunError, ValueError):
-                await _send(writer, {"id": None, "ok": False, "code": "bad_request",
+                await send(writer, {"id": None, "ok": False, "code": "bad_request",
                                      "error": f"request longer than {MAX_REQUEST_BYTES} bytes; "
                                               "allowed: one JSON object per line, up to that"})
                 return
@@ -410,16 +307,16 @@ class ControlServer:
                 return
             response = await self.dispatch(line, caller)
             if response.get("result") is _SUBSCRIBED:
-                await self._stream(response, writer, caller)
+                await self.streams.serve(response, writer, caller)
                 return
-            await _send(writer, response)
+            await send(writer, response)
 
     async def dispatch(self, line: bytes, caller: Caller) -> dict[str, Any]:
         request_id = None
         try:
-            request = _parse(line)
+            request = parse_request(line)
             request_id = request.get("id")
-            name, args = _command_and_args(request)
+            name, args = command_and_args(request)
             command = self.commands.get(name)
             if command is None:
                 raise bad_request(f"unknown command {name!r}; allowed: "
@@ -435,7 +332,7 @@ class ControlServer:
             except BadArgument as exc:
                 if command.needs_supervisor:  # the attempt is audited, as any refusal is
                     self._refused(caller, name, f"bad request: {exc}", command.role,
-                                  supervisor=_auth_name(request))
+                                  supervisor=auth_name(request))
                 raise bad_request(str(exc)) from None
             if command is SUBSCRIBE:
                 return {"id": request_id, "ok": True, "result": _SUBSCRIBED,
@@ -493,204 +390,8 @@ class ControlServer:
             payload["supervisor"] = escaped(supervisor, MAX_NAME_CHARS)
         self._record("command_refused", payload, "warning")
 
-    # --- subscribe ------------------------------------------------------------------------
-
-    async def _stream(self, response: dict[str, Any], writer: asyncio.StreamWriter,
-                      caller: Caller) -> None:
-        stream = _Stream(writer, response["after_seq"])
-        self._subscribers.add(stream)  # before reading so nothing committed falls in between
-        try:
-            await _send(writer, {"id": response["id"], "ok": True, "result": "subscribed"})
-            history = True  # the first page is the store's, whatever is kept: the history
-            while not self._closing:
-                stream.wake.clear()  # before the read: a commit after it sets the flag again
-                stream.live = False
-                page = self.stream_page(stream.last, kept=not history)
-                history = False
-                if page:
-                    writer.writelines([line for _, line in page])  # one send, not one a line
-                    stream.last = page[-1][0]
-                if (page or writer.transport.get_write_buffer_size()) and not await \
-                        self._drained(writer, caller, stream.last):
-                    return
-                if len(page) < HISTORY_PAGE:
-                    # Caught up, everything sent: publish writes what comes next, and wakes
-                    # this task only if the socket backs up or the stream falls behind.
-                    stream.live = not stream.wake.is_set()
-                    await stream.wake.wait()
-                else:
-                    await asyncio.sleep(0)  # a long history: let the rest of the loop run
-        finally:
-            stream.live = False
-            self._subscribers.discard(stream)
-
-    async def _drained(self, writer: asyncio.StreamWriter, caller: Caller, last: int) -> bool:
-        if not writer.transport.get_write_buffer_size():
-            # Everything went out at once (the usual case): drain cannot wait, so it needs no
-            # timer; it still raises if the subscriber has gone.
-            await writer.drain()
-            return True
-        try:
-            await asyncio.wait_for(writer.drain(), self.limits.subscriber_stall_s)
-            return True
-        except TimeoutError:
-            reason = (f"read nothing for {self.limits.subscriber_stall_s:g} s "
-                      "([access] subscriber_stall_s); reconnect with after_seq "
-                      f"= the last seq received")
-            self._record("subscriber_dropped", {"caller": caller.describe(), "reason": reason,
-                                                "sent_up_to_seq": last}, "warning")
-            writer.write(_line({"closed": reason}))
-            writer.transport.abort()  # its buffer is full: nothing more is kept for it
-            return False
-
-
 _SUBSCRIBED = object()
-
-
-def _parse(line: bytes) -> dict[str, Any]:
-    try:
-        request = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise bad_request(f"not a JSON object: {exc}") from exc
-    except ValueError:  # Python reads no integer of more than 4,300 digits
-        raise bad_request("not a JSON object the daemon reads: a number has more than 4300 "
-                          "digits; allowed: the numbers each argument allows "
-                          "(docs/control-api.md)") from None
-    except RecursionError:
-        raise bad_request("not a JSON object: nested too deeply; allowed: "
-                          "{\"cmd\": NAME, \"args\": {...}}") from None
-    if not isinstance(request, dict):
-        raise bad_request("a request is a JSON object with 'cmd'")
-    return request
-
-
-def _command_and_args(request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    name = request.get("cmd")
-    if not isinstance(name, str):
-        raise bad_request(f"'cmd' = {name!r}: allowed: a command name (a string)")
-    args = request.get("args")
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        raise bad_request("'args' must be a JSON object")
-    if "_supervisor" in args:
-        raise bad_request("'_supervisor' is set by the daemon from 'auth', never by a client")
-    return name, args
-
-
-def _auth_name(request: Mapping[str, Any]) -> str | None:
-    """The supervisor a request names, if it names one as text (escaped when recorded)."""
-    auth = request.get("auth")
-    who = auth.get("supervisor") if isinstance(auth, Mapping) else None
-    return who if isinstance(who, str) else None
 
 
 def _roles(caller: Caller) -> str:
     return ", ".join(sorted(r.value for r in caller.roles)) or "no role"
-
-
-_LINE = json.JSONEncoder(separators=(",", ":"))  # json.dumps would build one per line
-
-
-def _line(obj: Mapping[str, Any]) -> bytes:
-    return _LINE.encode(obj).encode() + b"\n"
-
-
-_text = json.encoder.encode_basestring  # a JSON string with UTF-8 as is, as the payload's
-
-
-def _event_line(event: Event) -> bytes:
-    """A log entry as a subscriber's stream line: {"event": event_json(event)}, with the
-    payload written as the store holds it, the text the entry's MAC covers, not encoded a
-    second time (tests/controller/test_control.py checks the two agree)."""
-    device = "null" if event.device is None else _text(event.device)
-    round_id = "null" if event.round_id is None else int.__repr__(event.round_id)
-    return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float.__repr__(event.at)},'
-            f'"kind":{_text(event.kind)},"severity":{_text(event.severity)},"device":{device},'
-            f'"round_id":{round_id},"payload":{event.payload_json},"hash":{_text(event.hash)}'
-            f'}}}}\n').encode()
-
-
-def _kept_line(item: list[Any]) -> bytes:
-    """A kept entry's stream line ([event, line or None]), encoded once, when first needed."""
-    if item[1] is None:
-        item[1] = _event_line(item[0])
-    line: bytes = item[1]
-    return line
-
-
-async def _send(writer: asyncio.StreamWriter, obj: Mapping[str, Any]) -> None:
-    writer.write(_line(obj))
-    await writer.drain()
-
-
-class ControlClient:
-    """A small synchronous-feeling async client used by tablectl and the HIL harness."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._next_id = 0
-
-    async def connect(self) -> ControlClient:
-        self._reader, self._writer = await asyncio.open_unix_connection(self.path,
-                                                                        limit=16 * 1024 * 1024)
-        return self
-
-    async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            try:
-                await self._writer.wait_closed()
-            except (ConnectionError, BrokenPipeError):
-                pass
-
-    async def call(self, cmd: str, auth: Mapping[str, str] | None = None, **args: Any) -> Any:
-        self._next_id += 1
-        request: dict[str, Any] = {"id": self._next_id, "cmd": cmd, "args": args}
-        if auth:
-            request["auth"] = dict(auth)
-        try:
-            response = await self._exchange(request)
-        except ConnectionError:
-            # Writing to a connection the daemon already closed can fail before the line it
-            # left (why it closed) is read: read that line now, if there is one.
-            assert self._reader is not None
-            left = await self._reader.readline()
-            if not left:
-                raise
-            response = json.loads(left)
-        if response.get("id") is None and str(response.get("error", "")).startswith(IDLE_CLOSED):
-            # The daemon closed this connection for idleness before reading the request:
-            # nothing was done, so asking again on a new connection is safe.
-            await self.close()
-            await self.connect()
-            response = await self._exchange(request)
-        if not response.get("ok"):
-            raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
-        return response.get("result")
-
-    async def _exchange(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        assert self._reader is not None and self._writer is not None
-        self._writer.write(json.dumps(request).encode() + b"\n")
-        await self._writer.drain()
-        line = await self._reader.readline()
-        if not line:
-            raise ConnectionError("the daemon closed the control connection")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    async def subscribe(self, after_seq: int = 0):  # type: ignore[no-untyped-def]
-        """Yield committed events (dicts) from after_seq on, until the daemon ends the stream
-        (ConnectionError with its reason if it dropped this subscriber)."""
-        await self.call("subscribe", after_seq=after_seq)
-        assert self._reader is not None
-        while True:
-            line = await self._reader.readline()
-            if not line:
-                return
-            item = json.loads(line)
-            if "closed" in item:
-                raise ConnectionError(f"the daemon ended the stream: {item['closed']}")
-            yield item["event"]

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.errors import CommandError
+
 MAX_TEXT_CHARS = 256  # a dealer's name, a reason, an event kind: all far shorter
 MAX_NAME_CHARS = 64  # a supervisor's name (controller/auth.py cuts a logged name there)
 MAX_PIN_CHARS = 12  # a PIN is 4 to 12 digits (controller/auth.hash_pin)
@@ -124,5 +126,5 @@ class Params:
 NO_ARGS = Params()
 
 
-class BadArgument(ValueError):
+class BadArgument(CommandError, ValueError):
     """A request's argument is not what its command allows; the message says what is."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from controller.table_machine import TRANSITION_TABLE, TableState
+from controller.table.machine import TRANSITION_TABLE, TableState
 
 _HEADER = """# The table's state machine
 
-Generated from `controller.table_machine.TRANSITION_TABLE` by `python -m controller.diagram`;
+Generated from `controller.table.machine.TRANSITION_TABLE` by `python -m controller.diagram`;
 do not edit by hand. Each arrow is labelled with its trigger and the rule that
 allows it. `device_recovered` returns to the state the fault interrupted (one
 guarded transition per state). `integrity_failed` leads to `out_of_order`

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
-from controller.store import Store
+from controller.memory.store import Store
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class StoreWork:
             reader.close()
 
     async def verify_file(self, store_path: str, key: bytes, paths: Any, *, full: bool) -> Any:
-        """controller.critical_store.verify_file in a child process of its own; its
+        """controller.memory.lifecycle.verify_file in a child process of its own; its
         IntegrityError is raised here as if the check had run in this process."""
         async with self._slots:
             pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
@@ -64,7 +64,7 @@ class StoreWork:
             finally:
                 await asyncio.to_thread(pool.shutdown)
         if outcome[0] == "failed":
-            from controller.critical import IntegrityError
+            from controller.memory.critical import IntegrityError
 
             raise IntegrityError(*outcome[1:])
         return outcome[1]
@@ -87,8 +87,8 @@ class StoreWork:
 def _verify_in_child(store_path: str, key: bytes, paths: Any, full: bool) -> tuple[Any, ...]:
     """Runs in the child: an IntegrityError does not survive pickling, so it travels as
     its parts."""
-    from controller.critical import IntegrityError
-    from controller.critical_store import verify_file
+    from controller.memory.critical import IntegrityError
+    from controller.memory.lifecycle import verify_file
 
     try:
         # Every core: a full check holds the table at start (Daemon._check_history), and

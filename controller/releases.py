@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.errors import ControllerError
 from controller.software import MANIFEST_NAME, SIGNATURE_SUFFIX, load_manifest
 
 DEFAULT_BASE = "/opt/tabled"
@@ -36,7 +37,7 @@ PENDING = "activation-pending"
 LOCK = "requirements.lock"
 
 
-class ReleaseError(Exception):
+class ReleaseError(ControllerError):
     """A release cannot be staged, activated or rolled back; the message says why."""
 
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.errors import ControllerError
+
 DIST_NAME = "baccarat-table-controller"
 PACKAGES = ("cards", "controller", "drivers", "firmware_bridge", "hil")
 MANIFEST_FORMAT = 1
@@ -56,7 +58,7 @@ def running_from_checkout() -> bool:
     return (root / ".git").exists() or (root / "pyproject.toml").exists()
 
 
-class SoftwareError(Exception):
+class SoftwareError(ControllerError):
     """The manifest, its signature or the public key cannot be used. `signature` is True
     when the files were readable and the signature itself is wrong."""
 

@@ -21,6 +21,10 @@ Rules (docs/protocol.md, "Link layer"), in brief:
   accepted and ours acknowledged.  An incompatible peer gets Refuse -> REFUSED.
 * Keepalive: an ACK after ``keepalive_idle`` without sending; a peer heard
   from for ``silence_timeout`` is declared silent and the link FAILS.
+* Received frames are processed one at a time (5.10): after each, queued DATA goes
+  out carrying the ack, and a bare ACK follows only if nothing did.  The bare ACK
+  waits until ``outgoing()`` (or the next frame), so an answer the application
+  queues on the frame's event carries the acknowledgement instead.
 * Messages unacknowledged when a session ends are reported in
   ``LinkDown.unconfirmed`` and never resent in a later session, so nothing is
   silently duplicated.
@@ -455,13 +459,17 @@ class LinkEndpoint:
         """Feed bytes read from the transport, in any split."""
         self.counters.bytes_in += len(data)
         for item in self._decoder.feed(data):
+            # 5.10 (1.2): one frame at a time, each with its own transmit step, so what is
+            # sent never depends on how the bytes were split into reads
+            self._flush_ack(now)
             if isinstance(item, Frame):
                 self.counters.frames_in += 1
                 self._on_frame(item, now)
             else:
                 self._on_bad_frame(item)
+            self._pump(now)
         self._sync_decoder_counters()
-        self._pump(now)
+        self._ack_owed_at = now
 
     def send(self, message: Message, now: float) -> int:
         """Queue ``message``; returns a ticket that a later MessageAcked names.
@@ -481,6 +489,7 @@ class LinkEndpoint:
 
     def poll(self, now: float) -> None:
         """Run timers due at ``now``: RESET repeat, retransmission, keepalive, silence."""
+        self._flush_ack(now)
         state = self.state
         if state is LinkState.RESETTING:
             if now >= self._next_reset:
@@ -507,7 +516,11 @@ class LinkEndpoint:
         self._pump(now)
 
     def outgoing(self) -> bytes:
-        """Bytes to write to the transport now (drains)."""
+        """Bytes to write to the transport now (drains).
+
+        An ACK owed for the last frame received goes out here unless a DATA frame sent
+        since (an answer the application queued on the frame's event) carried it (5.10)."""
+        self._flush_ack(self._ack_owed_at)
         data = bytes(self._out)
         self._out.clear()
         return data
@@ -554,6 +567,7 @@ class LinkEndpoint:
         self._unacked: deque[_InFlight] = deque()
         self._pending: deque[_Queued] = deque()
         self._ack_due = False
+        self._ack_owed_at = now
         self._nak_sent_for: int | None = None
         self._nak_due = False
         self._rtx_deadline: float | None = None
@@ -751,6 +765,7 @@ class LinkEndpoint:
                 return
             self._maybe_up(now)
             if not self._is_up():
+                self.counters.bad_messages += 1  # 4.2 (1.2): acknowledged, never delivered
                 self._emit(BadMessage(MessageError(
                     f"{type(message).__name__} before the handshake finished"), payload))
                 return
@@ -850,7 +865,8 @@ class LinkEndpoint:
             self._pending.append(item)
 
     def _pump(self, now: float) -> None:
-        """Fill the window from the queue, then send whatever ACK/NAK is still owed."""
+        """Send an owed NAK, then fill the window from the queue (every DATA frame carries the
+        current ack; a bare ACK still owed waits for ``_flush_ack``)."""
         if self.state in (LinkState.HANDSHAKING, LinkState.UP, LinkState.REFUSED):
             if self._nak_due:
                 self._nak_due = False
@@ -867,8 +883,13 @@ class LinkEndpoint:
                 self._send_frame(Frame(FrameKind.DATA, seq, self._data_ack(seq), queued.payload), now)
                 if self._rtx_deadline is None:
                     self._rtx_deadline = now + self._rtt.rto
-            if self._ack_due:
-                self._send_frame(Frame(FrameKind.ACK, 0, self._rx_expected), now)
+
+    def _flush_ack(self, now: float) -> None:
+        """Send the ACK still owed for the frame processed last (5.10 transmit step)."""
+        if self._ack_due and self.state in (LinkState.HANDSHAKING, LinkState.UP,
+                                            LinkState.REFUSED):
+            self._send_frame(Frame(FrameKind.ACK, 0, self._rx_expected), now)
+        self._ack_due = False
 
     def _data_ack(self, seq: int) -> int:
         if self._hello_ack_withheld and seq == 0:

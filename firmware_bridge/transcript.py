@@ -1,4 +1,4 @@
-"""Timed byte transcripts of scripted exchanges: the golden vectors of docs/protocol.md 8.4-8.6.
+"""Timed byte transcripts of scripted exchanges: the golden vectors of docs/protocol.md 8.3-8.6.
 
 Each scenario runs a host and a device ``LinkEndpoint`` on a fake clock with no
 line delay and writes down every frame each side sends, when, with a decoded
@@ -32,6 +32,8 @@ from firmware_bridge.messages import (
     decode_message,
 )
 
+HOST_HELLO_1_0 = Hello(PROTOCOL_VERSION, DeviceKind.HOST, "PI-0001", "tabled 0.1", 0)
+SHOE_HELLO_1_0 = Hello(PROTOCOL_VERSION, DeviceKind.SHOE, "SHOE-42", "2.3.1", 0)
 HOST_HELLO = Hello(PROTOCOL_VERSION, DeviceKind.HOST, "PI-0001", "tabled 1.1", CAP_PROTOCOL_1_1)
 SHOE_HELLO = Hello(PROTOCOL_VERSION, DeviceKind.SHOE, "SHOE-42", "2.4.0", CAP_PROTOCOL_1_1)
 DISPLAY_HELLO = Hello(PROTOCOL_VERSION, DeviceKind.DISPLAY, "DISP-7", "1.0", CAP_PROTOCOL_1_1)
@@ -89,13 +91,14 @@ class _Run:
     """Host and device endpoints on a fake clock; every write becomes transcript lines."""
 
     def __init__(self, device_hello: Hello, *, baudrate: int = 115200,
+                 host_hello: Hello = HOST_HELLO,
                  device_app: Callable[[LinkEndpoint, LinkEvent, float], None] | None = None,
                  host_app: Callable[[LinkEndpoint, LinkEvent, float], None] | None = None,
                  accept: Callable[[Hello], str | None] | None = None) -> None:
         timing = LinkTiming.for_baudrate(baudrate)
         host_ids = itertools.chain([HOST_SESSION], itertools.count(0x1000))
         device_ids = itertools.chain([DEVICE_SESSION], itertools.count(0x2000))
-        self.host = LinkEndpoint(Role.HOST, HOST_HELLO, timing=timing, accept_peer=accept,
+        self.host = LinkEndpoint(Role.HOST, host_hello, timing=timing, accept_peer=accept,
                                  session_ids=lambda: next(host_ids))
         self.device = LinkEndpoint(Role.DEVICE, device_hello, timing=timing,
                                    session_ids=lambda: next(device_ids))
@@ -121,7 +124,10 @@ class _Run:
                     for chunk in split_frames(data):
                         frame = decode_frame(chunk.lstrip(b"\x00"))
                         self.lines.append(Line(self.now, name, other, chunk, describe(frame)))
-                    receiver.receive(data, self.now)
+                        # 5.10: the receiver handles each frame completely (its firmware's
+                        # answer included) before it looks at the next one
+                        receiver.receive(chunk, self.now)
+                        self._run_apps()
             self._run_apps()
             if not moved:
                 return
@@ -162,6 +168,14 @@ def _fault_rereporting_shoe(active: dict[FaultCode, str]) -> Callable[[LinkEndpo
 def _status_request_on_up(endpoint: LinkEndpoint, event: LinkEvent, now: float) -> None:
     if isinstance(event, LinkUp):
         endpoint.send(StatusRequest(), now)
+
+
+def complete_exchange() -> list[Line]:
+    """8.3: the host opens the shoe's port; both sides 1.0 Hellos (capabilities 0)."""
+    run = _Run(SHOE_HELLO_1_0, host_hello=HOST_HELLO_1_0)
+    run.host.connect(0.0)
+    run.settle()
+    return run.lines
 
 
 def refusal_and_revival() -> list[Line]:
@@ -210,6 +224,7 @@ def idle_link_9600() -> list[Line]:
 
 
 SCENARIOS: dict[str, Callable[[], list[Line]]] = {
+    "8.3": complete_exchange,
     "8.4": refusal_and_revival,
     "8.5": fault_rereport_after_reconnect,
     "8.6": idle_link_9600,

@@ -1,11 +1,12 @@
 """Deliberately broken simulators: one small misbehaviour injected into the sans-I/O link core.
 
-Each entry of ``MISBEHAVIOURS`` breaks exactly one MUST of docs/protocol.md 1.1
-and names the conformance check (firmware_bridge.conformance) that must catch
+Each entry of ``MISBEHAVIOURS`` breaks one requirement of docs/protocol.md 1.2 (by its id,
+``[M-...]``) and names the conformance check (firmware_bridge.conformance) that must catch
 it; ``broken_endpoint(name)`` is an endpoint factory for hil.sim_firmware (the
-simulated shoe, shuffler and display all run on it).  The CI test runs the
-suite against every one of them and requires that exactly the named check fails,
-which shows each check can fail and that it fails for its own rule only.
+simulated shoe, shuffler and display all run on it).  The CI test runs the suite against
+every one of them at 9600 and 115200 baud and requires that the named check fails and no
+check docs/conformance.md does not link to the broken requirement, which shows each check
+can fail and that it fails for its own rule only.
 """
 
 from __future__ import annotations
@@ -32,62 +33,84 @@ from firmware_bridge.link import (
 
 @dataclass(frozen=True)
 class Misbehaviour:
-    rule: str  # the MUST it breaks, by section
-    check: str  # the conformance check that must fail
+    musts: tuple[str, ...]  # the requirement ids of docs/protocol.md it breaks
+    check: str  # the conformance check that must fail (docs/conformance.md links it to musts)
     timing: Callable[[LinkTiming], LinkTiming] | None = None  # a changed constant
+    kinds: frozenset[wire.DeviceKind] | None = None  # the simulators it applies to (None: all)
 
 
 def _replace(**changes: float | int) -> Callable[[LinkTiming], LinkTiming]:
     return lambda timing: dataclasses.replace(timing, **changes)  # type: ignore[arg-type]
 
 
+def _scale(name: str, factor: float) -> Callable[[LinkTiming], LinkTiming]:
+    """One constant off by ``factor`` at whatever baud rate the simulator runs."""
+    return lambda timing: dataclasses.replace(timing, **{name: getattr(timing, name) * factor})
+
+
+def _early_retransmit(factor: float) -> Callable[[LinkTiming], LinkTiming]:
+    return lambda t: dataclasses.replace(t, min_rto=t.min_rto * factor,
+                                         initial_rto=t.min_rto * factor, max_rto=t.max_rto)
+
+
+_SHOE = frozenset({wire.DeviceKind.SHOE})
+_SHUFFLER = frozenset({wire.DeviceKind.SHUFFLER})
+SLOW_ACK_FACTOR = 1.5
+"""slow_ack acknowledges 1.5 x INITIAL_RTO after a frame: the vendor's broken build of issue 28."""
+
 MISBEHAVIOURS: dict[str, Misbehaviour] = {
-    "nonzero_seq_in_ack": Misbehaviour("3.1 seq MUST be 0 in ACK", "framing.valid_output"),
-    "ignore_crc": Misbehaviour("3.4 a frame with a bad CRC MUST be dropped", "framing.crc_rejected"),
-    "no_resync": Misbehaviour("3.4 resynchronise at the next 0x00 after an oversize frame",
-                              "framing.resync"),
-    "restarts_on_repeated_reset": Misbehaviour(
-        "4.1 a repeated RESET(id) of the current session is only re-acknowledged",
-        "handshake.reset"),
-    "accepts_session_zero": Misbehaviour("4.1 RESET(0) MUST be ignored", "handshake.session_zero"),
-    "status_before_hello": Misbehaviour("4.2 the first DATA MUST be Hello", "handshake.hello"),
-    "acks_stray_first": Misbehaviour("4.2 a first DATA that is not Hello is not acknowledged",
-                                     "handshake.stray_first"),
-    "restart_on_hello": Misbehaviour("4.2 a Hello in mid-session does not restart the session",
-                                     "handshake.hello_mid_session"),
-    "caps_without_1_1": Misbehaviour("7 a 1.1 device sets capability bit 0",
-                                     "version.announces_1_1"),
-    "refuse_at_seq0": Misbehaviour("4.2 Hello is seq 0; Refuse follows it", "refusal.numbering"),
-    "reason_cut_mid_char": Misbehaviour("4.2 the Refuse reason is cut on a UTF-8 boundary",
-                                        "refusal.reason_utf8"),
-    "restart_when_refused": Misbehaviour("4.5 a refused device does not restart by itself",
-                                         "refusal.state"),
-    "deaf_when_refused": Misbehaviour("4.5 a RESET revives a refused device", "refusal.revive"),
-    "retransmit_too_early": Misbehaviour(
-        "5.5 / 5.9 retransmission timeout not below MIN_RTO", "retransmission.timeout",
-        _replace(min_rto=0.004, initial_rto=0.004, max_rto=0.02)),
-    "retry_limit_8": Misbehaviour("5.5 fail after 5 timer retransmissions",
-                                  "retransmission.limit", _replace(max_retries=8)),
-    "ignores_nak": Misbehaviour("5.5 a NAK resends at once", "retransmission.nak"),
-    "nak_counts": Misbehaviour("5.5 NAK resends do not count toward the limit",
-                               "retransmission.nak_not_counted"),
-    "window_8": Misbehaviour("5.3 at most 4 DATA frames unacknowledged", "window.limit",
-                             _replace(window=8)),
-    "delivers_duplicates": Misbehaviour("5.4 a duplicate is not delivered", "data.duplicate"),
-    "no_nak_on_gap": Misbehaviour("5.4 a gap is NAKed once", "data.out_of_order"),
-    "slow_keepalive": Misbehaviour("5.6 keepalive after 1.0 s idle at every rate",
-                                   "timing.keepalive", _replace(keepalive_idle=2.5)),
-    "early_silence": Misbehaviour("5.6 silence not declared before SILENCE_TIMEOUT",
-                                  "timing.silence", _replace(silence_timeout=1.5)),
-    "stays_failed": Misbehaviour("4.4 a failed device goes straight back to RESETTING",
-                                 "link.restart_after_failure"),
-    "status_before_faults": Misbehaviour("4.3 fault re-reports before any other message",
-                                         "faults.rereport_order"),
-    "bad_status_state": Misbehaviour("6.1 values outside the allowed set are invalid",
-                                     "messages.fields"),
-    "reset_on_vendor_message": Misbehaviour("6.1 unknown vendor messages are acknowledged and "
-                                            "ignored", "messages.vendor_tolerated"),
+    "nonzero_seq_in_ack": Misbehaviour(("M-3.1a",), "framing.valid_output"),
+    "drops_nonzero_unused": Misbehaviour(("M-3.1b",), "framing.unused_fields_ignored"),
+    "lost_after_01_00": Misbehaviour(("M-3.3",), "framing.resync"),
+    "ignore_crc": Misbehaviour(("M-3.4",), "framing.crc_rejected"),
+    "no_resync": Misbehaviour(("M-3.4",), "framing.resync"),
+    "sends_reset_zero": Misbehaviour(("M-4.1a",), "link.restart_after_failure"),
+    "accepts_session_zero": Misbehaviour(("M-4.1b",), "handshake.session_zero"),
+    "restarts_on_repeated_reset": Misbehaviour(("M-4.1c",), "handshake.reset"),
+    "reason_cut_mid_char": Misbehaviour(("M-4.2a",), "refusal.reason_utf8"),
+    "acks_hello_before_refuse": Misbehaviour(("M-4.2b",), "refusal.numbering"),
+    "ignores_1_0_refuse": Misbehaviour(("M-4.2c",), "refusal.accepts_1_0"),
+    "status_before_hello": Misbehaviour(("M-4.2d",), "handshake.hello"),
+    "refuse_at_seq0": Misbehaviour(("M-4.2d",), "refusal.numbering"),
+    "acks_stray_first": Misbehaviour(("M-4.2e",), "handshake.stray_first"),
+    "restart_on_hello": Misbehaviour(("M-4.2f",), "handshake.hello_mid_session"),
+    "status_before_faults": Misbehaviour(("M-4.3a",), "faults.rereport_order"),
+    "stays_failed": Misbehaviour(("M-4.4a",), "link.restart_after_failure"),
+    "keepalive_when_refused": Misbehaviour(("M-4.5a",), "refusal.state"),
+    "restart_when_refused": Misbehaviour(("M-4.5b",), "refusal.state"),
+    "deaf_when_refused": Misbehaviour(("M-4.5c",), "refusal.revive"),
+    "window_8": Misbehaviour(("M-5.3",), "window.limit", _replace(window=8)),
+    "delivers_duplicates": Misbehaviour(("M-5.4a",), "data.duplicate"),
+    "no_ack_for_duplicate": Misbehaviour(("M-5.4b",), "data.duplicate_acked"),
+    "no_nak_on_gap": Misbehaviour(("M-5.4c",), "data.out_of_order"),
+    "ignores_nak": Misbehaviour(("M-5.5a",), "retransmission.nak"),
+    "retry_limit_8": Misbehaviour(("M-5.5b",), "retransmission.limit", _replace(max_retries=8)),
+    "nak_counts": Misbehaviour(("M-5.5c",), "retransmission.nak_not_counted"),
+    "slow_keepalive": Misbehaviour(("M-5.6a",), "timing.keepalive", _scale("keepalive_idle", 2.5)),
+    "keepalive_25_percent_late": Misbehaviour(("M-5.6a",), "timing.keepalive",
+                                              _scale("keepalive_idle", 1.25)),
+    "early_silence": Misbehaviour(("M-5.6b",), "timing.silence", _scale("silence_timeout", 0.5)),
+    "silence_10_percent_early": Misbehaviour(("M-5.6b",), "timing.silence",
+                                             _scale("silence_timeout", 0.9)),
+    "retransmit_too_early": Misbehaviour(("M-5.9a",), "retransmission.timeout",
+                                         _early_retransmit(0.08)),
+    "retransmit_at_40_percent_of_min_rto": Misbehaviour(("M-5.9a",), "retransmission.timeout",
+                                                        _early_retransmit(0.4)),
+    "slow_ack": Misbehaviour(("M-5.9b", "M-2.2"), "timing.ack_latency"),
+    "drops_batched_data": Misbehaviour(("M-5.10",), "framing.batched_reads"),
+    "oversize_frame": Misbehaviour(("M-6.1a",), "framing.valid_output"),
+    "reset_on_vendor_message": Misbehaviour(("M-6.1b",), "messages.vendor_tolerated"),
+    "ignores_self_test": Misbehaviour(("M-6.2a",), "messages.requests_answered"),
+    "ignores_start_shuffle": Misbehaviour(("M-6.2a",), "messages.requests_answered",
+                                          kinds=_SHUFFLER),
+    "bad_status_state": Misbehaviour(("M-6.2b",), "messages.fields"),
+    "drops_card_drawn": Misbehaviour(("M-6.2c",), "events.card_drawn", kinds=_SHOE),
+    "caps_without_1_1": Misbehaviour(("M-7",), "version.announces_1_1"),
 }
+"""One broken simulator build per way of breaking a requirement (at least one per MUST the kit
+tests; the issue-28 vendor's builds among them: 1.25 s keepalive, silence at 90 %, a resend at
+40 % of MIN_RTO, acknowledgements 1.5 x INITIAL_RTO late, a duplicate never acknowledged,
+StartShuffle never answered, a dealt card never reported)."""
 
 
 LEGACY_1_0 = frozenset({"caps_without_1_1", "refuse_at_seq0", "acks_stray_first", "nak_counts"})
@@ -121,6 +144,9 @@ class MisbehavingEndpoint(LinkEndpoint):
         self._drop_next_frame = False
         self._held_faults: list[wire.Message] = []
         self._sent_other = False
+        self._deferred_hello: _Queued | None = None
+        self._late_ack_at: float | None = None
+        self._oversize_sent = False
 
     # --- receiving ---------------------------------------------------------------------
 
@@ -128,14 +154,24 @@ class MisbehavingEndpoint(LinkEndpoint):
         if "ignore_crc" in self.misbehaviours:
             data = _fix_crcs(data)
         if "no_resync" in self.misbehaviours:
-            data = self._drop_after_oversize(data)
+            data = self._drop_frame_after(data, lambda piece: len(piece) > 248)
+        if "lost_after_01_00" in self.misbehaviours:
+            data = self._drop_frame_after(data, lambda piece: piece == b"\x01")
+        if "drops_batched_data" in self.misbehaviours:
+            data = _first_data_frame_only(data)
         super().receive(data, now)
+        if self._deferred_hello is not None:
+            if self.state is LinkState.HANDSHAKING:
+                self._pending.appendleft(self._deferred_hello)
+                self._pump(now)
+            self._deferred_hello = None
 
-    def _drop_after_oversize(self, data: bytes) -> bytes:
+    def _drop_frame_after(self, data: bytes, trigger: Callable[[bytes], bool]) -> bytes:
+        """Lose the frame that follows a piece ``trigger`` picks (its decoder left astray)."""
         pieces = data.split(b"\x00")
         kept = []
         for piece in pieces[:-1]:
-            if len(piece) > 248:
+            if trigger(piece):
                 self._drop_next_frame = True
             elif self._drop_next_frame and piece:
                 self._drop_next_frame = False
@@ -145,6 +181,10 @@ class MisbehavingEndpoint(LinkEndpoint):
         return b"\x00".join(kept)
 
     def _on_frame(self, frame: Frame, now: float) -> None:
+        if "drops_nonzero_unused" in self.misbehaviours and (
+                (frame.kind is not FrameKind.DATA and frame.seq != 0)
+                or (frame.kind in (FrameKind.RESET, FrameKind.RESET_ACK) and frame.ack != 0)):
+            return  # 3.1: these fields are to be ignored, not checked
         if ("accepts_session_zero" in self.misbehaviours and frame.kind is FrameKind.RESET
                 and frame.payload == b"\x00\x00\x00\x00"):
             self.counters.resets_received += 1
@@ -172,10 +212,15 @@ class MisbehavingEndpoint(LinkEndpoint):
         super()._on_data(frame, now)
         if "delivers_duplicates" in self.misbehaviours and behind and self.state is LinkState.UP:
             self._deliver(frame.payload, now)
+        if "no_ack_for_duplicate" in self.misbehaviours and behind:
+            self._ack_due = False  # "already acknowledged once": the lost ACK is never repeated
 
     def _is_stray_first(self, payload: bytes) -> bool:
         if "acks_stray_first" in self.misbehaviours:
             return False
+        if ("ignores_1_0_refuse" in self.misbehaviours and payload[0] == wire.Refuse.ID
+                and self.state is LinkState.HANDSHAKING and self._rx_expected == 0):
+            return True  # a Refuse at seq 0 taken for a stray first message
         return super()._is_stray_first(payload)
 
     def _maybe_nak(self) -> None:
@@ -190,6 +235,10 @@ class MisbehavingEndpoint(LinkEndpoint):
             if "reset_on_vendor_message" in self.misbehaviours and payload[0] in VENDOR_MESSAGE_IDS:
                 self.connect(now)
                 return
+            if "ignores_self_test" in self.misbehaviours and payload[0] == wire.SelfTestRequest.ID:
+                return
+            if "ignores_start_shuffle" in self.misbehaviours and payload[0] == wire.StartShuffle.ID:
+                return
         super()._deliver(payload, now)
 
     # --- the handshake ---------------------------------------------------------------------
@@ -198,6 +247,10 @@ class MisbehavingEndpoint(LinkEndpoint):
         super()._start_session(now)
         self._sent_other = False
         self._held_faults = []
+        if "refuse_at_seq0" in self.misbehaviours:
+            # 1.0 firmware handled a whole read before sending anything: its Hello waits
+            # until the read's other frames (the peer's Hello) were processed
+            self._deferred_hello = self._pending.popleft()
         if "status_before_hello" in self.misbehaviours:
             status = wire.Status(0, wire.DeviceState.READY, "early")
             self._pending.appendleft(_Queued(None, status, wire.encode_message(status)))
@@ -207,9 +260,12 @@ class MisbehavingEndpoint(LinkEndpoint):
             self.state = LinkState.REFUSED
             self.refusal = error  # type: ignore[assignment]
             self._pending.clear()
+            self._deferred_hello = None
             refuse = wire.Refuse(code, reason[:200])
             self._pending.appendleft(_Queued(None, refuse, wire.encode_message(refuse)))
             return
+        if "acks_hello_before_refuse" in self.misbehaviours:
+            self._send_frame(Frame(FrameKind.ACK, 0, self._rx_expected), self._last_rx)
         super()._refuse(code, reason, error)  # type: ignore[arg-type]
         self._refused_at = None
         if "reason_cut_mid_char" in self.misbehaviours:
@@ -220,6 +276,12 @@ class MisbehavingEndpoint(LinkEndpoint):
                     self._pending[index] = _Queued(None, item.message, payload)
 
     def poll(self, now: float) -> None:
+        if self._late_ack_at is not None and now >= self._late_ack_at:
+            self._late_ack_at = None
+            self._send_frame(Frame(FrameKind.ACK, 0, self._rx_expected), now)
+        if ("keepalive_when_refused" in self.misbehaviours and self.state is LinkState.REFUSED
+                and now >= self._last_tx + self.timing.keepalive_idle):
+            self._send_frame(Frame(FrameKind.ACK, 0, self._rx_expected), now)
         if "restart_when_refused" in self.misbehaviours and self.state is LinkState.REFUSED:
             if self._refused_at is None:
                 self._refused_at = now
@@ -231,6 +293,11 @@ class MisbehavingEndpoint(LinkEndpoint):
 
     def next_deadline(self) -> float | None:
         deadline = super().next_deadline()
+        extra = [t for t in (self._late_ack_at,) if t is not None]
+        if "keepalive_when_refused" in self.misbehaviours and self.state is LinkState.REFUSED:
+            extra.append(self._last_tx + self.timing.keepalive_idle)
+        if extra:
+            deadline = min([*extra, *([deadline] if deadline is not None else [])])
         if "restart_when_refused" in self.misbehaviours and self.state is LinkState.REFUSED:
             wake = (self._refused_at + 2.0) if self._refused_at is not None else 0.0
             return wake if deadline is None else min(deadline, wake)
@@ -239,6 +306,8 @@ class MisbehavingEndpoint(LinkEndpoint):
     # --- sending ---------------------------------------------------------------------------
 
     def send(self, message: wire.Message, now: float) -> int:
+        if "drops_card_drawn" in self.misbehaviours and isinstance(message, wire.CardDrawn):
+            return 0  # the card left the shoe; the host never hears of it
         if "status_before_faults" in self.misbehaviours:
             if isinstance(message, wire.Fault) and not self._sent_other:
                 self._held_faults.append(message)
@@ -258,7 +327,24 @@ class MisbehavingEndpoint(LinkEndpoint):
                 if isinstance(queued.message, wire.Status) and queued.payload[5] != 7:
                     payload = queued.payload[:5] + b"\x07" + queued.payload[6:]  # not a DeviceState
                     self._pending[index] = _Queued(queued.ticket, queued.message, payload)
+        sends_status = any(isinstance(q.message, wire.Status) for q in self._pending)
         super()._pump(now)
+        if "oversize_frame" in self.misbehaviours and sends_status and not self._oversize_sent:
+            self._oversize_sent = True
+            self._out += _oversize_data_frame((self._tx_next + 100) % 256, self._rx_expected)
+
+    def _flush_ack(self, now: float) -> None:
+        if "slow_ack" in self.misbehaviours and self._ack_due:
+            self._ack_due = False
+            if self._late_ack_at is None:
+                self._late_ack_at = now + SLOW_ACK_FACTOR * self.timing.initial_rto
+            return
+        super()._flush_ack(now)
+
+    def _new_session_id(self) -> int:
+        if "sends_reset_zero" in self.misbehaviours:
+            return 0  # "no session" used as an id
+        return super()._new_session_id()
 
     def _send_frame(self, frame: Frame, now: float) -> None:
         if "nonzero_seq_in_ack" in self.misbehaviours and frame.kind is FrameKind.ACK:
@@ -273,6 +359,29 @@ def _down(reason: str) -> Exception:
     from firmware_bridge.errors import LinkDownError
 
     return LinkDownError(reason)
+
+
+def _first_data_frame_only(data: bytes) -> bytes:
+    """A firmware that takes one DATA frame per read: the rest of the read is lost."""
+    pieces = data.split(b"\x00")
+    seen_data = False
+    for index, piece in enumerate(pieces[:-1]):
+        try:
+            kind = cobs_decode(piece)[:1] if piece else b""
+        except CobsError:
+            continue
+        if kind == bytes([FrameKind.DATA]):
+            if seen_data:
+                pieces[index] = b""
+            seen_data = True
+    return b"\x00".join(pieces)
+
+
+def _oversize_data_frame(seq: int, ack: int) -> bytes:
+    """A DATA frame with a 250-byte payload (a vendor message), over 6.1's 240, on the wire."""
+    payload = bytes([0xE5]) + b"x" * 249
+    body = bytes([FrameKind.DATA, seq, ack]) + len(payload).to_bytes(2, "little") + payload
+    return cobs_encode(body + crc16(body).to_bytes(2, "big")) + b"\x00"
 
 
 def _fix_crcs(data: bytes) -> bytes:

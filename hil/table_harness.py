@@ -186,7 +186,7 @@ class TableHarness:
     def init_store(self) -> None:
         """A new table's critical memory is initialised once, explicitly (tabled --init-store);
         restarts and power cuts find it in place."""
-        from controller.critical_store import initialise, is_initialised
+        from controller.memory.lifecycle import initialise, is_initialised
 
         if not is_initialised(self.store_path, self.table_config.critical_dir):
             store = initialise(self.table_config, operator="hil")

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from controller.control_args import Arg
-from controller.daemon import COMMAND_ARGS
+from controller.commands.args import COMMAND_ARGS
 from hil.table_harness import TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]

@@ -346,7 +346,7 @@ def twenty_one_settlements() -> list[dict[str, Any]]:
     from controller.rules.hand21 import hand_total
     from controller.rules.settlement import PlacedWager, settle_round
     from controller.rules.wager import RoundView, SettlementPoint
-    from controller.table_rounds import settlement_json
+    from controller.table.settlement import settlement_json
 
     game = load_game(Path(__file__).parents[1] / "config" / "21-baccarat-8deck.toml")
     player, banker = (tuple(Card.parse(c) for c in hand.split()) for hand in ("KS 9H", "KD 8C"))
@@ -361,7 +361,7 @@ def twenty_one_settlements() -> list[dict[str, Any]]:
 def void_settlements() -> list[dict[str, Any]]:
     """631a.15(e): a void round returns every wager the round had not settled."""
     from controller.rules.settlement import PlacedWager, void_round
-    from controller.table_rounds import settlement_json
+    from controller.table.settlement import settlement_json
 
     return [settlement_json(s, "collected") for s in void_round(
         [PlacedWager(1, "player", 1000), PlacedWager(6, "banker", 5000)])]
@@ -385,7 +385,7 @@ class ScriptedDaemon:
         from controller.access import Role
         from controller.control import ControlServer
 
-        from controller.daemon import COMMAND_ARGS
+        from controller.commands.args import COMMAND_ARGS
 
         self.server = ControlServer(path)
         self.log: list[Any] = []
@@ -408,8 +408,8 @@ class ScriptedDaemon:
     def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
         import time
 
-        from controller.critical import canonical
-        from controller.store import Event
+        from controller.memory.critical import canonical
+        from controller.memory.store import Event
 
         event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
                       "", "", canonical(payload))

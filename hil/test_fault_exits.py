@@ -22,7 +22,7 @@ import pytest
 
 from cards import Card
 from controller.control import ControlError
-from controller.critical_store import paths_for
+from controller.memory.lifecycle import paths_for
 from hil.table_harness import TableHarness
 from hil.tablectl_process import run_tablectl
 

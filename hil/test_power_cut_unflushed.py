@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.store import FLUSH_TRACE_ENV, GROUPED_KINDS
+from controller.memory.store import FLUSH_TRACE_ENV, GROUPED_KINDS
 from hil.table_harness import PowerCuts, TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -123,7 +123,7 @@ class Tally:
 def verify_whole_chain(harness: TableHarness) -> int:
     """The critical-memory check, full (every entry's MAC from entry 1), on the stopped
     daemon's store; returns the entries verified."""
-    from controller.critical_store import load_key_for, paths_for, verify_file
+    from controller.memory.lifecycle import load_key_for, paths_for, verify_file
 
     path = harness.store_path
     verified = verify_file(path, load_key_for(path), paths_for(path), full=True)

@@ -61,3 +61,15 @@ def test_each_commands_role_is_documented_as_the_daemon_enforces_it():
     result = subprocess.run([sys.executable, "tools/control_roles.py", "--check"], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_module_map_is_the_codes_own():
+    """docs/architecture.md's module map lists every module of controller/ with its
+    docstring's first sentence (tools/module_map.py)."""
+    result = subprocess.run([sys.executable, "tools/module_map.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for module in ("controller/daemon.py", "controller/commands/play.py",
+                   "controller/errors.py", "controller/memory/boot_check.py"):
+        assert f"| `{module}` |" in text

@@ -46,7 +46,7 @@ REASONS: dict[str, str] = {
     "631a.5(e)": "floor decision to recut",
     "631a.7": "shoe and curator selection are human procedures; the shoe reports the cards",
     "631a.8(b)": "how chips are placed; no controller behaviour",
-    "631a.8(c)": "'no more bets' is the table state machine's lock-out (controller/table.py)",
+    "631a.8(c)": "'no more bets' is the table state machine's lock-out (controller/table/machine.py)",
     "631a.9(b)": "the dealer's announcement 'cards'",
     "631a.9(d)": "optional squeeze procedure (config game.squeeze); card order is unchanged",
     "631a.9(f)": "relinquishing the right to turn cards; a dealer procedure",

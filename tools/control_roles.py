@@ -2,8 +2,8 @@
 command's arguments into docs/control-api.md, and the `[access]` table's keys into
 docs/deployment.md.
 
-The table is generated from the daemon's own registrations (`Daemon._register_commands`,
-one role per command), so the documents cannot disagree with what the daemon enforces.
+The table is generated from the daemon's own registrations (`Commands.register` in
+controller/commands/__init__.py, one role per command), so the documents cannot disagree with what the daemon enforces.
 
     .venv/bin/python tools/control_roles.py          # rewrite the tables
     .venv/bin/python tools/control_roles.py --check  # exit 1 if a table is stale
@@ -51,7 +51,7 @@ def role_table() -> str:
 def argument_table() -> str:
     """Each command's arguments as the daemon checks them (controller/control_args.py)."""
     from controller.control import SUBSCRIBE
-    from controller.daemon import COMMAND_ARGS
+    from controller.commands.args import COMMAND_ARGS
 
     commands = {**COMMAND_ARGS, "subscribe": SUBSCRIBE.params.args}
     lines = ["| command | argument | allowed | default |", "| --- | --- | --- | --- |"]

@@ -15,6 +15,7 @@ from typing import IO, Any, NoReturn
 from controller import __version__
 from controller.cli import exitcodes
 from controller.cli.output import fit, print_json
+from controller.errors import CommandError
 
 # Modules that contribute subcommands; each has register(subparsers) -> None.
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
@@ -47,7 +48,7 @@ GLOBAL_OPTIONS = {"--socket": "socket", "--json": "json"}
 _GLOBAL_DEST = "global_"  # where the top-level parser keeps them until main() hands them on
 
 
-class BadArguments(Exception):
+class BadArguments(CommandError):
     """argparse's complaint about the command line, raised instead of exiting so that main()
     can answer it in JSON too when --json was asked for."""
 
@@ -206,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_wanted = bool(getattr(args, "json", False))
     out, err = _Recorded(sys.stdout), _Recorded(sys.stderr, fitted=True)
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     try:
         code = int(args.handler(args) or exitcodes.OK)
         sys.stdout.flush()  # a cut pipe shows here when the last lines are still buffered

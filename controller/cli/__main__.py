@@ -1,3 +1,5 @@
+"""`python -m controller.cli`: tablectl."""
+
 import sys
 
 from controller.cli import main

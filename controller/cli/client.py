@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.control import ControlClient, ControlError
+from controller.errors import LinkError
 
 DEFAULT_SOCKET = "/run/tabled/control.sock"
 SOCKET_ENV = "TABLECTL_SOCKET"
@@ -29,7 +30,7 @@ def default_socket() -> str:
     return os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
 
 
-class DaemonUnavailable(Exception):
+class DaemonUnavailable(LinkError):
     """tabled cannot be reached on its control socket; `reason` is one of
     missing, not_a_socket, permission_denied, refused, closed, error."""
 
@@ -43,7 +44,7 @@ class DaemonUnavailable(Exception):
         return f"tablectl: {self}\n{SERVICE_HINT}"
 
 
-class UnsupportedCommand(Exception):
+class UnsupportedCommand(LinkError):
     """The daemon answered 'unknown command': it is older than this tablectl."""
 
     def __init__(self, command: str, daemon_message: str) -> None:

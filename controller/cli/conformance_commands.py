@@ -24,7 +24,7 @@ BAUD_RATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600)
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "conformance", help="check a shoe, shuffler or display against the wire protocol",
-        description="Run the device conformance suite (docs/protocol.md 1.1) against a device "
+        description="Run the device conformance suite (docs/protocol.md 1.2) against a device "
                     "and write a report for its vendor (JSON and text). Stop the table's "
                     "daemon first, or unplug the device from it: the port is opened exclusively.")
     p.add_argument("kind", choices=KINDS, help="what the device is")
@@ -35,8 +35,8 @@ def register(subparsers: Any) -> None:
                    help="the device's baud rate (default 115200; the timing checks use the "
                         "protocol's constants for this rate)")
     p.add_argument("--slack", type=float, default=None, metavar="SECONDS",
-                   help="timing tolerance added to every timing check (default 0.15 s for a "
-                        "serial port, 0.1 s for USB); raise it for a slow adapter or a busy host")
+                   help="measurement slack added to the upper timing bounds (default 0.05 s); the "
+                        "report prints it. Lower bounds (MUST NOT before) never widen")
     p.add_argument("--output", "-o", metavar="DIR", default=".",
                    help="folder for the report files (default: here)")
     p.add_argument("--interactive", action="store_true",
@@ -63,7 +63,10 @@ def _operator(args: argparse.Namespace) -> Any:
         if not args.interactive or text is None:
             return False
         print(f"\n>>> Please {text}, then press Enter (or type 'skip').", flush=True)
-        return sys.stdin.readline().strip().lower() != "skip"
+        line = sys.stdin.readline()
+        # end of input (no operator at the keyboard) is a step not taken, like 'skip'; the
+        # suite also checks the step took effect (a Fault, a CardDrawn) before judging it
+        return line != "" and line.strip().lower() != "skip"
 
     return ask
 
@@ -87,6 +90,7 @@ def _open_wire(args: argparse.Namespace) -> Any:
 
 def cmd_conformance(args: argparse.Namespace) -> int:
     from firmware_bridge.conformance import run_suite
+    from firmware_bridge.conformance.report import NO_DEVICE
     from firmware_bridge.messages import DeviceKind
 
     if args.slack is not None and not 0 <= args.slack <= 5:
@@ -118,4 +122,6 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     Path(f"{stem}.txt").write_text(text, encoding="utf-8")
     print(text, end="")
     print(f"report written to {stem}.json and {stem}.txt")
+    if report.presence == NO_DEVICE:
+        return exitcodes.NO_DEVICE
     return exitcodes.OK if report.passed else exitcodes.FAILURE

@@ -209,7 +209,7 @@ def _store_rounds(args: argparse.Namespace, progressive: Any) -> list[Any]:
 
 def _covers(db: sqlite3.Connection) -> dict[int, int]:
     """Each shoe's cover card: where it came out (the shoe's card index)."""
-    shoe, covers = 0, {}
+    shoe, covers = 0, dict[int, int]()
     for kind, payload in db.execute("SELECT kind, payload FROM events WHERE kind IN "
                                     "('shoe_loaded', 'cover_card') ORDER BY seq"):
         data = json.loads(payload)

@@ -103,7 +103,8 @@ def simulated_progressive(path: str, seed: int) -> Any:
 
 
 def _par_sheet(args: argparse.Namespace) -> int:
-    from controller.rules.par import compute_par_sheet, render_text, to_json_obj
+    from controller.rules.par import compute_par_sheet
+    from controller.rules.par_render import render_text, to_json_obj
 
     game = _load(args.config)
     if game is None:

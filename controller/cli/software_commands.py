@@ -20,7 +20,7 @@ RESTART_COMMAND = "systemctl restart tabled"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from controller.cli.table_commands import _supervisor_arguments
+    from controller.cli.daemon_call import supervisor_arguments
     from controller.releases import DEFAULT_BASE
     from controller.software import DEFAULT_PUBLIC_KEY
 
@@ -78,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                           "fails to start, tabled-rollback.service puts the "
                                           "previous release back.")
     activate.add_argument("release", help="the staged release's tag, e.g. v0.3.0")
-    _supervisor_arguments(activate)
+    supervisor_arguments(activate)
     activate.set_defaults(handler=_activate)
     rollback = sub.add_parser("rollback", parents=[restart],
                               help="go back to the previous release (supervisor)",
@@ -179,10 +179,10 @@ def _tell_daemon(args: argparse.Namespace, command: str, auth: dict[str, str] | 
     import asyncio
 
     from controller.cli.client import Daemon, DaemonUnavailable
-    from controller.cli.table_commands import _socket
+    from controller.cli.daemon_call import socket_path
 
     async def go() -> None:
-        async with Daemon(_socket(args)) as daemon:
+        async with Daemon(socket_path(args)) as daemon:
             await daemon.call(command, auth=auth, **call)
 
     try:
@@ -229,11 +229,11 @@ def _change(args: argparse.Namespace, layout: Any, action: str, release: str) ->
     With the daemon not running a rollback goes ahead without it (root): putting back the
     release that ran before is always allowed; an activation never is."""
     from controller.cli.client import UnsupportedCommand
-    from controller.cli.table_commands import _not_accepted, _read_pin
+    from controller.cli.daemon_call import not_accepted, read_pin
     from controller.control import ControlError
     from controller.releases import ReleaseError, switch
 
-    pin = _read_pin(args)
+    pin = read_pin(args)
     if pin is None:
         return exitcodes.BAD_ARGUMENTS
     try:
@@ -248,7 +248,7 @@ def _change(args: argparse.Namespace, layout: Any, action: str, release: str) ->
         running = True
     except ControlError as exc:
         if exc.code == "unauthorised":
-            return _not_accepted(args, "changed")
+            return not_accepted(args, "changed")
         print(f"tablectl: the daemon refused: {exc}", file=sys.stderr)
         return exitcodes.REFUSED
     if not running and action == "activate":
@@ -303,10 +303,10 @@ def _status(args: argparse.Namespace) -> dict[str, Any] | None:
     import asyncio
 
     from controller.cli.client import Daemon, DaemonUnavailable
-    from controller.cli.table_commands import _socket
+    from controller.cli.daemon_call import socket_path
 
     async def go() -> Any:
-        async with Daemon(_socket(args)) as daemon:
+        async with Daemon(socket_path(args)) as daemon:
             return await daemon.call("status")
 
     try:

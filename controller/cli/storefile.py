@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database
-# Tables every store has had since its first schema (controller/store.py).
+# Tables every store has had since its first schema (controller/memory/store.py).
 _STORE_TABLES = frozenset({"events", "rounds"})
 
 

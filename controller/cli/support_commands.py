@@ -141,11 +141,11 @@ def _from_store(source: Path, critical_dir: str | None, events: int
     import tempfile
 
     from controller.cli.storefile import copy_store, not_a_table_store
-    from controller.cli.table_commands import event_line
+    from controller.cli.event_commands import event_line
     from controller.control import event_json
-    from controller.critical import CriticalPaths, IntegrityError, as_mapping, load_key
-    from controller.critical_store import verify_file
-    from controller.store import Store
+    from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.memory.lifecycle import verify_file
+    from controller.memory.store import Store
 
     if not source.is_file():
         return [("store", f"(not collected: no store file at {source}; give --store PATH)")]
@@ -180,7 +180,8 @@ def _from_store(source: Path, critical_dir: str | None, events: int
 
 def build_bundle(args: argparse.Namespace) -> tuple[str, str]:
     """(table id for the file name, the bundle's text)."""
-    from controller.cli.table_commands import event_line, render_devices, render_status
+    from controller.cli.event_commands import event_line
+    from controller.cli.status_view import render_devices, render_status
 
     socket = args.socket or default_socket()
     try:

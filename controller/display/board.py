@@ -51,7 +51,7 @@ def road_round(result: Mapping[str, Any]) -> RoadRound:
                      winning_total=int(total))
 
 
-# What the dealer's pay list shows of each settlement (controller/table_rounds.py
+# What the dealer's pay list shows of each settlement (controller/table/rounds.py
 # settlement_json): the rules' own figures, never worked out again here.
 _PAY_FIELDS = ("wager", "amount_cents", "outcome", "win_cents", "vigorish_cents",
                "vig_marked_cents", "net_cents", "label")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from controller.errors import ConfigurationError, ControllerError
 
-class ProgressiveError(Exception):
+
+class ProgressiveError(ControllerError):
     """Anything the progressive system refuses or cannot do."""
 
 
-class ProgressiveConfigError(ProgressiveError, ValueError):
-    """The progressive sections of a configuration are wrong; `problems` lists every error."""
+class ProgressiveConfigError(ConfigurationError):
+    """The progressive sections of a configuration are wrong; `problems` lists every error.
+    A configuration error first (it is collected with the table's), so not a `ProgressiveError`:
+    one project base per class."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source

@@ -4,15 +4,16 @@ publisher; none of this is the ledger, so nothing here can change money."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controller.progressive.config import ProgressiveConfig
 from controller.progressive.ledger import METER_EVENT, MeterLedger
 from controller.progressive.linked import LinkedLedger
 from controller.progressive.mqtt import MeterPublisher, meter_message
-from controller.progressive.pit_feed import PitFeed
-from controller.store import Event, Store
+from controller.progressive.pit_feed import FEED_INTERVAL_S, PitFeed
+from controller.memory.store import Event, Store
 
 
 class ProgressiveFeeds:
@@ -89,3 +90,11 @@ class ProgressiveFeeds:
             self.pit.republish()
             self.publish_all()
         return self.pit.update(status, meters, link)
+
+    async def follow_pit(self, status: Callable[[], Mapping[str, Any]],
+                         meters: Callable[[], Sequence[Mapping[str, Any]]],
+                         link: Callable[[], Mapping[str, str | None]]) -> None:
+        """Forever: the status sent whenever it changed (a look every FEED_INTERVAL_S)."""
+        while True:
+            self.update_pit(status(), meters(), link())
+            await asyncio.sleep(FEED_INTERVAL_S)

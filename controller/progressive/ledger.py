@@ -27,7 +27,7 @@ from controller.progressive.ledger_schema import (
 from controller.progressive.ledger_schema import award_row as _award
 from controller.progressive.ledger_schema import meter_row as _meter
 from controller.progressive.ledger_verify import verify_meters
-from controller.store import Store
+from controller.memory.store import Store
 
 # What the ledger's callers import from here (the schema and the check live beside it).
 __all__ = [

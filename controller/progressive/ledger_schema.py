@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from controller.store import Store
+from controller.memory.store import Store
 
 METER_EVENT = "progressive_meter"
 AWARD_EVENT = "progressive_award"
@@ -158,7 +158,7 @@ class Award:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for the control socket and tablectl."""
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awards",
@@ -170,7 +170,7 @@ def ensure_schema(store: Store) -> None:
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
-        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/critical.py)
+        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/memory/critical.py)
 
 
 def meter_row(row: sqlite3.Row) -> MeterRow:

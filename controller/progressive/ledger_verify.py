@@ -8,7 +8,7 @@ from controller.progressive.ledger_schema import (
     ADJUSTMENT, AWARD, DECREASING_CHANGES, METER_EVENT, MYSTERY_ARMED_EVENT,
     MYSTERY_REVEAL_EVENT, ensure_schema, meter_row,
 )
-from controller.store import Store
+from controller.memory.store import Store
 
 
 def verify_meters(store: Store) -> list[str]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controller.progressive.mqtt import MeterMessage, meter_topic
-from controller.store import Event
+from controller.memory.store import Event
 
 ONLINE, OFFLINE, LOST = "online", "offline", "lost"
 LAST_RESULTS = 6  # what a pit supervisor scans for a streak; the table's own roads show more

@@ -22,7 +22,7 @@ from controller.progressive.system import ProgressiveSystem
 from controller.rules.settlement import PlacedWager
 from controller.rules.side.common import PaysMeter
 from controller.rules.wager import Outcome, RoundView, Settlement
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 
 OFF_TABLE = "simulate"  # who the store records for an award's validation and a meter's start
@@ -115,7 +115,7 @@ class SimulatedProgressive:
         return out
 
     def void(self, section: str) -> list[Settlement]:
-        """RoundPlay._close_unplayed_round: the progressive wagers returned."""
+        """Settling.close_unplayed: the progressive wagers returned."""
         returned = self.system.on_round_void(self.round_id, section)
         self.accepted = {}
         return [Settlement(self.wager_key, seat, cents, Outcome.PUSH, Fraction(0), 0, 0,

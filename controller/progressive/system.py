@@ -1,20 +1,10 @@
-"""`ProgressiveSystem`: the facade the table calls at its hook points.
-
-The table calls, in order, for every round:
-
-1. `open_betting()` when betting opens: the LED of every seat.
-2. `on_lock(locked, base_wagers, round_id)` at the lock-out, inside or outside
-   the table's own transaction (nested transactions join it): accepted and
-   refused wagers, their LEDs, the contributions booked, and any
-   Must-Hit-By Mystery hit the contributions caused.
-3. `on_round_result(round_id, round_view, settlements)` when the result is
-   announced: the round's awards in payment order (each lights its seat's win
-   light through the `win_light` callback).
-4. `validate_award(award_id, supervisor)` once a floor supervisor (PIN checked
-   by the caller with `controller.auth`) validates a hit: recorded, then paid.
-
-At start-up the daemon calls `recover()` and `verify()`; the CLI reads
-`meters()`; `availability()` says which progressives are offered now.
+"""`ProgressiveSystem`: the facade the table calls at its hook points, in order for every
+round: `open_betting()`, `on_lock(...)` at the lock-out (inside or outside the table's own
+transaction), `on_round_result(...)`, and `validate_award(...)` once a floor supervisor
+validates a hit (docs/progressive.md, "Facade API"). At start-up the daemon calls
+`recover()` and `verify()`; the CLI reads `meters()`; `availability()` says which
+progressives are offered now. It composes the ledger, the mystery book, the link and the
+feeds (controller/progressive/).
 """
 
 from __future__ import annotations
@@ -44,7 +34,7 @@ from controller.progressive.mqtt import MeterPublisher
 from controller.progressive.mystery_book import MysteryBook, total
 from controller.rules.money import Rounding
 from controller.rules.side.common import PaysMeter, meter_win_cents
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 
 WinLight = Callable[[int, bool], None]
@@ -187,15 +177,12 @@ class ProgressiveSystem:
                     self.ledger.change(spec.name, level.level, total(items), INCREMENT,
                                        round_id=round_id, seats=[i.seat for i in items],
                                        wagers_cents=sum(amounts[i.seat] for i in items))
-        if spec.linked and not self._in_outer_transaction():
+        if spec.linked and not self.store.in_transaction:
             # Only committed outbox rows may leave the table: a row sent from a transaction that
             # then rolls back would be counted by the server for a round that never happened.
             self.sync()
         self._light(awards)
         return replace(acceptance, awards=tuple(awards))
-
-    def _in_outer_transaction(self) -> bool:
-        return self.store.in_transaction
 
     def _recorded_acceptance(self, spec: ProgressiveSpec, round_id: int,
                              fresh: Acceptance) -> Acceptance:
@@ -221,7 +208,7 @@ class ProgressiveSystem:
         with the other hooks and not used.
         """
         new: list[Award] = []
-        if self._linked_specs() and not self._in_outer_transaction():
+        if self._linked_specs() and not self.store.in_transaction:
             self.sync()  # the round's committed contributions reach the meter before any claim
         with self.store.transaction():
             for spec in self.config.progressives:
@@ -404,3 +391,7 @@ class ProgressiveSystem:
     def feed_pit(self, status: Mapping[str, Any]) -> bool:
         """The pit page's status of this table (the daemon's `status`), sent when changed."""
         return self.feeds.update_pit(status, self.meters(), self.availability())
+
+    async def follow_pit(self, status: Callable[[], Mapping[str, Any]]) -> None:
+        """The daemon's task: the pit page's status, looked at every FEED_INTERVAL_S."""
+        await self.feeds.follow_pit(status, self.meters, self.availability)

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 
 from cards import BackColour
 
+from controller.errors import RulesError
 
-class BatchError(ValueError):
+
+class BatchError(RulesError):
     """A programming error: a back colour that is not one of the table's two batches (681a.3(b))."""
 
 

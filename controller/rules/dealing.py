@@ -63,8 +63,8 @@ Action = Draw | Cover | Bet | Lock | NewDealer
 
 class RoundProgressive(Protocol):
     """A table's progressive (`[progressive.<name>]`) as a shoe dealt here meets it: the same
-    hooks, in the same order, as the live table calls `ProgressiveSystem` (controller/table.py
-    at the lock, controller/table_rounds.py at the result and at a void). Implemented over the
+    hooks, in the same order, as the live table calls `ProgressiveSystem` (controller/table/
+    rounds.py at the lock and the result, settlement.py at a void). Implemented over the
     progressive system itself by `controller.progressive.simulated.SimulatedProgressive`, so
     its meters are the live table's, never a second one."""
 
@@ -121,7 +121,7 @@ class _Round:
 
 
 class ShoeDealing:
-    """A shoe from its burn to its end, as the live table deals it (controller/table_rounds.py)."""
+    """A shoe from its burn to its end, as the live table deals it (controller/table/rounds.py)."""
 
     def __init__(self, game: Game, shoe_no: int,
                  progressive: RoundProgressive | None = None) -> None:
@@ -161,7 +161,7 @@ class ShoeDealing:
             case NewDealer() if self.phase is Phase.BETTING:
                 self.dealer_burn_due = self.game.config.is_21  # Table.cmd_new_dealer
             case Cover():
-                self.cover_seen = self.cover_in_record = True  # RoundPlay._on_cover_card
+                self.cover_seen = self.cover_in_record = True  # CardRouting.on_cover_card
             case Draw():
                 self._draw(action)
             case _:
@@ -169,7 +169,7 @@ class ShoeDealing:
                                  f"{self.phase.value}")
         return self.records[done:]
 
-    # --- cards (RoundPlay._on_card) ----------------------------------------------------
+    # --- cards (CardRouting.on_card) ----------------------------------------------------
 
     def _draw(self, draw: Draw) -> None:
         if self.finished:
@@ -232,7 +232,7 @@ class ShoeDealing:
         self.phase = Phase.LOCKED
 
     def _open_simulated_round(self, draw: Draw) -> None:
-        """631a.15(d): no wagers; those on the layout wait (RoundPlay._start_simulated_round).
+        """631a.15(d): no wagers; those on the layout wait (RoundPlay.start_simulated_round).
         A live round locked but not yet dealt is closed void, its wagers returned to stand
         for the next live round (docs/rulings.md C19)."""
         r = self.round
@@ -246,7 +246,7 @@ class ShoeDealing:
         self._deal(draw)
 
     def _deal(self, draw: Draw) -> None:
-        """RoundPlay._on_round_card."""
+        """RoundPlay.play_card."""
         r = self.round
         assert r is not None
         if self.phase is Phase.LOCKED:
@@ -322,7 +322,7 @@ class ShoeDealing:
         return self.records[done:]
 
     def _void(self, section: str) -> None:
-        """RoundPlay._void_round: every wager not yet settled returned (what the first four
+        """RoundPlay.void_round: every wager not yet settled returned (what the first four
         cards settled stands); the shoe ends."""
         r = self.round
         assert r is not None

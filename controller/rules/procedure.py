@@ -1,6 +1,6 @@
 """The dealing procedure as pure decisions: where a card from the shoe goes, what lost cards mean.
 
-Both the live table (controller/table_rounds.py) and `tablectl simulate`
+Both the live table (controller/table/rounds.py) and `tablectl simulate`
 (controller/rules/simulate.py) ask these functions, so the same cards give the
 same rounds in both. Nothing here reads a device or a clock: the caller says
 where the table stands (`Phase`) and what it knows about the card, and applies

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from controller.errors import ConfigurationError
 from controller.rules.wager import WagerRule
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def modules_for(key: str, family: str, variant: str,
     return modules if named else None
 
 
-class WagerConfigError(ValueError):
+class WagerConfigError(ConfigurationError):
     """A wager factory's complaint about one option of its `[wagers.<key>]` table.
 
     `allowed` is worded to follow "option = value: " on a `[wagers.<key>]` line, so a list

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cards import Card
+from controller.errors import RulesError
 from controller.rules.dealing import Action, Bet, Cover, Draw, RoundProgressive, ShoeDealing
 from controller.rules.game import Game
 from controller.rules.procedure import Phase, base_wager_missing
@@ -29,7 +30,7 @@ COMPARED = ("seat", "wager", "amount_cents", "outcome", "win_cents", "vigorish_c
 ROUND_HANDS = ("player", "banker", "extra")
 
 
-class ReplayError(ValueError):
+class ReplayError(RulesError):
     """Input the replay cannot deal: names where, what was wrong and what is allowed."""
 
 

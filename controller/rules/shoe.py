@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cards import Card
+from controller.errors import RulesError
 from controller.rules.card_values import burn_value
 
 MAX_CARDS_631A_ROUND = 6  # 631a.9(c) four cards plus at most one more each (631a.10(c))
 
 
-class CutError(ValueError):
+class CutError(RulesError):
     """A cut or cover-card position the rules do not allow."""
 
 

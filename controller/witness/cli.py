@@ -19,7 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from controller.critical import IntegrityError
+from controller.memory.critical import IntegrityError
+from controller.errors import ControllerError
 from controller.witness.compare import compare, entry_mac
 from controller.witness.heads import Head, signature_valid
 from controller.witness.server import (
@@ -30,7 +31,7 @@ from controller.witness.server import (
 EXIT_OK, EXIT_FINDING, EXIT_UNUSABLE = 0, 1, 2
 
 
-class Finding(Exception):
+class Finding(ControllerError):
     """What verification found wrong, in words naming the heads."""
 
 

@@ -1,6 +1,6 @@
 """A store against the heads its witness holds: behind, rewritten or diverging.
 
-The store's own check (controller/critical.py) proves that its log, tables and seal agree
+The store's own check (controller/memory/critical.py) proves that its log, tables and seal agree
 under the table's key; it cannot tell a store re-sealed by someone holding that key from
 the real one. The witness can, for every head it holds: a store behind a witnessed head
 was rolled back or replaced; a log entry whose MAC differs from the witnessed one was
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from controller.critical import IntegrityError
+from controller.memory.critical import IntegrityError
 from controller.witness.heads import Head, state_digest
 
 ACTION_WITNESS = ("do not play; keep the store, its critical-memory directory and the "

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from controller.critical import CriticalPaths, IntegrityError, canonical
+from controller.memory.critical import CriticalPaths, IntegrityError, canonical
 
 HEAD_DOMAIN = "tabled witness head v1"
 """Signed first in every head: a head's signature cannot be taken for any other message."""
@@ -27,7 +27,7 @@ SEED_BYTES = 32
 class Head:
     table_id: str
     epoch: int        # the table's registration at the witness (a replaced store: the next)
-    commit_no: int    # the seal's commit counter (controller/critical.py)
+    commit_no: int    # the seal's commit counter (controller/memory/critical.py)
     log_seq: int      # the last log entry at that commit
     entry_mac: str    # that entry's MAC (its `hash` column)
     state_digest: str  # `state_digest` of the store at that commit

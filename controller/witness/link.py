@@ -26,8 +26,9 @@ from typing import Any
 
 import structlog
 
-from controller import critical
-from controller.critical import IntegrityError
+from controller.errors import LinkError
+from controller.memory import critical
+from controller.memory.critical import IntegrityError
 from controller.witness.compare import ACTION_WITNESS, compare
 from controller.witness.heads import Head, Signer, state_digest
 from controller.witness.outbox import Outbox
@@ -41,7 +42,7 @@ CHECK_INTERVAL_S = 60.0
 BATCH = 500  # heads per transaction when an outbox drains after an outage
 
 
-class NotRegistered(Exception):
+class NotRegistered(LinkError):
     """The witness has no registration of this table's key."""
 
 

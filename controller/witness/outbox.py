@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from controller.critical import replace_durably
+from controller.memory.critical import replace_durably
 from controller.witness.heads import Head
 
 OUTBOX_FILE = "witness_outbox"

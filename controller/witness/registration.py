@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controller import critical
-from controller.critical import CriticalPaths, IntegrityError
+from controller.memory import critical
+from controller.memory.critical import CriticalPaths, IntegrityError
 from controller.witness.heads import Signer, ensure_signing_key
 from controller.witness.server import WitnessClient, WitnessRefused, WitnessUnreachable
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from controller.errors import LinkError
 from controller.witness.heads import Head
 
 SCHEMA_VERSION = 1
@@ -23,11 +24,11 @@ CONNECT_TIMEOUT_S = 3  # libpq's connect_timeout: the casino's LAN answers in mi
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
 
-class WitnessUnreachable(Exception):
+class WitnessUnreachable(LinkError):
     """The witness could not be reached or did not answer (the link is down)."""
 
 
-class WitnessRefused(Exception):
+class WitnessRefused(LinkError):
     """The witness answered and refused what the table sent: a head that does not extend
     the last, a head of a closed epoch, a second registration without a supervisor."""
 

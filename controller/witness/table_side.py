@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 
-from controller.critical import IntegrityError
-from controller.store import Store
+from controller.memory.critical import IntegrityError
+from controller.memory.store import Store
 from controller.witness.config import WitnessConfig
 from controller.witness.heads import Signer, load_signing_key
 from controller.witness.link import WitnessLink, check_store

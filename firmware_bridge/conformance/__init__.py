@@ -1,4 +1,4 @@
-"""Device conformance kit: checks a device (or a simulator) against docs/protocol.md 1.1.
+"""Device conformance kit: checks a device (or a simulator) against docs/protocol.md 1.2.
 
 ``run_suite(wire, kind, baudrate)`` drives the device through ``wire`` (a serial
 port, a USB device, or a simulator on simulated time) with a scripted host

@@ -82,6 +82,7 @@ class Prober:
         self.keepalive = True
         self.last_tx = wire.now()
         self.device_hello: Hello | None = None
+        self.bytes_in = 0  # every byte the device sent, framed or not
 
     # --- sending -----------------------------------------------------------------------
 
@@ -128,6 +129,7 @@ class Prober:
             if self.keepalive:
                 wake = min(wake, self.last_tx + PROBER_KEEPALIVE_S)
             data = self.wire.read(wake)
+            self.bytes_in += len(data)
             for item in self._decoder.feed(data) if data else ():
                 rx = Rx(self.wire.now(), item if isinstance(item, Frame) else None,
                         item if isinstance(item, FrameError) else None, self.session)

@@ -18,8 +18,8 @@ import pytest
 
 from controller.auth import authorise, hash_pin
 from controller.control import ControlError, ControlServer, event_json
-from controller.daemon import COMMAND_ARGS
-from controller.store import Store
+from controller.commands.args import COMMAND_ARGS
+from controller.memory.store import Store
 
 SUPERVISOR_PIN = "2468"
 FAST_PBKDF2 = 1000  # iterations: production strength would cost a second per test

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from controller.cli import exitcodes, main
-from controller.cli.table_commands import parse_since
-from controller.critical_store import init_store, open_store
+from controller.cli.event_commands import parse_since
+from controller.memory.lifecycle import init_store, open_store
 
 
 def _fill(fake) -> None:

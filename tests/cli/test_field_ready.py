@@ -17,7 +17,7 @@ from controller import __version__
 from controller.cli import exitcodes, main
 from controller.cli import output as output_module
 from controller.cli.support_commands import redact_config
-from controller.cli.table_commands import event_line
+from controller.cli.event_commands import event_line
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import exitcodes, main
-from controller.critical_store import init_store, open_store
+from controller.memory.lifecycle import init_store, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,6 +94,14 @@ def test_an_unknown_filter_value_is_the_daemons_bad_request_exit_2(fake, capsys,
     assert json.loads(capsys.readouterr().out)["reason"] == "bad_request"
 
 
+def _catches_sigint(pid: int) -> bool:
+    """Whether process PID has a handler for SIGINT (its SigCgt mask in /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    return False
+
+
 def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess[str]:
     """tablectl ARGV as a process, sent Ctrl-C's SIGINT after `after_s`."""
     process = subprocess.Popen(
@@ -102,6 +110,10 @@ def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess
         # As a terminal starts it: SIGINT raises KeyboardInterrupt (a background job of a
         # non-interactive shell would have it ignored).
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Until the interpreter has installed its SIGINT handler: before that, SIG_DFL kills the
+    # process (-2), which on a busy machine can take longer than `after_s` to start.
+    while not _catches_sigint(process.pid) and process.poll() is None:
+        time.sleep(0.01)
     time.sleep(after_s)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)

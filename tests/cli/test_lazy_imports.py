@@ -61,7 +61,7 @@ def test_a_progressive_table_par_sheet_reads_its_sections_without_the_ledger():
     # in the ledger (SQLite, structlog) or the system (asyncio) the daemon runs.
     modules = loaded_by("par-sheet", "config/progressive-royal9.toml")
     assert "controller.progressive.config" in modules
-    assert not modules & {"asyncio", "structlog", "sqlite3", "controller.store",
+    assert not modules & {"asyncio", "structlog", "sqlite3", "controller.memory.store",
                           "controller.progressive.ledger", "controller.progressive.system"}
     # Nor the rules of the progressive games this table does not offer.
     assert "controller.rules.side.royal9" in modules

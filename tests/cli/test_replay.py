@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from controller.cli import exitcodes
-from controller.store import Store
+from controller.memory.store import Store
 from tests.controller.test_table import betting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_627b_3_replay_of_the_suited_tie_with_a_personal_king_9_reads_the_meter(
 
 def test_a_round_replayed_from_the_simulated_tables_store_equals_what_it_settled(
         tmp_path: Path) -> None:
-    """The table (controller/table.py, the simulated table's rules) settles rounds into its
+    """The table (controller/table/table.py, the simulated table's rules) settles rounds into its
     store; `replay --store --round` deals the recorded cards with the recorded wagers and
     gets the table's settlements to the cent (631a.12(b) order, 631a.13(c) vigorish)."""
     path = tmp_path / "table.sqlite"

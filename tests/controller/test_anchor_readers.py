@@ -5,7 +5,7 @@ critical-memory check) once was a copy of the store and shared its anchor writer
 view after one `events` call stopped the writer, and the anchor then lagged the store by
 seconds to minutes, so a store rolled back by that much passed the boot check. Here reads of
 every kind run during play and the anchor is measured against the store: it may lag by the
-writer's interval (controller/anchor_writer.py), never more than ANCHOR_LAG_LIMIT_S.
+writer's interval (controller/memory/anchor.py), never more than ANCHOR_LAG_LIMIT_S.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import asyncio
 import time
 from pathlib import Path
 
-from controller.anchor_writer import ANCHOR_INTERVAL_S
-from controller.critical import read_anchor
+from controller.memory.anchor import ANCHOR_INTERVAL_S
+from controller.memory.critical import read_anchor
 from controller.control import ControlClient
-from controller.critical_store import init_store, open_store
+from controller.memory.lifecycle import init_store, open_store
 from controller.daemon import Daemon
-from controller.store import Store
+from controller.memory.store import Store
 from tests.controller.test_daemon import config_for, running
 
 ANCHOR_LAG_LIMIT_S = 2.0  # the writer's interval (1 s) and a busy machine's scheduling
@@ -59,7 +59,7 @@ def test_a_reader_shares_no_pending_write_with_its_store(tmp_path: Path) -> None
     store = open_store(config.store_path)
     try:
         reader = store.reader()
-        assert reader._anchor_writer is None and reader._listeners == []
+        assert reader._durability.anchor_writer is None and reader._listeners == []
         assert reader._before_commit is not store._before_commit
         assert reader._pending is not store._pending
         reader.close()

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from controller.anchor_writer import AnchorWriter
+from controller.memory.anchor import AnchorWriter
 
 
 class SlowDisk:

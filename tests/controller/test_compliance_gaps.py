@@ -16,8 +16,11 @@ import pytest
 
 from controller.rules.game import build_game
 from controller.rules.submission import parse_submission
-from controller.store import Store
-from controller.table import CommandRefused, RulesAdapter, Table, TableState
+from controller.memory.store import Store
+from controller.table.errors import CommandRefused
+from controller.table.machine import TableState
+from controller.table.rules_seam import RulesAdapter
+from controller.table.table import Table
 from tests.controller.test_table import Dealer, open_to_betting
 
 CONFIG = Path(__file__).parents[2] / "config"

@@ -12,7 +12,7 @@ import pytest
 from controller.auth import authorise, hash_pin, verify_pin
 from controller.control_args import whole
 from controller.control import ControlClient, ControlError, ControlServer, event_json
-from controller.store import Store
+from controller.memory.store import Store
 
 FAST = 1000  # PBKDF2 iterations for tests; production uses auth.ITERATIONS
 
@@ -109,7 +109,7 @@ async def _raw_subscriber(srv, store, after_seq=0):
     sock.sendall(b'{"id": 1, "cmd": "subscribe", "args": {"after_seq": %d}}\n' % after_seq)
     for _ in range(500):
         await asyncio.sleep(0.01)
-        streams = [s for s in srv._subscribers if s.live]
+        streams = [s for s in srv.streams.subscribers if s.live]
         if streams:
             return sock, streams[0]
     raise AssertionError("the stream never caught up")
@@ -167,7 +167,7 @@ async def test_a_commits_entries_go_to_a_live_stream_in_one_write(server):
 async def test_an_entry_published_on_its_own_reaches_a_live_stream(server):
     """publish() streams one entry of a log that is not a Store's (a scripted daemon's):
     it is written at once, not left for a commit's end that never comes."""
-    from controller.store import Event
+    from controller.memory.store import Event
 
     srv, store = server
     sock, stream = await _raw_subscriber(srv, store)
@@ -212,7 +212,7 @@ async def test_an_entry_committed_while_the_task_drains_is_sent_once_by_the_task
     it; the task sends the entry on its next page, once."""
     srv, store = server
     store.append_event("one")
-    drained = srv._drained
+    drained = srv.streams._drained
     committed = []
 
     async def drain_then_commit(writer, caller, last):
@@ -221,7 +221,7 @@ async def test_an_entry_committed_while_the_task_drains_is_sent_once_by_the_task
             committed.append(store.append_event("during_drain"))
         return result
 
-    monkeypatch.setattr(srv, "_drained", drain_then_commit)
+    monkeypatch.setattr(srv.streams, "_drained", drain_then_commit)
     sock, stream = await _raw_subscriber(srv, store)
     assert [item.get("result") or item["event"]["seq"] for item in _received(sock)] == [
         "subscribed", 1, 2]
@@ -248,9 +248,9 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
         store.append_event("prompt", {"action": "deal", "next": "player"})
     store.append_event("round_settled", {"settlements": [{"seat": 2, "net_cents": -500}],
                                          "result": {"winner": "banker"}})
-    kept = srv.stream_page(1)
-    srv._recent.clear()
-    assert kept == srv.stream_page(1)  # the same (seq, line) pairs, now from the store
+    kept = srv.streams.stream_page(1)
+    srv.streams._recent.clear()
+    assert kept == srv.streams.stream_page(1)  # the same (seq, line) pairs, now from the store
     assert [seq for seq, _ in kept] == [2, 3, 4]
     # Each line is {"event": event_json(entry)}, its payload the very text the MAC covers.
     stored = dict(store._db.execute("SELECT seq, payload FROM events").fetchall())
@@ -259,14 +259,14 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
         assert line.endswith(b"\n") and b"\n" not in line[:-1]
         assert f'"payload":{stored[seq]},'.encode() in line
     assert '"card":"Q♥"'.encode() in kept[0][1]  # UTF-8 as stored, not re-escaped
-    assert srv.stream_page(4) == []
-    assert srv._recent_lines(0) is None  # entry 1 was never kept: the store has it
+    assert srv.streams.stream_page(4) == []
+    assert srv.streams._recent_lines(0) is None  # entry 1 was never kept: the store has it
     for _ in range(RECENT_EVENTS + 1):
         store.append_event("seat_sensor", {"seat": 1, "present": True})
-    assert srv._recent[0][0].seq == 4 + 1 + 1  # the oldest dropped, no gap
-    assert [seq for seq, _ in srv.stream_page(5)] == list(range(6, 6 + RECENT_EVENTS))
+    assert srv.streams._recent[0][0].seq == 4 + 1 + 1  # the oldest dropped, no gap
+    assert [seq for seq, _ in srv.streams.stream_page(5)] == list(range(6, 6 + RECENT_EVENTS))
     # Entry 5 is no longer kept: one page of the store, as a stream behind has always read.
-    assert [seq for seq, _ in srv.stream_page(4)] == list(range(5, 5 + HISTORY_PAGE))
+    assert [seq for seq, _ in srv.streams.stream_page(4)] == list(range(5, 5 + HISTORY_PAGE))
     store.close()
 
 
@@ -289,7 +289,7 @@ async def test_closing_the_server_ends_every_connection_it_serves(server):
     sock, stream = await _raw_subscriber(srv, store)
     assert len(srv._clients) == 2
     await srv.close()
-    assert srv._clients == set() and srv._subscribers == set()
+    assert srv._clients == set() and srv.streams.subscribers == set()
     assert await asyncio.wait_for(idle_reader.read(), 5) == b""
     idle_writer.close()
     sock.close()

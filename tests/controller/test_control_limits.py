@@ -19,7 +19,7 @@ from controller.auth import PinGuard, PinPolicy, authorise, hash_pin
 from controller.control_args import whole
 from controller.limits import ConnectionBudget
 from controller.control import HISTORY_PAGE, ControlClient, ControlError, ControlServer
-from controller.store import Store
+from controller.memory.store import Store
 from tests.controller.test_daemon import config_for, running
 
 FAST = 1000  # PBKDF2 iterations where the cost is not what is tested
@@ -599,7 +599,7 @@ async def test_a_subscriber_that_reads_nothing_is_dropped_with_a_reason(limited)
     assert payload["reason"] == ("read nothing for 0.3 s ([access] subscriber_stall_s); "
                                  "reconnect with after_seq = the last seq received")
     assert 0 < payload["sent_up_to_seq"] < 3000
-    assert srv._subscribers == set()  # nothing is kept for it
+    assert srv.streams.subscribers == set()  # nothing is kept for it
     writer.close()
 
 
@@ -710,7 +710,7 @@ async def test_a_failure_found_during_play_is_checked_again_before_the_table_sto
         tmp_path, monkeypatch):
     """A check that misread a moving store is not a tamper: the same check on a fresh
     snapshot decides, and the first finding stays in the log at critical severity."""
-    from controller.critical import IntegrityError
+    from controller.memory.critical import IntegrityError
     from controller.offload import StoreWork
 
     original = StoreWork.verify_file

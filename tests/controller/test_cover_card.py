@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.store import Store
-from controller.table import TableState
+from controller.memory.store import Store
+from controller.table.machine import TableState
 from tests.controller.test_table import Dealer, betting
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_681a_5_d_the_cover_card_at_least_ten_cards_above_the_bottom() -> None:
 def test_631a_5_d_tablectl_status_shows_a_misplaced_cover_card() -> None:
     """The daemon's `status` carries the shoe's `cover_card_misplaced`; `tablectl status`
     shows it in place of "passed" (docs/rulings.md C22)."""
-    from controller.cli.table_commands import render_status
+    from controller.cli.status_view import render_status
     from tests.cli.conftest import STATUS
 
     detail = ("the cover card came out with 6 card(s) below it; 631a.5(d) places it at "

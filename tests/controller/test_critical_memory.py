@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.critical import CriticalPaths, IntegrityError, read_anchor
-from controller.critical_store import (
+from controller.memory.critical import CriticalPaths, IntegrityError, read_anchor
+from controller.memory.lifecycle import (
     CLEARED_EVENT,
     INITIALISED_EVENT,
     clear_store,
     init_store,
     open_store,
 )
-from controller.store import Store
+from controller.memory.store import Store
 from tests.controller.test_daemon import CONFIG, config_for, run_daemon
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def _initialised(tmp_path: Path) -> Store:
 
 def _anchor_at_last_commit(store: Store) -> None:
     """Wait (generously) for the anchor writer's thread to record the last commit: it writes
-    at most once a second (controller/anchor_writer.py)."""
+    at most once a second (controller/memory/anchor.py)."""
     import time
 
     assert store.paths is not None
@@ -382,7 +382,7 @@ def test_a_store_that_fails_in_play_puts_the_table_out_of_order(tmp_path, monkey
             if Path(config.control_socket).exists():
                 break
             await asyncio.sleep(0.01)
-        daemon._enqueue(DeviceFault("shoe", "jam", "a card is stuck", "clear the jam"))
+        daemon.intake.enqueue(DeviceFault("shoe", "jam", "a card is stuck", "clear the jam"))
         client = await ControlClient(config.control_socket).connect()
         for _ in range(500):
             status = await client.call("status")
@@ -449,12 +449,12 @@ def test_a_durable_commit_during_a_check_is_not_a_rollback(tmp_path, monkeypatch
     commits. The table makes a durable commit and its anchor reaches the disk exactly when
     the check reads the anchor; the check's snapshot must not be older than that anchor,
     or the store looks rolled back behind it."""
-    from controller import critical
-    from controller.critical_store import verify_file
+    from controller.memory import check
+    from controller.memory.lifecycle import verify_file
 
     store = _initialised(tmp_path)
     assert store.paths is not None
-    real_read_anchor = critical.read_anchor
+    real_read_anchor = check.read_anchor
     commits: list[int] = []
 
     def table_commits_meanwhile(path, key):  # noqa: ANN001, ANN202
@@ -464,7 +464,7 @@ def test_a_durable_commit_during_a_check_is_not_a_rollback(tmp_path, monkeypatch
         commits.append(store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0])
         return real_read_anchor(path, key)
 
-    monkeypatch.setattr(critical, "read_anchor", table_commits_meanwhile)
+    monkeypatch.setattr(check, "read_anchor", table_commits_meanwhile)
     verified = verify_file(store.path, store.key, store.paths, full=True)
     store.close()
     assert len(commits) == 1
@@ -476,7 +476,7 @@ def test_a_rows_remembered_mac_is_reused_only_for_the_same_repr():
     """cm_mix reuses the MAC of the row a connection last added when an update takes those
     values out again; row_mac covers the values' repr, so equal values of another type or
     sign (1 and 1.0 and True, 0.0 and -0.0) are other rows."""
-    from controller.critical import _same_values
+    from controller.memory.digests import _same_values
 
     assert _same_values((1, "open", None, 2.5, b"x"), (1, "open", None, 2.5, b"x"))
     assert not _same_values((1,), (1.0,))
@@ -512,7 +512,7 @@ def test_an_entrys_mac_covers_the_canonical_list_the_docs_give_auditors():
     import hmac
     import random
 
-    from controller.critical import DEVELOPMENT_KEY, canonical, entry_mac, entry_material
+    from controller.memory.critical import DEVELOPMENT_KEY, canonical, entry_mac, entry_material
 
     rng = random.Random(18)
     alphabet = ['"', "\\", "/", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "♥", "\u2028",
@@ -543,7 +543,7 @@ def test_a_seals_mac_covers_the_canonical_list_and_the_row_macs_are_plain_hmacs(
     import hmac
     import random
 
-    from controller.critical import DEVELOPMENT_KEY, canonical, row_mac, seal_mac, seal_material
+    from controller.memory.critical import DEVELOPMENT_KEY, canonical, row_mac, seal_mac, seal_material
 
     rng = random.Random(1818)
     alphabet = ['"', "\\", "\n", "\x00", "\x1f", "é", "♥", "\u2028", "😀", "a", " ", "["]

@@ -13,7 +13,7 @@ import pytest
 from controller.config import load_config
 from controller.control import ControlClient, ControlError
 from controller.daemon import Daemon
-from controller.critical_store import init_store, is_initialised, open_store
+from controller.memory.lifecycle import init_store, is_initialised, open_store
 from drivers.protocols import DeviceHealth, LinkState
 from hil.stand_in import StandInDevice
 
@@ -216,8 +216,8 @@ class StandInSeats(StandInDevice):
 async def test_the_light_test_chases_every_seat_then_restores_them(tmp_path, monkeypatch):
     from drivers.protocols import LedState
 
-    monkeypatch.setattr("controller.daemon.LIGHT_TEST_STEP_S", 0.0)
-    monkeypatch.setattr("controller.daemon.LIGHT_TEST_ALL_ON_S", 0.0)
+    monkeypatch.setattr("controller.commands.device_tests.LIGHT_TEST_STEP_S", 0.0)
+    monkeypatch.setattr("controller.commands.device_tests.LIGHT_TEST_ALL_ON_S", 0.0)
     config = config_for(tmp_path)
     seats, display = StandInSeats(), StandInDisplay()
     seats.leds[3] = LedState.UNAVAILABLE
@@ -293,17 +293,17 @@ async def test_device_events_reach_the_table_in_the_order_they_were_emitted(tmp_
     config = config_for(tmp_path)
     initialise(config)
     daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
-    daemon._loop, daemon._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+    daemon.intake.loop, daemon.intake.loop_thread = asyncio.get_running_loop(), threading.get_ident()
     lock = LockedOut("button", 0.0, frozenset())
     card = CardDrawn("shoe", 0, Card.parse("9♠"), BackColour.RED, False)
-    gpio = threading.Thread(target=daemon._emit, args=(lock,))
+    gpio = threading.Thread(target=daemon.intake.emit, args=(lock,))
     gpio.start()
     gpio.join()
-    assert daemon.queue.qsize() == 0  # the thread's event waits for the loop
-    daemon._emit(card)  # on the loop's thread, before the loop has turned
-    assert [daemon.queue.get_nowait() for _ in range(2)] == [lock, card]
+    assert daemon.intake.queue.qsize() == 0  # the thread's event waits for the loop
+    daemon.intake.emit(card)  # on the loop's thread, before the loop has turned
+    assert [daemon.intake.queue.get_nowait() for _ in range(2)] == [lock, card]
     await asyncio.sleep(0)  # the thread's hand-over runs now, and finds nothing left
-    assert daemon.queue.qsize() == 0
+    assert daemon.intake.queue.qsize() == 0
     daemon.store.close()
 
 
@@ -321,7 +321,7 @@ async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp
     config = config_for(tmp_path)
     initialise(config)
     daemon = Daemon(config, devices={"shoe": StandInDevice("shoe")})
-    daemon._loop, daemon._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+    daemon.intake.loop, daemon.intake.loop_thread = asyncio.get_running_loop(), threading.get_ident()
     daemon.history_checked.set()  # as Daemon.run's check of the history at start leaves it
     cards = [CardDrawn("shoe", n, Card.parse(text), BackColour.RED, False)
              for n, text in enumerate(["9♠", "2♦", "K♣", "4♥"])]
@@ -334,35 +334,35 @@ async def test_a_card_is_decided_in_the_shoes_read_when_nothing_is_before_it(tmp
         steps_open[1] = max(steps_open)
         handled.append(event)
         if event is cards[0]:
-            daemon._emit(cards[1])  # a card arriving during a step: it waits for the step
+            daemon.intake.emit(cards[1])  # a card arriving during a step: it waits for the step
         steps_open[0] -= 1
 
     daemon.table.handle = handle
-    daemon._emit(cards[0])  # no consumer yet (the daemon is starting): queued
-    assert handled == [] and daemon.queue.qsize() == 1
-    daemon._consumer = asyncio.create_task(daemon._consume())
+    daemon.intake.emit(cards[0])  # no consumer yet (the daemon is starting): queued
+    assert handled == [] and daemon.intake.queue.qsize() == 1
+    daemon.intake.consumer = asyncio.create_task(daemon.intake.consume())
     await asyncio.sleep(0.01)
-    assert handled == [cards[0], cards[1]] and daemon.queue.empty()
-    daemon._emit(cards[2])  # the table waits: handled now, inside the emit
-    assert handled[-1] is cards[2] and daemon.queue.empty()
-    gpio = threading.Thread(target=daemon._emit, args=(lock,))
+    assert handled == [cards[0], cards[1]] and daemon.intake.queue.empty()
+    daemon.intake.emit(cards[2])  # the table waits: handled now, inside the emit
+    assert handled[-1] is cards[2] and daemon.intake.queue.empty()
+    gpio = threading.Thread(target=daemon.intake.emit, args=(lock,))
     gpio.start()
     gpio.join()  # the lock waits for the loop to hand it over
-    daemon._emit(cards[3])  # behind it: queued after it, not decided first
-    assert handled[-1] is cards[2] and daemon.queue.qsize() == 2
+    daemon.intake.emit(cards[3])  # behind it: queued after it, not decided first
+    assert handled[-1] is cards[2] and daemon.intake.queue.qsize() == 2
     await asyncio.sleep(0.01)
     assert handled == [cards[0], cards[1], cards[2], lock, cards[3]]
     # A thread's event the loop hands over to a waiting table: handled in the hand-over,
     # before the consumer (woken through the queue) could have run.
     again = LockedOut("button", 1.0, frozenset())
-    gpio = threading.Thread(target=daemon._emit, args=(again,))
+    gpio = threading.Thread(target=daemon.intake.emit, args=(again,))
     gpio.start()
     gpio.join()
     await asyncio.sleep(0)  # the hand-over was scheduled first: it has run, nothing else
-    assert handled[-1] is again and daemon.queue.empty()
+    assert handled[-1] is again and daemon.intake.queue.empty()
     assert steps_open == [0, 1]
     assert daemon.store.events(kind="internal_error") == []
-    daemon._consumer.cancel()
+    daemon.intake.consumer.cancel()
     daemon.store.close()
 
 
@@ -374,8 +374,8 @@ def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_pa
     import gc
     import weakref
 
-    from controller.daemon import GC_BETWEEN_ROUNDS, GC_FULL_AFTER
-    from controller.table_machine import TableState
+    from controller.collector import GC_BETWEEN_ROUNDS, GC_FULL_AFTER
+    from controller.table.machine import TableState
 
     config = config_for(tmp_path)
     initialise(config)
@@ -398,7 +398,7 @@ def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_pa
             gc.collect()
             cycle = garbage()
             kept.append([Node() for _ in range(GC_BETWEEN_ROUNDS)])  # allocations since
-            daemon._collect_between_rounds()
+            daemon.collector.between_rounds(daemon.table.state)
             assert (cycle() is None) is freed, state
         # Tenth time: the old generation too (a cycle that outlived young collections).
         held = [Node(), Node()]
@@ -410,7 +410,7 @@ def test_the_young_garbage_is_collected_between_rounds_not_in_a_card_step(tmp_pa
         assert old() is not None
         for _ in range(GC_FULL_AFTER):
             kept.append([Node() for _ in range(GC_BETWEEN_ROUNDS)])
-            daemon._collect_between_rounds()
+            daemon.collector.between_rounds(daemon.table.state)
         assert old() is None
     finally:
         if enabled:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from controller.diagram import mermaid
-from controller.table import TableState
+from controller.table.machine import TableState
 
 DOC = Path(__file__).parents[2] / "docs" / "state-machine.md"
 

@@ -40,7 +40,7 @@ SEED = int(os.environ.get("TABLE_DIFFERENTIAL_SEED", "2026"))
 async def drained(daemon: Daemon) -> None:
     """Every device event emitted so far has been handled by the table."""
     await asyncio.sleep(0)  # the emit callback enqueues on the loop's next turn
-    while daemon.queue.qsize():
+    while daemon.intake.queue.qsize():
         await asyncio.sleep(0)
     await asyncio.sleep(0)
 

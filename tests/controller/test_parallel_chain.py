@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from controller import critical
-from controller.critical import IntegrityError
-from controller.store import GENESIS_MAC, Store
+from controller.memory import check as chain_check
+from controller.memory import critical
+from controller.memory.critical import IntegrityError
+from controller.memory.store import GENESIS_MAC, Store
 
 ENTRIES = 2_400
 
@@ -50,7 +51,7 @@ def edited(log_file: Path, tmp_path: Path, sql: str) -> Path:
 
 @pytest.fixture(autouse=True)
 def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(critical, "PARALLEL_CHAIN_ENTRIES", 1_000)  # 2,400 entries split
+    monkeypatch.setattr(chain_check, "PARALLEL_CHAIN_ENTRIES", 1_000)  # 2,400 entries split
 
 
 def test_a_sound_log_counts_the_same_in_one_process_and_in_three(log_file: Path) -> None:

@@ -13,7 +13,7 @@ reseed, Majestic Match without a base wager, the Rising Phoenix Banker). Wager l
 are random within what validation allows (a Royal 9 limit is its denomination,
 627b.3(f)-(g); a Heavenly 9 minimum at least $5, 631c.2(c)).
 
-A random shoe is then dealt to the live table (`controller.table.Table` on a real
+A random shoe is then dealt to the live table (`controller.table.table.Table` on a real
 store) and, card for card, to `tablectl simulate`'s engine
 (`controller.rules.dealing.ShoeDealing`): a few rounds with random wagers at random
 seats and amounts within the limits (base wager first, docs/rulings.md C15/C21),
@@ -64,8 +64,10 @@ from controller.rules.submission import (
     COMMON_WAGER_KEYS, DECKS, DISCLOSED_THIRD, DRAW_RULES, FAMILIES, MIN_COVER_FROM_BOTTOM, MIN_CUT_CARDS,
     NATURAL_RULES, ONE_PAYTABLE_GROUPS, SEATS, VARIANTS, VIG_COLLECTION, parse_submission,
 )
-from controller.store import Store
-from controller.table import RulesAdapter, Table, TableState
+from controller.memory.store import Store
+from controller.table.machine import TableState
+from controller.table.rules_seam import RulesAdapter
+from controller.table.table import Table
 from drivers.protocols import CardDrawn, DeviceFault, ShuffleComplete
 
 EXAMPLES = int(os.environ.get("TABLE_PROPERTY_EXAMPLES", "40"))

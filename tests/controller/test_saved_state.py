@@ -2,7 +2,7 @@
 
 A card that moves only the shoe's position and the open round's cards does not save the
 table's state: its log entry, committed in the same step, holds both, and a restart takes
-them from the log (`RoundPlay._on_round_card`, `Table.restore`, `Store._open_round_cards`).
+them from the log (`RoundPlay.play_card`, `Table.restore`, `Store._open_round_cards`).
 Nor do the state changes such cards imply (the deal begins, 631a.9(c); the first four are
 out, 631a.9(e)): a restart makes them again from the cards
 (`RoundPlay._redo_changes_implied_by_cards`). These tests copy the store after every card
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from cards import BackColour, Card, Rank, Suit
 from controller.rules.batches import BatchTracker
-from controller.store import Store
-from controller.table import Table, TableState
-from controller.table_snapshot import TableSnapshot
+from controller.memory.store import Store
+from controller.table.machine import TableState
+from controller.table.table import Table
 from drivers.protocols import BatchHeld, CardDrawn, CoverCardDrawn, ShoeLoaded, ShuffleComplete
 from tests.controller.test_table import make_table, submission_rules, table_for
 
@@ -49,7 +49,7 @@ def restarted(store: Store, folder: Path, build: Callable[[Store], Table]) -> tu
 
 def same_table(live: Table, revived: Table, reader: Store) -> None:
     assert revived.state is live.state
-    assert TableSnapshot.to_json(revived) == TableSnapshot.to_json(live)
+    assert revived.saved.to_json() == live.saved.to_json()
     if live.coup is None:
         assert revived.coup is None
     else:

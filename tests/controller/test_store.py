@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from controller.store import (
+from controller.memory.store import (
     GENESIS_HASH, OPEN_ROUND_CARDS, IntegrityError, Store, StoreError, entry_hash,
 )
 

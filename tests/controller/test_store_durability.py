@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from controller import store as store_module
-from controller.store import GROUPED_KINDS, Store
+from controller.memory import durability as store_module
+from controller.memory.store import GROUPED_KINDS, Store
 
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     s = Store(tmp_path / "t.sqlite")
     flushes: list[int] = []
-    real_flush = s._flush_wal
-    monkeypatch.setattr(s, "_flush_wal", lambda: (flushes.append(1), real_flush()))
+    real_flush = s._durability.flush_wal
+    monkeypatch.setattr(s._durability, "flush_wal", lambda: (flushes.append(1), real_flush()))
     s.flushes = flushes  # type: ignore[attr-defined]
     yield s
     s.close()

@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
-from controller import store as store_module
-from controller.critical_store import init_store, open_store
-from controller.store import SCHEMA_VERSION, IntegrityError
+from controller.memory import schema as store_module
+from controller.memory.lifecycle import init_store, open_store
+from controller.memory.store import SCHEMA_VERSION, IntegrityError
 from tests.controller.test_daemon import config_for, running
 
 

@@ -18,9 +18,11 @@ from controller.rules.card_values import burn_value
 from controller.rules.game import build_game
 from controller.rules.settlement import PlacedWager
 from controller.rules.submission import SubmissionError, parse_submission
-from controller.store import OPEN_ROUND_CARDS, Store
-from controller.table import CommandRefused, RulesAdapter, Table, TableState
-from controller.table_snapshot import TableSnapshot
+from controller.memory.store import OPEN_ROUND_CARDS, Store
+from controller.table.errors import CommandRefused
+from controller.table.machine import TableState
+from controller.table.rules_seam import RulesAdapter
+from controller.table.table import Table
 from drivers.protocols import (
     CardDrawn, CoverCardDrawn, DeviceFault, DeviceFaultCleared, LockedOut, ShoeLoaded,
     ShuffleComplete,
@@ -278,7 +280,7 @@ def test_a_round_left_open_by_the_version_that_wrote_cards_to_its_row_is_complet
     table.cmd_no_more_bets()
     dealer.draw("2♣", "3♦", "4♥")
     # That version saved the state at every card, without the round's cards.
-    state, data = table.state.value, TableSnapshot.to_json(table)
+    state, data = table.state.value, table.saved.to_json()
     cards = data.pop(OPEN_ROUND_CARDS)
     with store.transaction() as db:  # as that version left it
         db.execute("UPDATE rounds SET cards = ? WHERE round_id = ?",
@@ -394,7 +396,7 @@ def test_a_card_after_the_shoe_is_finished_is_discarded(store):
 def test_betting_open_arms_the_seat_panel_every_round(store):
     table = make_table(store)
     opened: list[frozenset[int]] = []
-    table._open_seats = opened.append
+    table.ports.open_seats = opened.append
     dealer = Dealer(table)
     open_to_betting(table, dealer)
     table.cmd_no_more_bets()

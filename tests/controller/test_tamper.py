@@ -28,12 +28,12 @@ from typing import Any
 
 import pytest
 
-from controller.anchor_writer import ANCHOR_INTERVAL_S
+from controller.memory.anchor import ANCHOR_INTERVAL_S
 from controller.cli import exitcodes
 from controller.cli import main as tablectl_main
 from controller.control import ControlClient
-from controller.critical import CriticalPaths
-from controller.critical_store import init_store, open_store
+from controller.memory.critical import CriticalPaths
+from controller.memory.lifecycle import init_store, open_store
 from controller.daemon import Daemon
 from controller.progressive.ledger import INCREMENT, PAID, VALIDATED, MeterLedger
 from hil.tablectl_process import run_tablectl
@@ -122,7 +122,7 @@ def _build(workdir: Path) -> Bases:
         ledger.enqueue("h9", "grand", Fraction(10), 1, 100, rid)
         store.append_event("daemon_stopping", {"state": "betting_open"})
     # The power cut comes a little after the last durable commit: the anchor is written off
-    # the event loop, at most once a second (controller/anchor_writer.py), so the crashed
+    # the event loop, at most once a second (controller/memory/anchor.py), so the crashed
     # copy is taken once the running writer has had its time (never by the close).
     _wait_for_the_anchor(store, ANCHOR_INTERVAL_S + 5)
     crashed = _snapshot(Path(config.store_path), workdir / "crashed")
@@ -136,7 +136,7 @@ def _wait_for_the_anchor(store: Any, seconds: float) -> None:
     with whatever anchor the writer left: a stopped writer's)."""
     import time
 
-    from controller.critical import read_anchor
+    from controller.memory.critical import read_anchor
 
     commit_no = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
     deadline = time.monotonic() + seconds

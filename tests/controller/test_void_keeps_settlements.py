@@ -20,8 +20,8 @@ from controller.rules.dealing import Bet, Draw, Lock, ShoeDealing
 from controller.rules.game import build_game
 from controller.rules.settlement import PlacedWager
 from controller.rules.submission import parse_submission
-from controller.store import Store
-from controller.table import TableState
+from controller.memory.store import Store
+from controller.table.machine import TableState
 from drivers.protocols import DeviceFault
 from tests.controller.test_daemon import running
 from tests.controller.test_daemon_discards import SUPERVISOR, Dealer, devices, table_config

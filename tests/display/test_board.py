@@ -189,7 +189,7 @@ def _settled_by_the_rules(game: Any, wagers: list[Any], round_view: Any, *,
                           vig_collection: str = "collected") -> list[dict[str, Any]]:
     from controller.rules.settlement import settle_round
     from controller.rules.wager import SettlementPoint
-    from controller.table_rounds import settlement_json
+    from controller.table.settlement import settlement_json
 
     return [settlement_json(s, vig_collection) for point in SettlementPoint
             for s in settle_round(game, wagers, round_view, point)]
@@ -292,7 +292,7 @@ def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
     """631a.15(e): every wager not yet settled is returned; a settlement made at the first
     four cards stands (docs/rulings.md C7), so the list shows both."""
     from controller.rules.settlement import PlacedWager, void_round
-    from controller.table_rounds import settlement_json
+    from controller.table.settlement import settlement_json
 
     wagers = [PlacedWager(5, "banker", 3000), PlacedWager(2, "player", 1000),
               PlacedWager(2, "perfect_pairs_player", 500)]

@@ -23,7 +23,7 @@ ATTACKER = "127.0.0.2"
 DEALER = "127.0.0.1"
 ATTACK_CONNECTIONS = 500
 HEADER_TIMEOUT_S = 1.5  # short, so the held connections are dropped during the test
-ANSWER_BOUND_S = 3.0  # the longest the dealer's station may wait for any answer
+ANSWER_BOUND_S = 10.0  # the longest the dealer's station may wait for any answer (a busy machine)
 TABLE = {"table_id": "T1", "name": "Table 1", "game": "baccarat", "seats": 10, "limits": []}
 
 
@@ -124,6 +124,9 @@ async def test_500_connections_from_one_address_cannot_take_the_dealers_page_awa
     assert set(answers) == {"/dealer HTTP/1.1 200 OK", "/healthz HTTP/1.1 200 OK",
                             "/events?topics=live HTTP/1.1 200 OK"}
     assert max(waits) < ANSWER_BOUND_S
+    # Most answers come before any held connection's header timeout could have freed a place:
+    # the dealer's station is served beside the flood, not after it.
+    assert sorted(waits)[len(waits) // 2] < HEADER_TIMEOUT_S
     # The attacker got its share and no more: each connection over 16 refused at once
     # (429), the 16 it held dropped when no request came within the header timeout (408).
     assert held_at_flood == ClientLimits().max_per_address

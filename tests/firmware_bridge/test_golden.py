@@ -16,7 +16,6 @@ import pytest
 
 from firmware_bridge.crc import crc16, crc16_table
 from firmware_bridge.frame import Frame, FrameKind, decode_frame
-from firmware_bridge.link import LinkEndpoint, Role
 from firmware_bridge.messages import (
     BatchStatus,
     CardDrawn,
@@ -204,34 +203,6 @@ def test_doc_catalogue_matches_code() -> None:
     section = re.search(r"<!-- catalogue:start -->\n(.*?)\n<!-- catalogue:end -->", doc, re.S)
     assert section is not None
     assert section.group(1).strip() == catalogue_markdown().strip()
-
-
-def test_documented_exchange_is_what_the_implementation_sends() -> None:
-    doc = _doc()
-    block = doc[doc.index("### 8.3"):]
-    lines = re.findall(r"^(host|shoe) -> (?:host|shoe)\s+((?:[0-9a-f]{2} )+)", block, re.M)
-    expected = [(who, bytes.fromhex(hexes)) for who, hexes in lines]
-    host = LinkEndpoint(Role.HOST, Hello(1, DeviceKind.HOST, "PI-0001", "tabled 0.1", 0),
-                        session_ids=lambda: 0x12345678)
-    shoe = LinkEndpoint(Role.DEVICE, Hello(1, DeviceKind.SHOE, "SHOE-42", "2.3.1", 0))
-    host.connect(0.0)
-    sent = [("host", host.outgoing())]
-    shoe.receive(sent[0][1], 0.0)
-    sent.append(("shoe", shoe.outgoing()))
-    host.receive(sent[1][1], 0.0)
-    sent.append(("host", host.outgoing()))
-    shoe.receive(sent[2][1], 0.0)
-    sent.append(("shoe", shoe.outgoing()))
-    # the doc shows the shoe's RESET_ACK and Hello as two lines; the wire has them back to back
-    merged: list[tuple[str, bytes]] = []
-    for who, data in expected:
-        if merged and merged[-1][0] == who:
-            merged[-1] = (who, merged[-1][1] + data)
-        else:
-            merged.append((who, data))
-    assert merged == sent
-    host.receive(sent[3][1], 0.0)
-    assert host.state.value == shoe.state.value == "up"
 
 
 def test_doc_status_enums_match() -> None:

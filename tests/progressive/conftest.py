@@ -14,7 +14,7 @@ from controller.progressive.config import ProgressiveConfig, parse_progressive_c
 from controller.rules.baccarat import BaccaratCoup, NextCard, point_count
 from cards import Card, Rank, Suit
 from controller.rules.wager import RoundView
-from controller.store import Store
+from controller.memory.store import Store
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 MQTT_HOST, MQTT_PORT = "127.0.0.1", 1883

@@ -8,7 +8,7 @@ import pytest
 from controller.progressive.errors import AwardError
 from controller.progressive.ledger import PAID, PENDING, VALIDATED
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 from tests.progressive.conftest import HARMONY, HEAVENLY_9, ROYAL_9, base, config, view
 

@@ -10,7 +10,7 @@ import pytest
 from controller.progressive.errors import ProgressiveConfigError
 from controller.progressive.ledger import PAID, PENDING
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 from tests.progressive.conftest import HEAVENLY_9, HEAVENLY_9_MYSTERY, base, config
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from controller.progressive.ledger import PENDING
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 from tests.progressive.conftest import HEAVENLY_9_MYSTERY, Shoe, config, view
 

@@ -21,7 +21,7 @@ import pytest
 
 from controller.progressive.errors import LinkDown
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 from tests.progressive.conftest import (
     HARMONY, HEAVENLY_9, PG_DSN, PG_HOST, PG_PORT, base, config, package_required,

@@ -10,7 +10,7 @@ import pytest
 from controller.progressive.errors import MeterError
 from controller.progressive.ledger import INCREMENT, MeterLedger, verify_meters
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 from tests.progressive.conftest import HARMONY, HEAVENLY_9, ROYAL_9, base, config
 

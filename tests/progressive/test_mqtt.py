@@ -13,7 +13,7 @@ import pytest
 
 from controller.progressive.mqtt import meter_message, meter_topic
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 from hil.mqtt_cleanup import clear_retained
 from tests.progressive.conftest import (

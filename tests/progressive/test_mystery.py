@@ -13,7 +13,7 @@ import pytest
 from controller.progressive.core import commitment, draw_trigger
 from controller.progressive.system import ProgressiveSystem
 from controller.rules.side.mystery import MUST_HIT_BY_CONFIGURATIONS
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LockedOut
 from tests.progressive.conftest import HEAVENLY_9_MYSTERY, base, config
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from controller.progressive.system import ProgressiveSystem
-from controller.store import Store
+from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 from hil.cuttable_proxy import CuttableProxy
 from hil.pit_servers import PrivateBroker, PrivatePostgres, require_private_servers

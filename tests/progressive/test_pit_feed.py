@@ -11,7 +11,7 @@ from controller.progressive.mqtt import MeterMessage
 from controller.progressive.pit_feed import (
     LOST, ONLINE, PitFeed, alive_message, status_payload, table_topic,
 )
-from controller.store import Event
+from controller.memory.store import Event
 
 MISREAD = {"device": "shoe", "code": "card_misread", "detail": "index 17 unreadable",
            "action": "show the card to the reader, then acknowledge"}

@@ -7,14 +7,15 @@ from fractions import Fraction
 import pytest
 
 from controller.rules.baccarat_wagers import DRAGON_BONUS_PAYTABLES, HouseMoneyWager
-from controller.rules.wager import Outcome, SettlementPoint
+from controller.rules.game import Game
+from controller.rules.wager import Outcome, Settlement, SettlementPoint
 
 from tests.rules.helpers import game_of, view
 
 WIN, LOSE, PUSH = Outcome.WIN, Outcome.LOSE, Outcome.PUSH
 
 
-def settle(game, key: str, player: str, banker: str, amount: int = 10000):  # type: ignore[no-untyped-def]
+def settle(game: Game, key: str, player: str, banker: str, amount: int = 10000) -> Settlement:
     return game.wager_rules[key].settle(3, amount, view(player, banker))
 
 

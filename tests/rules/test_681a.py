@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from controller.rules.baccarat import NextCard, Winner
-from controller.rules.game import Coup, load_game
+from controller.rules.game import Coup, Game, load_game
 from controller.rules.hand21 import hand_total, is_natural, winner_21
 from controller.rules.par import compute_par_sheet
 from controller.rules.par21 import TwentyOneEnumeration
@@ -29,7 +29,7 @@ def coup_of(text: str, *, bonus: bool = False, rule: str = "one-card") -> Twenty
 
 
 def g21(decks: int = 8, naturals: dict[str, object] | None = None,
-        **wagers: dict[str, object]):  # type: ignore[no-untyped-def]
+        **wagers: dict[str, object]) -> Game:
     extra = {} if naturals is None else {"naturals": naturals}
     return game_of({"tie": {}, **wagers}, family="21-baccarat", decks=decks, **extra)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,7 +16,7 @@ from tests.rules.test_681a import g21
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "bonus_readings.py"
 
 
-def tool():  # type: ignore[no-untyped-def]
+def tool() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bonus_readings", TOOL)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

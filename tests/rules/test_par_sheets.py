@@ -12,18 +12,20 @@ from fractions import Fraction
 import pytest
 
 from controller.rules.game import load_game
-from controller.rules.par import ParContext, compute_par_sheet, enumerate_rounds, falling
+from controller.rules.par import (
+    ParContext, ParSheet, compute_par_sheet, enumerate_rounds, falling,
+)
 from controller.rules.submission import GameConfig
 
 from tests.rules.helpers import CONFIG, game_of
 
 
-def edge_pct(sheet, key: str) -> float:  # type: ignore[no-untyped-def]
+def edge_pct(sheet: ParSheet, key: str) -> float:
     return float(next(w for w in sheet.wagers if w.key == key).house_edge) * 100
 
 
 @pytest.fixture(scope="module")
-def std8():  # type: ignore[no-untyped-def]
+def std8() -> ParSheet:
     return compute_par_sheet(game_of({"tie": {}, "dragon_bonus_player": {"paytable": "A"},
                                       "dragon_bonus_banker": {"paytable": "A"}}))
 
@@ -33,7 +35,7 @@ def test_every_round_class_sums_to_the_six_card_denominator() -> None:
     assert sum(rounds.values()) == falling(416, 6)
 
 
-def test_631a_8_probabilities_8_decks_wizard_appendix_1(std8) -> None:  # type: ignore[no-untyped-def]
+def test_631a_8_probabilities_8_decks_wizard_appendix_1(std8: ParSheet) -> None:
     banker = next(w for w in std8.wagers if w.key == "banker")
     probs = {line.label: float(line.probability) for line in banker.lines}
     assert round(probs["Banker wins"], 6) == 0.458597
@@ -41,11 +43,11 @@ def test_631a_8_probabilities_8_decks_wizard_appendix_1(std8) -> None:  # type: 
     assert round(probs["Tie: Banker wager returned"], 6) == 0.095156
 
 
-def test_631a_13_c_banker_edge_8_decks(std8) -> None:  # type: ignore[no-untyped-def]
+def test_631a_13_c_banker_edge_8_decks(std8: ParSheet) -> None:
     assert round(edge_pct(std8, "banker"), 4) == 1.0579
 
 
-def test_631a_13_a_player_edge_8_decks(std8) -> None:  # type: ignore[no-untyped-def]
+def test_631a_13_a_player_edge_8_decks(std8: ParSheet) -> None:
     assert round(edge_pct(std8, "player"), 4) == 1.2351
 
 
@@ -74,7 +76,7 @@ def test_631a_1_ez_figures() -> None:
     assert round(edge_pct(sheet, "panda_8"), 4) == 10.1876
 
 
-def test_631a_13_e_dragon_bonus_paytable_a(std8) -> None:  # type: ignore[no-untyped-def]
+def test_631a_13_e_dragon_bonus_paytable_a(std8: ParSheet) -> None:
     assert round(edge_pct(std8, "dragon_bonus_player"), 4) == 2.6517
     assert round(edge_pct(std8, "dragon_bonus_banker"), 4) == 9.3731
 

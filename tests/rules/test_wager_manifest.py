@@ -83,7 +83,8 @@ def test_a_side_wager_table_imports_only_the_side_wagers_it_offers():
 
     side = {m for m in loaded_by("par-sheet", "config/minibaccarat-royal9.toml")
             if m.startswith("controller.rules.side.")}
-    assert side == {"controller.rules.side.common", "controller.rules.side.combinatorics",
+    assert side == {"controller.rules.side.common", "controller.rules.side.card_facts",
+                    "controller.rules.side.combinatorics",
                     "controller.rules.side.mystery", "controller.rules.side.perfect_pairs",
                     "controller.rules.side.royal9"}
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from controller.critical_store import EXIT_STORE, open_store
+from controller.memory.lifecycle import EXIT_STORE, open_store
 from controller.progressive.ledger import PAID, VALIDATED, MeterLedger
 from controller.witness.server import apply_setup
 from hil.witness_sim import drop_witness

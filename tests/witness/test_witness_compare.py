@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from controller.critical import IntegrityError
+from controller.memory.critical import IntegrityError
 from controller.witness.compare import compare, local_head
 from controller.witness.heads import Head
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from controller import critical
-from controller.cli.table_commands import render_status
+from controller.memory import critical
+from controller.cli.status_view import render_status
 from controller.config import load_config
 from controller.control import ControlError
-from controller.critical_store import EXIT_STORE, paths_for, run_once, verify_file
+from controller.memory.lifecycle import EXIT_STORE, paths_for, run_once, verify_file
 from controller.witness.cli import main as tablewitness
 from controller.witness.server import WitnessClient
 from tests.controller.test_daemon import CONFIG, running

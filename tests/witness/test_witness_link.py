@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from controller import critical
-from controller.critical import IntegrityError
-from controller.critical_store import init_store
-from controller.store import Store
+from controller.memory import critical
+from controller.memory.critical import IntegrityError
+from controller.memory.lifecycle import init_store
+from controller.memory.store import Store
 from controller.witness.config import WitnessConfig
 from controller.witness.heads import Signer, ensure_signing_key
 from controller.witness.outbox import OUTBOX_FILE, Outbox

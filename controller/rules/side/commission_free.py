@@ -15,9 +15,9 @@ from typing import ClassVar
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding
 from controller.rules.registry import WagerFactory, wager_rule
+from controller.rules.side.card_facts import initial_two, is_pair
 from controller.rules.side.common import (
     HANDS, FixedOdds, LineWager, ParSpace, PayLine, Paytable, Push, SideWagerConfigError,
-    initial_two, is_pair,
 )
 from controller.rules.submission_types import GameConfig, WagerConfig
 from controller.rules.wager import RoundView, SettlementPoint, WagerRule

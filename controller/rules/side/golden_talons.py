@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding
 from controller.rules.registry import WagerFactory, wager_rule
+from controller.rules.side.card_facts import is_natural
 from controller.rules.side.common import (
-    HANDS, MINIBACCARAT, FixedOdds, LineWager, Pay, PayLine, Paytable, Push, choose, is_natural,
-    odds_table,
+    HANDS, MINIBACCARAT, FixedOdds, LineWager, Pay, PayLine, Paytable, Push, choose, odds_table,
 )
 from controller.rules.submission_types import GameConfig, WagerConfig
 from controller.rules.wager import RoundView, SettlementPoint, WagerRule

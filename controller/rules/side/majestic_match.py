@@ -16,8 +16,9 @@ from controller.rules.baccarat import Hand
 from cards import Rank
 from controller.rules.money import Rounding
 from controller.rules.registry import WagerFactory, wager_rule
+from controller.rules.side.card_facts import initial_two
 from controller.rules.side.common import (
-    BACCARAT, HANDS, FixedOdds, LineWager, ParSpace, PayLine, Paytable, initial_two,
+    BACCARAT, HANDS, FixedOdds, LineWager, ParSpace, PayLine, Paytable,
 )
 from controller.rules.submission_types import GameConfig, WagerConfig
 from controller.rules.wager import RoundView, SettlementPoint, WagerRule

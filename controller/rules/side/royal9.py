@@ -20,9 +20,10 @@ from controller.rules.money import Rounding
 from controller.rules.par import MysteryPar, ProgressivePar
 from controller.rules.side.combinatorics import CardClass
 from controller.rules.registry import wager_rule
+from controller.rules.side.card_facts import is_face
 from controller.rules.side.common import (
     MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
-    SideWagerConfigError, is_face, meter_par,
+    SideWagerConfigError, meter_par,
 )
 from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
 from controller.rules.submission_types import GameConfig, WagerConfig
@@ -96,7 +97,7 @@ def parse_combination(key: str, seat: object, text: object) -> KingNine:
 
 # The ranks these tests compare with, named once: the par sheet asks them of every pair of
 # first-four hands, and a member looked up on an enum class (`Rank.NINE`) takes about 0.1 us
-# in Python 3.11 (see common.FACE_RANKS).
+# in Python 3.11 (see card_facts.FACE_RANKS).
 _KING, _NINE = Rank.KING, Rank.NINE
 
 

@@ -1,9 +1,8 @@
-"""What the table saves with every step, declared once: `TableSnapshot`.
+"""What the table saves with every step, declared once: `SavedState`.
 
-The store keeps the JSON of the last snapshot beside the state's name
-(`Store.save_table_state`); a restart rebuilds the table from it. The field
-names are the table's attribute names, so the table saves and restores by
-walking this dataclass's fields (there is no second list to keep in step).
+The table holds one `SavedState` (`Table.saved`) and hands it to its collaborators,
+which change it in place; the store keeps its JSON beside the state's name
+(`Store.save_table_state`), and a restart rebuilds it from that (`replace_with`).
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ from typing import Any
 from cards import BackColour, Card
 from controller.rules.settlement import PlacedWager
 from controller.faults import FaultBook
-from controller.table_machine import TableState
+from controller.table.machine import TableState
 from controller.rules.batches import BatchTracker
-from controller.store import OPEN_ROUND_CARDS
+from controller.memory.store import OPEN_ROUND_CARDS
 from drivers.protocols import CardDrawn
 
 
@@ -52,7 +51,7 @@ class ShoeProgress:
 
 
 @dataclass
-class TableSnapshot:
+class SavedState:
     """Everything the table must find again after a restart, besides its state's name."""
 
     shoe: ShoeProgress = field(default_factory=ShoeProgress)
@@ -87,6 +86,11 @@ class TableSnapshot:
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
 
+    def replace_with(self, other: SavedState) -> None:
+        """Take every field of `other`, in place: the collaborators keep this object."""
+        for name in self.names():
+            setattr(self, name, getattr(other, name))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "shoe": vars(self.shoe).copy(), "round_id": self.round_id, "round_no": self.round_no,
@@ -110,7 +114,7 @@ class TableSnapshot:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], batches: BatchTracker | None) -> TableSnapshot:
+    def from_json(cls, data: Mapping[str, Any], batches: BatchTracker | None) -> SavedState:
         """The saved snapshot; `batches` is the configured tracker, replaced by the saved one."""
         held = data.get("pending_simulated_card")
         tracker = data.get("batches", data.get("batch_tracker"))  # the key's earlier name

@@ -1,15 +1,19 @@
-"""What the table needs from its collaborators, as Protocols (no `Any` at these seams).
+"""What the table needs from the world outside it, as Protocols (no `Any` at these seams).
 
 The daemon hands the table the real objects (the seat panel's methods, the
 progressive system, the store); the tests hand it stand-ins that satisfy the
-same Protocols.
+same Protocols. `Ports` holds them, once, for the table and every collaborator:
+the daemon swaps the store for an empty one when the store fails, and every
+part then writes to the new one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 
 if TYPE_CHECKING:
@@ -40,3 +44,20 @@ class Progressive(Protocol):
     def pending_awards(self) -> list[Award]: ...
 
     def validate_award(self, award_id: int, supervisor: str) -> Award: ...
+
+
+@dataclass
+class Ports:
+    """The store and the devices the table acts through; None where the table has none."""
+
+    store: Store
+    announce: Announce | None = None
+    lock_seats: LockSeats | None = None
+    open_seats: OpenSeats | None = None
+    set_led: SetLed | None = None
+    progressive: Progressive | None = None  # progressive.system.ProgressiveSystem, if offered
+
+    def show_leds(self, leds: Mapping[int, LedState]) -> None:
+        if self.set_led is not None:
+            for seat, led in leds.items():
+                self.set_led(seat, led)

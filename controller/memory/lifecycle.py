@@ -17,14 +17,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller import critical
-from controller.critical import (
+from controller.memory import critical
+from controller.memory.critical import (
     ACTION_UNUSABLE,
     CriticalPaths,
     IntegrityError,
     Verified,
 )
-from controller.store import Store
+from controller.memory.store import Store
 
 INITIALISED_EVENT = "critical_memory_initialised"
 CLEARED_EVENT = "critical_memory_cleared"

@@ -1,14 +1,18 @@
 """The table's states and the transitions between them, each with the rule that allows it.
 
-Data only: `controller.table.Table` is the model the `transitions` machine
-drives, `controller.diagram` draws docs/state-machine.md from `TRANSITIONS`.
+`TRANSITION_TABLE` is data (`controller.diagram` draws docs/state-machine.md from it);
+`TableMachine` is the model the `transitions` machine drives: the table's state, its
+triggers, and whether a change since the step began is one that saves the state.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from transitions import Machine
 
 
 class TableState(enum.Enum):
@@ -52,7 +56,7 @@ class Transition:
     # A change the open round's cards make on their own (the first card starts the deal,
     # the fourth ends the first four). It does not save the table's state: the card's log
     # entry, in the same commit, implies it, and a restart makes it again from the round's
-    # cards (`RoundPlay._redo_changes_implied_by_cards`). Every other change saves the state.
+    # cards (`RoundPlay.redo_changes_implied_by_cards`). Every other change saves the state.
     implied_by_cards: bool = False
 
     def as_machine_spec(self) -> dict[str, Any]:
@@ -62,7 +66,7 @@ class Transition:
         if self.condition is not None:
             spec["conditions"] = self.condition
         if not self.implied_by_cards:
-            spec["after"] = "_persist_state"
+            spec["after"] = "_changed_saved_state"
         return spec
 
 
@@ -99,3 +103,63 @@ TRANSITION_TABLE: tuple[Transition, ...] = (
 )
 
 TRANSITIONS: list[dict[str, Any]] = [t.as_machine_spec() for t in TRANSITION_TABLE]
+
+
+class TableMachine:
+    """The model the `transitions` machine drives: `state` and one method per trigger.
+
+    A fault's recovery returns to the state `resume_state()` names, the one the fault
+    interrupted (the guards `_resumes_<state>`).
+    Every transition not implied by the round's cards marks the step as one that saves
+    the table's state (`take_change`, read by `Table`'s step).
+    """
+
+    state: TableState  # set by transitions
+
+    def __init__(self, resume_state: Callable[[], TableState | None],
+                 on_betting_open: Callable[[], None]) -> None:
+        self._on_betting_open = on_betting_open
+        self._changed = False
+        self.machine = Machine(
+            model=self, states=TableState, transitions=TRANSITIONS, initial=TableState.CLOSED,
+            auto_transitions=False, queued=True,
+        )
+        for state in OPERATING:
+            setattr(self, f"_resumes_{state.name.lower()}",
+                    lambda s=state: resume_state() is s)
+
+    def set_state(self, state: TableState) -> None:
+        """Put the machine in `state` without a transition (a restart's saved state)."""
+        self.machine.set_state(state)
+
+    def on_enter_BETTING_OPEN(self) -> None:  # noqa: N802 - transitions' naming convention
+        self._on_betting_open()
+
+    def _changed_saved_state(self) -> None:
+        self._changed = True
+
+    def take_change(self) -> bool:
+        """Whether a transition that saves the state ran since the last call."""
+        changed, self._changed = self._changed, False
+        return changed
+
+    if TYPE_CHECKING:  # the triggers transitions adds to the model (TRANSITION_TABLE)
+        def open_table(self) -> bool: ...
+        def start_shuffle(self) -> bool: ...
+        def shuffle_verified(self) -> bool: ...
+        def shoe_loaded(self) -> bool: ...
+        def burn_done(self) -> bool: ...
+        def lock_out(self) -> bool: ...
+        def first_card(self) -> bool: ...
+        def four_cards(self) -> bool: ...
+        def third_card_due(self) -> bool: ...
+        def hands_complete(self) -> bool: ...
+        def announce_result(self) -> bool: ...
+        def next_round(self) -> bool: ...
+        def shoe_finished(self) -> bool: ...
+        def void_round(self) -> bool: ...
+        def card_withdrawn(self) -> bool: ...
+        def device_failed(self) -> bool: ...
+        def close_table(self) -> bool: ...
+        def integrity_failed(self) -> bool: ...
+        def device_recovered(self) -> bool: ...

@@ -1,0 +1,82 @@
+"""The reference client of the control socket, used by tablectl and the HIL harness."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from controller.control_wire import IDLE_CLOSED, ControlError
+
+
+class ControlClient:
+    """A small synchronous-feeling async client used by tablectl and the HIL harness."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._next_id = 0
+
+    async def connect(self) -> ControlClient:
+        self._reader, self._writer = await asyncio.open_unix_connection(self.path,
+                                                                        limit=16 * 1024 * 1024)
+        return self
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (ConnectionError, BrokenPipeError):
+                pass
+
+    async def call(self, cmd: str, auth: Mapping[str, str] | None = None, **args: Any) -> Any:
+        self._next_id += 1
+        request: dict[str, Any] = {"id": self._next_id, "cmd": cmd, "args": args}
+        if auth:
+            request["auth"] = dict(auth)
+        try:
+            response = await self._exchange(request)
+        except ConnectionError:
+            # Writing to a connection the daemon already closed can fail before the line it
+            # left (why it closed) is read: read that line now, if there is one.
+            assert self._reader is not None
+            left = await self._reader.readline()
+            if not left:
+                raise
+            response = json.loads(left)
+        if response.get("id") is None and str(response.get("error", "")).startswith(IDLE_CLOSED):
+            # The daemon closed this connection for idleness before reading the request:
+            # nothing was done, so asking again on a new connection is safe.
+            await self.close()
+            await self.connect()
+            response = await self._exchange(request)
+        if not response.get("ok"):
+            raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
+        return response.get("result")
+
+    async def _exchange(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        assert self._reader is not None and self._writer is not None
+        self._writer.write(json.dumps(request).encode() + b"\n")
+        await self._writer.drain()
+        line = await self._reader.readline()
+        if not line:
+            raise ConnectionError("the daemon closed the control connection")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def subscribe(self, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """Yield committed events (dicts) from after_seq on, until the daemon ends the stream
+        (ConnectionError with its reason if it dropped this subscriber)."""
+        await self.call("subscribe", after_seq=after_seq)
+        assert self._reader is not None
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                return
+            item = json.loads(line)
+            if "closed" in item:
+                raise ConnectionError(f"the daemon ended the stream: {item['closed']}")
+            yield item["event"]

@@ -1,0 +1,107 @@
+"""The control socket's wire format: one JSON object a line each way, the refusal a
+request gets, and a log entry as a subscriber's stream line (controller/control.py serves
+it, controller/control_client.py speaks it; docs/control-api.md documents it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from controller.errors import CommandError
+from controller.memory.store import Event
+
+IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
+
+
+class ControlError(CommandError):
+    """A request the daemon refuses; `code` is the machine-readable reason."""
+
+    def __init__(self, message: str, code: str = "refused") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    return {"seq": event.seq, "at": event.at, "kind": event.kind, "severity": event.severity,
+            "device": event.device, "round_id": event.round_id, "payload": event.payload,
+            "hash": event.hash}
+
+
+def bad_request(message: str) -> ControlError:
+    return ControlError(message, "bad_request")
+
+
+def parse_request(line: bytes) -> dict[str, Any]:
+    try:
+        request = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise bad_request(f"not a JSON object: {exc}") from exc
+    except ValueError:  # Python reads no integer of more than 4,300 digits
+        raise bad_request("not a JSON object the daemon reads: a number has more than 4300 "
+                          "digits; allowed: the numbers each argument allows "
+                          "(docs/control-api.md)") from None
+    except RecursionError:
+        raise bad_request("not a JSON object: nested too deeply; allowed: "
+                          "{\"cmd\": NAME, \"args\": {...}}") from None
+    if not isinstance(request, dict):
+        raise bad_request("a request is a JSON object with 'cmd'")
+    return request
+
+
+def command_and_args(request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    name = request.get("cmd")
+    if not isinstance(name, str):
+        raise bad_request(f"'cmd' = {name!r}: allowed: a command name (a string)")
+    args = request.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise bad_request("'args' must be a JSON object")
+    if "_supervisor" in args:
+        raise bad_request("'_supervisor' is set by the daemon from 'auth', never by a client")
+    return name, args
+
+
+def auth_name(request: Mapping[str, Any]) -> str | None:
+    """The supervisor a request names, if it names one as text (escaped when recorded)."""
+    auth = request.get("auth")
+    who = auth.get("supervisor") if isinstance(auth, Mapping) else None
+    return who if isinstance(who, str) else None
+
+
+_LINE = json.JSONEncoder(separators=(",", ":"))  # json.dumps would build one per line
+
+
+def line(obj: Mapping[str, Any]) -> bytes:
+    return _LINE.encode(obj).encode() + b"\n"
+
+
+_text = json.encoder.encode_basestring  # a JSON string with UTF-8 as is, as the payload's
+
+
+def event_line(event: Event) -> bytes:
+    """A log entry as a subscriber's stream line: {"event": event_json(event)}, with the
+    payload written as the store holds it, the text the entry's MAC covers, not encoded a
+    second time (tests/controller/test_control.py checks the two agree)."""
+    device = "null" if event.device is None else _text(event.device)
+    round_id = "null" if event.round_id is None else int.__repr__(event.round_id)
+    return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float.__repr__(event.at)},'
+            f'"kind":{_text(event.kind)},"severity":{_text(event.severity)},"device":{device},'
+            f'"round_id":{round_id},"payload":{event.payload_json},"hash":{_text(event.hash)}'
+            f'}}}}\n').encode()
+
+
+def kept_line(item: list[Any]) -> bytes:
+    """A kept entry's stream line ([event, line or None]), encoded once, when first needed."""
+    if item[1] is None:
+        item[1] = event_line(item[0])
+    line: bytes = item[1]
+    return line
+
+
+async def send(writer: asyncio.StreamWriter, obj: Mapping[str, Any]) -> None:
+    writer.write(line(obj))
+    await writer.drain()

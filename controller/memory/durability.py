@@ -1,0 +1,145 @@
+"""When a store's commits reach the disk (docs/architecture.md, "Durable writes").
+
+The store commits in WAL mode with synchronous=NORMAL, so SQLite itself flushes only at
+checkpoints; `Durability` flushes the WAL after every commit that must be durable (what
+synchronous=FULL would do for all), counts what it flushed and grouped, checkpoints the
+WAL now and then after a flushed commit, and hands each durable commit's seal to the
+anchor's writer. A power cut loses only grouped commits after the last flush.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+
+from controller.memory.anchor import Anchor, AnchorWriter, write_anchor
+from controller.memory.digests import Seal
+from controller.memory.keys import CriticalPaths
+from controller.memory.macs import key_id
+
+FLUSH_TRACE_ENV = "TABLE_STORE_FLUSH_TRACE"
+"""Names a file to which every flush appends how far the WAL is on the disk (the HIL
+power-cut test of unflushed steps; unset at a table)."""
+
+CHECKPOINT_AFTER_COMMITS = 500
+"""Commits between WAL checkpoints (each a page or a few: about SQLite's own 1000-page
+default). The store checkpoints itself, right after a flushed step, so a checkpoint's two
+flushes never land on a card's decision."""
+
+
+class Durability:
+    """The flushes, checkpoints and anchor of one store's writing connection."""
+
+    def __init__(self, db: sqlite3.Connection, path: str, key: bytes,
+                 paths: CriticalPaths | None, *, flush_delay_s: float = 0.0) -> None:
+        """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
+        (benchmarks and tests of slow storage; 0 at a table)."""
+        if flush_delay_s < 0:
+            raise ValueError(f"flush_delay_s = {flush_delay_s}: must be >= 0")
+        self._db = db
+        self._path = path
+        self._key = key
+        self._paths = paths
+        self._flush_delay_s = flush_delay_s
+        self._flush_trace = os.environ.get(FLUSH_TRACE_ENV, "")
+        self._commits_since_checkpoint = 0
+        self.anchor_writer: AnchorWriter[Anchor] | None = None  # at the first anchor
+        self.flushed_commits = 0
+        """Commits flushed to disk since the store was opened (benchmarks print it)."""
+        self.grouped_commits = 0
+        """Commits left in the WAL for the next flush."""
+        self.checkpoints = 0
+        """WAL checkpoints run (two flushes each)."""
+
+    def close(self) -> None:
+        """Write the last durable commit's anchor (before the store closes)."""
+        if self.anchor_writer is not None:
+            self.anchor_writer.close()
+            self.anchor_writer = None
+
+    def commit(self, flush: bool) -> bool:
+        """COMMIT, flushed or grouped; returns whether this commit is durable."""
+        self._db.execute("COMMIT")
+        self._commits_since_checkpoint += 1
+        if flush:
+            self.flush_wal()
+            self.flushed_commits += 1
+            self._slow_storage(1)
+        else:
+            self.grouped_commits += 1
+        return flush
+
+    def committed(self, seal: Seal, *, durable: bool) -> None:
+        """Every commit that wrote something ends here. Only a durable one (flushed: it and
+        every grouped commit before it are on the disk) moves the anchor, to its own seal:
+        after a power cut the store may be ahead of its anchor, never behind."""
+        if not durable or self._paths is None:
+            return
+        if self.anchor_writer is None:
+            anchor_path, key = self._paths.anchor, self._key
+            self.anchor_writer = AnchorWriter(
+                lambda anchor: write_anchor(anchor_path, key, anchor))
+        # Off the event loop and coalesced (controller/memory/anchor.py): the anchor lags the
+        # store by at most ANCHOR_INTERVAL_S, which a power cut could give as well.
+        self.anchor_writer.submit(Anchor(key_id(self._key), seal.commit_no, seal.log_seq,
+                                         seal.mac))
+
+    def checkpoint_if_due(self, flushed: bool) -> None:
+        """The WAL copied into the database, after a flushed step every CHECKPOINT_AFTER_COMMITS
+        commits (never in a card's step). A table that only records grouped steps for hours
+        (a chattering sensor) still checkpoints, ten times later."""
+        due = CHECKPOINT_AFTER_COMMITS * (1 if flushed else 10)
+        if self._commits_since_checkpoint < due:
+            return
+        # PASSIVE: copies what no reader needs; it flushes the WAL and the database file.
+        self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        # The next writer starts the WAL over from its beginning, which costs that step a
+        # few hundred microseconds here (0.3 ms against 0.02 ms) and more on an SD card.
+        # Rewriting the header's unused user_version with its own value is that write: it
+        # takes the cost here, after a step already flushed, not in the next card's.
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        self._db.execute(f"PRAGMA user_version = {int(version)}")
+        self._commits_since_checkpoint = 0
+        self.checkpoints += 1
+        self._slow_storage(2)
+
+    def checkpoint_at_open(self) -> None:
+        """A daemon killed before its next checkpoint leaves its WAL behind, and the store
+        checkpoints only after flushed steps: a table restarted often (power cuts, a crash
+        loop) would otherwise carry an ever longer WAL."""
+        self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self.checkpoints += 1
+
+    def _slow_storage(self, flushes: int) -> None:
+        if self._flush_delay_s:
+            time.sleep(self._flush_delay_s * flushes)  # the loop waits, as on an SD card
+
+    def flush_wal(self) -> None:
+        """What synchronous=FULL does at a WAL commit: flush the WAL, and with it every
+        grouped commit before this one."""
+        if self._path == ":memory:":
+            return
+        fd = os.open(self._path + "-wal", os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            if self._flush_trace:
+                self._trace_flush(fd)
+        finally:
+            os.close(fd)
+
+    def _trace_flush(self, wal_fd: int) -> None:
+        """Test seam (TABLE_STORE_FLUSH_TRACE): note how far the WAL is on the disk now, so
+        the HIL power-cut test can cut it back to exactly what a power cut would leave. The
+        WAL header's salt names the WAL's cycle; the wal-index (the -shm file) holds the
+        number of valid frames, in this machine's byte order (SQLite's file format)."""
+        salt = os.pread(wal_fd, 8, 16).hex()
+        shm = os.open(self._path + "-shm", os.O_RDONLY)
+        try:
+            frames = int.from_bytes(os.pread(shm, 4, 16), sys.byteorder)
+        finally:
+            os.close(shm)
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        with open(self._flush_trace, "a", encoding="ascii") as trace:
+            trace.write(f"{salt} {frames} {page_size}\n")

@@ -1,0 +1,103 @@
+"""The keyed MACs of critical memory: one log entry's, one protected row's, the seal's and
+the checkpoint's, and the canonical JSON they cover (docs/architecture.md, "Critical memory").
+An auditor holding the key recomputes each from the texts written out here."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+GENESIS_MAC = "0" * 64
+KEY_BYTES = 32
+MODULUS = 2**256
+ZERO_DIGEST = "0" * 64
+# A store made without a key (unit tests, offline tools on a scratch copy) is keyed with
+# this public value; the daemon never opens such a store, because its key id differs.
+DEVELOPMENT_KEY = b"tabled development key: never used by a live table."
+CHECKPOINT_META = "chain_checkpoint"
+KEY_ID_META = "key_id"
+
+
+def key_id(key: bytes) -> str:
+    """A public fingerprint of the key: which key made this store, without revealing it."""
+    return hmac.new(key, b"tabled key id", hashlib.sha256).hexdigest()[:16]
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical(obj: Any) -> str:
+    """JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
+    return _CANONICAL.encode(obj)
+
+
+def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
+              device: str | None, round_id: int | None, payload_json: str) -> str:
+    """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
+    [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
+    auditor holding the key can recompute it."""
+    return mac_of(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
+                                      payload_json).encode("utf-8")).hex()
+
+
+@lru_cache(maxsize=4)
+def _keyed(key: bytes) -> hmac.HMAC:
+    """HMAC-SHA256 with the key already absorbed. A card's step takes five to seven MACs
+    (its log entries, the rows it changes, the seal); each copies this state instead of
+    hashing the key's two padded blocks again, which was half of a MAC's cost."""
+    return hmac.new(key, digestmod="sha256")
+
+
+def mac_of(key: bytes, material: bytes) -> bytes:
+    """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")."""
+    keyed = _keyed(key).copy()
+    keyed.update(material)
+    return keyed.digest()
+
+
+_json_string = json.encoder.encode_basestring  # the escaping _CANONICAL applies (UTF-8 as is)
+
+
+def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
+                   device: str | None, round_id: int | None, payload_json: str) -> str:
+    """The text entry_mac covers: canonical([prev_mac, seq, repr(at), kind, severity, device,
+    round_id, payload_json]), written out field by field because it runs for every entry
+    (a third of the encoder's time); the two are the same text (tests/controller/
+    test_critical_memory.py compares them)."""
+    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},{_json_string(repr(at))},"
+            f"{_json_string(kind)},{_json_string(severity)},"
+            f"{'null' if device is None else _json_string(device)},"
+            f"{'null' if round_id is None else int.__repr__(round_id)},"
+            f"{_json_string(payload_json)}]")
+
+
+def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
+    """One protected row's MAC as a number: HMAC-SHA256(key, table name, NUL, Python's repr
+    of the row's tuple), big-endian. repr is exact for SQLite's value types (int, float,
+    str, bytes, None), and `digest_of` computes the same bytes in its own loop."""
+    material = f"{table}\x00{tuple(values)!r}".encode()
+    return int.from_bytes(mac_of(key, material), "big")
+
+
+def seal_mac(key: bytes, commit_no: int, log_seq: int, log_mac: str,
+             digests: Iterable[tuple[str, str, int, str]]) -> str:
+    return mac_of(key, seal_material(commit_no, log_seq, log_mac, digests).encode("utf-8")).hex()
+
+
+def seal_material(commit_no: int, log_seq: int, log_mac: str,
+                  digests: Iterable[tuple[str, str, int, str]]) -> str:
+    """The text seal_mac covers: canonical(["seal", commit_no, log_seq, log_mac,
+    sorted(digests)]), written out field by field because every commit seals (the same
+    text: tests/controller/test_critical_memory.py compares them)."""
+    rows = ",".join(f"[{_json_string(name)},{_json_string(columns)},{int.__repr__(rows)},"
+                    f"{_json_string(acc)}]" for name, columns, rows, acc in sorted(digests))
+    return (f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},'
+            f"{_json_string(log_mac)},[{rows}]]")
+
+
+def checkpoint_mac(key: bytes, seq: int, mac: str) -> str:
+    return hmac.new(key, canonical(["checkpoint", seq, mac]).encode(), hashlib.sha256).hexdigest()

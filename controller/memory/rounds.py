@@ -1,0 +1,118 @@
+"""The rounds table and the seat totals, on the store's connection: a round's row opened,
+closed once with its cards and settlements, and read back as readers see it (an open
+round's cards so far come from the table's saved state and the log, not its row)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from controller.memory.critical import StoreError, canonical
+from controller.memory.schema import OPEN_ROUND_CARDS, SAVED_AT_SEQ
+
+
+def saved_table_state(db: sqlite3.Connection) -> tuple[str, dict[str, Any]] | None:
+    row = db.execute("SELECT state, data FROM table_state WHERE id = 1").fetchone()
+    return (row[0], json.loads(row[1])) if row else None
+
+
+def open_round(db: sqlite3.Connection, shoe_no: int, round_no: int,
+               wagers: list[dict[str, Any]], simulated: bool, at: float) -> int:
+    cursor = db.execute(
+        "INSERT INTO rounds(shoe_no, round_no, state, simulated, wagers, cards, opened_at)"
+        " VALUES (?, ?, 'open', ?, ?, '[]', ?)",
+        (shoe_no, round_no, int(simulated), canonical(wagers), at),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def close_round(db: sqlite3.Connection, round_id: int, state: str,
+                result: Mapping[str, Any] | None, settlements: list[dict[str, Any]],
+                cards: Sequence[Mapping[str, Any]], at: float) -> None:
+    cursor = db.execute(
+        "UPDATE rounds SET state = ?, result = ?, settlements = ?, cards = ?,"
+        " settled_at = ? WHERE round_id = ? AND state = 'open'",
+        (state, canonical(result) if result is not None else None,
+         canonical(settlements), canonical(list(cards)), at, round_id),
+    )
+    if cursor.rowcount != 1:
+        raise StoreError(f"round {round_id} is not open: it cannot be closed twice")
+    for item in settlements:
+        db.execute(
+            "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
+            " net_cents = net_cents + excluded.net_cents,"
+            " wagered_cents = wagered_cents + excluded.wagered_cents,"
+            " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
+            (item["seat"], item["net_cents"], item["amount_cents"],
+             item.get("vig_marked_cents", 0)),
+        )
+
+
+def rounds(db: sqlite3.Connection, limit: int, after_round_id: int | None
+           ) -> list[dict[str, Any]]:
+    if after_round_id is not None:
+        rows = db.execute("SELECT * FROM rounds WHERE round_id > ? ORDER BY round_id LIMIT ?",
+                          (after_round_id, limit)).fetchall()
+    else:
+        rows = db.execute("SELECT * FROM (SELECT * FROM rounds ORDER BY round_id DESC LIMIT ?)"
+                          " ORDER BY round_id", (limit,)).fetchall()
+    return as_read(db, rows)
+
+
+def one_round(db: sqlite3.Connection, round_id: int) -> dict[str, Any] | None:
+    row = db.execute("SELECT * FROM rounds WHERE round_id = ?", (round_id,)).fetchone()
+    return as_read(db, [row])[0] if row else None
+
+
+def open_rounds(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    return as_read(db, db.execute("SELECT * FROM rounds WHERE state = 'open' ORDER BY round_id"))
+
+
+def as_read(db: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[dict[str, Any]]:
+    """Rounds as readers see them: an open round's cards so far are the table's saved
+    state's and those logged after it (the row gets them when the round closes)."""
+    found = [_round(row) for row in rows]
+    still_open = [r for r in found if r["state"] == "open"]
+    saved = saved_table_state(db) if still_open else None
+    state = saved[1] if saved else {}
+    for record in still_open:
+        if record["round_id"] == state.get("round_id") and OPEN_ROUND_CARDS in state:
+            record["cards"] = open_round_cards(db, state)
+    return found
+
+
+def open_round_cards(db: sqlite3.Connection, state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The open round's cards: those saved with the table's state, then the round's
+    card entries logged after it (SAVED_AT_SEQ), in the order they were dealt."""
+    cards = list(state[OPEN_ROUND_CARDS])
+    if state.get(SAVED_AT_SEQ) is None:  # saved by a version that saved every card
+        return cards
+    for row in db.execute(
+            "SELECT payload FROM events WHERE seq > ? AND kind = 'card' AND round_id = ?"
+            " ORDER BY seq", (state[SAVED_AT_SEQ], state["round_id"])):
+        logged = json.loads(row[0])
+        cards.append({"index": logged["index"], "card": logged["card"],
+                      "hand": logged["hand"], "slot": logged["slot"]})
+    return cards
+
+
+def _round(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "round_id": row["round_id"], "shoe_no": row["shoe_no"], "round_no": row["round_no"],
+        "state": row["state"], "simulated": bool(row["simulated"]),
+        "wagers": json.loads(row["wagers"]), "cards": json.loads(row["cards"]),
+        "result": json.loads(row["result"]) if row["result"] else None,
+        "settlements": json.loads(row["settlements"]) if row["settlements"] else [],
+        "opened_at": row["opened_at"], "settled_at": row["settled_at"],
+    }
+
+
+def seat_totals(db: sqlite3.Connection) -> dict[int, dict[str, int]]:
+    return {
+        row["seat"]: {"net_cents": row["net_cents"], "wagered_cents": row["wagered_cents"],
+                      "vig_owed_cents": row["vig_owed_cents"]}
+        for row in db.execute("SELECT * FROM seat_totals ORDER BY seat")
+    }

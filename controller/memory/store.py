@@ -1,0 +1,434 @@
+"""The table's durable state: SQLite in WAL mode.
+
+Every step that changes money or state is one transaction together with its
+entry in the append-only event log. Each log entry carries HMAC-SHA256 over the
+entry before it and its own contents, keyed with the table's secret key, and
+every other critical table is covered by keyed digests and a seal
+(controller/memory/critical.py, docs/architecture.md "Critical memory"): an edit, a
+deletion or a rollback anywhere is found by `verify()`, which names where.
+
+Durability follows what a step records (docs/architecture.md, "Durable writes"):
+a step whose events are all of GROUPED_KINDS (a card inside a round, a prompt,
+seat-sensor and shuffler progress) is committed to the WAL and reaches the disk
+with the next flush; every other step (money, locks, awards, meters, faults,
+round open and close, shoe changes) is flushed before the transaction returns,
+and so before the daemon acts on it or reports it. A power cut can lose only
+grouped steps after the last flush, and always a suffix of the log.
+"""
+
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from controller.memory import critical, schema
+from controller.memory import rounds as round_rows
+from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
+from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
+from controller.memory.schema import (
+    GENESIS_HASH,
+    GROUPED_KINDS,
+    OPEN_ROUND_CARDS,
+    SAVED_AT_SEQ,
+    SCHEMA_VERSION,
+    STORE_TABLES,
+    Event,
+    as_read_back,
+    entry_hash,
+    state_json,
+)
+
+__all__ = [  # the store's own names, and those its users import from here
+    "CHECKPOINT_AFTER_COMMITS", "Event", "FLUSH_TRACE_ENV", "GENESIS_HASH", "GENESIS_MAC",
+    "GROUPED_KINDS", "IntegrityError", "OPEN_ROUND_CARDS", "SAVED_AT_SEQ",
+    "SCHEMA_VERSION", "STORE_TABLES", "Store", "StoreError", "entry_hash",
+]
+
+log = structlog.get_logger("store")
+
+
+class Store:
+    """One SQLite database per table. Not thread-safe: owned by the event loop's thread.
+
+    `key` is the table's critical-memory key (None: the public development key, for tests
+    and scratch copies). `paths` names the anchor kept beside the key; with it, every
+    durable commit moves the anchor. An existing store is verified before anything is
+    written to it (`check=False` leaves that to the caller, e.g. to report instead of
+    raise); `create=False` refuses to make a new, empty store where none is.
+    """
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
+                 key: bytes | None = None, paths: critical.CriticalPaths | None = None,
+                 create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
+                 read_only: bool = False, chain_limit: int | None = None) -> None:
+        """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
+        (benchmarks and tests of slow storage; 0 at a table). ``read_only`` opens an existing
+        store on a read-only connection with no check and no anchor (``reader``). ``chain_limit``:
+        past that many entries since the last full check, the check leaves the log's entries
+        to a full check the caller runs next (critical.verify_store)."""
+        if read_only and (paths is not None or create or check):
+            raise ValueError("a read-only Store has no critical paths and neither creates "
+                             "nor checks the store")
+        self.path = str(path)
+        self._clock = clock
+        self._tx_must_flush = True
+        self.key = key if key is not None else critical.DEVELOPMENT_KEY
+        self.paths = paths
+        self.verified: critical.Verified | None = None
+        self._in_tx = False
+        self._listeners: list[Callable[[Event], None]] = []
+        self._after_commit: list[Callable[[], None]] = []
+        self._durable_listeners: list[Callable[[critical.Seal, sqlite3.Connection], None]] = []
+        self._pending: list[Event] = []
+        self._before_commit: dict[str, Callable[[], None]] = {}
+        # What this connection last committed, kept so that a step does not read it back:
+        # the log's head and the seal's commit counter. They hold until a step of ours
+        # rolls back or another connection commits (SQLite's data_version says so); either
+        # forgets them (`_forget`) and the next step reads.
+        self._log_head: tuple[int, str] | None = None
+        self._commit_no: int | None = None
+        # The protected tables' digests as our last seal read them; they hold while our
+        # steps only append log entries (the log has no digest triggers), which is every
+        # card that does not save the table's state.
+        self._digests: list[tuple[str, str, int, str]] | None = None
+        self._appended = 0  # log entries appended by the step in progress
+        self._data_version = -1
+        self._db = schema.connect(self.path, create=create, read_only=read_only)
+        self._durability = Durability(self._db, self.path, self.key, paths,
+                                      flush_delay_s=flush_delay_s)
+        try:
+            critical.install_functions(self._db, self.key)
+            if read_only:
+                return
+            fresh = self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+            if fresh:
+                if not create:
+                    raise IntegrityError("store missing", f"{self.path} is empty")
+                self._create()
+            elif check:
+                self.verified = self.verify(chain_limit=chain_limit)
+                self.upgrade()
+            if not fresh and check and self.path != ":memory:":
+                self._durability.checkpoint_at_open()
+        except BaseException:
+            self.close()
+            raise
+
+    def _create(self) -> None:
+        with self.transaction() as db:
+            schema.create(db, self.key)
+
+    def upgrade(self) -> None:
+        """After the check passed: the numbered migrations the store lacks, tables a newer
+        version added, and their digests (`schema.upgrade`)."""
+        with self.transaction() as db:
+            schema.upgrade(db, self.key, self.path)
+
+    def protect(self, tables: tuple[str, ...]) -> None:
+        """Cover another module's tables (e.g. the progressive ledger's) by digests."""
+        with self.transaction() as db:
+            critical.protect(db, self.key, tables)
+
+    def verify(self, *, full: bool = False, chain_limit: int | None = None,
+               progress: Callable[[int], None] | None = None) -> critical.Verified:
+        """The critical-memory check (controller.memory.check.verify_store) on this store."""
+        try:
+            return critical.verify_store(
+                self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
+                full=full, chain_limit=chain_limit, progress=progress)
+        except sqlite3.DatabaseError as exc:
+            raise critical.unusable(Path(self.path), exc) from None
+
+    def set_checkpoint(self, seq: int, mac: str,
+                       settled: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """A full verification reached entry `seq` (and found these settled prefixes,
+        critical.SETTLED_PREFIX): later boots start after them."""
+        rows = [(critical.CHECKPOINT_META, critical.checkpoint_value(self.key, seq, mac))]
+        rows += [(critical.SETTLED_META + table, critical.canonical(dict(prefix)))
+                 for table, prefix in (settled or {}).items()]
+        with self.transaction() as db:
+            db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO"
+                           " UPDATE SET value = excluded.value", rows)
+
+    def close(self) -> None:
+        self._durability.close()  # the last durable commit's anchor, before the store
+        self._db.close()
+
+    # --- transactions ---------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        """A step is open: what is written now commits with it (or rolls back with it)."""
+        return self._in_tx
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One atomic step. Nested use joins the outer transaction: it only hands over the
+        connection (a card's step nests five or six; a generator each was 1 us apiece)."""
+        if self._in_tx:
+            return nullcontext(self._db)
+        return self._step()
+
+    @contextmanager
+    def _step(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:  # another connection committed since our last step
+            self._forget()
+            self._data_version = version
+        self._in_tx = True
+        self._tx_must_flush = False
+        self._appended = 0
+        changes = self._db.total_changes
+        try:
+            yield self._db
+            while self._before_commit:  # a hook may ask for another: run until none is left
+                self._before_commit.pop(next(iter(self._before_commit)))()
+            # Re-seal what this step wrote, in the same transaction (reads seal nothing).
+            seal = None
+            written = self._db.total_changes - changes  # trigger writes count too
+            if written:
+                if written != self._appended:  # a row besides the log's: digests moved
+                    self._digests = None
+                if self._digests is None:
+                    self._digests = critical.digests(self._db)
+                seal = critical.reseal(self._db, self.key, last_commit_no=self._commit_no,
+                                       head=self._log_head, table_digests=self._digests)
+        except BaseException:
+            self._forget()
+            self._db.execute("ROLLBACK")
+            self._pending.clear()
+            self._before_commit.clear()
+            self._in_tx = False
+            raise
+        try:
+            # A step that records nothing is flushed too: only a known kind may wait.
+            flushed = self._durability.commit(self._tx_must_flush or not self._pending)
+        except BaseException:
+            self._forget()  # a COMMIT that failed may or may not have reached the file
+            raise
+        if seal is not None:
+            self._commit_no = seal.commit_no
+        self._in_tx = False
+        if seal is not None:
+            self._durability.committed(seal, durable=flushed)
+        pending, self._pending = self._pending, []
+        for event in pending:  # listeners see only what was committed
+            for listener in self._listeners:
+                listener(event)
+        if pending:
+            for given_out in self._after_commit:
+                given_out()
+        if seal is not None and flushed:
+            # After the step's report, as the checkpoint below: the witness's digest of the
+            # money (a few reads and a hash) is not in front of a lock-out or a settlement.
+            # Nothing has written since the commit, so it reads the state the seal covers.
+            for durable_listener in self._durable_listeners:
+                durable_listener(seal, self._db)
+        # Only now: what the step decided (a settlement, a lock) is out before the checkpoint's
+        # two flushes, which on an SD card would otherwise delay its report.
+        self._durability.checkpoint_if_due(flushed)
+
+    def _forget(self) -> None:
+        """A step that did not commit leaves nothing it wrote to be trusted: the log's head
+        and the commit counter are read from the store again."""
+        self._log_head = self._commit_no = self._digests = None
+
+    def before_commit(self, name: str, write: Callable[[], None]) -> None:
+        """Run ``write`` once, as the last thing of the current step before it commits (the
+        last call for a ``name`` wins); outside a step, at once in a step of its own. A record
+        that a step rewrites at every stage (the table's saved state: each card and each
+        state change asks for it) is written once, as the step leaves it."""
+        if not self._in_tx:
+            with self.transaction():
+                write()
+            return
+        self._before_commit[name] = write
+
+    def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
+                          ) -> None:
+        """`listener` is given every durable commit's seal and this connection, after the
+        step's committed entries were given out (before anything else writes), on the
+        writer's thread: it must not block (the witness's heads,
+        controller/witness/link.py, only take a digest and hand the head to their thread)."""
+        self._durable_listeners.append(listener)
+
+    @property
+    def flushed_commits(self) -> int:
+        """Commits flushed to disk since this Store was opened (benchmarks print it)."""
+        return self._durability.flushed_commits
+
+    @property
+    def grouped_commits(self) -> int:
+        """Commits left in the WAL for the next flush."""
+        return self._durability.grouped_commits
+
+    @property
+    def checkpoints(self) -> int:
+        """WAL checkpoints run (two flushes each)."""
+        return self._durability.checkpoints
+
+    def subscribe(self, listener: Callable[[Event], None], *,
+                  after_each_commit: Callable[[], None] | None = None) -> Callable[[], None]:
+        """`listener` is given every committed entry, in order; `after_each_commit`, once a
+        commit's entries have all been given out (a socket writer sends them together)."""
+        self._listeners.append(listener)
+        if after_each_commit is not None:
+            self._after_commit.append(after_each_commit)
+
+        def unsubscribe() -> None:
+            self._listeners.remove(listener)
+            if after_each_commit is not None:
+                self._after_commit.remove(after_each_commit)
+
+        return unsubscribe
+
+    # --- event log ------------------------------------------------------------
+
+    def append_event(self, kind: str, payload: Mapping[str, Any] | None = None, *,
+                     severity: str = "info", device: str | None = None,
+                     round_id: int | None = None) -> Event:
+        """Append one entry to the hash chain, inside the current transaction (or its own)."""
+        with self.transaction() as db:
+            if kind not in GROUPED_KINDS:
+                self._tx_must_flush = True
+            last_seq, prev = self._head(db)
+            seq = last_seq + 1
+            at = float(self._clock())  # SQLite gives REAL back: hash what it will return
+            payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
+            digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
+                                        round_id, payload_json)
+            db.execute(
+                "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
+            )
+            self._log_head = (seq, digest)
+            self._appended += 1
+            event = Event(seq, at, kind, severity, device, round_id, as_read_back(payload,
+                                                                                    payload_json),
+                          prev, digest, payload_json)
+            self._pending.append(event)
+            return event
+
+    def _head(self, db: sqlite3.Connection) -> tuple[int, str]:
+        """The log's last entry (seq, MAC) in the step in progress: this connection's own
+        if it holds (`_forget`), else read."""
+        if self._log_head is None:
+            self._log_head = critical.log_head(db)
+        return self._log_head
+
+    def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
+               device: str | None = None, severity: str | None = None,
+               since: float | None = None, oldest_first: bool = False) -> list[Event]:
+        """Matching entries after `after_seq`, oldest first: the last `limit` of them, or
+        with `oldest_first` the first `limit` (a reader pages forward that way)."""
+        return schema.events(self._db, after_seq=after_seq, limit=limit, kind=kind,
+                             device=device, severity=severity, since=since,
+                             oldest_first=oldest_first)
+
+    def events_from(self, after_seq: int, count: int) -> list[Event]:
+        """The first `count` entries after `after_seq`, oldest first: one page of a stream
+        (`events(limit=)` gives the last ones instead)."""
+        rows = self._db.execute("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                (after_seq, count))
+        return [schema.event_of(row) for row in rows]
+
+    def meta(self, key: str) -> str | None:
+        """A value kept under `key` in the store's meta table (covered by its digests)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_meta(self, key: str, value: str) -> None:
+        """Keep `value` under `key`, inside the current step (or a step of its own)."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO"
+                       " UPDATE SET value = excluded.value", (key, value))
+
+    def reader(self) -> Store:
+        """This store on a read-only connection of its own, for long reads (chain
+        verification, large exports) run in a worker thread: the event loop's connection
+        is never shared between threads. The caller closes it.
+
+        The view is built afresh, not copied: it has no anchor writer, no critical paths
+        and no listeners or pending writes of ours, so closing it stops nothing of this
+        store's (a copy once shared the anchor's writer, and one read froze the anchor)."""
+        return Store(self.path, clock=self._clock, key=self.key, create=False, check=False,
+                     read_only=True)
+
+    def verify_chain(self) -> int:
+        """Recompute every entry's MAC from the first; returns the number of entries or
+        raises IntegrityError naming the first entry where the chain breaks."""
+        return critical.verify_chain(self._db, self.key, 1, GENESIS_MAC)
+
+    def quick_check(self) -> None:
+        result = [r[0] for r in self._db.execute("PRAGMA quick_check")]
+        if result != ["ok"]:
+            raise IntegrityError("sqlite quick_check", "; ".join(result[:5]))
+
+    # --- table state ------------------------------------------------------------
+
+    def save_table_state(self, state: str, data: Mapping[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
+                (state, state_json({**data, SAVED_AT_SEQ: self._head(db)[0]})),
+            )
+
+    def load_table_state(self) -> tuple[str, dict[str, Any]] | None:
+        """The table's saved state as the table gave it (without the store's SAVED_AT_SEQ)."""
+        saved = round_rows.saved_table_state(self._db)
+        if saved is not None:
+            saved[1].pop(SAVED_AT_SEQ, None)
+        return saved
+
+    # --- rounds (controller/memory/rounds.py) ------------------------------------------------
+
+    def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,
+                   simulated: bool = False) -> int:
+        """A new open round. Its cards are not written to its row one by one: while it is
+        open each card is in the log and the table's saved state holds them as of its last
+        save (`OPEN_ROUND_CARDS`); `close_round` writes them to the row."""
+        with self.transaction() as db:
+            return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
+
+    def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
+                    settlements: list[dict[str, Any]],
+                    cards: Sequence[Mapping[str, Any]]) -> None:
+        """Settle or void a round once, with the cards it was dealt; a second attempt raises
+        (never settled twice)."""
+        with self.transaction() as db:
+            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
+
+    def rounds(self, *, limit: int = 10, after_round_id: int | None = None
+               ) -> list[dict[str, Any]]:
+        """The last `limit` rounds, oldest first; with `after_round_id`, the first `limit`
+        rounds after it instead (a reader pages through every round that way)."""
+        return round_rows.rounds(self._db, limit, after_round_id)
+
+    def round(self, round_id: int) -> dict[str, Any] | None:
+        return round_rows.one_round(self._db, round_id)
+
+    def open_rounds(self) -> list[dict[str, Any]]:
+        return round_rows.open_rounds(self._db)
+
+    def seat_totals(self) -> dict[int, dict[str, int]]:
+        return round_rows.seat_totals(self._db)
+
+    def collect_vigorish(self, seat: int) -> int:
+        """631a.13(d)(2): marked vigorish collected; returns the cents collected."""
+        with self.transaction() as db:
+            row = db.execute("SELECT vig_owed_cents FROM seat_totals WHERE seat = ?", (seat,)).fetchone()
+            owed = int(row["vig_owed_cents"]) if row else 0
+            if owed:
+                db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
+                           " WHERE seat = ?", (owed, seat))
+                self.append_event("vigorish_collected", {"seat": seat, "cents": owed})
+            return owed

@@ -1,0 +1,180 @@
+"""Where each card out of the shoe goes: the burn, the round, the discard rack, set aside.
+
+`controller.rules.procedure` decides (`card_ruling`, `lost_cards`); this part
+applies the decision, handing the round's cards to `RoundPlay`. A card whose
+back is not the batch in play never reaches here: the table's step sends it to
+the faults first (controller/table/batches.py).
+"""
+
+from __future__ import annotations
+
+from controller.rules.procedure import (
+    CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
+    lost_cards,
+)
+from controller.table.parts import TableParts
+from controller.table.machine import ROUND_IN_PLAY, TableState
+from controller.table.rounds import RoundPlay
+from drivers.protocols import CardDrawn, CoverCardDrawn
+
+
+class CardRouting:
+    """Applies the procedure's ruling on each card: burn, deal, discard, hold or set aside."""
+
+    def __init__(self, parts: TableParts, rounds: RoundPlay) -> None:
+        self._saved, self._rules, self._ports, self._journal, self._machine = parts
+        self._rounds = rounds
+
+    def on_card(self, event: CardDrawn) -> None:
+        shoe = self._saved.shoe
+        expected = shoe.last_card_index + 1
+        lost = lost_cards(expected, event.index, self._phase(), round_open=self._rounds.in_play) \
+            if shoe.last_card_index >= 0 else None
+        shoe.last_card_index = event.index
+        shoe.cards_drawn += 1
+        if lost is not None and not self._apply_lost_cards(lost, expected, event):
+            return
+        ruling = card_ruling(self._phase(), self._card_facts(event))
+        match ruling.disposition:
+            case Disposition.BURN:
+                self._on_burn_card(event)
+            case Disposition.SIMULATED_ROUND:
+                self._rounds.start_simulated_round(event)
+            case Disposition.SET_ASIDE:
+                self._set_aside_face_up_card(event)
+            case Disposition.OPEN_ROUND:
+                # The first card out of the shoe locks every seat; a card drawn before
+                # "no more bets" becomes the first card of this round.
+                lock = self._ports.lock_seats
+                self._rounds.open_round(lock("first-card") if lock else None, "first-card")
+                self._rounds.play_card(event)
+            case Disposition.DEAL:
+                self._rounds.play_card(event)
+            case Disposition.HOLD:
+                self._on_card_during_fault(event)
+            case Disposition.DISCARD:
+                self._rounds.discard(event, ruling)
+
+    def on_cover_card(self, event: CoverCardDrawn) -> None:
+        self._saved.shoe.cover_card_seen = True
+        # 631a.10(d): complete this hand, then "last hand", then one more.
+        self._journal.record("cover_card", {"index": event.index}, device=event.device)
+        misplaced = self._rules.game.misplaced_cover_card(event.index)
+        if misplaced:
+            # 631a.5(d), 681a.5(d): logged, and shown on the dealer's screen and in
+            # `status` until the shoe is replaced; the shoe plays on by 631a.10(d) /
+            # 681a.7(d) (docs/rulings.md C22). Not a prompt: the dealer's next card is
+            # still the one the round's prompt names.
+            self._saved.shoe.cover_card_misplaced = misplaced
+            self._journal.record("cover_card_misplaced",
+                                 {"index": event.index,
+                                  "cards_below": self._rules.game.shoe_size - event.index,
+                                  "detail": misplaced}, severity="warning", device=event.device)
+        self._journal.state_changed()
+
+    def _phase(self) -> Phase:
+        """Where the table stands, in the terms of the dealing procedure's deciders."""
+        state = self._machine.state
+        if state is TableState.BURN:
+            return Phase.BURN
+        if state is TableState.BETTING_OPEN:
+            return Phase.BETTING
+        if state is TableState.NO_MORE_BETS:
+            return Phase.LOCKED
+        if state in ROUND_IN_PLAY:
+            return Phase.SIMULATED if self._saved.simulated else Phase.DEALING
+        if state is TableState.DEVICE_FAULT:
+            return Phase.FAULT
+        return Phase.OUT_OF_PLAY
+
+    def _card_facts(self, event: CardDrawn) -> CardFacts:
+        shoe = self._saved.shoe
+        return CardFacts(face_up=event.face_up, twenty_one=self._rules.is_21,
+                         dealer_burn_due=shoe.dealer_burn_due,
+                         after_completed_round=shoe.extra_card_window,
+                         hand_of_17=shoe.hand_of_17,
+                         undisclosed_discard_due=shoe.undisclosed_discard_due)
+
+    def _apply_lost_cards(self, lost: LostCards, expected: int, event: CardDrawn) -> bool:
+        """Cards left the shoe that the table never saw: nothing is settled from incomplete
+        data. True if the card received goes on to be handled as usual."""
+        saved, shoe = self._saved, self._saved.shoe
+        shoe.lost_indexes.extend(lost.indexes)
+        shoe.cards_drawn += len(lost.indexes)
+        self._journal.state_changed()
+        self._journal.record("card_gap", {"expected_index": expected,
+                                          "received_index": event.index, "card": str(event.card),
+                                          "lost_indexes": list(lost.indexes),
+                                          "action": lost.action.value, "section": lost.section},
+                             severity="error", device=event.device)
+        match lost.action:
+            case LostCardsAction.VOID_ROUND:
+                self._rounds.void_round(f"card(s) {_indexes(lost.indexes)} left the shoe unseen "
+                                        "by the controller", section=lost.section)
+                return False
+            case LostCardsAction.DISCARD_RECEIVED:
+                self._rounds.discard(event, CardRuling(
+                    Disposition.DISCARD, lost.section,
+                    f"card(s) {_indexes(lost.indexes)} left the shoe unseen; collect every "
+                    "card dealt since the last round to the discard rack"))
+                return False
+            case LostCardsAction.VOID_AFTER_FAULT:
+                saved.void_after_recovery = (f"card(s) {_indexes(lost.indexes)} left the "
+                                             "shoe unseen by the controller")
+                saved.void_after_recovery_section = lost.section
+            case LostCardsAction.COUNT_AS_BURNED if shoe.burn_expected is not None:
+                # Burned face down unread, like a misread burn card (631a.5(f)).
+                shoe.burn_expected = max(0, shoe.burn_expected - len(lost.indexes))
+                if shoe.burn_expected == 0:
+                    self._machine.burn_done()
+                    self._journal.announce("place_bets", round_no=saved.round_no + 1)
+        return True
+
+    def _on_burn_card(self, event: CardDrawn) -> None:
+        shoe = self._saved.shoe
+        shoe.burned.append(str(event.card))
+        if shoe.burn_expected is None:
+            # 631a.5(f): expose the first card; burn as many more as its face value.
+            shoe.burn_expected = self._rules.burn_count(event.card)
+            self._journal.record("burn_first_card", {"card": str(event.card),
+                                                     "index": event.index,
+                                                     "burn": shoe.burn_expected,
+                                                     "back": event.back.name.lower()})
+        else:
+            shoe.burn_expected -= 1
+            self._journal.record("burn_card", {"index": event.index,
+                                               "back": event.back.name.lower()})
+        if shoe.burn_expected == 0:
+            self._machine.burn_done()
+            self._journal.announce("place_bets", round_no=self._saved.round_no + 1)
+        else:
+            self._journal.announce("burn", remaining=shoe.burn_expected)
+            self._journal.state_changed()
+
+    def _set_aside_face_up_card(self, event: CardDrawn) -> None:
+        coup = self._rounds.coup
+        assert coup is not None
+        self._saved.pending_simulated_card = event
+        self._journal.record("card_face_up", {"index": event.index, "card": str(event.card),
+                                              "ruling": "631a.15(d): set aside; it opens a "
+                                              "simulated round once this round is settled"},
+                             severity="warning", device=event.device)
+        self._journal.state_changed()
+        self._journal.announce("set_aside", card=str(event.card),
+                               next=coup.next_card().name.lower())
+
+    def _on_card_during_fault(self, event: CardDrawn) -> None:
+        """Nothing is settled from data the controller could not vouch for."""
+        in_round = self._rounds.in_play
+        self._journal.record("card_during_fault", {"index": event.index,
+                                                   "card": str(event.card),
+                                                   "round_voided": in_round},
+                             severity="error", device=event.device)
+        if in_round and not self._saved.void_after_recovery:
+            self._saved.void_after_recovery = (f"card {event.card} left the shoe while the "
+                                               "table was in a device fault")
+        self._journal.state_changed()
+
+
+def _indexes(indexes: tuple[int, ...]) -> str:
+    return ", ".join(str(i) for i in indexes) or "?"

@@ -1,0 +1,113 @@
+"""Protocol 1.2 answers of docs/protocol.md (issue 28), on the reference link: each test
+names the section and the question of the 1.2 table it checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from firmware_bridge.frame import Frame, FrameKind, decode_frame
+from firmware_bridge.link import BadMessage, LinkEndpoint, LinkState, MessageReceived, Role
+from firmware_bridge.messages import Refuse, RefuseCode, StatusRequest, encode_message
+
+from .conftest import HOST_HELLO, SHOE_HELLO
+
+SESSION = b"\x78\x56\x34\x12"
+
+
+def _frames(endpoint: LinkEndpoint) -> list[Frame]:
+    return [decode_frame(c + b"\x00") for c in endpoint.outgoing().split(b"\x00") if c]
+
+
+def _handshaking_device() -> LinkEndpoint:
+    """A shoe that took the host's RESET and sent its Hello (seq 0, ack 0)."""
+    device = LinkEndpoint(Role.DEVICE, SHOE_HELLO, session_ids=lambda: 7)
+    device.receive(Frame(FrameKind.RESET, 0, 0, SESSION).encode(), 0.0)
+    assert [(f.kind, f.seq, f.ack) for f in _frames(device)] == [
+        (FrameKind.RESET_ACK, 0, 0), (FrameKind.DATA, 0, 0)]
+    return device
+
+
+def _data(seq: int, ack: int, payload: bytes) -> bytes:
+    return Frame(FrameKind.DATA, seq, ack, payload).encode()
+
+
+def test_a_message_before_up_is_acknowledged_counted_and_never_delivered() -> None:
+    # 4.2 (1.2): the host's Hello arrives, then a StatusRequest whose frame does not
+    # acknowledge the shoe's Hello: the shoe is not UP yet
+    device = _handshaking_device()
+    device.receive(_data(0, 0, encode_message(HOST_HELLO)), 0.1)
+    device.receive(_data(1, 0, encode_message(StatusRequest())), 0.1)
+    assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.ACK, 1), (FrameKind.ACK, 2)]
+    assert device.state is LinkState.HANDSHAKING and device.counters.bad_messages == 1
+    events = device.events()
+    assert not [e for e in events if isinstance(e, MessageReceived)]
+    assert [str(e.error) for e in events if isinstance(e, BadMessage)] == [
+        "StatusRequest before the handshake finished"]
+
+
+def test_a_bare_01_at_seq_0_is_a_malformed_hello_acknowledged_and_refused() -> None:
+    # 4.2 (1.2): first byte 0x01 is a Hello for the first-DATA rule, even undecodable
+    device = _handshaking_device()
+    device.receive(_data(0, 0, b"\x01"), 0.1)
+    frames = _frames(device)
+    assert [(f.kind, f.seq, f.ack, f.payload[:2]) for f in frames] == [
+        (FrameKind.DATA, 1, 1, bytes([Refuse.ID, RefuseCode.NOT_ACCEPTED]))]
+    assert device.state is LinkState.REFUSED
+
+
+def test_an_undecodable_refuse_at_seq_0_is_acknowledged_and_not_acted_on() -> None:
+    # 4.2 (1.2) against 5.4: the frame was received intact, so it is acknowledged
+    device = _handshaking_device()
+    payload = bytes([Refuse.ID, RefuseCode.NOT_ACCEPTED, 2]) + b"\xc3\x28"  # invalid UTF-8
+    device.receive(_data(0, 1, payload), 0.1)
+    assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.ACK, 1)]
+    assert device.state is LinkState.HANDSHAKING and device.counters.bad_messages == 1
+
+
+def test_each_copy_of_a_duplicate_gets_its_own_acknowledgement() -> None:
+    # 5.4 (1.2), [M-5.4b]: three copies, each in its own read, three ACKs
+    device = _handshaking_device()
+    frame = _data(0, 0, encode_message(Refuse(RefuseCode.NOT_ACCEPTED, "no")))
+    acks = []
+    for at in (0.1, 0.2, 0.3):
+        device.receive(frame, at)
+        acks += [(f.kind, f.ack) for f in _frames(device)]
+    assert acks == [(FrameKind.ACK, 1)] * 3
+
+
+def test_a_nak_resend_restarts_the_timer_with_the_current_rto_without_doubling() -> None:
+    # 5.5 (1.2): the Hello went out at 0.0 with RTO 0.25; a NAK at 0.1 resends it and the
+    # next timer expiry is 0.1 + 0.25, after which (a timer expiry) the RTO doubles
+    device = _handshaking_device()
+    device.receive(Frame(FrameKind.NAK, 0, 0).encode(), 0.1)
+    assert [(f.kind, f.seq) for f in _frames(device)] == [(FrameKind.DATA, 0)]
+    assert (device.rto, device.next_deadline()) == (0.25, pytest.approx(0.35))
+    device.poll(0.35)
+    assert [(f.kind, f.seq) for f in _frames(device)] == [(FrameKind.DATA, 0)]
+    assert device.rto == 0.5
+
+
+def test_refused_naks_a_gap_but_not_a_crc_error() -> None:
+    # 4.5 (1.2): DATA is received as in 5.4 in REFUSED (a gap is NAKed); a CRC error is not
+    device = _handshaking_device()
+    device.receive(_data(0, 1, encode_message(Refuse(RefuseCode.NOT_ACCEPTED, "no"))), 0.1)
+    assert device.state is LinkState.REFUSED
+    _frames(device)
+    device.receive(_data(3, 1, encode_message(StatusRequest())), 0.2)
+    assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.NAK, 1)]
+    bad = bytearray(_data(1, 1, encode_message(StatusRequest())))
+    bad[-2] ^= 0x01  # a COBS data byte of the CRC: still framed, wrong CRC
+    device.receive(bytes(bad), 0.3)
+    assert _frames(device) == [] and device.counters.crc_errors == 1
+
+
+def test_the_first_keepalive_is_due_one_second_after_the_last_handshake_frame() -> None:
+    # 5.6 (1.2): idle time counts from the last frame of any kind this side sent
+    device = _handshaking_device()
+    device.receive(_data(0, 1, encode_message(HOST_HELLO)), 0.2)  # UP; our ACK at 0.2
+    assert device.state is LinkState.UP
+    assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.ACK, 1)]
+    device.poll(1.19)
+    assert _frames(device) == []
+    device.poll(1.2)
+    assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.ACK, 1)]
