@@ -18,8 +18,6 @@ STILL_OVER = {
     # Modules other work is splitting, each named with the issue that owns it; this list only
     # shrinks (the test fails on an entry that is no longer over, so it is removed at once).
     "controller/memory/store.py": "issue 27, critical memory in controller/memory/ (perf)",
-    "controller/progressive/ledger.py": "issue 27, the progressive package (pit)",
-    "controller/progressive/system.py": "issue 27, the progressive package (pit)",
 }
 
 
