@@ -34,7 +34,9 @@ SUPERVISOR = {"supervisor": "floor", "pin": "2468"}  # config/pit-table.toml's d
 # 631c.2(g)(1): a suited three-card 9 tie. Player A♠ 2♠ 6♠ = 9; Banker A♠ 3♠ = 4 draws on the
 # Player's third card 6 (631a.11, Table 1) and takes 5♠ = 9.
 SUITED_NINE_TIE = [Card.parse(c) for c in ("A♠", "A♠", "2♠", "3♠", "6♠", "5♠")]
-HIT_SEAT = 4
+# A seat the simulated players never use: a sensor pressed and released every round at full
+# speed trips the seat panel's chatter rule (drivers/seats.py), which then ignores it.
+HIT_SEAT = 5
 # The chip is on the sensor this long before the dealer presses the lock-out, as at a real
 # table: longer than the sensor's debounce (config/pit-table.toml's 20 ms) on a busy machine.
 CHIP_BEFORE_LOCK_S = 0.2
