@@ -316,6 +316,10 @@ async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> flo
     pit.hits_under_way += 1
     try:
         await link_up(table)
+        # One round dealt with the link up: a betting round that opened while it was down
+        # offers no linked wager (605a.8) and leaves the seats' sensors unarmed for it.
+        settled = len(h.result.rounds)
+        await h.play(shoes=1, until=lambda r: len(r.rounds) > settled)
         await h.wait_for_state("betting_open")
         await h.call("place_wager", seat=HIT_SEAT, wager="tie", amount_cents=500)
         sensor = next(s.sensor_pin for s in h.table_config.gpio.seats if s.seat == HIT_SEAT)
