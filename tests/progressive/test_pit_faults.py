@@ -152,7 +152,7 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_deletes_not
 
 
 class Retained:
-    """What a display connecting now is given: every retained message under a site."""
+    """What a display connecting now is given: every message under a table's topics."""
 
     def __init__(self, port: int, pattern: str) -> None:
         import paho.mqtt.client as mqtt
@@ -166,7 +166,9 @@ class Retained:
         self.client.loop_start()
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
-        if message.retain and message.payload:
+        # Retained, or live if the table's publish reaches the broker after this subscribed
+        # (a loaded machine): either way the display has it.
+        if message.payload:
             with self._changed:
                 self.messages[message.topic] = json.loads(message.payload)
                 self._changed.notify_all()
