@@ -254,6 +254,8 @@ class Daemon:
             self.progressive.publish_all()
             if self.progressive.linked is not None:
                 self.spawn(self.panel.follow_linked(self.progressive))
+            if self.progressive.feeds.pit is not None:  # the pit page's view of this table
+                self.spawn(self.progressive.follow_pit(self.status))
         self.store.group_commits(asyncio.get_running_loop())  # shared flushes (issue 31)
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
@@ -300,6 +302,8 @@ class Daemon:
             await device.stop()
         if self.witness is not None:  # the last heads, or the outbox keeps them
             await self.witness.stop()
+        if self.progressive is not None:  # the pit page is told "offline", not "lost"
+            await asyncio.to_thread(self.progressive.feeds.close)
         self.store.close()
         self.collector.stop()
         return EXIT_OK
