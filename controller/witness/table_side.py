@@ -102,7 +102,17 @@ class TableWitness:
         return len(self.link.outbox.pending) if self.link is not None else 0
 
     async def stop(self) -> None:
-        """The last heads to the witness (or kept in the outbox), before the store closes."""
+        """The last heads to the witness (or kept in the outbox), before the store closes:
+        first every commit made so far on the disk (group commit holds the stop's own entries
+        until their flush, and only a flushed commit's seal is a head)."""
+        durable: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+
+        def flushed(error: BaseException | None) -> None:
+            if not durable.done():
+                durable.set_result(error)
+
+        self.store.when_durable(flushed)
+        await durable  # a failed flush: the outbox keeps what was witnessed, the store says why
         self._stopped = True  # on the loop's thread: no link event is recorded after this
         if self.link is not None:
             await asyncio.to_thread(self.link.close, self.config.timeout_s)
