@@ -25,6 +25,7 @@ from controller import __version__
 from controller.access import AccessPolicy
 from controller.access_log import AccessLog
 from controller.auth import PinGuard, PinPolicy
+from controller.card_commits import CardCommits
 from controller.collector import RoundCollector
 from controller.commands import Commands
 from controller.config import ConfigError, TableConfig, load_config
@@ -119,6 +120,9 @@ class Daemon:
         self.commands = Commands(self)
         self.commands.register(self.control)
         self.intake = EventIntake(self._handle, self.history_checked)
+        # Protocol 1.2: the shoe forgets a card only once the table's commit is on the disk.
+        self.card_commits = CardCommits.attach(
+            self.devices, lambda: self.table.saved.shoe.last_card_index, self.store)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.collector = RoundCollector()
         self.metrics_port = 0  # where [metrics] listen serves, once it does
@@ -270,6 +274,8 @@ class Daemon:
                 "a real table keeps them in the secrets file")}, "warning")
         await self.control.start()
         metrics = await self._serve_metrics()
+        if self.card_commits is not None:
+            self.card_commits.resume()  # the restored table's last card, before the shoe talks
         for device in self.devices.values():
             await device.start(self.intake.emit)
         if self.table.state is TableState.BETTING_OPEN:
@@ -321,6 +327,8 @@ class Daemon:
     def _handle(self, event: DeviceEvent) -> None:
         """One event through the table (controller/intake.py decides when)."""
         try:
+            if self.card_commits is not None:
+                self.card_commits.before_step(event)
             self.table.handle(event)
             self.panel.meters(self.progressive)
             self.collector.between_rounds(self.table.state)

@@ -203,6 +203,21 @@ class Shoe(Device, Protocol):
 
 
 @runtime_checkable
+class CommittingShoe(Shoe, Protocol):
+    """A shoe driver that speaks protocol 1.2's card commit acknowledgement
+    (docs/protocol.md 6.6): told what the table has durably stored, it lets the shoe forget
+    those cards, and it drops the cards the shoe sends again that the table already has."""
+
+    def resume_cards_from(self, next_index: int) -> None:
+        """Before start(): the table has stored every card of the batch below `next_index`
+        (a replayed card below it is dropped, one at or above it is delivered)."""
+
+    def cards_committed(self, loads: int, next_index: int) -> None:
+        """Every card below `next_index` is durably stored, of the batch the shoe reported
+        after `loads` ShoeLoaded events since start(); from the loop's thread, never blocks."""
+
+
+@runtime_checkable
 class Shuffler(Device, Protocol):
     """Automated two-batch shuffler on USB."""
 
