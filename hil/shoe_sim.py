@@ -8,6 +8,10 @@ is the dealer: ``await shoe.draw()`` pulls the next card out of the shoe.
 Fault injection: ``misread_next()``, ``face_up_next()``, ``garbage()``,
 ``unplug()``/``replug()``, ``set_lid(open)``, ``sensor_fault()``, and a wrong
 firmware or protocol version through the constructor.
+
+With ``card_commit=True`` it is a protocol 1.2 shoe with the card commit
+acknowledgement (docs/protocol.md 6.6): it keeps every card until the host's
+CardsCommitted covers it and sends the kept ones again after each handshake.
 """
 
 from __future__ import annotations
