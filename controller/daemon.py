@@ -121,8 +121,7 @@ class Daemon:
         self.commands.register(self.control)
         self.intake = EventIntake(self._handle, self.history_checked)
         # Protocol 1.2: the shoe forgets a card only once the table's commit is on the disk.
-        self.card_commits = CardCommits.attach(
-            self.devices, lambda: self.table.saved.shoe.last_card_index, self.store)
+        self.card_commits = CardCommits.attach(self.devices, self.table, self.store)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.collector = RoundCollector()
         self.metrics_port = 0  # where [metrics] listen serves, once it does

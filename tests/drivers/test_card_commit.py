@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from cards import BackColour
+from cards import BackColour, Card
 from controller.card_commits import CardCommits
 from controller.memory.store import Store
-from drivers.protocols import CardDrawn, LinkChanged, LinkState
+from controller.table.machine import TableState
+from drivers.protocols import CardDrawn, LinkChanged, LinkState, ShoeLoaded
 from drivers.reconnect import ReconnectPolicy
 from drivers.shoe import SerialShoe
 from firmware_bridge import messages as wire
@@ -132,30 +134,45 @@ class AckRecorder:
         self.acks.append((loads, next_index))
 
 
+def table_at(state: str, last_card_index: int) -> SimpleNamespace:
+    """What CardCommits reads of the table: its state and its saved shoe's last index."""
+    return SimpleNamespace(state=TableState(state),
+                           saved=SimpleNamespace(shoe=SimpleNamespace(last_card_index=last_card_index)))
+
+
 def test_the_daemon_acknowledges_a_card_only_after_a_flushed_commit(tmp_path: Path) -> None:
     """[M-6.6a]: a card's step inside a round is grouped (not on the disk yet): no
     acknowledgement; the next flushed commit carries it and every card before it."""
     store = Store(tmp_path / "t.sqlite")
     shoe = AckRecorder()
-    table_index = [-1]
-    commits = CardCommits(shoe, lambda: table_index[0])  # type: ignore[arg-type]
+    table = table_at("dealing", 11)
+    commits = CardCommits(shoe, table)  # type: ignore[arg-type]
     store.on_durable_commit(commits._durable)
     try:
         commits.resume()
-        assert shoe.resumed == [0]
-        for index in (0, 1):
-            commits.before_step(CardDrawn("shoe", index, stack_card(index), BackColour.RED, False))
+        assert shoe.resumed == [12]  # the restored table has cards 0..11 of the batch
+        for index in (12, 13):
+            commits.before_step(CardDrawn("shoe", index, Card.parse("9♠"), BackColour.RED, False))
             with store.transaction():
-                table_index[0] = index
+                table.saved.shoe.last_card_index = index
                 store.append_event("card", {"index": index})  # grouped
         assert shoe.acks == []
         with store.transaction():
             store.append_event("round_settled", {"round": 1})  # flushed
-        assert shoe.acks == [(0, 2)]
+        assert shoe.acks == [(0, 14)]
+        commits.before_step(ShoeLoaded("shoe", 416, BackColour.BLUE))  # the next batch
+        with store.transaction():
+            table.saved.shoe.last_card_index = -1
+            store.append_event("shoe_loaded", {"cards": 416})
+        assert shoe.acks[-1] == (1, 0)  # for the new batch: nothing below 0
     finally:
         store.close()
 
 
-def stack_card(index: int):  # noqa: ANN201
-    stack, _ = build_stack(1, random.Random(1))
-    return stack[index]
+@pytest.mark.parametrize("state", ["closed", "opening", "shuffling", "cut", "end_of_shoe"])
+def test_a_table_waiting_for_a_new_batch_drops_no_card_as_a_replay(state: str) -> None:
+    """Its saved index is the old batch's: a ShoeLoaded lost in a cut must not make the new
+    batch's first cards look like replays the table already has."""
+    shoe = AckRecorder()
+    CardCommits(shoe, table_at(state, 70)).resume()  # type: ignore[arg-type]
+    assert shoe.resumed == [0]
