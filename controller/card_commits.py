@@ -7,14 +7,14 @@ the shoe keeps every card until told it is committed, and sends the kept ones ag
 each handshake. This part tells it, and only once the card is on the disk: a card's step
 inside a round is grouped (controller/memory/store.py, GROUPED_KINDS) and reaches the disk
 with the next flushed commit, so the acknowledgement follows every durable commit, never a
-grouped one [M-6.6a]. At start it gives the shoe's driver the table's own last card index,
-below which a replayed card is one the table already has [M-6.6d].
+grouped one [M-6.6a]. It also tells the shoe's driver where the restored table is in the
+batch, below which a replayed card is one the table already has [M-6.6d].
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from controller import crash_points
@@ -31,36 +31,45 @@ WAITING_FOR_A_BATCH = frozenset({"closed", "opening", "shuffling", "cut", "end_o
 class CardCommits:
     """Between the table's store and a shoe driver that takes acknowledgements."""
 
-    def __init__(self, shoe: CommittingShoe, table: Table) -> None:
+    def __init__(self, shoe: CommittingShoe | None, table: Table) -> None:
+        """``shoe`` None: the configured shoe takes no acknowledgements (a test's stand-in);
+        then nothing is sent and this only passes the table's steps through."""
         self._shoe = shoe
         self._table = table
         self._loads = 0  # ShoeLoaded the table has stepped since start (the driver counts too)
 
     @classmethod
-    def attach(cls, devices: Mapping[str, Device], table: Table,
-               store: Store) -> CardCommits | None:
-        """For a configured shoe whose driver takes acknowledgements (not a test's stand-in):
-        listen to ``store``'s durable commits."""
+    def attach(cls, devices: Mapping[str, Device], table: Table, store: Store) -> CardCommits:
+        """For the configured shoe: tell its driver where the table is, and listen to
+        ``store``'s durable commits."""
         shoe = devices.get("shoe")
         if not isinstance(shoe, CommittingShoe):
-            return None
+            return cls(None, table)
         commits = cls(shoe, table)
+        shoe.follow_table(commits._replay_floor)
         store.on_durable_commit(commits._durable)
         return commits
+
+    def stepping(self, step: Callable[[DeviceEvent], None]) -> Callable[[DeviceEvent], None]:
+        """``step`` (the daemon's step of each device event through the table), with
+        ``before_step`` before it."""
+        def stepped(event: DeviceEvent) -> None:
+            self.before_step(event)
+            step(event)
+        return stepped
 
     def _next_index(self) -> int:
         """The index below which the table has every card of the batch (its saved state, as
         the last commit left it)."""
         return self._table.saved.shoe.last_card_index + 1
 
-    def resume(self) -> None:
-        """After the table's state is restored, before the shoe starts. A table waiting for a
-        new batch (WAITING_FOR_A_BATCH) still holds the old batch's last index, which says
-        nothing of the cards a newly loaded shoe will send: nothing is dropped then (a
-        ShoeLoaded lost in a cut must not make the new batch's first cards look like
-        replays)."""
-        waiting = self._table.state.value in WAITING_FOR_A_BATCH
-        self._shoe.resume_cards_from(0 if waiting else self._next_index())
+    def _replay_floor(self) -> int:
+        """For the shoe's driver (until it counts the batch itself): below this index the
+        table has every card. A table waiting for a new batch (WAITING_FOR_A_BATCH) still
+        holds the old batch's last index, which says nothing of the cards a newly loaded shoe
+        sends: nothing is dropped then (a ShoeLoaded lost in a cut must not make the new
+        batch's first cards look like replays)."""
+        return 0 if self._table.state.value in WAITING_FOR_A_BATCH else self._next_index()
 
     def before_step(self, event: DeviceEvent) -> None:
         """Each device event, before the table's step: a new batch makes every later
@@ -71,4 +80,5 @@ class CardCommits:
             crash_points.before_card_step(event.index)  # the HIL test's cut; inert unless set
 
     def _durable(self, seal: Any, db: sqlite3.Connection) -> None:
+        assert self._shoe is not None  # only a committing shoe's CardCommits listens
         self._shoe.cards_committed(self._loads, self._next_index())

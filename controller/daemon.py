@@ -49,14 +49,7 @@ from controller.table.rules_seam import RulesAdapter
 from controller.table.table import Table
 from controller.watchdog import Health, WatchdogPinger
 from controller.wiring import build_devices, device_as, open_checked_store, secure_store_files
-from drivers.protocols import (
-    Device,
-    DeviceEvent,
-    LinkState,
-    ProgressiveDisplay,
-    SeatPanel,
-    Shuffler,
-)
+from drivers.protocols import Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler
 
 log = structlog.get_logger("tabled")
 
@@ -119,9 +112,9 @@ class Daemon:
         self.witness = self._witness()
         self.commands = Commands(self)
         self.commands.register(self.control)
-        self.intake = EventIntake(self._handle, self.history_checked)
-        # Protocol 1.2: the shoe forgets a card only once the table's commit is on the disk.
+        # Protocol 1.2 (docs/protocol.md 6.6): the shoe forgets a card once it is on the disk.
         self.card_commits = CardCommits.attach(self.devices, self.table, self.store)
+        self.intake = EventIntake(self.card_commits.stepping(self._handle), self.history_checked)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.collector = RoundCollector()
         self.metrics_port = 0  # where [metrics] listen serves, once it does
@@ -273,8 +266,6 @@ class Daemon:
                 "a real table keeps them in the secrets file")}, "warning")
         await self.control.start()
         metrics = await self._serve_metrics()
-        if self.card_commits is not None:
-            self.card_commits.resume()  # the restored table's last card, before the shoe talks
         for device in self.devices.values():
             await device.start(self.intake.emit)
         if self.table.state is TableState.BETTING_OPEN:
@@ -326,8 +317,6 @@ class Daemon:
     def _handle(self, event: DeviceEvent) -> None:
         """One event through the table (controller/intake.py decides when)."""
         try:
-            if self.card_commits is not None:
-                self.card_commits.before_step(event)
             self.table.handle(event)
             self.panel.meters(self.progressive)
             self.collector.between_rounds(self.table.state)

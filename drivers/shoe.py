@@ -59,7 +59,7 @@ class SerialShoe(LinkedDevice):
         self._expected_index: int | None = None
         self.last_card_received_ns: int = 0  # perf_counter_ns when the last card frame arrived
         # Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6).
-        self._stored_below = 0  # the table had every card below this index at start
+        self._table_has_below: Callable[[], int] = lambda: 0  # until the driver counts itself
         self._loads = 0  # ShoeLoaded received since start(): names the batch an ack is for
         self._acked_below = 0  # the last CardsCommitted sent, in this batch
         self._acks: set[asyncio.Task[None]] = set()
@@ -78,9 +78,9 @@ class SerialShoe(LinkedDevice):
         peer = self._peer
         return peer is not None and bool(peer.capabilities & wire.CAP_CARD_COMMIT)
 
-    def resume_cards_from(self, next_index: int) -> None:
-        """Before start(): the table already stored every card below ``next_index``."""
-        self._stored_below = self._acked_below = next_index
+    def follow_table(self, has_below: Callable[[], int]) -> None:
+        """Before start(): where the table is in the batch (controller/card_commits.py)."""
+        self._table_has_below = has_below
 
     def cards_committed(self, loads: int, next_index: int) -> None:
         """6.6 [M-6.6a]: the daemon calls this after a durable commit; the shoe may forget
@@ -105,8 +105,10 @@ class SerialShoe(LinkedDevice):
 
     def _replayed(self, index: int) -> bool:
         """6.6 [M-6.6d]: a card the table already has, sent again after a handshake."""
-        below = max(self._stored_below, self._expected_index or 0)
-        return self.card_commit and index < below
+        if not self.card_commit:
+            return False
+        expected = self._expected_index
+        return index < (expected if expected is not None else self._table_has_below())
 
     async def _on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.CardDrawn) and self._replayed(message.index):
@@ -128,7 +130,7 @@ class SerialShoe(LinkedDevice):
             self._send_event(events.CoverCardDrawn(self.name, message.index))
         elif isinstance(message, wire.ShoeLoaded):
             self._expected_index = 0
-            self._stored_below = self._acked_below = 0
+            self._acked_below = 0
             self._loads += 1
             self._counters["shoes_loaded"] += 1
             self._send_event(events.ShoeLoaded(self.name, message.cards,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,7 +32,7 @@ async def connected(sim: SimulatedShoe, recorder: Recorder, *, resume_from: int 
                     ) -> SerialShoe:
     driver = SerialShoe("shoe", sim.port, reconnect=FAST)
     if resume_from is not None:
-        driver.resume_cards_from(resume_from)
+        driver.follow_table(lambda: resume_from)  # type: ignore[return-value]
     mark = len(recorder.events)
     await driver.start(recorder)
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, start=mark)
@@ -124,11 +125,11 @@ class AckRecorder:
     """Stands in for the shoe's driver: what the daemon told it."""
 
     def __init__(self) -> None:
-        self.resumed: list[int] = []
+        self.floor: Callable[[], int] | None = None
         self.acks: list[tuple[int, int]] = []
 
-    def resume_cards_from(self, next_index: int) -> None:
-        self.resumed.append(next_index)
+    def follow_table(self, has_below: Callable[[], int]) -> None:
+        self.floor = has_below
 
     def cards_committed(self, loads: int, next_index: int) -> None:
         self.acks.append((loads, next_index))
@@ -140,17 +141,23 @@ def table_at(state: str, last_card_index: int) -> SimpleNamespace:
                            saved=SimpleNamespace(shoe=SimpleNamespace(last_card_index=last_card_index)))
 
 
+def wired(shoe: AckRecorder, table: SimpleNamespace, store: Store) -> CardCommits:
+    """What CardCommits.attach does for a driver of the CommittingShoe protocol."""
+    commits = CardCommits(shoe, table)  # type: ignore[arg-type]
+    shoe.follow_table(commits._replay_floor)
+    store.on_durable_commit(commits._durable)
+    return commits
+
+
 def test_the_daemon_acknowledges_a_card_only_after_a_flushed_commit(tmp_path: Path) -> None:
     """[M-6.6a]: a card's step inside a round is grouped (not on the disk yet): no
     acknowledgement; the next flushed commit carries it and every card before it."""
     store = Store(tmp_path / "t.sqlite")
     shoe = AckRecorder()
     table = table_at("dealing", 11)
-    commits = CardCommits(shoe, table)  # type: ignore[arg-type]
-    store.on_durable_commit(commits._durable)
+    commits = wired(shoe, table, store)
     try:
-        commits.resume()
-        assert shoe.resumed == [12]  # the restored table has cards 0..11 of the batch
+        assert shoe.floor is not None and shoe.floor() == 12  # the table has cards 0..11
         for index in (12, 13):
             commits.before_step(CardDrawn("shoe", index, Card.parse("9♠"), BackColour.RED, False))
             with store.transaction():
@@ -174,5 +181,5 @@ def test_a_table_waiting_for_a_new_batch_drops_no_card_as_a_replay(state: str) -
     """Its saved index is the old batch's: a ShoeLoaded lost in a cut must not make the new
     batch's first cards look like replays the table already has."""
     shoe = AckRecorder()
-    CardCommits(shoe, table_at(state, 70)).resume()  # type: ignore[arg-type]
-    assert shoe.resumed == [0]
+    wired(shoe, table_at(state, 70), Store(":memory:"))
+    assert shoe.floor is not None and shoe.floor() == 0
