@@ -8,8 +8,8 @@ load. This benchmark times what the daemon's loop itself spends on a card: the
 table's step for a CardDrawn (`Table.handle`: the rules, the store transaction with
 its log entries, row digests and seal, the saved state) and the lines the control
 socket sends two caught-up subscribers (`ControlServer.publish`, then what
-`_stream` writes), in the thread's own CPU time, which a busy machine inflates far
-less than wall-clock time. Only cards decided inside a round are counted (those
+`EventStreams.serve` writes), in the thread's own CPU time, which a busy machine
+inflates far less than wall-clock time. Only cards decided inside a round are counted (those
 answered by a "deal" prompt), not the round's last card, which settles and flushes.
 
 The same-run reference is the floor of any step: one transaction of one small row
@@ -20,10 +20,14 @@ ratio printed says how many such commits a card step costs here.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
+import re
+import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,8 +55,12 @@ IN_ROUND = (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS)
 SUBSCRIBERS = 2  # bench_latency's: the simulated dealer and the benchmark's watcher
 
 
-def card_steps(folder: Path, seed: int) -> list[int]:
-    """Thread CPU ns of every decided card step of one shoe, on a new table's store."""
+def card_steps(folder: Path, seed: int, counted: frozenset[int] | None = None
+               ) -> tuple[list[int], list[int]]:
+    """Thread CPU ns of every decided card step of one shoe, on a new table's store, and
+    those cards' indexes. With `counted` (indexes a first deal of the same seed found
+    decided), each of those steps runs inside `functools.reduce`, the C function that
+    callgrind counts instructions in (`--toggle-collect`), and nothing else does."""
     store = init_store(str(folder / "table.sqlite"), operator="bench", table_id="T1")
     config = load_config(CONFIG)
     table = Table(table_id="T1", seats=14, rules=RulesAdapter(build_game(config.submission)),
@@ -79,6 +87,7 @@ def card_steps(folder: Path, seed: int) -> list[int]:
     sent = [0] * SUBSCRIBERS
     _stream(server, sent)
     samples: list[int] = []
+    decided: list[int] = []
     while table.state is TableState.BETTING_OPEN and len(deck) - table.shoe.cards_drawn > 12:
         for seat, wager, cents in WAGERS:
             table.cmd_place_wager(seat, wager, cents)
@@ -86,19 +95,27 @@ def card_steps(folder: Path, seed: int) -> list[int]:
         _stream(server, sent)
         while table.state in IN_ROUND:
             event = draw()
+
+            def step(_: object = None, __: object = None, event: CardDrawn = event) -> None:
+                table.handle(event)
+                _stream(server, sent)
+
             started = time.thread_time_ns()
-            table.handle(event)
-            _stream(server, sent)
+            if counted is not None and event.index in counted:
+                functools.reduce(step, [None], None)
+            else:
+                step()
             spent = time.thread_time_ns() - started
             if table.state in IN_ROUND and prompts[-1] == "deal":
                 samples.append(spent)
+                decided.append(event.index)
         _stream(server, sent)
     store.close()
-    return samples
+    return samples, decided
 
 
 def _stream(server: ControlServer, sent: list[int]) -> None:
-    """What each subscriber's stream does once woken (ControlServer._stream): the lines it
+    """What each subscriber's stream does once woken (EventStreams.serve): the lines it
     sends, short of the socket."""
     for number, after in enumerate(sent):
         page = server.streams.stream_page(after)
@@ -107,18 +124,27 @@ def _stream(server: ControlServer, sent: list[int]) -> None:
             sent[number] = page[-1][0]
 
 
-def bare_commit_ns(folder: Path, samples: int = 2000) -> list[int]:
-    """One transaction of one small row, WAL, synchronous=NORMAL, no flush: the floor."""
+def bare_commit_ns(folder: Path, samples: int = 2000, *, counted: bool = False) -> list[int]:
+    """One transaction of one small row, WAL, synchronous=NORMAL, no flush: the floor
+    (with `counted`, each inside `functools.reduce`, as `card_steps` counts cards)."""
     db = sqlite3.connect(folder / "bare.sqlite", isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
     spent = []
-    for number in range(samples):
-        started = time.thread_time_ns()
+
+    def commit(number: int, _: object = None) -> int:
         db.execute("BEGIN IMMEDIATE")
         db.execute("INSERT INTO t(v) VALUES (?)", (f"row {number}",))
         db.execute("COMMIT")
+        return number
+
+    for number in range(samples):
+        started = time.thread_time_ns()
+        if counted:
+            functools.reduce(commit, [None], number)
+        else:
+            commit(number)
         spent.append(time.thread_time_ns() - started)
     db.close()
     return spent
@@ -130,11 +156,47 @@ def quantiles(samples: list[int]) -> tuple[float, float, float]:
             ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1e3)
 
 
+def counted_child(kind: str, seed: int) -> int:
+    """Under callgrind: the steps to count, each inside functools.reduce; prints how many."""
+    configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    with tempfile.TemporaryDirectory() as tmp:
+        if kind == "cards":
+            (Path(tmp) / "dry").mkdir()
+            (Path(tmp) / "counted").mkdir()
+            _, decided = card_steps(Path(tmp) / "dry", seed)  # not counted: outside reduce
+            card_steps(Path(tmp) / "counted", seed, frozenset(decided))
+            print(f"steps {len(decided)}")
+        else:
+            print(f"steps {len(bare_commit_ns(Path(tmp), 200, counted=True))}")
+    return 0
+
+
+def instructions(kind: str, seed: int) -> tuple[int, int]:
+    """(instructions, steps) counted by callgrind in a child that runs `kind`'s steps."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--toggle-collect=functools_reduce",
+             f"--callgrind-out-file={tmp}/callgrind.out", sys.executable, __file__,
+             "--counted-child", kind, "--seed", str(seed)],
+            capture_output=True, text=True, check=True)
+    collected = re.search(r"Collected : (\d+)", run.stderr)
+    steps = re.search(r"steps (\d+)", run.stdout)
+    if collected is None or steps is None:
+        raise SystemExit(f"callgrind gave no count:\n{run.stderr[-2000:]}")
+    return int(collected.group(1)), int(steps.group(1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shoes", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--callgrind", action="store_true",
+                        help="also count instructions per card under valgrind's callgrind "
+                             "(one more shoe, about a minute)")
+    parser.add_argument("--counted-child", choices=("cards", "bare"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.counted_child:
+        return counted_child(args.counted_child, args.seed)
     header("bench_card_step: the daemon's CPU for one card, in-process")
     # The daemon's logging (a card's entries are below its level), written nowhere.
     configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
@@ -143,7 +205,7 @@ def main() -> int:
         for shoe in range(args.shoes):
             folder = Path(tmp) / f"shoe{shoe}"
             folder.mkdir()
-            steps += card_steps(folder, args.seed + shoe)
+            steps += card_steps(folder, args.seed + shoe)[0]
         bare = bare_commit_ns(Path(tmp))
     p10, p50, p99 = quantiles(steps)
     b10, b50, b99 = quantiles(bare)
@@ -152,6 +214,16 @@ def main() -> int:
     print(f"reference: bare commit      n={len(bare):5d}  p10 {b10:7.1f} us  p50 {b50:7.1f} us  "
           f"p99 {b99:7.1f} us")
     print(f"card step / bare commit: p50 {p50 / b50:.1f}x  p10 {p10 / b10:.1f}x")
+    if args.callgrind:
+        if shutil.which("valgrind") is None:
+            print("callgrind: valgrind is not installed (apt install valgrind): not counted")
+            return 1
+        card_ir, cards = instructions("cards", args.seed)
+        bare_ir, bares = instructions("bare", args.seed)
+        print(f"callgrind instructions: card step {card_ir / cards:,.0f} per decided card "
+              f"(n={cards}); bare commit {bare_ir / bares:,.0f} (n={bares}); ratio "
+              f"{card_ir / cards / (bare_ir / bares):.1f}x (deterministic: the same code gives "
+              "the same count on any load)")
     return 0
 
 

@@ -67,7 +67,7 @@ def build(config, entries: int) -> float:  # noqa: ANN001
         with store.transaction():
             for _ in range(min(BUILD_BATCH, entries - written)):
                 written += 1
-                store.append_event("card", {**payload, "index": written}, device="shoe")
+                store.append_entry("card", {**payload, "index": written}, device="shoe")
     store.close()
     return time.monotonic() - started
 
@@ -132,7 +132,7 @@ async def phase(daemon: Daemon, name: str, seconds: float, clients) -> dict:  # 
     while time.monotonic() - started < seconds or any(w.is_alive() for w in workers):
         commit_started = time.monotonic()
         with daemon.store.transaction():  # a card, as most of a dealing table's steps are
-            daemon.store.append_event("card", {"phase": name}, device="shoe")
+            daemon.store.append_entry("card", {"phase": name}, device="shoe")
         longest_commit = max(longest_commit, time.monotonic() - commit_started)
         await asyncio.sleep(TICK_S)
         if time.monotonic() - started > 600:

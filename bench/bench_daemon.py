@@ -67,8 +67,10 @@ async def measure(idle_seconds: float) -> dict[str, float]:
         for attempt in range(3):
             ready_times.append((await start_to_ready(Path(tmp) / f"start{attempt}", attempt))[0])
 
+        wire = WireCount()
         async with TableHarness(CONFIG, Path(tmp) / "shoe", seed=11) as table:
             assert table.daemon is not None
+            wire.fd = table.shoe._master  # the device's end of the shoe's port
             pid = table.daemon.pid
             peak = 0
             sampler_done = asyncio.Event()
@@ -85,6 +87,8 @@ async def measure(idle_seconds: float) -> dict[str, float]:
             result = await table.play(shoes=1)
             shoe_wall = time.perf_counter() - started
             shoe_cpu = cpu_seconds(pid) - cpu_before
+            shoe_bytes, wire_s = (wire.bytes_in, wire.bytes_out), wire.wire_s()
+            wire.close()
             sampler_done.set()
             await sampler
             idle_before = cpu_seconds(pid)
@@ -92,7 +96,49 @@ async def measure(idle_seconds: float) -> dict[str, float]:
             idle_cpu = cpu_seconds(pid) - idle_before
         return {"ready_s": statistics.median(ready_times), "peak_rss_kib": peak,
                 "rounds": len(result.rounds), "shoe_wall_s": shoe_wall, "shoe_cpu_s": shoe_cpu,
+                "wire_s": wire_s, "shoe_bytes_in": shoe_bytes[0], "shoe_bytes_out": shoe_bytes[1],
                 "idle_cpu_fraction": idle_cpu / idle_seconds}
+
+
+BAUD_BITS_PER_BYTE = 10  # 8N1: a start bit, eight data bits, a stop bit
+BAUD = 115200
+
+
+class WireCount:
+    """The bytes the simulated shoe's link reads and writes on its pseudo-terminal (this
+    process's end of the daemon's serial port): firmware_bridge.aio's `os`, seen through a
+    counter for that one descriptor. A pseudo-terminal carries them at memory speed; a
+    115200-baud line would need BAUD_BITS_PER_BYTE / BAUD s a byte, both ways at once."""
+
+    def __init__(self) -> None:
+        import firmware_bridge.aio as aio
+
+        self._aio, self._os = aio, aio.os
+        self.fd = -1
+        self.bytes_in = self.bytes_out = 0  # from the daemon, to the daemon
+        aio.os = self  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._os, name)
+
+    def read(self, fd: int, size: int) -> bytes:
+        data: bytes = self._os.read(fd, size)
+        if fd == self.fd:
+            self.bytes_in += len(data)
+        return data
+
+    def write(self, fd: int, data: bytes) -> int:
+        written: int = self._os.write(fd, data)
+        if fd == self.fd:
+            self.bytes_out += written
+        return written
+
+    def wire_s(self) -> float:
+        """The line's time for the busier direction (a UART sends and receives at once)."""
+        return max(self.bytes_in, self.bytes_out) * BAUD_BITS_PER_BYTE / BAUD
+
+    def close(self) -> None:
+        self._aio.os = self._os
 
 
 ENTRIES_PER_ROUND = 20     # wagers, locks, cards, prompts, settlement: a round's log entries
@@ -254,6 +300,9 @@ def main() -> int:
     print(f"one shoe: {m['rounds']} rounds in {m['shoe_wall_s']:.1f} s wall, daemon CPU "
           f"{m['shoe_cpu_s']:.1f} s ({m['shoe_cpu_s'] / m['rounds'] * 1000:.0f} ms a round; "
           f"Pi 4 estimate {pi4(m['shoe_cpu_s']) / m['rounds'] * 1000:.0f} ms)")
+    print(f"the shoe's serial traffic: {m['shoe_bytes_out']:,} bytes to the daemon, "
+          f"{m['shoe_bytes_in']:,} from it: {m['wire_s']:.2f} s on a {BAUD}-baud 8N1 line; "
+          f"wall / wire {m['shoe_wall_s'] / m['wire_s']:.2f}x (target <= 1.0)")
     return 0
 
 

@@ -7,15 +7,15 @@ as `./run-simulated-table` runs it) and three figures are taken:
 
 * card -> decision: from the simulated shoe putting a CardDrawn frame on the
   pseudo-terminal to a control-socket subscriber receiving the daemon's prompt
-  saying where the next card goes. Target p99 <= 1 ms with normal storage and
-  <= 5 ms when every flush takes `--flush-delay-ms` longer (`[store]
-  flush_delay_ms`, an SD card). A card that completes a round is timed apart, to
-  the prompt after the settlement: the settlement is money and is flushed before
+  saying where the next card goes. Target (issue 31) p99 <= 2x the same run's floor
+  with normal storage, and <= 5 ms when every flush takes `--flush-delay-ms` longer
+  (`[store] flush_delay_ms`, an SD card). A card that completes a round is timed apart,
+  to the prompt after the settlement: the settlement is money and is flushed before
   the daemon reports it (docs/architecture.md, "Durable writes"), so it carries
-  one flush by design.
+  one flush by design: p99 <= 3x the floor, and <= 7 ms with 5 ms flushes.
 * lock-out -> lock saved and reported: from the GPIO bridge driving the lock-out
   pin to the subscriber receiving the `no_more_bets` event, which the daemon
-  publishes only after the lock's step is flushed.
+  publishes only after the lock's step is flushed: p99 <= 7 ms with 5 ms flushes.
 * the floor, same run: a frame of the same size written to a pseudo-terminal at a
   dealer's pace, read by a bare relay process that answers it on the pty and writes one
   line to its socket, read by the same watcher. That is the path's hops and wake-ups
@@ -24,7 +24,8 @@ as `./run-simulated-table` runs it) and three figures are taken:
 * flushes per shoe: fsync/fdatasync calls of the daemon's process during one
   shoe, counted with strace, beside the rounds and the money-changing steps
   (wagers accepted, locks, settlements and voids, vigorish, meters and awards).
-  Target: at most one per round plus one per money-changing step.
+  Target (issue 31): a round's wagers share one flush (group commit, the dealer sends
+  them together), its lock one, its settlement one: at most three a round.
 
 Twelve shoes by default (`--shoes`), about 3,880 decided cards, as a table deals many
 shoes per start of the daemon: their p99 is the 39th-slowest card. Over one or three
@@ -36,7 +37,8 @@ what it traces).
 A card is stamped as the simulated shoe's link is asked to send it (it encodes
 and writes the frame in that call), and a lock-out as the bridge is asked to
 drive the pin. The subscriber is
-a process of its own blocked on its socket, stamping each read as it returns, so
+a process of its own at normal priority (`--realtime-observer`: SCHED_FIFO, as an
+earlier version ran it) blocked on its socket, stamping each read as it returns, so
 neither end waits for the simulated dealer's event loop. The figures still
 include the pseudo-terminal, one local socket hop and the two processes' wake-ups:
 they are an upper bound of what the daemon itself adds. All stamps are
@@ -129,11 +131,13 @@ class TimedTable(TableHarness):
 _WATCHER = r"""
 import json, os, socket, sys, time
 stamp = time.perf_counter_ns
-try:  # an instrument: woken at once when a line arrives, ahead of the simulated devices
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-    priority = "SCHED_FIFO 10"
-except (AttributeError, PermissionError):
-    priority = "normal (SCHED_FIFO not permitted)"
+priority = "normal"  # an outside observer, as a display or a floor system is
+if os.environ.get("BENCH_REALTIME_OBSERVER"):  # --realtime-observer: ahead of the simulators
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        priority = "SCHED_FIFO 10"
+    except (AttributeError, PermissionError):
+        priority = "normal (SCHED_FIFO not permitted)"
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock.connect(sys.argv[1])
 sock.sendall(b'{"id": 1, "cmd": "subscribe", "args": {"after_seq": 0}}\n')
@@ -301,9 +305,11 @@ def p50_p99_ms(samples_ns: list[int]) -> tuple[float, float]:
     return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
 
 
-def line(name: str, samples_ns: list[int], target_ms: float | None, note: str = "") -> str:
+def line(name: str, samples_ns: list[int], target_ms: float | None, note: str = "", *,
+         floor_p99: float | None = None) -> str:
     """One figure's line: its percentiles, and its verdict against `target_ms` if it has
-    one (with a Pi 4 estimate), else `note`."""
+    one (with a Pi 4 estimate), else `note`; a target set as a multiple of the same run's
+    floor (`floor_p99`) is printed as that ratio."""
     if not samples_ns:
         return f"{name}: no samples"
     p50, p99 = p50_p99_ms(samples_ns)
@@ -312,6 +318,9 @@ def line(name: str, samples_ns: list[int], target_ms: float | None, note: str = 
     if target_ms is None:
         return figures + note
     verdict = "OK" if p99 <= target_ms else "OVER"
+    if floor_p99 is not None:
+        return (figures + f"p99 {p99 / floor_p99:.1f}x the floor's, target <= "
+                f"{target_ms / floor_p99:g}x {verdict}")
     return (figures + f"target p99 <= {target_ms:g} ms {verdict}"
             f"   (Pi 4 estimate p99 {pi4(p99):5.2f} ms)")
 
@@ -321,41 +330,50 @@ def main() -> int:
     parser.add_argument("--shoes", type=int, default=12)
     parser.add_argument("--flush-delay-ms", type=float, default=5.0)
     parser.add_argument("--no-strace", action="store_true", help="skip the flush count")
+    parser.add_argument("--realtime-observer", action="store_true",
+                        help="run the watcher at SCHED_FIFO priority (default: normal, the "
+                             "figures the targets are stated for)")
     args = parser.parse_args()
+    if args.realtime_observer:
+        os.environ["BENCH_REALTIME_OBSERVER"] = "1"  # the watcher process inherits it
     header("bench_latency: through the daemon process, the pseudo-terminal and the GPIO bridge")
     with tempfile.TemporaryDirectory() as tmp:
         normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
                                         False))
         print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
-        print(line("card -> decision, normal storage", normal.card_ns, 1.0))
+        bare = asyncio.run(floor(len(normal.card_ns), Path(tmp)))
+        bare_p50, bare_p99 = p50_p99_ms(bare)
+        print(line("floor: pty -> bare relay process -> watcher", bare, None,
+                   "(same run, no daemon work)"))
+        # Issue 31's targets are ratios to this run's floor: they hold on a slow day too.
+        print(line("card -> decision, normal storage", normal.card_ns, 2 * bare_p99,
+                   floor_p99=bare_p99))
         print(line("  of which the first shoe after the start", normal.first_shoe_card_ns,
                    None, "(the daemon's cold start included)"))
         print(line(f"card -> decision, {args.flush_delay_ms:g} ms flushes", slow.card_ns, 5.0))
-        bare = asyncio.run(floor(len(normal.card_ns), Path(tmp)))
-        bare_p50, bare_p99 = p50_p99_ms(bare)
         card_p50, card_p99 = p50_p99_ms(normal.card_ns)
-        print(line("floor: pty -> bare relay process -> watcher", bare, None,
-                   "(same run, no daemon work)"))
         print(f"card -> decision over the floor: p50 {card_p50 / bare_p50:.1f}x  "
-              f"p99 {card_p99 / bare_p99:.1f}x   daemon's own share at p50 "
+              f"p99 {card_p99 / bare_p99:.1f}x (target <= 2x)   daemon's own share at p50 "
               f"{card_p50 - bare_p50:.2f} ms")
-        print(line("last card -> settled (one flush), normal", normal.round_end_ns, 5.0))
+        print(line("last card -> settled (one flush), normal", normal.round_end_ns,
+                   3 * bare_p99, floor_p99=bare_p99))
         print(line(f"last card -> settled, {args.flush_delay_ms:g} ms flushes", slow.round_end_ns,
-                   5.0 + args.flush_delay_ms))
+                   2 + args.flush_delay_ms))
         print(line("lock-out -> saved and reported, normal", normal.lock_ns, 5.0))
         print(line(f"lock-out -> saved and reported, {args.flush_delay_ms:g} ms flushes",
-                   slow.lock_ns, 5.0 + args.flush_delay_ms))
+                   slow.lock_ns, 2 + args.flush_delay_ms))
         if args.no_strace or shutil.which("strace") is None:
             print("flushes per shoe: not counted (strace absent or --no-strace)")
             return 0
         _, counts = asyncio.run(run_shoes(1, Path(tmp) / "traced", 0, True))
-    bound = counts["rounds"] + counts["money_steps"]
+    # Issue 31: a round's wagers share a flush, the lock has one, its settlement one.
+    bound = 3 * counts["rounds"]
     verdict = "OK" if 0 <= counts["flushes"] <= bound else "OVER"
     print(f"flushes (fsync+fdatasync) for 1 shoe: {counts['flushes']}   rounds "
-          f"{counts['rounds']}   money-changing steps {counts['money_steps']}   bound rounds + "
-          f"money steps = {bound}   {verdict}   "
-          f"({counts['flushes'] / max(1, counts['rounds']):.1f} a round)")
+          f"{counts['rounds']}   money-changing steps {counts['money_steps']}   bound: one a "
+          f"round for its wagers, one for its lock, one for its settlement = {bound}   "
+          f"{verdict}   ({counts['flushes'] / max(1, counts['rounds']):.1f} a round)")
     return 0
 
 

@@ -70,7 +70,7 @@ def main(rounds: int) -> None:
                 if award.state == "pending":
                     system.validate_award(award.award_id, "bench")
         elapsed = time.perf_counter() - started
-        flushes = store.flushed_commits
+        flushes = store.durability.flushed_commits
         problems = system.verify()
         store.close()
         floor = bare_flush_s(Path(tmp)) * flushes

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import PI4_SLOWDOWN, header  # noqa: E402
+from bench.machine import header, pi4_factor  # noqa: E402
 from firmware_bridge.aio import AsyncLink  # noqa: E402
 from firmware_bridge.crc import crc16, crc16_table  # noqa: E402
 from firmware_bridge.frame import Frame, FrameDecoder, FrameKind  # noqa: E402
@@ -180,7 +180,7 @@ async def bench_pty() -> None:
 
 def main() -> None:
     header("bench_protocol: CRC, codec throughput, round trips over a pseudo-terminal")
-    print(f"(a Pi 4 runs the pure-Python codec about {PI4_SLOWDOWN:g}x slower: divide the "
+    print(f"(a Pi 4 runs the pure-Python codec about {pi4_factor():.1f}x slower: divide the "
           "codec rates below by that for its estimate)\n")
     bench_crc()
     bench_codec()

@@ -1,15 +1,18 @@
 """What every benchmark prints first: the machine it ran on, and a labelled Pi 4 estimate.
 
-The figures that matter are the daemon's on a Raspberry Pi 4. A benchmark here
-measures this machine, and scales CPU-bound times by PI4_SLOWDOWN to give an
-*estimate* for a Pi 4, always printed as such beside the measured figure.
+The figures that matter are the daemon's on a Raspberry Pi 4. A benchmark here measures
+this machine, and scales CPU-bound times by the Pi 4 factor to give an *estimate* for a
+Pi 4, always printed as such beside the measured figure.
 
-PI4_SLOWDOWN = 4.0: a Pi 4 (Cortex-A72, 1.5 GHz) runs single-threaded CPython
-roughly 3 to 5 times slower than the x86-64 cores this project's CI machines
-have (pyperformance-style figures for the two classes of core); 4 is the middle
-of that range. It is a rough factor, not a measurement: where the estimate is
-near a target, measure on a Pi (the same command runs there). Storage is not
-scaled: an SD card's flush is modelled separately with `[store] flush_delay_ms`.
+The factor is measured in the same run, not assumed (issue 31): bench/pi_factor.py runs
+the Benchmarks Game's n-body problem, for which a published run gives a Raspberry Pi 4's
+time in Python (31.65 us a step; that file names the run and says how it compares), for
+a few thousand steps here, and the factor is the Pi's time a step over this run's. A VM
+whose Python runs slower today gets a smaller factor, so the estimate follows the Pi, not
+the day. It is the published run's Python (3.7 era) on the Pi: this project's 3.11 there
+would be about 1.25x faster, so the estimates lean slow. Where an estimate is near a
+target, measure on a Pi (the same command runs there). Storage is not scaled: an SD
+card's flush is modelled separately with `[store] flush_delay_ms`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,24 @@ import platform
 import sys
 import time
 
-PI4_SLOWDOWN = 4.0
+_factor: float | None = None
+
+
+def pi4_factor() -> float:
+    """A Pi 4's time over this machine's for the same pure-Python work, measured now (the
+    best of three short n-body runs against the published Pi 4 run; bench/pi_factor.py)."""
+    global _factor
+    if _factor is None:
+        from bench.pi_factor import PUBLISHED_PI4_S, PUBLISHED_STEPS, advance, bodies
+
+        steps, best = 20_000, float("inf")
+        for _ in range(3):
+            system = bodies()
+            started = time.process_time()
+            advance(system, steps)
+            best = min(best, time.process_time() - started)
+        _factor = (PUBLISHED_PI4_S / PUBLISHED_STEPS) / (best / steps)
+    return _factor
 
 
 def describe() -> str:
@@ -40,7 +60,7 @@ def describe() -> str:
 
 def pi4(seconds: float) -> float:
     """A CPU-bound time on this machine scaled to a Pi 4 (an estimate, see the docstring)."""
-    return seconds * PI4_SLOWDOWN
+    return seconds * pi4_factor()
 
 
 def calibration_ms() -> float:
@@ -65,5 +85,6 @@ def header(title: str) -> None:
     print(describe())
     print(f"interpreter speed in this run: {calibration_ms():.1f} ms for bench/machine.py's "
           "fixed workload (lower is faster; it varies with this VM's host from day to day)")
-    print(f"Pi 4 estimates below are this machine's figure x {PI4_SLOWDOWN:g} "
-          "(bench/machine.py says why); they are estimates, not measurements.")
+    print(f"Pi 4 estimates below are this machine's figure x {pi4_factor():.1f}, the factor "
+          "measured in this run against a published Pi 4 n-body run (bench/pi_factor.py); "
+          "they are estimates, not measurements.")

@@ -9,6 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.auth import PIN_GUARD_META, PinGuard
+from controller.events.codec import EventRecord
+from controller.events.system_records import (
+    PinFailed,
+    PinGuardResumed,
+    PinLockout,
+    SupervisorCommand,
+)
 from controller.memory.store import Store
 
 
@@ -17,18 +24,17 @@ class AccessLog:
         self._store = store
         self._pins = pins
 
-    def record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        """One entry in its own step; a wrong PIN or a lockout saves the PIN guard in it."""
+    def record(self, record: EventRecord, severity: str | None = None) -> None:
+        """One entry in its own step; a wrong PIN or a lockout saves the PIN guard in it.
+        `severity`: the record's own unless the catalogue lets its kind have this one."""
         with self._store.transaction():
-            self._store.append_event(kind, payload, severity=severity)
-            if kind in ("pin_failed", "pin_lockout"):
+            self._store.append_event(record, severity=severity)
+            if isinstance(record, PinFailed | PinLockout):
                 self.save_pin_guard()
 
     def audit_supervisor(self, who: str, command: str, args: Mapping[str, Any]) -> None:
         with self._store.transaction():
-            self._store.append_event("supervisor_command", {"supervisor": who,
-                                                            "command": command,
-                                                            "args": dict(args)})
+            self._store.append_event(SupervisorCommand(who, command, dict(args)))
             self.save_pin_guard()  # the accepted PIN started the name's count over
 
     def resume_pin_guard(self) -> None:
@@ -40,7 +46,7 @@ class AccessLog:
             saved = {}
         resumed = self._pins.resume(saved if isinstance(saved, dict) else {})
         if resumed:
-            self.record("pin_guard_resumed", {"supervisors": resumed}, "warning")
+            self.record(PinGuardResumed(resumed))
 
     def save_pin_guard(self) -> None:
         self._store.put_meta(PIN_GUARD_META, json.dumps(self._pins.saved(), sort_keys=True))

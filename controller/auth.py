@@ -30,7 +30,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from controller.events.codec import EventRecord
+from controller.events.system_records import PinDelay, PinFailed, PinLockout
+from controller.events.system_records import PinRefused as PinRefusedRecord
 
 from controller.errors import CommandError
 
@@ -142,13 +146,25 @@ class PinPolicy:
     max_delay_s: float = 30.0
 
 
+class _Asked(NamedTuple):
+    """Who asked for which supervisor's PIN check: every PIN event's first fields."""
+
+    supervisor: str
+    caller: str
+    command: str
+
+
 @dataclass
 class _Failures:
     count: int = 0
     locked_until: float = 0.0
 
 
-Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
+
+
+def _unrecorded(record: EventRecord) -> None:
+    """A guard without a log (tests, tools): what it would record is dropped."""
 
 PIN_GUARD_META = "pin_guard"
 """The store's meta key under which the daemon keeps `PinGuard.saved()`: written in the same
@@ -164,7 +180,7 @@ class PinGuard:
         table = dict(hashes or {})
         self._verify = verify or (lambda name, pin: authorise(table, name, pin))
         self.policy = policy
-        self._record = record or (lambda kind, payload, severity: None)
+        self._record = record or _unrecorded
         self._clock = clock
         self._sleep = sleep
         self._by_name: OrderedDict[str, _Failures] = OrderedDict()
@@ -215,10 +231,10 @@ class PinGuard:
     async def check(self, name: str, pin: str, caller: str, command: str) -> None:
         """Return if `pin` is `name`'s PIN; else record why and raise PinRefused."""
         shown = name[:NAME_SHOWN_CHARS]
-        base = {"supervisor": shown, "caller": caller, "command": command}
+        base = _Asked(shown, caller, command)
         if caller in self._busy:
-            self._record("pin_refused", {**base, "reason": "another PIN check from this caller "
-                                         "is still running"}, "warning")
+            self._record(PinRefusedRecord(*base, reason="another PIN check from this caller "
+                                          "is still running"))
             raise PinRefused("one PIN check at a time: wait for the previous answer")
         now = self._clock()
         named = self._by_name.get(name)
@@ -226,8 +242,7 @@ class PinGuard:
         try:
             if named is not None and named.locked_until > now:
                 wait = round(named.locked_until - now)
-                self._record("pin_refused", {**base, "reason": "locked out",
-                                             "locked_for_s": wait}, "warning")
+                self._record(PinRefusedRecord(*base, reason="locked out", locked_for_s=wait))
                 await self._delay(caller, base)
                 raise PinRefused(f"supervisor {shown!r} is locked out for {wait} more s after "
                                  f"{self.policy.lockout_after} wrong PINs; another supervisor "
@@ -239,25 +254,24 @@ class PinGuard:
             named = self._named(name)
             named.count += 1
             locked = named.count >= self.policy.lockout_after
-            self._record("pin_failed", {**base, "failures": named.count}, "warning")
+            self._record(PinFailed(*base, failures=named.count))
             if locked:
                 named.count, named.locked_until = 0, now + self.policy.lockout_s
-                self._record("pin_lockout", {**base, "after_failures": self.policy.lockout_after,
-                                             "lockout_s": self.policy.lockout_s}, "error")
+                self._record(PinLockout(*base, after_failures=self.policy.lockout_after,
+                                        lockout_s=self.policy.lockout_s))
             await self._delay(caller, base)
             raise PinRefused(f"supervisor {shown!r} and that PIN were not accepted")
         finally:
             self._busy.discard(caller)
 
-    async def _delay(self, caller: str, base: Mapping[str, Any]) -> None:
+    async def _delay(self, caller: str, base: _Asked) -> None:
         """The caller's answer waits twice as long for each failure in a row (capped)."""
         failures = self._by_caller.setdefault(caller, _Failures())
         failures.count += 1
         delay = min(self.policy.max_delay_s,
                     self.policy.delay_s * 2 ** min(failures.count - 1, 32))
         if delay > 0:
-            self._record("pin_delay", {**base, "caller_failures": failures.count,
-                                       "delay_s": delay}, "warning")
+            self._record(PinDelay(*base, caller_failures=failures.count, delay_s=delay))
             await self._sleep(delay)
 
     def _named(self, name: str) -> _Failures:

@@ -38,10 +38,13 @@ from controller.control_args import (
 )
 from controller.control_stream import HISTORY_PAGE as HISTORY_PAGE
 from controller.control_stream import RECENT_EVENTS as RECENT_EVENTS
+from controller.control_session import serve_requests
 from controller.control_stream import EventStreams, History
 from controller.control_wire import (
-    IDLE_CLOSED, auth_name, bad_request, command_and_args, parse_request, send,
+    auth_name, bad_request, command_and_args, parse_request, send,
 )
+from controller.events.codec import EventRecord
+from controller.events.system_records import CommandRefused as CommandRefusedRecord
 from controller.refusals import RefusalLog
 from controller.memory.store import Event, Store
 
@@ -65,7 +68,7 @@ ACCEPT_FAILED_LOG_S = 10.0  # accept() failing (out of descriptors): one log lin
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message for it
 
 Handler = Callable[[Mapping[str, Any]], Awaitable[Any] | Any]
-Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
 
 
 @dataclass(frozen=True)
@@ -146,13 +149,13 @@ class ControlServer:
     def set_record(self, record: Record) -> None:
         self._record_to_log = record
 
-    def _record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        self.refusals.record(kind, payload, severity)
+    def _record(self, record: EventRecord) -> None:
+        self.refusals.record(record)
 
-    def _write_record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
-        log.warning(kind, **{k: v for k, v in payload.items() if k != "event"})
+    def _write_record(self, record: EventRecord) -> None:
+        log.warning(record.KIND, **{k: v for k, v in vars(record).items() if k != "event"})
         if self._record_to_log is not None:
-            self._record_to_log(kind, payload, severity)
+            self._record_to_log(record)
 
     async def start(self) -> None:
         socket_path = Path(self.path)
@@ -290,26 +293,17 @@ class ControlServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      caller: Caller) -> None:
-        while not self._closing:
-            try:
-                line = await asyncio.wait_for(reader.readline(), self.limits.idle_timeout_s)
-            except TimeoutError:
-                await send(writer, {"id": None, "ok": False, "code": "refused", "error": (
-                    f"{IDLE_CLOSED} {self.limits.idle_timeout_s:g} s "
-                    "([access] idle_timeout_s); reconnect to continue")})
-                return
-            except (asyncio.LimitOverrunError, ValueError):
-                await send(writer, {"id": None, "ok": False, "code": "bad_request",
-                                     "error": f"request longer than {MAX_REQUEST_BYTES} bytes; "
-                                              "allowed: one JSON object per line, up to that"})
-                return
-            if not line:
-                return
-            response = await self.dispatch(line, caller)
-            if response.get("result") is _SUBSCRIBED:
-                await self.streams.serve(response, writer, caller)
-                return
-            await send(writer, response)
+        """Requests in order, replies in order once durable (controller/control_session.py)."""
+        def subscribe(response: dict[str, Any]) -> Awaitable[None] | None:
+            if response.get("result") is not _SUBSCRIBED:
+                return None
+            return self.streams.serve(response, writer, caller)
+
+        await serve_requests(
+            reader, writer, dispatch=lambda line: self.dispatch(line, caller),
+            subscribe=subscribe, idle_timeout_s=self.limits.idle_timeout_s,
+            max_request_bytes=MAX_REQUEST_BYTES, closing=lambda: self._closing,
+            when_durable=self.streams.when_durable)
 
     async def dispatch(self, line: bytes, caller: Caller) -> dict[str, Any]:
         request_id = None
@@ -384,11 +378,9 @@ class ControlServer:
                  supervisor: str | None = None) -> None:
         """A refused command goes to the event log as refused (never as done), through the
         refusal log: a client looping on a refusal cannot flood the log."""
-        payload: dict[str, Any] = {"command": command, "role_needed": role.value,
-                                   "reason": reason, "caller": caller.describe()}
-        if supervisor is not None:
-            payload["supervisor"] = escaped(supervisor, MAX_NAME_CHARS)
-        self._record("command_refused", payload, "warning")
+        self._record(CommandRefusedRecord(
+            command, role.value, reason, caller.describe(),
+            supervisor=None if supervisor is None else escaped(supervisor, MAX_NAME_CHARS)))
 
 _SUBSCRIBED = object()
 

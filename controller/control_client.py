@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from controller.control_wire import IDLE_CLOSED, ControlError
@@ -56,6 +56,28 @@ class ControlClient:
         if not response.get("ok"):
             raise ControlError(response.get("error", "refused"), response.get("code", "refused"))
         return response.get("result")
+
+    async def call_many(self, calls: Sequence[tuple[str, Mapping[str, Any]]]
+                        ) -> AsyncIterator[Any]:
+        """Send every request at once, then yield each reply in order: its result, or the
+        ControlError of a refused one. The daemon runs them in order, in one loop turn,
+        and reports them after one shared flush (a round's wagers). A ConnectionError ends
+        the replies: the requests not answered may or may not have been done."""
+        assert self._reader is not None and self._writer is not None
+        lines = []
+        for cmd, args in calls:
+            self._next_id += 1
+            lines.append(json.dumps({"id": self._next_id, "cmd": cmd, "args": dict(args)}
+                                    ).encode() + b"\n")
+        self._writer.writelines(lines)
+        await self._writer.drain()
+        for _ in lines:
+            line = await self._reader.readline()
+            if not line:
+                raise ConnectionError("the daemon closed the control connection")
+            response = json.loads(line)
+            yield (response.get("result") if response.get("ok") else
+                   ControlError(response.get("error", "refused"), response.get("code", "refused")))
 
     async def _exchange(self, request: Mapping[str, Any]) -> dict[str, Any]:
         assert self._reader is not None and self._writer is not None

@@ -14,6 +14,9 @@ import structlog
 
 from controller.access import Caller
 from controller.control_wire import event_line, kept_line, line, send
+from controller.events.codec import EventRecord
+from controller.events.system_records import SubscriberDropped
+from controller.control_session import WhenDurable
 from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")
@@ -24,7 +27,7 @@ RECENT_EVENTS = HISTORY_PAGE
 they take a new entry from here instead of each reading it back from the store and encoding
 it again (a card's step is two entries, and every stream is woken for them)."""
 History = Callable[[int, int], Sequence[Event]]  # (after_seq, count) -> the next entries
-Record = Callable[[str, Any, str], None]  # kind, payload, severity
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
 
 
 class _Stream:
@@ -51,6 +54,7 @@ class EventStreams:
     def __init__(self, record: Record, stall_s: Callable[[], float]) -> None:
         self._record = record
         self._stall_s = stall_s
+        self.when_durable: WhenDurable | None = None  # the followed store's (group commit)
         self.subscribers: set[_Stream] = set()
         # The last RECENT_EVENTS published entries, consecutive seqs, oldest first: [event,
         # its stream line or None until a stream first needs it].
@@ -71,6 +75,7 @@ class EventStreams:
         """Stream what `store` commits: each entry is taken as it is given out, and once a
         commit's entries are all out, `send_live` writes them together."""
         store.subscribe(self._take, after_each_commit=self.send_live)
+        self.when_durable = store.when_durable  # replies wait for it (control_session.py)
 
     def publish(self, event: Event) -> None:
         """Stream one committed entry on its own (a log that is not a Store's)."""
@@ -182,8 +187,7 @@ class EventStreams:
             reason = (f"read nothing for {self._stall_s():g} s "
                       "([access] subscriber_stall_s); reconnect with after_seq "
                       f"= the last seq received")
-            self._record("subscriber_dropped", {"caller": caller.describe(), "reason": reason,
-                                                "sent_up_to_seq": last}, "warning")
+            self._record(SubscriberDropped(caller.describe(), reason, last))
             writer.write(line({"closed": reason}))
             writer.transport.abort()  # its buffer is full: nothing more is kept for it
             return False

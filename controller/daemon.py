@@ -29,21 +29,22 @@ from controller.card_commits import CardCommits
 from controller.collector import RoundCollector
 from controller.commands import Commands
 from controller.config import ConfigError, TableConfig, load_config
-from controller.daemon_args import command_line
+from controller.events import system_records as ev
 from controller.control import ControlServer
+from controller.daemon_args import command_line
 from controller.intake import QUEUE_LIMIT, EventIntake
 from controller.limits import connection_budget, open_files_limit
 from controller.logsetup import bind_table, configure_logging
 from controller.memory.boot_check import check_at_boot
+from controller.memory.critical import IntegrityError
 from controller.memory.history_check import check_history
+from controller.memory.lifecycle import describe
+from controller.memory.store import Store
 from controller.metrics_http import MetricsEndpoint
 from controller.offload import StoreWork
 from controller.panel import Panel
 from controller.rules.batches import BatchTracker
 from controller.sdnotify import SdNotifier
-from controller.memory.critical import IntegrityError
-from controller.memory.lifecycle import describe
-from controller.memory.store import Store
 from controller.table.machine import TableState
 from controller.table.rules_seam import RulesAdapter
 from controller.table.table import Table
@@ -53,7 +54,7 @@ from drivers.protocols import Device, DeviceEvent, LinkState, ProgressiveDisplay
 
 log = structlog.get_logger("tabled")
 
-EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: critical_store.EXIT_STORE
+EXIT_OK, EXIT_CONFIG = 0, 6  # --init-store / --clear-store's failure: lifecycle.EXIT_STORE
 
 
 class Daemon:
@@ -146,7 +147,7 @@ class Daemon:
     # --- start-up ---------------------------------------------------------------
 
     def check_integrity(self) -> None:
-        """The critical-memory check ran when the store was opened (controller/critical.py);
+        """The critical-memory check ran when the store was opened (controller/memory/critical.py);
         the meters are cross-checked against the log (controller/memory/boot_check.py)."""
         result = check_at_boot(self.store, self.store_failure, self.progressive)
         if result.failure is not None:
@@ -188,7 +189,7 @@ class Daemon:
             if result.hold:
                 self.table.mark_out_of_order(result.hold)
             if result.passed:
-                self.record("history_verified", dict(result.status), "info")
+                self.record(ev.HistoryVerified(**result.status))
         finally:
             self.history_checked.set()
 
@@ -254,6 +255,9 @@ class Daemon:
             self.progressive.publish_all()
             if self.progressive.linked is not None:
                 self.spawn(self.panel.follow_linked(self.progressive))
+            if self.progressive.feeds.pit is not None:  # the pit page's view of this table
+                self.spawn(self.progressive.follow_pit(self.status))
+        self.store.group_commits(asyncio.get_running_loop())  # shared flushes (issue 31)
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
         self.access_log.resume_pin_guard()
@@ -261,9 +265,9 @@ class Daemon:
         if self.control.access.missing_groups:  # nobody holds those roles (docs/deployment.md)
             log.warning("access_groups_missing", groups=self.control.access.missing_groups)
         if self.config.access.inline_pin_hashes and self.config.supervisor_pin_hashes:
-            self.record("pin_hashes_exposed", {"config": self.config.source, "reason": (
+            self.record(ev.PinHashesExposed(self.config.source, (
                 "[access] inline_pin_hashes: PIN hashes are in the table's configuration file; "
-                "a real table keeps them in the secrets file")}, "warning")
+                "a real table keeps them in the secrets file")))
         await self.control.start()
         metrics = await self._serve_metrics()
         for device in self.devices.values():
@@ -273,10 +277,9 @@ class Daemon:
         elif self.table.state is TableState.SHUFFLING:
             self.spawn(self.commands.play.request_shuffle(None))  # the request may have died with us
         with self.store.transaction():
-            self.store.append_event("daemon_started", {
-                "version": __version__, "state": self.table.state.value,
-                "release": self.software["release"],
-                "software_verified": self.software["verified"]})
+            self.store.append_event(ev.DaemonStarted(
+                __version__, self.table.state.value, release=self.software["release"],
+                software_verified=self.software["verified"]))
         from controller import crash_points  # HIL power-cut test only; inert unless its env is set
 
         crash_points.install(self.store._db)
@@ -291,7 +294,7 @@ class Daemon:
         pinger.cancel()
         self.intake.stop()
         with self.store.transaction():
-            self.store.append_event("daemon_stopping", {"state": self.table.state.value})
+            self.store.append_event(ev.DaemonStopping(self.table.state.value))
             self.access_log.save_pin_guard()  # the lockouts' time left, as of this stop
         log.info("control_closed", connections_closed=await self.control.close())
         if metrics is not None:
@@ -300,6 +303,8 @@ class Daemon:
             await device.stop()
         if self.witness is not None:  # the last heads, or the outbox keeps them
             await self.witness.stop()
+        if self.progressive is not None:  # the pit page is told "offline", not "lost"
+            await asyncio.to_thread(self.progressive.feeds.close)
         self.store.close()
         self.collector.stop()
         return EXIT_OK
@@ -325,8 +330,7 @@ class Daemon:
         except Exception:  # one bad event must not stop the table; it is logged loudly
             log.exception("event_handling_failed", device_event=repr(event))
             with self.store.transaction():
-                self.store.append_event("internal_error", {"event": repr(event)},
-                                        severity="error")
+                self.store.append_event(ev.InternalError(repr(event)))
 
     def _store_lost(self, exc: sqlite3.DatabaseError) -> None:
         """The store stopped taking writes in play. The step was rolled back; the table goes

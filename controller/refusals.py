@@ -9,7 +9,7 @@ make the daemon write on its behalf faster than a set rate, so for the kinds in
 - a refusal when the caller had none of that kind in the window before is written
   at once, with `count: 1`;
 - the ones after it are counted, and when the window ends one entry is written for
-  them all: the last one's payload with `count` (how many) and `window_s`;
+  them all: the last one's record with `count` (how many) and `window_s`;
 - a window that ends with nothing counted closes, and the next refusal is written
   at once again.
 
@@ -23,13 +23,16 @@ not aggregated: each is bounded by the PIN guard's own delays and lockouts, and
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-Record = Callable[[str, Mapping[str, Any], str], None]  # kind, payload, severity
+from controller.events.codec import EventRecord
+
+Record = Callable[[EventRecord], None]  # into the event log (controller/events)
 
 WINDOW_S = 10.0
 AGGREGATED_KINDS = frozenset({"command_refused", "pin_refused", "pin_delay"})
@@ -40,8 +43,7 @@ MAX_WINDOWS = 1024  # (caller, command) pairs tracked at once; more share one wi
 class _Window:
     ends: float
     count: int = 0
-    payload: Mapping[str, Any] | None = None
-    severity: str = "warning"
+    record: EventRecord | None = None  # the last one counted
 
 
 class RefusalLog:
@@ -57,22 +59,23 @@ class RefusalLog:
         self._windows: dict[tuple[str, str, str], _Window] = {}
         self.totals: Counter[str] = Counter()  # every refusal by kind, however it was written
 
-    def record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None:
+    def record(self, record: EventRecord) -> None:
+        kind = record.KIND
         self.totals[kind] += 1
         self.flush_due()
         if kind not in self._kinds:
-            self._write(kind, payload, severity)
+            self._write(record)
             return
-        key = (kind, _caller(payload), str(payload.get("command", "")))
+        key = (kind, _caller(getattr(record, "caller", "")), str(getattr(record, "command", "")))
         if key not in self._windows and len(self._windows) >= MAX_WINDOWS:
             key = (kind, "other callers", "")
         window = self._windows.get(key)
         if window is None:
             self._windows[key] = _Window(self._clock() + self.window_s)
-            self._write(kind, {**payload, "count": 1}, severity)
+            self._write(dataclasses.replace(record, count=1))  # type: ignore[type-var]
             return
         window.count += 1
-        window.payload, window.severity = payload, severity
+        window.record = record
 
     def flush_due(self) -> None:
         """Write the aggregate of every window that has ended."""
@@ -89,17 +92,16 @@ class RefusalLog:
             self._windows.pop(key, None)
 
     def _close(self, key: tuple[str, str, str], window: _Window, now: float) -> None:
-        if not window.count or window.payload is None:
+        if not window.count or window.record is None:
             del self._windows[key]
             return
-        self._write(key[0], {**window.payload, "count": window.count,
-                             "window_s": self.window_s}, window.severity)
+        self._write(dataclasses.replace(window.record, count=window.count,  # type: ignore[type-var]
+                                        window_s=self.window_s))
         self._windows[key] = _Window(now + self.window_s)
 
 
-def _caller(payload: Mapping[str, Any]) -> str:
+def _caller(caller: Any) -> str:
     """Who a refusal is counted for: the user on the other end of the socket."""
-    caller = payload.get("caller")
-    if isinstance(caller, Mapping):
+    if isinstance(caller, dict):
         return f"uid {caller.get('uid')}"
     return str(caller)

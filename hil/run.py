@@ -138,6 +138,8 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
                     "another terminal:\n")
                 say(f"    {tablectl_line(table.socket)}\n")
                 say(f"Scoreboard: {display.url('/scoreboard')}; daemon log: {log}")
+                practice = await start_practice(table, args.seed, say) if args.practice \
+                    else None
                 try:
                     await asyncio.Event().wait()
                 except asyncio.CancelledError:
@@ -145,6 +147,9 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
                     # cleanly and the summary and balance check below are still printed.
                     main_task.uncancel()
                     say("\nStopping the simulated table.")
+                finally:
+                    if practice is not None:
+                        await practice.close()
     finally:
         clear_broker(harness.table_config, say)
         if witness is not None:
@@ -155,6 +160,19 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
     balance = sum(r["table_net_cents"] for r in result.rounds) + sum(
         s["net_cents"] for r in result.rounds for s in r["settlements"])
     return 0 if balance == 0 and result.shoes_completed == args.shoes else 1
+
+
+async def start_practice(table: TableHarness, seed: int, say: Any) -> Any:
+    """The practice page (hil/practice.py): the devices' hands-on controls."""
+    from hil.practice import PracticeControls, PracticePage
+
+    page = PracticePage(PracticeControls(table, seed=seed))
+    await page.start()
+    say(f"Practice page (draw a card, the lid, the cable, a seat's sensor, the lock-out "
+        f"button, the shuffler): {page.url()}")
+    say(f"  or from a terminal: curl -d '' {page.url('/lid/open')}   "
+        "(docs/technician-guide.md, \"Practising on the simulated table\")")
+    return page
 
 
 def main() -> int:
@@ -171,10 +189,15 @@ def main() -> int:
                         action="store_true",
                         help="after the shoes, keep the daemon and the pages up until Ctrl-C, "
                              "and print the tablectl line that talks to it")
+    parser.add_argument("--practice", action="store_true",
+                        help="after the shoes, keep the table up (as --keep-running) with a "
+                             "page of the devices' controls to practise the technician "
+                             "guide's drills on")
     parser.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
                         help="the players take this long over their bets each round, so a "
                              "person can follow the pages (default 0: full speed)")
     args = parser.parse_args()
+    args.keep_running = args.keep_running or args.practice
     if not 0 <= args.pace <= 60:
         parser.error(f"--pace {args.pace}: allowed: 0 to 60 seconds")
     if args.shoes < 1:

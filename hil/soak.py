@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.control import ControlError
+from controller.events import decode_event
+from controller.events.records import SettledWager
 from hil.oracle import check_round
 from hil.table_harness import HarnessResult, TableHarness
 
@@ -366,8 +368,8 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     # Seat totals: the sum of every closed round's settlements the harness saw, to the cent.
     expected: collections.Counter[str] = collections.Counter()
     for payload in [*seen.values(), *voided.values()]:
-        for s in payload["settlements"]:
-            expected[str(s["seat"])] += s["net_cents"]
+        for settled_wager in map(SettledWager.decode, payload["settlements"]):
+            expected[str(settled_wager.seat)] += settled_wager.net_cents
     totals = {seat: t["net_cents"] for seat, t in (await table.call("seat_totals")).items()}
     if {k: v for k, v in totals.items() if v} != {k: v for k, v in expected.items() if v}:
         problems.append(f"seat totals: store {totals}, harness {dict(expected)}")
@@ -383,6 +385,10 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     log = await all_events(table)
     chain = await table.call("verify_chain", full=True)
     kinds = collections.Counter(e["kind"] for e in log)
+    untyped = [f"{e['seq']} {e['kind']}" for e in log if decode_event(e) is None]
+    if untyped:
+        problems.append(f"log entries that are not their kind's typed record "
+                        f"(controller/events): {untyped[:5]}")
     if not (chain["from_seq"] == 1 and chain["entries"] == chain["log_seq"] >= len(log)
             and log[-1]["seq"] == len(log)):
         problems.append(f"event chain verified {chain} but the log has {len(log)} entries "

@@ -22,6 +22,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from controller.control import ControlClient, ControlError
+from controller.events import decode
+from controller.events.records import (
+    DeviceFaulted,
+    RoundSettled,
+    RoundVoid,
+    ShoeComplete,
+    ShuffleComplete,
+)
 from cards import BackColour
 
 DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
@@ -477,21 +485,24 @@ class TableHarness:
         """Bookkeeping for every committed event, including ones replayed after a restart."""
         self.last_seq = max(self.last_seq, event["seq"])
         self.result.events.append(event)
-        kind, payload = event["kind"], event["payload"]
-        if kind == "shuffle_complete":
-            self.back = BackColour[payload["back"].upper()]  # this batch goes into the shoe
-        elif kind == "round_settled":
+        payload = event["payload"]
+        # Every entry the daemon commits must be its kind's typed record (controller/events):
+        # one that is not fails the run here (EventDecodeError names what does not fit).
+        record = decode(event["kind"], payload)
+        if isinstance(record, ShuffleComplete):
+            self.back = record.back  # this batch goes into the shoe
+        elif isinstance(record, RoundSettled):
             self.result.rounds.append({**payload, "round_id": event["round_id"]})
-            if not payload.get("simulated"):
-                self.on_line(render_round(payload))
-        elif kind == "round_void":
+            if not record.simulated:
+                self.on_line(render_round(record))
+        elif isinstance(record, RoundVoid):
             self.result.void_rounds.append({**payload, "round_id": event["round_id"]})
-            self.on_line(f"  -- round void: {payload['reason']} (every wager not yet settled returned)")
-        elif kind == "shoe_complete":
+            self.on_line(f"  -- round void: {record.reason} (every wager not yet settled returned)")
+        elif isinstance(record, ShoeComplete):
             self.result.shoes_completed += 1
             self.result.cards_drawn_by_shoe.append(self.shoe.drawn)
-        elif kind == "device_fault":
-            self.on_line(f"  !! {event['device']}: {payload['detail']} -> {payload['action']}")
+        elif isinstance(record, DeviceFaulted):
+            self.on_line(f"  !! {event['device']}: {record.detail} -> {record.action}")
 
     async def _act(self, event: dict[str, Any]) -> bool:
         """Do what a live prompt asks; returns whether the dealer did something."""
@@ -555,16 +566,25 @@ class TableHarness:
         if self.players.betting_s:
             await asyncio.sleep(self.players.betting_s)
         based: set[int] = set()
-        for seat, wager, amount in self.players.wagers_for_round(self.rng):
-            try:
-                await self.call("place_wager", seat=seat, wager=wager, amount_cents=amount)
-                self.result.wagers_placed.append((round_no, seat, wager, amount))
-                based.add(seat)
-            except ControlError as exc:
-                self.on_line(f"  wager refused at seat {seat}: {exc}")
-            except (ConnectionError, OSError):
-                self.result.wagers_in_doubt.append((round_no, seat, wager, amount))
-                raise
+        # The round's wagers go together, as a table's betting terminals send them: the
+        # daemon runs them in order and acknowledges them after one shared flush.
+        wagers = list(self.players.wagers_for_round(self.rng))
+        assert self.client is not None
+        answered = 0
+        try:
+            async for reply in self.client.call_many([
+                    ("place_wager", {"seat": seat, "wager": wager, "amount_cents": amount})
+                    for seat, wager, amount in wagers]):
+                seat, wager, amount = wagers[answered]
+                answered += 1
+                if isinstance(reply, ControlError):
+                    self.on_line(f"  wager refused at seat {seat}: {reply}")
+                else:
+                    self.result.wagers_placed.append((round_no, seat, wager, amount))
+                    based.add(seat)
+        except (ConnectionError, OSError):
+            self.result.wagers_in_doubt += [(round_no, *w) for w in wagers[answered:]]
+            raise
         chips = [seat for seat in sorted(based) if self.rng.random() < self.players.progressive]
         chips += list(self.players.progressive_without_base)
         if not chips:
@@ -622,21 +642,22 @@ def money(cents: int, *, sign: bool = False) -> str:
     return ("+" + text) if sign and cents > 0 else text
 
 
-def render_round(payload: dict[str, Any]) -> str:
-    r = payload["result"]
-    winner = {"player": "PLAYER wins", "banker": "BANKER wins", "tie": "TIE"}[r["winner"]]
-    extras = [label for flag, label in (("dragon_7", "Dragon 7"), ("panda_8", "Panda 8"))
-              if r.get(flag)]
-    head = (f"Round {payload['round_no']:>2}  Player {' '.join(r['player']):<11} ({r['player_total']})"
-            f"   Banker {' '.join(r['banker']):<11} ({r['banker_total']})   {winner}"
+def render_round(settled: RoundSettled) -> str:
+    r = settled.result
+    winner = {"player": "PLAYER wins", "banker": "BANKER wins", "tie": "TIE"}[r.winner]
+    extras = [label for flag, label in ((r.dragon_7, "Dragon 7"), (r.panda_8, "Panda 8"))
+              if flag]
+    player, banker = " ".join(map(str, r.player)), " ".join(map(str, r.banker))
+    head = (f"Round {settled.round_no:>2}  Player {player:<11} ({r.player_total})"
+            f"   Banker {banker:<11} ({r.banker_total})   {winner}"
             + (f" ({', '.join(extras)})" if extras else ""))
     lines = [head]
-    for s in sorted(payload["settlements"], key=lambda s: (s["seat"], s["wager"])):
-        result = {"win": f"won {money(s['net_cents'], sign=True)}",
-                  "lose": f"lost {money(s['net_cents'])}",
-                  "push": "push (returned)", "void": "void (returned)"}[s["outcome"]]
-        vig = f"  (vigorish {money(s['vigorish_cents'])})" if s["vigorish_cents"] else ""
-        lines.append(f"    seat {s['seat']:>2}  {s['wager']:<8} {money(s['amount_cents']):>9}  "
+    for s in sorted(settled.settlements, key=lambda s: (s.seat, s.wager)):
+        result = {"win": f"won {money(s.net_cents, sign=True)}",
+                  "lose": f"lost {money(s.net_cents)}",
+                  "push": "push (returned)", "void": "void (returned)"}[s.outcome]
+        vig = f"  (vigorish {money(s.vigorish_cents)})" if s.vigorish_cents else ""
+        lines.append(f"    seat {s.seat:>2}  {s.wager:<8} {money(s.amount_cents):>9}  "
                      f"{result}{vig}")
     return "\n".join(lines)
 

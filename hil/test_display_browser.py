@@ -15,12 +15,14 @@ highest first, with the settlement's exact amounts, in the DOM within 500 ms of 
 daemon).
 
 `DISPLAY_SCREENSHOTS_DIR=docs/images ./run-tests hil/test_display_browser.py` also
-writes the screenshots shown in the README and docs/display.md (both pages, landscape
-and portrait; the dealer's also after a settlement and after a void round).
+writes the dealer's screenshots shown in docs/display.md (landscape and portrait, also
+after a settlement and after a void round); hil/test_scoreboard_browser.py writes the
+scoreboard's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -31,6 +33,7 @@ import pytest
 
 from controller.display.roads import RoadRound, Winner, big_road
 from hil.display_process import DisplayProcess
+from hil.scripted_daemon import ScriptedDaemon, Served
 from hil.table_harness import HarnessResult, PlayerPlan, TableHarness
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]
@@ -96,8 +99,9 @@ def chromium_or_skip() -> str:
     return executable
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@contextlib.asynccontextmanager
+async def launched_chromium() -> AsyncIterator[Any]:
+    """Debian's headless Chromium under Playwright (skips, or fails under CI, without it)."""
     executable = chromium_or_skip()
     from playwright.async_api import async_playwright
 
@@ -109,6 +113,12 @@ async def browser() -> AsyncIterator[Any]:
             yield browser
         finally:
             await browser.close()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    async with launched_chromium() as launched:
+        yield launched
 
 
 async def open_page(browser: Any, url: str, viewport: dict[str, int]) -> Any:
@@ -230,7 +240,8 @@ async def test_pages_follow_the_shoe_within_500_ms_and_recover_from_restarts(
         print(f"\nDOM delays after the event, ms (n={len(delays_ms)}, machine shared): "
               f"max {max(delays_ms):.0f}, median {sorted(delays_ms)[len(delays_ms) // 2]:.0f}")
 
-        await take_screenshots(browser, display, tmp_path)
+        # The scoreboard's screenshots come from hil/test_scoreboard_browser.py (a whole shoe).
+        await take_screenshots(browser, display, tmp_path, pages=("dealer",))
 
         # The round after: the moment it settles, the dealer's page shows what to pay.
         await table.resync()
@@ -346,7 +357,7 @@ def twenty_one_settlements() -> list[dict[str, Any]]:
     from controller.rules.hand21 import hand_total
     from controller.rules.settlement import PlacedWager, settle_round
     from controller.rules.wager import RoundView, SettlementPoint
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
     game = load_game(Path(__file__).parents[1] / "config" / "21-baccarat-8deck.toml")
     player, banker = (tuple(Card.parse(c) for c in hand.split()) for hand in ("KS 9H", "KD 8C"))
@@ -354,68 +365,17 @@ def twenty_one_settlements() -> list[dict[str, Any]]:
                      hand_total(c.rank for c in banker)[0])
     wagers = [PlacedWager(2, "player", 2500), PlacedWager(5, "banker", 1000),
               PlacedWager(5, "tie", 500)]
-    return [settlement_json(s, "collected") for point in SettlementPoint
+    return [SettledWager.of(s, vigorish_marked=False).payload() for point in SettlementPoint
             for s in settle_round(game, wagers, view, point)]
 
 
 def void_settlements() -> list[dict[str, Any]]:
     """631a.15(e): a void round returns every wager the round had not settled."""
     from controller.rules.settlement import PlacedWager, void_round
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
-    return [settlement_json(s, "collected") for s in void_round(
+    return [SettledWager.of(s, vigorish_marked=False).payload() for s in void_round(
         [PlacedWager(1, "player", 1000), PlacedWager(6, "banker", 5000)])]
-
-
-class Served:
-    """A display service started in this process, for take_screenshots."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-
-class ScriptedDaemon:
-    """The daemon's side of the control socket with a scripted event log: for what the
-    simulated table does not produce on demand (a 21 Baccarat shoe, a fault, a jackpot)."""
-
-    def __init__(self, path: str, status: dict[str, Any]) -> None:
-        from controller.access import Role
-        from controller.control import ControlServer
-
-        from controller.commands.args import COMMAND_ARGS
-
-        self.server = ControlServer(path)
-        self.log: list[Any] = []
-        self.status = status
-        # The commands the display uses, each needing only the read role and taking the
-        # arguments the daemon's take.
-        for name, handler in (("status", lambda args: self.status), ("meters", lambda args: []),
-                              ("devices", lambda args: []), ("events", self._events)):
-            self.server.register(name, handler, role=Role.READ, args=COMMAND_ARGS.get(name))
-        self.server.set_history(
-            lambda after, limit: [e for e in self.log if e.seq > after][:limit])
-
-    def _events(self, args: Any) -> list[dict[str, Any]]:
-        from controller.control import event_json
-
-        chosen = [e for e in self.log if e.seq > args.get("after_seq", 0)
-                  and args.get("kind") in (None, e.kind)]
-        return [event_json(e) for e in chosen[-args.get("limit", 50):]]
-
-    def emit(self, kind: str, payload: dict[str, Any], device: str | None = None) -> float:
-        import time
-
-        from controller.memory.critical import canonical
-        from controller.memory.store import Event
-
-        event = Event(len(self.log) + 1, time.time(), kind, "info", device, None, payload,
-                      "", "", canonical(payload))
-        self.log.append(event)
-        self.server.publish(event)
-        return event.at
 
 
 async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any,
@@ -458,7 +418,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         assert await row.locator("td.total.bust").inner_text() == "26"
         assert await row.locator("td.result").inner_text() == "BANKER"
         assert not await board.locator("#bead-plate").is_visible()  # not a 21 Baccarat view
-        assert await board.inner_text("#limits tr[data-wager='player']") == "Player\t$10\t\u2013\t$2K"
+        assert await board.inner_text("#limits .limit[data-wager='player'] .limit-range") == \
+            "$10\u2013$2K"
 
         # The next card's destination before it is dealt: a burn card.
         at = daemon.emit("prompt", {"action": "burn", "remaining": 3})
@@ -489,7 +450,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         await board.locator("#win-light").wait_for(state="visible", timeout=PAGE_WAIT_MS)
         assert await board.inner_text("#win-light .amount") == "$10,025.50"
         await dealer.locator(".seat.won[data-seat='4']").wait_for(timeout=PAGE_WAIT_MS)
-        daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor"})
+        daemon.emit("jackpot_validated", {"award_id": 3, "supervisor": "floor",
+                                          "amount_cents": 1_002_550, "seat": 4})
         await board.locator("#win-light").wait_for(state="hidden", timeout=PAGE_WAIT_MS)
 
         # 681a.7(h): a 21 Baccarat round settles; the dealer's page shows what to pay, seats

@@ -55,13 +55,15 @@ ensure_chromium() {
     fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing chromium for the browser tests (apt-get, log in $log)..." >&2
-        if { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
-           } >"$log" 2>&1; then
+        # With a Chinese font: the scoreboard's bilingual labels (docs/display.md).
+        if { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+               chromium fonts-wqy-zenhei; } >"$log" 2>&1; then
             return 0
         fi
         echo "warning: installing chromium failed (see $log); the browser tests cannot run" >&2
         return 0
     fi
     echo "note: chromium is not installed and this is not root with apt-get; the browser" \
-         "tests will skip (fail under CI=true). Install it with: sudo apt-get install chromium" >&2
+         "tests will skip (fail under CI=true). Install it with: sudo apt-get install chromium" \
+         "fonts-wqy-zenhei" >&2
 }

@@ -100,3 +100,13 @@ def test_the_rules_submission_reports_through_the_one_collector() -> None:
     import controller.rules.submission as submission
 
     assert not hasattr(submission, "_Collector")  # its own collector is gone
+
+
+def test_no_exception_class_has_two_project_bases() -> None:
+    """One line of descent each: a concern's class under the root, and at most a built-in
+    class beside it (a progressive configuration error is a configuration error, not also
+    a progressive one: nothing catches it as that)."""
+    project = ("controller", "drivers", "cards", "firmware_bridge")
+    twice = [name for name, cls in exception_classes().items()
+             if len([b for b in cls.__bases__ if b.__module__.split(".")[0] in project]) > 1]
+    assert twice == []

@@ -159,6 +159,7 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
 async def capture_simulated_runs(workdir: Path, seed: int
                                  ) -> tuple[dict[str, list[str]], str, list[tuple[str, int, str]]]:
     """The guide's examples from the simulated tables, the source line, and every run."""
+    from hil.practice import PracticeControls
     from hil.table_harness import TableHarness
 
     config = ROOT / "config" / "simulated-table.toml"
@@ -179,20 +180,28 @@ async def capture_simulated_runs(workdir: Path, seed: int
         await cap.run("support-bundle", ["support-bundle", "--log", str(h.daemon_log),
                                          "--output", str(workdir / "support.txt")])
 
+        # The technician's hands on the devices, through the practice table's controls
+        # (hil/practice.py, `./run-simulated-table --practice`): the guide's drills as a
+        # technician follows them there.
+        practice = PracticeControls(h, seed=seed)
+
+        async def hands(path: str, **form: str) -> None:
+            ok, message = await practice.do(path, form)
+            if not ok:
+                raise RuntimeError(f"practice {path}: {message}")
+
         async def touch_every_seat() -> None:
             for wiring in gpio.seats:
-                h.pins.press(wiring.sensor_pin)  # sensors are active-low
+                await hands("/sensor/cover", seat=str(wiring.seat))
                 await asyncio.sleep(0.15)
-                h.pins.release(wiring.sensor_pin)
+                await hands("/sensor/uncover", seat=str(wiring.seat))
                 await asyncio.sleep(0.15)
 
         await cap.run("test-sensors", ["test", "sensors", "--timeout", "20"],
                       during=touch_every_seat, when="Touch each seat")
 
         async def press_button() -> None:
-            h.pins.press(gpio.lockout_pin)
-            await asyncio.sleep(0.1)
-            h.pins.release(gpio.lockout_pin)
+            await hands("/button")
 
         await cap.run("test-lockout", ["test", "lockout", "--timeout", "10"],
                       during=press_button, when="Press the dealer's lock-out")
@@ -200,40 +209,30 @@ async def capture_simulated_runs(workdir: Path, seed: int
         await cap.run("test-shuffler", ["test", "shuffler", "--shuffle", "blue"])
 
         async def deal_two() -> None:
-            from hil.shoe_sim import build_stack
-            import random
-            stack, cover_at = build_stack(h.decks, random.Random(seed))
-            h.shoe.load(stack, h.back, cover_at)
-            from controller.control import ControlError
-            try:
-                await h.call("shoe_loaded")
-            except ControlError as exc:  # the shoe reported its cards first: in the burn
-                if "burn" not in str(exc):
-                    raise
-            await h.shoe.draw()
-            await h.shoe.draw()
+            await hands("/load")
+            await hands("/draw")
+            await hands("/draw")
 
         await cap.run("test-shoe", ["test", "shoe", "--cards", "2", "--timeout", "15"],
                       during=deal_two, when="Draw cards")
 
-        # Faults, each injected into the simulator and then looked at as a technician would.
-        await h.shoe.set_lid(True)
+        # Faults, each made with the practice controls, then looked at as a technician would.
+        await hands("/lid/open")
         await asyncio.sleep(1.0)
         await cap.run("fault-lid", ["status"])
         await cap.run("fault-lid", ["test", "shoe"])
-        await h.shoe.set_lid(False)
+        await hands("/lid/close")
         await asyncio.sleep(1.0)
 
-        await h.shoe.unplug()
+        await hands("/cable/pull")
         await asyncio.sleep(1.5)
         await cap.run("fault-unplugged", ["status"])
         await cap.run("fault-unplugged", ["devices"])
-        await h.shoe.replug()
+        await hands("/cable/plug")
         await asyncio.sleep(3.0)
         await cap.run("fault-unplugged", ["events", "--device", "shoe", "--limit", "4"])
 
-        h.shoe.misread_next()
-        await h.shoe.draw()
+        await hands("/misread")
         await asyncio.sleep(1.0)
         await cap.run("fault-misread", ["status"])
         await cap.run("fault-misread", ["fault", "acknowledge", "--supervisor", "floor",
@@ -284,8 +283,10 @@ async def capture_simulated_runs(workdir: Path, seed: int
     source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
               f"running on simulated hardware (`hil.table_harness.TableHarness`, "
               f"`config/simulated-table.toml`; the meters from "
-              f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); faults were "
-              "injected into the simulators. Scratch paths are shown as the paths on a table.")
+              f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); the technician's "
+              "hands and the faults through the practice table's controls (`hil/practice.py`, "
+              "`./run-simulated-table --practice`) and the simulators. Scratch paths are "
+              "shown as the paths on a table.")
     return cap.blocks, source, cap.runs
 
 

@@ -13,7 +13,8 @@ from controller.cli import exitcodes
 from controller.cli.client import Daemon, EventFeed
 from controller.cli.output import ProgressBar, fit, paint, print_json, with_progress
 from controller.control import ControlError
-from controller.events import KINDS, SHOE_CARD_KINDS
+from controller.events import KINDS, SHOE_CARD_KINDS, decode_event
+from controller.events.records import CardDealt, CoverCard, DeviceFaulted
 from controller.cli.daemon_call import call_daemon, socket_path, wants_json
 from controller.cli.status_view import action_lines
 
@@ -116,24 +117,29 @@ def shoe_event_line(event: Mapping[str, Any]) -> str | None:
     """One line for a shoe-related event, or None if the event is not about the shoe.
 
     Which events carry a card the shoe read, and what their line says, is the event
-    catalogue's (controller/events.py)."""
-    kind, p = event.get("kind"), event.get("payload") or {}
-    index = p.get("index")
-    at = f"#{index + 1:<3}" if isinstance(index, int) else "    "
-    if kind in SHOE_CARD_KINDS:
-        card = f"{p['card']}  " if p.get("card") else ""
-        text = KINDS[str(kind)].shoe_card.format_map(_Blank(p))
-        if kind == "card" and p.get("back") is not None:
-            text += f" back {p['back']}"
-        line = f"  card {at} {card}{text}".rstrip()
-        return paint(line, "yellow") if event.get("severity") == "warning" else line
-    if kind == "cover_card":
-        return f"  cover card after {p.get('index')} cards"
-    if kind == "device_fault" and event.get("device") == "shoe":
-        return paint(f"  SHOE FAULT: {p.get('detail')} - {p.get('action')}", "red")
-    if kind == "device_recovered" and event.get("device") == "shoe":
+    catalogue's (controller/events/catalogue.py); each is read as its typed record."""
+    kind, device = str(event.get("kind")), event.get("device")
+    if kind == "device_recovered" and device == "shoe":
         return paint("  shoe recovered", "green")
-    return None
+    if kind not in SHOE_CARD_KINDS and kind not in ("cover_card", "device_fault"):
+        return None
+    record = decode_event(event)
+    if isinstance(record, CoverCard):
+        return f"  cover card after {record.index} cards"
+    if isinstance(record, DeviceFaulted):
+        return paint(f"  SHOE FAULT: {record.detail} - {record.action}", "red") \
+            if device == "shoe" else None
+    if record is None:
+        return None
+    fields = vars(record)
+    index = fields.get("index")
+    at = f"#{index + 1:<3}" if isinstance(index, int) else "    "
+    card = f"{fields['card']}  " if fields.get("card") else ""
+    text = KINDS[kind].shoe_card.format_map(_Blank(fields))
+    if isinstance(record, CardDealt):
+        text += f" back {record.back.name.lower()}"
+    line = f"  card {at} {card}{text}".rstrip()
+    return paint(line, "yellow") if event.get("severity") == "warning" else line
 
 
 def cmd_test_shuffler(args: argparse.Namespace) -> int:

@@ -21,6 +21,8 @@ from typing import Any
 from controller.cli import exitcodes
 from controller.cli.output import fit  # every line of text fits the terminal
 from controller.cli.storefile import copy_store, not_a_table_store
+from controller.events import EventDecodeError, decode
+from controller.events.records import CoverCard, ShoeLoaded
 
 
 def register(subparsers: Any) -> None:
@@ -209,14 +211,19 @@ def _store_rounds(args: argparse.Namespace, progressive: Any) -> list[Any]:
 
 def _covers(db: sqlite3.Connection) -> dict[int, int]:
     """Each shoe's cover card: where it came out (the shoe's card index)."""
+    from controller.rules.replay import ReplayError
+
     shoe, covers = 0, dict[int, int]()
     for kind, payload in db.execute("SELECT kind, payload FROM events WHERE kind IN "
                                     "('shoe_loaded', 'cover_card') ORDER BY seq"):
-        data = json.loads(payload)
-        if kind == "shoe_loaded":
-            shoe = int(data.get("shoe_no", shoe + 1))
-        else:
-            covers.setdefault(shoe, int(data["index"]))
+        try:
+            record = decode(kind, json.loads(payload))
+        except EventDecodeError as exc:
+            raise ReplayError(f"the store's log: {exc}") from None
+        if isinstance(record, ShoeLoaded):
+            shoe = record.shoe_no
+        elif isinstance(record, CoverCard):
+            covers.setdefault(shoe, record.index)
     return covers
 
 

@@ -14,6 +14,8 @@ from controller.cli import exitcodes
 from controller.cli.client import Daemon, UnsupportedCommand
 from controller.cli.output import colour_enabled, fit, paint, print_json, with_progress
 from controller.control import ControlError
+from controller.events import decode_event
+from controller.events.records import LateSensorChange, SeatSensor
 from controller.cli.daemon_call import call_daemon, json_error, socket_path, wants_json
 from controller.cli.device_tests import POLL_S, events_after_now, result_line, device_self_test
 
@@ -142,11 +144,10 @@ def seat_sensor_change(event: Mapping[str, Any]) -> tuple[int, bool] | None:
     daemon for) or "late_sensor_change" (what today's daemon records while betting is closed)."""
     if event.get("kind") not in ("seat_sensor", "late_sensor_change"):
         return None
-    p = event.get("payload") or {}
-    try:
-        return int(p["seat"]), bool(p["present"])
-    except (KeyError, TypeError, ValueError):
+    record = decode_event(event)
+    if not isinstance(record, SeatSensor | LateSensorChange):
         return None
+    return record.seat, record.present
 
 
 def sensor_grid(present: Mapping[int, bool], touched: set[int]) -> str:

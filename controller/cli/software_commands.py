@@ -157,11 +157,11 @@ def _stage(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.FAILURE
     print(f"release {tag} staged in {Path(args.base) / 'releases' / tag}: verified")
-    print(_record(args, event="staged", release=tag))
+    print(_tell_log(args, event="staged", release=tag))
     return exitcodes.OK
 
 
-def _record(args: argparse.Namespace, **call: Any) -> str:
+def _tell_log(args: argparse.Namespace, **call: Any) -> str:
     """A staging or an automatic rollback into the table's log; what became of it."""
     from controller.control import ControlError
 
@@ -220,7 +220,7 @@ def _rollback(args: argparse.Namespace) -> int:
     was = switch(layout, target, pending=False)
     print(f"automatic rollback: {was} did not start; {target} is current again")
     code = _restart(args, layout, target)
-    print(_record(args, event="automatic_rollback", release=target, from_release=was or ""))
+    print(_tell_log(args, event="automatic_rollback", release=target, from_release=was or ""))
     return code
 
 

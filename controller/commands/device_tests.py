@@ -9,6 +9,7 @@ from typing import Any
 
 from controller.commands.host import CommandHost
 from controller.control import ControlError
+from controller.events.system_records import LightTest
 from controller.table.machine import TableState
 from drivers.protocols import LedState, LinkState
 
@@ -75,8 +76,7 @@ class DeviceTests:
                 if seats is not None:
                     seats.set_led(seat, state)
         with daemon.store.transaction():
-            daemon.store.append_event("light_test", {"seats": numbers,
-                                                     "display": display is not None})
+            daemon.store.append_event(LightTest(tuple(numbers), display is not None))
         if unlit:
             return {"device": "lights", "passed": False,
                     "detail": f"{unlit}; {len(numbers)} win lights chased one by one"}

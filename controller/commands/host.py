@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from controller.config import TableConfig
 from controller.control import ControlServer
+from controller.events.codec import EventRecord
 from controller.memory.critical import IntegrityError
 from controller.intake import EventIntake
 from controller.offload import StoreWork
@@ -40,7 +41,7 @@ class CommandHost(Protocol):
     history_checked: asyncio.Event
     started_monotonic: float
 
-    def record(self, kind: str, payload: Mapping[str, Any], severity: str) -> None: ...
+    def record(self, record: EventRecord, severity: str | None = None) -> None: ...
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None: ...
 

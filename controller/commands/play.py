@@ -13,6 +13,7 @@ from controller.commands.args import back_colour
 from controller.commands.guards import guarded
 from controller.commands.host import CommandHost
 from controller.control import ControlError
+from controller.events.records import ShoeLoadDeclared
 from controller.table.errors import CommandRefused
 from controller.table.machine import TableState
 from drivers.errors import DriverError, ShufflerBusyError, ShufflerNotConnectedError
@@ -101,8 +102,7 @@ class PlayCommands:
                                "loaded ('back': red, blue, green or black)", "bad_request")
         # Recorded as the dealer's word; then checked and applied as the shoe's own report
         # (the shoe is the device the fact is about, so a mismatch stops play as it would).
-        self._daemon.record("shoe_load_declared", {"back": back.name.lower(), "by": "dealer"},
-                            "info")
+        self._daemon.record(ShoeLoadDeclared(back, by="dealer"))
         table.handle(ShoeLoaded("shoe", self._daemon.config.submission.game.decks * 52, back))
 
     def adjust_meter(self, args: Mapping[str, Any]) -> Any:

@@ -8,6 +8,11 @@ from typing import Any
 
 from controller.commands.host import CommandHost
 from controller.control import ControlError
+from controller.events.system_records import (
+    SoftwareActivated,
+    SoftwareRolledBack,
+    SoftwareStaged,
+)
 from controller.table.machine import TableState
 
 # Between shoes, or nothing to play: a release may be activated or rolled back.
@@ -28,20 +33,20 @@ class SoftwareCommands:
                 f"a change of software is allowed only between shoes; the table is "
                 f"{daemon.table.state.value} (allowed: "
                 f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "not_allowed")
-        payload = {"release": release, "from_release": daemon.software.get("release"),
-                   "supervisor": str(args.get("_supervisor", ""))}
+        change = SoftwareActivated(release, daemon.software.get("release"),
+                                   str(args.get("_supervisor", "")))
         if action == "activate":
-            daemon.record("software_activated", payload, "warning")
+            daemon.record(change)
         else:
-            daemon.record("software_rolled_back", {**payload, "automatic": False}, "warning")
-        return payload
+            daemon.record(SoftwareRolledBack(change.release, change.from_release,
+                                             change.supervisor, automatic=False))
+        return change.payload()
 
     def record(self, args: Mapping[str, Any]) -> Any:
         event, release = args["event"], args["release"]
         if event == "staged":
-            self._daemon.record("software_staged", {"release": release}, "info")
+            self._daemon.record(SoftwareStaged(release))
         else:
-            self._daemon.record("software_rolled_back", {
-                "release": release, "from_release": args["from_release"],
-                "supervisor": "", "automatic": True}, "warning")
+            self._daemon.record(SoftwareRolledBack(release, args["from_release"], supervisor="",
+                                                   automatic=True))
         return {"recorded": event, "release": release}

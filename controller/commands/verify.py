@@ -9,6 +9,7 @@ import structlog
 
 from controller.commands.host import CommandHost
 from controller.control import ControlError
+from controller.events.system_records import CriticalMemoryRechecked
 from controller.memory.critical import IntegrityError
 
 log = structlog.get_logger("tabled")
@@ -36,7 +37,6 @@ class ChainCheck:
         the checkpoint later boots start from."""
         from controller.memory.critical import as_mapping
         from controller.memory.critical import reason_text as critical_reason
-        from controller.memory.lifecycle import RECHECK_EVENT
 
         daemon = self._daemon
         store = daemon.store
@@ -58,8 +58,8 @@ class ChainCheck:
                 # and what it reported stays in the log at critical severity.
                 log.critical("integrity_recheck", check=first.check, detail=first.detail)
                 verified = await check()
-                daemon.record(RECHECK_EVENT, {"first": critical_reason(first),
-                                              "recheck": as_mapping(verified)}, "critical")
+                daemon.record(CriticalMemoryRechecked(critical_reason(first),
+                                                      dict(as_mapping(verified))))
         except IntegrityError as exc:
             daemon.hold_out_of_order(exc)
             raise integrity_answer(exc) from None

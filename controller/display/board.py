@@ -13,7 +13,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
+
+from cards import Card
+from controller.display.floor import banner, last_hand_shown, running_totals, shoe_stats
 from controller.display.roads import RoadRound, Roads, Winner
+from controller.events import EventDecodeError, decode
+from controller.events import progressive_records as p
+from controller.events import records as r
+from controller.events import system_records as s
+
+log = structlog.get_logger("display")
 
 # The parts of the view, each pushed to the browsers as one server-sent event type.
 ROADS = "roads"  # changes once per round: bead plate, big road, derived roads, counts
@@ -32,37 +42,31 @@ _CARD_PROMPTS = {"burn": "burn", "discard": "discard", "set_aside": "discard"}
 _NO_ACTION = "call a technician (tablectl status, tablectl events --severity error)"
 
 
-def card_rank(card: str) -> str:
-    """'10♥' -> '10', 'K♠' -> 'K': the event log writes a card as rank then suit symbol."""
-    return card[:-1]
+def _is_pair(cards: Sequence[Card]) -> bool:
+    return len(cards) >= 2 and cards[0].rank == cards[1].rank
 
 
-def _is_pair(cards: Sequence[str]) -> bool:
-    return len(cards) >= 2 and card_rank(cards[0]) == card_rank(cards[1])
+def road_round(result: r.RoundResult) -> RoadRound:
+    """A settled round's summary (`round_settled`'s `result`) as the roads see it."""
+    winner = Winner(result.winner)
+    total = result.banker_total if winner is Winner.BANKER else result.player_total
+    return RoadRound(winner, banker_pair=_is_pair(result.banker),
+                     player_pair=_is_pair(result.player), natural=result.natural,
+                     winning_total=total)
 
 
-def road_round(result: Mapping[str, Any]) -> RoadRound:
-    """A settled round's summary (`round_settled` payload `result`) as the roads see it."""
-    winner = Winner(result["winner"])
-    player, banker = list(result.get("player", [])), list(result.get("banker", []))
-    total = result.get("banker_total" if winner is Winner.BANKER else "player_total", 0)
-    return RoadRound(winner, banker_pair=_is_pair(banker), player_pair=_is_pair(player),
-                     natural=bool(result.get("player_natural") or result.get("banker_natural")),
-                     winning_total=int(total))
-
-
-# What the dealer's pay list shows of each settlement (controller/table/rounds.py
-# settlement_json): the rules' own figures, never worked out again here.
+# What the dealer's pay list shows of each settlement (records.SettledWager): the rules'
+# own figures, never worked out again here.
 _PAY_FIELDS = ("wager", "amount_cents", "outcome", "win_cents", "vigorish_cents",
                "vig_marked_cents", "net_cents", "label")
 
 
-def pay_list(settlements: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def pay_list(settlements: Sequence[r.SettledWager]) -> list[dict[str, Any]]:
     """A round's settlements by seat, highest seat first as 631a.12(b) pays them, each
     seat's wagers in the order they were settled."""
     seats: dict[int, list[dict[str, Any]]] = {}
-    for s in settlements:
-        seats.setdefault(int(s["seat"]), []).append({k: s.get(k) for k in _PAY_FIELDS})
+    for settled in settlements:
+        seats.setdefault(settled.seat, []).append({k: getattr(settled, k) for k in _PAY_FIELDS})
     return [{"seat": seat, "wagers": seats[seat]} for seat in sorted(seats, reverse=True)]
 
 
@@ -71,6 +75,7 @@ class Metrics:
     """Counters for the Prometheus endpoint (controller/display/metrics.py)."""
 
     events: Counter[str] = field(default_factory=Counter)  # by kind
+    undecodable: Counter[str] = field(default_factory=Counter)  # by kind: shown, not folded
     faults: Counter[tuple[str, str]] = field(default_factory=Counter)  # (device, code)
     rounds_settled: int = 0
     rounds_void: int = 0
@@ -103,6 +108,8 @@ class Board:
     rounds: list[RoadRound] = field(default_factory=list)
     hands: list[dict[str, Any]] = field(default_factory=list)  # recent results, newest last
     round_no: int = 0
+    round_open: bool = False  # a round of this shoe is open: betting, or being dealt
+    dealer: str | None = None  # the dealer at the table, as `new_dealer` named them
     cards: list[dict[str, Any]] = field(default_factory=list)  # this round's, in order
     prompt: dict[str, Any] | None = None
     next_card: str | None = None
@@ -133,138 +140,153 @@ class Board:
         if seq <= self.last_seq:
             return set()
         self.last_seq = seq
-        kind, payload = str(event["kind"]), event.get("payload") or {}
+        kind = str(event["kind"])
         self.metrics.events[kind] += 1
         if now is not None:
             self.metrics.observe_delay(max(0.0, now - float(event["at"])))
         handler = getattr(self, "_on_" + kind, None)
-        changed: set[str] = handler(payload, event) if handler is not None else set()
+        if handler is None:
+            return {LIVE}
+        try:
+            record = decode(kind, event.get("payload") or {})
+        except EventDecodeError as exc:
+            # A daemon of another release, or a damaged line: counted and logged, never
+            # folded in half-read (the status answer stays the authority).
+            self.metrics.undecodable[kind] += 1
+            log.warning("event_undecodable", seq=seq, detail=str(exc))
+            return {LIVE}
+        changed: set[str] = handler(record, event)
         return changed | {LIVE}
 
-    def _on_witness_up(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+    def _on_witness_up(self, record: s.WitnessUp, event: Mapping[str, Any]) -> set[str]:
         self.witness_up = True
         return set()
 
-    def _on_witness_down(self, payload: Mapping[str, Any], event: Mapping[str, Any]
-                         ) -> set[str]:
+    def _on_witness_down(self, record: s.WitnessDown, event: Mapping[str, Any]) -> set[str]:
         self.witness_up = False
         return set()
 
-    def _on_shoe_loaded(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
-        self.shoe_no = int(payload.get("shoe_no", self.shoe_no + 1))
+    def _on_shoe_loaded(self, record: r.ShoeLoaded, event: Mapping[str, Any]) -> set[str]:
+        self.shoe_no = record.shoe_no
         self.rounds, self.hands, self.cards = [], [], []
-        self.last_hand = False
+        self.last_hand = self.round_open = False
         self.notice = None
         self._roads_cache = None
         return {ROADS}
 
-    def _on_prompt(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
-        action = str(payload.get("action", ""))
-        self.prompt = dict(payload)
+    def _on_prompt(self, record: r.Prompt, event: Mapping[str, Any]) -> set[str]:
+        action = record.action
+        self.prompt = record.payload()
         if action == "deal":
-            self.next_card = str(payload.get("next", "")) or None
+            self.next_card = record.next or None
         elif action in _CARD_PROMPTS:
             self.next_card = _CARD_PROMPTS[action]
         else:
             self.next_card = None
         if action == "place_bets":
             self.no_more_bets = False
-            self.round_no = int(payload.get("round_no", self.round_no + 1))
+            self.round_open = True
+            self.round_no = record.round_no if record.round_no is not None \
+                else self.round_no + 1
             self.cards, self.wagers, self.progressive_seats = [], {}, []
             self.progressive_wagers = {}
             self.seat_sensors = {}
         elif action == "last_hand":
             self.last_hand = True
         elif action == "jackpot":
-            self.award = {k: payload.get(k) for k in
-                          ("award_id", "seat", "progressive", "level", "amount_cents")}
+            self.award = {"award_id": record.award_id, "seat": record.seat,
+                          "progressive": record.progressive, "level": record.level,
+                          "amount_cents": record.amount_cents}
             self.metrics.awards += 1
         return set()
 
-    def _on_no_more_bets(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+    def _on_no_more_bets(self, record: r.NoMoreBets, event: Mapping[str, Any]) -> set[str]:
         self.no_more_bets = True
-        self.progressive_seats = sorted(int(s) for s in payload.get("progressive_seats") or [])
+        self.progressive_seats = sorted(record.progressive_seats)
         return set()
 
-    def _on_wager_accepted(self, payload: Mapping[str, Any],
-                           event: Mapping[str, Any]) -> set[str]:
-        self.wagers.setdefault(int(payload["seat"]), []).append(
-            {"wager": payload["wager"], "amount_cents": int(payload["amount_cents"])})
+    def _on_wager_accepted(self, record: r.WagerAccepted, event: Mapping[str, Any]) -> set[str]:
+        self.wagers.setdefault(record.seat, []).append(
+            {"wager": record.wager, "amount_cents": record.amount_cents})
         return set()
 
-    def _on_progressive_accepted(self, payload: Mapping[str, Any],
+    def _on_progressive_accepted(self, record: p.ProgressiveAccepted,
                                  event: Mapping[str, Any]) -> set[str]:
-        # The progressive wagers at the lock: {progressive, accepted: [{seat, amount_cents}]}.
-        accepted = {int(w["seat"]): int(w["amount_cents"]) for w in payload.get("accepted", [])}
+        # The progressive wagers at the lock: accepted [{seat, amount_cents}].
+        accepted = {int(w["seat"]): int(w["amount_cents"]) for w in record.accepted}
         self.progressive_seats = sorted(set(self.progressive_seats) | set(accepted))
         self.progressive_wagers.update(accepted)
         return set()
 
-    def _on_seat_sensor(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
-        self.seat_sensors[int(payload["seat"])] = bool(payload["present"])
+    def _on_seat_sensor(self, record: r.SeatSensor, event: Mapping[str, Any]) -> set[str]:
+        self.seat_sensors[record.seat] = record.present
         return set()
 
-    def _on_card(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
-        self.cards.append({"card": payload["card"], "hand": payload.get("hand"),
-                           "slot": payload.get("slot"), "index": payload.get("index")})
+    def _on_card(self, record: r.CardDealt, event: Mapping[str, Any]) -> set[str]:
+        self.cards.append({"card": str(record.card), "hand": record.hand, "slot": record.slot,
+                           "index": record.index})
         self.cards_left = None if self.cards_left is None else self.cards_left - 1
         self.next_card = None  # until the table's next prompt says where the next one goes
-        if payload.get("hand") in ("player", "banker"):
+        if record.hand in ("player", "banker"):
             self.pay = None  # the next round is being dealt: the last one is paid
         return set()
 
-    def _on_round_settled(self, payload: Mapping[str, Any],
-                          event: Mapping[str, Any]) -> set[str]:
-        if payload.get("simulated"):
+    def _on_round_settled(self, record: r.RoundSettled, event: Mapping[str, Any]) -> set[str]:
+        if record.simulated:
             return set()  # 631a.15(d): a simulated round is not a result of the shoe
-        result = payload.get("result") or {}
-        self.pay = {"round_no": payload.get("round_no"), "void": False,
-                    "winner": result.get("winner"),
-                    "player": list(result.get("player") or []),
-                    "banker": list(result.get("banker") or []),
-                    "player_total": result.get("player_total"),
-                    "banker_total": result.get("banker_total"),
-                    "seats": pay_list(payload.get("settlements") or [])}
+        result = record.result
+        self.pay = {"round_no": record.round_no, "void": False, "winner": result.winner,
+                    "player": [str(c) for c in result.player],
+                    "banker": [str(c) for c in result.banker],
+                    "player_total": result.player_total,
+                    "banker_total": result.banker_total,
+                    "seats": pay_list(record.settlements)}
+        self.round_open = False
         self.rounds.append(road_round(result))
-        self.hands.append({"round_no": payload.get("round_no"), **result})
+        self.hands.append({"round_no": record.round_no, **result.payload()})
         del self.hands[:-RECENT_HANDS]
         self.metrics.rounds_settled += 1
         self._roads_cache = None
         return {ROADS}
 
-    def _on_round_void(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+    def _on_round_void(self, record: r.RoundVoid, event: Mapping[str, Any]) -> set[str]:
         self.metrics.rounds_void += 1
+        self.round_open = False
         # 631a.15(e): what the first four cards settled stands, the rest is returned.
-        self.pay = {"round_no": self.round_no, "void": True, "reason": payload.get("reason"),
-                    "seats": pay_list(payload.get("settlements") or [])}
+        self.pay = {"round_no": self.round_no, "void": True, "reason": record.reason,
+                    "seats": pay_list(record.settlements)}
         return set()
 
-    def _on_cover_card(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+    def _on_new_dealer(self, record: r.NewDealer, event: Mapping[str, Any]) -> set[str]:
+        self.dealer = record.dealer or None
         return set()
 
-    def _on_cover_card_misplaced(self, payload: Mapping[str, Any],
+    def _on_cover_card(self, record: r.CoverCard, event: Mapping[str, Any]) -> set[str]:
+        return set()
+
+    def _on_cover_card_misplaced(self, record: r.CoverCardMisplaced,
                                  event: Mapping[str, Any]) -> set[str]:
-        self.notice = str(payload.get("detail", "the cover card was misplaced"))
+        self.notice = record.detail
         return set()
 
-    def _on_device_fault(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+    def _on_device_fault(self, record: r.DeviceFaulted, event: Mapping[str, Any]) -> set[str]:
         device = str(event.get("device") or "table")
-        self.fault = {"device": device, "code": payload.get("code"),
-                      "detail": payload.get("detail"),
-                      "action": payload.get("action") or _NO_ACTION}
-        self.metrics.faults[(device, str(payload.get("code")))] += 1
+        self.fault = {"device": device, "code": record.code, "detail": record.detail,
+                      "action": record.action or _NO_ACTION}
+        self.metrics.faults[(device, record.code)] += 1
         return set()
 
-    def _clear_fault(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> set[str]:
+    def _clear_fault(self, record: r.DeviceRecovered | r.DeviceFaultCleared,
+                     event: Mapping[str, Any]) -> set[str]:
         self.fault = None
         return set()
 
     _on_device_recovered = _clear_fault
     _on_device_fault_cleared = _clear_fault
 
-    def _on_jackpot_validated(self, payload: Mapping[str, Any],
+    def _on_jackpot_validated(self, record: p.JackpotValidated,
                               event: Mapping[str, Any]) -> set[str]:
-        if self.award is not None and self.award.get("award_id") == payload.get("award_id"):
+        if self.award is not None and self.award.get("award_id") == record.award_id:
             self.award = None
         return set()
 
@@ -305,7 +327,7 @@ class Board:
     def roads_view(self) -> dict[str, Any]:
         if self._roads_cache is None:
             self._roads_cache = {"shoe_no": self.shoe_no, **Roads(tuple(self.rounds)).to_json(),
-                                 "hands": list(self.hands)}
+                                 **shoe_stats(self.rounds), "hands": list(self.hands)}
         return self._roads_cache
 
     def live_view(self) -> dict[str, Any]:
@@ -313,6 +335,13 @@ class Board:
             "table": self.table, "daemon_connected": self.daemon_connected,
             "seq": self.last_seq, "state": self.state, "shoe_no": self.shoe_no,
             "cards_left": self.cards_left, "round_no": self.round_no, "cards": self.cards,
+            # The hand of the shoe: the settled hands, and the one in play if any, so the
+            # header never runs ahead of the counts (631a.10(d): none after the last).
+            "hand_no": len(self.rounds) + self.round_open, "dealer": self.dealer,
+            "banner": banner(self.state, connected=self.daemon_connected,
+                             fault=self.fault is not None),
+            "last_hand_shown": last_hand_shown(self.state, self.last_hand),
+            "totals": running_totals(str(self.table.get("game", "")), self.cards),
             "prompt": self.prompt, "next_card": self.next_card,
             "no_more_bets": self.no_more_bets, "last_hand": self.last_hand,
             "fault": self.fault,

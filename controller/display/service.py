@@ -154,6 +154,10 @@ class DisplayService:
                 # Start from the current shoe: the roads begin at its shoe_loaded.
                 loaded = await commands.call("events", kind="shoe_loaded", limit=1)
                 after = loaded[-1]["seq"] - 1 if loaded else 0
+                # The dealer at the table may have been named before this shoe.
+                dealer = await commands.call("events", kind="new_dealer", limit=1)
+                if dealer and dealer[-1]["seq"] <= after:
+                    self.board.dealer = str(dealer[-1]["payload"].get("dealer") or "") or None
             else:
                 after = self.board.last_seq
             await self._refresh(commands, devices=True)
@@ -258,6 +262,8 @@ def _listen_address(text: str) -> tuple[str, int]:
 async def serve(args: argparse.Namespace) -> int:
     table, socket_path = table_info(args.config)
     config = service_config(args.config)
+    table = {**table, "languages": list(config.languages),
+             "number": config.table_number or table["table_id"]}
     service = DisplayService(args.socket or socket_path, table, config.limits)
     host, port = args.listen = args.listen or config.listen
     bound = await service.web.start(host, port)

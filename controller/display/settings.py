@@ -7,6 +7,8 @@
     max_per_address = 16                  # connections at once from one address
     max_streams_per_address = 4           # event streams at once from one address
     header_timeout_s = 10                 # a request's line and headers must arrive in this
+    languages = ["en", "zh-hans"]         # the scoreboard's labels, one or two languages
+    table_number = "12"                   # shown large on the scoreboard; default [table] id
 
 The daemon checks this section with the rest of the file (controller/config.py) and
 the display service reads it (controller/display/service.py); both call
@@ -40,10 +42,19 @@ class ClientLimits:
     dealer_allowed: tuple[IPNetwork, ...] | None = None
 
 
+# The scoreboard's label languages (controller/display/static/scoreboard.js LABELS):
+# English, and Chinese in simplified (庄 闲 和) or traditional (莊 閒 和) characters.
+LANGUAGES = ("en", "zh-hans", "zh-hant")
+DEFAULT_LANGUAGES = ("en", "zh-hans")  # the pit's boards are bilingual unless told not to
+TABLE_NUMBER_MAX = 12  # characters: it is shown large in the scoreboard's corner
+
+
 @dataclass(frozen=True)
 class DisplayServiceConfig:
     listen: tuple[str, int] = DEFAULT_LISTEN
     limits: ClientLimits = ClientLimits()
+    languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    table_number: str | None = None  # None: the table's id
 
 
 _COUNTS = {  # key -> (lowest, highest) allowed
@@ -52,7 +63,8 @@ _COUNTS = {  # key -> (lowest, highest) allowed
     "max_streams_per_address": (1, 4096),
 }
 _TIMEOUT_RANGE = (0.5, 300.0)
-KEYS = ("listen", "dealer_allowed", *_COUNTS, "header_timeout_s")
+KEYS = ("listen", "dealer_allowed", *_COUNTS, "header_timeout_s", "languages",
+        "table_number")
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -128,7 +140,33 @@ def parse_display_service(section: Mapping[str, Any]) -> tuple[DisplayServiceCon
     limits = ClientLimits(
         **{k: counts.get(k, getattr(defaults, k)) for k in _COUNTS},
         header_timeout_s=float(timeout), dealer_allowed=dealer_allowed)
-    return DisplayServiceConfig(listen=listen, limits=limits), problems.items
+    return DisplayServiceConfig(listen=listen, limits=limits,
+                                languages=_languages(section.get("languages"), problems),
+                                table_number=_table_number(section.get("table_number"),
+                                                           problems)), problems.items
+
+
+def _languages(value: Any, problems: ConfigProblems) -> tuple[str, ...]:
+    if value is None:
+        return DEFAULT_LANGUAGES
+    allowed = (f"a list of one or two of {', '.join(LANGUAGES)}, the first the main "
+               "language, e.g. [\"en\", \"zh-hans\"]")
+    if not isinstance(value, list) or not 1 <= len(value) <= 2 \
+            or any(v not in LANGUAGES for v in value) or len(set(value)) != len(value):
+        problems.add(f"{SECTION}.languages", value, allowed)
+        return DEFAULT_LANGUAGES
+    return tuple(value)
+
+
+def _table_number(value: Any, problems: ConfigProblems) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > TABLE_NUMBER_MAX:
+        problems.add(f"{SECTION}.table_number", value,
+                     f"the table's number as the pit knows it, 1 to {TABLE_NUMBER_MAX} "
+                     "characters, e.g. \"12\" or \"BA-3\"")
+        return None
+    return value.strip()
 
 
 def _networks(value: Any, problems: ConfigProblems) -> tuple[IPNetwork, ...] | None:

@@ -64,12 +64,55 @@ class Durability:
         self._db.execute("COMMIT")
         self._commits_since_checkpoint += 1
         if flush:
-            self.flush_wal()
-            self.flushed_commits += 1
-            self._slow_storage(1)
+            self.flush_now()
         else:
             self.grouped_commits += 1
         return flush
+
+    def flush_now(self) -> None:
+        """Flush the WAL in this thread: every commit made so far is on the disk."""
+        mark = self.flush_mark()
+        self.flush_in_thread()
+        self.flushed_in_thread(mark)
+
+    def flush_mark(self) -> str | None:
+        """Before a flush, on the store's thread: how far the WAL is (only when traced,
+        FLUSH_TRACE_ENV), which is what the flush will have put on the disk."""
+        if not self._flush_trace or self._path == ":memory:":
+            return None
+        with open(self._path + "-wal", "rb") as wal:
+            salt = os.pread(wal.fileno(), 8, 16).hex()
+        shm = os.open(self._path + "-shm", os.O_RDONLY)
+        try:
+            frames = int.from_bytes(os.pread(shm, 4, 16), sys.byteorder)
+        finally:
+            os.close(shm)
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        return f"{salt} {frames} {page_size}"
+
+    def flush_in_thread(self) -> None:
+        """The flush itself, which touches no connection: any thread may run it (group
+        commit runs it in a thread of its own, controller/memory/delivery.py). What
+        synchronous=FULL does at a WAL commit: flush the WAL, and with it every commit
+        before."""
+        if self._path != ":memory:":
+            fd = os.open(self._path + "-wal", os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+        self._slow_storage(1)
+
+    def flushed_in_thread(self, mark: str | None) -> None:
+        """Back on the store's thread: count the flush; trace how far it reached."""
+        self.flushed_commits += 1
+        if mark is not None:
+            # Test seam (TABLE_STORE_FLUSH_TRACE): the HIL power-cut test cuts the WAL back
+            # to exactly what a power cut would leave. The WAL header's salt names the WAL's
+            # cycle; the wal-index (the -shm file) holds the number of valid frames, in this
+            # machine's byte order (SQLite's file format).
+            with open(self._flush_trace, "a", encoding="ascii") as trace:
+                trace.write(mark + "\n")
 
     def committed(self, seal: Seal, *, durable: bool) -> None:
         """Every commit that wrote something ends here. Only a durable one (flushed: it and
@@ -114,32 +157,4 @@ class Durability:
 
     def _slow_storage(self, flushes: int) -> None:
         if self._flush_delay_s:
-            time.sleep(self._flush_delay_s * flushes)  # the loop waits, as on an SD card
-
-    def flush_wal(self) -> None:
-        """What synchronous=FULL does at a WAL commit: flush the WAL, and with it every
-        grouped commit before this one."""
-        if self._path == ":memory:":
-            return
-        fd = os.open(self._path + "-wal", os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            if self._flush_trace:
-                self._trace_flush(fd)
-        finally:
-            os.close(fd)
-
-    def _trace_flush(self, wal_fd: int) -> None:
-        """Test seam (TABLE_STORE_FLUSH_TRACE): note how far the WAL is on the disk now, so
-        the HIL power-cut test can cut it back to exactly what a power cut would leave. The
-        WAL header's salt names the WAL's cycle; the wal-index (the -shm file) holds the
-        number of valid frames, in this machine's byte order (SQLite's file format)."""
-        salt = os.pread(wal_fd, 8, 16).hex()
-        shm = os.open(self._path + "-shm", os.O_RDONLY)
-        try:
-            frames = int.from_bytes(os.pread(shm, 4, 16), sys.byteorder)
-        finally:
-            os.close(shm)
-        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
-        with open(self._flush_trace, "a", encoding="ascii") as trace:
-            trace.write(f"{salt} {frames} {page_size}\n")
+            time.sleep(self._flush_delay_s * flushes)  # the flush waits, as on an SD card

@@ -24,12 +24,15 @@ from controller.memory.critical import (
     IntegrityError,
     Verified,
 )
+from controller.events.system_records import (
+    CriticalMemoryCleared,
+    CriticalMemoryInitialised,
+    CriticalMemoryVerified,
+)
 from controller.memory.store import Store
 
-INITIALISED_EVENT = "critical_memory_initialised"
-CLEARED_EVENT = "critical_memory_cleared"
-VERIFIED_EVENT = "critical_memory_verified"
-RECHECK_EVENT = "critical_memory_rechecked"
+INITIALISED_EVENT = CriticalMemoryInitialised.KIND
+CLEARED_EVENT = CriticalMemoryCleared.KIND
 WITNESS_OUTBOX = "witness_outbox"  # controller/witness/outbox.py: the old store's heads
 
 
@@ -66,7 +69,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
         # the middle of a round.
         assert store.verified is not None
         with store.transaction():
-            store.append_event(VERIFIED_EVENT, _verified_payload(store.verified))
+            store.append_event(CriticalMemoryVerified(**critical.as_mapping(store.verified)))
     except sqlite3.DatabaseError as exc:
         store.close()
         raise critical.unusable(store_file, exc) from None
@@ -87,10 +90,6 @@ def missing_store(paths: CriticalPaths, key: bytes) -> None:
                              "restore the store from its backup, or have a supervisor clear "
                              "critical memory (tabled --clear-store); never start a new store "
                              "by hand")
-
-
-def _verified_payload(verified: Verified) -> dict[str, Any]:
-    return dict(critical.as_mapping(verified))
 
 
 def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
@@ -131,11 +130,9 @@ def init_store(store_path: str, critical_dir: str = "", *, operator: str,
         key = critical.create_key(paths)
     store = Store(paths.store, key=key, paths=paths, create=True)
     with store.transaction():
-        store.append_event(INITIALISED_EVENT, {
-            "table_id": table_id, "operator": operator, "host": socket.gethostname(),
-            "key_id": critical.key_id(key), "store": str(paths.store),
-            "anchor": str(paths.anchor), **({"witness": dict(witness)} if witness else {})},
-            severity="warning")
+        store.append_event(CriticalMemoryInitialised(
+            table_id, operator, socket.gethostname(), critical.key_id(key), str(paths.store),
+            str(paths.anchor), witness=dict(witness) if witness else None))
     return store
 
 
@@ -191,11 +188,9 @@ def clear_store(store_path: str, critical_dir: str = "", *, supervisor: str, rea
             moved.append(part.name)
     store = Store(paths.store, key=key, paths=paths, create=True)
     with store.transaction():
-        store.append_event(CLEARED_EVENT, {
-            "table_id": table_id, "supervisor": supervisor, "reason": reason.strip(),
-            "failure": failure, "evidence": str(evidence), "moved": moved,
-            "last_values": last, **({"witness": dict(witnessed)} if witnessed else {})},
-            severity="critical")
+        store.append_event(CriticalMemoryCleared(
+            table_id, supervisor, reason.strip(), failure, str(evidence), tuple(moved),
+            dict(last), witness=dict(witnessed) if witnessed else None))
     return store, evidence
 
 

@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from controller.events.records import SettledWager
 from controller.memory.critical import StoreError, canonical
 from controller.memory.schema import OPEN_ROUND_CARDS, SAVED_AT_SEQ
 
@@ -29,13 +30,13 @@ def open_round(db: sqlite3.Connection, shoe_no: int, round_no: int,
 
 
 def close_round(db: sqlite3.Connection, round_id: int, state: str,
-                result: Mapping[str, Any] | None, settlements: list[dict[str, Any]],
+                result: Mapping[str, Any] | None, settlements: Sequence[SettledWager],
                 cards: Sequence[Mapping[str, Any]], at: float) -> None:
     cursor = db.execute(
         "UPDATE rounds SET state = ?, result = ?, settlements = ?, cards = ?,"
         " settled_at = ? WHERE round_id = ? AND state = 'open'",
         (state, canonical(result) if result is not None else None,
-         canonical(settlements), canonical(list(cards)), at, round_id),
+         canonical([s.payload() for s in settlements]), canonical(list(cards)), at, round_id),
     )
     if cursor.rowcount != 1:
         raise StoreError(f"round {round_id} is not open: it cannot be closed twice")
@@ -46,8 +47,7 @@ def close_round(db: sqlite3.Connection, round_id: int, state: str,
             " net_cents = net_cents + excluded.net_cents,"
             " wagered_cents = wagered_cents + excluded.wagered_cents,"
             " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
-            (item["seat"], item["net_cents"], item["amount_cents"],
-             item.get("vig_marked_cents", 0)),
+            (item.seat, item.net_cents, item.amount_cents, item.vig_marked_cents),
         )
 
 
@@ -116,3 +116,19 @@ def seat_totals(db: sqlite3.Connection) -> dict[int, dict[str, int]]:
                       "vig_owed_cents": row["vig_owed_cents"]}
         for row in db.execute("SELECT * FROM seat_totals ORDER BY seat")
     }
+
+
+def save_table_state(db: sqlite3.Connection, state: str, data_json: str) -> None:
+    db.execute("INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
+               " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
+               (state, data_json))
+
+
+def collect_vigorish(db: sqlite3.Connection, seat: int) -> int:
+    """631a.13(d)(2): the seat's marked vigorish, taken off what it owes; the cents taken."""
+    row = db.execute("SELECT vig_owed_cents FROM seat_totals WHERE seat = ?", (seat,)).fetchone()
+    owed = int(row["vig_owed_cents"]) if row else 0
+    if owed:
+        db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
+                   " WHERE seat = ?", (owed, seat))
+    return owed

@@ -10,6 +10,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
+from controller.events.codec import EventRecord, decode
 from controller.memory import critical
 
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
@@ -95,6 +96,11 @@ class Event:
     prev_hash: str
     hash: str
     payload_json: str  # the payload as stored: the text the entry's MAC covers
+
+    def record(self) -> EventRecord:
+        """The entry as its typed record (controller/events); EventDecodeError if the
+        payload does not fit its kind."""
+        return decode(self.kind, self.payload)
 
 
 # The table's saved state in the order its fields come, not sorted: it is read back only by

@@ -11,14 +11,15 @@ Durability follows what a step records (docs/architecture.md, "Durable writes"):
 a step whose events are all of GROUPED_KINDS (a card inside a round, a prompt,
 seat-sensor and shuffler progress) is committed to the WAL and reaches the disk
 with the next flush; every other step (money, locks, awards, meters, faults,
-round open and close, shoe changes) is flushed before the transaction returns,
-and so before the daemon acts on it or reports it. A power cut can lose only
-grouped steps after the last flush, and always a suffix of the log.
+round open and close, shoe changes) is flushed before the transaction returns, or,
+with group commit (the daemon, `group_commits`), before anything reports it
+(controller/memory/durability.py, delivery.py). A power cut can lose only what no one
+was told of, and always a suffix of the log.
 """
-
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,10 +29,15 @@ from typing import Any
 
 import structlog
 
+from controller.events.catalogue import entry_of
+from controller.events.codec import EventRecord
+from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
 from controller.memory import rounds as round_rows
 from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
+from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
+from controller.memory.sealing import StepSeal
 from controller.memory.schema import (
     GENESIS_HASH,
     GROUPED_KINDS,
@@ -83,26 +89,13 @@ class Store:
         self.paths = paths
         self.verified: critical.Verified | None = None
         self._in_tx = False
-        self._listeners: list[Callable[[Event], None]] = []
-        self._after_commit: list[Callable[[], None]] = []
-        self._durable_listeners: list[Callable[[critical.Seal, sqlite3.Connection], None]] = []
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
-        # What this connection last committed, kept so that a step does not read it back:
-        # the log's head and the seal's commit counter. They hold until a step of ours
-        # rolls back or another connection commits (SQLite's data_version says so); either
-        # forgets them (`_forget`) and the next step reads.
-        self._log_head: tuple[int, str] | None = None
-        self._commit_no: int | None = None
-        # The protected tables' digests as our last seal read them; they hold while our
-        # steps only append log entries (the log has no digest triggers), which is every
-        # card that does not save the table's state.
-        self._digests: list[tuple[str, str, int, str]] | None = None
-        self._appended = 0  # log entries appended by the step in progress
-        self._data_version = -1
         self._db = schema.connect(self.path, create=create, read_only=read_only)
+        self._seal = StepSeal(self._db, self.key)
         self._durability = Durability(self._db, self.path, self.key, paths,
                                       flush_delay_s=flush_delay_s)
+        self._delivery = Delivery(self._db, self._durability)
         try:
             critical.install_functions(self._db, self.key)
             if read_only:
@@ -158,6 +151,7 @@ class Store:
                            " UPDATE SET value = excluded.value", rows)
 
     def close(self) -> None:
+        self._delivery.close()  # what is held is flushed: its waiters are answered
         self._durability.close()  # the last durable commit's anchor, before the store
         self._db.close()
 
@@ -178,67 +172,34 @@ class Store:
     @contextmanager
     def _step(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
-        version = self._db.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:  # another connection committed since our last step
-            self._forget()
-            self._data_version = version
+        self._seal.begin()
         self._in_tx = True
         self._tx_must_flush = False
-        self._appended = 0
-        changes = self._db.total_changes
         try:
             yield self._db
             while self._before_commit:  # a hook may ask for another: run until none is left
                 self._before_commit.pop(next(iter(self._before_commit)))()
-            # Re-seal what this step wrote, in the same transaction (reads seal nothing).
-            seal = None
-            written = self._db.total_changes - changes  # trigger writes count too
-            if written:
-                if written != self._appended:  # a row besides the log's: digests moved
-                    self._digests = None
-                if self._digests is None:
-                    self._digests = critical.digests(self._db)
-                seal = critical.reseal(self._db, self.key, last_commit_no=self._commit_no,
-                                       head=self._log_head, table_digests=self._digests)
+            seal = self._seal.seal()  # what this step wrote, in the same transaction
         except BaseException:
-            self._forget()
+            self._seal.forget()
             self._db.execute("ROLLBACK")
             self._pending.clear()
             self._before_commit.clear()
             self._in_tx = False
             raise
+        # A step that records nothing is flushed too: only a known kind may wait.
+        must_flush = self._tx_must_flush or not self._pending
+        delivery = self._delivery
         try:
-            # A step that records nothing is flushed too: only a known kind may wait.
-            flushed = self._durability.commit(self._tx_must_flush or not self._pending)
+            flushed = self._durability.commit(must_flush and not (
+                delivery.grouping and (must_flush or delivery.holding)))
         except BaseException:
-            self._forget()  # a COMMIT that failed may or may not have reached the file
+            self._seal.forget()  # a COMMIT that failed may or may not have reached the file
             raise
-        if seal is not None:
-            self._commit_no = seal.commit_no
+        self._seal.committed(seal)
         self._in_tx = False
-        if seal is not None:
-            self._durability.committed(seal, durable=flushed)
         pending, self._pending = self._pending, []
-        for event in pending:  # listeners see only what was committed
-            for listener in self._listeners:
-                listener(event)
-        if pending:
-            for given_out in self._after_commit:
-                given_out()
-        if seal is not None and flushed:
-            # After the step's report, as the checkpoint below: the witness's digest of the
-            # money (a few reads and a hash) is not in front of a lock-out or a settlement.
-            # Nothing has written since the commit, so it reads the state the seal covers.
-            for durable_listener in self._durable_listeners:
-                durable_listener(seal, self._db)
-        # Only now: what the step decided (a settlement, a lock) is out before the checkpoint's
-        # two flushes, which on an SD card would otherwise delay its report.
-        self._durability.checkpoint_if_due(flushed)
-
-    def _forget(self) -> None:
-        """A step that did not commit leaves nothing it wrote to be trusted: the log's head
-        and the commit counter are read from the store again."""
-        self._log_head = self._commit_no = self._digests = None
+        delivery.committed(pending, seal, flushed=flushed, must_flush=must_flush)
 
     def before_commit(self, name: str, write: Callable[[], None]) -> None:
         """Run ``write`` once, as the last thing of the current step before it commits (the
@@ -257,48 +218,65 @@ class Store:
         step's committed entries were given out (before anything else writes), on the
         writer's thread: it must not block (the witness's heads,
         controller/witness/link.py, only take a digest and hand the head to their thread)."""
-        self._durable_listeners.append(listener)
+        self._delivery.durable_listeners.append(listener)
+
+    def group_commits(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From now on, money steps share flushes, run in a thread of their own, and their
+        entries are given out only once flushed (group commit, controller/memory/
+        delivery.py): the daemon, once its loop runs. `when_durable` says when."""
+        self._delivery.group_on(loop)
+
+    def when_durable(self, waiter: Callable[[BaseException | None], None]) -> None:
+        """`waiter` is called (with None) once every commit made so far is on the disk and
+        given out, at once if nothing is held; with the error if their flush failed. A
+        reply that reports a step waits for it (the control socket's replies)."""
+        self._delivery.when_durable(waiter)
 
     @property
-    def flushed_commits(self) -> int:
-        """Commits flushed to disk since this Store was opened (benchmarks print it)."""
-        return self._durability.flushed_commits
-
-    @property
-    def grouped_commits(self) -> int:
-        """Commits left in the WAL for the next flush."""
-        return self._durability.grouped_commits
-
-    @property
-    def checkpoints(self) -> int:
-        """WAL checkpoints run (two flushes each)."""
-        return self._durability.checkpoints
+    def durability(self) -> Durability:
+        """Its flushes, grouped commits and checkpoints, counted (benchmarks print them)."""
+        return self._durability
 
     def subscribe(self, listener: Callable[[Event], None], *,
                   after_each_commit: Callable[[], None] | None = None) -> Callable[[], None]:
         """`listener` is given every committed entry, in order; `after_each_commit`, once a
         commit's entries have all been given out (a socket writer sends them together)."""
-        self._listeners.append(listener)
+        delivery = self._delivery
+        delivery.listeners.append(listener)
         if after_each_commit is not None:
-            self._after_commit.append(after_each_commit)
+            delivery.after_commit.append(after_each_commit)
 
         def unsubscribe() -> None:
-            self._listeners.remove(listener)
+            delivery.listeners.remove(listener)
             if after_each_commit is not None:
-                self._after_commit.remove(after_each_commit)
+                delivery.after_commit.remove(after_each_commit)
 
         return unsubscribe
 
     # --- event log ------------------------------------------------------------
 
-    def append_event(self, kind: str, payload: Mapping[str, Any] | None = None, *,
+    def append_event(self, record: EventRecord, *, severity: str | None = None,
+                     device: str | None = None, round_id: int | None = None) -> Event:
+        """Append one typed record (controller/events) to the hash chain, inside the
+        current transaction (or its own): the only way code emits an event. Its payload is
+        encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
+        a dict or a kind's name included, or a severity its kind does not have, is refused
+        before anything is written)."""
+        kind, chosen, payload = entry_of(record, severity)
+        return self.append_entry(kind, payload, severity=chosen, device=device,
+                                 round_id=round_id)
+
+    def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
                      round_id: int | None = None) -> Event:
-        """Append one entry to the hash chain, inside the current transaction (or its own)."""
+        """The log's own append of a payload as given, unchecked: what `append_event` does
+        once the record is encoded, and what tests of the chain's mechanics (MACs,
+        durability, streaming) write with. Nothing in controller/ but the store calls it
+        (tests/controller/test_event_catalogue.py)."""
         with self.transaction() as db:
             if kind not in GROUPED_KINDS:
                 self._tx_must_flush = True
-            last_seq, prev = self._head(db)
+            last_seq, prev = self._seal.head()
             seq = last_seq + 1
             at = float(self._clock())  # SQLite gives REAL back: hash what it will return
             payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
@@ -309,20 +287,12 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?,?)",
                 (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
             )
-            self._log_head = (seq, digest)
-            self._appended += 1
+            self._seal.appended(seq, digest)
             event = Event(seq, at, kind, severity, device, round_id, as_read_back(payload,
                                                                                     payload_json),
                           prev, digest, payload_json)
             self._pending.append(event)
             return event
-
-    def _head(self, db: sqlite3.Connection) -> tuple[int, str]:
-        """The log's last entry (seq, MAC) in the step in progress: this connection's own
-        if it holds (`_forget`), else read."""
-        if self._log_head is None:
-            self._log_head = critical.log_head(db)
-        return self._log_head
 
     def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
                device: str | None = None, severity: str | None = None,
@@ -336,8 +306,10 @@ class Store:
     def events_from(self, after_seq: int, count: int) -> list[Event]:
         """The first `count` entries after `after_seq`, oldest first: one page of a stream
         (`events(limit=)` gives the last ones instead)."""
-        rows = self._db.execute("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                                (after_seq, count))
+        # Up to the last entry given out: one held for its flush is not reported yet.
+        held = self._delivery.first_held_seq
+        rows = self._db.execute("SELECT * FROM events WHERE seq > ? AND seq < ? ORDER BY seq"
+                                " LIMIT ?", (after_seq, held or 2**62, count))
         return [schema.event_of(row) for row in rows]
 
     def meta(self, key: str) -> str | None:
@@ -376,11 +348,8 @@ class Store:
 
     def save_table_state(self, state: str, data: Mapping[str, Any]) -> None:
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO table_state(id, state, data) VALUES (1, ?, ?)"
-                " ON CONFLICT(id) DO UPDATE SET state = excluded.state, data = excluded.data",
-                (state, state_json({**data, SAVED_AT_SEQ: self._head(db)[0]})),
-            )
+            round_rows.save_table_state(
+                db, state, state_json({**data, SAVED_AT_SEQ: self._seal.head()[0]}))
 
     def load_table_state(self) -> tuple[str, dict[str, Any]] | None:
         """The table's saved state as the table gave it (without the store's SAVED_AT_SEQ)."""
@@ -400,10 +369,11 @@ class Store:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: list[dict[str, Any]],
+                    settlements: Sequence[SettledWager],
                     cards: Sequence[Mapping[str, Any]]) -> None:
-        """Settle or void a round once, with the cards it was dealt; a second attempt raises
-        (never settled twice)."""
+        """Settle or void a round once, with the cards it was dealt and its settlements (the
+        rules' figures, as the log carries them); a second attempt raises (never settled
+        twice)."""
         with self.transaction() as db:
             round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
 
@@ -425,10 +395,6 @@ class Store:
     def collect_vigorish(self, seat: int) -> int:
         """631a.13(d)(2): marked vigorish collected; returns the cents collected."""
         with self.transaction() as db:
-            row = db.execute("SELECT vig_owed_cents FROM seat_totals WHERE seat = ?", (seat,)).fetchone()
-            owed = int(row["vig_owed_cents"]) if row else 0
-            if owed:
-                db.execute("UPDATE seat_totals SET vig_owed_cents = 0, net_cents = net_cents - ?"
-                           " WHERE seat = ?", (owed, seat))
-                self.append_event("vigorish_collected", {"seat": seat, "cents": owed})
+            if owed := round_rows.collect_vigorish(db, seat):
+                self.append_event(VigorishCollected(seat, owed))
             return owed

@@ -13,190 +13,36 @@ lose a remainder; a Fraction never does (docs/progressive.md).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from controller.events.progressive_records import (
+    ProgressiveAward,
+    ProgressiveLinkedContribution,
+    ProgressiveMeter,
+    ProgressiveMysteryArmed,
+    ProgressiveMysteryReveal,
+)
 from controller.progressive.core import split
 from controller.progressive.errors import AwardError, MeterError
+from controller.progressive.ledger_schema import (
+    ADJUSTMENT, AWARD, AWARD_EVENT, AWARD_STATES, DECREASING_CHANGES, INCREMENT, METER_EVENT,
+    MYSTERY_ARMED_EVENT, MYSTERY_REVEAL_EVENT, PAID, PENDING, PROTECTED_TABLES, RESEED,
+    RESERVE_TRANSFER, SCHEMA, SEED, VALIDATED, WAGERS_EVENT, Award, MeterRow, ensure_schema,
+)
+from controller.progressive.ledger_schema import award_row as _award
+from controller.progressive.ledger_schema import meter_row as _meter
+from controller.progressive.ledger_verify import verify_meters
 from controller.memory.store import Store
 
-METER_EVENT = "progressive_meter"
-AWARD_EVENT = "progressive_award"
-WAGERS_EVENT = "progressive_wagers"
-MYSTERY_ARMED_EVENT = "progressive_mystery_armed"
-MYSTERY_REVEAL_EVENT = "progressive_mystery_reveal"
-
-# Kinds of meter change. Only these may lower a meter (the task of 605a.7 meters: a meter
-# never decreases except by an award or an audited adjustment).
-SEED, INCREMENT, AWARD, RESEED, ADJUSTMENT, RESERVE_TRANSFER = (
-    "seed", "increment", "award", "reseed", "adjustment", "reserve-transfer")
-DECREASING_CHANGES = frozenset({AWARD, ADJUSTMENT, RESERVE_TRANSFER})
-
-PENDING, VALIDATED, PAID = "pending", "validated", "paid"
-AWARD_STATES = (PENDING, VALIDATED, PAID)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS progressive_meters (
-    progressive     TEXT    NOT NULL,
-    level           TEXT    NOT NULL,
-    amount_cents    INTEGER NOT NULL,          -- whole cents on the meter
-    frac_num        INTEGER NOT NULL,          -- exact sub-cent remainder frac_num/frac_den
-    frac_den        INTEGER NOT NULL CHECK (frac_den > 0 AND frac_num >= 0 AND frac_num < frac_den),
-    reset_cents     INTEGER NOT NULL,
-    increment_rate  TEXT    NOT NULL,          -- exact Fraction, e.g. '1/10'
-    version         INTEGER NOT NULL,          -- number of changes: the display feed's sequence
-    wagers_count    INTEGER NOT NULL DEFAULT 0,
-    wagers_cents    INTEGER NOT NULL DEFAULT 0,
-    contributed     TEXT    NOT NULL DEFAULT '0',  -- exact Fraction of cents
-    awards_count    INTEGER NOT NULL DEFAULT 0,
-    awarded_cents   INTEGER NOT NULL DEFAULT 0,
-    paid_system_cents    INTEGER NOT NULL DEFAULT 0,
-    paid_attendant_cents INTEGER NOT NULL DEFAULT 0,
-    paid_count      INTEGER NOT NULL DEFAULT 0,
-    reseeded        TEXT    NOT NULL DEFAULT '0',   -- exact Fraction: seeds funded after awards
-    adjustments_cents INTEGER NOT NULL DEFAULT 0,
-    updated_at      REAL    NOT NULL,
-    PRIMARY KEY (progressive, level)
-);
-CREATE TABLE IF NOT EXISTS progressive_wagers (
-    round_id     INTEGER NOT NULL,
-    progressive  TEXT    NOT NULL,
-    seat         INTEGER NOT NULL,
-    amount_cents INTEGER NOT NULL,
-    accepted     INTEGER NOT NULL,
-    reason       TEXT,
-    PRIMARY KEY (round_id, progressive, seat)
-);
-CREATE TABLE IF NOT EXISTS progressive_awards (
-    award_id     INTEGER PRIMARY KEY,
-    progressive  TEXT    NOT NULL,
-    level        TEXT    NOT NULL,
-    round_id     INTEGER NOT NULL,
-    seat         INTEGER NOT NULL,
-    amount_cents INTEGER NOT NULL,
-    state        TEXT    NOT NULL CHECK (state IN ('pending', 'validated', 'paid')),
-    label        TEXT    NOT NULL,
-    section      TEXT    NOT NULL,
-    pay_order    INTEGER NOT NULL,
-    linked_claim TEXT,
-    claimed      INTEGER NOT NULL DEFAULT 1,  -- 0: a linked hit awaiting its claim (link down)
-    created_at   REAL    NOT NULL,
-    validated_by TEXT,
-    validated_at REAL,
-    paid_via     TEXT,
-    paid_at      REAL,
-    UNIQUE (progressive, level, round_id, seat)
-);
-CREATE TABLE IF NOT EXISTS progressive_rounds (
-    round_id     INTEGER NOT NULL,
-    progressive  TEXT    NOT NULL,
-    locked_at    REAL    NOT NULL,
-    void         INTEGER NOT NULL DEFAULT 0,   -- 631a.15(e): wagers returned, no hits
-    PRIMARY KEY (round_id, progressive)
-);
-CREATE TABLE IF NOT EXISTS progressive_mystery (
-    progressive  TEXT    NOT NULL,
-    level        TEXT    NOT NULL,
-    epoch        INTEGER NOT NULL,
-    trigger_cents INTEGER NOT NULL,           -- secret until the hit, never logged before it
-    nonce_hex    TEXT    NOT NULL,
-    commitment   TEXT    NOT NULL,
-    state        TEXT    NOT NULL CHECK (state IN ('armed', 'hit')),
-    PRIMARY KEY (progressive, level, epoch)
-);
-CREATE TABLE IF NOT EXISTS progressive_outbox (
-    seq          INTEGER PRIMARY KEY,         -- the per-table sequence number of 605a.8 sends
-    progressive  TEXT    NOT NULL,
-    level        TEXT    NOT NULL,
-    delta_num    INTEGER NOT NULL,
-    delta_den    INTEGER NOT NULL,
-    wagers_count INTEGER NOT NULL,
-    wagers_cents INTEGER NOT NULL,
-    round_id     INTEGER,
-    created_at   REAL    NOT NULL,
-    acked_at     REAL
-);
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class MeterRow:
-    progressive: str
-    level: str
-    amount_cents: int
-    frac: Fraction
-    reset_cents: int
-    increment_rate: Fraction
-    version: int
-    wagers_count: int
-    wagers_cents: int
-    contributed: Fraction
-    awards_count: int
-    awarded_cents: int
-    paid_system_cents: int
-    paid_attendant_cents: int
-    paid_count: int
-    reseeded: Fraction
-    adjustments_cents: int
-
-    @property
-    def value(self) -> Fraction:
-        return self.amount_cents + self.frac
-
-
-@dataclass(frozen=True, slots=True)
-class Award:
-    """One progressive award; `state` moves pending -> validated -> paid, once."""
-
-    award_id: int
-    progressive: str
-    level: str
-    round_id: int
-    seat: int
-    amount_cents: int
-    state: str
-    label: str
-    section: str
-    pay_order: int
-    validated_by: str | None = None
-    paid_via: str | None = None
-    linked_claim: str | None = None
-    claimed: bool = True  # False: a linked hit whose amount the shared ledger has yet to give
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, for the control socket and tablectl."""
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
-PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awards",
-                    "progressive_rounds", "progressive_mystery", "progressive_outbox")
-
-
-def ensure_schema(store: Store) -> None:
-    with store.transaction() as db:
-        for statement in SCHEMA.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/memory/critical.py)
-
-
-def _meter(row: sqlite3.Row) -> MeterRow:
-    return MeterRow(row["progressive"], row["level"], row["amount_cents"],
-                    Fraction(row["frac_num"], row["frac_den"]), row["reset_cents"],
-                    Fraction(row["increment_rate"]), row["version"], row["wagers_count"],
-                    row["wagers_cents"], Fraction(row["contributed"]), row["awards_count"],
-                    row["awarded_cents"], row["paid_system_cents"], row["paid_attendant_cents"],
-                    row["paid_count"], Fraction(row["reseeded"]), row["adjustments_cents"])
-
-
-def _award(row: sqlite3.Row) -> Award:
-    return Award(row["award_id"], row["progressive"], row["level"], row["round_id"], row["seat"],
-                 row["amount_cents"], row["state"], row["label"], row["section"],
-                 row["pay_order"], row["validated_by"], row["paid_via"], row["linked_claim"],
-                 bool(row["claimed"]))
+# What the ledger's callers import from here (the schema and the check live beside it).
+__all__ = [
+    "ADJUSTMENT", "AWARD", "AWARD_EVENT", "AWARD_STATES", "DECREASING_CHANGES", "INCREMENT",
+    "METER_EVENT", "MYSTERY_ARMED_EVENT", "MYSTERY_REVEAL_EVENT", "PAID", "PENDING",
+    "PROTECTED_TABLES", "RESEED", "RESERVE_TRANSFER", "SCHEMA", "SEED", "VALIDATED",
+    "WAGERS_EVENT", "Award", "MeterLedger", "MeterRow", "ensure_schema", "verify_meters",
+]
 
 
 class MeterLedger:
@@ -285,24 +131,10 @@ class MeterLedger:
                 (cents, num, den, len(seats) if kind == INCREMENT else 0,
                  wagers_cents if kind == INCREMENT else 0, str(contributed), str(reseeded),
                  int(delta) if kind == ADJUSTMENT else 0, self._clock(), progressive, level))
-            payload: dict[str, Any] = {
-                "progressive": progressive, "level": level, "change": kind,
-                "delta_num": delta.numerator, "delta_den": delta.denominator,
-                "amount_cents": cents, "frac_num": num, "frac_den": den,
-                "version": before.version + 1,
-            }
-            if seats:
-                payload["seats"] = list(seats)
-            if wagers_cents:
-                payload["wagers_cents"] = wagers_cents
-            if award_id is not None:
-                payload["award_id"] = award_id
-            if supervisor is not None:
-                payload["supervisor"] = supervisor
-            if reason is not None:
-                payload["reason"] = reason
-            self.store.append_event(METER_EVENT, payload, round_id=round_id,
-                                    severity="warning" if kind == ADJUSTMENT else "info")
+            self.store.append_event(ProgressiveMeter(
+                progressive, level, kind, delta.numerator, delta.denominator, cents, num, den,
+                before.version + 1, seats=tuple(seats), wagers_cents=wagers_cents,
+                award_id=award_id, supervisor=supervisor, reason=reason), round_id=round_id)
             updated = db.execute("SELECT * FROM progressive_meters WHERE progressive = ? AND "
                                  "level = ?", (progressive, level)).fetchone()
             return _meter(updated)
@@ -329,12 +161,10 @@ class MeterLedger:
             db.execute("UPDATE progressive_meters SET awards_count = awards_count + 1,"
                        " awarded_cents = awarded_cents + ? WHERE progressive = ? AND level = ?",
                        (amount_cents, progressive, level))
-            self.store.append_event(AWARD_EVENT, {
-                "award_id": award_id, "progressive": progressive, "level": level, "seat": seat,
-                "amount_cents": amount_cents, "state": PENDING, "label": label,
-                "section": section, "pay_order": pay_order, "linked_claim": linked_claim,
-                "claimed": claimed,
-            }, round_id=round_id, severity="warning")
+            self.store.append_event(ProgressiveAward(
+                award_id, progressive, level, seat, amount_cents, PENDING, label=label,
+                section=section, pay_order=pay_order, linked_claim=linked_claim,
+                claimed=claimed), round_id=round_id)
             return self.award(award_id)
 
     def find_award(self, progressive: str, level: str, round_id: int, seat: int) -> Award | None:
@@ -350,11 +180,9 @@ class MeterLedger:
             db.execute("UPDATE progressive_awards SET amount_cents = ?, claimed = 1"
                        " WHERE award_id = ? AND claimed = 0", (amount_cents, award_id))
             award = self.award(award_id)
-            self.store.append_event(AWARD_EVENT, {
-                "award_id": award_id, "progressive": award.progressive, "level": award.level,
-                "seat": award.seat, "amount_cents": amount_cents, "state": award.state,
-                "claimed": True, "linked_claim": award.linked_claim},
-                round_id=award.round_id, severity="warning")
+            self.store.append_event(ProgressiveAward(
+                award_id, award.progressive, award.level, award.seat, amount_cents, award.state,
+                claimed=True, linked_claim=award.linked_claim), round_id=award.round_id)
             return award
 
     def next_pay_order(self, round_id: int) -> int:
@@ -411,11 +239,10 @@ class MeterLedger:
                 db.execute(f"UPDATE progressive_meters SET {column} = {column} + ?,"
                            " paid_count = paid_count + 1 WHERE progressive = ? AND level = ?",
                            (award.amount_cents, award.progressive, award.level))
-            self.store.append_event(AWARD_EVENT, {
-                "award_id": award_id, "progressive": award.progressive, "level": award.level,
-                "seat": award.seat, "amount_cents": award.amount_cents, "state": to_state,
-                "supervisor": supervisor or award.validated_by, "paid_via": paid_via,
-            }, round_id=award.round_id, severity="warning")
+            self.store.append_event(ProgressiveAward(
+                award_id, award.progressive, award.level, award.seat, award.amount_cents,
+                to_state, supervisor=supervisor or award.validated_by, paid_via=paid_via),
+                round_id=award.round_id)
             return self.award(award_id)
 
     # --- mystery secrets ----------------------------------------------------------------------
@@ -427,9 +254,8 @@ class MeterLedger:
                        " nonce_hex, commitment, state) VALUES (?,?,?,?,?,?,'armed')",
                        (progressive, level, epoch, trigger_cents, nonce.hex(), commitment))
             # Only the commitment enters the log now; the trigger is revealed at the hit.
-            self.store.append_event(MYSTERY_ARMED_EVENT, {
-                "progressive": progressive, "level": level, "epoch": epoch,
-                "commitment": commitment, "scheme": "sha256"})
+            self.store.append_event(ProgressiveMysteryArmed(progressive, level, epoch,
+                                                            commitment, scheme="sha256"))
 
     def armed_mystery(self, progressive: str, level: str) -> tuple[int, int, str, str] | None:
         """(epoch, trigger cents, nonce hex, commitment) of the armed trigger, if any."""
@@ -454,10 +280,9 @@ class MeterLedger:
                              " AND epoch = ?", (progressive, level, epoch)).fetchone()
             db.execute("UPDATE progressive_mystery SET state = 'hit' WHERE progressive = ? AND "
                        "level = ? AND epoch = ?", (progressive, level, epoch))
-            self.store.append_event(MYSTERY_REVEAL_EVENT, {
-                "progressive": progressive, "level": level, "epoch": epoch,
-                "trigger_cents": row["trigger_cents"], "nonce_hex": row["nonce_hex"],
-                "commitment": row["commitment"], "award_id": award_id}, round_id=round_id)
+            self.store.append_event(ProgressiveMysteryReveal(
+                progressive, level, epoch, row["trigger_cents"], row["nonce_hex"],
+                row["commitment"], award_id), round_id=round_id)
 
     # --- wagers and the link outbox ---------------------------------------------------------
 
@@ -485,10 +310,9 @@ class MeterLedger:
                 (progressive, level, delta.numerator, delta.denominator, wagers_count,
                  wagers_cents, round_id, self._clock()))
             seq = int(cursor.lastrowid or 0)
-            self.store.append_event("progressive_linked_contribution", {
-                "progressive": progressive, "level": level, "seq": seq,
-                "delta_num": delta.numerator, "delta_den": delta.denominator,
-                "wagers_count": wagers_count, "wagers_cents": wagers_cents}, round_id=round_id)
+            self.store.append_event(ProgressiveLinkedContribution(
+                progressive, level, seq, delta.numerator, delta.denominator, wagers_count,
+                wagers_cents), round_id=round_id)
             return seq
 
     def unacked(self, limit: int = 500) -> list[dict[str, Any]]:
@@ -503,91 +327,3 @@ class MeterLedger:
         with self.store.transaction() as db:
             db.executemany("UPDATE progressive_outbox SET acked_at = ? WHERE seq = ?",
                            [(self._clock(), s) for s in seqs])
-
-
-def verify_meters(store: Store) -> list[str]:
-    """Every problem found recomputing the meters from the hash-chained log (empty: intact).
-
-    For each meter: its exact value equals the sum of its logged changes (seed,
-    increments, reseeds, awards, audited adjustments); its version equals the
-    number of changes; its award counters equal its award rows; no logged
-    change lowered it unless an award or an audited adjustment; every revealed
-    mystery trigger matches the commitment logged when it was armed.
-    """
-    from controller.progressive.core import commitment
-
-    ensure_schema(store)
-    problems: list[str] = []
-    totals: dict[tuple[str, str], Fraction] = {}
-    counts: dict[tuple[str, str], int] = {}
-    award_deltas: dict[tuple[str, str], Fraction] = {}
-    for event in store.events(kind=METER_EVENT):
-        p = event.payload
-        key = (p["progressive"], p["level"])
-        delta = Fraction(p["delta_num"], p["delta_den"])
-        if delta < 0 and p["change"] not in DECREASING_CHANGES:
-            problems.append(f"meter {key[0]}/{key[1]}: log entry {event.seq} lowers it by "
-                            f"{-delta} cents in a {p['change']!r}")
-        if p["change"] == ADJUSTMENT and not p.get("supervisor"):
-            problems.append(f"meter {key[0]}/{key[1]}: adjustment at log entry {event.seq} names "
-                            "no supervisor")
-        if p["change"] == AWARD:
-            award_deltas[key] = award_deltas.get(key, Fraction(0)) - delta
-        totals[key] = totals.get(key, Fraction(0)) + delta
-        counts[key] = counts.get(key, 0) + 1
-    with store.transaction() as db:
-        rows = {(r["progressive"], r["level"]): _meter(r)
-                for r in db.execute("SELECT * FROM progressive_meters")}
-        award_rows = db.execute(
-            "SELECT progressive, level, COUNT(*) AS n, SUM(amount_cents) AS cents,"
-            " SUM(CASE WHEN state = 'paid' THEN amount_cents ELSE 0 END) AS paid"
-            " FROM progressive_awards GROUP BY progressive, level").fetchall()
-        reveals = [(r["progressive"], r["level"], r["epoch"], r["trigger_cents"], r["nonce_hex"],
-                    r["commitment"]) for r in db.execute(
-                        "SELECT * FROM progressive_mystery WHERE state = 'hit'")]
-    for key in sorted(set(rows) | set(totals)):
-        name = f"meter {key[0]}/{key[1]}"
-        row = rows.get(key)
-        if row is None:
-            problems.append(f"{name}: logged changes but no meter row")
-            continue
-        logged = totals.get(key, Fraction(0))
-        if row.value != logged:
-            problems.append(f"{name}: shows {row.amount_cents} cents (+{row.frac}) but its seed, "
-                            f"increments, awards and adjustments in the log make "
-                            f"{float(logged):.4f} cents")
-        if row.version != counts.get(key, 0):
-            problems.append(f"{name}: version {row.version} but {counts.get(key, 0)} logged changes")
-        if row.value < 0:
-            problems.append(f"{name}: negative ({row.value} cents)")
-        if award_deltas.get(key, Fraction(0)) != row.awarded_cents and key[1] != "reserve":
-            problems.append(f"{name}: {row.awarded_cents} cents awarded on its companion meter but "
-                            f"{award_deltas.get(key, Fraction(0))} cents of awards in the log")
-    for r in award_rows:
-        row = rows.get((r["progressive"], r["level"]))
-        if row is None:
-            continue  # a linked level: its meter lives in the shared ledger
-        if row.awards_count != r["n"] or row.awarded_cents != r["cents"]:
-            problems.append(f"meter {r['progressive']}/{r['level']}: companion meters say "
-                            f"{row.awards_count} awards, {row.awarded_cents} cents; award rows say "
-                            f"{r['n']}, {r['cents']} cents")
-        if row.paid_system_cents + row.paid_attendant_cents != r["paid"]:
-            problems.append(f"meter {r['progressive']}/{r['level']}: paid companions "
-                            f"{row.paid_system_cents + row.paid_attendant_cents} cents but paid "
-                            f"award rows {r['paid']} cents")
-    for progressive, level, epoch, trigger, nonce_hex, commit in reveals:
-        if commitment(progressive, level, epoch, trigger, bytes.fromhex(nonce_hex)) != commit:
-            problems.append(f"mystery {progressive}/{level} epoch {epoch}: the revealed trigger "
-                            "does not match its commitment")
-    armed = {(e.payload["progressive"], e.payload["level"], e.payload["epoch"]):
-             e.payload["commitment"] for e in store.events(kind=MYSTERY_ARMED_EVENT)}
-    for event in store.events(kind=MYSTERY_REVEAL_EVENT):
-        p = event.payload
-        logged_commit = armed.get((p["progressive"], p["level"], p["epoch"]))
-        recomputed = commitment(p["progressive"], p["level"], p["epoch"], p["trigger_cents"],
-                                bytes.fromhex(p["nonce_hex"]))
-        if logged_commit != recomputed:
-            problems.append(f"mystery {p['progressive']}/{p['level']} epoch {p['epoch']}: the "
-                            f"reveal at log entry {event.seq} does not match the armed commitment")
-    return problems
-

@@ -87,6 +87,17 @@ def schema_sql(schema: str) -> list[str]:
     ]
 
 
+def table_grants_sql(schema: str, role: str) -> list[str]:
+    """What a pit's tables' group role may do on the shared ledger (docs/deployment.md):
+    read and move the meters, add contributions and claims; never delete or rewrite one."""
+    for word in (schema, role):
+        if not _IDENT.match(word):
+            raise ValueError(f"{word!r} is not a plain SQL identifier")
+    return [f"GRANT USAGE ON SCHEMA {schema} TO {role}",
+            f"GRANT SELECT, INSERT, UPDATE ON {schema}.levels TO {role}",
+            f"GRANT SELECT, INSERT ON {schema}.contributions, {schema}.awards TO {role}"]
+
+
 def claim_key(table_id: str, round_id: int, seat: int, progressive: str, level: str) -> str:
     return f"{table_id}/{round_id}/{seat}/{progressive}/{level}"
 
@@ -171,8 +182,12 @@ class LinkedLedger:
         wanted = list(levels)
 
         def work(conn: Any) -> None:
-            for statement in schema_sql(self.schema):
-                conn.execute(statement)
+            # The DDL only where the schema is missing: a casino's table role may use the
+            # schema its administrator made but not create one (docs/deployment.md).
+            made = conn.execute("SELECT to_regclass(%s)", (f"{self.schema}.awards",)).fetchone()
+            if made is None or made[0] is None:
+                for statement in schema_sql(self.schema):
+                    conn.execute(statement)
             for progressive, level, reset in wanted:
                 conn.execute(
                     f"INSERT INTO {self.schema}.levels(grp, progressive, level, amount_cents,"

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 QOS_AT_LEAST_ONCE = 1
-KEEPALIVE_S = 30  # the broker drops a silent client after 1.5 x this (MQTT 3.1.1 section 3.1.2.10)
+# The broker drops a silent client after 1.5 x this (MQTT 3.1.1 section 3.1.2.10) and then
+# publishes its last will: a table cut off from the network shows as lost on the pit page
+# within 1.5 x 5 s; a ping every 5 s per table is nothing to a broker.
+KEEPALIVE_S = 5
 CONNECT_TIMEOUT_S = 5.0  # bounded wait for the broker's CONNACK at start-up
 
 
@@ -58,10 +61,19 @@ class MeterPublisher(Protocol):
 class MqttMeterPublisher:
     """Publishes on paho's own network thread, so the table's event loop never blocks on it."""
 
-    def __init__(self, host: str, port: int, *, client_id: str = "") -> None:
+    def __init__(self, host: str, port: int, *, client_id: str = "",
+                 will: MeterMessage | None = None, goodbye: MeterMessage | None = None) -> None:
+        """`will`: what the broker publishes if this connection dies without a DISCONNECT;
+        `goodbye`: what `close()` publishes first (a clean stop is not a loss)."""
         import paho.mqtt.client as mqtt
 
         self._client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+        if will is not None:
+            self._client.will_set(will.topic, will.payload, qos=will.qos, retain=will.retain)
+        self._goodbye = goodbye
+        # Counts CONNACKs: a reader that sees it change knows the broker may have lost the
+        # retained messages (a restart without persistence) and sends them again.
+        self.connections = 0
         self._connected = threading.Event()
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
@@ -74,6 +86,7 @@ class MqttMeterPublisher:
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                     properties: Any = None) -> None:
         if not getattr(reason, "is_failure", False):
+            self.connections += 1
             self._connected.set()
         else:
             self.last_error = f"broker refused the connection: {reason}"
@@ -90,5 +103,12 @@ class MqttMeterPublisher:
                              retain=message.retain)
 
     def close(self) -> None:
+        if self._goodbye is not None and self._connected.is_set():
+            sent = self._client.publish(self._goodbye.topic, self._goodbye.payload,
+                                        qos=self._goodbye.qos, retain=self._goodbye.retain)
+            try:
+                sent.wait_for_publish(CONNECT_TIMEOUT_S)
+            except (RuntimeError, ValueError):
+                pass  # the broker went away meanwhile: the will says "lost", which it is
         self._client.disconnect()  # sends DISCONNECT after the queued messages
         self._client.loop_stop()

@@ -17,7 +17,8 @@ from fractions import Fraction
 
 from controller.progressive.config import ProgressiveConfig, ProgressiveSpec
 from controller.progressive.ledger import Award
-from controller.progressive.system import MYSTERY_LABEL, ProgressiveSystem
+from controller.progressive.mystery_book import MYSTERY_LABEL
+from controller.progressive.system import ProgressiveSystem
 from controller.rules.settlement import PlacedWager
 from controller.rules.side.common import PaysMeter
 from controller.rules.wager import Outcome, RoundView, Settlement

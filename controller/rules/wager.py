@@ -70,6 +70,18 @@ class Settlement:
             return -self.amount_cents
         return 0
 
+    def marked_vigorish_cents(self, *, vigorish_marked: bool) -> int:
+        """631a.13(d)(2): the vigorish marked at the seat for later collection (0 when it is
+        taken at payout, 631a.13(d)(1))."""
+        return self.vigorish_cents if vigorish_marked else 0
+
+    def seat_net_cents(self, *, vigorish_marked: bool) -> int:
+        """The seat's gain (+) or loss (-) as its totals carry it now: with marked vigorish
+        (631a.13(d)(2)) the seat keeps the whole win until the vigorish is collected."""
+        if self.outcome is Outcome.WIN:
+            return self.win_cents if vigorish_marked else self.net_cents
+        return self.net_cents
+
 
 @runtime_checkable
 class WagerRule(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cards import BackColour
+from controller.events import records as ev
 from controller.logsetup import bind_round
 from controller.rules.batches import BatchError, BatchFault, BatchPlace
 from controller.table.parts import TableParts
@@ -51,9 +52,7 @@ class BatchChecks:
         return self._track("shuffler", self._tracker_step_for_held, event.back)
 
     def record_held(self, event: BatchHeld) -> None:
-        self._journal.record("batch_held", {"back": event.back.name.lower()
-                                            if event.back is not None else None},
-                             device=event.device)
+        self._journal.record(ev.BatchHeld(event.back), device=event.device)
 
     def shuffle_fault(self, done: ShuffleComplete) -> DeviceFault | None:
         """681a.3(b)(3): the shuffled batch is the one the tracker expects, fully counted."""
@@ -73,28 +72,24 @@ class BatchChecks:
         if not played or (shoe.back is not None and int(done.back) != shoe.back):
             return
         shoe.reconciled = True
-        self._journal.record("shoe_reconciled", {
-            "shoe_no": shoe.shoe_no, "back": done.back.name.lower(),
-            "cards_drawn": shoe.cards_drawn, "lost_indexes": list(shoe.lost_indexes),
-            "discarded": len(shoe.discarded), "cards_counted": done.cards_counted,
-            "missing": done.missing, "extra": done.extra, "duplicates": done.duplicates,
-            "accounted": done.verified}, severity="info" if done.verified else "error",
-            device=done.device)
+        self._journal.record(ev.ShoeReconciled(  # an error unless every card is accounted
+            shoe.shoe_no, done.back, shoe.cards_drawn, tuple(shoe.lost_indexes),
+            len(shoe.discarded), done.cards_counted, done.missing, done.extra, done.duplicates,
+            accounted=done.verified), device=done.device)
 
     def shuffle_verified(self, back: BackColour) -> None:
         """631a.5(a)-(b): the batch is shuffled and counted; the dealer offers the cut."""
         self._saved.batch_shuffled = back
         self._machine.shuffle_verified()
-        self._journal.announce("cut", detail="offer the cut (631a.5(b)); insert the cover cards "
-                               "(631a.5(c)-(d)) and load the shoe")
+        self._journal.announce(ev.Prompt("cut", detail="offer the cut (631a.5(b)); insert the "
+                                         "cover cards (631a.5(c)-(d)) and load the shoe"))
 
     def shoe_loaded(self, event: ShoeLoaded) -> DeviceFault | None:
         """The shoe reports a load: the batch shuffled, in turn, or a fault (681a.3(b))."""
         saved = self._saved
         if self._machine.state is not TableState.CUT:
-            self._journal.record("shoe_loaded_out_of_turn", {"state": self._machine.state.value,
-                                                             "cards": event.cards},
-                                 severity="warning", device=event.device)
+            self._journal.record(ev.ShoeLoadedOutOfTurn(self._machine.state.value, event.cards),
+                                 device=event.device)
             return None
         if saved.batches is not None:
             fault = self._track("shoe", saved.batches.shoe_loaded, event.back)
@@ -116,11 +111,9 @@ class BatchChecks:
                                   back=int(back) if back is not None else None)
         saved.round_no = 0
         bind_round(saved.shoe.shoe_no, None)
-        self._journal.record("shoe_loaded", {"shoe_no": saved.shoe.shoe_no,
-                                             "back": back.name.lower() if back is not None
-                                             else None})
+        self._journal.record(ev.ShoeLoaded(saved.shoe.shoe_no, back))
         self._machine.shoe_loaded()
-        self._journal.announce("burn", detail="631a.5(f): expose the first card")
+        self._journal.announce(ev.Prompt("burn", detail="631a.5(f): expose the first card"))
 
     def _tracker_step_for_held(self, back: BackColour | None) -> BatchFault | None:
         """A batch the dealer just put in the shuffler, or the shuffler's check of it."""

@@ -8,6 +8,7 @@ the faults first (controller/table/batches.py).
 
 from __future__ import annotations
 
+from controller.events import records as ev
 from controller.rules.procedure import (
     CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
     lost_cards,
@@ -58,7 +59,7 @@ class CardRouting:
     def on_cover_card(self, event: CoverCardDrawn) -> None:
         self._saved.shoe.cover_card_seen = True
         # 631a.10(d): complete this hand, then "last hand", then one more.
-        self._journal.record("cover_card", {"index": event.index}, device=event.device)
+        self._journal.record(ev.CoverCard(event.index), device=event.device)
         misplaced = self._rules.game.misplaced_cover_card(event.index)
         if misplaced:
             # 631a.5(d), 681a.5(d): logged, and shown on the dealer's screen and in
@@ -66,10 +67,9 @@ class CardRouting:
             # 681a.7(d) (docs/rulings.md C22). Not a prompt: the dealer's next card is
             # still the one the round's prompt names.
             self._saved.shoe.cover_card_misplaced = misplaced
-            self._journal.record("cover_card_misplaced",
-                                 {"index": event.index,
-                                  "cards_below": self._rules.game.shoe_size - event.index,
-                                  "detail": misplaced}, severity="warning", device=event.device)
+            self._journal.record(ev.CoverCardMisplaced(
+                event.index, self._rules.game.shoe_size - event.index, misplaced),
+                device=event.device)
         self._journal.state_changed()
 
     def _phase(self) -> Phase:
@@ -102,11 +102,8 @@ class CardRouting:
         shoe.lost_indexes.extend(lost.indexes)
         shoe.cards_drawn += len(lost.indexes)
         self._journal.state_changed()
-        self._journal.record("card_gap", {"expected_index": expected,
-                                          "received_index": event.index, "card": str(event.card),
-                                          "lost_indexes": list(lost.indexes),
-                                          "action": lost.action.value, "section": lost.section},
-                             severity="error", device=event.device)
+        self._journal.record(ev.CardGap(expected, event.index, event.card, tuple(lost.indexes),
+                                        lost.action.value, lost.section), device=event.device)
         match lost.action:
             case LostCardsAction.VOID_ROUND:
                 self._rounds.void_round(f"card(s) {_indexes(lost.indexes)} left the shoe unseen "
@@ -127,7 +124,7 @@ class CardRouting:
                 shoe.burn_expected = max(0, shoe.burn_expected - len(lost.indexes))
                 if shoe.burn_expected == 0:
                     self._machine.burn_done()
-                    self._journal.announce("place_bets", round_no=saved.round_no + 1)
+                    self._journal.announce(ev.Prompt("place_bets", round_no=saved.round_no + 1))
         return True
 
     def _on_burn_card(self, event: CardDrawn) -> None:
@@ -136,40 +133,34 @@ class CardRouting:
         if shoe.burn_expected is None:
             # 631a.5(f): expose the first card; burn as many more as its face value.
             shoe.burn_expected = self._rules.burn_count(event.card)
-            self._journal.record("burn_first_card", {"card": str(event.card),
-                                                     "index": event.index,
-                                                     "burn": shoe.burn_expected,
-                                                     "back": event.back.name.lower()})
+            self._journal.record(ev.BurnFirstCard(event.card, event.index, shoe.burn_expected,
+                                                  event.back))
         else:
             shoe.burn_expected -= 1
-            self._journal.record("burn_card", {"index": event.index,
-                                               "back": event.back.name.lower()})
+            self._journal.record(ev.BurnCard(event.index, event.back))
         if shoe.burn_expected == 0:
             self._machine.burn_done()
-            self._journal.announce("place_bets", round_no=self._saved.round_no + 1)
+            self._journal.announce(ev.Prompt("place_bets", round_no=self._saved.round_no + 1))
         else:
-            self._journal.announce("burn", remaining=shoe.burn_expected)
+            self._journal.announce(ev.Prompt("burn", remaining=shoe.burn_expected))
             self._journal.state_changed()
 
     def _set_aside_face_up_card(self, event: CardDrawn) -> None:
         coup = self._rounds.coup
         assert coup is not None
         self._saved.pending_simulated_card = event
-        self._journal.record("card_face_up", {"index": event.index, "card": str(event.card),
-                                              "ruling": "631a.15(d): set aside; it opens a "
-                                              "simulated round once this round is settled"},
-                             severity="warning", device=event.device)
+        self._journal.record(ev.CardFaceUp(event.index, event.card, (
+            "631a.15(d): set aside; it opens a simulated round once this round is settled")),
+            device=event.device)
         self._journal.state_changed()
-        self._journal.announce("set_aside", card=str(event.card),
-                               next=coup.next_card().name.lower())
+        self._journal.announce(ev.Prompt("set_aside", card=event.card,
+                                         next=coup.next_card().name.lower()))
 
     def _on_card_during_fault(self, event: CardDrawn) -> None:
         """Nothing is settled from data the controller could not vouch for."""
         in_round = self._rounds.in_play
-        self._journal.record("card_during_fault", {"index": event.index,
-                                                   "card": str(event.card),
-                                                   "round_voided": in_round},
-                             severity="error", device=event.device)
+        self._journal.record(ev.CardDuringFault(event.index, event.card, in_round),
+                             device=event.device)
         if in_round and not self._saved.void_after_recovery:
             self._saved.void_after_recovery = (f"card {event.card} left the shoe while the "
                                                "table was in a device fault")

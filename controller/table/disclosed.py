@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cards import BackColour, Card
+from controller.events import records as ev
 from controller.rules.procedure import LastCard, disclosed_player_third
 from controller.table.errors import CommandRefused
 from controller.table.parts import TableParts
@@ -65,10 +66,9 @@ class DisclosedCards:
                                  f"{last.value}")
         decision = ruling.decision
         index = self._saved.shoe.last_card_index
-        self._journal.record("player_third_disclosed", {
-            "supervisor": supervisor, "index": index, "card": card,
-            "action": decision.action.name.lower(), "section": decision.section,
-            "changed": ruling.changes}, severity="warning")
+        self._journal.record(ev.PlayerThirdDisclosed(
+            supervisor, index, Card.parse(card), decision.action.name.lower(), decision.section,
+            ruling.changes))
         if ruling.changes and decision.section == "631a.15(c)(2)":
             self._rounds.start_simulated_round(self._drawn(index, card), decision.section)
         elif ruling.changes:
@@ -121,10 +121,10 @@ class DisclosedCards:
         saved.shoe.discarded.append(card)
         saved.shoe.undisclosed_discard_due = True
         self._machine.card_withdrawn()
-        self._journal.announce("discard", card=card, ruling="631a.15(c)(1): place this card "
-                               "and one more, drawn face down, in the discard bucket without "
-                               "disclosing it")
-        self._journal.announce("place_bets", round_no=saved.round_no + 1)
+        self._journal.announce(ev.Prompt(
+            "discard", card=Card.parse(card), ruling="631a.15(c)(1): place this card and one "
+            "more, drawn face down, in the discard bucket without disclosing it"))
+        self._journal.announce(ev.Prompt("place_bets", round_no=saved.round_no + 1))
 
 
 def _hands(cards: list[dict[str, Any]]) -> tuple[list[Card], list[Card]]:

@@ -8,6 +8,7 @@ and the fault book); this part applies it to the table's state machine.
 from __future__ import annotations
 
 
+from controller.events import records as ev
 from controller.faults import Acknowledgement, HeldFault
 from controller.table.batches import BatchChecks
 from controller.table.errors import CommandRefused
@@ -35,8 +36,11 @@ class FaultHandling:
                                  f"{self._machine.state.value}")
         first = dict(saved.fault or saved.faults.first() or {})
         ack = saved.faults.acknowledge()
-        self._journal.record("fault_acknowledged", {**first, "supervisor": supervisor,
-                                                    **ack.as_dict()})
+        answer = ack.as_dict()
+        self._journal.record(ev.FaultAcknowledged(
+            supervisor, tuple(answer["cleared"]), tuple(answer["still_held"]),
+            device=first.get("device"), code=first.get("code"), detail=first.get("detail"),
+            action=first.get("action")))
         if not saved.faults:
             self._recover(ack.cleared[-1].device, ack.cleared[-1].code)
         else:
@@ -58,7 +62,7 @@ class FaultHandling:
             held = "; ".join(f"{f.device} {f.code}" for f in self._saved.faults.held)
             raise CommandRefused(f"a shuffle cannot end this fault ({held}); "
                                  "see tablectl status for what clears it")
-        self._journal.record("shuffle_requested", {"decks": decks, "during_fault": True})
+        self._journal.record(ev.ShuffleRequested(decks, during_fault=True))
 
     def shuffle_verified(self, done: ShuffleComplete) -> None:
         """681a.9(c): the batch was shuffled and counted out exactly after all, while a fault
@@ -94,8 +98,7 @@ class FaultHandling:
         if fault.code == "shoe_misread":
             self._on_misread(fault)
         stops = self._stops_play(fault.device)
-        self._journal.record("device_fault", {"code": fault.code, "detail": fault.detail,
-                                              "action": fault.action},
+        self._journal.record(ev.DeviceFaulted(fault.code, fault.detail, fault.action),
                              severity="error" if stops else "warning", device=fault.device)
         if not stops:
             return
@@ -107,8 +110,8 @@ class FaultHandling:
             saved.fault = saved.faults.first()
             saved.verified_in_fault = None
             self._machine.device_failed()
-            self._journal.announce("stop", detail=f"{fault.device}: {fault.detail}. "
-                                   f"{fault.action}")
+            self._journal.announce(ev.Prompt("stop", detail=f"{fault.device}: {fault.detail}. "
+                                                     f"{fault.action}"))
         elif self._machine.state is TableState.DEVICE_FAULT and saved.faults.hold(held):
             # A second fault while the first holds: the table resumes only when both end.
             self._journal.state_changed()
@@ -127,7 +130,7 @@ class FaultHandling:
     def on_fault_cleared(self, device: str, code: str | None) -> None:
         saved = self._saved
         if code is not None:
-            self._journal.record("device_fault_cleared", {"code": code}, device=device)
+            self._journal.record(ev.DeviceFaultCleared(code), device=device)
         if self._machine.state is not TableState.DEVICE_FAULT or not saved.faults:
             return
         gone = saved.faults.clear(device, code)
@@ -135,9 +138,8 @@ class FaultHandling:
             return
         if saved.faults:
             saved.fault = saved.faults.first()
-            self._journal.record("fault_still_held", {"cleared": [f.code for f in gone],
-                                                      "still_held": [f.holding()
-                                                                     for f in saved.faults.held]},
+            self._journal.record(ev.FaultStillHeld(tuple(f.code for f in gone),
+                                                   tuple(f.holding() for f in saved.faults.held)),
                                  device=device)
             self._journal.state_changed()
             return
@@ -146,7 +148,7 @@ class FaultHandling:
     def _recover(self, device: str, code: str) -> None:
         """The last fault holding the table ended: resume the step it interrupted."""
         saved, machine, journal = self._saved, self._machine, self._journal
-        journal.record("device_recovered", {"code": code}, device=device)
+        journal.record(ev.DeviceRecovered(code), device=device)
         saved.fault = None
         saved.faults.reset()
         machine.device_recovered()
@@ -158,7 +160,7 @@ class FaultHandling:
             return
         if machine.state is TableState.BURN and saved.shoe.burn_expected == 0:
             machine.burn_done()  # the last burn card was the unread one
-            journal.announce("place_bets", round_no=saved.round_no + 1)
+            journal.announce(ev.Prompt("place_bets", round_no=saved.round_no + 1))
             return
         if machine.state is TableState.SHUFFLING:
             verified, saved.verified_in_fault = saved.verified_in_fault, None
@@ -169,7 +171,8 @@ class FaultHandling:
             # shuffler on this prompt (a table left in SHUFFLING with no shuffle running
             # was the issue-13 wedge).
             journal.state_changed()
-            journal.announce("reshuffle", detail="681a.9(c): the batch is shuffled again")
+            journal.announce(ev.Prompt("reshuffle",
+                                       detail="681a.9(c): the batch is shuffled again"))
             return
         journal.state_changed()
-        journal.announce("resume", state=machine.state.value)
+        journal.announce(ev.Prompt("resume", state=machine.state.value))

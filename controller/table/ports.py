@@ -17,6 +17,7 @@ from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 
 if TYPE_CHECKING:
+    from controller.events.records import SettledWager
     from controller.progressive.core import Acceptance
     from controller.progressive.ledger import Award
     from controller.rules.wager import RoundView
@@ -37,7 +38,7 @@ class Progressive(Protocol):
                 round_id: int) -> Acceptance: ...
 
     def on_round_result(self, round_id: int, round_view: RoundView,
-                        settlements: Sequence[Mapping[str, Any]]) -> Iterable[Award]: ...
+                        settlements: Sequence[SettledWager]) -> Iterable[Award]: ...
 
     def on_round_void(self, round_id: int, reason: str) -> list[tuple[int, int]]: ...
 

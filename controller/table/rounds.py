@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from cards import Card
+from controller.events import UNDISCLOSED
+from controller.events import records as ev
+from controller.events.progressive_records import ProgressiveAccepted
 from controller.logsetup import bind_round
 from controller.rules.dealing import hand_of
 from controller.rules.game import Coup
@@ -20,7 +23,6 @@ from controller.table.parts import TableParts
 from controller.table.machine import TableState
 from controller.table.seating import Seating
 from controller.table.settlement import Settling
-from controller.table.state import wager_json
 from drivers.protocols import CardDrawn, LockedOut
 
 
@@ -66,13 +68,13 @@ class RoundPlay:
         saved.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
         saved.progressive_seats = locked.wagers if locked else frozenset()
         saved.round_no += 1
-        wagers = [wager_json(w) for w in saved.wagers]
+        placed = tuple(ev.Wager(w.seat, w.wager, w.amount_cents) for w in saved.wagers)
+        wagers = [w.payload() for w in placed]  # as the store's round and the progressive take them
         saved.round_id = self._ports.store.open_round(saved.shoe.shoe_no, saved.round_no, wagers)
         saved.round_cards = []
         bind_round(saved.shoe.shoe_no, saved.round_id)
-        self._journal.record("no_more_bets", {"cause": cause, "round_no": saved.round_no,
-                                              "wagers": wagers,
-                                              "progressive_seats": sorted(saved.progressive_seats)})
+        self._journal.record(ev.NoMoreBets(cause, saved.round_no, placed,
+                                           tuple(sorted(saved.progressive_seats))))
         self.coup = self._rules.new_coup(saved.wagers)
         saved.round_settlements = []
         progressive = self._ports.progressive
@@ -80,12 +82,15 @@ class RoundPlay:
             # 631c.2(d)(2), 627b.3(a)(2), 627b.6(d)(2): only what the sensors held at
             # the lock, at seats holding a base wager, is a progressive wager.
             acceptance = progressive.on_lock(locked, wagers, saved.round_id)
-            self._journal.record("progressive_accepted", acceptance.as_dict())
+            accepted = acceptance.as_dict()
+            self._journal.record(ProgressiveAccepted(
+                accepted["progressive"], tuple(accepted["accepted"]), tuple(accepted["refused"]),
+                accepted["leds"], tuple(accepted["awards"])))
             self._ports.show_leds(acceptance.leds)
             for award in acceptance.awards:
                 self._seating.announce_award(award)
         self._machine.lock_out()
-        self._journal.announce("deal", next=self.coup.next_card().name.lower())
+        self._journal.announce(ev.Prompt("deal", next=self.coup.next_card().name.lower()))
 
     def play_card(self, event: CardDrawn) -> None:
         """One card of the open round. The card itself saves no table state: it moves only
@@ -100,11 +105,9 @@ class RoundPlay:
         assert coup is not None and self._saved.round_id is not None
         slot = coup.place(event.card)
         hand = hand_of(slot)  # the same words as `tablectl simulate`
-        card = {"index": event.index, "card": str(event.card), "hand": hand,
-                "slot": slot.name.lower()}
-        self._saved.round_cards.append(card)
-        self._journal.record("card", {**card, "back": event.back.name.lower()},
-                             device=event.device)
+        dealt = ev.CardDealt(event.index, event.card, hand, slot.name.lower(), event.back)
+        self._saved.round_cards.append(dealt.round_card())
+        self._journal.record(dealt, device=event.device)
         if machine.state is TableState.NO_MORE_BETS:
             machine.first_card()
         if machine.state is TableState.DEALING and coup.initial_cards_complete:
@@ -122,7 +125,7 @@ class RoundPlay:
             # 631a.15(e): the shoe's last card is out and the round is not complete.
             self.void_round("the shoe cannot complete the round")
         else:
-            self._journal.announce("deal", next=coup.next_card().name.lower())
+            self._journal.announce(ev.Prompt("deal", next=coup.next_card().name.lower()))
 
     def _redo_changes_implied_by_cards(self) -> None:
         """At a restart, with the open round's cards restored: the state changes those cards
@@ -158,10 +161,9 @@ class RoundPlay:
         saved.simulated = True
         saved.round_id = self._ports.store.open_round(saved.shoe.shoe_no, 0, [], simulated=True)
         bind_round(saved.shoe.shoe_no, saved.round_id)
-        self._journal.record("simulated_round", {"card": str(event.card), "index": event.index,
-                                                 "ruling": f"{section}: a disclosed card opens a "
-                                                 "simulated round; no wagers are accepted"},
-                             severity="warning", device=event.device)
+        self._journal.record(ev.SimulatedRound(event.card, event.index, (
+            f"{section}: a disclosed card opens a simulated round; no wagers are accepted")),
+            device=event.device)
         self.coup = self._rules.new_coup()  # simulated: no wagers
         saved.round_cards = []
         saved.round_settlements = []
@@ -179,15 +181,14 @@ class RoundPlay:
         undisclosed = ruling.section == "631a.15(c)(1)"
         if undisclosed:
             shoe.undisclosed_discard_due = False
-        self._journal.record("card_discarded", {"index": event.index, "card": str(event.card),
-                                                "state": self._machine.state.value,
-                                                "ruling": ruling.text},
-                             severity="warning", device=event.device)
+        self._journal.record(ev.CardDiscarded(event.index, event.card,
+                                              self._machine.state.value, ruling.text),
+                             device=event.device)
         self._journal.state_changed()
         # 631a.15(c)(1): the additional card is discarded without disclosing it, so the
         # dealer's display does not name it (the audit record above does).
-        self._journal.announce("discard", card="" if undisclosed else str(event.card),
-                               ruling=ruling.text)
+        self._journal.announce(ev.Prompt("discard", card=UNDISCLOSED if undisclosed
+                                         else event.card, ruling=ruling.text))
 
     def _finish_round(self, coup: Coup) -> None:
         """631a.12: announce the result, collect losers, pay winners highest seat first."""
@@ -196,18 +197,15 @@ class RoundPlay:
         summary = self._rules.result_summary(coup)
         machine.announce_result()
         self._settling.settle_point(SettlementPoint.END_OF_ROUND, coup)
-        settlements = list(saved.round_settlements)
-        self._ports.store.close_round(saved.round_id, "settled", summary, settlements,
+        settlements = tuple(saved.round_settlements)
+        self._ports.store.close_round(saved.round_id, "settled", summary.payload(), settlements,
                                       saved.round_cards)
         if self._ports.progressive is not None and not saved.simulated:
             for award in self._ports.progressive.on_round_result(
                     saved.round_id, coup.round_view(), settlements):
                 self._seating.announce_award(award)
-        table_net = -sum(s["net_cents"] for s in settlements)
-        journal.record("round_settled", {"round_no": 0 if saved.simulated else saved.round_no,
-                                         "simulated": saved.simulated, "result": summary,
-                                         "settlements": settlements,
-                                         "table_net_cents": table_net})
+        journal.record(ev.RoundSettled.of(0 if saved.simulated else saved.round_no,
+                                          saved.simulated, summary, settlements))
         was_simulated = saved.simulated
         if saved.simulated:
             saved.simulated = False
@@ -218,7 +216,7 @@ class RoundPlay:
             # 681a.9(b): until the next round takes a wager or a lock, a card is one drawn
             # by accident to the finished hands.
             saved.shoe.extra_card_window = self._rules.is_21
-            saved.shoe.hand_of_17 = 17 in (summary["player_total"], summary["banker_total"])
+            saved.shoe.hand_of_17 = 17 in (summary.player_total, summary.banker_total)
         saved.round_settlements = []
         self.coup = None
         saved.progressive_seats = frozenset()
@@ -239,23 +237,23 @@ class RoundPlay:
                 self.discard(held, CardRuling(
                     Disposition.DISCARD, "631a.3(b), 631a.10(d), 631a.15(d)",
                     "set aside in the last hand; no round follows, so it is discarded"))
-            journal.record("shoe_complete", {"shoe_no": saved.shoe.shoe_no,
-                                             "rounds": saved.shoe.rounds_in_shoe,
-                                             "last_round_id": finished_round})
-            journal.announce("shoe_complete", detail="replace the decks (631a.3(b), 631a.10(d))")
+            journal.record(ev.ShoeComplete(saved.shoe.shoe_no, saved.shoe.rounds_in_shoe,
+                                           finished_round))
+            journal.announce(ev.Prompt("shoe_complete",
+                                       detail="replace the decks (631a.3(b), 631a.10(d))"))
             return
         machine.next_round()
         if saved.shoe.cover_card_seen and not saved.shoe.last_hand_announced:
             saved.shoe.last_hand_announced = True
             journal.state_changed()
-            journal.announce("last_hand", detail="631a.10(d): one more hand after this "
-                             "announcement")
+            journal.announce(ev.Prompt("last_hand", detail="631a.10(d): one more hand after "
+                                       "this announcement"))
         bind_round(saved.shoe.shoe_no, None)
         held, saved.pending_simulated_card = saved.pending_simulated_card, None
         if held is not None:
             self.start_simulated_round(held)
         else:
-            journal.announce("place_bets", round_no=saved.round_no + 1)
+            journal.announce(ev.Prompt("place_bets", round_no=saved.round_no + 1))
 
     def void_round(self, reason: str, section: str = "631a.15(e)") -> None:
         """The round is void: every wager not yet settled is returned (631a.15(e), or
@@ -268,8 +266,8 @@ class RoundPlay:
         if saved.batches is not None:
             saved.batches.shoe_collected()
         self._machine.void_round()
-        self._journal.announce("shoe_complete", detail=f"round void ({reason}); replace the "
-                               "decks")
+        self._journal.announce(ev.Prompt("shoe_complete",
+                                         detail=f"round void ({reason}); replace the decks"))
 
     def close_unplayed_round(self, reason: str, section: str, *,
                              wagers_stand: bool = False) -> None:

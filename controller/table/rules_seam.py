@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
 from cards import Card
+from controller.events.records import RoundResult
 from controller.rules.game import Coup, Game
 from controller.rules.settlement import PlacedWager, check_wager, settle_round
 from controller.rules.wager import Settlement, SettlementPoint
@@ -56,16 +55,5 @@ class RulesAdapter:
         return settle_round(self.game, wagers, coup.round_view(), point)
 
     @staticmethod
-    def result_summary(coup: Coup) -> dict[str, Any]:
-        view, result = coup.round_view(), coup.result()
-        summary: dict[str, Any] = {
-            "player": [str(c) for c in view.player], "banker": [str(c) for c in view.banker],
-            "player_total": view.player_total, "banker_total": view.banker_total,
-            "winner": getattr(result.winner, "value", str(result.winner)),
-        }
-        for flag in ("player_natural", "banker_natural", "dragon_7", "panda_8"):
-            if hasattr(result, flag):
-                summary[flag] = bool(getattr(result, flag))
-        if view.extra:
-            summary["extra"] = [str(c) for c in view.extra]
-        return summary
+    def result_summary(coup: Coup) -> RoundResult:
+        return RoundResult.of(coup.round_view(), coup.result())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from controller.events import records as ev
 from controller.table.journal import Journal
 from controller.table.ports import Ports
 from drivers.protocols import LedState
@@ -44,8 +45,8 @@ class Seating:
     def announce_award(self, award: Award) -> None:
         """631c.6(c)(5): the win light is on; a floor supervisor validates before payment."""
         self._ports.show_leds({award.seat: LedState.WON})
-        self._journal.announce("jackpot", award_id=award.award_id, seat=award.seat,
-                               progressive=award.progressive, level=award.level,
-                               amount_cents=award.amount_cents,
-                               detail="verify the win light, then a floor supervisor validates "
-                                      "(tablectl jackpot validate)")
+        self._journal.announce(ev.Prompt(
+            "jackpot", award_id=award.award_id, seat=award.seat, progressive=award.progressive,
+            level=award.level, amount_cents=award.amount_cents,
+            detail="verify the win light, then a floor supervisor validates "
+                   "(tablectl jackpot validate)"))

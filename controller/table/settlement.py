@@ -1,16 +1,19 @@
 """A round's money: the settlement points of the coup, and a round closed unplayed.
 
-The amounts are the rules engine's (`RulesAdapter.settle`, `void_round`); this part
-records them, adds them to the round's record, and closes the round's row once.
+The amounts are the rules engine's (`RulesAdapter.settle`, `void_round`, and the seat's
+net with marked vigorish, `Settlement.seat_net_cents`); this part records them as
+`SettledWager` records, adds them to the round's record, and closes the round's row once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
+from controller.events import records as ev
+from controller.events.progressive_records import ProgressiveWagersReturned
 from controller.rules.game import Coup
 from controller.rules.settlement import void_round
-from controller.rules.wager import Outcome, Settlement, SettlementPoint
+from controller.rules.wager import Settlement, SettlementPoint
 from controller.table.parts import TableParts
 
 
@@ -24,12 +27,11 @@ class Settling:
     def settle_point(self, point: SettlementPoint, coup: Coup) -> None:
         """631a.9(e), 631a.12(b): what the coup settles at `point`, recorded and kept."""
         saved = self._saved
-        settlements = [settlement_json(s, self.vig_collection)
-                       for s in self._rules.settle(point, saved.wagers, coup)]
+        settlements = self._settled(self._rules.settle(point, saved.wagers, coup))
         if settlements:
-            self._journal.record("settled_first_four_cards"
+            self._journal.record(ev.SettledFirstFourCards(settlements)
                                  if point is SettlementPoint.FIRST_FOUR_CARDS
-                                 else "settled_end_of_round", {"settlements": settlements})
+                                 else ev.SettledEndOfRound(settlements))
             saved.round_settlements.extend(settlements)
             self._journal.state_changed()  # money: its state change may be one the cards imply
 
@@ -44,34 +46,23 @@ class Settling:
         says so, or an audit summing wagers over rounds would count them twice."""
         saved = self._saved
         assert saved.round_id is not None
-        settled = {(s["seat"], s["wager"]) for s in saved.round_settlements}
-        settlements = saved.round_settlements + [
-            settlement_json(s, self.vig_collection)
-            for s in void_round(saved.wagers, section, settled=settled)]
-        outcome: dict[str, Any] = {"reason": reason}
-        if wagers_stand:
-            outcome["wagers_stand"] = True
-        self._ports.store.close_round(saved.round_id, "void", outcome, settlements,
+        settled = {(s.seat, s.wager) for s in saved.round_settlements}
+        settlements = (*saved.round_settlements,
+                       *self._settled(void_round(saved.wagers, section, settled=settled)))
+        outcome = ev.VoidOutcome(reason, wagers_stand)
+        self._ports.store.close_round(saved.round_id, "void", outcome.payload(), settlements,
                                       saved.round_cards)
         progressive = self._ports.progressive
         if progressive is not None and not saved.simulated:
             returned = progressive.on_round_void(saved.round_id, reason)
             if returned:
-                self._journal.record("progressive_wagers_returned",
-                                     {"seats": [{"seat": seat, "cents": cents}
-                                                for seat, cents in returned]})
-        self._journal.record("round_void", {**outcome, "settlements": settlements},
-                             severity="warning")
+                self._journal.record(ProgressiveWagersReturned(tuple(
+                    {"seat": seat, "cents": cents} for seat, cents in returned)))
+        self._journal.record(ev.RoundVoid(reason, settlements, wagers_stand=wagers_stand))
         saved.round_id, saved.round_settlements = None, []
 
-
-def settlement_json(s: Settlement, vig_collection: str) -> dict[str, Any]:
-    marked = s.vigorish_cents if vig_collection == "marked" else 0
-    return {
-        "seat": s.seat, "wager": s.wager, "amount_cents": s.amount_cents,
-        "outcome": s.outcome.value, "odds": str(s.odds), "win_cents": s.win_cents,
-        "vigorish_cents": s.vigorish_cents, "vig_marked_cents": marked,
-        # With marked vigorish (631a.13(d)(2)) the seat keeps the full win until collection.
-        "net_cents": s.net_cents + marked if s.outcome is Outcome.WIN else s.net_cents,
-        "label": s.label, "section": s.section,
-    }
+    def _settled(self, settlements: Iterable[Settlement]) -> tuple[ev.SettledWager, ...]:
+        """631a.13(d)(1)-(2): each as the log and the round record carry it, with the
+        vigorish marked at the seat when the Rules Submission marks it."""
+        marked = self.vig_collection == "marked"
+        return tuple(ev.SettledWager.of(s, vigorish_marked=marked) for s in settlements)

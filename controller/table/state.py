@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from cards import BackColour, Card
+from controller.events.records import SettledWager
 from controller.rules.settlement import PlacedWager
 from controller.faults import FaultBook
 from controller.table.machine import TableState
@@ -58,7 +59,7 @@ class SavedState:
     round_id: int | None = None
     round_no: int = 0
     wagers: list[PlacedWager] = field(default_factory=list)
-    round_settlements: list[dict[str, Any]] = field(default_factory=list)  # both points
+    round_settlements: list[SettledWager] = field(default_factory=list)  # both points
     progressive_seats: frozenset[int] = frozenset()
     fault: dict[str, str] | None = None  # the first of `faults`: what the dealer was told
     faults: FaultBook = field(default_factory=FaultBook)  # all holding the table (faults.py)
@@ -95,7 +96,7 @@ class SavedState:
         return {
             "shoe": vars(self.shoe).copy(), "round_id": self.round_id, "round_no": self.round_no,
             "wagers": [wager_json(w) for w in self.wagers],
-            "round_settlements": self.round_settlements,
+            "round_settlements": [s.payload() for s in self.round_settlements],
             "progressive_seats": sorted(self.progressive_seats),
             "fault": self.fault, "faults": self.faults.to_list(),
             "verified_in_fault": colour_name(self.verified_in_fault),
@@ -122,7 +123,7 @@ class SavedState:
             shoe=ShoeProgress(**data["shoe"]), round_id=data["round_id"],
             round_no=data["round_no"],
             wagers=[wager_from_json(w) for w in data["wagers"]],
-            round_settlements=list(data.get("round_settlements", [])),
+            round_settlements=[SettledWager.decode(s) for s in data.get("round_settlements", [])],
             progressive_seats=frozenset(data.get("progressive_seats", [])),
             fault=data["fault"], faults=FaultBook.from_saved(data.get("faults"), data["fault"]),
             verified_in_fault=colour_from(data.get("verified_in_fault")),

@@ -23,6 +23,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from cards import BackColour
+from controller.events import records as ev
+from controller.events import system_records as sr
+from controller.events.progressive_records import JackpotValidated
 from controller.logsetup import bind_round
 from controller.rules.batches import BatchTracker
 from controller.rules.game import Coup
@@ -43,7 +46,7 @@ from controller.table.rules_seam import RulesAdapter
 from controller.table.saved_view import SavedField
 from controller.table.seating import Seating
 from controller.table.settlement import Settling
-from controller.table.state import SavedState, ShoeProgress, wager_json
+from controller.table.state import SavedState, ShoeProgress
 from drivers.protocols import (
     BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
     LateSensorChange, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
@@ -167,8 +170,7 @@ class Table:
                 if record is not None and record["state"] == "open":
                     self.rounds.resume(record["cards"])
             bind_round(self.saved.shoe.shoe_no, self.saved.round_id)
-            self.journal.record("restored", {"state": self.state.value,
-                                             "round_id": self.saved.round_id})
+            self.journal.record(sr.Restored(self.state.value, self.saved.round_id))
 
     def arm_seats(self) -> None:
         """Unlock the seat sensors for betting (the daemon, restored mid-betting)."""
@@ -183,10 +185,10 @@ class Table:
 
     def cmd_open(self) -> None:
         with self._step():
-            self.journal.record("table_opened")
+            self.journal.record(ev.TableOpened())
             self.machine.open_table()
-            self.journal.announce("inspect_cards", detail="inspect the decks (631a.4) then "
-                                  "shuffle")
+            self.journal.announce(ev.Prompt("inspect_cards", detail="inspect the decks (631a.4) "
+                                            "then shuffle"))
 
     def cmd_shuffle(self, decks: int) -> None:
         with self._step():
@@ -195,7 +197,7 @@ class Table:
                 self.fault_handling.technician_reshuffle(decks)
                 return
             self.machine.start_shuffle()
-            self.journal.record("shuffle_requested", {"decks": decks})
+            self.journal.record(ev.ShuffleRequested(decks))
             # 631a.13(d)(2)(i): marked vigorish is collected before play with a new shoe.
             self._collect_marked_vigorish(None, "new shoe")
 
@@ -214,8 +216,8 @@ class Table:
             store.collect_vigorish(owing_seat)
         owed = dict(collected)
         if owed:
-            self.journal.announce("collect_vigorish", reason=reason,
-                                  seats=[{"seat": s, "cents": c} for s, c in sorted(owed.items())])
+            self.journal.announce(ev.Prompt("collect_vigorish", reason=reason, seats=tuple(
+                {"seat": s, "cents": c} for s, c in sorted(owed.items()))))
         return sum(owed.values())
 
     def cmd_place_wager(self, seat: int, wager: str, amount_cents: int) -> None:
@@ -241,7 +243,7 @@ class Table:
         with self._step():
             self.saved.wagers.append(placed)
             self.saved.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
-            self.journal.record("wager_accepted", wager_json(placed))
+            self.journal.record(ev.WagerAccepted(placed.seat, placed.wager, placed.amount_cents))
             self.journal.state_changed()
 
     def cmd_no_more_bets(self, cause: str = "dealer") -> None:
@@ -265,11 +267,11 @@ class Table:
             # such burn. In a burn or before the shoe is loaded the shoe's own burn serves.
             burn = self.rules.is_21 and self.state is TableState.BETTING_OPEN
             self.saved.shoe.dealer_burn_due = burn
-            self.journal.record("new_dealer", {"dealer": dealer, "burn": burn})
+            self.journal.record(ev.NewDealer(dealer, burn))
             self.journal.state_changed()
             if burn:
-                self.journal.announce("burn", detail="681a.7(c): the new dealer places one card "
-                                      "in the discard rack before dealing")
+                self.journal.announce(ev.Prompt("burn", detail="681a.7(c): the new dealer places "
+                                                "one card in the discard rack before dealing"))
 
     def cmd_validate_award(self, award_id: int, supervisor: str) -> dict[str, Any]:
         progressive = self.ports.progressive
@@ -287,10 +289,8 @@ class Table:
         except ProgressiveError as exc:
             raise CommandRefused(str(exc)) from exc
         with self._step():
-            self.journal.record("jackpot_validated", {"award_id": award_id,
-                                                      "supervisor": supervisor,
-                                                      "amount_cents": award.amount_cents,
-                                                      "seat": award.seat})
+            self.journal.record(JackpotValidated(award_id, supervisor, award.amount_cents,
+                                                 award.seat))
         return dict(award.as_dict())
 
     def cmd_acknowledge_fault(self, supervisor: str = "") -> dict[str, Any]:
@@ -304,7 +304,7 @@ class Table:
     def mark_out_of_order(self, reason: str) -> None:
         with self._step():
             self.saved.out_of_order_reason = reason
-            self.journal.record("out_of_order", {"reason": reason}, severity="critical")
+            self.journal.record(sr.OutOfOrder(reason))
             self.machine.integrity_failed()
 
     def on_shoe_loaded(self, back: BackColour | None = None) -> None:
@@ -318,8 +318,7 @@ class Table:
         """Apply one device event as one step. Called only from the event loop's thread."""
         if self.state is TableState.OUT_OF_ORDER:
             with self._step():
-                self.journal.record("event_ignored_out_of_order",
-                                    {"device_event": type(event).__name__})
+                self.journal.record(sr.EventIgnoredOutOfOrder(type(event).__name__))
             return
         if isinstance(event, LockedOut) and self.state is not TableState.BETTING_OPEN:
             # The seat panel echoes every lock the table asks for (no more bets, first card)
@@ -355,17 +354,13 @@ class Table:
             case ShuffleComplete():
                 self._on_shuffle_complete(event)
             case ShuffleProgress():  # the shuffler reports about once a deck
-                journal.record("shuffle_progress", {"cards_counted": event.cards_counted,
-                                                    "cards_expected": event.cards_expected},
+                journal.record(ev.ShuffleProgress(event.cards_counted, event.cards_expected),
                                device=event.device)
             case LateSensorChange():
                 # 631c.2(d)(2), 627b.6(d)(2): never a wager; recorded for the seat.
-                journal.record("late_sensor_change", {"seat": event.seat,
-                                                      "present": event.present},
-                               severity="warning", device="seats")
+                journal.record(ev.LateSensorChange(event.seat, event.present), device="seats")
             case SeatSensorChanged():  # what `tablectl test sensors` shows live
-                journal.record("seat_sensor", {"seat": event.seat, "present": event.present},
-                               device="seats")
+                journal.record(ev.SeatSensor(event.seat, event.present), device="seats")
             case ShoeLoaded():
                 self._on_fault(self.batch_checks.shoe_loaded(event))
             case BatchHeld():
@@ -383,11 +378,8 @@ class Table:
         if fault is not None:
             self.fault_handling.on_fault(fault)
             return
-        self.journal.record("shuffle_complete", {"back": done.back.name.lower(),
-                                                 "cards_counted": done.cards_counted,
-                                                 "missing": done.missing, "extra": done.extra,
-                                                 "duplicates": done.duplicates},
-                            device=done.device)
+        self.journal.record(ev.ShuffleComplete(done.back, done.cards_counted, done.missing,
+                                               done.extra, done.duplicates), device=done.device)
         self.batch_checks.reconcile_shoe(done)
         if self.state is TableState.SHUFFLING and done.verified:
             self.batch_checks.shuffle_verified(done.back)

@@ -26,9 +26,9 @@ from typing import Any
 
 import structlog
 
+from controller.errors import LinkError
 from controller.memory import critical
 from controller.memory.critical import IntegrityError
-from controller.errors import LinkError
 from controller.witness.compare import ACTION_WITNESS, compare
 from controller.witness.heads import Head, Signer, state_digest
 from controller.witness.outbox import Outbox

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
+from controller.events.codec import EventRecord
+from controller.events.system_records import WitnessDown, WitnessUp
 from controller.memory.critical import IntegrityError
 from controller.memory.store import Store
 from controller.witness.config import WitnessConfig
@@ -30,7 +32,7 @@ BOOT_WAIT_S = 1.0
 """The first comparison at boot is awaited this long (a LAN witness answers in milliseconds);
 a later answer puts the table out of order as soon as it comes."""
 
-Record = Callable[[str, Mapping[str, Any], str], None]
+Record = Callable[[EventRecord, str | None], None]  # a record and its severity, if not its own
 
 
 class TableWitness:
@@ -59,7 +61,7 @@ class TableWitness:
         except IntegrityError as exc:
             self.unavailable = f"{exc.detail}; {exc.action}"
             log.error("witness_unavailable", reason=self.unavailable)
-            self._record("witness_down", {"reason": self.unavailable}, "error")
+            self._record(WitnessDown(self.unavailable), "error")  # it cannot be used at all
             return
         outbox = Outbox(paths.directory / OUTBOX_FILE)
         opened_at = self.store.verified.log_seq if self.store.verified is not None else None
@@ -92,9 +94,9 @@ class TableWitness:
         if self._stopped:
             return  # the daemon is stopping: its last entry is written
         if up:
-            self._record("witness_up", {"pending_heads": self._pending()}, "info")
+            self._record(WitnessUp(self._pending()), None)
         else:
-            self._record("witness_down", {"reason": reason}, "warning")
+            self._record(WitnessDown(reason), "warning")
 
     def _pending(self) -> int:
         return len(self.link.outbox.pending) if self.link is not None else 0

@@ -144,7 +144,7 @@ class FakeDaemon:
         """Commit one log entry (from the test's thread); subscribers see it."""
         def commit() -> None:
             with self.store.transaction():
-                self.store.append_event(kind, payload, **kw)
+                self.store.append_entry(kind, payload, **kw)
         self.call_in_loop(commit)
 
     def on_next_subscribe(self, *events: tuple[str, dict[str, Any], dict[str, Any]]) -> None:
@@ -153,13 +153,13 @@ class FakeDaemon:
         def emit() -> None:
             for kind, payload, kw in events:
                 with self.store.transaction():
-                    self.store.append_event(kind, payload, **kw)
+                    self.store.append_entry(kind, payload, **kw)
         self._on_subscribe.append(emit)
 
     def _commit(self, kind: str, payload: Mapping[str, Any], kw: Mapping[str, Any]) -> None:
         """Commit one entry; call on the server's loop."""
         with self.store.transaction():
-            self.store.append_event(kind, payload, **kw)
+            self.store.append_entry(kind, payload, **kw)
 
     def on_next_subscribe_do(self, action: Callable[[], None]) -> None:
         self._on_subscribe.append(action)

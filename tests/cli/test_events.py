@@ -111,7 +111,7 @@ def store_file(tmp_path):
     init_store(str(path), operator="test", table_id="T1").close()
     store = open_store(str(path))  # entry 2: the boot check passed
     for n in range(6):
-        store.append_event("card", {"index": n, "card": "9H"}, device="shoe")
+        store.append_entry("card", {"index": n, "card": "9H"}, device="shoe")
     store.close()
     return path
 

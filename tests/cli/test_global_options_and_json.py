@@ -141,7 +141,7 @@ def table_store(tmp_path: Path) -> Path:
     init_store(str(path), operator="test", table_id="T1").close()
     store = open_store(str(path))
     with store.transaction():
-        store.append_event("round_settled", {"result": {"winner": "banker",
+        store.append_entry("round_settled", {"result": {"winner": "banker",
                                                         "banker": ["KS", "7D"]}}, round_id=4)
     store.close()
     return path

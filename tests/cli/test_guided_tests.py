@@ -15,18 +15,18 @@ def _seat(seat: int, present: bool) -> tuple[str, dict, dict]:
 
 def test_shoe_self_test_then_cards_read_live(fake, capsys):
     fake.on_next_subscribe(
-        ("burn_first_card", {"card": "7S", "burn": 7}, {}),
+        ("burn_first_card", {"card": "7♠", "index": 0, "burn": 7, "back": "red"}, {}),
         ("prompt", {"action": "burn"}, {}),  # not about the shoe: not shown
-        ("card", {"index": 8, "card": "QH", "hand": "player", "slot": "player_1"},
-         {"device": "shoe"}),
-        ("card_face_up", {"index": 9, "card": "2D", "ruling": "631a.15(d)"},
+        ("card", {"index": 8, "card": "Q♥", "hand": "player", "slot": "player_first",
+                  "back": "red"}, {"device": "shoe"}),
+        ("card_face_up", {"index": 9, "card": "2♦", "ruling": "631a.15(d)"},
          {"device": "shoe", "severity": "warning"}))
     assert main(["test", "shoe", "--cards", "3", "--socket", fake.socket]) == exitcodes.OK
     out = capsys.readouterr().out
     assert "shoe self-test: PASS - shoe ok" in out
-    assert "  card      7S  exposed first card: burn 7 more" in out
-    assert "  card #9   QH  player" in out
-    assert "  card #10  2D  FACE UP in the shoe: set aside (631a.15(d))" in out
+    assert "  card #1   7♠  exposed first card: burn 7 more" in out
+    assert "  card #9   Q♥  player back red" in out
+    assert "  card #10  2♦  FACE UP in the shoe: set aside (631a.15(d))" in out
     assert "3 card(s) read" in out
     assert ("self_test", {"device": "shoe"}) in fake.calls
 

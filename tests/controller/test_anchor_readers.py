@@ -40,11 +40,11 @@ def test_a_closed_reader_leaves_the_anchor_writer_running(tmp_path: Path) -> Non
     init_store(config.store_path, operator="test", table_id="T1").close()
     store = open_store(config.store_path)
     try:
-        store.append_event("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed
+        store.append_entry("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed
         reader = store.reader()
         assert [e.kind for e in reader.events(limit=1)] == ["wager_locked"]
         reader.close()
-        store.append_event("wager_locked", {"seat": 2, "amount_cents": 700})
+        store.append_entry("wager_locked", {"seat": 2, "amount_cents": 700})
         deadline = time.monotonic() + ANCHOR_INTERVAL_S + 10
         while _anchored(store) != _commit_no(store) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -59,7 +59,7 @@ def test_a_reader_shares_no_pending_write_with_its_store(tmp_path: Path) -> None
     store = open_store(config.store_path)
     try:
         reader = store.reader()
-        assert reader._durability.anchor_writer is None and reader._listeners == []
+        assert reader._durability.anchor_writer is None and reader._delivery.listeners == []
         assert reader._before_commit is not store._before_commit
         assert reader._pending is not store._pending
         reader.close()
@@ -82,7 +82,7 @@ async def test_reads_of_every_kind_during_play_never_stop_the_anchor(tmp_path: P
 
         async def play() -> None:
             for step in range(120):
-                store.append_event("wager_locked", {"seat": 1 + step % 10, "amount_cents": 500})
+                store.append_entry("wager_locked", {"seat": 1 + step % 10, "amount_cents": 500})
                 committed[_commit_no(store)] = time.monotonic()
                 await asyncio.sleep(0.05)
 

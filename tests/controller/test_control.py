@@ -23,7 +23,7 @@ async def server(tmp_path):
     pins = {"ana": hash_pin("4321", iterations=FAST)}
     srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600,
                         authorise=lambda who, pin: authorise(pins, who, pin),
-                        on_supervisor_command=lambda who, cmd, args: store.append_event(
+                        on_supervisor_command=lambda who, cmd, args: store.append_entry(
                             "supervisor_command", {"supervisor": who, "command": cmd}))
     srv.register("status", lambda args: {"state": "closed"})
     srv.register("adjust", lambda args: {"done": args["cents"]}, supervisor=True,
@@ -87,11 +87,11 @@ async def test_supervisor_command_needs_the_right_pin_and_is_logged(server):
 
 async def test_subscribe_replays_history_then_streams_live(server):
     srv, store = server
-    store.append_event("one")
+    store.append_entry("one")
     client = await ControlClient(srv.path).connect()
     stream = client.subscribe(0)
     first = await asyncio.wait_for(anext(stream), 5)
-    store.append_event("two")
+    store.append_entry("two")
     second = await asyncio.wait_for(anext(stream), 5)
     assert (first["seq"], first["kind"]) == (1, "one")
     assert (second["seq"], second["kind"]) == (2, "two")
@@ -131,11 +131,11 @@ async def test_a_live_stream_is_sent_the_entry_by_the_commit_that_made_it(server
     """A caught-up stream is written a new entry inside publish, before the commit's caller
     goes on: no wake-up of its task, no loop turn between the commit and the socket."""
     srv, store = server
-    store.append_event("one")
+    store.append_entry("one")
     sock, stream = await _raw_subscriber(srv, store)
     assert [item.get("result") or item["event"]["seq"] for item in _received(sock)] == [
         "subscribed", 1]
-    store.append_event("prompt", {"action": "deal", "next": "player"})  # no await after it
+    store.append_entry("prompt", {"action": "deal", "next": "player"})  # no await after it
     (line,) = _received(sock)
     assert (line["event"]["seq"], line["event"]["kind"], line["event"]["payload"]) == (
         2, "prompt", {"action": "deal", "next": "player"})
@@ -154,8 +154,8 @@ async def test_a_commits_entries_go_to_a_live_stream_in_one_write(server):
     write = transport.write
     transport.write = lambda data: (writes.append(data), write(data))[1]
     with store.transaction():
-        store.append_event("card", {"index": 4, "card": "9♠"}, device="shoe")
-        store.append_event("prompt", {"action": "deal", "next": "banker_first"})
+        store.append_entry("card", {"index": 4, "card": "9♠"}, device="shoe")
+        store.append_entry("prompt", {"action": "deal", "next": "banker_first"})
         assert writes == []  # nothing before the commit
     assert len(writes) == 1
     assert [(e["event"]["seq"], e["event"]["kind"]) for e in _received(sock)] == [
@@ -186,7 +186,7 @@ async def test_a_live_stream_that_backs_up_is_drained_by_its_task_with_nothing_l
     sock, stream = await _raw_subscriber(srv, store)
     _received(sock)
     for n in range(3000):  # ~700 KB, one commit each: far more than the socket buffers hold
-        store.append_event("tick", {"n": n, "pad": "x" * 200})
+        store.append_entry("tick", {"n": n, "pad": "x" * 200})
     assert stream.live is False and stream.wake.is_set()  # handed to the task
     seqs: list[int] = []
     for _ in range(2000):
@@ -200,7 +200,7 @@ async def test_a_live_stream_that_backs_up_is_drained_by_its_task_with_nothing_l
         if stream.live:
             break
     assert stream.live  # caught up again: back on the direct path
-    store.append_event("after")
+    store.append_entry("after")
     assert [item["event"]["seq"] for item in _received(sock)] == [3001]
     sock.close()
 
@@ -211,21 +211,21 @@ async def test_an_entry_committed_while_the_task_drains_is_sent_once_by_the_task
     page and its wait (in the drain). The stream is not live then, so publish only wakes
     it; the task sends the entry on its next page, once."""
     srv, store = server
-    store.append_event("one")
+    store.append_entry("one")
     drained = srv.streams._drained
     committed = []
 
     async def drain_then_commit(writer, caller, last):
         result = await drained(writer, caller, last)
         if not committed:  # the first drain: after the history page
-            committed.append(store.append_event("during_drain"))
+            committed.append(store.append_entry("during_drain"))
         return result
 
     monkeypatch.setattr(srv.streams, "_drained", drain_then_commit)
     sock, stream = await _raw_subscriber(srv, store)
     assert [item.get("result") or item["event"]["seq"] for item in _received(sock)] == [
         "subscribed", 1, 2]
-    store.append_event("three")
+    store.append_entry("three")
     assert [item["event"]["seq"] for item in _received(sock)] == [3]
     assert committed[0].seq == 2 and stream.last == 3
     sock.close()
@@ -240,13 +240,13 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
     store = Store(tmp_path / "t.sqlite")
     srv = ControlServer(str(tmp_path / "control.sock"))
     srv.set_history(store.events_from)
-    store.append_event("before_publishing")  # committed before the server followed the store
+    store.append_entry("before_publishing")  # committed before the server followed the store
     srv.follow(store)
     with store.transaction():
-        store.append_event("card", {"index": 7, "card": "Q♥", "hand": "banker"}, device="shoe",
+        store.append_entry("card", {"index": 7, "card": "Q♥", "hand": "banker"}, device="shoe",
                            round_id=9)
-        store.append_event("prompt", {"action": "deal", "next": "player"})
-    store.append_event("round_settled", {"settlements": [{"seat": 2, "net_cents": -500}],
+        store.append_entry("prompt", {"action": "deal", "next": "player"})
+    store.append_entry("round_settled", {"settlements": [{"seat": 2, "net_cents": -500}],
                                          "result": {"winner": "banker"}})
     kept = srv.streams.stream_page(1)
     srv.streams._recent.clear()
@@ -262,7 +262,7 @@ def test_a_caught_up_stream_gets_the_same_lines_the_store_would_give(tmp_path):
     assert srv.streams.stream_page(4) == []
     assert srv.streams._recent_lines(0) is None  # entry 1 was never kept: the store has it
     for _ in range(RECENT_EVENTS + 1):
-        store.append_event("seat_sensor", {"seat": 1, "present": True})
+        store.append_entry("seat_sensor", {"seat": 1, "present": True})
     assert srv.streams._recent[0][0].seq == 4 + 1 + 1  # the oldest dropped, no gap
     assert [seq for seq, _ in srv.streams.stream_page(5)] == list(range(6, 6 + RECENT_EVENTS))
     # Entry 5 is no longer kept: one page of the store, as a stream behind has always read.

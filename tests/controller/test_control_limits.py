@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from controller import auth
+from controller.events.system_records import SupervisorCommand
 from controller.access import AccessConfig, AccessPolicy, Caller, Role
 from controller.auth import PinGuard, PinPolicy, authorise, hash_pin
 from controller.control_args import whole
@@ -111,8 +112,8 @@ async def guarded(tmp_path):
     store = Store(tmp_path / "t.sqlite")
     delays = Delays()
 
-    def record(kind, payload, severity):  # noqa: ANN001
-        store.append_event(kind, payload, severity=severity)
+    def record(record):  # noqa: ANN001
+        store.append_event(record)
 
     pins = PinGuard({"ana": hash_pin("4321", iterations=FAST),
                      "bo": hash_pin("8642", iterations=FAST)},
@@ -120,7 +121,7 @@ async def guarded(tmp_path):
                     record=record, sleep=delays)
     srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600, pins=pins, record=record,
                         on_supervisor_command=lambda who, cmd, args: record(
-                            "supervisor_command", {"supervisor": who, "command": cmd}, "info"))
+                            SupervisorCommand(who, cmd, {})))
     srv.identify = lambda writer: DEALER
     srv.register("adjust", lambda args: {"done": args["cents"]}, role=Role.SUPERVISOR,
                  args={"cents": whole(1, 100)})
@@ -183,9 +184,9 @@ async def test_a_thousand_wrong_pins_in_a_minute_are_all_counted_in_a_bounded_lo
     clock = SetClock(1000.0)
     store = Store(tmp_path / "t.sqlite")
 
-    def record(kind, payload, severity):  # noqa: ANN001
+    def record(record):  # noqa: ANN001
         with store.transaction():
-            store.append_event(kind, payload, severity=severity)
+            store.append_event(record)
 
     pins = PinGuard({"ana": hash_pin("4321", iterations=FAST)},
                     PinPolicy(lockout_after=5, lockout_s=900, delay_s=1, max_delay_s=30),
@@ -244,8 +245,9 @@ class SavedGuard:
         self.entries: list[tuple[str, dict]] = []
         self.guard: PinGuard | None = None
 
-    def record(self, kind, payload, severity):  # noqa: ANN001
-        self.entries.append((kind, dict(payload)))
+    def record(self, record):  # noqa: ANN001
+        kind = record.KIND
+        self.entries.append((kind, record.payload()))
         if kind in ("pin_failed", "pin_lockout"):
             self.save()
 
@@ -422,7 +424,7 @@ async def limited(tmp_path):
     records: list[tuple[str, dict]] = []
     srv = ControlServer(str(tmp_path / "control.sock"), mode=0o600,
                         access=AccessPolicy(config),
-                        record=lambda kind, payload, severity: records.append((kind, payload)))
+                        record=lambda record: records.append((record.KIND, record.payload())))
     srv.register("status", lambda args: {"state": "closed"}, role=Role.READ)
     srv.set_history(store.events_from)
     srv.follow(store)
@@ -571,11 +573,11 @@ async def test_history_comes_page_by_page_with_nothing_missed_or_repeated(limite
     srv, store, _ = limited
     with store.transaction():
         for n in range(2 * HISTORY_PAGE + 5):
-            store.append_event("tick", {"n": n})
+            store.append_entry("tick", {"n": n})
     client = await ControlClient(srv.path).connect()
     stream = client.subscribe(after_seq=3)
     seen = [(await anext(stream))["seq"] for _ in range(2 * HISTORY_PAGE + 2)]
-    store.append_event("tick", {"n": "live"})
+    store.append_entry("tick", {"n": "live"})
     live = await asyncio.wait_for(anext(stream), 10)
     assert seen == list(range(4, 2 * HISTORY_PAGE + 6))
     assert (live["seq"], live["payload"]) == (2 * HISTORY_PAGE + 6, {"n": "live"})
@@ -586,7 +588,7 @@ async def test_a_subscriber_that_reads_nothing_is_dropped_with_a_reason(limited)
     srv, store, records = limited
     with store.transaction():
         for n in range(3000):  # ~600 KB of lines: more than the socket buffers hold
-            store.append_event("tick", {"n": n, "pad": "x" * 100})
+            store.append_entry("tick", {"n": n, "pad": "x" * 100})
     reader, writer = await asyncio.open_unix_connection(srv.path)
     writer.write(b'{"id": 1, "cmd": "subscribe", "args": {"after_seq": 0}}\n')
     await writer.drain()
@@ -688,7 +690,7 @@ async def test_a_full_check_while_the_table_writes_records_the_entry_it_ended_on
                                                     full=True))
         await checked.wait()
         for progress in (1, 2, 3):  # the shuffler reports while the answer is on its way
-            daemons[0].store.append_event("shuffle_progress", {"cards": progress * 52},
+            daemons[0].store.append_entry("shuffle_progress", {"cards": progress * 52},
                                           device="shuffler")
         head = (await client.call("events", limit=1))[0]["seq"]
         resume.set()

@@ -25,6 +25,7 @@ from controller.memory.lifecycle import (
 )
 from controller.memory.store import Store
 from tests.controller.test_daemon import CONFIG, config_for, run_daemon
+from tests.settled import banker_wager
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,12 +56,12 @@ def test_a_power_cut_that_loses_the_unflushed_cards_is_not_tampering(tmp_path):
     """Cards inside a round ride with the next flush (docs/architecture.md, "Durable
     writes"); losing them loses a suffix of commits that the anchor never recorded."""
     store = _initialised(tmp_path)
-    store.append_event("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed: the anchor
+    store.append_entry("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed: the anchor
     _anchor_at_last_commit(store)
     wal = Path(store.path + "-wal")
     durable_size = wal.stat().st_size
     anchor = read_anchor(store.paths.anchor, store.key)
-    store.append_event("card", {"index": 0, "card": "9H"})  # grouped: not flushed
+    store.append_entry("card", {"index": 0, "card": "9H"})  # grouped: not flushed
     import time
     time.sleep(1.5)  # past the anchor writer's interval: a grouped commit never moves it
     assert read_anchor(store.paths.anchor, store.key) == anchor
@@ -83,7 +84,7 @@ def test_a_power_cut_between_the_commit_and_the_anchor_is_not_tampering(tmp_path
     assert paths is not None
     _anchor_at_last_commit(store)
     old_anchor = paths.anchor.read_bytes()
-    store.append_event("wager_locked", {"seat": 1, "amount_cents": 500})
+    store.append_entry("wager_locked", {"seat": 1, "amount_cents": 500})
     store.close()
     paths.anchor.write_bytes(old_anchor)  # the anchor's rename never happened
     reopened = open_store(str(paths.store))
@@ -408,9 +409,9 @@ def test_settled_rounds_are_read_again_by_the_full_check_only(tmp_path):
     for n in (1, 2, 3):
         rid = store.open_round(1, n, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])
         store.close_round(rid, "settled", {"winner": "banker"},
-                          [{"seat": 1, "amount_cents": 1000, "net_cents": 950}], [])
+                          [banker_wager(1, 1000, 950)], [])
     store.open_round(1, 4, [{"seat": 1, "wager": "banker", "amount_cents": 1000}])  # open
-    store.append_event("wager_locked", {"seat": 1})
+    store.append_entry("wager_locked", {"seat": 1})
     full = store.verify(full=True)
     assert full.settled == {"rounds": {"last_rowid": 3, "rows": 3,
                                        "acc": full.settled["rounds"]["acc"]}}
@@ -459,7 +460,7 @@ def test_a_durable_commit_during_a_check_is_not_a_rollback(tmp_path, monkeypatch
 
     def table_commits_meanwhile(path, key):  # noqa: ANN001, ANN202
         with store.transaction():
-            store.append_event("seat_leaves", {"seat": len(commits) + 1})  # flushed
+            store.append_entry("seat_leaves", {"seat": len(commits) + 1})  # flushed
         _anchor_at_last_commit(store)
         commits.append(store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0])
         return real_read_anchor(path, key)

@@ -68,7 +68,7 @@ async def test_a_tampered_event_log_puts_the_table_out_of_order(tmp_path):
     initialise(config)
     store = open_store(config.store_path)  # entries 1 and 2: initialised, verified
     for n in range(3):
-        store.append_event("wager_accepted", {"seat": n + 1, "amount_cents": 500})
+        store.append_entry("wager_accepted", {"seat": n + 1, "amount_cents": 500})
     store.close()
     raw = sqlite3.connect(config.store_path)
     raw.execute("""UPDATE events SET payload = '{"amount_cents":50000,"seat":2}' WHERE seq = 4""")

@@ -20,7 +20,7 @@ from controller.daemon import main as tabled
 ROOT = Path(__file__).resolve().parents[2]
 SIMULATED = (ROOT / "config" / "simulated-table.toml").read_text(encoding="utf-8")
 FEED = (ROOT / "config" / "progressive-heavenly9-mystery.toml").read_text(encoding="utf-8")
-FLOOR_HASH = re.search(r'floor = "(pbkdf2_sha256\$[^"]+)"', SIMULATED)[1]  # type: ignore[index]
+FLOOR_HASH = re.findall(r'floor = "(pbkdf2_sha256\$[^"]+)"', SIMULATED)[0]
 
 
 def _sub(old: str, new: str, text: str = SIMULATED) -> str:

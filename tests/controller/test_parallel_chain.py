@@ -23,7 +23,7 @@ def log_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = Store(path)
     with store.transaction():
         for n in range(ENTRIES):
-            store.append_event("card", {"index": n, "card": "9H"})
+            store.append_entry("card", {"index": n, "card": "9H"})
     store.close()
     return path
 

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from controller.events.records import SettledWager
 from controller.memory.store import (
     GENESIS_HASH, OPEN_ROUND_CARDS, IntegrityError, Store, StoreError, entry_hash,
 )
@@ -28,8 +29,8 @@ def test_pragmas_are_wal_and_normal_sync_with_the_store_flushing_itself(store):
 
 
 def test_event_chain_links_each_entry_to_the_one_before(store):
-    first = store.append_event("table_opened")
-    second = store.append_event("wager_accepted", {"seat": 3, "amount_cents": 2500}, round_id=7)
+    first = store.append_entry("table_opened")
+    second = store.append_entry("wager_accepted", {"seat": 3, "amount_cents": 2500}, round_id=7)
     assert first.seq == 1 and first.prev_hash == GENESIS_HASH
     assert second.prev_hash == first.hash
     assert second.hash == entry_hash(store.key, first.hash, 2, second.at, "wager_accepted",
@@ -40,7 +41,7 @@ def test_event_chain_links_each_entry_to_the_one_before(store):
 
 def test_an_altered_entry_is_named(store, tmp_path):
     for seat in range(1, 6):
-        store.append_event("wager_accepted", {"seat": seat, "amount_cents": 1000})
+        store.append_entry("wager_accepted", {"seat": seat, "amount_cents": 1000})
     raw = sqlite3.connect(store.path)
     raw.execute("""UPDATE events SET payload = '{"amount_cents":100000,"seat":3}' WHERE seq = 3""")
     raw.commit()
@@ -52,7 +53,7 @@ def test_an_altered_entry_is_named(store, tmp_path):
 
 def test_a_deleted_entry_is_named(store):
     for seat in range(1, 6):
-        store.append_event("wager_accepted", {"seat": seat})
+        store.append_entry("wager_accepted", {"seat": seat})
     raw = sqlite3.connect(store.path)
     raw.execute("DELETE FROM events WHERE seq = 2")
     raw.commit()
@@ -64,17 +65,18 @@ def test_a_failed_step_leaves_nothing_behind(store):
     seen = []
     store.subscribe(seen.append)
     with pytest.raises(RuntimeError), store.transaction():
-        store.append_event("wager_accepted", {"seat": 1})
+        store.append_entry("wager_accepted", {"seat": 1})
         raise RuntimeError("power cut in the middle of the step")
     assert store.events() == []
     assert seen == []  # listeners only ever see committed entries
-    store.append_event("after")
+    store.append_entry("after")
     assert [e.seq for e in store.events()] == [1]
 
 
 def test_a_round_is_settled_exactly_once(store):
     round_id = store.open_round(1, 1, [{"seat": 2, "wager": "banker", "amount_cents": 1000}])
-    settlement = {"seat": 2, "wager": "banker", "amount_cents": 1000, "net_cents": 950}
+    settlement = SettledWager(2, "banker", 1000, "win", "1", 1000, 50, 0, 950, "Banker wins",
+                              "631a.13(c)")
     store.close_round(round_id, "settled", {"winner": "banker"}, [settlement], [])
     with pytest.raises(StoreError, match="cannot be closed twice"):
         store.close_round(round_id, "settled", {"winner": "banker"}, [settlement], [])
@@ -86,8 +88,8 @@ def test_marked_vigorish_is_owed_until_collected(store):
     """631a.13(d)(2): vigorish marked per seat and collected later."""
     round_id = store.open_round(1, 1, [])
     store.close_round(round_id, "settled", {}, [
-        {"seat": 4, "wager": "banker", "amount_cents": 2000, "net_cents": 2000,
-         "vig_marked_cents": 100}], [])
+        SettledWager(4, "banker", 2000, "win", "1", 2000, 100, 100, 2000, "Banker wins",
+                     "631a.13(c)")], [])
     assert store.seat_totals()[4]["vig_owed_cents"] == 100
     assert store.collect_vigorish(4) == 100
     assert store.seat_totals()[4] == {"net_cents": 1900, "wagered_cents": 2000,
@@ -109,13 +111,13 @@ def test_a_step_rolled_back_leaves_the_next_step_reading_the_store_again(store):
     """The store keeps the log's head and the seal's commit counter from its own commits
     instead of reading them back at every step; a step that rolls back must not leave its
     entries' head or counter behind for the next one."""
-    store.append_event("card", {"index": 0})
+    store.append_entry("card", {"index": 0})
     sealed = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
     with pytest.raises(RuntimeError, match="cut short"):
         with store.transaction():
-            store.append_event("card", {"index": 1})
+            store.append_entry("card", {"index": 1})
             raise RuntimeError("cut short")
-    after = store.append_event("card", {"index": 1})
+    after = store.append_entry("card", {"index": 1})
     assert [e.payload["index"] for e in store.events()] == [0, 1]
     assert after.seq == 2  # the rolled-back entry is gone
     assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 1
@@ -126,11 +128,11 @@ def test_a_commit_by_another_connection_is_read_before_the_next_step(store):
     """Only the table's own connection writes its store, but if another one ever commits,
     what the store kept from its own commits (log head, commit counter) is read again, so
     the chain and the seal go on from what is really there."""
-    store.append_event("card", {"index": 0})
+    store.append_entry("card", {"index": 0})
     other = Store(store.path)
-    by_other = other.append_event("card", {"index": 1})
+    by_other = other.append_entry("card", {"index": 1})
     other.close()
-    mine = store.append_event("card", {"index": 2})
+    mine = store.append_entry("card", {"index": 2})
     assert (mine.seq, mine.prev_hash) == (by_other.seq + 1, by_other.hash)
     assert store.verify(full=True).log_seq == 3
 
@@ -165,18 +167,18 @@ def test_an_open_rounds_cards_logged_after_the_saved_state_are_its_cards_too(sto
     round_id = store.open_round(1, 1, [])
     other = store.open_round(1, 2, [])
     first = {"index": 7, "card": "9♠", "hand": "player", "slot": "player_first"}
-    store.append_event("card", {**first, "back": "red"}, round_id=round_id)
+    store.append_entry("card", {**first, "back": "red"}, round_id=round_id)
     store.save_table_state("dealing", {"round_id": round_id, OPEN_ROUND_CARDS: [first]})
     assert store.load_table_state() == ("dealing", {"round_id": round_id,
                                                     OPEN_ROUND_CARDS: [first]})
     with store.transaction():
-        store.append_event("card", {"index": 8, "card": "K♣", "hand": "banker",
+        store.append_entry("card", {"index": 8, "card": "K♣", "hand": "banker",
                                     "slot": "banker_first", "back": "red"}, round_id=round_id)
-        store.append_event("card", {"index": 99, "card": "A♦", "hand": "player",
+        store.append_entry("card", {"index": 99, "card": "A♦", "hand": "player",
                                     "slot": "player_first", "back": "red"}, round_id=other)
-        store.append_event("prompt", {"action": "deal", "next": "player_second"},
+        store.append_entry("prompt", {"action": "deal", "next": "player_second"},
                            round_id=round_id)
-    store.append_event("card", {"index": 9, "card": "2♥", "hand": "player",
+    store.append_entry("card", {"index": 9, "card": "2♥", "hand": "player",
                                 "slot": "player_second", "back": "red"}, round_id=round_id)
     assert [c["card"] for c in store.round(round_id)["cards"]] == ["9♠", "K♣", "2♥"]
     assert store.round(round_id)["cards"][1] == {"index": 8, "card": "K♣", "hand": "banker",
@@ -197,20 +199,20 @@ def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read
         statements.clear()
         return found
 
-    store.append_event("card", {"index": 0})
+    store.append_entry("card", {"index": 0})
     assert digest_reads() == 0  # as the store's creation step left them
     with store.transaction():
-        store.append_event("card", {"index": 1})
-        store.append_event("prompt", {"action": "deal"})
+        store.append_entry("card", {"index": 1})
+        store.append_entry("prompt", {"action": "deal"})
     assert digest_reads() == 0
     assert store.verify(full=True).log_seq == 3
     statements.clear()
     store.save_table_state("dealing", {"round_id": None})  # a protected row
     assert digest_reads() == 1
-    store.append_event("card", {"index": 2})
+    store.append_entry("card", {"index": 2})
     assert digest_reads() == 0
     with store.transaction():
-        store.append_event("card", {"index": 3})
+        store.append_entry("card", {"index": 3})
         store.open_round(1, 1, [])  # the log and a protected row in one step
     assert digest_reads() == 1
     with pytest.raises(RuntimeError):
@@ -218,6 +220,6 @@ def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read
             store.save_table_state("betting_open", {"round_id": None})
             raise RuntimeError("rolled back")
     statements.clear()
-    store.append_event("card", {"index": 4})  # after a rollback nothing kept is trusted
+    store.append_entry("card", {"index": 4})  # after a rollback nothing kept is trusted
     assert digest_reads() == 1
     assert store.verify(full=True).log_seq == 6

@@ -19,8 +19,8 @@ from controller.memory.store import GROUPED_KINDS, Store
 def store(tmp_path, monkeypatch):
     s = Store(tmp_path / "t.sqlite")
     flushes: list[int] = []
-    real_flush = s._durability.flush_wal
-    monkeypatch.setattr(s._durability, "flush_wal", lambda: (flushes.append(1), real_flush()))
+    real_flush = s._durability.flush_in_thread
+    monkeypatch.setattr(s._durability, "flush_in_thread", lambda: (flushes.append(1), real_flush()))
     s.flushes = flushes  # type: ignore[attr-defined]
     yield s
     s.close()
@@ -33,20 +33,20 @@ def test_the_grouped_kinds_move_no_money():
 
 def test_a_money_step_is_flushed_before_the_transaction_returns(store):
     with store.transaction():
-        store.append_event("wager_accepted", {"seat": 3, "wager": "banker", "amount_cents": 500})
-    assert (len(store.flushes), store.grouped_commits) == (1, 0)
+        store.append_entry("wager_accepted", {"seat": 3, "wager": "banker", "amount_cents": 500})
+    assert (len(store.flushes), store.durability.grouped_commits) == (1, 0)
 
 
 def test_cards_and_prompts_wait_for_the_next_flush_in_log_order(store):
-    before = store.flushed_commits
+    before = store.durability.flushed_commits
     for index in range(5):
         with store.transaction():
-            store.append_event("card", {"index": index})
-            store.append_event("prompt", {"action": "deal"})
-    assert (store.flushed_commits - before, store.grouped_commits, store.flushes) == (0, 5, [])
+            store.append_entry("card", {"index": index})
+            store.append_entry("prompt", {"action": "deal"})
+    assert (store.durability.flushed_commits - before, store.durability.grouped_commits, store.flushes) == (0, 5, [])
     with store.transaction():
-        store.append_event("round_settled", {"round": 1})
-    assert (store.flushed_commits - before, len(store.flushes)) == (1, 1)
+        store.append_entry("round_settled", {"round": 1})
+    assert (store.durability.flushed_commits - before, len(store.flushes)) == (1, 1)
     kinds = [e.kind for e in store.events()]
     assert kinds == ["card", "prompt"] * 5 + ["round_settled"]
     assert store.verify_chain() == 11
@@ -54,32 +54,32 @@ def test_cards_and_prompts_wait_for_the_next_flush_in_log_order(store):
 
 def test_one_money_event_makes_the_whole_step_flushed(store):
     with store.transaction():
-        store.append_event("card", {"index": 4})
-        store.append_event("round_settled", {"round": 1})  # the fourth card settled the round
-    assert (store.flushed_commits, store.grouped_commits) == (2, 0)  # 2: opening the store
+        store.append_entry("card", {"index": 4})
+        store.append_entry("round_settled", {"round": 1})  # the fourth card settled the round
+    assert (store.durability.flushed_commits, store.durability.grouped_commits) == (2, 0)  # 2: opening the store
 
 
 def test_a_step_that_records_nothing_is_flushed(store):
     with store.transaction():
         store.save_table_state("betting_open", {"round_no": 1})
-    assert (len(store.flushes), store.grouped_commits) == (1, 0)
+    assert (len(store.flushes), store.durability.grouped_commits) == (1, 0)
 
 
 def test_a_failed_step_is_neither_committed_nor_counted(store):
     with pytest.raises(RuntimeError):
         with store.transaction():
-            store.append_event("card", {"index": 1})
+            store.append_entry("card", {"index": 1})
             raise RuntimeError("decision failed")
-    assert (store.grouped_commits, store.flushes, store.events()) == (0, [], [])
+    assert (store.durability.grouped_commits, store.flushes, store.events()) == (0, [], [])
 
 
 def test_grouped_steps_survive_a_reopen_once_flushed(tmp_path):
     path = tmp_path / "t.sqlite"
     first = Store(path)
     with first.transaction():
-        first.append_event("card", {"index": 1})
+        first.append_entry("card", {"index": 1})
     with first.transaction():
-        first.append_event("round_settled", {"round": 1})
+        first.append_entry("round_settled", {"round": 1})
     first.close()
     again = Store(path)
     assert [e.kind for e in again.events()] == ["card", "round_settled"]
@@ -92,10 +92,10 @@ def test_slow_storage_delays_only_flushed_commits(tmp_path, monkeypatch):
     slow = Store(tmp_path / "slow.sqlite", flush_delay_s=0.005)
     slept.clear()  # opening the store is itself a flushed step
     with slow.transaction():
-        slow.append_event("card", {"index": 1})
+        slow.append_entry("card", {"index": 1})
     assert slept == []
     with slow.transaction():
-        slow.append_event("round_settled", {"round": 1})
+        slow.append_entry("round_settled", {"round": 1})
     assert slept == [0.005]
     slow.close()
 
@@ -111,16 +111,16 @@ def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, mon
     assert s._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # never on a card
     for index in range(20):
         with s.transaction():
-            s.append_event("card", {"index": index})
-    assert s.checkpoints == 0  # grouped steps wait for a flushed one
+            s.append_entry("card", {"index": index})
+    assert s.durability.checkpoints == 0  # grouped steps wait for a flushed one
     with s.transaction():
-        s.append_event("round_settled", {"round": 1})
-    assert s.checkpoints == 1
+        s.append_entry("round_settled", {"round": 1})
+    assert s.durability.checkpoints == 1
     assert [e.payload.get("index") for e in s.events()][-2:] == [19, None]
     for index in range(100):  # hours of sensor chatter and nothing else
         with s.transaction():
-            s.append_event("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
-    assert s.checkpoints == 2  # after ten times as many grouped commits
+            s.append_entry("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
+    assert s.durability.checkpoints == 2  # after ten times as many grouped commits
     s.close()
 
 
@@ -137,11 +137,11 @@ def test_the_wal_starts_over_in_the_checkpointing_step_not_in_the_next_cards(
         return wal.read_bytes()[16:24]  # the WAL header's two salts (SQLite's file format)
 
     seats = 0
-    while s.checkpoints == 0:  # flushed steps until one of them checkpoints
-        s.append_event("wager_accepted", {"seat": seats})
+    while s.durability.checkpoints == 0:  # flushed steps until one of them checkpoints
+        s.append_entry("wager_accepted", {"seat": seats})
         seats += 1
     checkpointed = salt()
-    s.append_event("card", {"index": 0})
+    s.append_entry("card", {"index": 0})
     assert salt() == checkpointed  # not started over by the card's step
     assert s._db.execute("PRAGMA user_version").fetchone()[0] == 0
     assert [e.kind for e in s.events()][-2:] == ["wager_accepted", "card"]
@@ -176,7 +176,7 @@ def test_a_failed_step_drops_its_pending_record(store):
             store.before_commit("table_state", lambda: writes.append("x"))
             raise RuntimeError("decision failed")
     with store.transaction():
-        store.append_event("prompt", {"action": "deal"})
+        store.append_entry("prompt", {"action": "deal"})
     assert writes == []
 
 
@@ -190,7 +190,7 @@ def test_rounds_page_forward_from_a_round_id(store):
 
 def test_events_page_forward_oldest_first(store):
     for index in range(7):
-        store.append_event("card", {"index": index})
+        store.append_entry("card", {"index": index})
     newest = store.events(limit=3)
     assert [e.payload["index"] for e in newest] == [4, 5, 6]
     first = store.events(limit=3, oldest_first=True)
@@ -207,7 +207,7 @@ def test_a_store_reopened_after_a_kill_checkpoints_the_wal_it_finds(tmp_path):
     first = Store(path)
     for index in range(50):
         with first.transaction():
-            first.append_event("card", {"index": index})
+            first.append_entry("card", {"index": index})
     wal = Path(f"{path}-wal")
     grown = wal.stat().st_size
     # A kill leaves the WAL as it is: copy the files as they stand, without closing.
@@ -216,10 +216,10 @@ def test_a_store_reopened_after_a_kill_checkpoints_the_wal_it_finds(tmp_path):
         Path(f"{copy}{suffix}").write_bytes(Path(f"{path}{suffix}").read_bytes())
     first.close()
     again = Store(copy)
-    assert again.checkpoints == 1
+    assert again.durability.checkpoints == 1
     # Every frame is in the database file now: the next writer starts the WAL over.
     with again.transaction():
-        again.append_event("round_settled", {"round": 1})
+        again.append_entry("round_settled", {"round": 1})
     again.close()
     assert grown > 50 * 4096
     db = sqlite3.connect(copy)

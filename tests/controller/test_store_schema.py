@@ -46,7 +46,7 @@ def test_numbered_migrations_run_once_in_order_and_the_store_still_verifies(tmp_
                                                                            monkeypatch):
     path = str(tmp_path / "table.sqlite")
     store = init_store(path, "", operator="test", table_id="T1")
-    store.append_event("wager_accepted", {"seat": 1, "amount_cents": 500})
+    store.append_entry("wager_accepted", {"seat": 1, "amount_cents": 500})
     store.close()
     ran: list[int] = []
 

@@ -38,6 +38,7 @@ from controller.daemon import Daemon
 from controller.progressive.ledger import INCREMENT, PAID, VALIDATED, MeterLedger
 from hil.tablectl_process import run_tablectl
 from tests.controller.test_daemon import StandInDevice, config_for
+from tests.settled import banker_wager
 
 SEEDS = int(os.environ.get("TABLE_TAMPER_SEEDS", "1"))
 FIRST_SEED = int(os.environ.get("TABLE_TAMPER_SEED", "20261123"))
@@ -107,9 +108,9 @@ def _build(workdir: Path) -> Bases:
             ledger.mark_round(rid, "h9")
             ledger.change("h9", "grand", Fraction(10), INCREMENT, round_id=rid, seats=[3],
                           wagers_cents=100)
-            store.append_event("wager_locked", {"seat": 3, "amount_cents": 2500}, round_id=rid)
+            store.append_entry("wager_locked", {"seat": 3, "amount_cents": 2500}, round_id=rid)
         store.close_round(rid, "settled", {"winner": "banker" if net > 0 else "player"},
-                          [{"seat": 3, "wager": "banker", "amount_cents": 2500, "net_cents": net}],
+                          [banker_wager(3, 2500, net)],
                           [{"index": 0, "card": "9H", "hand": "player"}])
         store.save_table_state("betting_open", {"round_no": round_no, "wagers": []})
         if round_no == 1:
@@ -120,7 +121,7 @@ def _build(workdir: Path) -> Bases:
         ledger.advance_award(award.award_id, PAID, paid_via="system")
         ledger.arm_mystery("h9", "grand", 1, 1_200_000, b"\x01" * 16, "c0ffee")
         ledger.enqueue("h9", "grand", Fraction(10), 1, 100, rid)
-        store.append_event("daemon_stopping", {"state": "betting_open"})
+        store.append_entry("daemon_stopping", {"state": "betting_open"})
     # The power cut comes a little after the last durable commit: the anchor is written off
     # the event loop, at most once a second (controller/memory/anchor.py), so the crashed
     # copy is taken once the running writer has had its time (never by the close).

@@ -7,6 +7,7 @@ from typing import Any
 
 from controller.display.board import LIVE, ROADS, Board, road_round
 from controller.display.roads import RoadRound, Winner
+from controller.events.records import RoundResult
 
 TABLE = {"table_id": "T1", "seats": 3, "game": "baccarat"}
 
@@ -42,7 +43,9 @@ def test_a_round_from_bets_to_result() -> None:
     feed("prompt", {"action": "place_bets", "round_no": 1})
     feed("wager_accepted", {"seat": 2, "wager": "banker", "amount_cents": 2500})
     feed("wager_accepted", {"seat": 2, "wager": "tie", "amount_cents": 500})
-    feed("no_more_bets", {"cause": "button", "round_no": 1, "wagers": 2,
+    feed("no_more_bets", {"cause": "button", "round_no": 1,
+                          "wagers": [{"seat": 2, "wager": "banker", "amount_cents": 2500},
+                                     {"seat": 2, "wager": "tie", "amount_cents": 500}],
                           "progressive_seats": [2]})
     feed("progressive_accepted", {"progressive": "heavenly9",
                                   "accepted": [{"seat": 2, "amount_cents": 500}],
@@ -73,8 +76,9 @@ def test_a_round_from_bets_to_result() -> None:
 
 
 def test_pairs_and_totals_from_a_result() -> None:
-    assert road_round({"winner": "tie", "player": ["A♠", "A♥", "7♣"], "banker": ["Q♦", "K♦"],
-                       "player_total": 9, "banker_total": 0}) == RoadRound(
+    assert road_round(RoundResult.decode({
+        "winner": "tie", "player": ["A♠", "A♥", "7♣"], "banker": ["Q♦", "K♦"],
+        "player_total": 9, "banker_total": 0})) == RoadRound(
         Winner.TIE, banker_pair=False, player_pair=True, natural=False, winning_total=9)
 
 
@@ -111,9 +115,11 @@ def test_the_win_light_stays_on_until_the_award_is_validated() -> None:
                     "level": "progressive", "amount_cents": 1_000_000, "detail": "..."})
     assert board.live_view()["award"] == {"award_id": 7, "seat": 3, "progressive": "heavenly9",
                                           "level": "progressive", "amount_cents": 1_000_000}
-    feed("jackpot_validated", {"award_id": 6, "supervisor": "ana"})
+    feed("jackpot_validated", {"award_id": 6, "supervisor": "ana", "amount_cents": 5_000,
+                               "seat": 1})
     assert board.award is not None  # another award's validation leaves this light on
-    feed("jackpot_validated", {"award_id": 7, "supervisor": "ana"})
+    feed("jackpot_validated", {"award_id": 7, "supervisor": "ana", "amount_cents": 1_000_000,
+                               "seat": 3})
     assert board.award is None
 
 
@@ -161,7 +167,7 @@ def test_every_kind_the_displays_follow_is_in_the_event_catalogue() -> None:
                        "progressive_accepted", "seat_sensor", "card", "round_settled",
                        "round_void", "cover_card", "cover_card_misplaced", "device_fault",
                        "device_recovered", "device_fault_cleared", "jackpot_validated",
-                       "witness_up", "witness_down"}
+                       "witness_up", "witness_down", "new_dealer"}
     assert (handled | REFRESH_KINDS_DEVICES) - {e.kind for e in CATALOGUE} == set()
 
 
@@ -183,15 +189,16 @@ def test_631a_5_d_a_misplaced_cover_card_stays_on_the_dealers_page_until_the_nex
 
 # --- the dealer's pay list -----------------------------------------------------------
 # The settlements are the rules' own (settle_round, void_round), recorded as the daemon
-# records them (settlement_json): the board must show their figures to the cent.
+# records them (SettledWager): the board must show their figures to the cent.
 
 def _settled_by_the_rules(game: Any, wagers: list[Any], round_view: Any, *,
                           vig_collection: str = "collected") -> list[dict[str, Any]]:
     from controller.rules.settlement import settle_round
     from controller.rules.wager import SettlementPoint
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
-    return [settlement_json(s, vig_collection) for point in SettlementPoint
+    marked = vig_collection == "marked"
+    return [SettledWager.of(s, vigorish_marked=marked).payload() for point in SettlementPoint
             for s in settle_round(game, wagers, round_view, point)]
 
 
@@ -276,11 +283,15 @@ def test_the_pay_list_stays_up_until_the_next_rounds_first_card() -> None:
     for kind, payload in (("prompt", {"action": "place_bets", "round_no": 2}),
                           ("wager_accepted", {"seat": 2, "wager": "player",
                                               "amount_cents": 1500}),
-                          ("no_more_bets", {"cause": "button", "round_no": 2}),
+                          ("no_more_bets", {"cause": "button", "round_no": 2,
+                                            "wagers": [{"seat": 2, "wager": "player",
+                                                        "amount_cents": 1500}],
+                                            "progressive_seats": []}),
                           ("prompt", {"action": "deal", "next": "player_first"})):
         feed(kind, payload)
         assert _money(board.live_view()["pay"]) == [(2, "player", "win", 1500, 1500, 0, 1500)]
-    feed("card", {"index": 20, "card": "4♣", "hand": "player", "slot": "player_first"})
+    feed("card", {"index": 20, "card": "4♣", "hand": "player", "slot": "player_first",
+                  "back": "red"})
     assert board.live_view()["pay"] is None
     # A simulated round (631a.15(d)) has no wagers of its own: it leaves the list alone.
     feed("round_settled", _payload([settlement], "player", 9, 4))
@@ -292,7 +303,7 @@ def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
     """631a.15(e): every wager not yet settled is returned; a settlement made at the first
     four cards stands (docs/rulings.md C7), so the list shows both."""
     from controller.rules.settlement import PlacedWager, void_round
-    from controller.table.settlement import settlement_json
+    from controller.events.records import SettledWager
 
     wagers = [PlacedWager(5, "banker", 3000), PlacedWager(2, "player", 1000),
               PlacedWager(2, "perfect_pairs_player", 500)]
@@ -300,7 +311,7 @@ def test_631a_15_e_a_void_round_shows_its_returns_and_what_stands() -> None:
                 "outcome": "lose", "odds": "0", "win_cents": 0, "vigorish_cents": 0,
                 "vig_marked_cents": 0, "net_cents": -500, "label": "no pair",
                 "section": "631c"}
-    returned = [settlement_json(s, "collected") for s in void_round(
+    returned = [SettledWager.of(s, vigorish_marked=False).payload() for s in void_round(
         wagers, settled={(2, "perfect_pairs_player")})]
     board = Board(table=dict(TABLE))
     feed = Feed(board)
@@ -330,3 +341,52 @@ def test_681a_7_h_the_pay_list_and_totals_of_a_21_baccarat_round() -> None:
     assert (pay["player_total"], pay["banker_total"]) == (19, 18)
     assert _money(pay) == [(4, "player", "win", 2500, 2500, 0, 2500),
                            (1, "player", "win", 1000, 1000, 0, 1000)]
+
+
+def test_an_event_that_is_not_its_kinds_record_is_counted_and_not_folded_in() -> None:
+    """The board reads each event through its typed record (controller/events): a card
+    whose payload does not fit (a daemon of another release, a damaged line) changes
+    nothing on the screens and is counted by kind."""
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    feed("card", {"index": 3, "card": "4♣", "hand": "player", "slot": "player_first",
+                  "back": "red"})
+    assert feed("card", {"index": 4, "card": "XX", "hand": "banker"}) == {LIVE}
+    assert [c["card"] for c in board.cards] == ["4♣"]
+    assert board.metrics.undecodable == {"card": 1}
+    assert board.metrics.events == {"card": 2}
+
+
+def test_hand_number_banners_and_dealer_follow_the_shoe() -> None:
+    """The header's hand number is the hands settled plus the one in play, so it never
+    runs ahead of the counts; the banners follow the daemon's state (issue 29)."""
+    board = Board(table=dict(TABLE))
+    feed = Feed(board)
+    board.daemon_connected = True
+    feed("new_dealer", {"dealer": "Ana", "burn": False})
+    feed("shoe_loaded", {"shoe_no": 1, "back": "red"})
+    board.apply_status({"state": "betting_open", "shoe": {"last_hand": True}})
+    feed("prompt", {"action": "place_bets", "round_no": 41})
+    view = board.live_view()
+    assert (view["hand_no"], view["round_no"], view["dealer"], view["banner"],
+            view["last_hand_shown"]) == (1, 41, "Ana", "open", True)
+    board.apply_status({"state": "dealing", "shoe": {"last_hand": True}})
+    feed("card", {"index": 1, "card": "9♠", "hand": "player", "slot": "player_first",
+                  "back": "red"})
+    feed("card", {"index": 2, "card": "3♥", "hand": "banker", "slot": "banker_first",
+                  "back": "red"})
+    assert board.live_view()["totals"] == {"player": 9, "banker": 3}
+    assert board.live_view()["banner"] == "closed"
+    feed("round_settled", settled("player", ["9♠", "K♦"], ["3♥", "4♣"], 9, 7))
+    board.apply_status({"state": "end_of_shoe", "shoe": {"last_hand": True}})
+    view = board.live_view()
+    assert (view["hand_no"], len(board.rounds), view["banner"], view["last_hand_shown"]) == \
+        (1, 1, "shuffle", False)
+    roads = board.roads_view()
+    assert roads["percent"]["player"] == 100 and roads["streak"]["winner"] == "player"
+    # A void round is no hand: the count and the hand number stay.
+    board.apply_status({"state": "betting_open"})
+    feed("prompt", {"action": "place_bets", "round_no": 42})
+    assert board.live_view()["hand_no"] == 2
+    feed("round_void", {"reason": "the shoe cannot complete the round", "settlements": []})
+    assert board.live_view()["hand_no"] == 1

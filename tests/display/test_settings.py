@@ -71,8 +71,21 @@ def test_the_pits_address_limits_and_the_dealers_station() -> None:
                               "list of IP addresses"),
     ({"dealer_allowed": []}, "display_service.dealer_allowed = []: not allowed"),
     ({"port": 8080}, "display_service.port: unknown key; allowed keys: dealer_allowed, "
-                     "header_timeout_s, listen, max_clients, max_per_address, "
-                     "max_streams_per_address"),
+                     "header_timeout_s, languages, listen, max_clients, max_per_address, "
+                     "max_streams_per_address, table_number"),
+    ({"languages": ["en", "fr"]}, "display_service.languages = ['en', 'fr']: not allowed; "
+                                  "allowed: a list of one or two of en, zh-hans, zh-hant"),
+    ({"languages": []}, "display_service.languages = []: not allowed; allowed: a list of one "
+                        "or two of"),
+    ({"languages": ["en", "zh-hans", "zh-hant"]}, "display_service.languages = ['en', "
+                                                  "'zh-hans', 'zh-hant']: not allowed"),
+    ({"languages": ["en", "en"]}, "display_service.languages = ['en', 'en']: not allowed"),
+    ({"languages": "en"}, "display_service.languages = 'en': not allowed"),
+    ({"table_number": 12}, "display_service.table_number = 12: not allowed; allowed: the "
+                           "table's number as the pit knows it, 1 to 12 characters"),
+    ({"table_number": "  "}, "display_service.table_number = '  ': not allowed"),
+    ({"table_number": "BACCARAT-PIT-3"}, "display_service.table_number = 'BACCARAT-PIT-3': "
+                                         "not allowed"),
 ])
 def test_a_bad_value_names_key_value_and_what_is_allowed(section: dict[str, Any],
                                                          problem: str) -> None:
@@ -112,3 +125,13 @@ def test_the_service_and_the_daemon_refuse_the_same_section(tmp_path: Path) -> N
     config.write_text(text + '\n[display_service]\nlisten = "10.20.30.41:8080"\n')
     assert service_config(str(config)).listen == ("10.20.30.41", 8080)
     assert load_config(str(config)).submission.table.id == "SIM-BAC-01"
+
+
+def test_the_scoreboards_languages_and_table_number() -> None:
+    config, problems = parse_display_service({})
+    assert (config.languages, config.table_number, problems) == (("en", "zh-hans"), None, [])
+    config, problems = parse_display_service({"languages": ["zh-hant", "en"],
+                                              "table_number": " 12 "})
+    assert (config.languages, config.table_number, problems) == (("zh-hant", "en"), "12", [])
+    config, _ = parse_display_service({"languages": ["en"]})
+    assert config.languages == ("en",)

@@ -91,7 +91,7 @@ def test_verify_names_a_meter_edited_outside_the_ledger(store: Store) -> None:
 def test_verify_names_a_logged_decrease(store: Store) -> None:
     system = ProgressiveSystem(config(HEAVENLY_9), store)
     with store.transaction():
-        store.append_event("progressive_meter", {
+        store.append_entry("progressive_meter", {
             "progressive": "prog", "level": "progressive", "change": "increment",
             "delta_num": -5, "delta_den": 1, "amount_cents": 0, "frac_num": 0, "frac_den": 1,
             "version": 99})

@@ -15,6 +15,7 @@ from controller.progressive.mqtt import meter_message, meter_topic
 from controller.progressive.system import ProgressiveSystem
 from controller.memory.store import Store
 from drivers.protocols import LockedOut
+from hil.mqtt_cleanup import clear_retained
 from tests.progressive.conftest import (
     HEAVENLY_9_MYSTERY, MQTT_HOST, MQTT_PORT, base, config, service_required, view,
 )
@@ -100,7 +101,6 @@ def test_every_meter_change_is_published_and_the_amount_retained(tmp_path: Path)
     finally:
         system.close()
         store.close()
-        for level in ("progressive", "mystery"):  # leave no retained test messages behind
-            subscriber.client.publish(f"casino/{site}/tables/T-MQTT/progressive/h9/{level}", b"",
-                                      qos=1, retain=True).wait_for_publish(DELIVERY_TIMEOUT_S)
         subscriber.close()
+        # Leave no retained test messages behind (the meters, the pit feed's alive and status).
+        clear_retained(MQTT_HOST, MQTT_PORT, "casino", site, "T-MQTT")

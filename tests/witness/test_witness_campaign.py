@@ -32,6 +32,7 @@ from controller.progressive.ledger import PAID, VALIDATED, MeterLedger
 from controller.witness.server import apply_setup
 from hil.witness_sim import drop_witness
 from tests.progressive.conftest import PG_DSN, PG_HOST, PG_PORT, service_required
+from tests.settled import banker_wager
 from tests.witness.conftest import WitnessDb
 from tests.witness.test_witness_daemon import (
     boot_status,
@@ -136,7 +137,7 @@ async def settlement_resealed_with_the_key(tmp_path: Path, config: Any, rng: ran
     store = open_store(config.store_path)
     rid = store.open_round(1, 1, [{"seat": 3, "wager": "banker", "amount_cents": 2500}])
     store.close_round(rid, "settled", {"winner": "player"},
-                      [{"seat": 3, "wager": "banker", "amount_cents": 2500, "net_cents": -2500}],
+                      [banker_wager(3, 2500, -2500)],
                       [{"index": 0, "card": "9H", "hand": "player"}])
     store.close()
     await play(config)  # the settled round is in what the witness holds

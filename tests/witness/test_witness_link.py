@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from controller.events import KINDS, EventRecord
 from controller.memory import critical
 from controller.memory.critical import IntegrityError
 from controller.memory.lifecycle import init_store
@@ -24,6 +25,7 @@ from controller.witness.outbox import OUTBOX_FILE, Outbox
 from controller.witness.server import WitnessClient
 from controller.witness.table_side import TableWitness
 from tests.progressive.conftest import PG_HOST, PG_PORT
+from tests.settled import banker_wager
 from tests.witness.conftest import TABLE_ID, WitnessDb
 from tests.witness.proxy import CuttableProxy
 
@@ -66,11 +68,11 @@ def settle(store: Store, round_no: int, net_cents: int) -> None:
     with store.transaction():
         round_id = store.open_round(1, round_no, [{"seat": 3, "wager": "banker",
                                                    "amount_cents": 1000}])
-        store.append_event("round_opened", {"round_id": round_id})
+        store.append_entry("round_opened", {"round_id": round_id})
     with store.transaction():
         store.close_round(round_id, "settled", {"winner": "banker"},
-                          [{"seat": 3, "net_cents": net_cents, "amount_cents": 1000}], [])
-        store.append_event("round_settled", {"round_id": round_id, "net_cents": net_cents})
+                          [banker_wager(3, 1000, net_cents)], [])
+        store.append_entry("round_settled", {"round_id": round_id, "net_cents": net_cents})
 
 
 def witnessed(witness_db: WitnessDb) -> list[tuple[int, int, str]]:
@@ -95,8 +97,9 @@ class Recorder:
         self.entries: list[tuple[str, dict[str, Any], str]] = []
         self.failures: list[IntegrityError] = []
 
-    def record(self, kind: str, payload: Any, severity: str) -> None:
-        self.entries.append((kind, dict(payload), severity))
+    def record(self, record: EventRecord, severity: str | None) -> None:
+        self.entries.append((record.KIND, record.payload(),
+                             severity or KINDS[record.KIND].severities[0]))
 
     def kinds(self) -> list[str]:
         return [k for k, _, _ in self.entries]

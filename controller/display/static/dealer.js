@@ -125,7 +125,11 @@
     for (const hand of ["player", "banker"]) {
       const cards = settledHands ? pay[hand] : live.cards.filter((c) => c.hand === hand).map((c) => c.card);
       document.getElementById(hand + "-cards").replaceChildren(...cards.map(cardFace));
-      setText(hand + "-total", settledHands ? pay[hand + "_total"] : "");
+      // While the hand is dealt, each hand's total so far (631a.6, 681a.3(d)); after the
+      // settlement, the daemon's own.
+      const running = live.totals ? live.totals[hand] : null;
+      setText(hand + "-total", settledHands ? pay[hand + "_total"] :
+        running === null || running === undefined ? "" : running);
     }
     setText("round-title", pay ? `Hand ${pay.round_no} result` : "This hand");
     const result = document.getElementById("round-result");

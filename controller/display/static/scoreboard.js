@@ -4,14 +4,25 @@
 
 (() => {
   const {el, cardFace, setText, money, shortMoney, wagerName} = Display;
-  const LETTER = {banker: "B", player: "P", tie: "T"};
+  const LANG_TAG = {en: "en", "zh-hans": "zh-Hans", "zh-hant": "zh-Hant"};
+  // The bead's letter: the second language's character on a bilingual board (庄 闲 和 read
+  // from across the pit by the players who use them), else the main language's.
+  function shortLang() {
+    const langs = Labels.shown();
+    return langs[langs.length - 1];
+  }
+  let lastRoads = null, languagesDrawn = "";
 
+  // How many whole cells fit across the road as laid out now (the CSS sizes the road to
+  // its panel and sets the cell size).
   function visibleColumns(road) {
-    const cols = parseInt(getComputedStyle(road).getPropertyValue("--cols"), 10);
-    return Number.isFinite(cols) && cols > 0 ? cols : 20;
+    const cell = parseFloat(getComputedStyle(road).getPropertyValue("--cell")) || 40;
+    return Math.max(1, Math.floor((road.clientWidth + 1) / cell));
   }
 
-  // Every cell stays in the DOM; the strip slides left so the newest columns are in view.
+  // Every cell stays in the DOM; the strip slides left so the newest columns are in view,
+  // with one empty column after them for the next hand, as the pit's boards scroll. The
+  // oldest columns leave the view first.
   function drawRoad(road, cells, make) {
     const strip = el("div", {class: "strip"});
     let maxCol = -1;
@@ -19,13 +30,25 @@
       const node = make(cell, i);
       node.style.gridColumn = String(cell.col + 1);
       node.style.gridRow = String(cell.row + 1);
+      node.dataset.col = String(cell.col);
       strip.append(node);
       maxCol = Math.max(maxCol, cell.col);
     });
-    const offset = Math.max(0, maxCol + 2 - visibleColumns(road));
-    strip.style.setProperty("--offset", String(offset));
     road.replaceChildren(strip);
     road.dataset.cells = String(cells.length);
+    road.dataset.columns = String(maxCol + 1);
+    scrollRoad(road);
+  }
+
+  function scrollRoad(road) {
+    const strip = road.firstElementChild;
+    if (!strip) return;
+    const columns = parseInt(road.dataset.columns || "0", 10);
+    const visible = visibleColumns(road);
+    const offset = Math.max(0, columns + 1 - visible);
+    strip.style.setProperty("--offset", String(offset));
+    road.dataset.visibleColumns = String(visible);
+    road.dataset.offset = String(offset);
   }
 
   function pairDots(node, cell) {
@@ -34,9 +57,11 @@
   }
 
   function drawRoads(data) {
+    lastRoads = data;
     drawRoad(document.getElementById("bead-plate"), data.bead_plate, (cell, i) => {
       const node = el("div", {class: "bead-cell " + cell.winner, "data-round": i + 1,
-                              "data-winner": cell.winner, text: LETTER[cell.winner]});
+                              "data-winner": cell.winner, lang: LANG_TAG[shortLang()],
+                              text: Labels.word(shortLang(), "short_" + cell.winner)});
       pairDots(node, cell);
       return node;
     });
@@ -44,8 +69,8 @@
       const ties = cell.ties + (i === 0 ? data.leading_ties : 0);
       const node = el("div", {class: "big-cell " + cell.winner, "data-index": i + 1,
                               "data-winner": cell.winner, "data-ties": ties});
-      if (ties > 0) node.append(el("i", {class: "tie-slash"}), ties > 1 ?
-        el("b", {class: "tie-count", text: String(ties)}) : null);
+      if (ties > 0) node.append(el("i", {class: "tie-slash"}));
+      if (ties > 1) node.append(el("b", {class: "tie-count", text: String(ties)}));
       pairDots(node, cell);
       return node;
     });
@@ -65,6 +90,14 @@
       }
     }
     for (const [key, value] of Object.entries(data.counts)) setText("count-" + key, value);
+    for (const [key, value] of Object.entries(data.percent)) setText("percent-" + key, value + "%");
+    const streak = document.getElementById("streak-now");
+    streak.dataset.winner = data.streak.winner || "";
+    streak.dataset.length = String(data.streak.length);
+    streak.textContent = data.streak.winner ?
+      `${Labels.main("short_" + data.streak.winner)} ${data.streak.length}` : "\u2013";
+    setText("longest-banker", `${Labels.main("short_banker")} ${data.streak.longest_banker}`);
+    setText("longest-player", `${Labels.main("short_player")} ${data.streak.longest_player}`);
     drawLastHand(data.hands[data.hands.length - 1], data.counts.rounds);
     drawHands21(data.hands);
   }
@@ -80,14 +113,19 @@
     setText("banker-total", hand ? hand.banker_total : "");
     const winner = document.getElementById("winner");
     winner.className = "winner " + (hand ? hand.winner : "");
-    winner.textContent = hand ? (hand.winner === "tie" ? "TIE" : hand.winner.toUpperCase() + " WINS") : "";
+    winner.replaceChildren(...(!hand ? [] : Labels.languages.map((lang, i) => el("span", {
+      class: i ? "lang alt" : "lang main", lang: LANG_TAG[lang],
+      text: hand.winner === "tie" ? Labels.word(lang, "tie").toUpperCase() :
+        `${Labels.word(lang, hand.winner).toUpperCase()}${lang === "en" ? " " : ""}` +
+        Labels.word(lang, "wins")}))));
   }
 
   function drawHands21(hands) {
     const table = document.getElementById("hands21");
-    const rows = [el("tr", {}, el("th", {text: "Hand"}), el("th", {text: "Player"}),
-                     el("th", {text: ""}), el("th", {text: "Banker"}), el("th", {text: ""}),
-                     el("th", {text: "Result"}))];
+    const rows = [el("tr", {}, el("th", {}, ...Labels.nodes("hand")),
+                     el("th", {}, ...Labels.nodes("player")), el("th", {text: ""}),
+                     el("th", {}, ...Labels.nodes("banker")), el("th", {text: ""}),
+                     el("th", {text: ""}))];
     for (const hand of hands.slice().reverse()) {
       const bust = (t) => (t > 21 ? " bust" : "");
       rows.push(el("tr", {class: hand.winner, "data-round-no": hand.round_no},
@@ -99,7 +137,24 @@
         el("td", {class: "result " + hand.winner, text: hand.winner.toUpperCase()})));
     }
     table.replaceChildren(...rows);
+    fitHands21();
   }
+
+  // The newest hands first, as many as the panel holds: older rows are hidden, never cut.
+  function fitHands21() {
+    const table = document.getElementById("hands21");
+    const panel = table.parentElement;
+    const rows = [...table.querySelectorAll("tr[data-round-no]")];
+    for (const row of rows) row.hidden = false;
+    if (!panel.clientHeight) return;  // not shown (a Baccarat table)
+    const bottom = panel.getBoundingClientRect().bottom -
+      parseFloat(getComputedStyle(panel).paddingBottom || "0");
+    for (const row of rows.reverse()) {
+      if (row.getBoundingClientRect().bottom <= bottom) break;
+      row.hidden = true;
+    }
+  }
+
 
   // "heavenly_9" -> "Heavenly 9"; a mystery level is named for itself; Royal 9's levels
   // (mega, major, minor) follow the game's name.
@@ -110,33 +165,75 @@
       : game + " \u00b7 " + wagerName(meter.level);
   }
 
+  // The limits, a page at a time when there are more than the panel shows (a table with
+  // side wagers): every limit is on the board, each page for LIMITS_PAGE_MS.
+  const LIMITS_PAGE_MS = 6000;
+  let limitsPage = 0, limitsTimer = null, limitsKey = "";
+  function drawLimits(limits) {
+    const box = document.getElementById("limits");
+    const key = JSON.stringify(limits);
+    if (key !== limitsKey) {
+      limitsKey = key;
+      box.replaceChildren(...limits.map((l) => el("div", {class: "limit", "data-wager": l.wager},
+        el("span", {class: "limit-name", text: wagerName(l.wager)}),
+        el("b", {class: "limit-range",
+                 text: l.max_cents === null || l.max_cents === undefined ?
+                   `${shortMoney(l.min_cents || 0)}+` :
+                   `${shortMoney(l.min_cents || 0)}\u2013${shortMoney(l.max_cents)}`}))));
+      for (const row of box.querySelectorAll(".limit[data-wager='banker'], " +
+                                             ".limit[data-wager='player'], .limit[data-wager='tie']")) {
+        row.querySelector(".limit-name").replaceChildren(...Labels.nodes(row.dataset.wager));
+      }
+      limitsPage = 0;
+    }
+    showLimitsPage();
+    if (!limitsTimer) {
+      limitsTimer = setInterval(() => { limitsPage += 1; showLimitsPage(); }, LIMITS_PAGE_MS);
+    }
+  }
+  function showLimitsPage() {
+    const box = document.getElementById("limits");
+    const rows = [...box.children];
+    for (const row of rows) row.hidden = false;
+    // As many rows as the panel's height holds, in as many columns as the CSS lays out.
+    const style = getComputedStyle(box);
+    const columns = style.gridTemplateColumns.split(" ").filter(Boolean).length || 1;
+    const rowHeight = rows.length ? rows[0].offsetHeight + (parseFloat(style.rowGap) || 0) : 1;
+    const fit = Math.max(1, Math.floor(((box.clientHeight || 0) + (parseFloat(style.rowGap) || 0))
+                                       / rowHeight));
+    const perPage = Math.max(1, fit * columns);
+    box.dataset.perPage = String(perPage);
+    const pages = Math.max(1, Math.ceil(rows.length / perPage));
+    const page = limitsPage % pages;
+    rows.forEach((row, i) => { row.hidden = Math.floor(i / perPage) !== page; });
+    box.dataset.page = String(page + 1);
+    box.dataset.pages = String(pages);
+    setText("limits-page", pages > 1 ? `${page + 1}/${pages}` : "");
+  }
+
   function drawLive(live) {
     const table = live.table || {};
+    Labels.use(table.languages);
+    if (Labels.languages.join(",") !== languagesDrawn) {
+      languagesDrawn = Labels.languages.join(",");
+      if (lastRoads) drawRoads(lastRoads);  // the beads' and the result's words
+    }
     document.body.classList.toggle("game-21", table.game === "21-baccarat");
+    setText("table-number", table.number || table.table_id || "\u2013");
     setText("table-name", table.name || table.table_id || "Table");
     setText("table-game", (table.game === "21-baccarat" ? "21 Baccarat" : "Baccarat") +
       (table.decks ? ` \u00b7 ${table.decks} decks` : ""));
+    document.getElementById("dealer-line").hidden = !live.dealer;
+    setText("dealer-name", live.dealer || "");
     setText("shoe-no", live.shoe_no || "\u2013");
+    setText("hand-no", live.hand_no || "\u2013");
     setText("round-no", live.round_no || "\u2013");
     const announce = document.getElementById("announce");
-    let kind = "none", text = "";
-    if (!live.daemon_connected) { kind = "offline"; text = "TABLE OFFLINE"; }
-    else if (live.fault || live.state === "device_fault" || live.state === "out_of_order") {
-      kind = "paused"; text = "TABLE PAUSED";
-    } else if (live.state === "betting_open") { kind = "open"; text = "PLACE YOUR BETS"; }
-    else if (live.no_more_bets) { kind = "closed"; text = "NO MORE BETS"; }
-    else if (live.state === "closed") { kind = "paused"; text = "TABLE CLOSED"; }
-    else if (["shuffling", "cut", "burn", "opening", "end_of_shoe"].includes(live.state)) {
-      kind = "paused"; text = "SHUFFLE";
-    }
-    announce.dataset.kind = kind;
-    announce.textContent = text;
-    document.getElementById("last-hand").hidden = !live.last_hand;
-    const limits = document.getElementById("limits");
-    limits.replaceChildren(...(table.limits || []).map((l) => el("tr", {"data-wager": l.wager},
-      el("th", {text: wagerName(l.wager)}),
-      el("td", {text: shortMoney(l.min_cents)}), el("td", {class: "dash", text: "\u2013"}),
-      el("td", {text: shortMoney(l.max_cents)}))));
+    announce.dataset.kind = live.banner;
+    if (live.banner === "none") announce.replaceChildren();
+    else Labels.fill(announce, live.banner);
+    document.getElementById("last-hand").hidden = !live.last_hand_shown;
+    drawLimits(table.limits || []);
     const meters = document.getElementById("meters");
     document.getElementById("meters-panel").hidden = live.meters.length === 0;
     meters.replaceChildren(...live.meters.map((m) => el("div", {
@@ -157,5 +254,11 @@
                                                   : "daemon offline: showing the last known state");
   }
 
+  // A screen turned or resized: the roads show as many columns as now fit.
+  window.addEventListener("resize", () => {
+    for (const road of document.querySelectorAll(".road")) scrollRoad(road);
+    showLimitsPage();
+    fitHands21();
+  });
   Display.connect(["roads", "live"], {roads: drawRoads, live: drawLive});
 })();

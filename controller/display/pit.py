@@ -1,0 +1,291 @@
+"""The pit page: every table of a pit on one screen, from the tables' MQTT feeds.
+
+    python -m controller.display.pit --config /etc/tabled/table.toml --listen 10.20.30.40:8090
+    python -m controller.display.pit --broker 127.0.0.1:1883 --site sim-pit
+
+It subscribes to `<prefix>/<site>/tables/+/{status,alive}` and the tables' meter topics
+(controller/progressive/pit_feed.py, controller/progressive/mqtt.py) and serves `/pit`,
+a page that shows, for every table: its state, shoe and round, the faults holding it with
+their age and what clears them, the linked wager's availability (605a.8), the linked and
+local meters, the last results and the witness's state. A table whose daemon dies shows
+as lost as soon as the broker publishes its last will. The page reads nothing but the
+broker: it cannot touch a table, and a broker that goes away costs the page its feed
+(shown on the page) and nothing else; on its return the retained messages refill it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from controller.display.web import Response, WebServer, sse_message, static_file
+from controller.logsetup import configure_logging
+
+log = structlog.get_logger("display.pit")
+
+TOPIC = "pit"
+PUSH_INTERVAL_S = 0.1  # changes are sent together at most this often: 20 tables, one message
+DEFAULT_PREFIX = "casino"
+RECONNECT_MAX_S = 5
+
+
+class PitBoard:
+    """What the page shows, from the messages as they come (sans-I/O)."""
+
+    def __init__(self, prefix: str, site: str) -> None:
+        self.base = f"{prefix}/{site}/tables/"
+        self.tables: dict[str, dict[str, Any]] = {}
+        self.feed_connected = False
+
+    def subscriptions(self) -> list[str]:
+        return [self.base + "+/status", self.base + "+/alive", self.base + "+/progressive/+/+"]
+
+    def apply(self, topic: str, payload: bytes) -> str | None:
+        """One message; returns the table it changed, or None (ignored, or not newer)."""
+        if not topic.startswith(self.base) or not payload:
+            return None  # an empty retained message is a deletion: the table was cleared
+        parts = topic[len(self.base):].split("/")
+        try:
+            body = json.loads(payload)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            log.warning("pit_message_unreadable", topic=topic)
+            return None
+        if not isinstance(body, dict):
+            return None
+        table = self.tables.setdefault(parts[0], {"table_id": parts[0], "alive": None,
+                                                  "status": None, "meters": {}})
+        if parts[1:] == ["alive"]:
+            table["alive"] = body.get("alive")
+        elif parts[1:] == ["status"]:
+            old = table["status"]
+            # A late copy of an older status (the sequence starts again at a restart; the
+            # time it was taken does not).
+            if old is not None and body.get("at", 0) < old.get("at", 0):
+                return None
+            table["status"] = body
+        elif len(parts) == 4 and parts[1] == "progressive":
+            key = f"{parts[2]}/{parts[3]}"
+            old = table["meters"].get(key)
+            if old is not None and body.get("sequence", 0) < old.get("sequence", 0) \
+                    and not body.get("linked"):
+                return None
+            table["meters"][key] = {"amount_cents": body.get("amount_cents"),
+                                    "linked": bool(body.get("linked")),
+                                    "sequence": body.get("sequence")}
+        else:
+            return None
+        return parts[0]
+
+    def view(self, table_id: str) -> dict[str, Any]:
+        table = self.tables[table_id]
+        status = table["status"] or {}
+        meters = [{**m, "amount_cents": table["meters"].get(
+            f"{m['progressive']}/{m['level']}", {}).get("amount_cents", m.get("amount_cents"))}
+                  for m in status.get("meters", [])]
+        return {"table_id": table_id, "alive": table["alive"] or "unknown",
+                "state": status.get("state"), "game": status.get("game"),
+                "shoe": status.get("shoe"), "round": status.get("round"),
+                "faults": status.get("faults", []), "link": status.get("link", {}),
+                "meters": meters, "results": status.get("results", []),
+                "witness": status.get("witness"), "sequence": status.get("sequence"),
+                "at": status.get("at")}
+
+    def message(self, table_ids: set[str] | None = None) -> bytes:
+        ids = sorted(self.tables) if table_ids is None else sorted(table_ids)
+        return sse_message(TOPIC, {"feed": {"connected": self.feed_connected},
+                                   "full": table_ids is None,
+                                   "tables": [self.view(t) for t in ids]})
+
+
+class PitService:
+    def __init__(self, host: str, port: int, prefix: str, site: str) -> None:
+        self.broker = (host, port)
+        self.board = PitBoard(prefix, site)
+        self.web = WebServer(self._route, self._snapshot, frozenset({TOPIC}))
+        self._changed: set[str] = set()
+        self._feed_changed = False
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
+
+    # --- the broker side (paho's thread hands every message to the loop) ------------------
+
+    def start_feed(self) -> None:
+        import paho.mqtt.client as mqtt
+
+        self._loop = asyncio.get_running_loop()
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
+                             client_id=f"tabled-pit-{os.getpid()}")
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.reconnect_delay_set(min_delay=1, max_delay=RECONNECT_MAX_S)
+        client.connect_async(*self.broker, keepalive=5)
+        client.loop_start()
+        self._client = client
+
+    def stop_feed(self) -> None:
+        if self._client is not None:
+            self._client.disconnect()
+            self._client.loop_stop()
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
+                    properties: Any = None) -> None:
+        if getattr(reason, "is_failure", False):
+            return
+        for topic in self.board.subscriptions():  # again on every reconnect: clean session
+            client.subscribe(topic, qos=1)
+        self._call(self._feed, True)
+
+    def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any,
+                       properties: Any = None) -> None:
+        self._call(self._feed, False)
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        self._call(self._apply, message.topic, bytes(message.payload))
+
+    def _call(self, function: Any, *args: Any) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(function, *args)
+
+    def _feed(self, connected: bool) -> None:
+        self.board.feed_connected = connected
+        self._feed_changed = True
+        self._wake.set()
+
+    def _apply(self, topic: str, payload: bytes) -> None:
+        changed = self.board.apply(topic, payload)
+        if changed is not None:
+            self._changed.add(changed)
+            self._wake.set()
+
+    async def push_changes(self) -> None:
+        """The changed tables to every browser, together, at most every PUSH_INTERVAL_S."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            changed, self._changed = self._changed, set()
+            if changed or self._feed_changed:
+                self._feed_changed = False
+                self.web.publish(TOPIC, self.board.message(changed))
+            await asyncio.sleep(PUSH_INTERVAL_S)
+
+    # --- the browser side -------------------------------------------------------------------
+
+    def _snapshot(self, topics: frozenset[str]) -> list[bytes]:
+        return [self.board.message()]
+
+    def _route(self, path: str, query: Mapping[str, list[str]]) -> Response | None:
+        if path == "/":
+            return Response(302, b"", headers={"Location": "/pit"})
+        if path == "/pit":
+            return static_file("pit.html")
+        if path.startswith("/static/"):
+            return static_file(path[len("/static/"):])
+        if path == "/pit.json":
+            body = {"feed": {"connected": self.board.feed_connected},
+                    "tables": [self.board.view(t) for t in sorted(self.board.tables)]}
+            return Response(200, json.dumps(body).encode(), "application/json")
+        if path == "/healthz":
+            ok = self.board.feed_connected
+            return Response(200 if ok else 503, b"ok\n" if ok else b"broker not connected\n")
+        return None
+
+
+def _host_port(text: str, what: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{what} {text!r}: allowed: HOST:PORT, e.g. "
+                                         "127.0.0.1:1883")
+    return host, int(port)
+
+
+def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
+    """Broker, prefix and site: the arguments, else a table configuration's [mqtt]."""
+    mqtt: dict[str, Any] = {}
+    if args.config:
+        try:
+            data = tomllib.loads(Path(args.config).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"tablepit: --config {args.config}: cannot be read as TOML: {exc}")
+        section = data.get("mqtt")
+        mqtt = section if isinstance(section, dict) else {}
+        if not mqtt:
+            raise SystemExit(f"tablepit: --config {args.config} has no [mqtt] section; "
+                             "allowed: a table configuration with [mqtt], or --broker and --site")
+    host, port = args.broker or (mqtt.get("host"), mqtt.get("port", 1883))
+    site = args.site or mqtt.get("site")
+    prefix = args.prefix or mqtt.get("prefix", DEFAULT_PREFIX)
+    if not host or not site:
+        raise SystemExit("tablepit: the broker and the site are needed: --broker HOST:PORT and "
+                         "--site NAME, or --config with an [mqtt] section")
+    return str(host), int(port), str(prefix), str(site)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    host, port, prefix, site = feed_settings(args)
+    service = PitService(host, port, prefix, site)
+    listen_host, listen_port = args.listen
+    bound = await service.web.start(listen_host, listen_port)
+    log.info("pit_listening", page=f"http://{listen_host}:{bound}/pit", broker=f"{host}:{port}",
+             topics=service.board.base + "#")
+    if args.port_file:
+        tmp = Path(args.port_file + ".tmp")
+        tmp.write_text(f"{bound}\n")
+        os.replace(tmp, args.port_file)
+    service.start_feed()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    pusher = asyncio.create_task(service.push_changes())
+    started = time.monotonic()
+    await stop.wait()
+    pusher.cancel()
+    await asyncio.gather(pusher, return_exceptions=True)
+    service.stop_feed()
+    await service.web.close()
+    log.info("pit_stopped", served_s=round(time.monotonic() - started, 1))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m controller.display.pit",
+                                     description="Serve the pit page from the tables' MQTT feeds.")
+    parser.add_argument("--config", help="a table configuration of the pit: its [mqtt] names "
+                                          "the broker, prefix and site")
+    parser.add_argument("--broker", type=lambda t: _host_port(t, "--broker"),
+                        help="the broker's HOST:PORT (default: from --config)")
+    parser.add_argument("--site", help="the site's topic level (default: from --config)")
+    parser.add_argument("--prefix", help=f"the topic prefix (default: from --config, else "
+                                         f"{DEFAULT_PREFIX!r})")
+    parser.add_argument("--listen", type=lambda t: _host_port(t, "--listen"),
+                        default=("127.0.0.1", 8090), help="HOST:PORT to serve on "
+                                                          "(default 127.0.0.1:8090; port 0: a free one)")
+    parser.add_argument("--port-file", help="write the bound port here once listening")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    configure_logging(level=args.log_level)
+    try:
+        return asyncio.run(serve(args))
+    except OSError as exc:
+        print(f"tablepit: cannot serve on {args.listen[0]}:{args.listen[1]}: {exc}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The parts of the table's event records: a wager on the layout, a wager's settlement
+(the rules' figures), a round's result and a void round's outcome. Each is a frozen
+dataclass encoded inside its record's payload (and in the store's round record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from cards import Card
+from controller.events.codec import Payload
+from controller.rules.wager import Outcome, RoundView, Settlement
+
+
+@dataclass(frozen=True)
+class Wager(Payload):
+    """A wager on the layout (as the store's rounds and the control API carry it too)."""
+
+    seat: int
+    wager: str
+    amount_cents: int
+
+
+@dataclass(frozen=True)
+class SettledWager(Payload):
+    """One wager's settlement as the log, the rounds table and the pay list carry it: the
+    rules' figures (controller.rules.wager.Settlement), never worked out again."""
+
+    seat: int
+    wager: str
+    amount_cents: int
+    outcome: str
+    odds: str
+    win_cents: int
+    vigorish_cents: int
+    vig_marked_cents: int
+    net_cents: int
+    label: str
+    section: str
+
+    @classmethod
+    def of(cls, s: Settlement, *, vigorish_marked: bool) -> SettledWager:
+        """631a.13(d)(1)-(2): with marked vigorish the seat's net is the rules' own
+        `Settlement.seat_net_cents`, the vigorish marked until collection."""
+        return cls(s.seat, s.wager, s.amount_cents, s.outcome.value, str(s.odds), s.win_cents,
+                   s.vigorish_cents, s.marked_vigorish_cents(vigorish_marked=vigorish_marked),
+                   s.seat_net_cents(vigorish_marked=vigorish_marked), s.label, s.section)
+
+    @property
+    def won(self) -> bool:
+        return self.outcome == Outcome.WIN.value
+
+
+@dataclass(frozen=True)
+class RoundResult(Payload):
+    """A settled round's hands and winner (`round_settled`'s `result`); the side flags
+    exist only for the games that have them (None: not this game)."""
+
+    player: tuple[Card, ...]
+    banker: tuple[Card, ...]
+    player_total: int
+    banker_total: int
+    winner: str
+    player_natural: bool | None = None
+    banker_natural: bool | None = None
+    dragon_7: bool | None = None
+    panda_8: bool | None = None
+    extra: tuple[Card, ...] = ()
+    OMITTED_WHEN: ClassVar[dict[str, object]] = {
+        "player_natural": None, "banker_natural": None, "dragon_7": None, "panda_8": None,
+        "extra": ()}
+
+    @property
+    def natural(self) -> bool:
+        return bool(self.player_natural or self.banker_natural)
+
+    @classmethod
+    def of(cls, view: RoundView, result: Any) -> RoundResult:
+        """A coup's hands (its `round_view()`) and its game's result (`result()`): the
+        side flags the result has, and the Bonus-only cards (681a.7(f)(2)) when dealt."""
+        winner = result.winner
+        flags = {flag: bool(getattr(result, flag)) for flag in
+                 ("player_natural", "banker_natural", "dragon_7", "panda_8")
+                 if hasattr(result, flag)}
+        return cls(view.player, view.banker, view.player_total, view.banker_total,
+                   str(getattr(winner, "value", winner)), extra=view.extra, **flags)
+
+
+@dataclass(frozen=True)
+class VoidOutcome(Payload):
+    """A void round's `result` in the rounds table: why, and whether its wagers stand for
+    the next live round (docs/rulings.md C19, C20)."""
+
+    reason: str
+    wagers_stand: bool = False
+    OMITTED_WHEN: ClassVar[dict[str, object]] = {"wagers_stand": False}

@@ -1,0 +1,202 @@
+"""Who hears of a commit, and when: the store's listeners and group commit.
+
+Listeners get every committed log entry, in log order, and only once the entry may be
+reported: at once for a commit already durable or one that may wait for the next flush
+(GROUPED_KINDS), after its flush for any other. Durable listeners (the witness's heads)
+get the seal of a durable commit.
+
+Group commit (issue 31; docs/architecture.md, "Durable writes"). Without it every money
+step (a wager, the lock-out, a settlement) flushes the WAL on the event loop before the
+step returns. With it (`Store.group_commits`, the daemon's loop) a money step commits
+without a flush and its entries are held; one flush, in a thread of its own, then covers
+every commit made before it started, and only when it has returned are the held entries
+given out, the anchor moved and the callers waiting on `when_durable` (the control
+socket's replies) answered. Steps committed while a flush is in flight wait for the next
+one, which starts as soon as that one returns: wagers, a lock and a settlement that arrive
+together share a flush, and the loop goes on deciding cards while the disk works. Nothing
+is acknowledged before it is on the disk: a power cut loses only commits never reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import structlog
+
+from controller.memory.digests import Seal
+from controller.memory.durability import Durability
+from controller.memory.schema import Event
+
+log = structlog.get_logger("store")
+
+Waiter = Callable[[BaseException | None], None]
+"""Called once the commits made before it was registered are durable (None), or with the
+error that kept them from the disk."""
+
+
+class Delivery:
+    """The listeners of one store's commits, and the commits held for a shared flush."""
+
+    def __init__(self, db: sqlite3.Connection, durability: Durability) -> None:
+        self._db = db
+        self._durability = durability
+        self.listeners: list[Callable[[Event], None]] = []
+        self.after_commit: list[Callable[[], None]] = []
+        self.durable_listeners: list[Callable[[Seal, sqlite3.Connection], None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._flusher: ThreadPoolExecutor | None = None
+        # Commits made but not yet given out, oldest first: (entries, seal, must flush).
+        self._held: list[tuple[list[Event], Seal | None, bool]] = []
+        self._in_flight: list[tuple[list[Event], Seal | None, bool]] | None = None
+        self._waiters: list[Waiter] = []
+        self._in_flight_waiters: list[Waiter] = []
+        self._start_due = False  # a flush is to start at the end of this loop turn
+
+    # --- group commit -------------------------------------------------------------------
+
+    def group_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Group money steps' flushes from now on: each flush runs in a thread of its own
+        and hands its result back to `loop`, whose thread owns the store."""
+        self._loop = loop
+        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+
+    @property
+    def grouping(self) -> bool:
+        return self._loop is not None
+
+    @property
+    def holding(self) -> bool:
+        """Some committed entries are not yet given out (their flush is due or running)."""
+        return bool(self._held) or self._in_flight is not None
+
+    def when_durable(self, waiter: Waiter) -> None:
+        """`waiter` is called once every commit made so far is on the disk and given out
+        (at once when nothing is held)."""
+        if not self.holding:
+            waiter(None)
+        else:
+            self._waiters.append(waiter)
+
+    @property
+    def first_held_seq(self) -> int | None:
+        """The first log entry committed but not yet given out (None: all are out)."""
+        for events, _, _ in (self._in_flight or []) + self._held:
+            if events:
+                return events[0].seq
+        return None
+
+    def close(self) -> None:
+        """Flush what is held, in the caller's thread, as the store closes: it is on the
+        disk and its anchor written, and its waiters are answered; its entries are not
+        given out (the listeners are stopping; a subscriber reads them from the log)."""
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=True)  # a flush in flight returns first
+            self._flusher = None
+        self._loop = None
+        held = (self._in_flight or []) + self._held
+        waiters = self._in_flight_waiters + self._waiters
+        self._in_flight, self._held, self._in_flight_waiters, self._waiters = None, [], [], []
+        if held:
+            self._durability.flush_now()
+            seals = [seal for _, seal, _ in held if seal is not None]
+            if seals:
+                self._durability.committed(seals[-1], durable=True)
+        self._settle_waiters(waiters, None)
+
+    # --- a step's commit ----------------------------------------------------------------
+
+    def committed(self, events: list[Event], seal: Seal | None, *, flushed: bool,
+                  must_flush: bool) -> None:
+        """The step just committed (flushed if `flushed`). Held while grouping if it must
+        be flushed or anything before it is still held (entries go out in log order)."""
+        if self.grouping and not flushed and (must_flush or self.holding):
+            self._held.append((events, seal, must_flush))
+            if self._in_flight is None and not self._start_due:
+                # Not at once: the steps that follow in this loop turn share the flush.
+                self._start_due = True
+                assert self._loop is not None
+                self._loop.call_soon(self._start_flush)
+            return
+        if seal is not None:
+            self._durability.committed(seal, durable=flushed)
+        self._give_out(events)
+        if seal is not None and flushed:
+            # After the step's report: the witness's digest of the money (a few reads and a
+            # hash) is not in front of a lock-out or a settlement. Nothing has written since
+            # the commit, so it reads the state the seal covers.
+            for listener in self.durable_listeners:
+                listener(seal, self._db)
+        # Only now: what the step decided is out before the checkpoint's two flushes.
+        self._durability.checkpoint_if_due(flushed)
+
+    def _give_out(self, events: list[Event]) -> None:
+        for event in events:  # listeners see only what was committed
+            for listener in self.listeners:
+                listener(event)
+        if events:
+            for given_out in self.after_commit:
+                given_out()
+
+    # --- the shared flush ---------------------------------------------------------------
+
+    def _start_flush(self) -> None:
+        """Flush, in the flusher's thread, every commit held now; or, if none of them must
+        be flushed (they only waited behind earlier ones), give them out at once."""
+        self._start_due = False
+        if self._loop is None or self._flusher is None or self._in_flight is not None:
+            return  # closed meanwhile (close() flushed), or already on its way
+        held, waiters, self._held, self._waiters = self._held, self._waiters, [], []
+        if not any(must for _, _, must in held):
+            self._give_out_all(held, waiters, durable=False)
+            return
+        self._in_flight, self._in_flight_waiters = held, waiters
+        mark = self._durability.flush_mark()  # how far the WAL is now: what this flush covers
+        future = self._loop.run_in_executor(self._flusher, self._durability.flush_in_thread)
+        future.add_done_callback(lambda done: self._flushed(done, mark))
+
+    def _flushed(self, future: asyncio.Future[None], mark: str | None) -> None:
+        """On the loop's thread: the flush returned. Give out what it covered, then start
+        the next one for what was committed meanwhile."""
+        if self._in_flight is None:
+            return  # the store closed meanwhile and flushed it itself
+        covered, waiters = self._in_flight, self._in_flight_waiters
+        self._in_flight, self._in_flight_waiters = None, []
+        error = asyncio.CancelledError() if future.cancelled() else future.exception()
+        if error is not None:
+            # The commits are in the WAL but not known to be on the disk: none of them is
+            # reported, and the next money step tries the flush again.
+            log.critical("store_flush_failed", error=str(error), held=len(covered))
+            self._held = covered + self._held
+            waiters, self._waiters = waiters + self._waiters, []
+            self._settle_waiters(waiters, error)
+            return
+        self._durability.flushed_in_thread(mark)
+        if not self._held:  # nothing committed meanwhile: the later waiters are answered too
+            waiters, self._waiters = waiters + self._waiters, []
+        self._give_out_all(covered, waiters, durable=True)
+        if self._held:
+            self._start_flush()
+
+    def _give_out_all(self, covered: list[tuple[list[Event], Seal | None, bool]],
+                      waiters: list[Waiter], *, durable: bool) -> None:
+        """Give out held commits, in order; a durable group moves the anchor to its last
+        seal and hands that seal to the durable listeners (nothing has written since it)."""
+        seals = [seal for _, seal, _ in covered if seal is not None]
+        try:
+            if seals and durable:
+                self._durability.committed(seals[-1], durable=True)
+            self._give_out([event for events, _, _ in covered for event in events])
+            if seals and durable:
+                for listener in self.durable_listeners:
+                    listener(seals[-1], self._db)
+        finally:
+            self._settle_waiters(waiters, None)
+            self._durability.checkpoint_if_due(durable)
+
+    @staticmethod
+    def _settle_waiters(waiters: list[Waiter], error: BaseException | None) -> None:
+        for waiter in waiters:
+            waiter(error)

@@ -1,0 +1,449 @@
+"""The scoreboard a pit boss puts on the floor, in Chromium, landscape and portrait.
+
+A scripted daemon (hil/scripted_daemon.py) logs whole shoes dealt by the rules'
+simulator (controller/rules/simulate.py) in a second: a Baccarat shoe of 81 hands,
+the end of the shoe and the cut, a void round, a 21 Baccarat shoe. Both orientations
+are open at once, in one browser for the module. Each check reads the page's DOM and
+compares it with figures worked out here from the round records, not from the page's
+own model: the newest road columns in view, the banners the state calls for, the hand
+and round numbers, the table number and dealer, every limit, percentages and streaks,
+the labels in the configured languages, and every glyph's size against the rule for
+5 m (docs/display.md, "Read from across the pit").
+
+`DISPLAY_SCREENSHOTS_DIR=docs/images ./run-tests hil/test_scoreboard_browser.py` writes
+the scoreboard's screenshots in docs/display.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controller.display.service import table_info
+from controller.rules.game import load_game
+from controller.rules.simulate import SimulationOptions, simulate
+from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of, settled_wager
+from hil.test_display_browser import (
+    LANDSCAPE, OBSERVER, PORTRAIT, check_pay_list, launched_chromium)
+
+pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
+              pytest.mark.asyncio(loop_scope="module")]
+
+ROOT = Path(__file__).parents[1]
+SIDE_WAGERS = ROOT / "config" / "baccarat-side-wagers.toml"
+TWENTY_ONE = ROOT / "config" / "21-baccarat-8deck.toml"
+SEED = 3  # 81 hands: the Big Road needs more columns than fit in either orientation
+WAIT_MS = 15_000
+LIMITS_PAGE_MS = 6000  # scoreboard.js: each page of limits is shown this long
+# The size rule (docs/display.md): a capital letter or digit at least 20 px high at
+# 1080 lines, a road's mark at least 20 px across.
+MIN_GLYPH_PX = 20.0
+ROADS = ("big-road", "bead-plate", "big-eye-boy", "small-road", "cockroach-pig")
+
+# Every visible text of the header and the board (not the technician's footer): the
+# height of a capital H in the element's own font, measured by the browser's text
+# engine; and every road mark's box.
+MEASURE = """() => {
+  const ctx = document.createElement("canvas").getContext("2d");
+  const out = [];
+  const visible = (n) => { const r = n.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 &&
+           r.top < innerHeight && r.left < innerWidth && getComputedStyle(n).visibility !== "hidden"; };
+  for (const n of document.querySelectorAll("header *, main *")) {
+    const own = [...n.childNodes].filter((c) => c.nodeType === 3 && c.textContent.trim());
+    if (!own.length || !visible(n) || n.closest("[hidden]")) continue;
+    const road = n.closest(".road");
+    if (road) { const rr = road.getBoundingClientRect(), r = n.getBoundingClientRect();
+                if (r.right <= rr.left || r.left >= rr.right) continue; }  // scrolled away
+    // Wholly on the screen and in its panel, not cut off by the panel or its own box.
+    const r = n.getBoundingClientRect(), panel = (n.closest(".panel, .bar")).getBoundingClientRect();
+    const whole = r.left >= panel.left - 1 && r.right <= panel.right + 1 && r.top >= panel.top - 1
+      && r.bottom <= panel.bottom + 1 && r.right <= innerWidth && r.bottom <= innerHeight
+      && (getComputedStyle(n).overflowX === "visible" || n.scrollWidth <= n.clientWidth + 1);
+    const cs = getComputedStyle(n);
+    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const m = ctx.measureText("H");
+    out.push({what: "text", id: n.id || n.className || n.tagName,
+              text: own.map((c) => c.textContent.trim()).join(" "),
+              px: m.actualBoundingBoxAscent + m.actualBoundingBoxDescent, whole});
+  }
+  for (const n of document.querySelectorAll(".road .strip > div, .predict i.mark")) {
+    if (!visible(n)) continue;
+    const road = n.closest(".road");
+    if (road) { const rr = road.getBoundingClientRect(), r = n.getBoundingClientRect();
+                if (r.right <= rr.left + 1 || r.left >= rr.right - 1) continue; }
+    const r = n.getBoundingClientRect();
+    out.push({what: "mark", id: n.className, text: "", px: Math.min(r.width, r.height),
+              whole: true});
+  }
+  return out;
+}"""
+
+# Where each road's cells are against the road's own box: the newest column (the road's
+# highest `col`) must be wholly inside it; a column left of the scroll offset is outside.
+ROAD_VIEW = """(id) => {
+  const road = document.getElementById(id), box = road.getBoundingClientRect();
+  const cells = [...road.querySelectorAll(".strip > div")].map((n) => {
+    const r = n.getBoundingClientRect();
+    return {col: Number(n.dataset.col), left: r.left - box.left, right: r.right - box.left};
+  });
+  const panel = road.closest(".panel").getBoundingClientRect();
+  return {width: box.width, cells, offset: Number(road.dataset.offset),
+          visible: Number(road.dataset.visibleColumns),
+          inside: box.left >= panel.left && box.right <= panel.right && box.bottom <= panel.bottom
+                  && box.right <= innerWidth && box.bottom <= innerHeight};
+}"""
+
+
+def shoe(config: Path, seed: int = SEED) -> list[dict[str, Any]]:
+    return [r for r in simulate(load_game(config), SimulationOptions(shoes=1, seed=seed))
+            if not r["simulated"] and not r["void"]]
+
+
+def percent(part: int, whole: int) -> int:
+    """Whole percent, halves up: 1/8 is 13%."""
+    return int(part * 100 / whole + 0.5) if whole else 0
+
+
+def streaks(winners: list[str]) -> tuple[tuple[str | None, int], int, int]:
+    """(current winner and length, longest Banker, longest Player); ties skipped."""
+    runs: list[tuple[str, int]] = []
+    for w in winners:
+        if w == "tie":
+            continue
+        if runs and runs[-1][0] == w:
+            runs[-1] = (w, runs[-1][1] + 1)
+        else:
+            runs.append((w, 1))
+    longest = {k: max((n for w, n in runs if w == k), default=0) for k in ("banker", "player")}
+    return (runs[-1] if runs else (None, 0)), longest["banker"], longest["player"]
+
+
+def big_road_columns(winners: list[str]) -> int:
+    """How many columns the Big Road draws, counted here without the roads module: a new
+    column per streak, a streak longer than six turns right along the bottom row (a
+    simple shoe's dragon tail; SEED's shoe has no tail meeting another)."""
+    from controller.display.roads import RoadRound, Winner, big_road
+
+    road = big_road([RoadRound(Winner(w)) for w in winners])
+    return max(c.col for c in road.cells) + 1
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Any]:
+    async with launched_chromium() as launched:  # one browser for the module
+        yield launched
+
+
+async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
+    pages = {}
+    for name, viewport in (("landscape", LANDSCAPE), ("portrait", PORTRAIT)):
+        page = await browser.new_page(viewport=viewport, bypass_csp=True)
+        await page.add_init_script(OBSERVER)  # when each element first appears
+        await page.clock.install()  # the page's timers run only when the test says
+        await page.goto(served.url(path))
+        await page.wait_for_function(
+            "document.getElementById('connection').dataset.ok === '1'", timeout=WAIT_MS)
+        pages[name] = page
+    return pages
+
+
+async def until(page: Any, predicate: str) -> None:
+    await page.wait_for_function(predicate, timeout=WAIT_MS)
+
+
+async def header(page: Any) -> dict[str, Any]:
+    return dict(await page.evaluate("""() => ({
+      banner: document.getElementById('announce').dataset.kind,
+      banner_text: document.getElementById('announce').textContent,
+      last_hand: !document.getElementById('last-hand').hidden,
+      hand: document.getElementById('hand-no').textContent,
+      round: document.getElementById('round-no').textContent,
+      hands_counted: document.getElementById('count-rounds').textContent})"""))
+
+
+async def screenshot(page: Any, name: str, tmp_path: Path) -> None:
+    target = Path(os.environ.get("DISPLAY_SCREENSHOTS_DIR") or tmp_path / "screenshots")
+    target.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(target / f"{name}.png"))
+
+
+def check_sizes(measured: list[dict[str, Any]], where: str, *, marks: int = 60) -> None:
+    """Every glyph and mark measured at or above the rule; `marks`: at least this many
+    road marks were measured (the roads were there to measure)."""
+    small = [m for m in measured if m["px"] < MIN_GLYPH_PX]
+    assert not small, f"{where}: smaller than {MIN_GLYPH_PX} px: " + "; ".join(
+        f"{m['what']} {m['id']!r} {m['text']!r} {m['px']:.1f} px" for m in small[:12])
+    cut = [m for m in measured if not m["whole"]]
+    assert not cut, f"{where}: cut off or out of its panel: " + "; ".join(
+        f"{m['id']!r} {m['text']!r}" for m in cut[:12])
+    assert sum(m["what"] == "text" for m in measured) > 40, measured
+    assert sum(m["what"] == "mark" for m in measured) > marks, measured
+
+
+def check_road_in_view(view: dict[str, Any], road: str, where: str) -> None:
+    """The newest column wholly in view; when the road has more columns than fit, the
+    oldest (left of the offset) are out of view and every column shown is whole."""
+    assert view["inside"], f"{where}: {road} runs out of its panel or the screen: {view}"
+    newest = max(c["col"] for c in view["cells"])
+    columns = newest + 1
+    for c in view["cells"]:
+        if c["col"] == newest:
+            assert 0 <= c["left"] and c["right"] <= view["width"] + 0.5, (where, road, c, view)
+        if c["col"] < view["offset"]:
+            assert c["right"] <= 0.5, (where, road, c)
+    assert view["offset"] == max(0, columns + 1 - view["visible"]), (where, road, view)
+
+
+async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
+        browser: Any, tmp_path: Path) -> None:
+    records = shoe(SIDE_WAGERS)
+    assert len(records) >= 70, f"seed {SEED}: {len(records)} hands"
+    table, _ = table_info(str(SIDE_WAGERS))
+    table = {**table, "number": "12", "languages": ["en", "zh-hans"]}
+    status = {"state": "closed", "shoe": {"cards_left": 416}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("new_dealer", {"dealer": "Mei Lin", "burn": False})
+        daemon.status = {**daemon.status, "state": "burn"}
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        board = await open_pages(browser, served, "/scoreboard")
+        base_round = 400  # the daemon numbers rounds across shoes
+        # The first hand, open for bets: the hand in play is hand 1, round 401.
+        daemon.status = {**daemon.status, "state": "betting_open"}
+        daemon.emit("prompt", {"action": "place_bets", "round_no": base_round + 1})
+        for page in board.values():
+            await until(page, "document.getElementById('announce').dataset.kind === 'open'")
+            assert await header(page) == {
+                "banner": "open", "banner_text": "PLACE YOUR BETS请下注", "last_hand": False,
+                "hand": "1", "round": "401", "hands_counted": "0"}
+            assert await page.inner_text("#table-number") == "12"
+            assert await page.inner_text("#dealer-name") == "Mei Lin"
+            assert await page.evaluate("""() => [...document.querySelectorAll(
+                '.count.main [data-label] .lang')].map((n) => [n.lang, n.textContent])""") == [
+                ["en", "Banker"], ["zh-Hans", "庄"], ["en", "Player"], ["zh-Hans", "闲"],
+                ["en", "Tie"], ["zh-Hans", "和"]]
+
+        # 70 hands and more, up to the last: after the lock-out of the 70th, NO MORE BETS.
+        for n, record in enumerate(records[:69], start=1):
+            play_round(daemon, record, base_round + n)
+        play_round(daemon, records[69], base_round + 70, settle=False)
+        for page in board.values():
+            await until(page, "document.getElementById('hand-no').textContent === '70'")
+            await until(page, "document.getElementById('count-rounds').textContent === '69'")
+            assert (await header(page))["banner_text"] == "NO MORE BETS停止下注"
+        daemon.emit("round_settled", {"round_no": base_round + 70, "simulated": False,
+                                      "settlements": [], "table_net_cents": 0,
+                                      "result": result_of(records[69])})
+        for n, record in enumerate(records[70:], start=71):
+            play_round(daemon, record, base_round + n)
+        last = len(records)
+        daemon.status = {**daemon.status, "state": "settlement",
+                         "shoe": {"cards_left": 14, "last_hand": True}}
+        daemon.emit("prompt", {"action": "collect_vigorish", "seats": []})
+        winners = [r["outcome"] for r in records]
+        for where, page in board.items():
+            await until(page, f"document.getElementById('count-rounds').textContent === '{last}'")
+            assert await header(page) == {
+                "banner": "closed", "banner_text": "NO MORE BETS停止下注", "last_hand": True,
+                "hand": str(last), "round": str(base_round + last), "hands_counted": str(last)}
+            await check_counts(page, records, winners)
+            for road in ROADS:
+                check_road_in_view(await page.evaluate(ROAD_VIEW, road), road, where)
+            big = await page.evaluate(ROAD_VIEW, "big-road")
+            assert big["offset"] > 0, f"{where}: {big_road_columns(winners)} Big Road columns, " \
+                                      f"{big['visible']} fit: the test needs them to scroll"
+            await screenshot(page, f"scoreboard-{where}", tmp_path)
+            check_sizes(await page.evaluate(MEASURE), where)
+            await check_limits(page, table["limits"])
+
+        # The end of the shoe, then the cut: no announcement of a round that is not there,
+        # the hand number the count of hands.
+        for state, banner, text in (("end_of_shoe", "shuffle", "SHUFFLE洗牌"),
+                                    ("shuffling", "shuffle", "SHUFFLE洗牌"),
+                                    ("cut", "shuffle", "SHUFFLE洗牌")):
+            daemon.status = {**daemon.status, "state": state}
+            daemon.emit("prompt", {"action": "shoe_complete" if state == "end_of_shoe"
+                                   else "cut"})
+            for where, page in board.items():
+                await until(page, f"document.getElementById('announce').dataset.kind === "
+                                  f"'{banner}' && document.getElementById('last-hand').hidden")
+                assert await header(page) == {
+                    "banner": banner, "banner_text": text, "last_hand": False,
+                    "hand": str(last), "round": str(base_round + last),
+                    "hands_counted": str(last)}, (where, state)
+        await screenshot(board["landscape"], "scoreboard-cut-landscape", tmp_path)
+
+        # A new shoe; its third hand is void (631a.15(e)): not a result, no hand counted,
+        # no NO MORE BETS left up at the end of the shoe it causes.
+        daemon.status = {**daemon.status, "state": "burn", "shoe": {"last_hand": False}}
+        daemon.emit("shoe_loaded", {"shoe_no": 2, "back": "blue"})
+        second = shoe(SIDE_WAGERS, seed=SEED + 1)
+        for n, record in enumerate(second[:2], start=1):
+            play_round(daemon, record, base_round + last + n)
+        play_round(daemon, second[2], base_round + last + 3, settle=False)
+        daemon.status = {**daemon.status, "state": "end_of_shoe"}
+        daemon.emit("round_void", {"reason": "the shoe cannot complete the round",
+                                   "settlements": []})
+        for where, page in board.items():
+            await until(page, "document.getElementById('announce').dataset.kind === 'shuffle'")
+            assert await header(page) == {
+                "banner": "shuffle", "banner_text": "SHUFFLE洗牌", "last_hand": False,
+                "hand": "2", "round": str(base_round + last + 3), "hands_counted": "2"}, where
+            assert await page.evaluate(
+                "document.querySelectorAll('#bead-plate [data-round]').length") == 2
+
+
+async def check_counts(page: Any, records: list[dict[str, Any]], winners: list[str]) -> None:
+    """Counts and percentages of the shoe, pairs and streaks, worked out from the records."""
+    n = len(records)
+    pairs = {hand: sum(1 for r in records if (lambda cs: len(cs) >= 2 and cs[0][:-1] == cs[1][:-1])(
+        result_of(r)[hand])) for hand in ("banker", "player")}
+    expected = {"count-banker": str(winners.count("banker")),
+                "count-player": str(winners.count("player")),
+                "count-tie": str(winners.count("tie")),
+                "percent-banker": f"{percent(winners.count('banker'), n)}%",
+                "percent-player": f"{percent(winners.count('player'), n)}%",
+                "percent-tie": f"{percent(winners.count('tie'), n)}%",
+                "count-banker_pairs": str(pairs["banker"]),
+                "count-player_pairs": str(pairs["player"]),
+                "percent-banker_pair": f"{percent(pairs['banker'], n)}%",
+                "percent-player_pair": f"{percent(pairs['player'], n)}%"}
+    shown = {key: await page.inner_text(f"#{key}") for key in expected}
+    assert shown == expected
+    (now, length), longest_banker, longest_player = streaks(winners)
+    short = {"banker": "B", "player": "P"}
+    assert await page.inner_text("#streak-now") == f"{short[now]} {length}" if now else "\u2013"
+    assert (await page.inner_text("#longest-banker"), await page.inner_text("#longest-player")) \
+        == (f"B {longest_banker}", f"P {longest_player}")
+
+
+async def check_limits(page: Any, limits: list[dict[str, Any]]) -> None:
+    """Every limit of the Rules Submission, side wagers and pairs included, each on a page
+    of the limits panel that the panel shows in turn."""
+    def dollars(cents: int) -> str:
+        d = cents / 100
+        return f"${d / 1000:g}K" if d >= 1000 and d % 1000 == 0 else f"${d:,.0f}" \
+            if d == int(d) else f"${d:,}"
+
+    def shown_range(low: int | None, high: int | None) -> str:
+        return f"{dollars(low or 0)}+" if high is None else f"{dollars(low or 0)}\u2013{dollars(high)}"
+    pages = int(await page.get_attribute("#limits", "data-pages") or 0)
+    per_page = int(await page.get_attribute("#limits", "data-per-page") or 0)
+    assert per_page >= 3, "Banker, Player and Tie on the first page"
+    seen: dict[str, str] = {}
+    for _ in range(pages):
+        # The rows of the page shown, each wholly inside the panel and the screen.
+        shown = await page.evaluate("""() => {
+            const panel = document.querySelector('.limits-panel').getBoundingClientRect();
+            return [...document.querySelectorAll('#limits .limit')].filter((n) => !n.hidden)
+              .map((n) => { const r = n.getBoundingClientRect();
+                return [n.dataset.wager, n.querySelector('.limit-range').textContent,
+                        r.top >= panel.top && r.bottom <= panel.bottom && r.left >= panel.left
+                        && r.right <= panel.right && r.bottom <= innerHeight]; }); }""")
+        assert all(inside for _, _, inside in shown), shown
+        shown = [(wager, text) for wager, text, _ in shown]
+        seen.update(dict(shown))
+        await page.clock.run_for(LIMITS_PAGE_MS)  # the page's clock: no real wait
+    assert pages == -(-len(limits) // per_page)
+    assert seen == {lim["wager"]: shown_range(lim["min_cents"], lim["max_cents"])
+                    for lim in limits}
+
+
+async def test_the_dealer_sees_running_totals_then_what_to_pay_in_both_orientations(
+        browser: Any, tmp_path: Path) -> None:
+    """The dealer's screen while a Banker win is dealt: where each card goes, each hand's
+    total after each card (631a.6), then at the settlement each seat's result, payout and
+    commission (631a.13(c)), highest seat first (631a.12(b))."""
+    config = ROOT / "config" / "simulated-table.toml"
+    records = shoe(config)
+    record = next(r for r in records if r["outcome"] == "banker" and len(
+        [c for c in r["cards"] if c["hand"] in ("player", "banker")]) >= 5)
+    seat_of = {"banker": 7, "player": 3, "tie": 3}
+    settlements = [settled_wager({**s, "seat": seat_of[s["wager"]], "vig_marked_cents": 0})
+                   for s in record["settlements"]]
+    assert any(s["vigorish_cents"] > 0 for s in settlements), "a Banker win owes commission"
+    table, _ = table_info(str(config))
+    status = {"state": "betting_open", "shoe": {"cards_left": 300}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        dealer = await open_pages(browser, served, "/dealer")
+        daemon.emit("prompt", {"action": "place_bets", "round_no": 9})
+        for s in settlements:
+            daemon.emit("wager_accepted", {"seat": s["seat"], "wager": s["wager"],
+                                           "amount_cents": s["amount_cents"]})
+        daemon.status = {**daemon.status, "state": "dealing"}
+        daemon.emit("no_more_bets", {"cause": "dealer", "round_no": 9, "wagers": [],
+                                     "progressive_seats": []})
+        dealt: dict[str, list[int]] = {"player": [], "banker": []}
+        value = {"A": 1, "J": 0, "Q": 0, "K": 0, "10": 0}
+        for i, card in enumerate(c for c in record["cards"] if c["hand"] in dealt):
+            slot = f"{card['hand']}_{('first', 'second', 'third')[len(dealt[card['hand']])]}"
+            daemon.emit("prompt", {"action": "deal", "next": slot})
+            for where, page in dealer.items():
+                await until(page, f"document.getElementById('next-card').dataset.next === "
+                                  f"'{slot}'")
+                assert await page.inner_text("#next-card") == card["hand"].upper(), where
+            daemon.emit("card", {"index": i, "card": card["card"], "hand": card["hand"],
+                                 "slot": slot, "back": "red"}, device="shoe")
+            rank = card["rank"]
+            dealt[card["hand"]].append(value[rank] if rank in value else int(rank))
+            expected = {h: str(sum(v) % 10) if v else "" for h, v in dealt.items()}
+            for where, page in dealer.items():
+                await until(page, f"document.querySelectorAll('#player-cards .card, "
+                                  f"#banker-cards .card').length === {i + 1}")
+                shown = {h: await page.inner_text(f"#{h}-total") for h in dealt}
+                assert shown == expected, (where, card)
+        assert (expected["player"], expected["banker"]) == (
+            str(record["player_total"]), str(record["banker_total"]))
+        at = daemon.emit("round_settled", {
+            "round_no": 9, "simulated": False, "settlements": settlements,
+            "table_net_cents": -sum(s["net_cents"] for s in settlements),
+            "result": result_of(record)})
+        for where, page in dealer.items():
+            await check_pay_list(page, 9, settlements, at)
+            assert await page.inner_text("#round-result") == (
+                f"BANKER WINS {record['banker_total']} to {record['player_total']}")
+            await screenshot(page, f"dealer-totals-{where}", tmp_path)
+
+
+async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path) -> None:
+    """681a: the results view lists the latest hands with their 21-point totals and the
+    winner; the counts, percentages and sizes hold as in Baccarat."""
+    records = shoe(TWENTY_ONE)
+    table, _ = table_info(str(TWENTY_ONE))
+    table = {**table, "number": "7", "languages": ["en", "zh-hant"]}
+    status = {"state": "burn", "shoe": {"cards_left": 400}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        board = await open_pages(browser, served, "/scoreboard")
+        for n, record in enumerate(records, start=1):
+            play_round(daemon, record, n, twenty_one=True)
+        daemon.status = {**daemon.status, "state": "betting_open"}
+        daemon.emit("prompt", {"action": "place_bets", "round_no": len(records) + 1})
+        winners = [r["outcome"] for r in records]
+        latest = records[-12:][::-1]  # board.py RECENT_HANDS, newest first
+        for where, page in board.items():
+            await until(page, "document.body.classList.contains('game-21') && "
+                              f"document.getElementById('count-rounds').textContent === "
+                              f"'{len(records)}'")
+            rows = await page.evaluate("""() => [...document.querySelectorAll(
+                '#hands21 tr[data-round-no]:not([hidden])')].map((r) => [Number(r.dataset.roundNo),
+                [...r.querySelectorAll('td.total')].map((t) => t.textContent),
+                r.querySelector('td.result').textContent])""")
+            assert rows == [[r["round"], [str(r["player_total"]), str(r["banker_total"])],
+                             r["outcome"].upper()] for r in latest[:len(rows)]], where
+            assert len(rows) >= 6, f"{where}: only {len(rows)} hands fit"
+            assert await header(page) == {
+                "banner": "open", "banner_text": "PLACE YOUR BETS請下注", "last_hand": False,
+                "hand": str(len(records) + 1), "round": str(len(records) + 1),
+                "hands_counted": str(len(records))}
+            await check_counts(page, records, winners)
+            assert not await page.locator("#bead-plate").is_visible()
+            check_road_in_view(await page.evaluate(ROAD_VIEW, "big-road"), "big-road", where)
+            await screenshot(page, f"scoreboard-21-{where}", tmp_path)
+            check_sizes(await page.evaluate(MEASURE), where, marks=30)

@@ -1,0 +1,171 @@
+"""Group commit (issue 31; controller/memory/delivery.py, docs/architecture.md "Durable
+writes"): money steps that arrive together share one flush, run in a thread of its own,
+and nothing of them is given out or acknowledged before that flush has returned.
+
+Every interleaving here is forced: the flush thread waits on an event the test sets, so
+what is committed before, during and after a flush is decided by the test, not by the
+speed of the disk or of the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.control import ControlClient, ControlError, ControlServer
+from controller.control_args import whole
+from controller.memory.store import Event, Store
+
+WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
+
+
+class GatedFlushes:
+    """The store's flushes, counted, each waiting in its thread until the test opens it."""
+
+    def __init__(self, store: Store) -> None:
+        self.started = 0
+        self.gate = threading.Event()
+        self.gate.set()
+        self.fail_next: OSError | None = None
+        self._real = store._durability.flush_in_thread
+        store._durability.flush_in_thread = self._flush  # type: ignore[method-assign]
+
+    def _flush(self) -> None:
+        self.started += 1
+        self.gate.wait(timeout=30)
+        if self.fail_next is not None:
+            failure, self.fail_next = self.fail_next, None
+            raise failure
+        self._real()
+
+
+@pytest.fixture
+async def grouped(tmp_path: Path) -> AsyncIterator[tuple[Store, GatedFlushes, list[Event]]]:
+    store = Store(tmp_path / "t.sqlite")
+    given: list[Event] = []
+    store.subscribe(given.append)
+    flushes = GatedFlushes(store)
+    store.group_commits(asyncio.get_running_loop())
+    yield store, flushes, given
+    flushes.gate.set()
+    store.close()
+
+
+async def _durable(store: Store) -> BaseException | None:
+    done: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+    store.when_durable(lambda error: done.done() or done.set_result(error))
+    return await asyncio.wait_for(done, 30)
+
+
+def _step(store: Store, kind: str, payload: dict[str, Any] | None = None) -> None:
+    """One step writing one entry of KIND: the chain's raw append (the payload's fields do not
+    matter here, only which kinds are money steps and when they are flushed)."""
+    with store.transaction():
+        store.append_entry(kind, payload or {}, severity="info")
+
+
+async def test_money_steps_of_one_loop_turn_share_one_flush_and_are_given_out_after_it(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped
+    flushes.gate.clear()
+    _step(store, "wager_accepted", WAGER)
+    _step(store, "wager_accepted", {**WAGER, "seat": 4})
+    _step(store, "no_more_bets")
+    assert given == []  # committed, not yet on the disk: nothing is reported
+    assert store.events_from(0, 10) == []  # a stream paging the log does not see them either
+    flushes.gate.set()
+    assert await _durable(store) is None
+    assert flushes.started == 1  # the first step's flush covers all three
+    assert [e.kind for e in given] == ["wager_accepted", "wager_accepted", "no_more_bets"]
+    assert [e.seq for e in store.events_from(0, 10)] == [1, 2, 3]
+
+
+async def test_steps_committed_during_a_flush_wait_for_the_next_one(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped
+    flushes.gate.clear()
+    _step(store, "wager_accepted", WAGER)
+    await asyncio.sleep(0.05)  # the flush has started in its thread and waits at the gate
+    assert flushes.started == 1
+    _step(store, "card", {"index": 7})  # may wait for a flush, but not overtake the wager
+    _step(store, "round_settled", {"round_id": 1})
+    waiter = asyncio.ensure_future(_durable(store))
+    flushes.gate.set()
+    assert await waiter is None
+    assert flushes.started == 2  # one for the wager, one for the card and the settlement
+    assert [e.kind for e in given] == ["wager_accepted", "card", "round_settled"]
+    assert store.durability.flushed_commits == 1 + 2  # opening the store flushed once
+
+
+async def test_a_card_behind_nothing_held_is_given_out_at_once_without_a_flush(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped
+    _step(store, "card", {"index": 7})
+    assert ([e.kind for e in given], flushes.started) == (["card"], 0)
+
+
+async def test_a_failed_flush_acknowledges_nothing_and_the_next_step_flushes_it_again(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped
+    flushes.fail_next = OSError(5, "Input/output error")
+    _step(store, "wager_accepted", WAGER)
+    error = await _durable(store)
+    assert isinstance(error, OSError) and given == []
+    _step(store, "wager_accepted", {**WAGER, "seat": 5})
+    assert await _durable(store) is None
+    assert [e.payload["seat"] for e in given] == [3, 5]
+
+
+async def test_closing_the_store_flushes_what_is_held_and_answers_its_waiters(
+        tmp_path: Path) -> None:
+    store = Store(tmp_path / "t.sqlite")
+    flushes = GatedFlushes(store)
+    store.group_commits(asyncio.get_running_loop())
+    _step(store, "wager_accepted", WAGER)
+    answered: list[BaseException | None] = []
+    store.when_durable(answered.append)
+    store.close()
+    assert answered == [None] and flushes.started >= 1
+    again = Store(tmp_path / "t.sqlite")
+    assert [e.kind for e in again.events()] == ["wager_accepted"]
+    again.close()
+
+
+async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
+        tmp_path: Path) -> None:
+    """A client sends a round's wagers at once (ControlClient.call_many): the daemon runs
+    them in order, in one loop turn, and answers each only once it is on the disk: one
+    flush for all of them, started after the last."""
+    store = Store(tmp_path / "t.sqlite")
+    flushes = GatedFlushes(store)
+    store.group_commits(asyncio.get_running_loop())
+    srv = ControlServer(str(tmp_path / "control.sock"))
+    seen: list[int] = []
+
+    def place(args: Any) -> dict[str, int]:
+        if args["seat"] == 9:
+            raise ControlError("seat 9 is not at this table", "refused")
+        _step(store, "wager_accepted", {**WAGER, "seat": args["seat"]})
+        seen.append(args["seat"])
+        assert flushes.started == 0  # no flush starts before the last of them has run
+        return {"seat": args["seat"]}
+
+    srv.register("place_wager", place, args={"seat": whole(1, 14)})
+    srv.follow(store)
+    srv.set_history(store.events_from)
+    await srv.start()
+    client = await ControlClient(srv.path).connect()
+    replies = [reply async for reply in client.call_many(
+        [("place_wager", {"seat": seat}) for seat in (1, 9, 2, 3)])]
+    assert replies[0] == {"seat": 1} and replies[2:] == [{"seat": 2}, {"seat": 3}]
+    assert isinstance(replies[1], ControlError) and "seat 9" in str(replies[1])
+    assert flushes.started == 1
+    assert [e.payload["seat"] for e in store.events(kind="wager_accepted")] == [1, 2, 3]
+    await client.close()
+    await srv.close()
+    store.close()
