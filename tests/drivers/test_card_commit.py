@@ -162,15 +162,15 @@ def test_the_daemon_acknowledges_a_card_only_after_a_flushed_commit(tmp_path: Pa
             commits.before_step(CardDrawn("shoe", index, Card.parse("9♠"), BackColour.RED, False))
             with store.transaction():
                 table.saved.shoe.last_card_index = index
-                store.append_event("card", {"index": index})  # grouped
+                store.append_entry("card", {"index": index})  # grouped
         assert shoe.acks == []
         with store.transaction():
-            store.append_event("round_settled", {"round": 1})  # flushed
+            store.append_entry("round_settled", {"round": 1})  # flushed
         assert shoe.acks == [(0, 14)]
         commits.before_step(ShoeLoaded("shoe", 416, BackColour.BLUE))  # the next batch
         with store.transaction():
             table.saved.shoe.last_card_index = -1
-            store.append_event("shoe_loaded", {"cards": 416})
+            store.append_entry("shoe_loaded", {"cards": 416})
         assert shoe.acks[-1] == (1, 0)  # for the new batch: nothing below 0
     finally:
         store.close()
