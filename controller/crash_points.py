@@ -17,6 +17,14 @@ import sqlite3
 
 CRASH_ENV = "TABLE_CRASH_IN_COMMIT"
 MARK = b"crash point: SIGKILL between the transaction's writes and its COMMIT\n"
+CARD_CRASH_ENV = "TABLE_CRASH_AT_CARD"
+"""``index:path``: the daemon kills itself just before the COMMIT of the step that handles
+the shoe's card ``index`` (the link has acknowledged that card's frame: the window that
+protocol 1.2's card commit acknowledgement closes), once: it first creates ``path``, and
+does nothing while ``path`` exists (the restarted daemon must live)."""
+
+_card_crash: tuple[int, str] | None = None  # (index, once-path), armed by install()
+_kill_at_commit = False
 
 
 def parse(spec: str) -> tuple[float, int | None]:
@@ -35,10 +43,17 @@ def parse(spec: str) -> tuple[float, int | None]:
 
 def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
     """Arm the crash point on ``db`` if the environment asks for it; True if armed."""
+    global _card_crash
+    card = os.environ.get(CARD_CRASH_ENV, "")
+    if card:
+        index, _, once = card.partition(":")
+        if not (index.isdigit() and once):
+            raise ValueError(f"{CARD_CRASH_ENV} = {card!r}: expected 'index:path', e.g. 7:/tmp/once")
+        _card_crash = (int(index), once)
     spec = os.environ.get(CRASH_ENV, "") if spec is None else spec
-    if not spec:
+    if not spec and _card_crash is None:
         return False
-    probability, seed = parse(spec)
+    probability, seed = parse(spec) if spec else (0.0, None)
     # Each start draws its own sequence: the seed and the store's commit counter (every
     # start commits before the crash point is armed, so the counter differs from the last
     # start's). One sequence for all starts would kill each start at the same commit, and a
@@ -46,7 +61,8 @@ def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
     rng = random.Random(seed if seed is None else f"{seed}:{_commit_no(db)}")
 
     def before_statement(statement: str) -> None:
-        if statement.lstrip().upper().startswith("COMMIT") and rng.random() < probability:
+        if statement.lstrip().upper().startswith("COMMIT") and (
+                _kill_at_commit or rng.random() < probability):
             os.write(2, MARK)
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -61,3 +77,14 @@ def _commit_no(db: sqlite3.Connection) -> int | None:
     except sqlite3.OperationalError:
         return None
     return None if row is None else int(row[0])
+
+
+def before_card_step(index: int) -> None:
+    """The table is about to handle the shoe's card ``index`` (controller/card_commits.py):
+    with CARD_CRASH_ENV armed for it, the step's COMMIT is the daemon's last act."""
+    global _kill_at_commit
+    if _card_crash is None or _card_crash[0] != index or os.path.exists(_card_crash[1]):
+        return
+    with open(_card_crash[1], "x", encoding="ascii") as once:
+        once.write(f"{index}\n")
+    _kill_at_commit = True

@@ -25,6 +25,7 @@ from controller import __version__
 from controller.access import AccessPolicy
 from controller.access_log import AccessLog
 from controller.auth import PinGuard, PinPolicy
+from controller.card_commits import CardCommits
 from controller.collector import RoundCollector
 from controller.commands import Commands
 from controller.config import ConfigError, TableConfig, load_config
@@ -49,9 +50,7 @@ from controller.table.rules_seam import RulesAdapter
 from controller.table.table import Table
 from controller.watchdog import Health, WatchdogPinger
 from controller.wiring import build_devices, device_as, open_checked_store, secure_store_files
-from drivers.protocols import (
-    Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler,
-)
+from drivers.protocols import Device, DeviceEvent, LinkState, ProgressiveDisplay, SeatPanel, Shuffler
 
 log = structlog.get_logger("tabled")
 
@@ -114,7 +113,9 @@ class Daemon:
         self.witness = self._witness()
         self.commands = Commands(self)
         self.commands.register(self.control)
-        self.intake = EventIntake(self._handle, self.history_checked)
+        # Protocol 1.2 (docs/protocol.md 6.6): the shoe forgets a card once it is on the disk.
+        self.card_commits = CardCommits.attach(self.devices, self.table, self.store)
+        self.intake = EventIntake(self.card_commits.stepping(self._handle), self.history_checked)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.collector = RoundCollector()
         self.metrics_port = 0  # where [metrics] listen serves, once it does

@@ -67,11 +67,11 @@ COMMON_FAULT_ACTIONS: Mapping[wire.FaultCode, str] = {
 }
 
 
-def host_hello() -> wire.Hello:
-    """The Hello this host sends to every device."""
+def host_hello(capabilities: int = wire.CAP_PROTOCOL_1_1) -> wire.Hello:
+    """The Hello this host sends to a device (the shoe's driver adds CAP_CARD_COMMIT)."""
     return wire.Hello(protocol_version=wire.PROTOCOL_VERSION, device_kind=wire.DeviceKind.HOST,
                       serial_number="", firmware_version=HOST_SOFTWARE_VERSION,
-                      capabilities=wire.CAP_PROTOCOL_1_1)
+                      capabilities=capabilities)
 
 
 def back_colour(value: int) -> BackColour:

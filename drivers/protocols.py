@@ -203,6 +203,22 @@ class Shoe(Device, Protocol):
 
 
 @runtime_checkable
+class CommittingShoe(Shoe, Protocol):
+    """A shoe driver that speaks protocol 1.2's card commit acknowledgement
+    (docs/protocol.md 6.6): told what the table has durably stored, it lets the shoe forget
+    those cards, and it drops the cards the shoe sends again that the table already has."""
+
+    def follow_table(self, has_below: Callable[[], int]) -> None:
+        """Before start(): `has_below()` is the index below which the table has every card of
+        the batch in the shoe; until the driver's own count takes over (its first card or
+        ShoeLoaded), a replayed card below it is dropped, one at or above it delivered."""
+
+    def cards_committed(self, loads: int, next_index: int) -> None:
+        """Every card below `next_index` is durably stored, of the batch the shoe reported
+        after `loads` ShoeLoaded events since start(); from the loop's thread, never blocks."""
+
+
+@runtime_checkable
 class Shuffler(Device, Protocol):
     """Automated two-batch shuffler on USB."""
 

@@ -10,6 +10,7 @@ gap in the shoe's card index (a card left the shoe unreported) is a fault too.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -57,16 +58,62 @@ class SerialShoe(LinkedDevice):
         self.baudrate = baudrate
         self._expected_index: int | None = None
         self.last_card_received_ns: int = 0  # perf_counter_ns when the last card frame arrived
+        # Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6).
+        self._table_has_below: Callable[[], int] = lambda: 0  # until the driver counts itself
+        self._loads = 0  # ShoeLoaded received since start(): names the batch an ack is for
+        self._acked_below = 0  # the last CardsCommitted sent, in this batch
+        self._acks: set[asyncio.Task[None]] = set()
 
     async def _open(self) -> Any:
         from firmware_bridge.aio import AsyncLink
         from firmware_bridge.link import Role
 
-        return await AsyncLink.open_serial(self.url, Role.HOST, host_hello(), baudrate=self.baudrate,
+        hello = host_hello(wire.CAP_PROTOCOL_1_1 | wire.CAP_CARD_COMMIT)
+        return await AsyncLink.open_serial(self.url, Role.HOST, hello, baudrate=self.baudrate,
                                            accept_peer=self._accept_peer)
 
+    @property
+    def card_commit(self) -> bool:
+        """This session uses the card commit acknowledgement: the shoe announced it too."""
+        peer = self._peer
+        return peer is not None and bool(peer.capabilities & wire.CAP_CARD_COMMIT)
+
+    def follow_table(self, has_below: Callable[[], int]) -> None:
+        """Before start(): where the table is in the batch (controller/card_commits.py)."""
+        self._table_has_below = has_below
+
+    def cards_committed(self, loads: int, next_index: int) -> None:
+        """6.6 [M-6.6a]: the daemon calls this after a durable commit; the shoe may forget
+        every card below ``next_index``. Sent only for the batch in the shoe (``loads``: the
+        ShoeLoaded the table has seen, which the shoe's next batch makes stale), only
+        forward, only in a session that uses the acknowledgement; a CardsCommitted that a
+        link failure loses costs nothing but a replay the driver drops."""
+        if loads != self._loads or next_index <= self._acked_below or not self.card_commit:
+            return
+        self._acked_below = next_index
+        task = asyncio.get_running_loop().create_task(self._send_commit(next_index))
+        self._acks.add(task)
+        task.add_done_callback(self._acks.discard)
+
+    async def _send_commit(self, next_index: int) -> None:
+        try:
+            await self._send(wire.CardsCommitted(next_index), ShoeNotConnectedError)
+        except ShoeNotConnectedError:
+            self._counters["commit_acks_unsent"] += 1
+        else:
+            self._counters["commit_acks"] += 1
+
+    def _replayed(self, index: int) -> bool:
+        """6.6 [M-6.6d]: a card the table already has, sent again after a handshake."""
+        if not self.card_commit:
+            return False
+        expected = self._expected_index
+        return index < (expected if expected is not None else self._table_has_below())
+
     async def _on_message(self, message: wire.Message) -> None:
-        if isinstance(message, wire.CardDrawn):
+        if isinstance(message, wire.CardDrawn) and self._replayed(message.index):
+            self._counters["cards_replayed_dropped"] += 1
+        elif isinstance(message, wire.CardDrawn):
             self.last_card_received_ns = time.perf_counter_ns()
             self._check_index(message.index)
             self._expected_index = message.index + 1
@@ -83,6 +130,8 @@ class SerialShoe(LinkedDevice):
             self._send_event(events.CoverCardDrawn(self.name, message.index))
         elif isinstance(message, wire.ShoeLoaded):
             self._expected_index = 0
+            self._acked_below = 0
+            self._loads += 1
             self._counters["shoes_loaded"] += 1
             self._send_event(events.ShoeLoaded(self.name, message.cards,
                                                BackColour(message.back_colour)))

@@ -35,6 +35,13 @@ CAP_PROTOCOL_1_1 = 0x0000_0001
 """Hello.capabilities bit 0: the sender follows protocol 1.1 (vendor extension ranges,
 refusal numbering, fault re-report order, per-baud timing).  A 1.0 peer sends 0."""
 
+CAP_CARD_COMMIT = 0x0000_0002
+"""Hello.capabilities bit 1 (protocol 1.2, docs/protocol.md 6.6): the sender takes part in
+the card commit acknowledgement. A host that sets it sends CardsCommitted once the table
+has durably committed cards; a shoe that sets it keeps every CardDrawn the host has not
+yet committed and sends the kept ones again after each handshake. In use only when both
+sides set it."""
+
 VENDOR_MESSAGE_IDS = range(0xE0, 0xFF)
 """Message ids 0xE0..0xFE are the vendor extension range (6.1): a receiver that does not
 know one acknowledges it and ignores it, it is never a bad message.  0xFF is reserved."""
@@ -280,7 +287,8 @@ class Hello(Message):
     serial_number: str = wire(STR, "unit serial number, as printed on its label")
     firmware_version: str = wire(STR, "firmware (or host software) version, free text")
     capabilities: int = wire(
-        U32, "bit set: bit 0 = speaks protocol 1.1 (CAP_PROTOCOL_1_1); send other bits 0, ignore unknown ones")
+        U32, "bit set: bit 0 = speaks protocol 1.1 (CAP_PROTOCOL_1_1), bit 1 = card commit "
+        "acknowledgement (CAP_CARD_COMMIT, 6.6); send other bits 0, ignore unknown ones")
 
 
 @message(0x02, ANYONE)
@@ -378,6 +386,15 @@ class ShoeLoaded(Message):
 
     cards: int = wire(U16, "cards loaded (counted by the shoe)", unit="cards")
     back_colour: int = wire(U8, "0 red, 1 blue, 2 green, 3 black", allowed=_BACKS)
+
+
+@message(0x23, HOST_ONLY)
+@dataclass(frozen=True)
+class CardsCommitted(Message):
+    """Host tells the shoe that every card below next_index is durably committed (6.6; CAP_CARD_COMMIT)."""
+
+    next_index: int = wire(U16, "CardDrawn indexes below this one are committed by the host "
+                                "(of the batch since the last ShoeLoaded)", unit="cards")
 
 
 # --- host <-> shuffler ----------------------------------------------------------------

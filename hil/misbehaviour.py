@@ -105,12 +105,15 @@ MISBEHAVIOURS: dict[str, Misbehaviour] = {
                                           kinds=_SHUFFLER),
     "bad_status_state": Misbehaviour(("M-6.2b",), "messages.fields"),
     "drops_card_drawn": Misbehaviour(("M-6.2c",), "events.card_drawn", kinds=_SHOE),
+    "forgets_acknowledged_cards": Misbehaviour(("M-6.6b", "M-6.6c"), "events.card_replayed",
+                                               kinds=_SHOE),
     "caps_without_1_1": Misbehaviour(("M-7",), "version.announces_1_1"),
 }
 """One broken simulator build per way of breaking a requirement (at least one per MUST the kit
 tests; the issue-28 vendor's builds among them: 1.25 s keepalive, silence at 90 %, a resend at
 40 % of MIN_RTO, acknowledgements 1.5 x INITIAL_RTO late, a duplicate never acknowledged,
-StartShuffle never answered, a dealt card never reported)."""
+StartShuffle never answered, a dealt card never reported); and a 1.2 shoe that announces the
+card commit acknowledgement and still forgets an acknowledged card."""
 
 
 LEGACY_1_0 = frozenset({"caps_without_1_1", "refuse_at_seq0", "acks_stray_first", "nak_counts"})
@@ -147,6 +150,7 @@ class MisbehavingEndpoint(LinkEndpoint):
         self._deferred_hello: _Queued | None = None
         self._late_ack_at: float | None = None
         self._oversize_sent = False
+        self._cards_sent: set[int] = set()
 
     # --- receiving ---------------------------------------------------------------------
 
@@ -308,6 +312,10 @@ class MisbehavingEndpoint(LinkEndpoint):
     def send(self, message: wire.Message, now: float) -> int:
         if "drops_card_drawn" in self.misbehaviours and isinstance(message, wire.CardDrawn):
             return 0  # the card left the shoe; the host never hears of it
+        if "forgets_acknowledged_cards" in self.misbehaviours and isinstance(message, wire.CardDrawn):
+            if message.index in self._cards_sent:
+                return 0  # 6.6: announces CAP_CARD_COMMIT, forgets a card once acknowledged
+            self._cards_sent.add(message.index)
         if "status_before_faults" in self.misbehaviours:
             if isinstance(message, wire.Fault) and not self._sent_other:
                 self._held_faults.append(message)

@@ -79,6 +79,8 @@ class PtyDevice:
         self.active_faults: dict[wire.FaultCode, str] = {}
         self.received: list[wire.Message] = []
         self.handshakes = 0
+        self.capabilities = wire.CAP_PROTOCOL_1_1
+        """Hello.capabilities (a 1.2 shoe adds CAP_CARD_COMMIT)."""
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -214,7 +216,7 @@ class PtyDevice:
     def hello(self) -> wire.Hello:
         return wire.Hello(protocol_version=self.protocol_version, device_kind=self.device_kind,
                           serial_number=self.serial_number, firmware_version=self.firmware_version,
-                          capabilities=wire.CAP_PROTOCOL_1_1)
+                          capabilities=self.capabilities)
 
     async def _plug(self) -> None:
         if self._master is not None:
@@ -262,10 +264,11 @@ class PtyDevice:
                 await self._revive(link)
                 continue
             self.handshakes += 1
-            # Active faults are re-sent after every handshake, ahead of anything queued.
-            for code, detail in list(self.active_faults.items()):
+            # Active faults are re-sent after every handshake, ahead of anything queued (4.3),
+            # then whatever else the device re-sends at a session's start (a shoe's kept cards).
+            for message in self.session_start_messages(link.peer):
                 with contextlib.suppress(BridgeError):
-                    await link.send(wire.Fault(code, detail))
+                    await link.send(message)
             self._up.set()
             try:
                 while True:
@@ -275,6 +278,11 @@ class PtyDevice:
             except BridgeError as exc:
                 log.info("simulated device: link down", error=str(exc))
                 self._up.clear()
+
+    def session_start_messages(self, peer: wire.Hello | None) -> list[wire.Message]:
+        """What the device sends after each handshake before anything queued: a Fault for
+        every active fault (4.3); subclasses add theirs after them."""
+        return [wire.Fault(code, detail) for code, detail in self.active_faults.items()]
 
     async def _revive(self, link: Any) -> None:
         from firmware_bridge.link import LinkState

@@ -8,6 +8,10 @@ is the dealer: ``await shoe.draw()`` pulls the next card out of the shoe.
 Fault injection: ``misread_next()``, ``face_up_next()``, ``garbage()``,
 ``unplug()``/``replug()``, ``set_lid(open)``, ``sensor_fault()``, and a wrong
 firmware or protocol version through the constructor.
+
+With ``card_commit=True`` it is a protocol 1.2 shoe with the card commit
+acknowledgement (docs/protocol.md 6.6): it keeps every card until the host's
+CardsCommitted covers it and sends the kept ones again after each handshake.
 """
 
 from __future__ import annotations
@@ -59,12 +63,23 @@ class SimulatedShoe(PtyDevice):
 
     def __init__(self, stack: list[Card], back: BackColour, cover_card_at: int, *,
                  serial_number: str = "SIM-SHOE-0001", firmware_version: str = "shoe-sim 1.0",
-                 protocol_version: int | None = None, **link: Any) -> None:
+                 protocol_version: int | None = None, card_commit: bool = False,
+                 **link: Any) -> None:
         """``protocol_version`` None speaks firmware_bridge's own; another value makes the
-        daemon refuse the shoe (fault injection).  ``link``: PtyDevice's endpoint_factory
-        and baudrate (a broken or protocol 1.0 firmware core, hil.misbehaviour)."""
+        daemon refuse the shoe (fault injection).  ``card_commit``: a 1.2 shoe announcing
+        CAP_CARD_COMMIT (docs/protocol.md 6.6), which keeps every card until the host says
+        it is committed and sends the kept ones again after each handshake; without it the
+        shoe behaves as 1.1.  ``link``: PtyDevice's endpoint_factory and baudrate (a broken
+        or protocol 1.0 firmware core, hil.misbehaviour)."""
         super().__init__(serial_number=serial_number, firmware_version=firmware_version,
                          protocol_version=protocol_version, name="shoe", **link)
+        self.card_commit = card_commit
+        if card_commit:
+            self.capabilities |= wire.CAP_CARD_COMMIT
+        self._kept: dict[int, wire.CardDrawn] = {}
+        """6.6 [M-6.6b]: the cards sent and not yet covered by a CardsCommitted, by index."""
+        self.replayed = 0
+        """Kept cards sent again after a handshake (6.6 [M-6.6c])."""
         self._stack: list[Card] = []
         self._back = BackColour.RED
         self._cover_card_at = 0
@@ -94,6 +109,7 @@ class SimulatedShoe(PtyDevice):
         self._position = 0
         self._index = 0
         self._cover_out = False
+        self._kept.clear()  # 6.6: ShoeLoaded discards the previous batch's kept cards
 
     async def draw(self) -> Card | None:
         """The dealer pulls the next card out of the shoe and the shoe reports it.
@@ -117,15 +133,40 @@ class SimulatedShoe(PtyDevice):
                                           f"card {index} left the shoe unread"))
             return card
         face_up, self._face_up_next = self._face_up_next, False
-        await self._report(wire.CardDrawn(index, int(card.rank), int(card.suit), int(self._back),
-                                          face_up))
+        drawn = wire.CardDrawn(index, int(card.rank), int(card.suit), int(self._back), face_up)
+        if self.card_commit:
+            self._kept[index] = drawn  # 6.6 [M-6.6b]: until a CardsCommitted covers it
+        await self._report(drawn)
         return card
 
     async def _report(self, message: wire.Message) -> None:
         if not self.host_connected:
-            self.lost_reports += 1
+            if not (isinstance(message, wire.CardDrawn) and message.index in self._kept):
+                self.lost_reports += 1  # a kept card goes out after the next handshake
             return
         await self.send(message)
+
+    # --- protocol 1.2: the card commit acknowledgement (docs/protocol.md 6.6) -----------------
+
+    @property
+    def kept_indexes(self) -> list[int]:
+        """Indexes of the cards the host has not yet said it committed."""
+        return sorted(self._kept)
+
+    def session_start_messages(self, peer: wire.Hello | None) -> list[wire.Message]:
+        """6.6 [M-6.6c]: after the fault re-reports, every kept card again, in index order,
+        when the host announced CAP_CARD_COMMIT too (a 1.1 host gets what 1.1 says)."""
+        messages = super().session_start_messages(peer)
+        if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
+            kept = [self._kept[index] for index in sorted(self._kept)]
+            self.replayed += len(kept)
+            messages.extend(kept)
+        return messages
+
+    async def on_message(self, message: wire.Message) -> None:
+        if isinstance(message, wire.CardsCommitted) and self.card_commit:
+            for index in [i for i in self._kept if i < message.next_index]:
+                del self._kept[index]
 
     @property
     def remaining(self) -> int:

@@ -54,14 +54,19 @@ class FirmwareModel:
 
     def __init__(self, kind: wire.DeviceKind, *, timing: LinkTiming | None = None,
                  endpoint_factory: EndpointFactory = default_endpoint,
-                 capabilities: int = wire.CAP_PROTOCOL_1_1) -> None:
+                 capabilities: int | None = None) -> None:
+        """``capabilities`` None: the kind's own (a shoe adds CAP_CARD_COMMIT, 6.6)."""
         serial, firmware = DEFAULT_SERIALS[kind]
         self.kind = kind
+        if capabilities is None:
+            capabilities = wire.CAP_PROTOCOL_1_1 | (
+                wire.CAP_CARD_COMMIT if kind is wire.DeviceKind.SHOE else 0)
         self.hello = wire.Hello(wire.PROTOCOL_VERSION, kind, serial, firmware, capabilities)
         self.endpoint = endpoint_factory(self.hello, timing or LinkTiming())
         self.active_faults: dict[wire.FaultCode, str] = {}
         self.received: list[wire.Message] = []
         self._cards_drawn = 0
+        self._kept: dict[int, wire.CardDrawn] = {}  # 6.6: sent, not yet committed by the host
 
     def boot(self, now: float) -> None:
         """Power-up: the firmware announces itself with RESET (4.1)."""
@@ -91,7 +96,10 @@ class FirmwareModel:
             return True
         if action == "event" and self.kind is wire.DeviceKind.SHOE:
             index, self._cards_drawn = self._cards_drawn, self._cards_drawn + 1
-            self._send(wire.CardDrawn(index, index % 13 + 1, index % 4, int(BackColour.RED), False), now)
+            card = wire.CardDrawn(index, index % 13 + 1, index % 4, int(BackColour.RED), False)
+            if self.hello.capabilities & wire.CAP_CARD_COMMIT:
+                self._kept[index] = card  # [M-6.6b]
+            self._send(card, now)
             return True
         return False
 
@@ -107,8 +115,15 @@ class FirmwareModel:
                 # 4.3: every active fault first, before any other message of the session
                 for code, detail in self.active_faults.items():
                     self.endpoint.send(wire.Fault(code, detail), now)
+                peer = self.endpoint.peer
+                if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
+                    for index in sorted(self._kept):  # 6.6 [M-6.6c]: right after the Faults
+                        self.endpoint.send(self._kept[index], now)
             elif isinstance(event, MessageReceived):
                 self.received.append(event.message)
+                if isinstance(event.message, wire.CardsCommitted):
+                    for index in [i for i in self._kept if i < event.message.next_index]:
+                        del self._kept[index]
                 reply = reply_to(event.message, active_faults=self.active_faults, uptime_s=now,
                                  self_test=self._self_test())
                 if reply is not None:

@@ -121,10 +121,12 @@ class TableHarness:
                  daemon_log: Path | None = None, extra_overrides: Sequence[str] = (),
                  gpio_claimed: bool = True, open_files: int | None = None,
                  tabled: Sequence[str] | None = None,
-                 wait_for_history_check: bool = True) -> None:
+                 wait_for_history_check: bool = True, card_commit: bool = False) -> None:
         """`wait_for_history_check`: the daemon counts as started once the start's check of
         the whole history is over, not merely when its socket answers (a benchmark of
-        start-to-ready says False)."""
+        start-to-ready says False). `card_commit`: the shoe is a protocol 1.2 shoe with the
+        card commit acknowledgement (docs/protocol.md 6.6); otherwise a 1.1 shoe."""
+        self.card_commit = card_commit
         from controller.config import load_config
 
         self.wait_for_history_check = wait_for_history_check
@@ -177,7 +179,7 @@ class TableHarness:
     async def __aenter__(self) -> TableHarness:
         from hil.shoe_sim import SimulatedShoe
 
-        self.shoe = SimulatedShoe([], self.back, 0)
+        self.shoe = SimulatedShoe([], self.back, 0, card_commit=self.card_commit)
         await self.shoe.start()
         try:
             await self.start_daemon_ready()

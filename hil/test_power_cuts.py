@@ -18,6 +18,12 @@ the whole chain verifies (the critical-memory check, full, on the stopped daemon
 stored round or still on the layout, and nothing else is (a wager in flight when the
 daemon died may be either).
 
+The shoe is a protocol 1.2 shoe with the card commit acknowledgement (docs/protocol.md
+6.6): a card whose frame the link acknowledged before a cut is sent again after the
+restart, so no round is voided for a card the shoe delivered (counted and asserted).
+`TABLE_POWER_CUT_SHOE=1.1` runs a 1.1 shoe instead, which loses such cards and voids their
+rounds by the lost-card ruling (docs/rulings.md C7; counted, not asserted).
+
 Soak: `TABLE_POWER_CUTS=1000 ./run-tests hil/test_power_cuts.py` (default 20). The seeds
 are random and printed; `TABLE_POWER_CUT_SEED=N` replays a run's choices.
 """
@@ -47,6 +53,10 @@ WAGER_CENTS = 500  # [progressive.heavenly9] wager_cents
 LEVELS = {  # level: (reset, percent of each wager): 631c.2(i); 631c.6(c)(4), configuration A
     "progressive": (1_000_000, 10), "mystery": (10_000, 1)}
 PLAYERS = PlayerPlan(seats=(1, 2, 4, 6, 8, 10), progressive=0.5)
+SHOE_PROTOCOL = os.environ.get("TABLE_POWER_CUT_SHOE", "1.2")
+if SHOE_PROTOCOL not in ("1.1", "1.2"):
+    raise ValueError(f"TABLE_POWER_CUT_SHOE = {SHOE_PROTOCOL!r}: allowed are 1.2 (default) and 1.1")
+LOST_CARD = "left the shoe unseen"  # the void reason of the lost-card ruling (C7)
 
 
 def expected_meters(events) -> dict[str, tuple[int, int]]:
@@ -140,7 +150,8 @@ async def acknowledged_wagers_are_stored(harness: TableHarness) -> None:
 
 
 def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monkeypatch):
-    print(f"power cuts: {POWER_CUTS}, seed {SEED} (replay: TABLE_POWER_CUT_SEED={SEED})")
+    print(f"power cuts: {POWER_CUTS}, seed {SEED} (replay: TABLE_POWER_CUT_SEED={SEED}), "
+          f"protocol {SHOE_PROTOCOL} shoe")
     rng = random.Random(SEED)
     monkeypatch.setenv(CRASH_ENV, f"{CRASH_IN_COMMIT}:{rng.randrange(2**32)}")
     tally = Tally()
@@ -149,7 +160,7 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
 
     async def run() -> TableHarness:
         async with TableHarness(CONFIG, tmp_path, seed=rng.randrange(2**32),
-                                players=PLAYERS) as table:
+                                players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2") as table:
             while cuts.done < POWER_CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await table.wait_for_state("betting_open", "end_of_shoe", "cut", "burn",
@@ -166,8 +177,14 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
           f"commits, {result.shoes_completed} shoes, {len(settled)} rounds settled, "
           f"{len(result.void_rounds)} void, {len(result.wagers_placed)} wagers acknowledged, "
           f"{len(result.wagers_in_doubt)} in doubt, chain {tally.chain_entries} entries verified")
+    lost_card_voids = [v for v in result.void_rounds if LOST_CARD in v["reason"]]
+    print(f"protocol {SHOE_PROTOCOL} shoe: {len(lost_card_voids)} rounds void for a lost card, "
+          f"{table.shoe.replayed} cards sent again after a handshake, "
+          f"{table.shoe.lost_reports} reports lost")
     assert result.power_cuts == POWER_CUTS
     # One check per restart, the last one after play; a crash point firing during a check
     # restarts the daemon and checks again.
     assert POWER_CUTS + 1 <= tally.checked_restarts <= POWER_CUTS + result.crash_kills + 1
     assert len(settled) > POWER_CUTS  # play went on between the cuts
+    if SHOE_PROTOCOL == "1.2":  # 6.6: every card the shoe dealt reached the table
+        assert lost_card_voids == []

@@ -112,6 +112,10 @@ CHECKS: dict[str, Check] = {c.id: c for c in [
     Check("events.card_drawn", "6.2",
           "a card the operator deals out of the shoe is reported by CardDrawn",
           frozenset({DeviceKind.SHOE})),
+    Check("events.card_replayed", "6.6",
+          "a shoe announcing CAP_CARD_COMMIT sends a card the host acknowledged but never "
+          "committed again after the next handshake, right after its fault re-reports",
+          frozenset({DeviceKind.SHOE})),
     Check("refusal.numbering", "4.2",
           "the refusing device sends its Hello before Refuse, and nothing acknowledges the "
           "host's Hello before the Refuse does"),

@@ -5,7 +5,9 @@ device acknowledges (5.9, measured, not inferred), that each copy of a duplicate
 frame gets its own acknowledgement (5.4), that unused header fields are ignored
 (3.1), that frames batched in one read all count (5.10), that a 1.0 host's Refuse
 at seq 0 is honoured (4.2), that every request is answered (6.2) and that a card the
-operator deals is reported (6.2).  Each runs on a fresh session (a RESET).
+operator deals is reported (6.2), and that a shoe with the card commit acknowledgement
+sends an uncommitted card again after a handshake (6.6).  Each runs on a fresh session (a
+RESET).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from firmware_bridge.conformance.checks import (
     _unacknowledged_status,
     _wait_reply,
 )
-from firmware_bridge.conformance.prober import Prober, ProbeError, Rx
+from firmware_bridge.conformance.prober import PROBE_HELLO, Prober, ProbeError, Rx
 from firmware_bridge.frame import Frame, FrameKind
 from firmware_bridge.messages import (
+    CAP_CARD_COMMIT,
     NO_BACK_COLOUR,
     BatchStatus,
     CardDrawn,
+    CardsCommitted,
     DeviceKind,
     Fault,
     Hello,
@@ -36,6 +40,7 @@ from firmware_bridge.messages import (
     StartShuffle,
     Status,
     StatusRequest,
+    decode_message,
 )
 
 VENDOR_PROBE = bytes([0xE7, 0x01, 0x02])
@@ -245,12 +250,71 @@ def card_drawn(ctx: Context) -> Verdicts:
     yield "events.card_drawn", True, f"CardDrawn {rx.frame.payload.hex(' ')}"
 
 
+COMMIT_HELLO = Hello(PROBE_HELLO.protocol_version, PROBE_HELLO.device_kind,
+                     PROBE_HELLO.serial_number, PROBE_HELLO.firmware_version,
+                     PROBE_HELLO.capabilities | CAP_CARD_COMMIT)
+"""The prober's Hello for 6.6: a host taking part in the card commit acknowledgement."""
+
+
+def card_replayed(ctx: Context) -> Verdicts:
+    """6.6 [M-6.6b, M-6.6c]: a card acknowledged by the link and never covered by
+    CardsCommitted comes again in the next session, after the Faults and before the rest."""
+    check = "events.card_replayed"
+    p = ctx.prober
+    first = p.open_session(hello=COMMIT_HELLO)
+    assert first.frame is not None
+    hello = decode_message(first.frame.payload)
+    if not isinstance(hello, Hello) or not hello.capabilities & CAP_CARD_COMMIT:
+        yield check, True, "the shoe does not announce CAP_CARD_COMMIT (optional, 6.6): nothing kept"
+        return
+    p.pump(0.2)
+    mark = p.mark()
+    if not p.wire.stimulate("event"):
+        yield check, None, "needs an operator to deal a card (run with --interactive): not run"
+        return
+    try:
+        dealt = _wait_reply(p, CardDrawn.ID, "CardDrawn", mark)
+    except ProbeError:  # 6.2 broken too (docs/conformance.md links this check to M-6.2c)
+        yield check, False, f"the operator dealt a card; no CardDrawn within {p.reset_response_s():.1f} s"
+        return
+    assert dealt.frame is not None
+    card = dealt.frame.payload
+    p.pump(0.2)  # acknowledged by the link, never by CardsCommitted
+    since = p.mark()
+    p.open_session(hello=COMMIT_HELLO)
+    p.pump(p.reset_response_s(), lambda new: any(rx.is_data and rx.frame is not None
+                                                 and rx.frame.payload == card for rx in new))
+    session = [rx.frame.payload for rx in p.data_since(since) if rx.frame is not None]
+    # What the device sent after its Hello, its Hello's copies left out (4.2 and 5.5 judge
+    # anything before it and every resend).
+    ids = [payload[0] for payload in session]
+    after = session[ids.index(Hello.ID) + 1:] if Hello.ID in ids else session
+    sent = [payload for payload in after if payload[0] != Hello.ID]
+    if card not in sent:
+        yield check, False, (f"CardDrawn {card.hex(' ')} was acknowledged but not committed; "
+                             f"the next session did not send it again within "
+                             f"{p.reset_response_s():.1f} s")
+        return
+    # Only Faults and other kept cards (in index order) may come first.
+    before = sorted({payload[0] for payload in sent[:sent.index(card)]} - {Fault.ID, CardDrawn.ID})
+    if before:
+        yield check, False, ("the kept CardDrawn came after message id(s) "
+                             f"{', '.join(f'0x{i:02X}' for i in before)}: it goes right after the "
+                             "fault re-reports")
+        return
+    index = int.from_bytes(card[1:3], "little")
+    p.send_data(CardsCommitted(index + 1))  # the shoe may forget it now
+    p.pump(0.2)
+    yield check, True, f"CardDrawn {card.hex(' ')} sent again after the handshake"
+
+
 SCENARIOS_1_2 = [
     (ack_latency, ("timing.ack_latency",)),
     (duplicate_acked, ("data.duplicate_acked",)),
     (batched_reads, ("framing.batched_reads",)),
     (requests_answered, ("messages.requests_answered",)),
     (card_drawn, ("events.card_drawn",)),
+    (card_replayed, ("events.card_replayed",)),
     (unused_fields, ("framing.unused_fields_ignored",)),
     (accepts_1_0_refuse, ("refusal.accepts_1_0",)),
 ]

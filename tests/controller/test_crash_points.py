@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import subprocess
 import sys
 
 import pytest
 
-from controller.crash_points import CRASH_ENV, MARK, install, parse
+from controller.crash_points import CARD_CRASH_ENV, CRASH_ENV, MARK, before_card_step, install, parse
 
 
 def test_the_spec_is_a_probability_and_an_optional_seed():
@@ -77,3 +78,39 @@ def test_each_start_draws_its_own_crash_points_and_a_seed_replays_them(monkeypat
                                 _kills(43, monkeypatch))
     assert first == again and first  # replayed, and some commits were killed
     assert first != next_start
+
+
+@pytest.mark.parametrize("spec", ["7", "x:/tmp/once", ":/tmp/once"])
+def test_a_bad_card_crash_spec_names_what_is_allowed(spec, monkeypatch):
+    monkeypatch.setenv(CARD_CRASH_ENV, spec)
+    with pytest.raises(ValueError, match=rf"{CARD_CRASH_ENV} = '{spec}': expected 'index:path'"):
+        install(sqlite3.connect(":memory:"))
+
+
+def test_the_card_crash_kills_in_that_cards_step_once(tmp_path, monkeypatch):
+    """TABLE_CRASH_AT_CARD=index:path: the COMMIT after the table starts on that card's step
+    is the last act, and only the first time (the restarted daemon must handle the card)."""
+    import controller.crash_points as crash_points
+
+    killed: list[int] = []
+    monkeypatch.setattr(crash_points.os, "kill", lambda pid, sig: killed.append(sig))
+    monkeypatch.setattr(crash_points.os, "write", lambda fd, data: len(data))
+    monkeypatch.setattr(crash_points, "_kill_at_commit", False)
+    monkeypatch.setattr(crash_points, "_card_crash", None)  # restored after the test
+    monkeypatch.setenv(CARD_CRASH_ENV, f"5:{tmp_path / 'once'}")
+    monkeypatch.delenv(CRASH_ENV, raising=False)
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    assert install(db)
+
+    def step(index: int) -> None:
+        before_card_step(index)
+        db.execute("BEGIN")
+        db.execute("COMMIT")
+
+    step(4)
+    assert killed == []  # another card's step: not this one
+    step(5)
+    assert killed == [signal.SIGKILL] and (tmp_path / "once").read_text() == "5\n"
+    monkeypatch.setattr(crash_points, "_kill_at_commit", False)  # the restarted daemon
+    step(5)
+    assert killed == [signal.SIGKILL]  # the once-file stands: no second kill

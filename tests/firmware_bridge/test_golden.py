@@ -19,6 +19,7 @@ from firmware_bridge.frame import Frame, FrameKind, decode_frame
 from firmware_bridge.messages import (
     BatchStatus,
     CardDrawn,
+    CardsCommitted,
     CoverCardDrawn,
     DeviceKind,
     DeviceState,
@@ -77,6 +78,9 @@ DATA_VECTORS: list[tuple[int, int, Message, str]] = [
      "05 01 07 03 03 06 21 5e 01 c3 fc 00"),
     (1, 1, ShoeLoaded(416, 0),
      "05 01 01 01 04 04 22 a0 01 03 5e c9 00"),
+    # 6.6 (1.2, CAP_CARD_COMMIT): host to shoe, cards 0..5 of the batch are durably stored
+    (4, 7, CardsCommitted(6),
+     "05 01 04 07 03 03 23 06 03 e4 88 00"),
     (1, 1, StartShuffle(1, 416),
      "05 01 01 01 04 07 30 01 a0 01 1c c4 00"),
     (2, 2, ShuffleProgress(208, 416),
