@@ -45,6 +45,9 @@ LOCAL_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
 LOCAL_BROKER = ("127.0.0.1", 1883)
 LINK_UP_TIMEOUT_S = 60.0
 AWARD_CLAIM_TIMEOUT_S = 60.0
+# A round locked and not yet over: its contributions were booked at the lock-out.
+IN_ROUND = ("no_more_bets", "dealing", "first_four_settled", "third_cards", "result",
+            "settlement")
 FAULT_SETTLE_S = 2 * 2.0  # two of the daemon's linked syncs (controller/daemon.py)
 STARTS_AT_ONCE = 4
 UNTIL_STOPPED = 10**6  # shoes: play on until the `until` of the call holds  # daemons starting together: each start reads its whole store
@@ -397,17 +400,16 @@ async def kill_after_lock(pit: Pit, table: PitTable) -> None:
     yet at the server (the link syncs every 2 s). The harness restarts it."""
     h = table.harness
     deadline = time.monotonic() + 120
-    # The outbox alone says when: a row is unsent from the lock that wrote it until the next
-    # sync (up to 2 s). Asking the daemon its state as well made the poll too slow on a
-    # loaded machine to land in that window before the table's shoe ended.
     while not table.done and time.monotonic() < deadline:
+        status = await ask(h, "status")
+        state = status["state"] if status else None
         unsent = unsent_rows(h.store_path)
-        if unsent and h.daemon is not None:
+        if state in IN_ROUND and unsent and h.daemon is not None:
             h.daemon.send_signal(signal.SIGKILL)
             pit.faults.kills.append((table.table_id, unsent))
             pit.say(f"  fault: {table.table_id} killed with {unsent} contribution(s) unsent")
             return
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.02)
 
 
 async def inject_faults(pit: Pit) -> None:
