@@ -48,6 +48,7 @@ AWARD_CLAIM_TIMEOUT_S = 60.0
 # A round locked and not yet over: its contributions were booked at the lock-out.
 IN_ROUND = ("no_more_bets", "dealing", "first_four_settled", "third_cards", "result",
             "settlement")
+UNSENT_WAIT_S = 10.0
 FAULT_SETTLE_S = 2 * 2.0  # two of the daemon's linked syncs (controller/daemon.py)
 STARTS_AT_ONCE = 4
 UNTIL_STOPPED = 10**6  # shoes: play on until the `until` of the call holds  # daemons starting together: each start reads its whole store
@@ -400,11 +401,16 @@ async def kill_after_lock(pit: Pit, table: PitTable) -> None:
     yet at the server (the link syncs every 2 s). The harness restarts it."""
     h = table.harness
     deadline = time.monotonic() + 120
+    # Wait for a lock with a contribution still unsent (the link syncs every 2 s, sometimes at
+    # once); after UNSENT_WAIT_S without one, kill at the next lock-out all the same, so the
+    # kill and its restart always happen (the unsent count is recorded, 0 included).
+    any_lock_after = time.monotonic() + UNSENT_WAIT_S
     while not table.done and time.monotonic() < deadline:
         status = await ask(h, "status")
         state = status["state"] if status else None
         unsent = unsent_rows(h.store_path)
-        if state in IN_ROUND and unsent and h.daemon is not None:
+        if state in IN_ROUND and (unsent or time.monotonic() > any_lock_after) \
+                and h.daemon is not None:
             h.daemon.send_signal(signal.SIGKILL)
             pit.faults.kills.append((table.table_id, unsent))
             pit.say(f"  fault: {table.table_id} killed with {unsent} contribution(s) unsent")
