@@ -16,9 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from controller.control_wire import IDLE_CLOSED, send
-
-WhenDurable = Callable[[Callable[[BaseException | None], None]], None]
-"""Store.when_durable: calls its argument once every commit so far is on the disk."""
+from controller.memory.delivery import WhenDurable, until_durable
 
 
 class Replies:
@@ -55,14 +53,7 @@ class Replies:
         if before is not None:
             await before
         assert self._when_durable is not None
-        done: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
-
-        def settle(error: BaseException | None) -> None:
-            if not done.done():
-                done.set_result(error)
-
-        self._when_durable(settle)
-        error = await done
+        error = await until_durable(self._when_durable)
         if error is not None:  # the flush failed: nothing the request did is acknowledged
             response = {"id": response.get("id"), "ok": False, "code": "internal", "error": (
                 f"not acknowledged: the store could not flush ({error}); see the table's log")}

@@ -16,7 +16,7 @@ from controller.access import Caller
 from controller.control_wire import event_line, kept_line, line, send
 from controller.events.codec import EventRecord
 from controller.events.system_records import SubscriberDropped
-from controller.control_session import WhenDurable
+from controller.memory.delivery import WhenDurable
 from controller.memory.store import Event, Store
 
 log = structlog.get_logger("control")

@@ -36,6 +36,22 @@ Waiter = Callable[[BaseException | None], None]
 """Called once the commits made before it was registered are durable (None), or with the
 error that kept them from the disk."""
 
+WhenDurable = Callable[[Waiter], None]
+"""`Store.when_durable`: registers a waiter."""
+
+
+async def until_durable(when_durable: WhenDurable) -> BaseException | None:
+    """Wait until every commit made so far is on the disk: None, or the error of the flush
+    that failed (nothing it covered may be acknowledged)."""
+    done: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if not done.done():
+            done.set_result(error)
+
+    when_durable(settle)
+    return await done
+
 
 class Delivery:
     """The listeners of one store's commits, and the commits held for a shared flush."""
@@ -183,13 +199,16 @@ class Delivery:
     def _give_out_all(self, covered: list[tuple[list[Event], Seal | None, bool]],
                       waiters: list[Waiter], *, durable: bool) -> None:
         """Give out held commits, in order; a durable group moves the anchor to its last
-        seal and hands that seal to the durable listeners (nothing has written since it)."""
+        seal and hands that seal to the durable listeners, but only if nothing was committed
+        after it: a listener reads the store and the table as the seal leaves them (the
+        witness's digest of the money, the shoe's card acknowledgement), and a step held
+        meanwhile is not on the disk. The flush that covers it hands over its own seal."""
         seals = [seal for _, seal, _ in covered if seal is not None]
         try:
             if seals and durable:
                 self._durability.committed(seals[-1], durable=True)
             self._give_out([event for events, _, _ in covered for event in events])
-            if seals and durable:
+            if seals and durable and not self._held:
                 for listener in self.durable_listeners:
                     listener(seals[-1], self._db)
         finally:

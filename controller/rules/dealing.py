@@ -17,7 +17,7 @@ from cards import Card
 from controller.rules.baccarat import Hand, NextCard
 from controller.rules.game import Coup, Game
 from controller.rules.procedure import (
-    CardFacts, Disposition, LostCardsAction, Phase, card_ruling, lost_cards,
+    Awaited, CardFacts, Disposition, LostCardsAction, Phase, card_ruling, lost_cards,
     shoe_ends_after_round,
 )
 from controller.rules.settlement import PlacedWager, settle_round, settlement_order, void_round
@@ -215,7 +215,7 @@ class ShoeDealing:
             case Disposition.SET_ASIDE:
                 self.set_aside = draw
             case Disposition.DISCARD | Disposition.HOLD:
-                if ruling.section.startswith("681a.7(c)"):
+                if ruling.fulfils is Awaited.DEALER_BURN:
                     self.dealer_burn_due = False
                 self.loose_cards.append(card_obj(draw.card, "discard"))
 

@@ -55,11 +55,20 @@ class Disposition(enum.Enum):
     HOLD = "record it; the round is void once the fault clears"
 
 
+class Awaited(enum.Enum):
+    """A card the procedure was waiting for, which a ruling says this one is (the table
+    stops waiting: `CardFacts` no longer carries it)."""
+
+    DEALER_BURN = "681a.7(c): a new dealer's first card, to the discard rack"
+    UNDISCLOSED_DISCARD = "631a.15(c)(1): the additional card, discarded undisclosed"
+
+
 @dataclass(frozen=True, slots=True)
 class CardRuling:
     disposition: Disposition
     section: str
     reason: str
+    fulfils: Awaited | None = None
 
     @property
     def text(self) -> str:
@@ -107,7 +116,8 @@ def _ruling_681a(phase: Phase, facts: CardFacts) -> CardRuling:
                           "found face up in the shoe: not used in this round")
     if phase is Phase.BETTING and facts.dealer_burn_due:
         return CardRuling(Disposition.DISCARD, "681a.7(c)",
-                          "a new dealer's first card goes to the discard rack")
+                          "a new dealer's first card goes to the discard rack",
+                          Awaited.DEALER_BURN)
     if phase is Phase.BETTING and facts.after_completed_round:
         decision = extra_card_after_17_21()
         if facts.hand_of_17:
@@ -125,7 +135,7 @@ def _ruling_631a(phase: Phase, facts: CardFacts) -> CardRuling:
     if facts.undisclosed_discard_due and phase in (Phase.BETTING, Phase.LOCKED):
         return CardRuling(Disposition.DISCARD, "631a.15(c)(1)",
                           "the additional card drawn face down with a disclosed Player third "
-                          "card: discarded without being disclosed")
+                          "card: discarded without being disclosed", Awaited.UNDISCLOSED_DISCARD)
     if facts.face_up and phase in (Phase.BETTING, Phase.LOCKED):
         decision = card_drawn_in_error(disclosed=True)
         assert decision.action is Action.SIMULATED_ROUND

@@ -16,6 +16,7 @@ from typing import Any
 
 from cards import BackColour, Card
 from controller.events import records as ev
+from controller.rules.irregularities import Action
 from controller.rules.procedure import LastCard, disclosed_player_third
 from controller.table.errors import CommandRefused
 from controller.table.parts import TableParts
@@ -69,7 +70,7 @@ class DisclosedCards:
         self._journal.record(ev.PlayerThirdDisclosed(
             supervisor, index, Card.parse(card), decision.action.name.lower(), decision.section,
             ruling.changes))
-        if ruling.changes and decision.section == "631a.15(c)(2)":
+        if ruling.changes and decision.action is Action.SIMULATED_ROUND:  # 631a.15(c)(2)
             self._rounds.start_simulated_round(self._drawn(index, card), decision.section)
         elif ruling.changes:
             self._discard_disclosed_third(index, card)

@@ -17,7 +17,9 @@ from controller.events.progressive_records import ProgressiveAccepted
 from controller.logsetup import bind_round
 from controller.rules.dealing import hand_of
 from controller.rules.game import Coup
-from controller.rules.procedure import CardRuling, Disposition, shoe_ends_after_round
+from controller.rules.procedure import (
+    Awaited, CardRuling, Disposition, shoe_ends_after_round,
+)
 from controller.rules.wager import SettlementPoint
 from controller.table.parts import TableParts
 from controller.table.machine import TableState
@@ -176,9 +178,9 @@ class RoundPlay:
         """The card goes to the discard rack and into no round (631a.3(b), 681a.7(c), 681a.9)."""
         shoe = self._saved.shoe
         shoe.discarded.append(str(event.card))
-        if ruling.section.startswith("681a.7(c)"):
+        if ruling.fulfils is Awaited.DEALER_BURN:
             shoe.dealer_burn_due = False
-        undisclosed = ruling.section == "631a.15(c)(1)"
+        undisclosed = ruling.fulfils is Awaited.UNDISCLOSED_DISCARD
         if undisclosed:
             shoe.undisclosed_discard_due = False
         self._journal.record(ev.CardDiscarded(event.index, event.card,

@@ -19,6 +19,7 @@ import structlog
 from controller.events.codec import EventRecord
 from controller.events.system_records import WitnessDown, WitnessUp
 from controller.memory.critical import IntegrityError
+from controller.memory.delivery import until_durable
 from controller.memory.store import Store
 from controller.witness.config import WitnessConfig
 from controller.witness.heads import Signer, load_signing_key
@@ -105,14 +106,8 @@ class TableWitness:
         """The last heads to the witness (or kept in the outbox), before the store closes:
         first every commit made so far on the disk (group commit holds the stop's own entries
         until their flush, and only a flushed commit's seal is a head)."""
-        durable: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
-
-        def flushed(error: BaseException | None) -> None:
-            if not durable.done():
-                durable.set_result(error)
-
-        self.store.when_durable(flushed)
-        await durable  # a failed flush: the outbox keeps what was witnessed, the store says why
+        # A failed flush: the outbox keeps what was witnessed, the store says why.
+        await until_durable(self.store.when_durable)
         self._stopped = True  # on the loop's thread: no link event is recorded after this
         if self.link is not None:
             await asyncio.to_thread(self.link.close, self.config.timeout_s)

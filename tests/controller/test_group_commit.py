@@ -169,3 +169,23 @@ async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
     await client.close()
     await srv.close()
     store.close()
+
+
+async def test_a_durable_listener_reads_only_the_state_its_seal_covers(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    """The witness's digest of the money and the shoe's card acknowledgement (protocol 1.2,
+    M-6.6a) read the store and the table when a durable seal is handed to them: a step
+    committed while that seal's flush was on its way is not on the disk yet, so the seal is
+    handed over only when nothing was committed after it (the next flush covers the rest)."""
+    store, flushes, _ = grouped
+    heard: list[tuple[int, int]] = []  # (the seal's last entry, the log's last entry then)
+    store.on_durable_commit(lambda seal, db: heard.append(
+        (seal.log_seq, db.execute("SELECT MAX(seq) FROM events").fetchone()[0])))
+    flushes.gate.clear()
+    _step(store, "wager_accepted", WAGER)
+    await asyncio.sleep(0.05)  # the wager's flush waits at the gate
+    _step(store, "card", {"index": 7})  # committed during that flush: not covered by it
+    _step(store, "round_settled", {"round_id": 1})
+    flushes.gate.set()
+    assert await _durable(store) is None
+    assert heard == [(3, 3)]  # the settlement's flush, covering all three; never (1, 3)
