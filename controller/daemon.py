@@ -126,7 +126,7 @@ class Daemon:
 
     # --- wiring -----------------------------------------------------------------
 
-    def _show_prompt(self, action: str, detail: Mapping[str, Any]) -> None:
+    def _show_prompt(self, action: str) -> None:
         if action == "reshuffle":  # back in SHUFFLING after a fault: ask the shuffler again
             self.spawn(self.commands.play.request_shuffle(None))
         self.panel.prompt(action)

@@ -31,9 +31,9 @@ class Journal:
         self._state_changed = False
 
     def record(self, record: EventRecord, *, severity: str | None = None,
-               device: str | None = None) -> dict[str, object]:
+               device: str | None = None) -> None:
         """Write `record` (its severity, or `severity` where the catalogue lets its kind
-        have another); returns its payload as the log holds it."""
+        have another)."""
         event = self._ports.store.append_event(record, severity=severity, device=device,
                                                round_id=self._saved.round_id)
         # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
@@ -47,14 +47,12 @@ class Journal:
             fields = {("event_" if key == "event" else key): value
                       for key, value in event.payload.items()}
             getattr(log, level)(event.kind, **fields)
-        return event.payload
 
     def announce(self, prompt: Prompt) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""
-        payload = self.record(prompt)
+        self.record(prompt)
         if self._ports.announce is not None:
-            self._ports.announce(prompt.action,
-                                 {key: value for key, value in payload.items() if key != "action"})
+            self._ports.announce(prompt.action)
 
     def state_changed(self) -> None:
         """A saved field changed in a way the round's cards do not imply (`Table._step`)."""

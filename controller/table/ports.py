@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from controller.progressive.ledger import Award
     from controller.rules.wager import RoundView
 
-# Tell the dealer what to do next (the display shows it): action and its details.
-Announce = Callable[[str, Mapping[str, Any]], None]
+# Tell the dealer what to do next: the prompt's action (its details reach the displays with
+# the prompt's event in the log).
+Announce = Callable[[str], None]
 LockSeats = Callable[[str], LockedOut]  # lock every seat now; returns what the sensors held
 OpenSeats = Callable[[frozenset[int]], None]  # unlock; these seats may take progressive wagers
 SetLed = Callable[[int, LedState], None]

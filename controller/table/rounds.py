@@ -62,11 +62,10 @@ class RoundPlay:
     def open_round(self, locked: LockedOut | None, cause: str) -> None:
         """631a.8(c): no more bets; the round opens with the wagers on the layout."""
         saved = self._saved
-        if self._machine.state is not TableState.BETTING_OPEN:
-            # The seat panel echoes every lock the table asks for (no more bets, first card)
-            # as a LockedOut event, and a button press after the first card is another one:
-            # the round is already open, so neither changes anything.
-            return
+        # Only while betting is open: `Table.handle` drops the seat panel's echoed locks
+        # before a step, `cmd_no_more_bets` refuses, the first card is ruled OPEN_ROUND only
+        # in the betting phase.
+        assert self._machine.state is TableState.BETTING_OPEN, self._machine.state
         saved.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
         saved.progressive_seats = locked.wagers if locked else frozenset()
         saved.round_no += 1
