@@ -24,7 +24,7 @@ from typing import Any
 from controller.events import progressive_records as p
 from controller.events import records as r
 from controller.events import system_records as s
-from controller.events.codec import EventRecord, field_names
+from controller.events.codec import EventRecord, field_names, omitted_when
 
 ANY_DEVICE = "the device"  # the device that reported it (shoe, shuffler, seats, display)
 
@@ -48,10 +48,10 @@ class EventKind:
 
     @property
     def fields(self) -> tuple[str, ...]:
-        """The payload's keys: the record's fields; a key some entries leave out ends in
-        '?' (the record's OMITTED_WHEN)."""
-        return tuple(name + ("?" if name in self.record.OMITTED_WHEN else "")
-                     for name in field_names(self.record))
+        """The payload's keys: the record's fields; a key some entries leave out (a field
+        with a default, while it holds it) ends in '?'."""
+        omitted = omitted_when(self.record)
+        return tuple(name + ("?" if name in omitted else "") for name in field_names(self.record))
 
 
 E = EventKind

@@ -3,8 +3,8 @@
 A record is a frozen dataclass (`EventRecord`, one per catalogue kind); a part of one
 (a settlement, a round's result) is a `Payload`. `payload()` encodes once, to the same
 JSON object the log has always stored: a card becomes its text ('10♥'), a back colour
-its name ('red'), a tuple a list, and a field listed in `OMITTED_WHEN` is left out when
-it holds that value (a key some entries never had). `decode(payload)` is the inverse,
+its name ('red'), a tuple a list, and a field with a default is left out while it holds
+that default (a key some entries never had). `decode(payload)` is the inverse,
 driven by the fields' declared types, so a reader gets cards as cards again.
 """
 
@@ -28,7 +28,7 @@ class EventDecodeError(ControllerError, ValueError):
 
 
 class Absent(enum.Enum):
-    """A key this entry does not carry (`OMITTED_WHEN` names it), where None is a value."""
+    """The default of a key some entries do not carry, where None is a value."""
 
     ABSENT = "absent"
 
@@ -69,10 +69,9 @@ def wire(value: Any) -> Any:
 
 
 class Payload:
-    """A typed JSON object of the log: a record or a part of one (a frozen dataclass)."""
-
-    OMITTED_WHEN: ClassVar[Mapping[str, object]] = {}
-    """Fields left out of the payload while they hold this value (and read back as it)."""
+    """A typed JSON object of the log: a record or a part of one (a frozen dataclass). A
+    field with a default is left out of the payload while it holds it, and a payload
+    without it reads back as it (`omitted_when`)."""
 
     def payload(self) -> dict[str, Any]:
         """The JSON object the log stores (encoded once, here)."""
@@ -104,9 +103,7 @@ class Payload:
                 except (TypeError, ValueError, KeyError) as exc:
                     raise EventDecodeError(f"{_title(cls)}: {name} = {payload[name]!r}: "
                                            f"{exc}") from None
-            elif name in cls.OMITTED_WHEN:
-                values[name] = cls.OMITTED_WHEN[name]
-            elif name not in _defaulted(cls):
+            elif name not in omitted_when(cls):  # else the dataclass's default
                 raise EventDecodeError(f"{_title(cls)}: the payload lacks {name!r}")
         return cls(**values)
 
@@ -115,33 +112,36 @@ def _title(cls: type) -> str:
     return f"event {getattr(cls, 'KIND', cls.__name__)!r}"
 
 
-_KEPT = object()  # a field no value leaves out
-_NAMES: dict[type, tuple[str, ...]] = {}
+_KEPT = object()  # a field without a default: no value leaves it out
 _PLANS: dict[type, tuple[tuple[str, object], ...]] = {}
+_OMITTED: dict[type, dict[str, object]] = {}
+_DECODERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
 
 
 def _plan(cls: type[Payload]) -> tuple[tuple[str, object], ...]:
-    """Each field, with the value that leaves it out of the payload (or `_KEPT`)."""
+    """Each field, in the record's order, with its default, the value that leaves it out
+    of the payload (or `_KEPT`)."""
     plan = _PLANS.get(cls)
     if plan is None:
-        plan = _PLANS[cls] = tuple((name, cls.OMITTED_WHEN.get(name, _KEPT))
-                                   for name in field_names(cls))
+        plan = _PLANS[cls] = tuple(
+            (f.name, _KEPT if f.default is dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(cls))  # type: ignore[arg-type]
     return plan
-_DECODERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
 
 
 def field_names(cls: type[Payload]) -> tuple[str, ...]:
     """The payload's keys, in the record's order (a dataclass's fields)."""
-    names = _NAMES.get(cls)
-    if names is None:
-        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-    return names
+    return tuple(name for name, _ in _plan(cls))
 
 
-def _defaulted(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls)
-                     if f.default is not dataclasses.MISSING
-                     or f.default_factory is not dataclasses.MISSING)
+def omitted_when(cls: type[Payload]) -> Mapping[str, object]:
+    """The keys some payloads leave out, each with the value (the field's default) that
+    leaves it out and that a payload without it reads back as."""
+    omitted = _OMITTED.get(cls)
+    if omitted is None:
+        omitted = _OMITTED[cls] = {name: default for name, default in _plan(cls)
+                                   if default is not _KEPT}
+    return omitted
 
 
 def _decoders(cls: type[Payload]) -> dict[str, Callable[[Any], Any]]:

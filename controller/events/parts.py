@@ -6,7 +6,7 @@ dataclass encoded inside its record's payload (and in the store's round record).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from cards import Card
 from controller.events.codec import Payload
@@ -67,9 +67,6 @@ class RoundResult(Payload):
     dragon_7: bool | None = None
     panda_8: bool | None = None
     extra: tuple[Card, ...] = ()
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {
-        "player_natural": None, "banker_natural": None, "dragon_7": None, "panda_8": None,
-        "extra": ()}
 
     @property
     def natural(self) -> bool:
@@ -94,4 +91,3 @@ class VoidOutcome(Payload):
 
     reason: str
     wagers_stand: bool = False
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"wagers_stand": False}

@@ -65,8 +65,6 @@ class ProgressiveMeter(EventRecord):
     award_id: int | None = None
     supervisor: str | None = None
     reason: str | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {
-        "seats": (), "wagers_cents": 0, "award_id": None, "supervisor": None, "reason": None}
 
     @property
     def severity(self) -> str | None:
@@ -92,9 +90,6 @@ class ProgressiveAward(EventRecord):
     claimed: bool | Absent = ABSENT
     supervisor: str | None | Absent = ABSENT
     paid_via: str | None | Absent = ABSENT
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {
-        name: ABSENT for name in ("label", "section", "pay_order", "linked_claim", "claimed",
-                                  "supervisor", "paid_via")}
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,6 @@ class Prompt(EventRecord):
     progressive: str | None = None
     level: str | None = None
     amount_cents: int | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {
-        name: None for name in ("detail", "round_no", "card", "ruling", "remaining", "next",
-                                "state", "reason", "seats", "award_id", "seat",
-                                "progressive", "level", "amount_cents")}
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,6 @@ class ShuffleRequested(EventRecord):
     KIND: ClassVar[str] = "shuffle_requested"
     decks: int
     during_fault: bool = False
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"during_fault": False}
 
 
 @dataclass(frozen=True)
@@ -280,7 +275,6 @@ class RoundVoid(EventRecord):
     reason: str
     settlements: tuple[SettledWager, ...]
     wagers_stand: bool = False
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"wagers_stand": False}
 
 
 @dataclass(frozen=True)
@@ -333,8 +327,6 @@ class FaultAcknowledged(EventRecord):
     code: str | None = None
     detail: str | None = None
     action: str | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {
-        "device": None, "code": None, "detail": None, "action": None}
 
 
 @dataclass(frozen=True)

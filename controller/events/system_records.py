@@ -8,8 +8,6 @@ from typing import Any, ClassVar
 
 from controller.events.codec import ABSENT, Absent, EventRecord
 
-_AGGREGATED: dict[str, object] = {"count": None, "window_s": None}  # refusals.py adds them to repeats
-
 # --- the daemon -------------------------------------------------------------------------
 
 
@@ -23,7 +21,6 @@ class DaemonStarted(EventRecord):
     state: str
     release: str | None | Absent = ABSENT
     software_verified: bool | Absent = ABSENT
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"release": ABSENT, "software_verified": ABSENT}
 
 
 @dataclass(frozen=True)
@@ -117,7 +114,6 @@ class CommandRefused(EventRecord):
     supervisor: str | None = None
     count: int | None = None
     window_s: float | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"supervisor": None, **_AGGREGATED}
 
 
 @dataclass(frozen=True)
@@ -149,7 +145,6 @@ class PinDelay(EventRecord):
     delay_s: float
     count: int | None = None
     window_s: float | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = _AGGREGATED
 
 
 @dataclass(frozen=True)
@@ -168,7 +163,6 @@ class PinRefused(EventRecord):
     locked_for_s: int | None = None
     count: int | None = None
     window_s: float | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"locked_for_s": None, **_AGGREGATED}
 
 
 @dataclass(frozen=True)
@@ -192,7 +186,6 @@ class CriticalMemoryInitialised(EventRecord):
     store: str
     anchor: str
     witness: dict[str, Any] | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"witness": None}
 
 
 @dataclass(frozen=True)
@@ -206,7 +199,6 @@ class CriticalMemoryCleared(EventRecord):
     moved: tuple[str, ...]
     last_values: dict[str, Any]
     witness: dict[str, Any] | None = None
-    OMITTED_WHEN: ClassVar[dict[str, object]] = {"witness": None}
 
 
 @dataclass(frozen=True)
