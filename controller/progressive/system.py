@@ -389,8 +389,8 @@ class ProgressiveSystem:
 
     def feed_pit(self, status: Mapping[str, Any]) -> bool:
         """The pit page's status of this table (the daemon's `status`), sent when changed."""
-        return self.feeds.update_pit(status, self.meters(), self.availability())
+        return self.feeds.update_pit(status, self.availability())
 
     async def follow_pit(self, status: Callable[[], Mapping[str, Any]]) -> None:
         """The daemon's task: the pit page's status, looked at every FEED_INTERVAL_S."""
-        await self.feeds.follow_pit(status, self.meters, self.availability)
+        await self.feeds.follow_pit(status, self.availability)
