@@ -50,8 +50,8 @@ IN_ROUND = ("no_more_bets", "dealing", "first_four_settled", "third_cards", "res
             "settlement")
 UNSENT_WAIT_S = 10.0
 FAULT_SETTLE_S = 2 * 2.0  # two of the daemon's linked syncs (controller/daemon.py)
-STARTS_AT_ONCE = 4
-UNTIL_STOPPED = 10**6  # shoes: play on until the `until` of the call holds  # daemons starting together: each start reads its whole store
+STARTS_AT_ONCE = 4  # daemons starting together: each start reads its whole store
+UNTIL_STOPPED = 10**6  # shoes: play on until the `until` of the call holds
 
 
 @dataclass(frozen=True)

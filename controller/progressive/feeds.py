@@ -5,7 +5,7 @@ publisher; none of this is the ledger, so nothing here can change money."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.progressive.config import ProgressiveConfig
@@ -28,9 +28,14 @@ class ProgressiveFeeds:
         self._connections_seen = 0
         mqtt = config.mqtt
         self.pit: PitFeed | None = None
+        # The pit page's local amounts, kept from the meter events this listener is given
+        # (a meter changes only with one): the feed's look every FEED_INTERVAL_S reads no store.
+        self._amounts: dict[tuple[str, str], int] = {}
         if publisher is not None and mqtt is not None:
             self.pit = PitFeed(publisher.publish, mqtt.prefix, mqtt.site, config.table_id,
                                store._clock)
+            self._amounts = {(m.progressive, m.level): m.amount_cents
+                             for m in ledger.all_meters()}
         self._unsubscribe = store.subscribe(self._on_event) if publisher else None
 
     def close(self) -> None:
@@ -47,6 +52,7 @@ class ProgressiveFeeds:
         if event.kind != METER_EVENT or self.publisher is None or self.config.mqtt is None:
             return
         p = event.payload
+        self._amounts[(p["progressive"], p["level"])] = p["amount_cents"]
         mqtt = self.config.mqtt
         self.publisher.publish(meter_message(mqtt.prefix, mqtt.site, self.config.table_id,
                                              p["progressive"], p["level"], p["amount_cents"],
@@ -78,8 +84,24 @@ class ProgressiveFeeds:
         self._published_linked.clear()
         self.publish_linked()
 
-    def update_pit(self, status: Mapping[str, Any], meters: Sequence[Mapping[str, Any]],
-                   link: Mapping[str, str | None]) -> bool:
+    def pit_meters(self) -> list[dict[str, Any]]:
+        """Each meter as the pit page shows it (`pit_feed.status_payload`), from memory: a
+        local one as its last committed change left it, a linked one as last read from the
+        shared ledger (stale while the link is down), as `meters_view.meter_entries` has them."""
+        meters = []
+        for spec in self.config.progressives:
+            for level in spec.levels:
+                key = (spec.name, level.level)
+                amount, stale = self._amounts.get(key), False
+                if amount is None and self.linked is not None:
+                    shared = self.linked.levels_cache.get(key)
+                    amount = shared.amount_cents if shared is not None else None
+                    stale = self.linked.down_reason is not None
+                meters.append({"progressive": spec.name, "level": level.level,
+                               "linked": spec.linked, "amount_cents": amount, "stale": stale})
+        return meters
+
+    def update_pit(self, status: Mapping[str, Any], link: Mapping[str, str | None]) -> bool:
         """The pit page's status, sent when it changed; everything again after a reconnect
         (a broker restarted without persistence has forgotten the retained messages)."""
         if self.pit is None or self.publisher is None:
@@ -89,12 +111,11 @@ class ProgressiveFeeds:
             self._connections_seen = connections
             self.pit.republish()
             self.publish_all()
-        return self.pit.update(status, meters, link)
+        return self.pit.update(status, self.pit_meters(), link)
 
     async def follow_pit(self, status: Callable[[], Mapping[str, Any]],
-                         meters: Callable[[], Sequence[Mapping[str, Any]]],
                          link: Callable[[], Mapping[str, str | None]]) -> None:
         """Forever: the status sent whenever it changed (a look every FEED_INTERVAL_S)."""
         while True:
-            self.update_pit(status(), meters(), link())
+            self.update_pit(status(), link())
             await asyncio.sleep(FEED_INTERVAL_S)

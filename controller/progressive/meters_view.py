@@ -1,5 +1,6 @@
-"""The meters as the CLI, the displays and the pit page read them: each with its 605a.7
-companion meters, a linked one as last read from the shared ledger."""
+"""The meters as the CLI and the displays read them: each with its 605a.7 companion
+meters, a linked one as last read from the shared ledger (the pit page's few fields come
+from memory instead: `ProgressiveFeeds.pit_meters`)."""
 
 from __future__ import annotations
 

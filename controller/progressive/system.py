@@ -117,15 +117,9 @@ class ProgressiveSystem:
 
     # --- availability ---------------------------------------------------------------------
 
-    def _linked_specs(self) -> list[ProgressiveSpec]:
-        return self.link.specs()
-
-    def _unavailable(self, spec: ProgressiveSpec) -> str | None:
-        return self.link.unavailable(spec)
-
     def availability(self) -> dict[str, str | None]:
         """Each progressive: None when its wagers are accepted, else why not (shown to the dealer)."""
-        return {spec.name: self._unavailable(spec) for spec in self.config.progressives}
+        return {spec.name: self.link.unavailable(spec) for spec in self.config.progressives}
 
     # --- hook: betting opens ----------------------------------------------------------------
 
@@ -133,10 +127,10 @@ class ProgressiveSystem:
         """Every seat's LED: AWAITING, or UNAVAILABLE while the progressive cannot be offered."""
         if not self.config.progressives:
             return {seat: LedState.OFF for seat in range(1, self.config.seats + 1)}
-        if self._linked_specs() and self.sync_on_open:
+        if self.link.specs() and self.sync_on_open:
             self.sync()  # catch up first: a link that came back makes the wager available again
         spec = self.config.progressives[0]
-        return betting_leds(self.config.seats, self._unavailable(spec))
+        return betting_leds(self.config.seats, self.link.unavailable(spec))
 
     # --- hook: lock-out -----------------------------------------------------------------------
 
@@ -152,7 +146,7 @@ class ProgressiveSystem:
         spec = self.config.progressives[0]
         with self.store.transaction():
             acceptance = accept_progressive_wagers(locked, base_wagers, spec, self.config.seats,
-                                                   unavailable_reason=self._unavailable(spec))
+                                                   unavailable_reason=self.link.unavailable(spec))
             if not self.ledger.mark_round(round_id, spec.name):
                 return self._recorded_acceptance(spec, round_id, acceptance)
             self.ledger.record_wagers(round_id, spec.name, (
@@ -209,7 +203,7 @@ class ProgressiveSystem:
         with the other hooks and not used.
         """
         new: list[Award] = []
-        if self._linked_specs() and not self.store.in_transaction:
+        if self.link.specs() and not self.store.in_transaction:
             self.sync()  # the round's committed contributions reach the meter before any claim
         with self.store.transaction():
             for spec in self.config.progressives:
@@ -300,7 +294,7 @@ class ProgressiveSystem:
             award = self.ledger.award(award_id)
             if not award.claimed:
                 raise AwardError(f"award {award_id} awaits its amount from the linked ledger: "
-                                 f"{self._unavailable(self.config.get(award.progressive))}")
+                                 f"{self.link.unavailable(self.config.get(award.progressive))}")
         spec = self.config.get(award.progressive)
         if award.state == PENDING:
             with self.store.transaction():
@@ -374,7 +368,7 @@ class ProgressiveSystem:
     def verify(self) -> list[str]:
         """Integrity problems of the local meters (and the shared ones when reachable)."""
         problems = verify_meters(self.store)
-        if self.linked is not None and self._linked_specs():
+        if self.linked is not None and self.link.specs():
             try:
                 problems.extend(self.linked.verify())
             except LinkDown:
@@ -389,8 +383,8 @@ class ProgressiveSystem:
 
     def feed_pit(self, status: Mapping[str, Any]) -> bool:
         """The pit page's status of this table (the daemon's `status`), sent when changed."""
-        return self.feeds.update_pit(status, self.meters(), self.availability())
+        return self.feeds.update_pit(status, self.availability())
 
     async def follow_pit(self, status: Callable[[], Mapping[str, Any]]) -> None:
         """The daemon's task: the pit page's status, looked at every FEED_INTERVAL_S."""
-        await self.feeds.follow_pit(status, self.meters, self.availability)
+        await self.feeds.follow_pit(status, self.availability)
