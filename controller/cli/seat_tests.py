@@ -285,6 +285,3 @@ def _ask(question: str) -> bool | None:
             return True
         if answer in ("n", "no"):
             return False
-
-
-# --- rounds, meters, jackpots --------------------------------------------------------------
