@@ -30,12 +30,17 @@ TEST_DEVICES = {"shoe": "shoe", "shuffler": "shuffler", "sensors": "seats", "loc
                 "lights": "seats"}
 
 
+def no_such_device(exc: ControlError) -> bool:
+    """The daemon's refusal of a self-test of a device this table has not configured."""
+    return exc.code == "bad_request" and str(exc).startswith("no device")
+
+
 async def device_self_test(d: Daemon, device: str) -> dict[str, Any] | None:
     """Run the daemon's self-test of `device`; None (with a message) if the table has none."""
     try:
         return dict(await with_progress(f"self-test {device}", d.call("self_test", device=device)))
     except ControlError as exc:
-        if exc.code == "bad_request" and str(exc).startswith("no device"):
+        if no_such_device(exc):
             print(f"this table has no '{device}' device configured ({exc})", file=sys.stderr)
             return None
         raise

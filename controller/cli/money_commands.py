@@ -202,6 +202,3 @@ def cmd_jackpot_validate(args: argparse.Namespace) -> int:
             print(render_award(award))
     return _with_supervisor(args, "validate_award", "validated", show,
                             lambda award: exitcodes.OK, award_id=args.award_id)
-
-
-# --- events ------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ from controller.control import ControlError
 from controller.events import decode_event
 from controller.events.records import LateSensorChange, SeatSensor
 from controller.cli.daemon_call import call_daemon, json_error, socket_path, wants_json
-from controller.cli.device_tests import POLL_S, events_after_now, result_line, device_self_test
+from controller.cli.device_tests import (
+    POLL_S, device_self_test, events_after_now, no_such_device, result_line,
+)
 
 # How long the guided tests wait for the technician by default. A technician walks round
 # a 14-seat table touching each spot; two minutes is generous without hanging a script.
@@ -236,7 +238,7 @@ def cmd_test_lights(args: argparse.Namespace) -> int:
                 try:
                     res = await d.call("self_test", device=device)
                 except ControlError as exc:
-                    if exc.code == "bad_request" and str(exc).startswith("no device"):
+                    if no_such_device(exc):
                         continue
                     raise
                 ran.append(dict(res))
@@ -285,6 +287,3 @@ def _ask(question: str) -> bool | None:
             return True
         if answer in ("n", "no"):
             return False
-
-
-# --- rounds, meters, jackpots --------------------------------------------------------------

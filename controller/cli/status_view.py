@@ -260,6 +260,3 @@ def cmd_devices(args: argparse.Namespace) -> int:
         return exitcodes.DEVICE_FAULT if any(x.get("link") != "up" for x in devices) \
             else exitcodes.OK
     return call_daemon(args, body)
-
-
-# --- guided self-tests ----------------------------------------------------------------------

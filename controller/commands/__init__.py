@@ -66,7 +66,8 @@ class Commands:
             "entry)")
         reg("open", after_check(guard(play.open_table)), role=DEALER,
             description="open the table")
-        reg("shuffle", play.shuffle, role=DEALER, description="shuffle a batch for a new shoe")
+        reg("shuffle", guard(play.shuffle), role=DEALER,
+            description="shuffle a batch for a new shoe")
         reg("shoe_loaded", guard(play.shoe_loaded), role=DEALER,
             description="the dealer loaded the shoe: checked like the shoe's own report")
         reg("place_wager", guard(play.place_wager), role=DEALER,

@@ -46,8 +46,6 @@ COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
                         "from_release": text("the release that did not start", max_chars=64,
                                              default="")},
 }
-"""The arguments each control command takes (controller/control_args.py); a command not
-named here takes none. Checked before any handler runs."""
 
 
 def back_colour(value: str | None) -> BackColour | None:

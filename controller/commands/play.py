@@ -10,7 +10,7 @@ from typing import Any
 
 from cards import BackColour
 from controller.commands.args import back_colour
-from controller.commands.guards import guarded
+from controller.commands.guards import refusing
 from controller.commands.host import CommandHost
 from controller.control import ControlError
 from controller.events.records import ShoeLoadDeclared
@@ -47,13 +47,12 @@ class PlayCommands:
             raise CommandRefused(refusal)
         self._daemon.table.cmd_place_wager(args["seat"], args["wager"], args["amount_cents"])
 
-    async def shuffle(self, args: Mapping[str, Any]) -> Any:
+    def shuffle(self, args: Mapping[str, Any]) -> None:
+        """The table starts shuffling; the shuffler is asked in a task of its own."""
         daemon = self._daemon
         back = back_colour(args["back"])
-        decks = daemon.config.submission.game.decks
-        guarded(daemon.table, lambda a: daemon.table.cmd_shuffle(decks), daemon.status)(args)
+        daemon.table.cmd_shuffle(daemon.config.submission.game.decks)
         daemon.spawn(self.request_shuffle(back))
-        return daemon.status()
 
     async def request_shuffle(self, back: BackColour | None) -> None:
         """Ask the shuffler for a shuffle, waiting for its link if it is not up yet.
@@ -132,7 +131,5 @@ class PlayCommands:
                 # 631c.6(c)(5): the dealer verifies the win light before the award is paid.
                 raise ControlError(f"the win light for seat {award.seat} is not confirmed lit by "
                                    "the display; check the display before validating")
-        try:
-            return self._daemon.table.cmd_validate_award(award_id, args["_supervisor"])
-        except CommandRefused as exc:
-            raise ControlError(str(exc)) from exc
+        return refusing(lambda: self._daemon.table.cmd_validate_award(award_id,
+                                                                      args["_supervisor"]))

@@ -46,17 +46,23 @@ const Labels = (() => {
     return key in words ? words[key] : (WORDS.en[key] || key);
   }
 
-  // A label in the main language with the second one beside it (one node per language,
-  // each tagged with its language so the browser picks the right glyphs).
-  function nodes(key) {
+  // The language's tag for an element's lang attribute (the browser picks the glyphs by it).
+  function tag(lang) { return LANG_TAGS[lang] || lang; }
+
+  // A text in the main language with the second one beside it: one node per language,
+  // each tagged with its language, its text textOf(lang).
+  function spans(textOf) {
     return languages.map((lang, i) => {
       const span = document.createElement("span");
       span.className = i === 0 ? "lang main" : "lang alt";
-      span.lang = LANG_TAGS[lang] || lang;
-      span.textContent = word(lang, key);
+      span.lang = tag(lang);
+      span.textContent = textOf(lang);
       return span;
     });
   }
+
+  // A label in each language (spans).
+  function nodes(key) { return spans((lang) => word(lang, key)); }
 
   function fill(node, key) {
     if (node.dataset.labelShown === key + "/" + languages.join(",")) return;
@@ -112,5 +118,6 @@ const Labels = (() => {
     return ok.length ? ok : ["en"];
   }
 
-  return {use, fill, nodes, main, word, shown, get languages() { return languages.slice(); }};
+  return {use, fill, nodes, spans, tag, main, word, shown,
+          get languages() { return languages.slice(); }};
 })();

@@ -4,7 +4,6 @@
 
 (() => {
   const {el, cardFace, setText, money, shortMoney, wagerName} = Display;
-  const LANG_TAG = {en: "en", "zh-hans": "zh-Hans", "zh-hant": "zh-Hant"};
   // The bead's letter: the second language's character on a bilingual board (庄 闲 和 read
   // from across the pit by the players who use them), else the main language's.
   function shortLang() {
@@ -60,7 +59,7 @@
     lastRoads = data;
     drawRoad(document.getElementById("bead-plate"), data.bead_plate, (cell, i) => {
       const node = el("div", {class: "bead-cell " + cell.winner, "data-round": i + 1,
-                              "data-winner": cell.winner, lang: LANG_TAG[shortLang()],
+                              "data-winner": cell.winner, lang: Labels.tag(shortLang()),
                               text: Labels.word(shortLang(), "short_" + cell.winner)});
       pairDots(node, cell);
       return node;
@@ -113,11 +112,10 @@
     setText("banker-total", hand ? hand.banker_total : "");
     const winner = document.getElementById("winner");
     winner.className = "winner " + (hand ? hand.winner : "");
-    winner.replaceChildren(...(!hand ? [] : Labels.languages.map((lang, i) => el("span", {
-      class: i ? "lang alt" : "lang main", lang: LANG_TAG[lang],
-      text: hand.winner === "tie" ? Labels.word(lang, "tie").toUpperCase() :
-        `${Labels.word(lang, hand.winner).toUpperCase()}${lang === "en" ? " " : ""}` +
-        Labels.word(lang, "wins")}))));
+    winner.replaceChildren(...(!hand ? [] : Labels.spans((lang) => hand.winner === "tie" ?
+      Labels.word(lang, "tie").toUpperCase() :
+      `${Labels.word(lang, hand.winner).toUpperCase()}${lang === "en" ? " " : ""}` +
+      Labels.word(lang, "wins"))));
   }
 
   function drawHands21(hands) {
