@@ -85,6 +85,12 @@ class Frame:
         if not (0 <= self.seq <= 0xFF and 0 <= self.ack <= 0xFF):
             raise FrameError(f"seq {self.seq} / ack {self.ack} must be 0..255")
 
+    @property
+    def unused_fields_set(self) -> bool:
+        """3.1: seq is unused outside DATA, ack in RESET and RESET_ACK; True if one is not 0."""
+        return (self.kind is not FrameKind.DATA and self.seq != 0) or (
+            self.kind in (FrameKind.RESET, FrameKind.RESET_ACK) and self.ack != 0)
+
     def to_bytes(self) -> bytes:
         """The decoded frame: header, payload, CRC (not yet COBS-stuffed)."""
         body = _HEADER.pack(self.kind, self.seq, self.ack, len(self.payload)) + self.payload

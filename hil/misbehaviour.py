@@ -185,9 +185,7 @@ class MisbehavingEndpoint(LinkEndpoint):
         return b"\x00".join(kept)
 
     def _on_frame(self, frame: Frame, now: float) -> None:
-        if "drops_nonzero_unused" in self.misbehaviours and (
-                (frame.kind is not FrameKind.DATA and frame.seq != 0)
-                or (frame.kind in (FrameKind.RESET, FrameKind.RESET_ACK) and frame.ack != 0)):
+        if "drops_nonzero_unused" in self.misbehaviours and frame.unused_fields_set:
             return  # 3.1: these fields are to be ignored, not checked
         if ("accepts_session_zero" in self.misbehaviours and frame.kind is FrameKind.RESET
                 and frame.payload == b"\x00\x00\x00\x00"):
@@ -296,16 +294,13 @@ class MisbehavingEndpoint(LinkEndpoint):
         super().poll(now)
 
     def next_deadline(self) -> float | None:
-        deadline = super().next_deadline()
-        extra = [t for t in (self._late_ack_at,) if t is not None]
-        if "keepalive_when_refused" in self.misbehaviours and self.state is LinkState.REFUSED:
-            extra.append(self._last_tx + self.timing.keepalive_idle)
-        if extra:
-            deadline = min([*extra, *([deadline] if deadline is not None else [])])
-        if "restart_when_refused" in self.misbehaviours and self.state is LinkState.REFUSED:
-            wake = (self._refused_at + 2.0) if self._refused_at is not None else 0.0
-            return wake if deadline is None else min(deadline, wake)
-        return deadline
+        due = [super().next_deadline(), self._late_ack_at]
+        if self.state is LinkState.REFUSED:
+            if "keepalive_when_refused" in self.misbehaviours:
+                due.append(self._last_tx + self.timing.keepalive_idle)
+            if "restart_when_refused" in self.misbehaviours:
+                due.append((self._refused_at + 2.0) if self._refused_at is not None else 0.0)
+        return min((t for t in due if t is not None), default=None)
 
     # --- sending ---------------------------------------------------------------------------
 

@@ -148,7 +148,7 @@ class Context:
     @property
     def frame_time(self) -> float:
         """Wire time of one maximum frame at this baud rate."""
-        return MAX_WIRE_FRAME * BITS_PER_BYTE_8N1 / self.baudrate
+        return self.wire_time(MAX_WIRE_FRAME)
 
     def wire_time(self, wire_bytes: int) -> float:
         return wire_bytes * BITS_PER_BYTE_8N1 / self.baudrate
@@ -178,7 +178,7 @@ class Context:
 
 
 _SESSION = struct.Struct("<I")
-ACK_WIRE_BYTES = 9  # an ACK frame on the wire: 7 bytes, COBS overhead and the delimiter
+ACK_WIRE_BYTES = len(Frame(FrameKind.ACK).encode())  # 7 bytes, COBS overhead, delimiter: 9
 
 
 def _payload_id(rx: Rx) -> int:
@@ -197,6 +197,15 @@ def _sent_status_request(p: Prober) -> int:
     mark = p.mark()
     p.send_data(StatusRequest())
     return mark
+
+
+def _status_answers(p: Prober, since: int, wanted: int) -> int:
+    """Wait for ``wanted`` Status frames after log index ``since``; how many distinct
+    answers (by seq, a resend counting once) came."""
+    p.pump(p.reset_response_s(), lambda new: len(
+        [rx for rx in p.data_since(since) if _payload_id(rx) == Status.ID]) >= wanted)
+    return len({rx.frame.seq for rx in p.data_since(since)
+                if rx.frame is not None and _payload_id(rx) == Status.ID})
 
 
 def _answers_status(p: Prober) -> bool:
@@ -366,10 +375,7 @@ def out_of_order(ctx: Context) -> Verdicts:
     early_reply = [rx for rx in p.data_since(start) if _payload_id(rx) == Status.ID]
     mark = p.mark()
     p.send_raw(first.encode() + second.encode())
-    p.pump(p.reset_response_s(), lambda new: len(
-        [rx for rx in p.data_since(mark) if _payload_id(rx) == Status.ID]) >= 2)
-    recovered = len({rx.frame.seq for rx in p.data_since(mark)
-                     if rx.frame is not None and _payload_id(rx) == Status.ID}) >= 2
+    recovered = _status_answers(p, mark, 2) >= 2
     nak_ok = bool(naks) and naks[0].frame is not None and naks[0].frame.ack == first.seq
     ok = nak_ok and not early_reply and recovered
     yield "data.out_of_order", ok, (
@@ -469,7 +475,7 @@ def nak(ctx: Context) -> Verdicts:
                   and rx.frame.seq == seq]
         delays.append(resent[0].time - sent_at if resent else None)
     # at once: well before any timer (MIN_RTO), allowing the NAK's and the resend's wire time
-    allowed = 0.5 * ctx.timing.min_rto + p.wire.slack + 64 * BITS_PER_BYTE_8N1 / ctx.baudrate
+    allowed = 0.5 * ctx.timing.min_rto + p.wire.slack + ctx.wire_time(64)
     ok = all(d is not None and d <= allowed for d in delays)
     by_nak = sum(d is not None and d <= allowed for d in delays)
     shown = ", ".join("none" if d is None else f"{d:.3f}" for d in delays)
@@ -692,9 +698,7 @@ def judge_whole_run(ctx: Context) -> Verdicts:
     """Checks over everything the device sent in the run."""
     log = ctx.prober.log
     errors = [rx for rx in log if rx.error is not None]
-    odd = [rx for rx in log if rx.frame is not None and (
-        (rx.frame.kind is not FrameKind.DATA and rx.frame.seq != 0)
-        or (rx.frame.kind in (FrameKind.RESET, FrameKind.RESET_ACK) and rx.frame.ack != 0))]
+    odd = [rx for rx in log if rx.frame is not None and rx.frame.unused_fields_set]
     problems = [f"{len(errors)} bad frames (first: {errors[0].error})"] if errors else []
     if odd and odd[0].frame is not None:
         problems.append(f"{len(odd)} frames with non-zero unused fields (first: "

@@ -17,6 +17,7 @@ from firmware_bridge.conformance.checks import (
     Context,
     Verdicts,
     _payload_id,
+    _status_answers,
     _unacknowledged_status,
     _wait_reply,
 )
@@ -74,9 +75,9 @@ def _acknowledgement(p: Prober, seq: int, since: int, seconds: float) -> Rx | No
         return None
 
 
-def _ack_delay(ctx: Context, payload: bytes) -> tuple[float | None, int]:
+def _ack_delay(ctx: Context, payload: bytes) -> float | None:
     """Send one DATA frame of ``payload``; how long after its end its acknowledgement's
-    frame began to arrive (None: none within a second past the limit), and its seq."""
+    frame began to arrive (None: none within a second past the limit)."""
     p = ctx.prober
     frame = p.data_frame(payload)
     mark = p.mark()
@@ -84,16 +85,15 @@ def _ack_delay(ctx: Context, payload: bytes) -> tuple[float | None, int]:
     sent_end = p.now() + ctx.wire_time(len(frame.encode()))
     rx = _acknowledgement(p, frame.seq, mark, ctx.ack_limit + 1.0)
     if rx is None or rx.frame is None:
-        return None, frame.seq
-    return rx.time - ctx.wire_time(len(rx.frame.encode())) - sent_end, frame.seq
+        return None
+    return rx.time - ctx.wire_time(len(rx.frame.encode())) - sent_end
 
 
 def ack_latency(ctx: Context) -> Verdicts:
     p = _settled_session(ctx)
     delays = []
     for _ in range(3):  # an unanswered message: the device decides alone when to acknowledge
-        delay, _seq = _ack_delay(ctx, VENDOR_PROBE)
-        delays.append(delay)
+        delays.append(_ack_delay(ctx, VENDOR_PROBE))
         p.pump(0.1)
     worst = max((d for d in delays if d is not None), default=None)
     ok = None not in delays and worst is not None and worst <= ctx.ack_limit
@@ -151,10 +151,7 @@ def batched_reads(ctx: Context) -> Verdicts:
     frames = [p.data_frame(StatusRequest()), p.data_frame(VENDOR_PROBE),
               p.data_frame(StatusRequest())]
     p.send_raw(b"".join(f.encode() for f in frames))
-    p.pump(p.reset_response_s(), lambda new: len(
-        [rx for rx in p.data_since(mark) if _payload_id(rx) == Status.ID]) >= 2)
-    answers = len({rx.frame.seq for rx in p.data_since(mark)
-                   if rx.frame is not None and _payload_id(rx) == Status.ID})
+    answers = _status_answers(p, mark, 2)
     acked = _acknowledgement(p, frames[-1].seq, mark, 0.0) is not None
     ok = answers == 2 and acked
     yield "framing.batched_reads", ok, (
@@ -203,14 +200,15 @@ def requests_answered(ctx: Context) -> Verdicts:
             problems.append(f"{type(request).__name__}: {exc}")
     detail = "Status and SelfTestResult answered"
     if ctx.kind is DeviceKind.SHUFFLER:
-        shuffle = _shuffle(p, mark)
-        problems += [shuffle] if shuffle.startswith("StartShuffle:") else []
+        answered, shuffle = _shuffle(p, mark)
+        if not answered:
+            problems.append(shuffle)
         detail += f"; {shuffle}"
     yield "messages.requests_answered", not problems, "; ".join(problems) or detail
 
 
-def _shuffle(p: Prober, mark: int) -> str:
-    """StartShuffle for the batch BatchStatus names; a report of what came back."""
+def _shuffle(p: Prober, mark: int) -> tuple[bool, str]:
+    """StartShuffle for the batch BatchStatus names: whether it was answered, and what came."""
     held = [rx for rx in p.data_since(mark) if _payload_id(rx) == BatchStatus.ID]
     colour = held[-1].frame.payload[1] if held and held[-1].frame is not None else NO_BACK_COLOUR
     request = StartShuffle(0 if colour == NO_BACK_COLOUR else colour, 416)
@@ -225,12 +223,12 @@ def _shuffle(p: Prober, mark: int) -> str:
         if any(i in answers for i in got):
             break
         if ShuffleProgress.ID not in got:
-            return (f"StartShuffle: no ShuffleComplete or Fault, and no ShuffleProgress for "
-                    f"{SHUFFLE_PROGRESS_S:.0f} s")
-    counts = sum(_payload_id(rx) == ShuffleProgress.ID for rx in p.data_since(since))
-    ended = "ShuffleComplete" if ShuffleComplete.ID in [_payload_id(rx) for rx in p.data_since(since)] \
-        else "a Fault"
-    return f"StartShuffle({request.back_colour}, 416) answered by {ended} after {counts} ShuffleProgress"
+            return False, (f"StartShuffle: no ShuffleComplete or Fault, and no ShuffleProgress "
+                           f"for {SHUFFLE_PROGRESS_S:.0f} s")
+    got = [_payload_id(rx) for rx in p.data_since(since)]
+    ended = "ShuffleComplete" if ShuffleComplete.ID in got else "a Fault"
+    return True, (f"StartShuffle({request.back_colour}, 416) answered by {ended} after "
+                  f"{got.count(ShuffleProgress.ID)} ShuffleProgress")
 
 
 def card_drawn(ctx: Context) -> Verdicts:
@@ -316,6 +314,8 @@ SCENARIOS_1_2 = [
     (card_drawn, ("events.card_drawn",)),
     (card_replayed, ("events.card_replayed",)),
     (unused_fields, ("framing.unused_fields_ignored",)),
-    (accepts_1_0_refuse, ("refusal.accepts_1_0",)),
 ]
-"""Run after checks.SCENARIOS' handshake and framing scenarios (report.run_suite)."""
+"""Run after checks.SCENARIOS' handshake, framing and message scenarios (report.run_suite)."""
+
+LAST_1_2 = [(accepts_1_0_refuse, ("refusal.accepts_1_0",))]
+"""Run last of all: it leaves the device REFUSED."""

@@ -9,8 +9,8 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from firmware_bridge.conformance.checks import CHECKS, SCENARIOS, Context, judge_whole_run
-from firmware_bridge.conformance.checks_1_2 import SCENARIOS_1_2
+from firmware_bridge.conformance.checks import CHECKS, SCENARIOS, Context, faults, judge_whole_run
+from firmware_bridge.conformance.checks_1_2 import LAST_1_2, SCENARIOS_1_2
 from firmware_bridge.conformance.prober import Prober, ProbeError
 from firmware_bridge.conformance.wire import Wire
 from firmware_bridge.link import LinkTiming
@@ -146,10 +146,8 @@ def run_suite(wire: Wire, kind: DeviceKind, baudrate: int, *, port: str = "") ->
 def _in_order() -> list[tuple[Any, tuple[str, ...]]]:
     """1.1's scenarios with 1.2's after the message checks: before those that make the
     device fail (retransmission, silence) or refuse; a 1.0 Refuse last of all."""
-    split = next(n for n, (scenario, _) in enumerate(SCENARIOS) if scenario.__name__ == "faults")
-    last = [item for item in SCENARIOS_1_2 if item[0].__name__ == "accepts_1_0_refuse"]
-    middle = [item for item in SCENARIOS_1_2 if item not in last]
-    return [*SCENARIOS[:split], *middle, *SCENARIOS[split:], *last]
+    split = [scenario for scenario, _ in SCENARIOS].index(faults)
+    return [*SCENARIOS[:split], *SCENARIOS_1_2, *SCENARIOS[split:], *LAST_1_2]
 
 
 def _presence(prober: Prober) -> tuple[str, str]:
