@@ -699,10 +699,8 @@ class LinkEndpoint:
             # 4.2: the first DATA of a session is Hello (or a 1.0 peer's Refuse); anything
             # else is not acknowledged, so the peer cannot mistake it for delivered
             self.counters.ignored_frames += 1
-            self.counters.bad_messages += 1
-            self._emit(BadMessage(MessageError(
-                f"first message of the session has id 0x{frame.payload[0]:02X}, expected Hello"),
-                frame.payload))
+            self._bad_message(f"first message of the session has id 0x{frame.payload[0]:02X}, "
+                              "expected Hello", frame.payload)
             return
         if distance == 0:
             self._rx_expected = (self._rx_expected + 1) % _SEQ_MODULUS
@@ -725,6 +723,11 @@ class LinkEndpoint:
             self._nak_sent_for = self._rx_expected
             self.counters.naks_sent += 1
             self._nak_due = True
+
+    def _bad_message(self, detail: str, payload: bytes) -> None:
+        """A message that cannot be used: counted and reported, never delivered."""
+        self.counters.bad_messages += 1
+        self._emit(BadMessage(MessageError(detail), payload))
 
     def _deliver(self, payload: bytes, now: float) -> None:
         try:
@@ -760,26 +763,22 @@ class LinkEndpoint:
                 if isinstance(message, Hello):
                     self._on_hello(message, now)
                 else:
-                    self._emit(BadMessage(MessageError(
-                        f"expected Hello first, got {type(message).__name__}"), payload))
+                    self._bad_message(f"expected Hello first, got {type(message).__name__}",
+                                      payload)
                 return
             self._maybe_up(now)
-            if not self._is_up():
-                self.counters.bad_messages += 1  # 4.2 (1.2): acknowledged, never delivered
-                self._emit(BadMessage(MessageError(
-                    f"{type(message).__name__} before the handshake finished"), payload))
+            if not self._is_up():  # 4.2 (1.2): acknowledged, never delivered
+                self._bad_message(f"{type(message).__name__} before the handshake finished",
+                                  payload)
                 return
         if isinstance(message, Hello):
             # 4.2: only RESET starts a session; a repeated Hello changes nothing
-            self.counters.bad_messages += 1
-            self._emit(BadMessage(MessageError("second Hello in one session"), payload))
+            self._bad_message("second Hello in one session", payload)
             return
         sender = self.peer.device_kind if self.peer is not None else None
         if sender not in type(message).SENDERS:
-            self.counters.bad_messages += 1
             kind = DeviceKind(sender).name.lower() if sender is not None else "unknown peer"
-            self._emit(BadMessage(MessageError(
-                f"{type(message).__name__} may not be sent by a {kind}"), payload))
+            self._bad_message(f"{type(message).__name__} may not be sent by a {kind}", payload)
             return
         self._emit(MessageReceived(message))
 

@@ -261,6 +261,15 @@ class Board:
         self.dealer = record.dealer or None
         return set()
 
+    def name_dealer(self, payload: Mapping[str, Any]) -> None:
+        """The dealer named before the shoe the board starts from (the service, connecting):
+        the `new_dealer` entry read as the stream's would be; one that does not decode names
+        nobody."""
+        try:
+            self.dealer = r.NewDealer.decode(payload).dealer or None
+        except EventDecodeError:
+            self.dealer = None
+
     def _on_cover_card(self, record: r.CoverCard, event: Mapping[str, Any]) -> set[str]:
         return set()
 

@@ -157,7 +157,7 @@ class DisplayService:
                 # The dealer at the table may have been named before this shoe.
                 dealer = await commands.call("events", kind="new_dealer", limit=1)
                 if dealer and dealer[-1]["seq"] <= after:
-                    self.board.dealer = str(dealer[-1]["payload"].get("dealer") or "") or None
+                    self.board.name_dealer(dealer[-1]["payload"])
             else:
                 after = self.board.last_seq
             await self._refresh(commands, devices=True)

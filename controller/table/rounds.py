@@ -25,6 +25,7 @@ from controller.table.parts import TableParts
 from controller.table.machine import TableState
 from controller.table.seating import Seating
 from controller.table.settlement import Settling
+from controller.table.state import wager_json
 from drivers.protocols import CardDrawn, LockedOut
 
 
@@ -70,7 +71,7 @@ class RoundPlay:
         saved.progressive_seats = locked.wagers if locked else frozenset()
         saved.round_no += 1
         placed = tuple(ev.Wager(w.seat, w.wager, w.amount_cents) for w in saved.wagers)
-        wagers = [w.payload() for w in placed]  # as the store's round and the progressive take them
+        wagers = [wager_json(w) for w in saved.wagers]  # the store's round, the progressive
         saved.round_id = self._ports.store.open_round(saved.shoe.shoe_no, saved.round_no, wagers)
         saved.round_cards = []
         bind_round(saved.shoe.shoe_no, saved.round_id)
