@@ -30,27 +30,16 @@ import contextlib
 import html
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from controller.control import ControlError
+from hil.practice_actions import Action, PracticeError
+from hil.practice_service import ServiceControls
 
 MAX_REQUEST_BYTES = 8 * 1024
 BUTTON_PRESS_S = 0.1  # held down this long: longer than the button's 20 ms debounce
 BACKS = ("red", "blue", "green", "black")
-
-
-class PracticeError(Exception):
-    """An action that cannot be done now; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class Action:
-    path: str
-    label: str
-    run: Callable[[dict[str, str]], Awaitable[str]]
-    field: str | None = None  # a form field the action takes (a seat, a number of cards)
 
 
 class PracticeControls:
@@ -58,8 +47,6 @@ class PracticeControls:
 
     def __init__(self, harness: Any, *, seed: int = 7, witness: Any = None) -> None:
         """`witness`: the table's hil.practice_service.PracticeWitness, if it has one."""
-        from hil.practice_service import ServiceControls
-
         self.h = harness
         self.rng = random.Random(f"practice/{seed}")
         gpio = harness.table_config.gpio

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from hil.practice import Action, PracticeError
+from hil.practice_actions import Action, PracticeError
 
 APPROVED_FIRMWARE = ("shoe-sim 1.0", None)  # None: the protocol version this host speaks
 OLD_FIRMWARE = ("shoe-fw 0.9", 0)
