@@ -5,6 +5,13 @@ the shoes; a fault task injects the shared servers' faults as the pit's progress
 each point of the plan, never while a forced hit is under way (a forced hit is a test of
 the race between two tables, not of a link that happens to be down); then
 `hil.pit_checks` checks the pit.
+
+Two faults are dealt by the table's own play, not beside it: a pair's forced hit (both
+tables lock out a suited 9 tie together; their claims wait at the pair's gate and are
+released at once: hil/pit_race.py) and a kill (the dealer's chip on HIT_SEAT, the lock-out,
+SIGKILL with the link sync held so the contribution is unsent: `kill_round`). Each daemon
+runs with controller/progressive/link_seams.py's variables: every table the sync hold's
+file (absent but for a kill), the pairs' tables their gate.
 """
 
 from __future__ import annotations
@@ -101,6 +108,8 @@ class FaultLog:
     cut_s: float = 0.0
     cut_table: str | None = None
     cut_link_down_seen_s: float | None = None  # the table said "unavailable" this soon
+    cut_dealing_s: float | None = None  # how long of the cut the table was still dealing
+    cut_rounds: int = 0  # rounds it settled while cut off
     kills: list[tuple[str, int]] = field(default_factory=list)  # table, outbox rows unsent
     unsent_at_kills: list[tuple[str, int]] = field(default_factory=list)  # (table, seq)
 
@@ -207,7 +216,11 @@ async def start_tables(pit: Pit, stack: contextlib.AsyncExitStack) -> None:
     for index, table_id in enumerate(ids):
         proxy = None
         pg_port = pit.pg.port if pit.pg is not None else 5432
-        if plan.private:
+        pairs = [p for p in pit.pairs if table_id in p.table_ids]
+        # A pair's tables are never cut off: they reach PostgreSQL directly, since a hop
+        # through a proxy thread in this (busy) process would only add its jitter to the
+        # spacing of the pair's claims.
+        if plan.private and not pairs:
             proxy = CuttableProxy(("127.0.0.1", pg_port))
             stack.callback(proxy.close)
             pg_port = proxy.port
@@ -219,7 +232,6 @@ async def start_tables(pit: Pit, stack: contextlib.AsyncExitStack) -> None:
         # The test seams (controller/progressive/link_seams.py): the link sync's hold for the
         # kills, and a pair's claim gate for its forced hits.
         env = {SYNC_HOLD_ENV: str(hold)}
-        pairs = [p for p in pit.pairs if table_id in p.table_ids]
         for pair in pairs:
             env.update(pair.env(HIT_SEAT))
         harness = TableHarness(pit.config, pit.workdir / table_id, seed=plan.seed * 1000 + index,
@@ -411,17 +423,25 @@ async def play_table(pit: Pit, table: PitTable) -> None:
 # --- the faults -------------------------------------------------------------------------------
 
 async def cut_off(pit: Pit, table: PitTable) -> None:
+    """The table's link to PostgreSQL cut for the whole `cut_s`: a table that finishes its
+    shoes meanwhile stays up, cut off, until the end (the pit's end waits for it); how long
+    it dealt while cut off and how many rounds are recorded."""
     assert table.proxy is not None
-    pit.faults.cut_table = table.table_id
+    f = pit.faults
+    f.cut_table = table.table_id
     table.proxy.cut()
-    started = time.monotonic()
+    started, rounds = time.monotonic(), len(table.harness.result.rounds)
     pit.say(f"  fault: {table.table_id} cut off from PostgreSQL for {pit.plan.cut_s:g} s")
-    while time.monotonic() - started < pit.plan.cut_s and not table.done:
-        if pit.faults.cut_link_down_seen_s is None and await stale(table.harness):
-            pit.faults.cut_link_down_seen_s = round(time.monotonic() - started, 1)
+    while time.monotonic() - started < pit.plan.cut_s:
+        if f.cut_link_down_seen_s is None and await stale(table.harness):
+            f.cut_link_down_seen_s = round(time.monotonic() - started, 1)
+        if table.done and f.cut_dealing_s is None:
+            f.cut_dealing_s = round(time.monotonic() - started, 1)
         await asyncio.sleep(0.2)
     table.proxy.restore()
-    pit.faults.cut_s = round(time.monotonic() - started, 1)
+    f.cut_s = round(time.monotonic() - started, 1)
+    f.cut_dealing_s = f.cut_s if f.cut_dealing_s is None else f.cut_dealing_s
+    f.cut_rounds = len(table.harness.result.rounds) - rounds
 
 
 async def kill_after_lock(pit: Pit, table: PitTable) -> bool:

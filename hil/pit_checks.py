@@ -197,6 +197,8 @@ def check_order(report: PitReport, pit: Pit, rows: ServerRows) -> None:
         race.start_gap_ms for race in rows.races.values()]
     unraced = [f"{p.table_ids}: {p.waiting_at_release} of 2 claims waiting at the release"
                for p in pit.pairs if p.waiting_at_release != 2]
+    unraced += [f"{r.tables}: a claim began {r.after_release_ms} ms after the release"
+                for r in rows.races.values() if not r.held_until_release]
     apart = [f"{r.tables}: {r.start_gap_ms} ms" for r in rows.races.values()
              if not r.overlapped and r.start_gap_ms > START_BOUND_MS]
     report.check(len(rows.races) == len(pit.pairs) and not unraced and not apart,
@@ -282,7 +284,8 @@ async def check_pit(pit: Pit, played_s: float) -> PitReport:
         "rounds settled": pit.rounds_played(),
         "played (s, busy machine)": round(played_s, 1),
         "PostgreSQL restarts": f.pg_restarts, "broker restarts": f.broker_restarts,
-        "table cut off": f"{f.cut_table} for {f.cut_s} s; linked wager unavailable after "
+        "table cut off": f"{f.cut_table} for {f.cut_s} s (dealing for {f.cut_dealing_s} s of "
+                         f"it, {f.cut_rounds} rounds); linked wager unavailable after "
                          f"{f.cut_link_down_seen_s} s" if f.cut_table else "none",
         "daemons killed after a lock-out (unsent rows)": f.kills,
         "daemons restarted after the kills": sum(t.harness.result.power_cuts

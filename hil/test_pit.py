@@ -48,6 +48,7 @@ async def test_the_short_campaign_survives_every_shared_server_fault_605a_8(tmp_
     lines: list[str] = []
     pit = Pit(SHORT.but(seed=SEED), tmp_path, CONFIG, say=lines.append)
     report = await run_pit(pit)
+    print(report.render())  # the figures (pytest -rP shows them)
     assert report.ok, report.render() + "\n" + "\n".join(lines)
     faults = pit.faults
     assert (faults.pg_restarts, faults.broker_restarts) == (1, 1)
@@ -69,6 +70,7 @@ async def test_the_short_campaign_survives_every_shared_server_fault_605a_8(tmp_
     assert pair.waiting_at_release == 2
     race = report.races[0]
     assert sorted(race.tables) == ["PIT-01", "PIT-02"] and race.versions[0] < race.versions[1]
+    assert race.held_until_release, race.render()
     assert race.overlapped or race.start_gap_ms <= START_BOUND_MS, race.render()
     assert race.amounts[1] >= RESEED_CENTS
     assert all(len(t.harness.result.rounds) >= SHORT.rounds for t in pit.tables)  # type: ignore[operator]
