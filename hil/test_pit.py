@@ -145,7 +145,8 @@ async def test_the_pit_page_follows_real_daemons_and_shows_a_killed_one_lost(
         stack.callback(recorder.close)
         await start_tables(pit, stack)
         await start_page(pit, stack)
-        page = await browser.new_page(viewport={"width": 1920, "height": 1080})
+        page = await browser.new_page(viewport={"width": 1920, "height": 1080},
+                                     bypass_csp=True)  # string predicates
         await page.add_init_script(OBSERVER)
         await page.goto(pit.page_url)
         await page.wait_for_function(
@@ -264,7 +265,8 @@ async def test_the_pit_page_shows_twenty_tables_within_2_s_of_each_change(tmp_pa
                                    f"PIT-{TWENTY:02d}"], stdout=subprocess.PIPE)
         stack.callback(keeper.kill)
         assert keeper.stdout is not None and keeper.stdout.readline() == b"up\n"
-        page = await browser.new_page(viewport={"width": 1920, "height": 1080})
+        page = await browser.new_page(viewport={"width": 1920, "height": 1080},
+                                     bypass_csp=True)  # string predicates
         await page.add_init_script(OBSERVER)
         await page.goto(pit.page_url)
         await page.wait_for_function(
