@@ -37,8 +37,8 @@ POLL_S = 0.01
 # A pair's claims are released by one server event; after it each daemon makes two loopback
 # round trips (the gate's COMMIT, the claim's BEGIN), well under a millisecond on an idle
 # machine. What still separates their starts is the scheduling of two daemons and two
-# backends, each woken twice, on a loaded 2-core machine: in the campaigns here (load 15 to
-# 19) a claim began 0.8 to 55 ms after the release, and the two of a pair 0.2 to 43 ms
+# backends, each woken twice, on a loaded 2-core machine: in the campaigns here (load 11 to
+# 21) a claim began 0.7 to 55 ms after the release, and the two of a pair 0.1 to 43 ms
 # apart. A pair whose transactions did not overlap (a claim's transaction takes 2 to 50 ms
 # here) must have started within twice the worst of those; without the gate they were 35
 # to 1,021 ms apart, at the pace of two daemons dealing their rounds.
