@@ -90,9 +90,9 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def later_releases(release: dict[str, object]) -> Iterator[dict[str, Future[Path | None]]]:
     """The other releases the upgrade tests install (N, one that cannot start, the previous
     release), each built once per run, in one background thread from the file's first test
-    on: a build is mostly waiting on git, setuptools and pip, and built in turn inside the
-    tests they were a fifth of this file's time. A build's error is raised by the test
-    that needs it, from `.result()`."""
+    on, while the tests before them wait on pip installs and a shoe dealt (built in turn
+    inside the tests they added 5 to 12 s each on a busy machine). A build's error is
+    raised by the test that needs it, from `.result()`."""
     newer, broken = _bump(VERSION, 91), _bump(VERSION, 92)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-build") as pool:
         builds = {"newer": pool.submit(_release_of, release, newer),
