@@ -16,11 +16,14 @@ def _tablectl_unwrapped(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # The files that take longest, started first: `./run-tests` hands whole files to its
-# workers in collection order (pytest-xdist's --dist loadfile), and one of these started
-# last kept the other workers idle for its whole run (the soak alone: about two minutes).
-LONGEST_FIRST = ("hil/test_soak.py", "tests/test_release.py",
-                 "tests/cli/test_terminal_80_columns.py", "hil/test_power_cuts.py",
-                 "hil/test_power_cut_unflushed.py", "hil/test_witness_hil.py")
+# workers in collection order (pytest-xdist's --dist loadfile with --no-loadscope-reorder;
+# without it xdist hands out the files with the most tests first, and these few-test files
+# started last), and one of these started last kept the other workers idle for its whole
+# run.
+LONGEST_FIRST = ("tests/test_release.py", "hil/test_pit.py",
+                 "tests/cli/test_terminal_80_columns.py", "hil/test_soak.py",
+                 "hil/test_power_cuts.py", "hil/test_power_cut_unflushed.py",
+                 "hil/test_witness_hil.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -24,7 +24,7 @@ from controller.config_checks import (
     check_pin_hash, check_store_path,
 )
 from controller.config_types import (
-    DEFAULT_BAUDRATE, DEFAULT_DEBOUNCE_MS, DisplayConfig, GpioConfig, SeatWiring, ShoeConfig,
+    DEFAULT_BAUDRATE, DEFAULT_DEBOUNCE_MS, DEFAULT_RECONNECT_MAX_S, DisplayConfig, GpioConfig, SeatWiring, ShoeConfig,
     ShufflerConfig,
 )
 from controller.config_types import TableConfig as TableConfig  # where its callers import it
@@ -112,13 +112,16 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         c.problems.extend(line.removeprefix(f"{source}: ") for line in exc.errors or [str(exc)])
 
     shoe_t = c.table("shoe")
-    c.unknown(shoe_t, "shoe", {"url", "baudrate", "firmware_versions"})
+    c.unknown(shoe_t, "shoe", {"url", "baudrate", "firmware_versions", "reconnect_max_s"})
     shoe = ShoeConfig(
         url=c.get(shoe_t, "shoe", "url", str, "a serial URL: /dev/ttyUSB0, /dev/baccarat-shoe, "
                   "socket://host:port", check=bool) or "",
         baudrate=c.get(shoe_t, "shoe", "baudrate", int, _BAUD_ALLOWED, DEFAULT_BAUDRATE,
                        check=lambda v: v in BAUDRATES),
         firmware_versions=_firmware_versions(c, shoe_t, "shoe"),
+        reconnect_max_s=float(c.get(
+            shoe_t, "shoe", "reconnect_max_s", (int, float), "0.5 to 60 seconds",
+            DEFAULT_RECONNECT_MAX_S, check=lambda v: 0.5 <= v <= 60)),
     )
 
     sh_t = c.table("shuffler", required=False)

@@ -9,9 +9,11 @@ from typing import Any
 
 from controller.access import AccessConfig
 from controller.software import SoftwareConfig
+from drivers.reconnect import RECONNECT_MAX_DELAY_S
 
 DEFAULT_BAUDRATE = 115200  # docs/protocol.md: the UART default
 DEFAULT_DEBOUNCE_MS = 50  # a chip-sensor's contact settles well within this; see docs/wiring.md
+DEFAULT_RECONNECT_MAX_S = RECONNECT_MAX_DELAY_S  # [shoe] reconnect_max_s: the driver's own cap
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class ShoeConfig:
     url: str
     baudrate: int = DEFAULT_BAUDRATE
     firmware_versions: tuple[str, ...] | None = None  # approved firmware; None accepts any
+    # The cap on the wait between attempts to reopen a lost shoe link (drivers/reconnect.py)
+    reconnect_max_s: float = DEFAULT_RECONNECT_MAX_S
 
 
 @dataclass(frozen=True)

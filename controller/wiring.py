@@ -21,12 +21,17 @@ left to the full check that follows ready (controller/memory/history_check.py)."
 def build_devices(config: TableConfig) -> dict[str, Device]:
     """Create the drivers the configuration names (nothing is opened yet)."""
     from controller.rules.submission import seat_rule
+    from drivers.reconnect import RECONNECT_INITIAL_DELAY_S, ReconnectPolicy
     from drivers.seats import GpioSeatPanel, SeatPins
     from drivers.shoe import SerialShoe
 
     devices: dict[str, Device] = {
         "shoe": SerialShoe("shoe", config.shoe.url, baudrate=config.shoe.baudrate,
-                           firmware_versions=config.shoe.firmware_versions),
+                           firmware_versions=config.shoe.firmware_versions,
+                           reconnect=ReconnectPolicy(
+                               initial_delay_s=min(RECONNECT_INITIAL_DELAY_S,
+                                                   config.shoe.reconnect_max_s),
+                               max_delay_s=config.shoe.reconnect_max_s)),
         "seats": GpioSeatPanel(
             "seats",
             {w.seat: SeatPins(w.sensor_pin, w.led_pin) for w in config.gpio.seats},

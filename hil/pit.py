@@ -15,9 +15,12 @@ With --campaign (or --private) the pit runs on a PostgreSQL cluster and a broker
 (hil/pit_servers.py) which it restarts during play, and each table reaches PostgreSQL
 through a proxy of its own (hil/cuttable_proxy.py), so one table can be cut off alone. The
 faults (hil/pit_campaign.py): PostgreSQL restarted, the broker restarted, one table cut
-off, pairs of tables forced to hit the linked meter together, tables killed with SIGKILL
-mid-play; then every check of issue 30, with the seed and the counts printed. Exit status
-0 when every check held.
+off, pairs of tables forced to hit the linked meter together (their claims held at a gate
+and released at once, so they race at the server: hil/pit_race.py), tables killed with
+SIGKILL right after a lock-out with its contribution unsent (their link sync held until the
+kill); then every check of issue 30, with the seed, the counts and each pair's claim
+spacing printed. Exit status 0 when every check held. The two seams the daemons run with
+are controller/progressive/link_seams.py's, inert in service.
 """
 
 from __future__ import annotations

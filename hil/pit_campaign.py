@@ -5,6 +5,13 @@ the shoes; a fault task injects the shared servers' faults as the pit's progress
 each point of the plan, never while a forced hit is under way (a forced hit is a test of
 the race between two tables, not of a link that happens to be down); then
 `hil.pit_checks` checks the pit.
+
+Two faults are dealt by the table's own play, not beside it: a pair's forced hit (both
+tables lock out a suited 9 tie together; their claims wait at the pair's gate and are
+released at once: hil/pit_race.py) and a kill (the dealer's chip on HIT_SEAT, the lock-out,
+SIGKILL with the link sync held so the contribution is unsent: `kill_round`). Each daemon
+runs with controller/progressive/link_seams.py's variables: every table the sync hold's
+file (absent but for a kill), the pairs' tables their gate.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from typing import Any
 
 from cards import Card
 from controller.control import ControlError
+from controller.progressive.link_seams import SYNC_HOLD_ENV
 from hil.cuttable_proxy import CuttableProxy
+from hil.pit_race import GATE_KEY_BASE, HitPair
 from hil.pit_servers import PrivateBroker, PrivatePostgres
 from hil.table_harness import PlayerPlan, TableHarness
 
@@ -48,7 +57,7 @@ AWARD_CLAIM_TIMEOUT_S = 60.0
 # A round locked and not yet over: its contributions were booked at the lock-out.
 IN_ROUND = ("no_more_bets", "dealing", "first_four_settled", "third_cards", "result",
             "settlement")
-UNSENT_WAIT_S = 10.0
+HOLD_FILE = "hold-link-sync"  # in a table's folder: its link sync is held while it exists
 FAULT_SETTLE_S = 2 * 2.0  # two of the daemon's linked syncs (controller/daemon.py)
 STARTS_AT_ONCE = 4  # daemons starting together: each start reads its whole store
 UNTIL_STOPPED = 10**6  # shoes: play on until the `until` of the call holds
@@ -67,7 +76,7 @@ class PitPlan:
     broker_restarts: int = 2
     cut_s: float = 60.0
     hit_pairs: int = 5  # pairs of tables forced to hit the linked meter in the same instant
-    kills: int = 2  # tables killed with SIGKILL just after a lock-out (outbox not yet sent)
+    kills: int = 2  # tables killed with SIGKILL just after a lock-out (its contribution unsent)
     progressive_chance: float = 0.3
 
     def but(self, **changes: Any) -> PitPlan:
@@ -85,7 +94,9 @@ class PitTable:
     harness: TableHarness
     proxy: CuttableProxy | None
     shoes: int
-    hits: list[tuple[int, asyncio.Barrier]] = field(default_factory=list)
+    hold: Path  # while this file exists the daemon's link sync sends nothing (link_seams)
+    hits: list[tuple[int, HitPair]] = field(default_factory=list)
+    kill: asyncio.Future[bool] | None = None  # a kill round the fault task asked for
     forced_hits: int = 0
     done: bool = False
 
@@ -97,8 +108,10 @@ class FaultLog:
     cut_s: float = 0.0
     cut_table: str | None = None
     cut_link_down_seen_s: float | None = None  # the table said "unavailable" this soon
+    cut_dealing_s: float | None = None  # how long of the cut the table was still dealing
+    cut_rounds: int = 0  # rounds it settled while cut off
     kills: list[tuple[str, int]] = field(default_factory=list)  # table, outbox rows unsent
-    hit_gaps_ms: list[float] = field(default_factory=list)
+    unsent_at_kills: list[tuple[str, int]] = field(default_factory=list)  # (table, seq)
 
 
 class Pit:
@@ -112,6 +125,7 @@ class Pit:
         self.site = f"pit-{self.tag}"
         self.linked_schema, self.witness_schema = f"pit_{self.tag}", f"pit_witness_{self.tag}"
         self.tables: list[PitTable] = []
+        self.pairs: list[HitPair] = []
         self.faults = FaultLog()
         self.pg: PrivatePostgres | None = None
         self.broker: PrivateBroker | None = None
@@ -195,11 +209,18 @@ async def start_tables(pit: Pit, stack: contextlib.AsyncExitStack) -> None:
     from controller.witness.server import add_table
 
     plan = pit.plan
-    for index in range(plan.tables):
-        table_id = f"PIT-{index + 1:02d}"
+    ids = [f"PIT-{index + 1:02d}" for index in range(plan.tables)]
+    if plan.faults:
+        pit.pairs = [HitPair(pair, GATE_KEY_BASE + pair + 1, (ids[2 * pair], ids[2 * pair + 1]))
+                     for pair in range(plan.hit_pairs)]
+    for index, table_id in enumerate(ids):
         proxy = None
         pg_port = pit.pg.port if pit.pg is not None else 5432
-        if plan.private:
+        pairs = [p for p in pit.pairs if table_id in p.table_ids]
+        # A pair's tables are never cut off: they reach PostgreSQL directly, since a hop
+        # through a proxy thread in this (busy) process would only add its jitter to the
+        # spacing of the pair's claims.
+        if plan.private and not pairs:
             proxy = CuttableProxy(("127.0.0.1", pg_port))
             stack.callback(proxy.close)
             pg_port = proxy.port
@@ -207,16 +228,18 @@ async def start_tables(pit: Pit, stack: contextlib.AsyncExitStack) -> None:
                                        schema=pit.witness_schema)
         pit.witness_roles.append(role)
         players = PlayerPlan(progressive=plan.progressive_chance, betting_s=plan.pace_s)
+        hold = pit.workdir / table_id / HOLD_FILE
+        # The test seams (controller/progressive/link_seams.py): the link sync's hold for the
+        # kills, and a pair's claim gate for its forced hits.
+        env = {SYNC_HOLD_ENV: str(hold)}
+        for pair in pairs:
+            env.update(pair.env(HIT_SEAT))
         harness = TableHarness(pit.config, pit.workdir / table_id, seed=plan.seed * 1000 + index,
-                               players=players,
+                               players=players, extra_env=env,
                                extra_overrides=table_overrides(pit, table_id, pg_port, role))
         shoes = plan.shoes // plan.tables + (index < plan.shoes % plan.tables)
-        pit.tables.append(PitTable(table_id, harness, proxy, shoes))
-    if plan.faults:
-        for pair in range(plan.hit_pairs):
-            barrier = asyncio.Barrier(2)
-            for table in pit.tables[2 * pair:2 * pair + 2]:
-                table.hits.append((4 + 3 * pair, barrier))
+        pit.tables.append(PitTable(table_id, harness, proxy, shoes, hold,
+                                   [(4 + 3 * p.index, p) for p in pairs]))
     gate = asyncio.Semaphore(STARTS_AT_ONCE)
 
     async def start(table: PitTable) -> None:
@@ -265,6 +288,9 @@ def read_store(store_path: str, sql: str) -> list[tuple[Any, ...]]:
         db.close()
 
 
+UNSENT_SEQS = "SELECT seq FROM progressive_outbox WHERE acked_at IS NULL"
+
+
 def unsent_rows(store_path: str) -> int:
     return int(read_store(store_path, "SELECT COUNT(*) FROM progressive_outbox WHERE "
                                       "acked_at IS NULL")[0][0])
@@ -308,9 +334,10 @@ async def link_up(table: PitTable) -> None:
         await asyncio.sleep(0.2)
 
 
-async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> float | None:
+async def forced_hit(pit: Pit, table: PitTable, pair: HitPair) -> float | None:
     """Both tables of the pair lock out a round with a Heavenly 9 wager at HIT_SEAT on a
-    suited 9 tie in the same instant; returns when this one's lock-out was pressed."""
+    suited 9 tie in the same instant, and their claims are held at the pair's gate until both
+    wait there (hil/pit_race.py); returns when this one's lock-out was pressed."""
     h = table.harness
     while pit.fault_under_way:
         await asyncio.sleep(0.1)
@@ -324,7 +351,8 @@ async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> flo
         await h.wait_for_state("betting_open")
         await h.call("place_wager", seat=HIT_SEAT, wager="tie", amount_cents=500)
         sensor = next(s.sensor_pin for s in h.table_config.gpio.seats if s.seat == HIT_SEAT)
-        await asyncio.wait_for(barrier.wait(), LINK_UP_TIMEOUT_S * 2)
+        await pair.hold(pit.admin_dsn)  # before either table can claim
+        await asyncio.wait_for(pair.barrier.wait(), LINK_UP_TIMEOUT_S * 2)
         pressed = time.time()
         h.pins.press(sensor)
         await asyncio.sleep(CHIP_BEFORE_LOCK_S)
@@ -343,6 +371,7 @@ async def forced_hit(pit: Pit, table: PitTable, barrier: asyncio.Barrier) -> flo
         pit.say(f"  {table.table_id}: the forced round did not hit; at its lock-out: {accepted}")
         return None
     finally:
+        pair.done()
         pit.hits_under_way -= 1
 
 
@@ -366,56 +395,108 @@ async def validate_awards(table: PitTable) -> int:
 
 async def play_table(pit: Pit, table: PitTable) -> None:
     h, plan = table.harness, pit.plan
-    for hit_round, barrier in table.hits:
+    for hit_round, pair in table.hits:
         await h.play(shoes=1, until=lambda r, n=hit_round: len(r.rounds) >= n)  # type: ignore[misc]
-        await forced_hit(pit, table, barrier)
+        await forced_hit(pit, table, pair)
+        await pair.settled()
         await validate_awards(table)
-    if plan.rounds is not None:
-        rounds = plan.rounds
-        # A short pit plays on until the faults are over: each must land mid-play.
-        await h.play(shoes=UNTIL_STOPPED, until=lambda r: len(r.rounds) >= rounds
-                     and pit.faults_over.is_set())
-    else:
-        await h.play(shoes=max(0, table.shoes - h.result.shoes_completed))
+    rounds = plan.rounds
+    while True:
+        if rounds is not None:
+            # A short pit plays on until the faults are over: each must land mid-play.
+            await h.play(shoes=UNTIL_STOPPED, until=lambda r: (
+                len(r.rounds) >= rounds and pit.faults_over.is_set()) or table.kill is not None)
+            more = not pit.faults_over.is_set() or len(h.result.rounds) < rounds
+        else:
+            await h.play(shoes=max(0, table.shoes - h.result.shoes_completed),
+                         until=lambda r: table.kill is not None)
+            more = h.result.shoes_completed < table.shoes
+        if table.kill is None or not more:
+            break
+        await kill_round(pit, table)
     table.done = True
+    if table.kill is not None:  # asked as the table finished: the next victim's
+        table.kill.set_result(False)
+        table.kill = None
 
 
 # --- the faults -------------------------------------------------------------------------------
 
 async def cut_off(pit: Pit, table: PitTable) -> None:
+    """The table's link to PostgreSQL cut for the whole `cut_s`: a table that finishes its
+    shoes meanwhile stays up, cut off, until the end (the pit's end waits for it); how long
+    it dealt while cut off and how many rounds are recorded."""
     assert table.proxy is not None
-    pit.faults.cut_table = table.table_id
+    f = pit.faults
+    f.cut_table = table.table_id
     table.proxy.cut()
-    started = time.monotonic()
+    started, rounds = time.monotonic(), len(table.harness.result.rounds)
     pit.say(f"  fault: {table.table_id} cut off from PostgreSQL for {pit.plan.cut_s:g} s")
-    while time.monotonic() - started < pit.plan.cut_s and not table.done:
-        if pit.faults.cut_link_down_seen_s is None and await stale(table.harness):
-            pit.faults.cut_link_down_seen_s = round(time.monotonic() - started, 1)
+    while time.monotonic() - started < pit.plan.cut_s:
+        if f.cut_link_down_seen_s is None and await stale(table.harness):
+            f.cut_link_down_seen_s = round(time.monotonic() - started, 1)
+        if table.done and f.cut_dealing_s is None:
+            f.cut_dealing_s = round(time.monotonic() - started, 1)
         await asyncio.sleep(0.2)
     table.proxy.restore()
-    pit.faults.cut_s = round(time.monotonic() - started, 1)
+    f.cut_s = round(time.monotonic() - started, 1)
+    f.cut_dealing_s = f.cut_s if f.cut_dealing_s is None else f.cut_dealing_s
+    f.cut_rounds = len(table.harness.result.rounds) - rounds
 
 
-async def kill_after_lock(pit: Pit, table: PitTable) -> None:
-    """SIGKILL the daemon right after a lock-out: its contributions are in its outbox, not
-    yet at the server (the link syncs every 2 s). The harness restarts it."""
+async def kill_after_lock(pit: Pit, table: PitTable) -> bool:
+    """Ask the table's play for a kill round (`kill_round`); False if it finished first."""
+    if table.done:
+        return False
+    table.kill = asyncio.get_running_loop().create_future()
+    return await table.kill
+
+
+async def kill_round(pit: Pit, table: PitTable) -> None:
+    """SIGKILL the daemon right after a lock-out that booked a contribution, with it still
+    in the outbox, not yet at the server; then restart it on the same store.
+
+    Left to the simulated players this was luck: at full speed their chips trip the seat
+    sensors' chatter rule (drivers/seats.py) after a few rounds, so most lock-outs book no
+    contribution, and the link's sync (every 2 s) sent the few that were booked before a poll
+    saw the round locked. So, as for a forced hit, the dealer's own chip goes on HIT_SEAT
+    before the lock-out (the linked wager offered: the link up when betting opened), and
+    the link's sync is held (link_seams' hold file) from before the lock-out to the kill:
+    the lock-out's contribution is unsent at the kill, every time. The hold goes after the
+    kill; the restarted daemon sends the contribution (the checks: once, none lost)."""
     h = table.harness
-    deadline = time.monotonic() + 120
-    # Wait for a lock with a contribution still unsent (the link syncs every 2 s, sometimes at
-    # once); after UNSENT_WAIT_S without one, kill at the next lock-out all the same, so the
-    # kill and its restart always happen (the unsent count is recorded, 0 included).
-    any_lock_after = time.monotonic() + UNSENT_WAIT_S
-    while not table.done and time.monotonic() < deadline:
-        status = await ask(h, "status")
-        state = status["state"] if status else None
-        unsent = unsent_rows(h.store_path)
-        if state in IN_ROUND and (unsent or time.monotonic() > any_lock_after) \
-                and h.daemon is not None:
-            h.daemon.send_signal(signal.SIGKILL)
-            pit.faults.kills.append((table.table_id, unsent))
-            pit.say(f"  fault: {table.table_id} killed with {unsent} contribution(s) unsent")
-            return
-        await asyncio.sleep(0.02)
+    assert table.kill is not None
+    try:
+        await link_up(table)
+        head = (await h.call("events", limit=1))[-1]["seq"]
+        # The next betting round opened with the link up: its sensors are armed.
+        await h.play(shoes=UNTIL_STOPPED, until=lambda r: r.events[-1]["seq"] > head
+                     and r.events[-1]["kind"] == "prompt"
+                     and r.events[-1]["payload"].get("action") == "place_bets")
+        await h.wait_for_state("betting_open")
+        await h.call("place_wager", seat=HIT_SEAT, wager="banker", amount_cents=500)
+        sensor = next(s.sensor_pin for s in h.table_config.gpio.seats if s.seat == HIT_SEAT)
+        table.hold.touch()
+        h.pins.press(sensor)
+        await asyncio.sleep(CHIP_BEFORE_LOCK_S)
+        h._press_lockout()
+        h.pins.release(sensor)
+        await h.wait_for_state(*IN_ROUND)  # the lock-out's step has committed its outbox row
+        daemon = h.daemon
+        assert daemon is not None
+        daemon.send_signal(signal.SIGKILL)
+        await daemon.wait()  # nothing more reaches its store
+        seqs = [int(r[0]) for r in read_store(h.store_path, UNSENT_SEQS)]
+    finally:
+        table.hold.unlink(missing_ok=True)
+    pit.faults.unsent_at_kills += [(table.table_id, seq) for seq in seqs]
+    pit.faults.kills.append((table.table_id, len(seqs)))
+    pit.say(f"  fault: {table.table_id} killed right after a lock-out with {len(seqs)} "
+            "contribution(s) unsent")
+    await h.power_cut()  # the daemon is already dead: this restarts it
+    await h.resync()  # the restored round is dealt on
+    table.kill.set_result(True)
+    table.kill = None
 
 
 async def inject_faults(pit: Pit) -> None:
@@ -444,8 +525,7 @@ async def inject_faults(pit: Pit) -> None:
             killed = len(pit.faults.kills)
             # The next victim whose shoe is still being dealt, if the first one finished.
             for step in range(len(victims)):
-                await kill_after_lock(pit, victims[(killed + step) % len(victims)])
-                if len(pit.faults.kills) > killed:
+                if await kill_after_lock(pit, victims[(killed + step) % len(victims)]):
                     break
         await asyncio.sleep(FAULT_SETTLE_S)
         pit.fault_under_way = False

@@ -6,6 +6,11 @@ the whole pit from its servers to the checks.
   fraction of a cent; the server holds exactly those contributions, none twice (605a.8).
 - Every hit is paid exactly once: each award row on the server is one award in one table's
   store, of the same amount, paid; no table holds an award the server did not make.
+- Hits are ordered and each claimant got what the rules give it: each level replayed from its
+  seed in commit order pays every award the meter's whole cents at its turn; each forced
+  pair's claims were released together and raced at the server (hil/pit_race.py).
+- The contributions unsent when a table was killed reached the server once, after its
+  restart, and are acknowledged in its store.
 - Every table's own tally: the rounds' table results and the seats' results balance to the
   cent, and the daemon's full check of its log and sealed tables passes.
 - Every table's witness check (`tablewitness verify --store`) passes.
@@ -25,9 +30,10 @@ from fractions import Fraction
 from typing import Any
 
 from hil.pit_campaign import (
-    Pit, inject_faults, play_table, read_store, start_page, start_servers, start_tables,
-    unsent_rows, validate_awards,
+    HIT_SEAT, Pit, inject_faults, play_table, read_store, start_page, start_servers,
+    start_tables, unsent_rows, validate_awards,
 )
+from hil.pit_race import START_BOUND_MS, PairRace, pair_races, replay_levels
 
 
 @dataclass
@@ -36,6 +42,7 @@ class PitReport:
     counts: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
+    races: dict[int, PairRace] = field(default_factory=dict)  # each forced pair's, by index
 
     @property
     def ok(self) -> bool:
@@ -83,11 +90,24 @@ async def drained(pit: Pit, timeout_s: float = 60.0) -> int:
         await asyncio.sleep(0.5)
 
 
-def server_rows(pit: Pit) -> tuple[list[Any], list[Any], list[Any]]:
+@dataclass
+class ServerRows:
+    levels: list[Any]
+    contributions: list[Any]
+    awards: list[Any]
+    races: dict[int, PairRace]
+    replayed: int
+    replay_problems: list[str]
+
+
+def server_rows(pit: Pit) -> ServerRows:
     import psycopg
 
     s, group = pit.linked_schema, f"pit-{pit.tag}"
     with psycopg.connect(pit.admin_dsn) as conn:
+        tracked = conn.execute("SHOW track_commit_timestamp").fetchone()[0] == "on"
+        races = pair_races(conn, s, group, pit.pairs, HIT_SEAT) if pit.pairs else {}
+        replayed, problems = replay_levels(conn, s, group) if tracked else (0, [])
         levels = conn.execute(f"SELECT progressive, level, amount_cents, frac_num, frac_den,"
                               f" seed_cents FROM {s}.levels WHERE grp = %s", (group,)).fetchall()
         contributions = conn.execute(f"SELECT table_id, seq, progressive, level, delta_num,"
@@ -96,7 +116,7 @@ def server_rows(pit: Pit) -> tuple[list[Any], list[Any], list[Any]]:
         awards = conn.execute(f"SELECT claim_key, table_id, progressive, level, amount_cents,"
                               f" reseed_cents, claimed_at FROM {s}.awards WHERE grp = %s",
                               (group,)).fetchall()
-    return levels, contributions, awards
+    return ServerRows(levels, contributions, awards, races, replayed, problems)
 
 
 def check_meter(report: PitReport, pit: Pit, levels: list[Any], contributions: list[Any],
@@ -155,17 +175,60 @@ def check_awards(report: PitReport, pit: Pit, awards: list[Any]) -> None:
                  "server awarded (605a.8)",
                  f"hits: {len(wrong)} not paid once at the server's amount, {doubles} twice, "
                  f"{len(set(local) - set(server))} unknown to the server")
-    by_claim = {key: claimed_at for key, *_, claimed_at in awards}
-    pairs = [(a, b) for a, b in zip(pit.tables[0::2], pit.tables[1::2]) if a.hits and b.hits]
-    gaps = []
-    for a, b in pairs:
-        times = sorted(t for k, t in by_claim.items() if k.split("/")[0] in (a.table_id,
-                                                                            b.table_id))
-        if len(times) >= 2:
-            gaps.append(round(min((y - x).total_seconds() for x, y in zip(times, times[1:]))
-                              * 1000, 1))
-    if gaps:
-        report.counts["claim gap within each forced pair (ms, busy machine)"] = gaps
+
+
+def check_order(report: PitReport, pit: Pit, rows: ServerRows) -> None:
+    """605a.8: hits ordered, each claimant paid what the rules give it at its turn, and each
+    forced pair's two claims released together and racing on the level's row lock."""
+    if rows.replayed or rows.replay_problems:
+        report.check(not rows.replay_problems,
+                     f"each level replayed from its seed in commit order pays every one of the "
+                     f"{rows.replayed} awards the meter's whole cents at its turn, in the level's "
+                     "version order (the second of a pair: the reseeded meter and what reached "
+                     "it between)", "; ".join(rows.replay_problems[:5]))
+    elif pit.pairs:
+        report.problems.append("the awards were not replayed: the server does not track "
+                               "commit timestamps")
+    if not pit.pairs:
+        return
+    report.counts["forced pairs at the server (claim transactions, server clock)"] = [
+        race.render() for race in rows.races.values()]
+    report.counts["forced pairs' claim starts apart (ms)"] = [
+        race.start_gap_ms for race in rows.races.values()]
+    unraced = [f"{p.table_ids}: {p.waiting_at_release} of 2 claims waiting at the release"
+               for p in pit.pairs if p.waiting_at_release != 2]
+    unraced += [f"{r.tables}: a claim began {r.after_release_ms} ms after the release"
+                for r in rows.races.values() if not r.held_until_release]
+    apart = [f"{r.tables}: {r.start_gap_ms} ms" for r in rows.races.values()
+             if not r.overlapped and r.start_gap_ms > START_BOUND_MS]
+    report.check(len(rows.races) == len(pit.pairs) and not unraced and not apart,
+                 f"each of the {len(pit.pairs)} forced pairs' claims waited at the gate "
+                 f"together and, released at once, overlapped at the server or started within "
+                 f"{START_BOUND_MS:g} ms ({sum(r.overlapped for r in rows.races.values())} "
+                 "overlapped)",
+                 f"forced pairs: {len(rows.races)} of {len(pit.pairs)} both claimed; not "
+                 f"released together: {unraced}; apart and not overlapping: {apart}")
+
+
+def check_kills(report: PitReport, pit: Pit, contributions: list[Any]) -> None:
+    """The contributions a killed table had not sent: on the server once, acknowledged."""
+    unsent = pit.faults.unsent_at_kills
+    if not pit.plan.faults or not pit.plan.kills:
+        return
+    on_server = {(t, seq) for t, seq, *_ in contributions}
+    acked = {(table.table_id, int(seq)) for table in pit.tables for (seq,) in read_store(
+        table.harness.store_path, "SELECT seq FROM progressive_outbox WHERE acked_at IS NOT "
+        "NULL")}
+    missing = [k for k in unsent if k not in on_server or k not in acked]
+    report.counts["contributions unsent at the kills"] = len(unsent)
+    report.check(len(pit.faults.kills) == pit.plan.kills and not missing
+                 and all(n >= 1 for _, n in pit.faults.kills),
+                 f"the {len(unsent)} contributions unsent when the tables were killed reached "
+                 "the server after the restarts and are acknowledged (none lost; the server "
+                 "holds each once, its key (group, table, seq))",
+                 f"kills {pit.faults.kills} of {pit.plan.kills} planned (each with >= 1 "
+                 f"contribution unsent); of those unsent then, {missing} are not on the server "
+                 "and acknowledged")
 
 
 async def check_tally(report: PitReport, pit: Pit) -> None:
@@ -212,7 +275,8 @@ async def check_pit(pit: Pit, played_s: float) -> PitReport:
     left = await drained(pit)
     report.check(left == 0, "every table's outbox reached the server",
                  f"{left} contributions still unsent after the play")
-    levels, contributions, awards = await asyncio.to_thread(server_rows, pit)
+    rows = await asyncio.to_thread(server_rows, pit)
+    levels, contributions, awards = rows.levels, rows.contributions, rows.awards
     f = pit.faults
     report.counts.update({
         "tables": len(pit.tables),
@@ -220,14 +284,19 @@ async def check_pit(pit: Pit, played_s: float) -> PitReport:
         "rounds settled": pit.rounds_played(),
         "played (s, busy machine)": round(played_s, 1),
         "PostgreSQL restarts": f.pg_restarts, "broker restarts": f.broker_restarts,
-        "table cut off": f"{f.cut_table} for {f.cut_s} s; linked wager unavailable after "
+        "table cut off": f"{f.cut_table} for {f.cut_s} s (dealing for {f.cut_dealing_s} s of "
+                         f"it, {f.cut_rounds} rounds); linked wager unavailable after "
                          f"{f.cut_link_down_seen_s} s" if f.cut_table else "none",
         "daemons killed after a lock-out (unsent rows)": f.kills,
-        "daemon restarts seen by the harness": sum(t.harness.result.crash_kills
-                                                   for t in pit.tables),
+        "daemons restarted after the kills": sum(t.harness.result.power_cuts
+                                                 for t in pit.tables),
+        "daemons that died unasked": sum(t.harness.result.crash_kills for t in pit.tables),
     })
     check_meter(report, pit, levels, contributions, awards)
     check_awards(report, pit, awards)
+    report.races = rows.races
+    check_order(report, pit, rows)
+    check_kills(report, pit, contributions)
     await check_tally(report, pit)
     check_page(report, pit)
     return report

@@ -118,9 +118,10 @@ class PrivatePostgres:
 
     def start(self) -> None:
         # fsync off: a campaign's server is scratch; a crash of the machine loses nothing
-        # the campaign needs. The socket in the cluster's own folder, not /run.
+        # the campaign needs. The socket in the cluster's own folder, not /run. Commit
+        # timestamps: when each claim committed (hil/pit_race.py's checks of the forced hits).
         options = (f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -c fsync=off"
-                   " -c max_connections=200")
+                   " -c max_connections=200 -c track_commit_timestamp=on")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w",
                   "-t", str(START_TIMEOUT_S), "start")
         wait_for_port(self.port)

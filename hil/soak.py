@@ -2,7 +2,8 @@
 simulated technician and floor supervisor, and everything checked against our own tally.
 
     python -m hil.soak --shoes 500 --seed 1234          # a casino's week (issue 13)
-    TABLE_SOAK_SHOES=20 ./run-tests hil/test_soak.py    # what CI runs (the default)
+    TABLE_SOAK_SHOES=20 ./run-tests hil/test_soak.py    # what CI runs (the default; a 0.5 s
+                                                        # shoe reconnect cap: hil/test_soak.py)
 
 Faults (``KINDS``): the shoe unplugged and replugged between rounds and mid-round, the
 shoe's frames lost (its firmware stops answering until the keepalive notices) and
@@ -29,7 +30,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -409,8 +410,11 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
 
 async def soak(shoes: int, seed: int, workdir: Path, *, faults_per_shoe: float = 1.5,
                say: Callable[[str], None] = lambda line: None,
-               config: Path = CONFIG) -> tuple[SoakResult, list[str]]:
-    async with TableHarness(config, workdir, seed=seed) as table:
+               config: Path = CONFIG, overrides: Sequence[str] = ()
+               ) -> tuple[SoakResult, list[str]]:
+    """``overrides``: ``--set`` settings for the daemon (the CI soak's shorter shoe
+    reconnect cap, hil/test_soak.py)."""
+    async with TableHarness(config, workdir, seed=seed, extra_overrides=overrides) as table:
         runner = Soak(table, seed, faults_per_shoe=faults_per_shoe, say=say)
         result = await runner.run(shoes)
         problems = await check_tally(table, result)

@@ -16,7 +16,7 @@ import random
 import resource
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,11 +121,14 @@ class TableHarness:
                  daemon_log: Path | None = None, extra_overrides: Sequence[str] = (),
                  gpio_claimed: bool = True, open_files: int | None = None,
                  tabled: Sequence[str] | None = None,
-                 wait_for_history_check: bool = True, card_commit: bool = False) -> None:
+                 wait_for_history_check: bool = True, card_commit: bool = False,
+                 extra_env: Mapping[str, str] | None = None) -> None:
         """`wait_for_history_check`: the daemon counts as started once the start's check of
         the whole history is over, not merely when its socket answers (a benchmark of
         start-to-ready says False). `card_commit`: the shoe is a protocol 1.2 shoe with the
-        card commit acknowledgement (docs/protocol.md 6.6); otherwise a 1.1 shoe."""
+        card commit acknowledgement (docs/protocol.md 6.6); otherwise a 1.1 shoe. `extra_env`:
+        the daemon's environment besides this process's (a test seam's variable)."""
+        self.extra_env = dict(extra_env or {})
         self.card_commit = card_commit
         from controller.config import load_config
 
@@ -223,7 +226,7 @@ class TableHarness:
         self.daemon = await asyncio.create_subprocess_exec(
             *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1",
-                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket},
+                 "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket, **self.extra_env},
             preexec_fn=self._limit_open_files if self.open_files is not None else None)
         log_file.close()
         self.client = await self._connect()

@@ -3,6 +3,18 @@
 `TABLE_SOAK_SHOES=500 ./run-tests hil/test_soak.py` (or `python -m hil.soak --shoes 500`)
 is a casino's week; the default is 20 shoes with about 1.5 faults each. The seed is
 random and printed (pytest -s, or the failure's report); TABLE_SOAK_SEED replays one.
+
+Issue 13's counts stay: 20 shoes, at least 20 faults of at least six kinds, every fault
+left by its exit and the tally exact. Issue 27 made it shorter, not smaller: the faults
+come a few seconds apart, so the shoe's link never stays up the 10 s that resets its
+reconnect backoff (drivers/reconnect.py), and with the product's default cap every shoe
+unplug and every lost-frames fault waited up to 10 s for the daemon's next attempt (seed
+12345: 83 of the run's 140 s on a busy machine). This soak sets `shoe.reconnect_max_s` to
+0.5 s (docs/wiring.md), so each attempt follows half a second after the last: the same
+faults are raised, the same exits end them and the same tally is checked, while the
+lost frames are still noticed by the protocol's own 3 s silence timeout. The backoff's
+growth, its cap and its reset after a stable link are tests/drivers/test_reconnect.py's;
+`python -m hil.soak` (the casino's week) keeps the product's default.
 """
 
 from __future__ import annotations
@@ -19,11 +31,12 @@ pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(3600 * 12)]
 
 SHOES = int(os.environ.get("TABLE_SOAK_SHOES", "20"))
 SEED = int(os.environ.get("TABLE_SOAK_SEED") or random.SystemRandom().randrange(2**32))
+FAST_RECONNECT = ["shoe.reconnect_max_s=0.5"]  # see the docstring: shorter, not weaker
 
 
 def test_shoes_with_random_faults_end_without_a_wedge_and_tally_exactly(tmp_path, capsys):
     print(f"soak seed {SEED} (replay: TABLE_SOAK_SEED={SEED})")
-    result, problems = asyncio.run(soak(SHOES, SEED, tmp_path))
+    result, problems = asyncio.run(soak(SHOES, SEED, tmp_path, overrides=FAST_RECONNECT))
     print(result.summary())
     assert problems == [], f"seed {SEED}: {problems}"
     assert result.shoes == SHOES, f"seed {SEED}"

@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,23 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             raise
     return {"tmp": tmp, "builds": builds, "bundle": tmp / "out1" / "bundle",
             "public": public, "private": private, "repo": repo}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def later_releases(release: dict[str, object]) -> Iterator[dict[str, Future[Path | None]]]:
+    """The other releases the upgrade tests install (N, one that cannot start, the previous
+    release), each built once per run, in one background thread from the file's first test
+    on, while the tests before them wait on pip installs and a shoe dealt (built in turn
+    inside the tests they added 5 to 12 s each on a busy machine). A build's error is
+    raised by the test that needs it, from `.result()`."""
+    newer, broken = _bump(VERSION, 91), _bump(VERSION, 92)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-build") as pool:
+        builds = {"newer": pool.submit(_release_of, release, newer),
+                  "broken": pool.submit(_release_of, release, broken, broken=True),
+                  "previous": pool.submit(_previous_release, release)}
+        yield builds
+        for build_future in builds.values():  # none left running into the module's teardown
+            build_future.cancel()
 
 
 def test_two_builds_of_a_tag_are_identical(release):
@@ -252,7 +271,7 @@ async def _tablectl(tablectl: Path, *argv: str, stdin: str = "",
 
 @pytest.mark.hil
 async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls_back(
-        release, tmp_path, monkeypatch):
+        release, later_releases, tmp_path, monkeypatch):
     """N-1 installed deals a shoe; N is staged and activated between shoes (a supervisor),
     deals; a rollback to N-1 deals again; the store is verified at each step. A release
     that cannot start is put back by tabled-rollback.service's command by itself."""
@@ -262,9 +281,7 @@ async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls
     from controller.releases import stage as stage_release
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # the unit's environment
-    newer, broken = _bump(VERSION, 91), _bump(VERSION, 92)
-    newer_bundle = _release_of(release, newer)
-    broken_bundle = _release_of(release, broken, broken=True)
+    newer, broken = _bump(VERSION, 91), _bump(VERSION, 92)  # built by `later_releases`
     base, public = tmp_path / "opt-tabled", str(release["public"])
     layout = Layout(base)
     # Install N-1 (docs/deployment.md, step 2).
@@ -306,6 +323,7 @@ async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls
         assert (await harness.play(shoes=1)).shoes_completed == 1
         await runs(TAG)
 
+        newer_bundle = await asyncio.to_thread(later_releases["newer"].result)
         code, out = await _tablectl(tablectl, "software", "stage", str(newer_bundle), *common,
                                     "--socket", harness.socket)
         assert code == exitcodes.OK, out
@@ -332,6 +350,7 @@ async def test_upgrade_deal_roll_back_deal_and_a_release_that_cannot_start_rolls
 
         # A release that cannot start: activated, it fails; the rollback unit's command,
         # with the previous release's tablectl, puts N-1 back and records it.
+        broken_bundle = await asyncio.to_thread(later_releases["broken"].result)
         code, out = await _tablectl(tablectl, "software", "stage", str(broken_bundle), *common,
                                     "--socket", harness.socket)
         assert code == exitcodes.OK, out
@@ -382,9 +401,25 @@ def _previous_commit() -> str:
     return tagged.stdout.strip() if tagged.returncode == 0 else commit
 
 
+def _previous_release(release: dict[str, object]) -> Path | None:
+    """The previous release's bundle, built from its commit by the same tooling; None when
+    this clone lacks that commit."""
+    previous, commit = PREVIOUS_RELEASE[0], _previous_commit()
+    repo, tmp = Path(str(release["repo"])), Path(str(release["tmp"]))
+    if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"],
+                      capture_output=True).returncode != 0:
+        return None
+    subprocess.run(["git", "-C", str(repo), "tag", "-f", previous, commit], check=True,
+                   capture_output=True)
+    build(repo=str(repo), tag=previous, out=tmp / "out-previous", key_path=Path(
+        str(release["private"])), platforms=["native"], extras="", pip_args=[],
+        build_env_dir=tmp / "build-env")
+    return tmp / "out-previous" / "bundle"
+
+
 @pytest.mark.hil
-async def test_a_store_the_previous_release_wrote_opens_verifies_and_plays(release, tmp_path,
-                                                                          monkeypatch):
+async def test_a_store_the_previous_release_wrote_opens_verifies_and_plays(
+        release, later_releases, tmp_path, monkeypatch):
     """The previous release (built from its commit by the same tooling) deals a shoe into a
     new store; this release, installed beside it and made current, opens that store,
     verifies all of it, and deals the next shoe."""
@@ -394,19 +429,14 @@ async def test_a_store_the_previous_release_wrote_opens_verifies_and_plays(relea
     from controller.releases import stage as stage_release
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    previous, commit = PREVIOUS_RELEASE[0], _previous_commit()
-    repo, tmp = Path(str(release["repo"])), Path(str(release["tmp"]))
-    if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"],
-                      capture_output=True).returncode != 0:
-        _absent(f"the previous release's commit {commit[:12]} (a clone without history?)")
-    subprocess.run(["git", "-C", str(repo), "tag", "-f", previous, commit], check=True,
-                   capture_output=True)
-    build(repo=str(repo), tag=previous, out=tmp_path / "previous", key_path=Path(
-        str(release["private"])), platforms=["native"], extras="", pip_args=[],
-        build_env_dir=tmp / "build-env")
+    previous = PREVIOUS_RELEASE[0]
+    previous_bundle = await asyncio.to_thread(later_releases["previous"].result)
+    if previous_bundle is None:
+        _absent(f"the previous release's commit {_previous_commit()[:12]} (a clone without "
+                "history?)")
     base, public = tmp_path / "opt-tabled", str(release["public"])
     layout = Layout(base)
-    stage_release(layout, tmp_path / "previous" / "bundle", public)
+    stage_release(layout, previous_bundle, public)
     switch(layout, previous, pending=False)
     tabled = [str(base / ".venv" / "bin" / "tabled")]
     workdir = tmp_path / "table"

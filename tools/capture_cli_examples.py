@@ -124,108 +124,163 @@ async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[st
     return blocks, source
 
 
-async def capture_simulated_runs(workdir: Path, seed: int
+async def capture_simulated_runs(workdir: Path, seed: int, *, played: Any = None
                                  ) -> tuple[dict[str, list[str]], str, list[tuple[str, int, str]]]:
-    """The guide's examples from the simulated tables, the source line, and every run."""
-    from hil.practice import PracticeControls
+    """The guide's examples from the simulated tables, the source line, and every run.
+
+    ``played``: the first table already running with its shoe played (a TableHarness on
+    config/simulated-table.toml; tests/cli/test_terminal_80_columns.py shares its own);
+    the examples go on to fault it, stop it and tamper with its store."""
     from hil.table_harness import TableHarness
 
-    config = ROOT / "config" / "simulated-table.toml"
-    harness = TableHarness(config, workdir, seed=seed)
-    cap = Capture(harness.socket, workdir)
-    gpio = harness.table_config.gpio
-    async with harness as h:
-        await h.play(shoes=1)
-        await cap.run("version", ["--version"], daemon=False)
-        await cap.run("status", ["status"])
-        await cap.run("devices", ["devices"])
-        await cap.run("rounds", ["rounds", "--last", "2"])
-        await cap.run("events", ["events", "--kind", "card", "--limit", "5"])
-        await cap.run("events", ["events", "--kind", "shoe_complete", "--json"])
-        await cap.run("verify", ["events", "verify"])
-        await cap.run("replay-store", ["replay", str(config), "--store", h.store_path,
-                                       "--round", "3"], daemon=False)
-        await cap.run("support-bundle", ["support-bundle", "--log", str(h.daemon_log),
-                                         "--output", str(workdir / "support.txt")])
+    if played is not None:
+        cap = await _first_table(played, seed)
+    else:
+        harness = TableHarness(ROOT / "config" / "simulated-table.toml", workdir, seed=seed)
+        async with harness as h:
+            await h.play(shoes=1)
+            cap = await _first_table(h, seed)
+    await _other_tables(cap, workdir, seed)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
+              f"running on simulated hardware (`hil.table_harness.TableHarness`, "
+              f"`config/simulated-table.toml`; the meters from "
+              f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); the technician's "
+              "hands and the faults through the practice table's controls (`hil/practice.py`, "
+              "`./run-simulated-table --practice`) and the simulators. Scratch paths are "
+              "shown as the paths on a table.")
+    return cap.blocks, source, cap.runs
 
-        # The technician's hands on the devices, through the practice table's controls
-        # (hil/practice.py, `./run-simulated-table --practice`): the guide's drills as a
-        # technician follows them there.
-        practice = PracticeControls(h, seed=seed)
 
-        async def hands(path: str, **form: str) -> None:
-            ok, message = await practice.do(path, form)
-            if not ok:
-                raise RuntimeError(f"practice {path}: {message}")
+async def _until(h: Any, what: str, holds: Callable[[dict[str, Any], dict[str, Any]], bool]
+                 ) -> None:
+    """Wait until ``holds(status, the shoe's devices entry)``: what a fault made with the
+    practice controls shows once the daemon has seen it (no fixed sleep to guess it)."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        status = await h.call("status")
+        shoe = next(d for d in await h.call("devices") if d["device"] == "shoe")
+        if holds(status, shoe):
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError(f"the table never showed {what}: {status.get('faults_holding')}, "
+                               f"shoe {shoe.get('link')} {shoe.get('last_error')!r}")
+        await asyncio.sleep(0.05)
 
-        async def touch_every_seat() -> None:
-            for wiring in gpio.seats:
-                await hands("/sensor/cover", seat=str(wiring.seat))
-                await asyncio.sleep(0.15)
-                await hands("/sensor/uncover", seat=str(wiring.seat))
-                await asyncio.sleep(0.15)
 
-        await cap.run("test-sensors", ["test", "sensors", "--timeout", "20"],
-                      during=touch_every_seat, when="Touch each seat")
+def _holding(status: dict[str, Any]) -> set[str]:
+    return {f["code"] for f in status.get("faults_holding") or []}
 
-        async def press_button() -> None:
-            await hands("/button")
 
-        await cap.run("test-lockout", ["test", "lockout", "--timeout", "10"],
-                      during=press_button, when="Press the dealer's lock-out")
-        await cap.run("test-lights", ["test", "lights"], stdin="y\n")
-        await cap.run("test-shuffler", ["test", "shuffler", "--shuffle", "blue"])
+async def _first_table(h: Any, seed: int) -> Capture:
+    """The simulated table's examples; ``h`` is running, its shoe played."""
+    from hil.practice import PracticeControls
 
-        async def deal_two() -> None:
-            await hands("/load")
-            await hands("/draw")
-            await hands("/draw")
+    config = h.config_path
+    workdir = h.workdir
+    cap = Capture(h.socket, workdir)
+    gpio = h.table_config.gpio
+    await cap.run("version", ["--version"], daemon=False)
+    await cap.run("status", ["status"])
+    await cap.run("devices", ["devices"])
+    await cap.run("rounds", ["rounds", "--last", "2"])
+    await cap.run("events", ["events", "--kind", "card", "--limit", "5"])
+    await cap.run("events", ["events", "--kind", "shoe_complete", "--json"])
+    await cap.run("verify", ["events", "verify"])
+    await cap.run("replay-store", ["replay", str(config), "--store", h.store_path,
+                                   "--round", "3"], daemon=False)
+    await cap.run("support-bundle", ["support-bundle", "--log", str(h.daemon_log),
+                                     "--output", str(workdir / "support.txt")])
 
-        await cap.run("test-shoe", ["test", "shoe", "--cards", "2", "--timeout", "15"],
-                      during=deal_two, when="Draw cards")
+    # The technician's hands on the devices, through the practice table's controls
+    # (hil/practice.py, `./run-simulated-table --practice`): the guide's drills as a
+    # technician follows them there.
+    practice = PracticeControls(h, seed=seed)
 
-        # Faults, each made with the practice controls, then looked at as a technician would.
-        await hands("/lid/open")
-        await asyncio.sleep(1.0)
-        await cap.run("fault-lid", ["status"])
-        await cap.run("fault-lid", ["test", "shoe"])
-        await hands("/lid/close")
-        await asyncio.sleep(1.0)
+    async def hands(path: str, **form: str) -> None:
+        ok, message = await practice.do(path, form)
+        if not ok:
+            raise RuntimeError(f"practice {path}: {message}")
 
-        await hands("/cable/pull")
-        await asyncio.sleep(1.5)
-        await cap.run("fault-unplugged", ["status"])
-        await cap.run("fault-unplugged", ["devices"])
-        await hands("/cable/plug")
-        await asyncio.sleep(3.0)
-        await cap.run("fault-unplugged", ["events", "--device", "shoe", "--limit", "4"])
+    async def touch_every_seat() -> None:
+        for wiring in gpio.seats:
+            await hands("/sensor/cover", seat=str(wiring.seat))
+            await asyncio.sleep(0.15)
+            await hands("/sensor/uncover", seat=str(wiring.seat))
+            await asyncio.sleep(0.15)
 
-        await hands("/misread")
-        await asyncio.sleep(1.0)
-        await cap.run("fault-misread", ["status"])
-        await cap.run("fault-misread", ["fault", "acknowledge", "--supervisor", "floor",
-                                        "--pin-stdin"], stdin="2468\n")
+    await cap.run("test-sensors", ["test", "sensors", "--timeout", "20"],
+                  during=touch_every_seat, when="Touch each seat")
 
-        # The table's service, its store and the shoe's firmware: the practice page's
-        # service controls (hil/practice_service.py).
-        before = (await h.call("status"))["state"]
-        await hands("/firmware/old")
-        deadline = asyncio.get_running_loop().time() + 30
-        while next(d for d in await h.call("devices") if d["device"] == "shoe")["link"] \
-                != "refused" and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.1)  # the refusal comes from the restarted shoe's handshake
-        await cap.run("fault-firmware", ["devices"])
-        await cap.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
-        await hands("/firmware/approved")
-        await h.wait_for_state(before)
+    async def press_button() -> None:
+        await hands("/button")
 
-        await hands("/service/stop")
-        await cap.run("not-running", ["status"])
-        await hands("/service/start")
-        await hands("/store/damage")
-        await cap.run("broken-chain", ["status"])
-        await hands("/service/stop")
-        await cap.run("broken-chain", ["events", "verify", "--store", h.store_path])
+    await cap.run("test-lockout", ["test", "lockout", "--timeout", "10"],
+                  during=press_button, when="Press the dealer's lock-out")
+    await cap.run("test-lights", ["test", "lights"], stdin="y\n")
+    await cap.run("test-shuffler", ["test", "shuffler", "--shuffle", "blue"])
+
+    async def deal_two() -> None:
+        await hands("/load")
+        await hands("/draw")
+        await hands("/draw")
+
+    await cap.run("test-shoe", ["test", "shoe", "--cards", "2", "--timeout", "15"],
+                  during=deal_two, when="Draw cards")
+
+    # Faults, each made with the practice controls, then looked at as a technician would
+    # once the table shows it.
+    await hands("/lid/open")
+    await _until(h, "the open lid", lambda status, _: "shoe_lid_open" in _holding(status))
+    await cap.run("fault-lid", ["status"])
+    await cap.run("fault-lid", ["test", "shoe"])
+    await hands("/lid/close")
+    await _until(h, "the lid closed", lambda status, _: "shoe_lid_open" not in _holding(status))
+
+    await hands("/cable/pull")
+    # down, and a reopening of the port already failed (the guide shows that error)
+    await _until(h, "the shoe's link retrying", lambda status, shoe: (
+        "link_down" in _holding(status) and shoe["link"] == "retrying"
+        and "cannot open serial port" in shoe["last_error"]))
+    await cap.run("fault-unplugged", ["status"])
+    await cap.run("fault-unplugged", ["devices"])
+    await hands("/cable/plug")
+    await _until(h, "the shoe's link up again", lambda status, shoe: (
+        "link_down" not in _holding(status) and shoe["link"] == "up"))
+    await cap.run("fault-unplugged", ["events", "--device", "shoe", "--limit", "4"])
+
+    await hands("/misread")
+    await _until(h, "the misread", lambda status, _: "shoe_misread" in _holding(status))
+    await cap.run("fault-misread", ["status"])
+    await cap.run("fault-misread", ["fault", "acknowledge", "--supervisor", "floor",
+                                    "--pin-stdin"], stdin="2468\n")
+
+    # The shoe's firmware, the table's service and its store: the practice page's service
+    # controls (hil/practice_service.py), as the guide's drills use them.
+    before = (await h.call("status"))["state"]
+    await hands("/firmware/old")
+    await _until(h, "the shoe refused", lambda status, shoe: (
+        shoe["link"] == "refused" and "incompatible_device" in _holding(status)))
+    await cap.run("fault-firmware", ["devices"])
+    await cap.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
+    await hands("/firmware/approved")
+    await _until(h, "the shoe up again", lambda status, shoe: (
+        shoe["link"] == "up" and status["state"] == before))
+
+    await hands("/service/stop")
+    await cap.run("not-running", ["status"])
+    await hands("/service/start")
+    await hands("/store/damage")
+    await cap.run("broken-chain", ["status"])
+    await hands("/service/stop")
+    await cap.run("broken-chain", ["events", "verify", "--store", h.store_path])
+    return cap
+
+
+async def _other_tables(cap: Capture, workdir: Path, seed: int) -> None:
+    """The progressive table's and the offline examples, into ``cap``."""
+    from hil.table_harness import TableHarness
+
     # A second table with the Heavenly 9 progressive and the Must-Hit-By Mystery bonus.
     # Its daemon's simulated shuffler takes fault injection on the harness's socket.
     progressive_dir = workdir / "progressive"
@@ -247,15 +302,6 @@ async def capture_simulated_runs(workdir: Path, seed: int
         cap.blocks.setdefault(name, []).extend(outputs)
     cap.runs.extend(cap_p.runs)
     await capture_offline(cap, workdir)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    source = (f"Captured {stamp} by `tools/capture_cli_examples.py` from the real `tabled` "
-              f"running on simulated hardware (`hil.table_harness.TableHarness`, "
-              f"`config/simulated-table.toml`; the meters from "
-              f"`config/progressive-heavenly9-mystery.toml`; seed {seed}); the technician's "
-              "hands and the faults through the practice table's controls (`hil/practice.py`, "
-              "`./run-simulated-table --practice`) and the simulators. Scratch paths are "
-              "shown as the paths on a table.")
-    return cap.blocks, source, cap.runs
 
 
 def hostile_configuration(workdir: Path) -> Path:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from fractions import Fraction
 from typing import Any
 
+from controller.progressive import link_seams
 from controller.progressive.config import ProgressiveConfig, ProgressiveSpec
 from controller.progressive.errors import LinkDown
 from controller.progressive.ledger import PENDING, Award, MeterLedger
@@ -31,6 +32,7 @@ class LinkSync:
         self.ledger = ledger
         self.linked = linked
         self._on_synced = on_synced  # after a catch-up that reached the server: the feeds
+        self.hold = link_seams.sync_hold()  # the pit campaign's only; None in service
 
     def specs(self) -> list[ProgressiveSpec]:
         return [s for s in self.config.progressives if s.linked]
@@ -86,7 +88,8 @@ class LinkSync:
             if linked.down_reason is not None and not linked.levels_cache:
                 await call(linked.ensure_levels, self.seeds())
             while True:
-                batch = self.ledger.unacked()
+                # Held (a test seam): nothing sent, but the link reconnects and reads the meters.
+                batch = [] if self.hold and self.hold.holding() else self.ledger.unacked()
                 acked: list[int] = []
                 try:
                     await call(linked.flush, batch, acked.extend)

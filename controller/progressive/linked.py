@@ -31,6 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.progressive.core import split
+from controller.progressive import link_seams
 from controller.progressive.errors import LinkDown
 
 CONNECT_TIMEOUT_S = 3  # libpq's connect_timeout: a LAN server answers in milliseconds
@@ -122,6 +123,7 @@ class LinkedLedger:
         # Test seam: called after the server committed a flush and before the local ack,
         # the instant at which a crash must not lead to double counting.
         self.after_server_commit: Callable[[], None] | None = None
+        self.claim_gate = link_seams.claim_gate()  # the pit campaign's only; None in service
 
     # --- connection ---------------------------------------------------------------------
 
@@ -304,7 +306,10 @@ class LinkedLedger:
                  locked["reset"] if fraction == 1 else 0, reserve_level, str(reserve), version))
             return Claim(key, amount, version)
 
-        claim: Claim = self._run(work)
+        with self._mutex:  # the gate and the claim back to back: no sync between them
+            if self.claim_gate is not None and self.claim_gate.holds(seat):
+                self._run(self.claim_gate.wait)
+            claim: Claim = self._run(work)
         ack([row["seq"] for row in outbox])
         self.refresh()
         return claim

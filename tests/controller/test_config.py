@@ -46,11 +46,27 @@ def test_the_shipped_simulated_table_is_valid():
                                       "1000 milliseconds"),
     (("shuffler", "batches"), ["red", "red"], "shuffler.batches = ['red', 'red']: not allowed; "
                                               "allowed: two different back colours"),
+    (("shoe", "reconnect_max_s"), 0.1, "shoe.reconnect_max_s = 0.1: not allowed; allowed: 0.5 "
+                                       "to 60 seconds"),
+    (("shoe", "reconnect_max_s"), "10", "shoe.reconnect_max_s = '10': not allowed; allowed: "
+                                        "0.5 to 60 seconds"),
 ])
 def test_a_bad_device_value_is_named(path, value, message):
     data = simulated()
     data[path[0]][path[1]] = value
     assert any(p.startswith(message) for p in problems(data)), problems(data)
+
+
+def test_the_shoes_reconnect_cap_reaches_its_driver():
+    from controller.wiring import build_devices
+
+    assert load_config(SIMULATED).shoe.reconnect_max_s == 10.0  # drivers/reconnect.py's cap
+    config = load_config(SIMULATED, ["shoe.reconnect_max_s=0.5"])
+    policy = build_devices(config)["shoe"]._reconnector.policy
+    assert (policy.initial_delay_s, policy.max_delay_s) == (0.5, 0.5)
+    policy = build_devices(load_config(SIMULATED, ["shoe.reconnect_max_s=30"])
+                           )["shoe"]._reconnector.policy
+    assert (policy.initial_delay_s, policy.max_delay_s) == (0.5, 30.0)
 
 
 def test_a_pin_wired_twice_is_refused():

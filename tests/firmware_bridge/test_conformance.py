@@ -5,8 +5,11 @@ On simulated time (conformance.wire.SimulatedWire): every simulator conforms at 
 requirement broken each) fails its named check and only checks docs/conformance.md links
 to the requirements it breaks, at 9600 and at 115200 baud; a protocol 1.0 device fails
 exactly what 1.1 added; a silent port, a garbage device and a run with no operator each
-get their own verdict.  On real time, once: `tablectl conformance` over a pseudo-terminal
-against the pty shoe simulator writes a passing JSON and text report.
+get their own verdict; `tablectl conformance` writes its JSON and text report, and says
+when no device answered.  On real time, once and short: the kit's handshake and fault
+scenarios through pyserial on a pseudo-terminal against the pty shoe simulator the
+daemon's tests use (the real serial path; the whole suite on it took a minute of real
+time, its simulated-time run above takes none).
 """
 
 from __future__ import annotations
@@ -16,18 +19,23 @@ import json
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cards import BackColour
 from controller.cli import main
 from firmware_bridge.conformance import CHECKS, run_suite
+from firmware_bridge.conformance import report as report_module
+from firmware_bridge.conformance.checks import Context, basic, faults
+from firmware_bridge.conformance.prober import Prober
 from firmware_bridge.conformance.report import FAIL, NO_DEVICE, NOT_A_DEVICE, NOT_RUN, PASS, Report
-from firmware_bridge.conformance.wire import PacedWire, SimulatedWire
-from firmware_bridge.messages import DeviceKind, FaultCode
+from firmware_bridge.conformance.wire import PacedWire, SerialWire, SimulatedWire
+from firmware_bridge.link import LinkTiming
+from firmware_bridge.messages import CAP_PROTOCOL_1_1, DeviceKind, FaultCode
 from hil.misbehaviour import MISBEHAVIOURS, broken_endpoint, legacy_endpoint
 from hil.shoe_sim import SimulatedShoe, build_stack
-from hil.sim_firmware import make_model
+from hil.sim_firmware import FirmwareModel, make_model
 from tests.firmware_bridge.must_table import must_table
 
 DEVICES = [DeviceKind.SHOE, DeviceKind.SHUFFLER, DeviceKind.DISPLAY]
@@ -240,20 +248,28 @@ def test_cli_rejects_bad_arguments_with_a_reason(tmp_path: Path, capsys: pytest.
     assert "--slack -1.0 must be 0..5 seconds" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(120)
-async def test_tablectl_conformance_on_a_serial_port_passes_the_pty_shoe(tmp_path: Path) -> None:
-    # real time, through pyserial, against the pty simulator the daemon's tests use
-    stack, cover = build_stack(1, random.Random(2))
-    sim = SimulatedShoe(stack, BackColour.RED, cover)
-    sim.active_faults[FaultCode.SHOE_LID_OPEN] = "lid open"  # the operator opened the lid
-    await sim.start()
-    try:
-        code = await asyncio.to_thread(
-            main, ["conformance", "shoe", sim.port, "--baud", "115200", "-o", str(tmp_path),
-                   "--fault-active", "--slack", "2"])  # the machine may be busy: wide margins
-    finally:
-        await sim.stop()
+class _SimulatedSerialPort(SimulatedWire):
+    """What `tablectl conformance shoe PORT` opens (SerialWire's arguments, the operator
+    tablectl hands it), on simulated time: the pty shoe simulator's firmware (protocol 1.1
+    capabilities, no card commit) with its lid open, as the real-time case below has it."""
+
+    def __init__(self, url: str, baudrate: int, *, operator: Any = None) -> None:
+        model = FirmwareModel(DeviceKind.SHOE, timing=LinkTiming.for_baudrate(baudrate),
+                              capabilities=CAP_PROTOCOL_1_1)
+        model.active_faults[FaultCode.SHOE_LID_OPEN] = "lid open"  # the operator opened the lid
+        super().__init__(model, baudrate)
+        self.url, self._operator = url, operator
+
+    def stimulate(self, action: str) -> bool:
+        return bool(self._operator(action)) if self._operator is not None else False
+
+
+def test_tablectl_conformance_writes_the_report_of_the_pty_shoe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the command whole (arguments, operator, report files, exit code) on simulated time
+    monkeypatch.setattr("firmware_bridge.conformance.wire.SerialWire", _SimulatedSerialPort)
+    code = main(["conformance", "shoe", "/dev/baccarat-shoe", "--baud", "115200", "-o",
+                 str(tmp_path), "--fault-active"])
     reports = sorted(tmp_path.iterdir())
     assert [p.suffix for p in reports] == [".json", ".txt"]
     data = json.loads(reports[0].read_text())
@@ -265,6 +281,40 @@ async def test_tablectl_conformance_on_a_serial_port_passes_the_pty_shoe(tmp_pat
     assert code == 1
     assert reports[1].read_text().splitlines()[-1] == (
         f"INCOMPLETE to protocol 1.2: {len(checks) - 1} passed, 0 failed, 1 not run")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+async def test_the_kit_on_a_serial_port_handshakes_and_hears_the_pty_shoes_fault(
+        tmp_path: Path) -> None:
+    # real time, through pyserial, against the pty simulator the daemon's tests use: the
+    # presence probe, the handshake and the fault re-report (a few seconds; the rest of
+    # the suite on this shoe is the simulated-time test above)
+    stack, cover = build_stack(1, random.Random(2))
+    sim = SimulatedShoe(stack, BackColour.RED, cover)
+    sim.active_faults[FaultCode.SHOE_LID_OPEN] = "lid open"  # the operator opened the lid
+
+    def on_the_serial_port() -> list[tuple[str, str, str]]:
+        wire = SerialWire(sim.port, 115200, operator=lambda action: action == "fault")
+        wire.slack = 2.0  # the machine may be busy: wide margins
+        try:
+            prober = Prober(wire, LinkTiming.for_baudrate(115200), DeviceKind.SHOE)
+            presence, heard = report_module._presence(prober)
+            assert (presence, heard.startswith("RESET")) == ("", True), heard
+            ctx = Context(prober, DeviceKind.SHOE, 115200)
+            return [(check, PASS if passed else FAIL if passed is False else NOT_RUN, detail)
+                    for scenario in (basic, faults) for check, passed, detail in scenario(ctx)]
+        finally:
+            wire.close()
+
+    await sim.start()
+    try:
+        verdicts = await asyncio.to_thread(on_the_serial_port)
+    finally:
+        await sim.stop()
+    assert [(check, result) for check, result, _ in verdicts] == [
+        ("handshake.hello", PASS), ("version.announces_1_1", PASS), ("handshake.reset", PASS),
+        ("faults.rereport_order", PASS)], verdicts
 
 
 @pytest.mark.slow
@@ -301,18 +351,18 @@ def test_an_operator_at_end_of_input_takes_no_step(monkeypatch: pytest.MonkeyPat
     assert (ask("fault"), ask("event")) == (False, True)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(60)
-def test_tablectl_conformance_on_a_silent_port_exits_9(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import pty
+class _SilentSerialPort(SimulatedWire):
+    """A serial port with nothing attached, on simulated time (SerialWire's arguments)."""
 
-    controller_fd, device_fd = pty.openpty()
-    try:
-        code = main(["conformance", "display", os.ttyname(device_fd), "-o", str(tmp_path)])
-    finally:
-        os.close(controller_fd)
-        os.close(device_fd)
+    def __init__(self, url: str, baudrate: int, *, operator: Any = None) -> None:
+        super().__init__(_Silent(), baudrate)
+
+
+def test_tablectl_conformance_on_a_silent_port_exits_9(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("firmware_bridge.conformance.wire.SerialWire", _SilentSerialPort)
+    code = main(["conformance", "display", "/dev/ttyUSB9", "-o", str(tmp_path)])
     assert code == 9
     out = capsys.readouterr().out
     assert "NO DEVICE ANSWERED: not one byte came back in 5.0 s of RESETs: check the cable" in out

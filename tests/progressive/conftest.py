@@ -79,6 +79,13 @@ def base(seats: Sequence[int], wager: str = "banker", cents: int = 1000) -> list
     return [{"seat": s, "wager": wager, "amount_cents": cents} for s in seats]
 
 
+def close(*systems: Any) -> None:
+    """Close progressive systems (`ProgressiveSystem`) and their stores."""
+    for system in systems:
+        system.close()
+        system.store.close()
+
+
 class Shoe:
     """A shuffled eight-deck shoe dealt by the 631a drawing rules (the rules engine decides)."""
 

@@ -28,7 +28,7 @@ from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 from hil.cuttable_proxy import CuttableProxy
 from hil.pit_servers import PrivateBroker, PrivatePostgres, require_private_servers
-from tests.progressive.conftest import HEAVENLY_9, base, config, package_required
+from tests.progressive.conftest import HEAVENLY_9, base, close, config, package_required
 
 H9_SEED = 1_000_000  # 631c.2(i)
 H9_PER_WAGER = Fraction(50)  # 10% of $5 (631c.2(i))
@@ -68,12 +68,6 @@ def shared_amount(system: ProgressiveSystem) -> Fraction:
     system.sync()
     meter = next(m for m in system.meters() if m["level"] == "progressive")
     return Fraction(meter["amount_cents"]) + Fraction(meter["sub_cent"])
-
-
-def close(*systems: ProgressiveSystem) -> None:
-    for system in systems:
-        system.close()
-        system.store.close()
 
 
 def test_605a_8_postgres_restarted_mid_play_loses_and_doubles_nothing(
