@@ -75,6 +75,7 @@ _TECH_TEST = f"{_T_TABLE}::test_a_technicians_shuffle_ends_every_shuffle_fault"
 _SHUFFLE_BACK = f"{_T_TABLE}::test_a_table_back_in_shuffling_asks_for_the_reshuffle_681a_9_c"
 _T_EXITS = "hil/test_fault_exits.py"  # the same exits through the daemon process
 _T_LINK = "tests/drivers/test_link_device_1_1.py"  # the driver's half: what sends the clear
+_T_DRILL = "hil/test_practice_service_drills.py"  # the guide's drills on the practice table
 
 CATALOGUE: tuple[FaultExits, ...] = (
     # --- every device on a firmware_bridge link -------------------------------------------
@@ -89,7 +90,8 @@ CATALOGUE: tuple[FaultExits, ...] = (
                "the device's firmware or protocol version is not approved, or the wrong device "
                "is on the port", (Exit.DEVICE,),
                "install approved firmware or plug in the right device; re-probed every 30 s",
-               (_DEVICE_TEST, f"{_T_LINK}::test_h2_refused_device_is_revived_by_its_reset"),
+               (_DEVICE_TEST, f"{_T_LINK}::test_h2_refused_device_is_revived_by_its_reset",
+                f"{_T_DRILL}::test_drill_wrong_firmware_version"),
                "shoe: always; shuffler: while shuffling"),
     FaultExits("device_overtemp", ANY_DEVICE, "the device is too hot", (Exit.DEVICE,),
                "cool the device; it reports the fault cleared", (_DEVICE_TEST,),
@@ -180,7 +182,8 @@ CATALOGUE: tuple[FaultExits, ...] = (
                "pins are claimed only at start",
                ("tests/drivers/test_seats.py::test_unavailable_gpio_is_refused_not_a_crash",
                 f"{_T_EXITS}::"
-                "test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_restarts"),
+                "test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_restarts",
+                f"{_T_DRILL}::test_drill_seat_pins_unavailable"),
                "no"),
     FaultExits("display_lamp_failed", "display", "a win light or meter segment draws no current",
                (Exit.DEVICE,), "replace the lamp; the display reports it cleared",
@@ -199,7 +202,9 @@ CATALOGUE: tuple[FaultExits, ...] = (
                 f"{_T_EXITS}::test_out_of_order_ends_when_the_store_is_restored_from_its_backup_"
                 "and_the_table_restarts",
                 f"{_T_EXITS}::test_out_of_order_ends_when_a_supervisor_clears_the_store_and_"
-                "the_table_restarts"),
+                "the_table_restarts", f"{_T_DRILL}::test_drill_broken_hash_chain",
+                f"{_T_DRILL}::test_drill_the_table_out_of_order_for_the_witness",
+                f"{_T_DRILL}::test_drill_a_table_never_initialised"),
                "yes, every device event is ignored"),
 )
 

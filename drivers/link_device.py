@@ -397,6 +397,11 @@ class LinkedDevice:
                         f"on the {self.kind} (or connect the right device to {self.port}); the table "
                         f"connects as soon as the device restarts, and re-checks every "
                         f"{rec.policy.refused_reprobe_s:g} s.")
+        # A device that restarted into firmware this host refuses (re-flashed on the open
+        # port) first lost its session: that link_down is over, the device answers. Cleared
+        # after the refusal is raised, so the table never sees a moment without a fault, and
+        # the refusal, with its action, is what `tablectl status` shows.
+        self._clear(LINK_DOWN)
         return delay
 
     async def _dispatch(self, message: wire.Message) -> None:

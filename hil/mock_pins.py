@@ -21,10 +21,17 @@ Line protocol (ASCII, one request per line, one reply per line)::
 
 Pins are gpiozero names: a BCM number (``17``) or ``GPIO17``. Callbacks fire in
 the bridge's connection thread, just as lgpio fires them in its own thread.
+
+The lines are claimed as a gpiochip's are: one program at a time. Each pin the factory
+makes takes an exclusive lock on its file in a simulated gpiochip directory beside the
+bridge socket (``gpiochip``), held until the factory closes (or its process dies, as the
+kernel frees a dead program's lines). ``LineHolder`` is the other program that takes the
+seat pins first: the factory's pin is then refused with lgpio's words, ``GPIO busy``.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import socketserver
@@ -34,6 +41,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import structlog
+from gpiozero.exc import GPIOPinInUse
 from gpiozero.pins.mock import MockFactory, MockPin
 
 from hil.os_threads import os_named
@@ -50,6 +58,44 @@ BRIDGE_CLIENT_TIMEOUT_S = 5.0
 
 def _pin_name(token: str) -> int | str:
     return int(token) if token.isdigit() else token
+
+
+def chip_directory(bridge_socket: str) -> str:
+    """The simulated gpiochip of the factory serving `bridge_socket`: one file per line."""
+    return os.path.join(os.path.dirname(os.path.abspath(bridge_socket)), "gpiochip")
+
+
+def claim_line(chip: str, name: str) -> int | None:
+    """An exclusive, non-blocking lock on line `name` of `chip`: the open file, or None when
+    another program holds the line (released when the file is closed or its process dies)."""
+    os.makedirs(chip, exist_ok=True)
+    fd = os.open(os.path.join(chip, name), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+class LineHolder:
+    """Another program holding GPIO lines (a test script left running, a second daemon):
+    while it holds them, a factory that needs one of them cannot claim its pins."""
+
+    def __init__(self, bridge_socket: str, pins: list[int]) -> None:
+        self.chip = chip_directory(bridge_socket)
+        self._fds: list[int] = []
+        for pin in pins:
+            fd = claim_line(self.chip, f"GPIO{pin}")
+            if fd is None:
+                self.release()
+                raise PinBridgeError(f"GPIO{pin} is held by another program already")
+            self._fds.append(fd)
+
+    def release(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
 
 
 class LineCommands(Protocol):
@@ -92,6 +138,8 @@ class BridgedMockFactory(MockFactory):
         super().__init__(revision=revision, pin_class=pin_class)
         self.bridge_socket = bridge_socket
         self._pin_lock = threading.Lock()
+        self._chip = chip_directory(bridge_socket)
+        self._lines: list[int] = []  # the gpiochip lines this factory holds
         try:
             os.unlink(bridge_socket)  # a stale socket from a killed daemon
         except FileNotFoundError:
@@ -101,6 +149,17 @@ class BridgedMockFactory(MockFactory):
                                         args=(BRIDGE_POLL_S,), name="sim-pin-bridge", daemon=True)
         self._thread.start()
         log.info("pin bridge listening", socket=bridge_socket)
+
+    def pin(self, name: Any, pin_class: Any = None, **kwargs: Any) -> Any:
+        """A new pin claims its line first, as lgpio's gpio_claim_input does."""
+        for _header, info in self.board_info.find_pin(name):
+            if info not in self.pins:
+                fd = claim_line(self._chip, info.name)
+                if fd is None:
+                    raise GPIOPinInUse(f"GPIO busy: {info.name} is held by another program")
+                self._lines.append(fd)
+            break
+        return super().pin(name, pin_class, **kwargs)
 
     def bridge_command(self, line: str) -> str:
         """Execute one protocol line and return the reply (without newline)."""
@@ -133,6 +192,9 @@ class BridgedMockFactory(MockFactory):
         except FileNotFoundError:
             pass
         super().close()
+        for fd in self._lines:
+            os.close(fd)
+        self._lines.clear()
 
 
 class PinBridgeError(RuntimeError):
@@ -207,3 +269,29 @@ class PinBridgeClient:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def main(argv: list[str]) -> int:
+    """`python -m hil.mock_pins hold BRIDGE_SOCKET PIN...`: another program that holds the
+    seat pins of the factory serving BRIDGE_SOCKET until its input ends (the practice
+    table's "Let another program hold the seat pins", hil/practice_service.py)."""
+    import sys
+
+    if len(argv) < 3 or argv[0] != "hold" or not all(p.isdigit() for p in argv[2:]):
+        print("usage: python -m hil.mock_pins hold BRIDGE_SOCKET PIN...", file=sys.stderr)
+        return 2
+    try:
+        holder = LineHolder(argv[1], [int(p) for p in argv[2:]])
+    except PinBridgeError as exc:
+        print(f"refused: {exc}", flush=True)
+        return 1
+    print(f"holding GPIO{', GPIO'.join(argv[2:])}", flush=True)
+    sys.stdin.read()  # until the practice page ends this program
+    holder.release()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

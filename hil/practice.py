@@ -5,18 +5,22 @@ this page on 127.0.0.1 (its address is printed). Each button is what a technicia
 hands would do at a real table: draw a card from the shoe, open or close its lid, pull
 or plug its cable, let the next card leave the shoe unread, cover or uncover a seat's
 progressive sensor, press the dealer's lock-out button, load the next shoe, jam the
-shuffler or take cards out of its batch. `tablectl` in another terminal then shows
-what the table made of it, as docs/technician-guide.md's drills describe; every drill
-there is a test on this table (hil/test_practice_drills.py).
+shuffler or take cards out of its batch. Below them, what happens to the table's service,
+its store and its witness (hil/practice_service.py): the shoe flashed with old firmware,
+another program holding the seat pins, the service stopped and started, the store's
+hash chain damaged, a backup put back, the witness down, a table never initialised.
+`tablectl` in another terminal then shows what the table made of it, as
+docs/technician-guide.md's drills describe; every drill there is a test on this table
+(hil/test_practice_drills.py, hil/test_practice_service_drills.py).
 
 Each action is also a plain POST, for a terminal or a script:
 
     curl -d '' http://127.0.0.1:PORT/lid/open
     curl -d seat=3 http://127.0.0.1:PORT/sensor/cover
 
-The controls talk to the simulators only (hil/shoe_sim.py, hil/mock_pins.py'
+The devices' controls talk to the simulators only (hil/shoe_sim.py, hil/mock_pins.py'
 bridge, hil/usb_shuffler.py's control socket) and to the daemon only as the dealer
-does when a shoe is loaded; never to the daemon's store.
+does; only the service controls touch the store, and only with the daemon stopped.
 """
 
 from __future__ import annotations
@@ -26,33 +30,23 @@ import contextlib
 import html
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from controller.control import ControlError
+from hil.practice_actions import Action, PracticeError
+from hil.practice_service import ServiceControls
 
 MAX_REQUEST_BYTES = 8 * 1024
 BUTTON_PRESS_S = 0.1  # held down this long: longer than the button's 20 ms debounce
 BACKS = ("red", "blue", "green", "black")
 
 
-class PracticeError(Exception):
-    """An action that cannot be done now; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class Action:
-    path: str
-    label: str
-    run: Callable[[dict[str, str]], Awaitable[str]]
-    field: str | None = None  # a form field the action takes (a seat, a number of cards)
-
-
 class PracticeControls:
     """The simulated table's hands-on controls (a hil.table_harness.TableHarness)."""
 
-    def __init__(self, harness: Any, *, seed: int = 7) -> None:
+    def __init__(self, harness: Any, *, seed: int = 7, witness: Any = None) -> None:
+        """`witness`: the table's hil.practice_service.PracticeWitness, if it has one."""
         self.h = harness
         self.rng = random.Random(f"practice/{seed}")
         gpio = harness.table_config.gpio
@@ -69,6 +63,8 @@ class PracticeControls:
             Action("/load", "Load the next shoe (after a verified shuffle)", self.load_shoe),
             Action("/deal", "Let the simulated dealer deal to the end of the shoe",
                    self.deal_out),
+            Action("/deal/round", "Let the simulated dealer deal one round (opening the "
+                   "table and loading a shoe first if it needs them)", self.deal_round),
             Action("/sensor/cover", "Put a chip on seat", self._sensor(True), "seat"),
             Action("/sensor/uncover", "Lift the chip from seat", self._sensor(False), "seat"),
             Action("/sensor/chatter", "Shake seat's loose sensor cable", self.chatter, "seat"),
@@ -81,6 +77,8 @@ class PracticeControls:
             Action("/shuffler/restore", "Count the batch by hand, put the missing cards back",
                    self.restore_batch),
         ]
+        self.service = ServiceControls(harness, witness)
+        self.actions += self.service.actions
         self.by_path = {a.path: a for a in self.actions}
 
     # --- the shoe ------------------------------------------------------------------
@@ -127,7 +125,7 @@ class PracticeControls:
         the dealer tells the table (the simulated dealer's `shoe_loaded`)."""
         from hil.shoe_sim import build_stack
 
-        state = (await self.h.call("status"))["state"]
+        state = await self._state()
         if state != "cut":
             raise PracticeError(f"the table is {state}: a shoe is loaded after the cut; "
                                 "shuffle first (tablectl test shuffler --shuffle BACK at the "
@@ -138,13 +136,35 @@ class PracticeControls:
             await self.h.call("shoe_loaded")
         return f"a new shoe of {len(stack)} cards is loaded; the burn comes next"
 
+    async def _state(self) -> str:
+        if not self.service.running:
+            raise PracticeError("the table's service is stopped: start it first")
+        return str((await self.h.call("status"))["state"])
+
+    async def deal_round(self, form: dict[str, str]) -> str:
+        """The simulated dealer deals one round from the table's state now, opening the
+        table, shuffling and loading a shoe first if the table needs it."""
+        state = await self._state()
+        if state in ("device_fault", "out_of_order"):
+            raise PracticeError(f"the table is {state}: nothing is dealt until it is cleared")
+        self._pins()  # the simulated dealer's lock-out button
+        await self.h.skip_history()
+        before = len(self.h.result.rounds)
+        # From CLOSED play() opens the table itself; from any other state the dealer first
+        # does what the state asks for.
+        await self.h.play(shoes=1, resume=state != "closed",
+                          until=lambda r: len(r.rounds) > before)
+        played = self.h.result.rounds[-1]
+        return f"round {played['round_no']} settled: {played['result']['winner'].upper()}"
+
     async def deal_out(self, form: dict[str, str]) -> str:
         """The simulated dealer takes over from the table's state now (what the
         technician did before is history, not prompts to act on) to the end of the shoe."""
-        state = (await self.h.call("status"))["state"]
+        state = await self._state()
         if state in ("end_of_shoe", "device_fault", "out_of_order", "closed"):
             raise PracticeError(f"the table is {state}: nothing to deal (clear a fault first; "
                                 "at the end of a shoe, shuffle and load the next)")
+        self._pins()  # the simulated dealer's lock-out button
         await self.h.skip_history()
         before = self.h.result.shoes_completed
         await self.h.play(shoes=1, resume=True)
@@ -159,7 +179,8 @@ class PracticeControls:
             seat = self._seat(form.get("seat", ""))
             pin = self.sensor_pins[seat]
             # The sensors are active-low: a chip on the spot pulls the pin down.
-            (self.h.pins.press if covered else self.h.pins.release)(pin)
+            pins = self._pins()
+            (pins.press if covered else pins.release)(pin)
             return f"seat {seat}: " + ("a chip is on the sensor" if covered else
                                        "the sensor is clear")
         return act
@@ -171,8 +192,16 @@ class PracticeControls:
 
         seat = self._seat(form.get("seat", ""))
         edges = CHATTER_EDGES + CHATTER_EDGES % 2  # an even count ends with the spot clear
-        await asyncio.to_thread(self.h.pins.chatter, self.sensor_pins[seat], edges)
+        await asyncio.to_thread(self._pins().chatter, self.sensor_pins[seat], edges)
         return f"seat {seat}: the sensor flickered {edges} times"
+
+    def _pins(self) -> Any:
+        """The seat pins as the daemon holds them (hil/mock_pins.py's bridge)."""
+        if not self.service.running or self.h.pins is None:
+            raise PracticeError("the daemon does not hold the seat pins (its service is "
+                                "stopped, or another program held them at its start): "
+                                "nothing at the seats reaches the table")
+        return self.h.pins
 
     def _seat(self, text: str) -> int:
         seats = sorted(self.sensor_pins)
@@ -181,9 +210,10 @@ class PracticeControls:
         return int(text)
 
     async def press_button(self, form: dict[str, str]) -> str:
-        self.h.pins.press(self.lockout_pin)
+        pins = self._pins()
+        pins.press(self.lockout_pin)
         await asyncio.sleep(BUTTON_PRESS_S)
-        self.h.pins.release(self.lockout_pin)
+        pins.release(self.lockout_pin)
         return "the lock-out button was pressed and released"
 
     # --- the shuffler ----------------------------------------------------------------
@@ -229,6 +259,8 @@ class PracticeControls:
             return True, await action.run(form)
         except PracticeError as exc:
             return False, str(exc)
+        except (ControlError, ConnectionError) as exc:  # the daemon refused, or went away
+            return False, f"the table's service: {exc}"
 
 
 class PracticePage:
@@ -250,6 +282,7 @@ class PracticePage:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+        await self.controls.service.close()
 
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -295,7 +328,10 @@ class PracticePage:
                 "<h1>Practice table</h1><p>The simulated table's devices, as your hands would "
                 "work them. Watch the result with <code>tablectl status</code> in a terminal "
                 "(docs/technician-guide.md, &ldquo;Practising on the simulated table&rdquo;)."
-                f"</p><p><b>{html.escape(self.last)}</b></p>" + "".join(rows))
+                "</p><p>The table's service runs <code>"
+                f"{html.escape(self.controls.service.command())}</code>: add the guide's "
+                "<code>--init-store</code> or <code>--clear-store ...</code> to it, with the "
+                f"service stopped.</p><p><b>{html.escape(self.last)}</b></p>" + "".join(rows))
 
 
 async def _reply(writer: asyncio.StreamWriter, status: int, body: str,

@@ -30,6 +30,7 @@ from typing import Any
 from controller.config import ConfigError, TableConfig
 from hil.display_process import DisplayProcess
 from hil.table_harness import PlayerPlan, TableHarness, render_summary
+from hil.practice_service import PracticeWitness
 from hil.witness_sim import SimulatedWitness, postgres_answers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,9 +67,10 @@ def clear_broker(config: TableConfig, say: Any) -> None:
 
 
 def _witness(args: argparse.Namespace, continuing: bool, say: Any
-             ) -> tuple[SimulatedWitness | None, list[str]]:
+             ) -> tuple[SimulatedWitness | PracticeWitness | None, list[str]]:
     """A real witness on the local PostgreSQL for a new table, or why the table runs
-    unwitnessed (docs/architecture.md, "The witness")."""
+    unwitnessed (docs/architecture.md, "The witness"). The practice table reaches it
+    through a proxy its page can cut ("Take the witness down")."""
     import tomllib
 
     from controller.witness.server import WitnessRefused, WitnessUnreachable
@@ -78,14 +80,18 @@ def _witness(args: argparse.Namespace, continuing: bool, say: Any
         why = absent or "a continued table keeps the witness of its first run, which is gone"
         say(f"The table is unwitnessed: {why}; its heads are kept by no one off the table")
         return None, []
-    witness = SimulatedWitness()
+    witness: SimulatedWitness | PracticeWitness = \
+        PracticeWitness() if args.practice else SimulatedWitness()
     table_id = str(tomllib.loads(Path(args.config).read_text())["table"]["id"])
     try:
         overrides = witness.set_up(table_id)
     except (WitnessUnreachable, WitnessRefused) as exc:
         say(f"The table is unwitnessed: the witness could not be set up ({exc})")
+        if isinstance(witness, PracticeWitness):
+            witness.proxy.close()
         return None, []
-    say(f"Witness: PostgreSQL on 127.0.0.1:5432, schema {witness.schema} (its own roles; "
+    schema = witness.current.schema if isinstance(witness, PracticeWitness) else witness.schema
+    say(f"Witness: PostgreSQL on 127.0.0.1:5432, schema {schema} (its own roles; "
         "dropped at the end): every durable step's head is sent there, signed")
     return witness, overrides
 
@@ -138,8 +144,10 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
                     "another terminal:\n")
                 say(f"    {tablectl_line(table.socket)}\n")
                 say(f"Scoreboard: {display.url('/scoreboard')}; daemon log: {log}")
-                practice = await start_practice(table, args.seed, say) if args.practice \
-                    else None
+                practice = await start_practice(
+                    table, args.seed, say,
+                    witness if isinstance(witness, PracticeWitness) else None) \
+                    if args.practice else None
                 try:
                     await asyncio.Event().wait()
                 except asyncio.CancelledError:
@@ -162,16 +170,21 @@ async def _play(args: argparse.Namespace, workdir: Path, log: Path) -> int:
     return 0 if balance == 0 and result.shoes_completed == args.shoes else 1
 
 
-async def start_practice(table: TableHarness, seed: int, say: Any) -> Any:
-    """The practice page (hil/practice.py): the devices' hands-on controls."""
+async def start_practice(table: TableHarness, seed: int, say: Any,
+                         witness: PracticeWitness | None = None) -> Any:
+    """The practice page (hil/practice.py): the devices' hands-on controls, and the
+    table's service, store and witness (hil/practice_service.py)."""
     from hil.practice import PracticeControls, PracticePage
 
-    page = PracticePage(PracticeControls(table, seed=seed))
+    controls = PracticeControls(table, seed=seed, witness=witness)
+    page = PracticePage(controls)
     await page.start()
     say(f"Practice page (draw a card, the lid, the cable, a seat's sensor, the lock-out "
-        f"button, the shuffler): {page.url()}")
+        f"button, the shuffler; the firmware, the seat pins, the service, the store, the "
+        f"witness): {page.url()}")
     say(f"  or from a terminal: curl -d '' {page.url('/lid/open')}   "
         "(docs/technician-guide.md, \"Practising on the simulated table\")")
+    say(f"  the table's service runs: {controls.service.command()}")
     return page
 
 

@@ -216,8 +216,12 @@ class TableHarness:
             command += ["--set", override]
         return [*command, *options]
 
-    async def start_daemon(self) -> None:
-        self.init_store()
+    async def start_daemon(self, *, initialise: bool = True) -> None:
+        """Start `tabled`; `initialise`: first make a new table's critical memory if it has
+        none (False: as systemd starts it, which never does: the table is then out of
+        order, not initialised)."""
+        if initialise:
+            self.init_store()
         log_file = open(self.daemon_log, "ab")  # noqa: SIM115 - handed to the child
         self.daemon = await asyncio.create_subprocess_exec(
             *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,

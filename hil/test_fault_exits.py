@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sqlite3
 import subprocess
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ import pytest
 
 from cards import Card
 from controller.control import ControlError
-from controller.memory.lifecycle import paths_for
+from hil.practice_service import copy_store, restore_store
 from hil.table_harness import TableHarness
 from hil.tablectl_process import run_tablectl
 
@@ -176,35 +175,6 @@ def test_gpio_unavailable_ends_when_the_pin_factory_is_fixed_and_the_table_resta
     assert [(e["device"], e["payload"]) for e in seen] == [
         ("seats", {"seat": 3, "present": True}), ("seats", {"seat": 3, "present": False})]
     assert (status["state"], status["fault"]) == ("opening", None)
-
-
-def store_files(workdir: Path) -> list[Path]:
-    """The store, its sidecar files and its critical-memory directory (docs/deployment.md,
-    "Critical memory"): what a backup holds and what a restore puts back."""
-    store = workdir / "table.sqlite"
-    return [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm"),
-            paths_for(str(store)).directory]
-
-
-def copy_store(source: Path, target: Path) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    for path in store_files(source):
-        if path.is_dir():
-            shutil.copytree(path, target / path.name, dirs_exist_ok=True)
-        elif path.exists():
-            shutil.copy2(path, target / path.name)
-
-
-def restore_store(backup: Path, workdir: Path) -> None:
-    """Every file of the damaged store goes, its sidecars too: SQLite reads a WAL it finds
-    beside a store as part of it, so one left from the damaged store (a killed daemon
-    leaves one) would be read into the restored one."""
-    for path in store_files(workdir):
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    copy_store(backup, workdir)
 
 
 def alter_first_wager(store: Path) -> int:

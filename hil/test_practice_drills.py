@@ -1,4 +1,6 @@
-"""Every drill of docs/technician-guide.md on the practice table, as a technician does it.
+"""The device drills of docs/technician-guide.md on the practice table, as a technician
+does them (the drills of the table's service, store and witness:
+hil/test_practice_service_drills.py).
 
 The practice table is `./run-simulated-table --practice` (hil/run.py): the real daemon
 on simulated devices after one shoe, with the page of hands-on controls
@@ -11,18 +13,16 @@ the guide's order on one table, each leaving it as the guide's next step expects
 from __future__ import annotations
 
 import asyncio
-import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from hil.practice import PracticeControls, PracticePage
+from hil.practice_drill import Practice
 from hil.table_harness import TableHarness
-from hil.tablectl_process import run_tablectl
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
               pytest.mark.asyncio(loop_scope="module")]
@@ -30,45 +30,6 @@ pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 SEED = 7
 PIN = "2468"  # the simulated table's supervisor "floor" (config/simulated-table.toml)
-
-
-class Practice:
-    def __init__(self, table: TableHarness, page: PracticePage) -> None:
-        self.table = table
-        self.page = page
-
-    async def press(self, path: str, **form: str) -> str:
-        """One button of the practice page (a POST, as the page's form sends it)."""
-        data = "&".join(f"{k}={v}" for k, v in form.items()).encode()
-
-        def post() -> tuple[int, str]:
-            request = urllib.request.Request(self.page.url(path), data=data, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=180) as answer:
-                    return answer.status, answer.read().decode()
-            except urllib.error.HTTPError as exc:
-                return exc.code, exc.read().decode()
-
-        status, text = await asyncio.to_thread(post)
-        assert status == 200, f"POST {path} {form}: {status} {text}"
-        return text.strip()
-
-    async def tablectl(self, *argv: str, stdin: str | None = None, during: Any = None,
-                       when: str = "") -> tuple[int, str]:
-        return await run_tablectl(list(argv), socket=self.table.socket, stdin=stdin,
-                                  during=during, when=when, env={"COLUMNS": "80"}, timeout=120)
-
-    async def state(self, *states: str) -> dict[str, Any]:
-        return await self.table.wait_for_state(*states, timeout=30)
-
-    async def fault(self, path: str) -> str:
-        """A fault made with the page's button `path`: the table stops, and `tablectl
-        status` says so with exit 4; its output."""
-        await self.press(path)
-        await self.state("device_fault")
-        code, out = await self.tablectl("status")
-        assert code == 4, out
-        return out
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

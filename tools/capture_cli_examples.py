@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import datetime as dt
 import re
-import sqlite3
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hil.practice_service import tamper  # noqa: E402
 from hil.tablectl_process import run_tablectl  # noqa: E402
 
 GUIDE = ROOT / "docs" / "technician-guide.md"
@@ -116,39 +116,7 @@ def write_guide(blocks: dict[str, list[str]], source: str | None) -> list[str]:
     return missing
 
 
-def tamper(store: str) -> None:
-    """Edit one card in the log as a fraudster with SQLite would: the chain must break."""
-    db = sqlite3.connect(store)
-    seq = db.execute("SELECT seq FROM events WHERE kind = 'card' ORDER BY seq LIMIT 1 OFFSET 3"
-                     ).fetchone()[0]
-    payload = db.execute("SELECT payload FROM events WHERE seq = ?", (seq,)).fetchone()[0]
-    db.execute("UPDATE events SET payload = ? WHERE seq = ?",
-               (re.sub(r'"card":"[^"]+"', '"card":"9D"', payload), seq))
-    db.commit()
-    db.close()
-
-
 # --- the real daemon on simulated hardware ------------------------------------------------
-
-
-def old_firmware_harness(config: Path, workdir: Path, seed: int) -> Any:
-    """A TableHarness whose simulated shoe's firmware speaks protocol version 0."""
-    from hil.shoe_sim import SimulatedShoe
-    from hil.table_harness import TableHarness
-
-    class OldFirmwareShoeHarness(TableHarness):
-        async def __aenter__(self) -> OldFirmwareShoeHarness:
-            self.shoe = SimulatedShoe([], self.back, 0, firmware_version="shoe-fw 0.9",
-                                      protocol_version=0)
-            await self.shoe.start()
-            try:
-                await self.start_daemon()
-            except BaseException:
-                await self.__aexit__(None, None, None)  # no daemon or pty left behind
-                raise
-            return self
-
-    return OldFirmwareShoeHarness(config, workdir, seed=seed)
 
 
 async def capture_simulated(workdir: Path, seed: int) -> tuple[dict[str, list[str]], str]:
@@ -287,17 +255,30 @@ async def _first_table(h: Any, seed: int) -> Capture:
     await cap.run("fault-misread", ["fault", "acknowledge", "--supervisor", "floor",
                                     "--pin-stdin"], stdin="2468\n")
 
-    await h.stop_daemon()
+    # The shoe's firmware, the table's service and its store: the practice page's service
+    # controls (hil/practice_service.py), as the guide's drills use them.
+    before = (await h.call("status"))["state"]
+    await hands("/firmware/old")
+    await _until(h, "the shoe refused", lambda status, shoe: (
+        shoe["link"] == "refused" and "incompatible_device" in _holding(status)))
+    await cap.run("fault-firmware", ["devices"])
+    await cap.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
+    await hands("/firmware/approved")
+    await _until(h, "the shoe up again", lambda status, shoe: (
+        shoe["link"] == "up" and status["state"] == before))
+
+    await hands("/service/stop")
     await cap.run("not-running", ["status"])
-    tamper(h.store_path)
-    await cap.run("broken-chain", ["events", "verify", "--store", h.store_path])
-    await h.start_daemon()
+    await hands("/service/start")
+    await hands("/store/damage")
     await cap.run("broken-chain", ["status"])
+    await hands("/service/stop")
+    await cap.run("broken-chain", ["events", "verify", "--store", h.store_path])
     return cap
 
 
 async def _other_tables(cap: Capture, workdir: Path, seed: int) -> None:
-    """The progressive table's, the old firmware's and the offline examples, into ``cap``."""
+    """The progressive table's and the offline examples, into ``cap``."""
     from hil.table_harness import TableHarness
 
     # A second table with the Heavenly 9 progressive and the Must-Hit-By Mystery bonus.
@@ -320,20 +301,6 @@ async def _other_tables(cap: Capture, workdir: Path, seed: int) -> None:
     for name, outputs in cap_p.blocks.items():
         cap.blocks.setdefault(name, []).extend(outputs)
     cap.runs.extend(cap_p.runs)
-    # A third table whose shoe speaks another protocol version (old firmware).
-    firmware_dir = workdir / "firmware"
-    cap_f = Capture(str(firmware_dir / "control.sock"), firmware_dir)
-    async with old_firmware_harness(ROOT / "config" / "simulated-table.toml", firmware_dir,
-                                    seed) as h:
-        deadline = asyncio.get_running_loop().time() + 30
-        while next(d for d in await h.call("devices") if d["device"] == "shoe")["link"] \
-                != "refused" and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.1)  # the refusal comes from the handshake, at start-up
-        await cap_f.run("fault-firmware", ["devices"])
-        await cap_f.run("fault-firmware", ["events", "--kind", "device_fault", "--limit", "1"])
-    for name, outputs in cap_f.blocks.items():
-        cap.blocks.setdefault(name, []).extend(outputs)
-    cap.runs.extend(cap_f.runs)
     await capture_offline(cap, workdir)
 
 

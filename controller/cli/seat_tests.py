@@ -26,6 +26,9 @@ from controller.cli.device_tests import (
 SENSOR_TEST_TIMEOUT_S = 120.0
 LOCKOUT_TEST_TIMEOUT_S = 30.0
 
+PINS_NOT_CLAIMED = "GPIO not available"  # the seats' self-test (drivers/seats.py)
+
+
 def _seat_count(status: Mapping[str, Any], given: int | None, self_test_detail: str) -> int:
     """--seats, else the daemon's status `seats`, else the seat panel's self-test detail
     ("10 seats, LEDs and sensors ok"), else 14 (the most 631a.2(a) allows)."""
@@ -48,6 +51,16 @@ def cmd_test_sensors(args: argparse.Namespace) -> int:
             return exitcodes.FAILURE
         if not wants_json(args):
             print(result_line(result))
+        if str(result.get("detail", "")).startswith(PINS_NOT_CLAIMED):
+            # No sensor can be read through pins the daemon does not hold: asking the
+            # technician to touch every spot would only end in "never seen" for all.
+            if wants_json(args):
+                print_json({**result, "device": result.get("device", "seats")})
+            else:
+                print(fit("no sensor can be read until the daemon holds the seat pins: fix "
+                          "gpio.pin_factory or stop the program holding them, then restart "
+                          "the table service"))
+            return exitcodes.FAILURE
         status = await d.call("status")
         seats = _seat_count(status, args.seats, str(result.get("detail", "")))
         if status.get("state") == "betting_open" and not wants_json(args):

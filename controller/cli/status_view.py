@@ -13,11 +13,15 @@ from controller.cli import exitcodes
 from controller.cli.client import Daemon
 from controller.cli.output import duration, key_values, money, paint, table, terminal_width, wrap
 from controller.cli.daemon_call import call_daemon, emit_json
+from controller.memory.errors import ACTION_INIT
 
 # What the technician should do for each table state that needs attention.
 OUT_OF_ORDER_ACTION = ("do not play: the event log or the database failed its integrity "
                        "check. Run 'tablectl events verify' and call the floor supervisor and "
                        "the vendor; the table stays out of order until the store is restored")
+# A table that never had critical memory has nothing to restore: it is initialised, once.
+NOT_INITIALISED_ACTION = (f"{ACTION_INIT}, as the daemon's user; then restart the table "
+                          "service (sudo systemctl restart tabled)")
 
 
 # --- status ----------------------------------------------------------------------------------
@@ -140,8 +144,20 @@ def render_status(s: Mapping[str, Any]) -> str:
     if s.get("out_of_order"):
         lines.append(paint(wrap(f"OUT OF ORDER: {s['out_of_order']}", width, hanging="  "),
                            "red", "bold"))
-        lines.append(action_lines(OUT_OF_ORDER_ACTION, width))
+        lines.append(action_lines(out_of_order_action(str(s["out_of_order"])), width))
     return "\n".join(line for line in lines if line)
+
+
+def out_of_order_action(failure: str) -> str:
+    """What to do, by what put the table out of order: the daemon's status names the check
+    first (`not initialised: ...`, `witness: store behind: ...`, `event chain: ...`)."""
+    if failure.startswith("not initialised:"):
+        return NOT_INITIALISED_ACTION
+    if failure.startswith("witness:"):
+        from controller.witness.compare import ACTION_WITNESS
+
+        return ACTION_WITNESS
+    return OUT_OF_ORDER_ACTION
 
 
 def action_lines(action: Any, width: int | None = None) -> str:
@@ -198,6 +214,9 @@ _LINK_HINTS = {
     "handshaking": "starting up; if it stays so, check its firmware",
     "stopped": "the daemon stopped the device: check 'journalctl -u tabled -n 50'",
 }
+# The seats have no firmware: refused, their pins could not be claimed at the start.
+_SEATS_REFUSED = ("the seat pins could not be claimed: fix gpio.pin_factory or stop the "
+                  "program holding them, then restart the table service")
 
 
 def _counter(counters: Mapping[str, Any], key: str) -> Any:
@@ -246,7 +265,8 @@ def render_devices(devices: Sequence[Mapping[str, Any]]) -> str:
         link_state = d.get("link")
         if link_state != "up":
             label = f"NOT UP: {d.get('device')} ({link_state})"
-            hint = _LINK_HINTS.get(str(link_state), _LINK_HINTS["retrying"])
+            hint = _SEATS_REFUSED if (link_state, d.get("kind")) == ("refused", "seats") \
+                else _LINK_HINTS.get(str(link_state), _LINK_HINTS["retrying"])
             text = textwrap.fill(f"{label} - {hint}", width=width, subsequent_indent="  ")
             out.append(paint(label, "red", "bold") + text[len(label):])
     return "\n".join(out)

@@ -56,6 +56,25 @@ def test_sensors_every_seat_touched_and_lifted(fake, capsys):
     assert "all seat sensors respond" in out
 
 
+def test_sensors_stop_at_the_self_test_when_the_seat_pins_are_not_claimed(fake, capsys):
+    """Another program holds the pins (docs/technician-guide.md, common faults, seat pins
+    unavailable): the guided part would only end in every seat "never seen"."""
+    why = "GPIOPinInUse: GPIO busy: GPIO2 is held by another program"
+    fake.self_tests["seats"] = {"device": "seats", "passed": False,
+                                "detail": f"GPIO not available: {why}"}
+    rc = main(["test", "sensors", "--timeout", "5", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"seats self-test: FAIL - GPIO not available: {why}"
+    assert " ".join(out.splitlines()[1:]).split() == (
+        "no sensor can be read until the daemon holds the seat pins: fix gpio.pin_factory or "
+        "stop the program holding them, then restart the table service").split()
+    rc = main(["test", "sensors", "--json", "--socket", fake.socket])
+    assert rc == exitcodes.FAILURE
+    assert json.loads(capsys.readouterr().out) == {
+        "device": "seats", "passed": False, "detail": f"GPIO not available: {why}"}
+
+
 def test_sensors_dead_seat_named_after_timeout(fake, capsys):
     fake.on_next_subscribe(*[_seat(s, p) for s in (1, 2) for p in (True, False)])
     rc = main(["test", "sensors", "--seats", "3", "--timeout", "0.5", "--socket", fake.socket])

@@ -43,6 +43,30 @@ def test_status_out_of_order_exits_5(fake, capsys):
     assert "Run 'tablectl events verify'" in out
 
 
+def test_status_out_of_order_says_what_to_do_for_what_failed(fake, capsys):
+    """A table never initialised is initialised, not restored; a store the witness finds
+    behind is restored only from a backup reaching the witnessed head."""
+    fake.status.update(state="out_of_order", out_of_order=(
+        "not initialised: no store at /var/lib/tabled/table.sqlite and no key at "
+        "/var/lib/tabled/table.critical/key"))
+    assert main(["status", "--socket", fake.socket]) == exitcodes.INTEGRITY_FAILURE
+    out = capsys.readouterr().out
+    assert out.split("OUT OF ORDER: ")[1] == (  # piped, with no $COLUMNS: not wrapped
+        "not initialised: no store at /var/lib/tabled/table.sqlite and no key at "
+        "/var/lib/tabled/table.critical/key\n"
+        "  Action: a new table: initialise its critical memory once with 'tabled --config "
+        "FILE --init-store' (docs/deployment.md), as the daemon's user; then restart the "
+        "table service (sudo systemctl restart tabled)\n")
+    fake.status["out_of_order"] = "witness: store behind: the store is at commit 11"
+    assert main(["status", "--socket", fake.socket]) == exitcodes.INTEGRITY_FAILURE
+    out = " ".join(capsys.readouterr().out.split())
+    assert "OUT OF ORDER: witness: store behind: the store is at commit 11 Action: do not " \
+        "play; keep the store, its critical-memory directory and the witness's rows as " \
+        "evidence" in out
+    assert "Restore the store from a backup that reaches the witnessed head, or have a " \
+        "supervisor clear critical memory (tabled --clear-store)" in out
+
+
 def test_status_round_in_progress_and_batches(fake, capsys):
     fake.status["round"].update(round_id=42, round_no=8, next="banker")
     fake.status["batches"] = {"in_play": "red", "in_shuffler": "blue"}
@@ -115,6 +139,18 @@ def test_devices_wrong_firmware_is_refused(fake, capsys):
                                            "shoe-fw", "0.9"]
     assert "shoe last error: incompatible protocol version: shoe speaks version 0" in out
     assert "NOT UP: shoe (refused) - wrong firmware or protocol version" in out
+
+
+def test_devices_seat_pins_not_claimed_are_not_called_firmware(fake, capsys):
+    why = "GPIOPinInUse: GPIO busy: GPIO2 is held by another program"
+    fake.devices[2].update(link="refused", last_error=why)
+    assert main(["devices", "--socket", fake.socket]) == exitcodes.DEVICE_FAULT
+    out = capsys.readouterr().out
+    assert f"seats last error: {why}" in out
+    assert out.rstrip().endswith(
+        "NOT UP: seats (refused) - the seat pins could not be claimed: fix\n"
+        "  gpio.pin_factory or stop the program holding them, then restart the table\n"
+        "  service")
 
 
 def test_devices_json(fake, capsys):

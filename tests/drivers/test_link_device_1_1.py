@@ -101,6 +101,34 @@ async def test_h2_refused_device_is_revived_by_its_reset(recorder: Recorder) -> 
         await sim.stop()
 
 
+async def test_a_shoe_reflashed_with_old_firmware_holds_the_refusal_not_a_lost_link(
+        sim: SimulatedShoe, recorder: Recorder) -> None:
+    """An up shoe restarts on firmware of another protocol version (re-flashed on the open
+    port): its session ends (link_down), then the new one is refused. The device answers,
+    so the link_down ends, after the refusal is raised: the table holds one fault, whose
+    action is the firmware's, never none in between (docs/technician-guide.md, wrong
+    firmware version)."""
+    shoe = SerialShoe("shoe", sim.port, reconnect=FAST)
+    await shoe.start(recorder)
+    try:
+        await sim.wait_host(10)
+        await _status_replies(shoe, 1)
+        sim.firmware_version, sim.protocol_version = "shoe-fw 0.9", 0
+        await _reboot(sim)
+        await recorder.wait_for(DeviceFaultCleared, lambda e: e.code == "link_down")
+        faults = [(type(e).__name__, e.code) for e in recorder.events
+                  if isinstance(e, DeviceFault | DeviceFaultCleared)]
+        assert faults == [("DeviceFault", "link_down"), ("DeviceFault", "incompatible_device"),
+                          ("DeviceFaultCleared", "link_down")]
+        assert shoe.state is LinkState.REFUSED
+        sim.firmware_version, sim.protocol_version = "shoe-sim 1.0", wire.PROTOCOL_VERSION
+        await _reboot(sim)  # flashed back: up at its first RESET (H2)
+        await recorder.wait_for(DeviceFaultCleared, lambda e: e.code == "incompatible_device")
+        assert shoe.state is LinkState.UP
+    finally:
+        await shoe.stop()
+
+
 async def test_h3_fault_active_across_a_reboot_is_not_cleared_and_raised_again(
         sim: SimulatedShoe, recorder: Recorder) -> None:
     shoe = await _shoe_with_lid_open(sim, recorder)

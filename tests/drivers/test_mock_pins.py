@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.protocols import LedState, LockedOut
+from drivers.protocols import LedState, LinkState, LockedOut
 from drivers.seats import GpioSeatPanel
 from hil.mock_pins import PinBridgeClient, PinBridgeError
 
@@ -82,3 +82,48 @@ async def test_bridge_rejects_driving_an_output_and_bad_requests(
 def test_client_names_the_socket_it_cannot_reach(socket_path: str) -> None:
     with pytest.raises(PinBridgeError, match="pins.sock"):
         PinBridgeClient(socket_path)
+
+
+@pytest.mark.timeout(60)
+async def test_seat_pins_held_by_another_program_are_refused_until_it_ends(
+        socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
+    """The simulated gpiochip lets one program at a time hold a line, as the kernel does:
+    while another program (its own process) holds seat 3's sensor pin, the panel's start is
+    refused with lgpio's words; once it has ended, the next start claims every pin."""
+    held = TEN_SEATS[2].sensor_pin
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hil.mock_pins", "hold", socket_path, str(held),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2])
+    assert holder.stdin is not None and holder.stdout is not None
+    assert (await asyncio.wait_for(holder.stdout.readline(), 30)).decode() == \
+        f"holding GPIO{held}\n"
+
+    def panel() -> GpioSeatPanel:
+        return GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
+                             pin_factory="hil.mock_pins:BridgedMockFactory",
+                             factory_options={"bridge_socket": socket_path}, clock=clock,
+                             background=False)
+
+    refused = panel()
+    await refused.start(recorder)
+    await refused.stop()
+    (fault,) = [e for e in recorder.events if type(e).__name__ == "DeviceFault"]
+    assert (fault.code, fault.detail) == (
+        "gpio_unavailable", f"GPIOPinInUse: GPIO busy: GPIO{held} is held by another program")
+    holder.stdin.close()  # the other program ends; the kernel frees its lines
+    assert await asyncio.wait_for(holder.wait(), 30) == 0
+    claimed = panel()
+    await claimed.start(recorder)
+    try:
+        assert claimed.health().link is LinkState.UP
+        # While the panel holds them, another program cannot take them.
+        out = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "hil.mock_pins", "hold", socket_path, str(held),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            cwd=Path(__file__).resolve().parents[2])
+        answer, _ = await asyncio.wait_for(out.communicate(), 30)
+        assert (out.returncode, answer.decode()) == (
+            1, f"refused: GPIO{held} is held by another program already\n")
+    finally:
+        await claimed.stop()
