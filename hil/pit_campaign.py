@@ -464,10 +464,25 @@ async def kill_round(pit: Pit, table: PitTable) -> None:
     the link's sync is held (link_seams' hold file) from before the lock-out to the kill:
     the lock-out's contribution is unsent at the kill, every time. The hold goes after the
     kill; the restarted daemon sends the contribution (the checks: once, none lost)."""
+    assert table.kill is not None
+    try:
+        await _kill_round(pit, table)
+    except BaseException:
+        # The injector waits on this future: wake it (no kill) before the failure is raised.
+        if table.kill is not None and not table.kill.done():
+            table.kill.set_result(False)
+        table.kill = None
+        raise
+
+
+async def _kill_round(pit: Pit, table: PitTable) -> None:
     h = table.harness
     assert table.kill is not None
     try:
         await link_up(table)
+        # The play that stopped for this kill stopped on whatever event came next, a prompt
+        # included, which it noted and did not act on: do what the table needs now first.
+        await h.resync()
         head = (await h.call("events", limit=1))[-1]["seq"]
         # The next betting round opened with the link up: its sensors are armed.
         await h.play(shoes=UNTIL_STOPPED, until=lambda r: r.events[-1]["seq"] > head

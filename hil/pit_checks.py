@@ -314,10 +314,17 @@ async def run_pit(pit: Pit) -> PitReport:
         started = time.monotonic()
         try:
             await asyncio.gather(*(play_table(pit, t) for t in pit.tables))
+        except BaseException:
+            # A table's play failed: the injector may be waiting on that table (a kill it
+            # asked for), so it is stopped rather than awaited, and the failure is raised.
+            if faults is not None:
+                faults.cancel()
+            raise
         finally:
             pit.finished = True
             if faults is not None:
-                await faults
+                with contextlib.suppress(asyncio.CancelledError):
+                    await faults
         played_s = time.monotonic() - started
         for table in pit.tables:
             await validate_awards(table)  # natural hits too
