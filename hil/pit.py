@@ -48,8 +48,9 @@ def plan_from(args: argparse.Namespace) -> PitPlan:
         base = SHORT
     else:
         base = PitPlan(tables=20, shoes=20, faults=False, private=False)
-    plan = base.but(seed=args.seed if args.seed is not None else random.randrange(2**31),
-                    pace_s=args.pace)
+    plan = base.but(seed=args.seed if args.seed is not None else random.randrange(2**31))
+    if args.pace is not None:
+        plan = plan.but(pace_s=args.pace)
     if args.tables is not None:
         plan = plan.but(tables=args.tables, shoes=max(args.tables, plan.shoes)
                         if args.shoes is None else plan.shoes)
@@ -65,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, help="how many daemons (default 20; 2 to 40)")
     parser.add_argument("--shoes", type=int, help="shoes in all, shared out over the tables "
                                                   "(default: one per table)")
-    parser.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
-                        help="the players take this long over their bets each round (0-60)")
+    parser.add_argument("--pace", type=float, metavar="SECONDS",
+                        help="the players take this long over their bets each round (0-60; "
+                             "default 0, and 1 for --campaign)")
     parser.add_argument("--seed", type=int, help="the run's seed (printed; default: drawn)")
     parser.add_argument("--campaign", action="store_true",
                         help="issue 30's campaign: 20 tables, 20 shoes, PostgreSQL restarted 3 "
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--tables {args.tables}: allowed: 2 to 40 (a pit runs 10 to 40)")
     if args.shoes is not None and args.shoes < 1:
         parser.error(f"--shoes {args.shoes}: allowed: 1 or more")
-    if not 0 <= args.pace <= 60:
+    if args.pace is not None and not 0 <= args.pace <= 60:
         parser.error(f"--pace {args.pace}: allowed: 0 to 60 seconds")
     plan = plan_from(args)
     if plan.private and (why := private_servers_missing()):
