@@ -347,6 +347,7 @@ async def forced_hit(pit: Pit, table: PitTable, pair: HitPair) -> float | None:
     pit.hits_under_way += 1
     try:
         await link_up(table)
+        await h.resync()  # the play before stopped on its until (TableHarness.play's contract)
         # One round dealt with the link up: a betting round that opened while it was down
         # offers no linked wager (605a.8) and leaves the seats' sensors unarmed for it.
         settled = len(h.result.rounds)
@@ -484,7 +485,7 @@ async def _kill_round(pit: Pit, table: PitTable) -> None:
     try:
         await link_up(table)
         # The play that stopped for this kill stopped on whatever event came next, a prompt
-        # included, which it noted and did not act on: do what the table needs now first.
+        # included, which it noted and did not act on: resync, as TableHarness.play asks.
         await h.resync()
         head = (await h.call("events", limit=1))[-1]["seq"]
         # The next betting round opened with the link up: its sensors are armed.
