@@ -8,11 +8,14 @@ requests for the same long check (chain verification) share one run.
 The loop only awaits the result; the worker's result is built (JSON-ready
 dicts) in the worker too.
 
-The full chain verification runs in a child process instead (`verify_file`): it
-calls back into Python for each of a million rows from inside SQLite, and a
+The chain verification of a long log runs in a child process instead (`verify_file`):
+it calls back into Python for each of a million rows from inside SQLite, and a
 thread doing that holds on to the GIL closely enough to keep the event loop
 waiting hundreds of milliseconds (bench/bench_control.py measured 365 ms on a
-1M-entry log with two threads; under 100 ms in a child process).
+1M-entry log with two threads; under 100 ms in a child process). A short log is
+checked in a worker thread: the whole check then takes less than a child's start
+(a fresh interpreter importing the daemon, about 0.4 s of CPU here and 2-3 s on a
+Pi 4, at every start of the daemon), so it can stall the loop for less than that.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from controller.memory.store import Store
 T = TypeVar("T")
 
 MAX_PARALLEL = 2  # of 2 cores on a Pi-sized machine, leave the loop one to itself
+# Up to this many log entries a check runs in a thread: about 4 us an entry here (25 us on
+# a Pi 4), so at most ~20 ms of checking here (~125 ms there), against a child's start.
+IN_THREAD_ENTRIES = 5_000
 
 
 class StoreWork:
@@ -52,8 +58,14 @@ class StoreWork:
             reader.close()
 
     async def verify_file(self, store_path: str, key: bytes, paths: Any, *, full: bool) -> Any:
-        """controller.memory.lifecycle.verify_file in a child process of its own; its
-        IntegrityError is raised here as if the check had run in this process."""
+        """controller.memory.lifecycle.verify_file in a child process of its own (in a
+        worker thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is
+        raised here as if the check had run in this process."""
+        if self.log_length() <= IN_THREAD_ENTRIES:
+            from controller.memory.lifecycle import verify_file
+
+            async with self._slots:
+                return await asyncio.to_thread(verify_file, store_path, key, paths, full=full)
         async with self._slots:
             pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
             try:
@@ -68,6 +80,11 @@ class StoreWork:
 
             raise IntegrityError(*outcome[1:])
         return outcome[1]
+
+    def log_length(self) -> int:
+        """The log's last entry's number: the entries a full check reads."""
+        last = self._store.events(limit=1)
+        return last[0].seq if last else 0
 
     async def once(self, key: Hashable, start: Callable[[], Awaitable[T]]) -> T:
         """`start()`'s result; callers arriving while a run for the same `key` is under way
