@@ -70,6 +70,7 @@ class Delivery:
         self._waiters: list[Waiter] = []
         self._in_flight_waiters: list[Waiter] = []
         self._start_due = False  # a flush is to start at the end of this loop turn
+        self._checkpoint_due = False  # a checkpoint's turn is scheduled
 
     # --- group commit -------------------------------------------------------------------
 
@@ -213,7 +214,16 @@ class Delivery:
                     listener(seals[-1], self._db)
         finally:
             self._settle_waiters(waiters, None)
-            self._durability.checkpoint_if_due(durable)
+            if self._loop is not None and not self._checkpoint_due:
+                # A callback of its own, after those the waiters just scheduled: the replies
+                # they send do not wait for the checkpoint's flushes.
+                self._checkpoint_due = True
+                self._loop.call_soon(self._checkpoint_if_due, durable)
+
+    def _checkpoint_if_due(self, flushed: bool) -> None:
+        self._checkpoint_due = False
+        if self._loop is not None:  # else the store closed meanwhile
+            self._durability.checkpoint_if_due(flushed)
 
     @staticmethod
     def _settle_waiters(waiters: list[Waiter], error: BaseException | None) -> None:
