@@ -137,9 +137,9 @@ class Delivery:
                 assert self._loop is not None
                 self._loop.call_soon(self._start_flush)
             return
-        if seal is not None:
-            self._durability.committed(seal, durable=flushed)
         self._give_out(events)
+        if seal is not None:  # after the report: waking the anchor's thread does not delay it
+            self._durability.committed(seal, durable=flushed)
         if seal is not None and flushed:
             # After the step's report: the witness's digest of the money (a few reads and a
             # hash) is not in front of a lock-out or a settlement. Nothing has written since
@@ -206,9 +206,9 @@ class Delivery:
         meanwhile is not on the disk. The flush that covers it hands over its own seal."""
         seals = [seal for _, seal, _ in covered if seal is not None]
         try:
-            if seals and durable:
-                self._durability.committed(seals[-1], durable=True)
             self._give_out([event for events, _, _ in covered for event in events])
+            if seals and durable:  # after the report, as above
+                self._durability.committed(seals[-1], durable=True)
             if seals and durable and not self._held:
                 for listener in self.durable_listeners:
                     listener(seals[-1], self._db)
