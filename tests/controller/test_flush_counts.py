@@ -191,3 +191,65 @@ def test_a_checkpoint_counts_the_three_flushes_sqlite_makes_for_it(tmp_path: Pat
         assert store.durability.flushes()["checkpoints"] == 3
     finally:
         store.close()
+
+
+async def test_the_checkpoint_a_flush_makes_due_runs_after_the_replies_waiting_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wager's reply waits for its flush (group commit); the checkpoint that the same flush
+    makes due runs in a loop callback of its own, after the reply's coroutine has gone on,
+    so the reply does not wait for the checkpoint's three flushes as well."""
+    from controller.memory import durability as durability_module
+    from controller.memory.delivery import until_durable
+
+    monkeypatch.setattr(durability_module, "CHECKPOINT_AFTER_COMMITS", 3)
+    store = Store(tmp_path / "t.sqlite")
+    order: list[str] = []
+    real_checkpoint = store.durability._checkpoint
+
+    def checkpoint() -> None:
+        order.append("checkpoint")
+        real_checkpoint()
+
+    monkeypatch.setattr(store.durability, "_checkpoint", checkpoint)
+    try:
+        store.group_commits(asyncio.get_running_loop())
+        for seat in (1, 2, 4):  # three commits since the store opened: the checkpoint is due
+            _step(store, "wager_accepted", {**WAGER, "seat": seat})
+
+        async def reply() -> None:
+            assert await until_durable(store.when_durable) is None
+            order.append("reply")
+
+        await asyncio.wait_for(reply(), 30)
+        for _ in range(3):  # the checkpoint's callback, if it has not run yet
+            await asyncio.sleep(0)
+        assert order == ["reply", "checkpoint"]
+        assert store.durability.checkpoints == 1
+    finally:
+        store.close()
+
+
+async def test_the_anchor_is_handed_its_seal_after_the_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waking the anchor's thread (it takes the interpreter's lock to write) comes after the
+    flushed entries are given out to the listeners that report them, not before."""
+    order: list[str] = []
+    real_submit = anchor_module.AnchorWriter.submit
+
+    def submit(self: anchor_module.AnchorWriter[Anchor], anchor: Anchor) -> None:
+        order.append("anchor")
+        real_submit(self, anchor)
+
+    monkeypatch.setattr(anchor_module.AnchorWriter, "submit", submit)
+    store_path = str(tmp_path / "table.sqlite")
+    init_store(store_path, operator="test", table_id="T1").close()
+    store = open_store(store_path)
+    try:
+        store.subscribe(lambda event: order.append(event.kind))
+        store.group_commits(asyncio.get_running_loop())
+        order.clear()
+        _step(store, "wager_accepted", WAGER)
+        await _durable(store)
+        assert order == ["wager_accepted", "anchor"]
+    finally:
+        store.close()
