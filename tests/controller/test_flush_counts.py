@@ -253,3 +253,63 @@ async def test_the_anchor_is_handed_its_seal_after_the_report(
         assert order == ["wager_accepted", "anchor"]
     finally:
         store.close()
+
+
+async def test_the_collection_between_rounds_waits_for_the_settlements_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step that settles a round leaves the table between rounds; with group commit its
+    report waits for a flush that starts after the step's loop turn. The cyclic collector's
+    run (controller/collector.py) comes after that report, in a turn of its own: not in
+    front of the flush, and not at all if a card is expected by then."""
+    import gc
+    import threading
+    import weakref
+
+    from controller.collector import GC_BETWEEN_ROUNDS, RoundCollector
+    from controller.table.machine import TableState
+
+    class Table:
+        state = TableState.BETTING_OPEN
+
+    class Node:
+        other: Any = None
+
+    store = Store(tmp_path / "t.sqlite")
+    gate = threading.Event()
+    real_flush = store.durability.flush_in_thread
+
+    def gated_flush() -> None:
+        gate.wait(30)
+        real_flush()
+
+    monkeypatch.setattr(store.durability, "flush_in_thread", gated_flush)
+    collector, table = RoundCollector(), Table()
+    enabled = gc.isenabled()
+    gc.disable()  # only the collector's own run may free the cycle here
+    try:
+        store.group_commits(asyncio.get_running_loop())
+        for expected_then, freed in ((TableState.BETTING_OPEN, True),
+                                     (TableState.DEALING, False)):
+            gc.collect()
+            first, second = Node(), Node()
+            first.other, second.other = second, first
+            cycle = weakref.ref(first)
+            del first, second
+            kept = [Node() for _ in range(GC_BETWEEN_ROUNDS)]  # allocations since
+            gate.clear()
+            _step(store, "round_settled", {"round_id": 1})  # held for its flush
+            collector.after_report(table, store.when_durable)
+            await asyncio.sleep(0.05)  # the flush has started and waits at the gate
+            assert cycle() is not None  # nothing collected before the report
+            table.state = expected_then  # the dealer's next move, as the report went out
+            gate.set()
+            await _durable(store)
+            await asyncio.sleep(0)  # the collection's own loop turn
+            assert (cycle() is None) is freed, expected_then
+            table.state = TableState.BETTING_OPEN
+            del kept
+    finally:
+        if enabled:
+            gc.enable()
+        gate.set()
+        store.close()
