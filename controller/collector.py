@@ -32,7 +32,6 @@ class Stateful(Protocol):
     def state(self) -> TableState: ...
 
 
-
 class RoundCollector:
     def __init__(self) -> None:
         self._threshold = gc.get_threshold()

@@ -57,7 +57,9 @@ ANCHOR_SLOT_BYTES = 4096
 
 def _slot(key: bytes, anchor: Anchor) -> bytes:
     text = (canonical({**anchor.body(), "mac": anchor_mac(key, anchor)}) + "\n").encode()
-    return text.ljust(ANCHOR_SLOT_BYTES, b"\0")  # a JSON text is far shorter than a slot
+    if len(text) >= ANCHOR_SLOT_BYTES:  # about 250 bytes: a longer one would spill over
+        raise ValueError(f"an anchor of {len(text)} bytes does not fit its slot")
+    return text.ljust(ANCHOR_SLOT_BYTES, b"\0")
 
 
 def write_anchor(path: Path, key: bytes, anchor: Anchor) -> None:
@@ -90,12 +92,12 @@ class AnchorFile:
         fd = os.open(self._path, os.O_WRONLY)
         try:
             os.pwrite(fd, _slot(self._key, anchor), self._next_slot * ANCHOR_SLOT_BYTES)
+            self.flushes += 1
             os.fdatasync(fd)  # in place, same size: the data is all there is to flush
         except BaseException:
             self._next_slot = None  # the slot may be torn: read the file again next time
             raise
         finally:
-            self.flushes += 1
             os.close(fd)
         self._next_slot ^= 1
 
