@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import header, pi4  # noqa: E402
+from bench.bench_idle import thread_cpu  # noqa: E402
+from hil.os_threads import SIMULATOR_THREAD_PREFIX  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -83,10 +85,16 @@ async def measure(idle_seconds: float) -> dict[str, float]:
 
             sampler = asyncio.create_task(sample())
             started = time.perf_counter()
-            cpu_before = cpu_seconds(pid)
+            cpu_before, threads_before = cpu_seconds(pid), thread_cpu(pid)
+            rig_before = time.process_time()
             result = await table.play(shoes=1)
             shoe_wall = time.perf_counter() - started
             shoe_cpu = cpu_seconds(pid) - cpu_before
+            rig_cpu = time.process_time() - rig_before
+            used = {key: spent - threads_before.get(key, 0.0)
+                    for key, spent in thread_cpu(pid).items()}
+            sim_cpu = sum(spent for key, spent in used.items()
+                          if key.split(" ", 1)[1].startswith(SIMULATOR_THREAD_PREFIX))
             shoe_bytes, wire_s = (wire.bytes_in, wire.bytes_out), wire.wire_s()
             wire.close()
             sampler_done.set()
@@ -96,6 +104,7 @@ async def measure(idle_seconds: float) -> dict[str, float]:
             idle_cpu = cpu_seconds(pid) - idle_before
         return {"ready_s": statistics.median(ready_times), "peak_rss_kib": peak,
                 "rounds": len(result.rounds), "shoe_wall_s": shoe_wall, "shoe_cpu_s": shoe_cpu,
+                "shoe_own_cpu_s": sum(used.values()) - sim_cpu, "rig_cpu_s": rig_cpu,
                 "wire_s": wire_s, "shoe_bytes_in": shoe_bytes[0], "shoe_bytes_out": shoe_bytes[1],
                 "idle_cpu_fraction": idle_cpu / idle_seconds}
 
@@ -303,6 +312,12 @@ def main() -> int:
     print(f"the shoe's serial traffic: {m['shoe_bytes_out']:,} bytes to the daemon, "
           f"{m['shoe_bytes_in']:,} from it: {m['wire_s']:.2f} s on a {BAUD}-baud 8N1 line; "
           f"wall / wire {m['shoe_wall_s'] / m['wire_s']:.2f}x (target <= 1.0)")
+    # The dealer waits for each prompt, so the shoe's wall time is the daemon's work and the
+    # rig's in series: the daemon's own CPU over the wire says whether it could keep up at all.
+    print(f"  in series in that wall time: the daemon's own threads' CPU "
+          f"{m['shoe_own_cpu_s']:.2f} s = {m['shoe_own_cpu_s'] / m['wire_s']:.2f}x the wire "
+          f"(the simulators' threads in its process excluded); the rig's process (the "
+          f"simulated dealer and shoe) {m['rig_cpu_s']:.2f} s")
     return 0
 
 

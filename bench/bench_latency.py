@@ -21,11 +21,17 @@ as `./run-simulated-table` runs it) and three figures are taken:
   line to its socket, read by the same watcher. That is the path's hops and wake-ups
   with no daemon work at all; the card -> decision percentiles are also printed as a
   ratio to it, which says what the daemon adds on this machine on this day.
+* one flush alone, same run: a few pages written and fdatasync'd in the same directory,
+  with and without `--flush-delay-ms` slept after it as the daemon sleeps after its own.
+  The round's end and the lock-out carry one flush by design; their lines say how far their
+  p99 is beyond this one's, which is what the daemon adds to the disk's own time.
 * flushes per shoe: fsync/fdatasync calls of the daemon's process during one
   shoe, counted with strace, beside the rounds and the money-changing steps
-  (wagers accepted, locks, settlements and voids, vigorish, meters and awards).
-  Target (issue 31): a round's wagers share one flush (group commit, the dealer sends
-  them together), its lock one, its settlement one: at most three a round.
+  (wagers accepted, locks, settlements and voids, vigorish, meters and awards), and by
+  source (`strace -y` names each call's file): the steps' (the WAL, from the group-commit
+  thread), the WAL checkpoints' and the anchor's. Target (issue 31): a round's wagers share
+  one flush (group commit, the dealer sends them together), its lock one, its settlement
+  one: at most three a round.
 
 Twelve shoes by default (`--shoes`), about 3,880 decided cards, as a table deals many
 shoes per start of the daemon: their p99 is the 39th-slowest card. Over one or three
@@ -267,24 +273,25 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
     async with table:
         assert table.daemon is not None
         watcher, scheduling = await watch(table.socket)
-        tracer = None
+        tracer, trace = None, workdir / "flushes.strace"
         if count_flushes:
+            # -y names each call's file: the flushes are told apart by what they flush.
             tracer = subprocess.Popen(
-                ["strace", "-f", "-qq", "-c", "-e", "trace=fsync,fdatasync",
+                ["strace", "-f", "-qq", "-y", "-e", "trace=fsync,fdatasync", "-o", str(trace),
                  "-p", str(table.daemon.pid)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             await asyncio.sleep(1.0)  # attached to every thread before the shoe starts
         result = await table.play(shoes=shoes)
         counts = {"rounds": len(result.rounds) + len(result.void_rounds),
                   "money_steps": sum(1 for e in result.events if is_money(e["kind"])),
+                  "shoe_steps": sum(1 for e in result.events if e["kind"] in SHOE_STEP_KINDS),
                   "flushes": -1}
         if tracer is not None:
             await asyncio.sleep(0.5)
-            tracer.send_signal(2)  # SIGINT: strace detaches and prints its summary
-            _, summary = tracer.communicate(timeout=30)
-            counts["flushes"] = sum(int(m.group(1)) for m in re.finditer(
-                r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(?:fsync|fdatasync)\s*$",
-                summary, re.MULTILINE))
+            tracer.send_signal(2)  # SIGINT: strace detaches
+            tracer.communicate(timeout=30)
+            by_source = flushes_by_source(trace.read_text(), table.daemon.pid)
+            counts.update(by_source, flushes=sum(by_source.values()))
         await asyncio.sleep(0.2)  # the last prompt reaches the watcher
     seen_json, _ = await asyncio.to_thread(watcher.communicate, timeout=30)  # daemon gone: EOF
     seen = json.loads(seen_json)
@@ -300,16 +307,69 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
     return figures, counts
 
 
+SHOE_STEP_KINDS = ("shuffle_requested", "shuffle_complete", "shoe_loaded", "burn_first_card",
+                   "cover_card", "table_opened")
+"""The durable steps of a shoe that belong to no round: each is flushed on its own (the
+daemon acts on it; docs/architecture.md, "Durable writes")."""
+
+FLUSH_SOURCES = ("steps", "checkpoints", "anchor", "other")
+
+
+def flushes_by_source(strace_out: str, pid: int) -> dict[str, int]:
+    """The daemon's fsync and fdatasync calls (`strace -f -y` lines: thread id, call, the
+    file) by what made them: a step's flush (the WAL, from the group-commit thread), a WAL
+    checkpoint (the database file, and the WAL from the loop's thread: before the copy and
+    the new cycle's header), the anchor (its file beside the key), anything else."""
+    counts = dict.fromkeys(FLUSH_SOURCES, 0)
+    for match in re.finditer(r"^(\d+)\s+(?:fsync|fdatasync)\(\d+<([^>]*)>", strace_out,
+                             re.MULTILINE):
+        thread, path = int(match.group(1)), match.group(2)
+        if ".critical" in path:
+            counts["anchor"] += 1
+        elif path.endswith("-wal"):
+            counts["steps" if thread != pid else "checkpoints"] += 1
+        elif path.endswith(".sqlite"):
+            counts["checkpoints"] += 1
+        else:
+            counts["other"] += 1
+    return counts
+
+
+def flush_reference(workdir: Path, delay_ms: float, samples: int = 400,
+                    seed: int = 7) -> list[int]:
+    """The same run's flush, alone (ns each): a step's few pages written into a file in the
+    same directory (in place once the file has grown, as the WAL is after its first cycle),
+    fdatasync'd, then `delay_ms` slept as the daemon's `[store] flush_delay_ms` sleeps after
+    its own. The figures that carry one flush by design are printed beside it: what a
+    flush costs this disk today is not the daemon's."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(workdir / "flush-probe", os.O_RDWR | os.O_CREAT, 0o600)
+    pages, pace, spent = os.urandom(3 * 4096), random.Random(seed), []
+    try:
+        for number in range(samples):
+            os.pwrite(fd, pages, (number % 64) * len(pages))
+            started = time.perf_counter_ns()
+            os.fdatasync(fd)
+            if delay_ms:
+                time.sleep(delay_ms / 1000)
+            spent.append(time.perf_counter_ns() - started)
+            time.sleep(pace.uniform(0.002, 0.006))
+    finally:
+        os.close(fd)
+    return spent
+
+
 def p50_p99_ms(samples_ns: list[int]) -> tuple[float, float]:
     ms = sorted(s / 1e6 for s in samples_ns)
     return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
 
 
 def line(name: str, samples_ns: list[int], target_ms: float | None, note: str = "", *,
-         floor_p99: float | None = None) -> str:
+         floor_p99: float | None = None, flush_p99: float | None = None) -> str:
     """One figure's line: its percentiles, and its verdict against `target_ms` if it has
     one (with a Pi 4 estimate), else `note`; a target set as a multiple of the same run's
-    floor (`floor_p99`) is printed as that ratio."""
+    floor (`floor_p99`) is printed as that ratio; a figure that carries one flush by design
+    also says how far its p99 is beyond the same run's flush alone (`flush_p99`)."""
     if not samples_ns:
         return f"{name}: no samples"
     p50, p99 = p50_p99_ms(samples_ns)
@@ -318,6 +378,8 @@ def line(name: str, samples_ns: list[int], target_ms: float | None, note: str = 
     if target_ms is None:
         return figures + note
     verdict = "OK" if p99 <= target_ms else "OVER"
+    if flush_p99 is not None:
+        figures += f"{p99 - flush_p99:+.2f} ms beyond one flush   "
     if floor_p99 is not None:
         return (figures + f"p99 {p99 / floor_p99:.1f}x the floor's, target <= "
                 f"{target_ms / floor_p99:g}x {verdict}")
@@ -346,6 +408,12 @@ def main() -> int:
         bare_p50, bare_p99 = p50_p99_ms(bare)
         print(line("floor: pty -> bare relay process -> watcher", bare, None,
                    "(same run, no daemon work)"))
+        flush = flush_reference(Path(tmp) / "probe", 0)
+        slow_flush = flush_reference(Path(tmp) / "probe", args.flush_delay_ms)
+        flush_p99, slow_flush_p99 = p50_p99_ms(flush)[1], p50_p99_ms(slow_flush)[1]
+        print(line("one flush alone: fdatasync", flush, None, "(same run, same disk)"))
+        print(line(f"one flush alone: fdatasync + {args.flush_delay_ms:g} ms", slow_flush, None,
+                   "(same run, same disk)"))
         # Issue 31's targets are ratios to this run's floor: they hold on a slow day too.
         print(line("card -> decision, normal storage", normal.card_ns, 2 * bare_p99,
                    floor_p99=bare_p99))
@@ -357,24 +425,42 @@ def main() -> int:
               f"p99 {card_p99 / bare_p99:.1f}x (target <= 2x)   daemon's own share at p50 "
               f"{card_p50 - bare_p50:.2f} ms")
         print(line("last card -> settled (one flush), normal", normal.round_end_ns,
-                   3 * bare_p99, floor_p99=bare_p99))
+                   3 * bare_p99, floor_p99=bare_p99, flush_p99=flush_p99))
         print(line(f"last card -> settled, {args.flush_delay_ms:g} ms flushes", slow.round_end_ns,
-                   2 + args.flush_delay_ms))
-        print(line("lock-out -> saved and reported, normal", normal.lock_ns, 5.0))
+                   2 + args.flush_delay_ms, flush_p99=slow_flush_p99))
+        print(line("lock-out -> saved and reported, normal", normal.lock_ns, 5.0,
+                   flush_p99=flush_p99))
         print(line(f"lock-out -> saved and reported, {args.flush_delay_ms:g} ms flushes",
-                   slow.lock_ns, 2 + args.flush_delay_ms))
+                   slow.lock_ns, 2 + args.flush_delay_ms, flush_p99=slow_flush_p99))
         if args.no_strace or shutil.which("strace") is None:
             print("flushes per shoe: not counted (strace absent or --no-strace)")
             return 0
         _, counts = asyncio.run(run_shoes(1, Path(tmp) / "traced", 0, True))
-    # Issue 31: a round's wagers share a flush, the lock has one, its settlement one.
-    bound = 3 * counts["rounds"]
-    verdict = "OK" if 0 <= counts["flushes"] <= bound else "OVER"
-    print(f"flushes (fsync+fdatasync) for 1 shoe: {counts['flushes']}   rounds "
-          f"{counts['rounds']}   money-changing steps {counts['money_steps']}   bound: one a "
-          f"round for its wagers, one for its lock, one for its settlement = {bound}   "
-          f"{verdict}   ({counts['flushes'] / max(1, counts['rounds']):.1f} a round)")
+    print(flush_lines(counts))
     return 0
+
+
+def flush_lines(counts: dict[str, int]) -> str:
+    """The flush count of one shoe, by source, beside issue 31's bound: a round's wagers
+    share a flush (group commit), its lock has one, its settlement one."""
+    rounds, total = counts["rounds"], counts["flushes"]
+    bound = 3 * rounds
+    verdict = "OK" if 0 <= total <= bound else f"OVER by {total - bound}"
+    steps_bound = bound + counts["shoe_steps"]
+    steps_verdict = "OK" if counts["steps"] <= steps_bound else "OVER"
+    return "\n".join([
+        f"flushes (fsync+fdatasync) for 1 shoe: {total} ({total / max(1, rounds):.1f} a round)"
+        f"   rounds {rounds}   money-changing steps {counts['money_steps']}",
+        f"  steps' (group commit)  {counts['steps']:4d}   bound 3 a round + the shoe's own "
+        f"durable steps ({counts['shoe_steps']}: {', '.join(SHOE_STEP_KINDS)}) = "
+        f"{steps_bound} {steps_verdict}",
+        f"  WAL checkpoints        {counts['checkpoints']:4d}   (3 each: the WAL, the database, "
+        "the new WAL's header)",
+        f"  the anchor             {counts['anchor']:4d}   (one a write, at most one write a "
+        "second)",
+        f"  anything else          {counts['other']:4d}",
+        f"  issue 31's bound: one a round for its wagers, one for its lock, one for its "
+        f"settlement = {bound}   {verdict}"])
 
 
 if __name__ == "__main__":

@@ -324,7 +324,7 @@ class Daemon:
         try:
             self.table.handle(event)
             self.panel.meters(self.progressive)
-            self.collector.between_rounds(self.table.state)
+            self.collector.after_report(self.table, self.store.when_durable)
         except sqlite3.DatabaseError as exc:  # the store itself failed: disk full, I/O
             self._store_lost(exc)
         except Exception:  # one bad event must not stop the table; it is logged loudly

@@ -18,7 +18,7 @@ import time
 import tty
 from pathlib import Path
 
-from bench.bench_latency import _RELAY, FLOOR_FRAME, answers
+from bench.bench_latency import _RELAY, FLOOR_FRAME, answers, flush_lines, flushes_by_source
 
 
 def test_the_relay_answers_each_frame_when_one_read_finds_several(tmp_path: Path) -> None:
@@ -68,3 +68,29 @@ def test_each_stamp_is_paired_with_the_first_answer_logged_after_it() -> None:
     assert answers(sent, seen, ("prompt",)) == [(400, "deal"), (900, "burn"),
                                                 (700, "place_bets")]
     assert answers(sent, seen[:2], ("prompt",)) == [(400, "deal")]  # none left for the rest
+
+
+def test_each_flush_is_put_down_to_what_made_it() -> None:
+    """`strace -f -y` lines of the daemon (pid 100): the group-commit thread's WAL flushes are
+    the steps', the loop thread's WAL flushes and the database's are the checkpoints', the
+    files beside the key are the anchor's; an unfinished call is counted once, not again
+    when it resumes."""
+    trace = "\n".join([
+        "101  fdatasync(7</t/table.sqlite-wal>) = 0",
+        "101  fdatasync(7</t/table.sqlite-wal> <unfinished ...>",
+        "102  fdatasync(9</t/table.critical/anchor>) = 0",
+        "101  <... fdatasync resumed>) = 0",
+        "100  fdatasync(7</t/table.sqlite-wal>) = 0",
+        "100  fdatasync(6</t/table.sqlite>) = 0",
+        "100  fdatasync(7</t/table.sqlite-wal>) = 0",
+        "102  fsync(9</t/table.critical/anchor.tmp>) = 0",
+        "102  fsync(9</t/table.critical>) = 0",
+        "103  fsync(11</t/witness-outbox>) = 0",
+    ])
+    assert flushes_by_source(trace, 100) == {"steps": 2, "checkpoints": 3, "anchor": 3,
+                                             "other": 1}
+    counts = {"rounds": 2, "money_steps": 9, "shoe_steps": 1, "flushes": 9, "steps": 7,
+              "checkpoints": 0, "anchor": 2, "other": 0}
+    text = flush_lines(counts)
+    assert "bound 3 a round + the shoe's own durable steps (1:" in text and "= 7 OK" in text
+    assert text.endswith("= 6   OVER by 3")

@@ -70,6 +70,7 @@ class Delivery:
         self._waiters: list[Waiter] = []
         self._in_flight_waiters: list[Waiter] = []
         self._start_due = False  # a flush is to start at the end of this loop turn
+        self._checkpoint_due = False  # a checkpoint's turn is scheduled
 
     # --- group commit -------------------------------------------------------------------
 
@@ -136,9 +137,9 @@ class Delivery:
                 assert self._loop is not None
                 self._loop.call_soon(self._start_flush)
             return
-        if seal is not None:
-            self._durability.committed(seal, durable=flushed)
         self._give_out(events)
+        if seal is not None:  # after the report: waking the anchor's thread does not delay it
+            self._durability.committed(seal, durable=flushed)
         if seal is not None and flushed:
             # After the step's report: the witness's digest of the money (a few reads and a
             # hash) is not in front of a lock-out or a settlement. Nothing has written since
@@ -205,15 +206,24 @@ class Delivery:
         meanwhile is not on the disk. The flush that covers it hands over its own seal."""
         seals = [seal for _, seal, _ in covered if seal is not None]
         try:
-            if seals and durable:
-                self._durability.committed(seals[-1], durable=True)
             self._give_out([event for events, _, _ in covered for event in events])
+            if seals and durable:  # after the report, as above
+                self._durability.committed(seals[-1], durable=True)
             if seals and durable and not self._held:
                 for listener in self.durable_listeners:
                     listener(seals[-1], self._db)
         finally:
             self._settle_waiters(waiters, None)
-            self._durability.checkpoint_if_due(durable)
+            if self._loop is not None and not self._checkpoint_due:
+                # A callback of its own, after those the waiters just scheduled: the replies
+                # they send do not wait for the checkpoint's flushes.
+                self._checkpoint_due = True
+                self._loop.call_soon(self._checkpoint_if_due, durable)
+
+    def _checkpoint_if_due(self, flushed: bool) -> None:
+        self._checkpoint_due = False
+        if self._loop is not None:  # else the store closed meanwhile
+            self._durability.checkpoint_if_due(flushed)
 
     @staticmethod
     def _settle_waiters(waiters: list[Waiter], error: BaseException | None) -> None:

@@ -14,7 +14,7 @@ import sqlite3
 import sys
 import time
 
-from controller.memory.anchor import Anchor, AnchorWriter, write_anchor
+from controller.memory.anchor import Anchor, AnchorFile, AnchorWriter
 from controller.memory.digests import Seal
 from controller.memory.keys import CriticalPaths
 from controller.memory.macs import key_id
@@ -46,12 +46,16 @@ class Durability:
         self._flush_trace = os.environ.get(FLUSH_TRACE_ENV, "")
         self._commits_since_checkpoint = 0
         self.anchor_writer: AnchorWriter[Anchor] | None = None  # at the first anchor
+        self._anchor_file: AnchorFile | None = None
         self.flushed_commits = 0
         """Commits flushed to disk since the store was opened (benchmarks print it)."""
         self.grouped_commits = 0
         """Commits left in the WAL for the next flush."""
         self.checkpoints = 0
-        """WAL checkpoints run (two flushes each)."""
+        """WAL checkpoints run."""
+        self.checkpoint_flushes = 0
+        """The flushes SQLite made for them: the WAL before its pages are copied, the
+        database after, and the WAL's header when the next write starts it over."""
 
     def close(self) -> None:
         """Write the last durable commit's anchor (before the store closes)."""
@@ -121,9 +125,8 @@ class Durability:
         if not durable or self._paths is None:
             return
         if self.anchor_writer is None:
-            anchor_path, key = self._paths.anchor, self._key
-            self.anchor_writer = AnchorWriter(
-                lambda anchor: write_anchor(anchor_path, key, anchor))
+            self._anchor_file = AnchorFile(self._paths.anchor, self._key)
+            self.anchor_writer = AnchorWriter(self._anchor_file.write)
         # Off the event loop and coalesced (controller/memory/anchor.py): the anchor lags the
         # store by at most ANCHOR_INTERVAL_S, which a power cut could give as well.
         self.anchor_writer.submit(Anchor(key_id(self._key), seal.commit_no, seal.log_seq,
@@ -136,24 +139,51 @@ class Durability:
         due = CHECKPOINT_AFTER_COMMITS * (1 if flushed else 10)
         if self._commits_since_checkpoint < due:
             return
-        # PASSIVE: copies what no reader needs; it flushes the WAL and the database file.
-        self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        # PASSIVE: copies what no reader needs; it flushes the WAL and the database file
+        # (when it copied anything).
+        self._checkpoint()
         # The next writer starts the WAL over from its beginning, which costs that step a
-        # few hundred microseconds here (0.3 ms against 0.02 ms) and more on an SD card.
-        # Rewriting the header's unused user_version with its own value is that write: it
-        # takes the cost here, after a step already flushed, not in the next card's.
+        # few hundred microseconds here (0.3 ms against 0.02 ms), and a flush of the WAL's
+        # new header, more on an SD card. Rewriting the header's unused user_version with
+        # its own value is that write: it takes the cost here, after a step already
+        # flushed, not in the next card's.
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        salt = self._wal_salt()
         self._db.execute(f"PRAGMA user_version = {int(version)}")
+        if salt != self._wal_salt():  # a new cycle of the WAL: SQLite flushed its header
+            self.checkpoint_flushes += 1
+            self._slow_storage(1)
         self._commits_since_checkpoint = 0
-        self.checkpoints += 1
-        self._slow_storage(2)
 
     def checkpoint_at_open(self) -> None:
         """A daemon killed before its next checkpoint leaves its WAL behind, and the store
         checkpoints only after flushed steps: a table restarted often (power cuts, a crash
         loop) would otherwise carry an ever longer WAL."""
-        self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[2]
         self.checkpoints += 1
+        if self._path != ":memory:" and copied > 0:
+            self.checkpoint_flushes += 2  # the WAL, then the database (SQLite's own)
+            self._slow_storage(2)
+
+    def _wal_salt(self) -> bytes:
+        """The WAL header's salt, which SQLite changes each time it starts the WAL over."""
+        if self._path == ":memory:":
+            return b""
+        try:
+            with open(self._path + "-wal", "rb") as wal:
+                return os.pread(wal.fileno(), 8, 16)
+        except FileNotFoundError:
+            return b""
+
+    def flushes(self) -> dict[str, int]:
+        """Every flush of this store's files since it was opened, by what made it: the
+        steps' (each durable step, or each group of them), the checkpoints' and the
+        anchor's."""
+        return {"steps": self.flushed_commits, "checkpoints": self.checkpoint_flushes,
+                "anchor": self._anchor_file.flushes if self._anchor_file is not None else 0}
 
     def _slow_storage(self, flushes: int) -> None:
         if self._flush_delay_s:
