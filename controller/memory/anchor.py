@@ -8,6 +8,12 @@ slot, and the other still holds the anchor before it, which the store is never b
 reader takes the newest genuine slot. A file of another size is an anchor of the earlier
 format (one JSON line, replaced by a rename); the first write turns it into slots.
 
+The two slots together are still one JSON object, so a release before the slots (which
+reads the file as one object, the last value of a repeated key winning) reads the second
+slot's anchor after a rollback: the first slot is `{` and its fields and a comma, the
+second its fields and `}`, each padded with spaces. That anchor is the newest or the one
+before it, which the store is at most one interval ahead of, as after a power cut.
+
 `AnchorWriter`, a thread of its own, writes the newest anchor handed to it, then waits
 ANCHOR_INTERVAL_S before the next: the steps in between are coalesced into one write. The
 anchor therefore lags the store by at most that interval (the store may be ahead of its
@@ -55,18 +61,20 @@ ANCHOR_SLOT_BYTES = 4096
 """One slot of the anchor file: a filesystem block, so the two slots never share one."""
 
 
-def _slot(key: bytes, anchor: Anchor) -> bytes:
-    text = (canonical({**anchor.body(), "mac": anchor_mac(key, anchor)}) + "\n").encode()
+def _slot(key: bytes, anchor: Anchor, index: int) -> bytes:
+    """Slot `index` (0 or 1) holding `anchor`: the two make one JSON object (above)."""
+    fields = canonical({**anchor.body(), "mac": anchor_mac(key, anchor)})[1:-1]
+    text = ("{" + fields + "," if index == 0 else fields + "}\n").encode()
     if len(text) >= ANCHOR_SLOT_BYTES:  # about 250 bytes: a longer one would spill over
         raise ValueError(f"an anchor of {len(text)} bytes does not fit its slot")
-    return text.ljust(ANCHOR_SLOT_BYTES, b"\0")
+    return text.ljust(ANCHOR_SLOT_BYTES, b" ")
 
 
 def write_anchor(path: Path, key: bytes, anchor: Anchor) -> None:
     """A new anchor file holding `anchor` in both slots, put in place atomically (a
     temporary file flushed, renamed, the directory flushed): at a table's initialisation,
     and where a file of the earlier format is replaced."""
-    replace_durably(path, _slot(key, anchor) * 2)
+    replace_durably(path, _slot(key, anchor, 0) + _slot(key, anchor, 1))
 
 
 class AnchorFile:
@@ -91,7 +99,8 @@ class AnchorFile:
             return
         fd = os.open(self._path, os.O_WRONLY)
         try:
-            os.pwrite(fd, _slot(self._key, anchor), self._next_slot * ANCHOR_SLOT_BYTES)
+            os.pwrite(fd, _slot(self._key, anchor, self._next_slot),
+                      self._next_slot * ANCHOR_SLOT_BYTES)
             self.flushes += 1
             os.fdatasync(fd)  # in place, same size: the data is all there is to flush
         except BaseException:
@@ -142,8 +151,11 @@ def replace_durably(path: Path, data: bytes) -> None:
 
 def _genuine(text: bytes, key: bytes) -> Anchor | None:
     """The anchor in one slot (or a file of the earlier format), if it is this key's."""
+    fields = text.strip(b" \n")  # a slot's padding; a torn slot's zeros stay and fail
+    fields = fields[1:] if fields.startswith(b"{") else fields
+    fields = fields[:-1] if fields.endswith((b",", b"}")) else fields
     try:
-        data = json.loads(text.rstrip(b"\0"))
+        data = json.loads(b"{" + fields + b"}")
         anchor = Anchor(str(data["key_id"]), int(data["commit_no"]), int(data["log_seq"]),
                         str(data["seal_mac"]))
         if hmac.compare_digest(str(data["mac"]), anchor_mac(key, anchor)):

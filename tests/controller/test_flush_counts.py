@@ -1,10 +1,13 @@
 """What a round costs the disk (issue 31), counted by the store itself, and the anchor
 written in two slots in place (controller/memory/anchor.py): one flush a write, a torn slot
-read past, the earlier format still read and turned into slots."""
+read past, the earlier format still read and turned into slots, and a file in slots still
+read by the releases before them (a rollback)."""
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -125,6 +128,35 @@ def test_an_anchor_of_the_earlier_format_is_read_and_its_first_write_makes_slots
     file.write(_anchor(9))
     assert syscalls.calls[2:] == ["fdatasync"]
     assert (_slots(path), file.flushes) == ([8, 9], 3)
+
+
+def _read_as_releases_before_slots_did(path: Path) -> Anchor | None:
+    """The anchor as a release before the slots reads it (its read_anchor): the whole file
+    as one JSON object, its MAC checked; None where that release finds it damaged."""
+    try:
+        data = json.loads(path.read_text())
+        anchor = Anchor(str(data["key_id"]), int(data["commit_no"]), int(data["log_seq"]),
+                        str(data["seal_mac"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return anchor if hmac.compare_digest(str(data["mac"]), anchor_mac(KEY, anchor)) else None
+
+
+def test_a_release_before_the_slots_reads_the_newest_anchor_or_the_one_before(
+        tmp_path: Path) -> None:
+    """After a rollback to such a release: the second slot's anchor, the newest or the one
+    before it (the store at most one interval ahead, as after a power cut)."""
+    path = tmp_path / "anchor"
+    write_anchor(path, KEY, _anchor(1))
+    assert _read_as_releases_before_slots_did(path) == _anchor(1)
+    file = AnchorFile(path, KEY)
+    seen = []
+    for commit_no in (2, 3, 4, 5):
+        file.write(_anchor(commit_no))
+        seen.append((_slots(path), _read_as_releases_before_slots_did(path)))
+    assert seen == [([1, 2], _anchor(2)), ([3, 2], _anchor(2)), ([3, 4], _anchor(4)),
+                    ([5, 4], _anchor(4))]
+    assert read_anchor(path, KEY) == _anchor(5)
 
 
 # --- the store's flushes, by source ---------------------------------------------------------
