@@ -29,7 +29,10 @@ are given out after their flush and two caught-up subscribers' lines are made (t
 own thread is not counted). The same-run reference is one bare SQLite commit
 (`bench_card_step.py`). `--profile STEP` collects that step's calls under cProfile, in
 thread CPU time, and prints the functions that cost the most (the profiler's own cost
-inflates every figure: read its proportions, not its times).
+inflates every figure: read its proportions, not its times). `--callgrind` deals one shoe
+under valgrind's callgrind and prints the instructions the loop's thread executed per round
+of dealing (its wagers, lock, cards and settlement, with their connection and flush
+hand-offs; not the start-up): a count that does not move with the machine's load.
 """
 
 from __future__ import annotations
@@ -37,7 +40,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import os
+import re
+import shutil
+import subprocess
 import pstats
 import queue
 import random
@@ -242,9 +249,9 @@ def _stream(daemon: Daemon, sent: list[int]) -> None:
             sent[number] = page[-1][0]
 
 
-async def run_shoe(folder: Path, seed: int, samples: Samples, profiled: str | None) -> int:
-    """One shoe on a new table's store, with the daemon's start-up as `Daemon.run` makes it
-    (less the witness, the metrics and the checks); returns its rounds."""
+async def start(folder: Path) -> Daemon:
+    """A daemon on a new table's store, started as `Daemon.run` starts it (less the witness,
+    the metrics and the checks)."""
     daemon = build(folder)
     daemon.intake.bind()
     daemon.history_checked.set()
@@ -256,14 +263,57 @@ async def run_shoe(folder: Path, seed: int, samples: Samples, profiled: str | No
     for device in daemon.devices.values():
         await device.start(daemon.intake.emit)
     daemon.collector.start()
+    return daemon
+
+
+async def stop(daemon: Daemon) -> None:
+    for device in daemon.devices.values():
+        await device.stop()
+    await daemon.control.close()
+    daemon.store.close()
+    daemon.collector.stop()
+
+
+def run_shoe(folder: Path, seed: int, samples: Samples, profiled: str | None,
+             counted: bool = False) -> int:
+    """One shoe on a new daemon; returns its rounds. `counted`: the dealing runs inside
+    `functools.reduce`, the C function callgrind collects in (the start and the stop do not)."""
+    loop = asyncio.new_event_loop()
     try:
-        return await deal(daemon, seed, samples, profiled)
+        daemon = loop.run_until_complete(start(folder))
+        try:
+            def dealt(_: object = None, __: object = None) -> int:
+                return loop.run_until_complete(deal(daemon, seed, samples, profiled))
+
+            return int(functools.reduce(dealt, [None], 0) if counted else dealt())
+        finally:
+            loop.run_until_complete(stop(daemon))
     finally:
-        for device in daemon.devices.values():
-            await device.stop()
-        await daemon.control.close()
-        daemon.store.close()
-        daemon.collector.stop()
+        loop.close()
+
+
+def counted_child(seed: int) -> int:
+    configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    with tempfile.TemporaryDirectory() as tmp:
+        rounds = run_shoe(Path(tmp), seed, Samples(), None, counted=True)
+    print(f"rounds {rounds}")
+    return 0
+
+
+def instructions(seed: int) -> tuple[int, int]:
+    """(instructions of the loop's thread while dealing, rounds) under callgrind."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--toggle-collect=functools_reduce",
+             "--separate-threads=yes", f"--callgrind-out-file={tmp}/callgrind.out",
+             sys.executable, __file__, "--counted-child", "--seed", str(seed)],
+            capture_output=True, text=True, check=True)
+        main_thread = Path(f"{tmp}/callgrind.out-01")
+        found = re.search(r"^(?:summary|totals): (\d+)", main_thread.read_text(), re.M)
+    rounds = re.search(r"rounds (\d+)", run.stdout)
+    if found is None or rounds is None:
+        raise SystemExit(f"callgrind gave no count:\n{run.stderr[-2000:]}")
+    return int(found.group(1)), int(rounds.group(1))
 
 
 def main() -> int:
@@ -274,7 +324,13 @@ def main() -> int:
                         help="cProfile that step's calls and print the costliest functions")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sort", default="tottime", help="pstats order (tottime, cumtime)")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="also count the loop thread's instructions per round under "
+                             "valgrind's callgrind (one more shoe, a few minutes)")
+    parser.add_argument("--counted-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.counted_child:
+        return counted_child(args.seed)
     header("bench_money_steps: the daemon's CPU for a wager, the lock and the settling card")
     # The daemon's logging, at its level, written nowhere (the journal's write is not counted).
     configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
@@ -284,7 +340,7 @@ def main() -> int:
         for shoe in range(args.shoes):
             folder = Path(tmp) / f"shoe{shoe}"
             folder.mkdir()
-            rounds += asyncio.run(run_shoe(folder, args.seed + shoe, samples, args.profile))
+            rounds += run_shoe(folder, args.seed + shoe, samples, args.profile)
         bare = bare_commit_ns(Path(tmp))
     b10, b50, b99 = quantiles(bare)
     print(f"{rounds} rounds over {args.shoes} shoes; CPU of the loop's thread")
@@ -300,6 +356,13 @@ def main() -> int:
     print("a round's money steps, to report, mean: " + ", ".join(
         f"{kind} {per_round[kind]:.0f} us" for kind in STEPS)
         + f"; total {sum(per_round.values()):.0f} us a round")
+    if args.callgrind:
+        if shutil.which("valgrind") is None:
+            print("callgrind: valgrind is not installed (apt install valgrind): not counted")
+            return 1
+        counted, dealt = instructions(args.seed)
+        print(f"callgrind: the loop's thread executed {counted / dealt:,.0f} instructions a round "
+              f"of dealing (n={dealt} rounds; deterministic up to the flushes' timing)")
     if args.profile:
         profiles = [p for p in samples.profiles[args.profile] if p is not None]
         stats = pstats.Stats(profiles[0])

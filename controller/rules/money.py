@@ -68,7 +68,7 @@ def payout_cents(amount_cents: int, odds: Fraction, rounding: Rounding = Roundin
     """The amount won on `amount_cents` at `odds` to 1, in whole cents."""
     if amount_cents < 0:
         raise ValueError(f"wager {amount_cents} cents is negative")
-    if type(odds) is int or type(odds) is Fraction:  # exact: in integers
+    if isinstance(odds, (Fraction, int)):  # exact: in integers
         return _round_ratio(amount_cents * odds.numerator, odds.denominator, rounding)
     return round_cents(Fraction(amount_cents) * odds, rounding)
 
@@ -89,7 +89,7 @@ def vigorish_cents(
     """
     if win_cents <= 0:
         return 0
-    if type(rate) is int or type(rate) is Fraction:  # exact: in integers
+    if isinstance(rate, (Fraction, int)):  # exact: in integers
         cents = _round_ratio(win_cents * rate.numerator, rate.denominator, rounding)
     else:
         cents = round_cents(Fraction(win_cents) * rate, rounding)
