@@ -10,25 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cards import BackColour
 from controller import __version__
 from controller.commands.host import CommandHost
 from controller.control import ControlError, event_json
 from controller.control_args import shown
 from controller.events import KINDS
-from controller.table.state import wager_json
-
-
-def _colour(back: Any) -> str | None:
-    if back is None:
-        return None
-    return _COLOUR_NAMES.get(back) or BackColour(back).name.lower()
-
-
-# Every batch colour's name as `status` shows it: looked up, not rebuilt for each reply (a
-# round's five wagers are each answered with the status).
-_COLOUR_NAMES: dict[Any, str] = {**{c: c.name.lower() for c in BackColour},
-                                 **{c.value: c.name.lower() for c in BackColour}}
+from controller.table.state import colour_name, wager_json
 
 
 class Reports:
@@ -48,8 +35,9 @@ class Reports:
         return {
             "table_id": t.table_id, "state": t.state.value, "seats": t.seats,
             "version": __version__,
-            "batches": {"in_play": _colour(shoe.back), "shuffled": _colour(saved.batch_shuffled),
-                        "in_shuffler": _colour(saved.batch_in_shuffler)},
+            "batches": {"in_play": colour_name(shoe.back),
+                        "shuffled": colour_name(saved.batch_shuffled),
+                        "in_shuffler": colour_name(saved.batch_in_shuffler)},
             "game": game.family,
             "variant": game.variant,
             # Absolute: a technician's tablectl runs from another directory than the daemon.
