@@ -71,7 +71,7 @@ class Replies:
             written = self._written
             if not self._waiting and written is not None:
                 self._written = None
-                if not written.done():
+                if not written.done() and not written.get_loop().is_closed():
                     written.set_result(None)
 
     def _raise_failure(self) -> None:
