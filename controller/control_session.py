@@ -15,49 +15,68 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from controller.control_wire import IDLE_CLOSED, send
-from controller.memory.delivery import WhenDurable, until_durable
+from controller.control_wire import IDLE_CLOSED, line, send
+from controller.memory.delivery import WhenDurable
 
 
 class Replies:
-    """A connection's replies, in request order, each sent once what it reports is durable."""
+    """A connection's replies, in request order, each sent once what it reports is durable.
+
+    A reply is handed to the store's `when_durable` as it is made: the store answers its
+    waiters in the order they came, at once when nothing is held, so each reply is written
+    after the ones before it (in the callback that answers it, not by a task of its own: a
+    round's five wagers were five tasks, each woken twice). The connection's loop awaits
+    only the socket's drain, which surfaces a lost connection and holds back a client that
+    does not read its replies."""
 
     def __init__(self, writer: asyncio.StreamWriter, when_durable: WhenDurable | None) -> None:
         self._writer = writer
         self._when_durable = when_durable
-        self._last: asyncio.Future[None] | None = None  # the last reply still to be sent
+        self._waiting = 0  # replies handed to when_durable and not yet written
+        self._written: asyncio.Future[None] | None = None  # done when none is waiting
+        self._failed: BaseException | None = None  # a reply that could not be written
 
     async def send(self, response: dict[str, Any]) -> None:
-        if self._last is not None and self._last.done():
-            finished, self._last = self._last, None
-            finished.result()  # a reply that could not be sent ends the connection
-        if self._last is None and self._durable_now():
+        self._raise_failure()
+        if self._when_durable is None:
             await send(self._writer, response)
-        else:  # its step waits for a shared flush: the next request is read meanwhile
-            self._last = asyncio.ensure_future(self._send_when_durable(response, self._last))
+            return
+        self._waiting += 1
+        self._when_durable(lambda error: self._write(response, error))
+        await self._writer.drain()  # a reply is written (or waits for its flush) meanwhile
+        self._raise_failure()
 
     async def drain(self) -> None:
         """Every reply so far sent."""
-        if self._last is not None:
-            last, self._last = self._last, None
-            await last
+        if self._waiting:
+            if self._written is None:
+                self._written = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._written)
+        self._raise_failure()
+        await self._writer.drain()
 
-    def _durable_now(self) -> bool:
-        answered: list[BaseException | None] = []
-        if self._when_durable is not None:
-            self._when_durable(answered.append)
-        return self._when_durable is None or bool(answered)
-
-    async def _send_when_durable(self, response: dict[str, Any],
-                                 before: asyncio.Future[None] | None) -> None:
-        if before is not None:
-            await before
-        assert self._when_durable is not None
-        error = await until_durable(self._when_durable)
+    def _write(self, response: dict[str, Any], error: BaseException | None) -> None:
+        """The store's answer for this reply's flush: write it (as the error it became if the
+        flush failed). Called by the store's delivery, which must not see it raise."""
         if error is not None:  # the flush failed: nothing the request did is acknowledged
             response = {"id": response.get("id"), "ok": False, "code": "internal", "error": (
                 f"not acknowledged: the store could not flush ({error}); see the table's log")}
-        await send(self._writer, response)
+        try:
+            if self._failed is None:
+                self._writer.write(line(response))
+        except Exception as exc:  # the connection ends at its next request
+            self._failed = exc
+        finally:
+            self._waiting -= 1
+            written = self._written
+            if not self._waiting and written is not None:
+                self._written = None
+                if not written.done() and not written.get_loop().is_closed():
+                    written.set_result(None)
+
+    def _raise_failure(self) -> None:
+        if self._failed is not None:
+            raise self._failed
 
 
 async def serve_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,

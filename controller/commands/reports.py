@@ -4,54 +4,56 @@ event log and the Prometheus text (read-only commands; the log is read in a work
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cards import BackColour
 from controller import __version__
 from controller.commands.host import CommandHost
 from controller.control import ControlError, event_json
 from controller.control_args import shown
 from controller.events import KINDS
-from controller.table.state import wager_json
-
-
-def _colour(back: Any) -> str | None:
-    if back is None:
-        return None
-    return BackColour(back).name.lower()
+from controller.table.state import colour_name, wager_json
 
 
 class Reports:
     def __init__(self, daemon: CommandHost) -> None:
         self._daemon = daemon
+        self._config_shown: tuple[str, str, str] | None = None  # (source, cwd, absolute)
 
     def status(self) -> dict[str, Any]:
+        """What `tablectl status` shows, and the answer to every command that changes the
+        table (a wager's among them). Read from the table's saved state directly (each
+        `Table` field is a descriptor over it)."""
         daemon = self._daemon
         t, config = daemon.table, daemon.config
+        saved, game = t.saved, config.submission.game
+        shoe = saved.shoe
+        coup = t.coup
         return {
             "table_id": t.table_id, "state": t.state.value, "seats": t.seats,
             "version": __version__,
-            "batches": {"in_play": _colour(t.shoe.back), "shuffled": _colour(t.batch_shuffled),
-                        "in_shuffler": _colour(t.batch_in_shuffler)},
-            "game": config.submission.game.family,
-            "variant": config.submission.game.variant,
+            "batches": {"in_play": colour_name(shoe.back),
+                        "shuffled": colour_name(saved.batch_shuffled),
+                        "in_shuffler": colour_name(saved.batch_in_shuffler)},
+            "game": game.family,
+            "variant": game.variant,
             # Absolute: a technician's tablectl runs from another directory than the daemon.
-            "config": str(Path(config.source).absolute()),
-            "shoe": {"shoe_no": t.shoe.shoe_no, "cards_drawn": t.shoe.cards_drawn,
-                     "cards_left": max(0, config.submission.game.decks * 52
-                                       - t.shoe.cards_drawn) if t.shoe.shoe_no else None,
-                     "cover_card_seen": t.shoe.cover_card_seen,
-                     "cover_card_misplaced": t.shoe.cover_card_misplaced or None,
-                     "last_hand": t.shoe.last_hand_announced,
-                     "rounds": t.shoe.rounds_in_shoe},
-            "round": {"round_id": t.round_id, "round_no": t.round_no,
-                      "wagers": [wager_json(w) for w in t.wagers],
-                      "next": t.coup.next_card().name.lower() if t.coup is not None else None},
-            "fault": t.fault, "faults_holding": [f.holding() for f in t.faults.held],
-            "out_of_order": t.out_of_order_reason or None,
+            "config": self._config_path(str(config.source)),
+            "shoe": {"shoe_no": shoe.shoe_no, "cards_drawn": shoe.cards_drawn,
+                     "cards_left": max(0, game.decks * 52 - shoe.cards_drawn)
+                     if shoe.shoe_no else None,
+                     "cover_card_seen": shoe.cover_card_seen,
+                     "cover_card_misplaced": shoe.cover_card_misplaced or None,
+                     "last_hand": shoe.last_hand_announced,
+                     "rounds": shoe.rounds_in_shoe},
+            "round": {"round_id": saved.round_id, "round_no": saved.round_no,
+                      "wagers": [wager_json(w) for w in saved.wagers],
+                      "next": coup.next_card().name.lower() if coup is not None else None},
+            "fault": saved.fault, "faults_holding": [f.holding() for f in saved.faults.held],
+            "out_of_order": saved.out_of_order_reason or None,
             "history_check": daemon.history_check,
             "software": daemon.software,
             "witness": daemon.witness.status() if daemon.witness is not None else
@@ -59,6 +61,15 @@ class Reports:
              if config.witness is None else "the store failed its check"},
             "uptime_s": round(time.monotonic() - daemon.started_monotonic, 1),
         }
+
+    def _config_path(self, source: str) -> str:
+        """`Path(source).absolute()` as text, made again only when the source or the working
+        directory changed (pathlib's parsing was a fifth of the status)."""
+        cwd = os.getcwd()
+        shown = self._config_shown
+        if shown is None or shown[0] != source or shown[1] != cwd:
+            shown = self._config_shown = (source, cwd, str(Path(source).absolute()))
+        return shown[2]
 
     def device_report(self) -> list[dict[str, Any]]:
         report = []

@@ -53,12 +53,29 @@ class HandFacts:
 
     @classmethod
     def of(cls, view: RoundView) -> HandFacts:
-        return cls(
+        # A round's wagers are settled from the same view, one after another: its facts are
+        # read once. The view is frozen and the slot holds it (its identity stays its own);
+        # hands given as tuples cannot change under it (a list could, so it is not kept).
+        last = _LAST_FACTS
+        if last[0] is view:
+            return last[1]
+        facts = cls(
             player_total=point_count(view.player), banker_total=point_count(view.banker),
             player_cards=len(view.player), banker_cards=len(view.banker),
             player_natural=point_count(view.player[:2]) >= 8,  # 631a.1 Natural
             banker_natural=point_count(view.banker[:2]) >= 8,
         )
+        if type(view.player) is tuple and type(view.banker) is tuple:
+            _remember_facts(view, facts)
+        return facts
+
+
+_LAST_FACTS: tuple[RoundView | None, HandFacts] = (None, HandFacts(0, 0, 0, 0, False, False))
+
+
+def _remember_facts(view: RoundView, facts: HandFacts) -> None:
+    global _LAST_FACTS
+    _LAST_FACTS = (view, facts)  # one tuple, swapped whole: a reader sees a matching pair
 
 
 def is_dragon_7(f: BaccaratFacts) -> bool:

@@ -33,20 +33,31 @@ class Rounding(enum.Enum):
 
 def round_cents(amount: Fraction | int, rounding: Rounding = Rounding.DOWN) -> int:
     """Round a non-negative exact amount of cents to whole cents."""
+    if type(amount) is int:  # whole cents already (a wager paid at whole odds)
+        if amount < 0:
+            raise ValueError(f"amount {amount} is negative: money rounding applies to magnitudes")
+        return amount
     value = Fraction(amount)
-    if value < 0:
-        raise ValueError(f"amount {value} is negative: money rounding applies to magnitudes")
-    floor = value.numerator // value.denominator
-    remainder = value - floor
+    return _round_ratio(value.numerator, value.denominator, rounding)
+
+
+def _round_ratio(numerator: int, denominator: int, rounding: Rounding) -> int:
+    """`round_cents` of numerator / denominator cents (denominator > 0), in integers: the
+    settlement's payouts and vigorish without a Fraction made for each."""
+    if numerator < 0:
+        raise ValueError(f"amount {Fraction(numerator, denominator)} is negative: money "
+                         "rounding applies to magnitudes")
+    floor, remainder = divmod(numerator, denominator)
     if remainder == 0:
         return floor
     if rounding is Rounding.DOWN:
         return floor
     if rounding is Rounding.UP:
         return floor + 1
-    if remainder > Fraction(1, 2):
+    twice = 2 * remainder  # the remainder against half the denominator
+    if twice > denominator:
         return floor + 1
-    if remainder < Fraction(1, 2):
+    if twice < denominator:
         return floor
     if rounding is Rounding.HALF_UP:
         return floor + 1
@@ -57,6 +68,8 @@ def payout_cents(amount_cents: int, odds: Fraction, rounding: Rounding = Roundin
     """The amount won on `amount_cents` at `odds` to 1, in whole cents."""
     if amount_cents < 0:
         raise ValueError(f"wager {amount_cents} cents is negative")
+    if isinstance(odds, (Fraction, int)):  # exact: in integers
+        return _round_ratio(amount_cents * odds.numerator, odds.denominator, rounding)
     return round_cents(Fraction(amount_cents) * odds, rounding)
 
 
@@ -76,7 +89,10 @@ def vigorish_cents(
     """
     if win_cents <= 0:
         return 0
-    cents = round_cents(Fraction(win_cents) * rate, rounding)
+    if isinstance(rate, (Fraction, int)):  # exact: in integers
+        cents = _round_ratio(win_cents * rate.numerator, rate.denominator, rounding)
+    else:
+        cents = round_cents(Fraction(win_cents) * rate, rounding)
     if round_up_to_25c:
         cents = -(-cents // QUARTER_CENTS) * QUARTER_CENTS
         cents = max(cents, QUARTER_CENTS)

@@ -152,7 +152,15 @@ def wager_from_json(data: Mapping[str, Any]) -> PlacedWager:
 
 
 def colour_name(back: BackColour | int | None) -> str | None:
-    return BackColour(back).name.lower() if back is not None else None
+    """A batch's colour as the saved state and the status name it (the saved state is
+    written at every step that changes it, each wager's among them: looked up, not made)."""
+    if back is None:
+        return None
+    return _COLOUR_NAMES.get(back) or BackColour(back).name.lower()
+
+
+# A colour and its number are equal keys (BackColour is an IntEnum).
+_COLOUR_NAMES: dict[BackColour | int, str] = {c: c.name.lower() for c in BackColour}
 
 
 def colour_from(name: str | None) -> BackColour | None:

@@ -60,3 +60,45 @@ def test_negative_amounts_rejected() -> None:
         payout_cents(-1, Fraction(1))
     with pytest.raises(ValueError):
         round_cents(Fraction(-1, 2))
+
+
+def _rounded_by_fractions(value: Fraction, rounding: Rounding) -> int:
+    """Rounding as 631a.13(c) and docs/rulings.md state it, in Fractions: the reference the
+    integer arithmetic of `round_cents`, `payout_cents` and `vigorish_cents` must match."""
+    floor = value.numerator // value.denominator
+    remainder = value - floor
+    if remainder == 0 or rounding is Rounding.DOWN:
+        return floor
+    if rounding is Rounding.UP or remainder > Fraction(1, 2):
+        return floor + 1
+    if remainder < Fraction(1, 2):
+        return floor
+    return floor + 1 if rounding is Rounding.HALF_UP else floor + floor % 2
+
+
+@pytest.mark.parametrize("rounding", list(Rounding))
+def test_integer_rounding_matches_the_fractions_everywhere(rounding: Rounding) -> None:
+    for denominator in range(1, 41):
+        for numerator in range(0, 1201):
+            value = Fraction(numerator, denominator)
+            assert round_cents(value, rounding) == _rounded_by_fractions(value, rounding), value
+    odds = [Fraction(1), Fraction(8), Fraction(19, 20), Fraction(5, 2), Fraction(1, 2),
+            Fraction(3, 4), Fraction(7, 3), Fraction(40), 3]
+    for amount in range(0, 3001, 7):
+        for each in odds:
+            assert payout_cents(amount, each, rounding) == _rounded_by_fractions(  # type: ignore[arg-type]
+                Fraction(amount) * each, rounding), (amount, each)
+    rates = [Fraction(5, 100), Fraction(1, 20), Fraction(4, 100), Fraction(25, 1000), Fraction(1, 3)]
+    for win in range(1, 5001, 3):
+        for rate in rates:
+            exact = _rounded_by_fractions(Fraction(win) * rate, rounding)
+            assert vigorish_cents(win, rate, rounding=rounding) == exact, (win, rate)
+            assert vigorish_cents(win, rate, rounding=rounding, round_up_to_25c=True) == max(
+                25, -(-exact // 25) * 25), (win, rate)
+
+
+def test_round_cents_of_whole_cents_is_those_cents() -> None:
+    assert [round_cents(n, r) for n in (0, 1, 950) for r in Rounding] == \
+        [0] * 4 + [1] * 4 + [950] * 4
+    with pytest.raises(ValueError, match="amount -3 is negative"):
+        round_cents(-3)
