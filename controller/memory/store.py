@@ -29,7 +29,6 @@ from typing import Any
 
 import structlog
 
-from controller.events.catalogue import entry_of
 from controller.events.codec import EventRecord
 from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
@@ -37,6 +36,7 @@ from controller.memory import rounds as round_rows
 from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
+from controller.memory.entries import RecordEntries
 from controller.memory.sealing import StepSeal
 from controller.memory.schema import (
     GENESIS_HASH,
@@ -92,6 +92,8 @@ class Store:
         self._pending: list[Event] = []
         self._before_commit: dict[str, Callable[[], None]] = {}
         self._db = schema.connect(self.path, create=create, read_only=read_only)
+        self._writes = self._db.cursor()  # the step's own statements: no cursor made for each
+        self._records = RecordEntries()
         self._seal = StepSeal(self._db, self.key)
         self._durability = Durability(self._db, self.path, self.key, paths,
                                       flush_delay_s=flush_delay_s)
@@ -261,10 +263,9 @@ class Store:
         current transaction (or its own): the only way code emits an event. Its payload is
         encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
         a dict or a kind's name included, or a severity its kind does not have, is refused
-        before anything is written)."""
-        kind, chosen, payload = entry_of(record, severity)
-        return self.append_entry(kind, payload, severity=chosen, device=device,
-                                 round_id=round_id)
+        before anything is written; a record appended again is encoded once: entries.py)."""
+        kind, chosen, payload, payload_json = self._records.entry(record, severity)
+        return self._append(kind, chosen, device, round_id, payload, payload_json)
 
     def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
@@ -273,26 +274,31 @@ class Store:
         once the record is encoded, and what tests of the chain's mechanics (MACs,
         durability, streaming) write with. Nothing in controller/ but the store calls it
         (tests/controller/test_event_catalogue.py)."""
-        with self.transaction() as db:
-            if kind not in GROUPED_KINDS:
-                self._tx_must_flush = True
-            last_seq, prev = self._seal.head()
-            seq = last_seq + 1
-            at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-            payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
-            digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
-                                        round_id, payload_json)
-            db.execute(
-                "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
-                (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
-            )
-            self._seal.appended(seq, digest)
-            event = Event(seq, at, kind, severity, device, round_id, as_read_back(payload,
-                                                                                    payload_json),
-                          prev, digest, payload_json)
-            self._pending.append(event)
-            return event
+        payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
+        return self._append(kind, severity, device, round_id,
+                            as_read_back(payload, payload_json), payload_json)
+
+    def _append(self, kind: str, severity: str, device: str | None, round_id: int | None,
+                payload: dict[str, Any], payload_json: str) -> Event:
+        if not self._in_tx:
+            with self.transaction():
+                return self._append(kind, severity, device, round_id, payload, payload_json)
+        if kind not in GROUPED_KINDS:
+            self._tx_must_flush = True
+        seq, prev = self._seal.head()
+        seq += 1
+        at = float(self._clock())  # SQLite gives REAL back: hash what it will return
+        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
+                                    payload_json)
+        self._writes.execute(
+            "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (seq, at, kind, severity, device, round_id, payload_json, prev, digest))
+        self._seal.appended(seq, digest)
+        event = Event(seq, at, kind, severity, device, round_id, payload, prev, digest,
+                      payload_json)
+        self._pending.append(event)
+        return event
 
     def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
                device: str | None = None, severity: str | None = None,
