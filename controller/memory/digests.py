@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.memory.errors import IntegrityError
 from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, row_mac, seal_mac
@@ -170,8 +169,9 @@ def _sealed_rows(db: sqlite3.Connection, key: bytes, table: str, columns: Sequen
             f"{(int(known_acc, 16) + int(tail_acc, 16)) % MODULUS:064x}", None)
 
 
-@dataclass(frozen=True, slots=True)
-class Seal:
+class Seal(NamedTuple):
+    """What a commit's seal binds (a named tuple: made at every commit)."""
+
     commit_no: int
     log_seq: int
     log_mac: str

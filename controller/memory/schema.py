@@ -125,7 +125,7 @@ def flat_read_back(payload: Mapping[str, Any]) -> dict[str, Any] | None:
     for key, value in payload.items():
         if type(key) is not str or type(value) not in _FLAT:
             return None
-    return {key: payload[key] for key in sorted(payload)}
+    return dict(sorted(payload.items()))
 
 
 def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, severity: str,

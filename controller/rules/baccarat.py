@@ -11,13 +11,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cards import Card
-from controller.rules.card_values import baccarat_value, burn_value
+from controller.rules.card_values import BACCARAT_VALUES, baccarat_value, burn_value
 from controller.rules.wager import RoundView
 
 
 def point_count(cards: Iterable[Card]) -> int:
     """631a.6(b): the total of the card values, keeping only the right-hand digit."""
-    return sum(baccarat_value(card) for card in cards) % 10
+    total = 0
+    for card in cards:  # baccarat_value, inline: the coup counts points at every card
+        total += BACCARAT_VALUES[card.rank]
+    return total % 10
 
 
 # 631a.11(c)(2)(iii), Table 1: rows are the Banker's two-card Point Count 3..6,

@@ -199,7 +199,8 @@ def _plain_steps(machine: Machine) -> dict[str, dict[TableState, tuple[TableStat
         steps = plain.get(spec.trigger)
         if steps is None:
             continue
-        sources = list(TableState) if spec.sources == "*" else list(spec.sources)
+        sources: list[TableState] = (list(TableState) if isinstance(spec.sources, str)
+                                     else list(spec.sources))
         dest = machine.get_state(spec.dest)
         if spec.condition is not None or dest.on_enter or any(
                 machine.get_state(source).on_exit for source in sources):
