@@ -81,6 +81,16 @@ def line(obj: Mapping[str, Any]) -> bytes:
 
 
 _text = json.encoder.encode_basestring  # a JSON string with UTF-8 as is, as the payload's
+_KNOWN: dict[str, str] = {}  # kinds, severities and devices: a few dozen texts, each escaped once
+
+
+def _known_text(text: str) -> str:
+    known = _KNOWN.get(text)
+    if known is None:
+        if len(_KNOWN) >= 256:
+            _KNOWN.clear()
+        known = _KNOWN[text] = _text(text)
+    return known
 
 
 def event_line(event: Event) -> bytes:
@@ -88,10 +98,11 @@ def event_line(event: Event) -> bytes:
     payload written as the store holds it, the text the entry's MAC covers, not encoded a
     second time (tests/controller/test_control.py checks the two agree), and the time's
     text as its MAC was computed with (`float_text`), not written out again."""
-    device = "null" if event.device is None else _text(event.device)
+    device = "null" if event.device is None else _known_text(event.device)
     round_id = "null" if event.round_id is None else int.__repr__(event.round_id)
     return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float_text(event.at)},'
-            f'"kind":{_text(event.kind)},"severity":{_text(event.severity)},"device":{device},'
+            f'"kind":{_known_text(event.kind)},"severity":{_known_text(event.severity)},'
+            f'"device":{device},'
             f'"round_id":{round_id},"payload":{event.payload_json},"hash":{_text(event.hash)}'
             f'}}}}\n').encode()
 

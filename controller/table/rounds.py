@@ -123,7 +123,7 @@ class RoundPlay:
             machine.hands_complete()
         if machine.state is TableState.RESULT:
             self._finish_round(coup)
-        elif event.index + 1 >= self._rules.game.shoe_size:
+        elif event.index + 1 >= self._rules.shoe_size:
             # 631a.15(e): the shoe's last card is out and the round is not complete.
             self.void_round("the shoe cannot complete the round")
         else:
