@@ -48,12 +48,13 @@ def canonical(obj: Any) -> str:
 
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
-              device: str | None, round_id: int | None, payload_json: str) -> str:
+              device: str | None, round_id: int | None, payload_json: str, *,
+              at_text: str | None = None) -> str:
     """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
     [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
-    auditor holding the key can recompute it."""
+    auditor holding the key can recompute it. `at_text` is repr(at) if the caller has it."""
     return mac_of(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
-                                      payload_json).encode("utf-8")).hex()
+                                      payload_json, at_text=at_text).encode("utf-8")).hex()
 
 
 class KeyedMac(Protocol):
@@ -98,9 +99,10 @@ _FLOAT_TEXT: dict[int, tuple[float, str]] = {}
 
 def float_text(value: float) -> str:
     """repr(value), remembered for the float object itself: a log entry's time is written
-    out for its MAC when it is appended and again for the control socket's stream, and a
-    float's repr is a tenth of a card's step otherwise. Keyed by identity (the same object:
-    0.0 and -0.0 are equal but have two texts), holding the float so its id stays its own."""
+    out for its MAC when it is appended (`Store`) and again for the control socket's stream
+    line, and a float's repr is 8,000 instructions. Keyed by identity (the same object: 0.0
+    and -0.0 are equal but have two texts), holding the float so its id stays its own. A
+    check of the log reads times it never streams: it writes them out itself (`at_text`)."""
     known = _FLOAT_TEXT.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
@@ -112,12 +114,15 @@ def float_text(value: float) -> str:
 
 
 def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
-                   device: str | None, round_id: int | None, payload_json: str) -> str:
+                   device: str | None, round_id: int | None, payload_json: str, *,
+                   at_text: str | None = None) -> str:
     """The text entry_mac covers: canonical([prev_mac, seq, repr(at), kind, severity, device,
     round_id, payload_json]), written out field by field because it runs for every entry
     (a third of the encoder's time); the two are the same text (tests/controller/
     test_critical_memory.py compares them)."""
-    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},{_json_string(float_text(at))},"
+    if at_text is None:
+        at_text = float.__repr__(at)
+    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},{_json_string(at_text)},"
             f"{_json_string(kind)},{_json_string(severity)},"
             f"{'null' if device is None else _json_string(device)},"
             f"{'null' if round_id is None else int.__repr__(round_id)},"

@@ -253,7 +253,7 @@ class Store:
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
         digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
-                                    payload_json)
+                                    payload_json, at_text=critical.float_text(at))
         steps.writes.execute(
             "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
