@@ -73,7 +73,7 @@ class Card:
     suit: Suit
 
     def __str__(self) -> str:
-        return f"{self.rank.label}{self.suit.symbol}"
+        return _CARD_TEXTS[self.rank * 4 + self.suit]  # a card is written at every deal
 
     @classmethod
     def parse(cls, text: str) -> Card:
@@ -92,6 +92,10 @@ class Card:
         if suit is None:
             raise ValueError(f"card {text!r}: suit {suit_text!r} is not one of ♣♦♥♠ or C,D,H,S")
         return cls(ranks[rank_text], suit)
+
+
+# Each card's text, rank then suit symbol ("10♥", "A♠"), by rank * 4 + suit.
+_CARD_TEXTS = ("",) * 4 + tuple(f"{rank.label}{suit.symbol}" for rank in Rank for suit in Suit)
 
 
 def standard_deck() -> list[Card]:

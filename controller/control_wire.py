@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.errors import CommandError
+from controller.memory.macs import float_text
 from controller.memory.store import Event
 
 IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
@@ -80,16 +81,28 @@ def line(obj: Mapping[str, Any]) -> bytes:
 
 
 _text = json.encoder.encode_basestring  # a JSON string with UTF-8 as is, as the payload's
+_KNOWN: dict[str, str] = {}  # kinds, severities and devices: a few dozen texts, each escaped once
+
+
+def _known_text(text: str) -> str:
+    known = _KNOWN.get(text)
+    if known is None:
+        if len(_KNOWN) >= 256:
+            _KNOWN.clear()
+        known = _KNOWN[text] = _text(text)
+    return known
 
 
 def event_line(event: Event) -> bytes:
     """A log entry as a subscriber's stream line: {"event": event_json(event)}, with the
     payload written as the store holds it, the text the entry's MAC covers, not encoded a
-    second time (tests/controller/test_control.py checks the two agree)."""
-    device = "null" if event.device is None else _text(event.device)
+    second time (tests/controller/test_control.py checks the two agree), and the time's
+    text as its MAC was computed with (`float_text`), not written out again."""
+    device = "null" if event.device is None else _known_text(event.device)
     round_id = "null" if event.round_id is None else int.__repr__(event.round_id)
-    return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float.__repr__(event.at)},'
-            f'"kind":{_text(event.kind)},"severity":{_text(event.severity)},"device":{device},'
+    return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float_text(event.at)},'
+            f'"kind":{_known_text(event.kind)},"severity":{_known_text(event.severity)},'
+            f'"device":{device},'
             f'"round_id":{round_id},"payload":{event.payload_json},"hash":{_text(event.hash)}'
             f'}}}}\n').encode()
 

@@ -45,6 +45,7 @@ class Undisclosed(enum.Enum):
 UNDISCLOSED = Undisclosed.CARD
 
 _FLAT = frozenset({str, int, bool, float, type(None)})
+_COLOUR_NAMES = {back: back.name.lower() for back in BackColour}  # an IntEnum hashes as its int
 
 
 def wire(value: Any) -> Any:
@@ -54,14 +55,14 @@ def wire(value: Any) -> Any:
         return value
     if kind is Card:
         return str(value)
+    if kind is BackColour:  # before the isinstance below: every card carries its back
+        return _COLOUR_NAMES[value]
     if kind is tuple or kind is list:
         return [wire(v) for v in value]
     if kind is dict:
         return {k: wire(v) for k, v in value.items()}
     if isinstance(value, Payload):
         return value.payload()
-    if kind is BackColour:
-        return value.name.lower()
     if value is UNDISCLOSED:
         return ""
     raise TypeError(f"a {kind.__name__} cannot go into an event's payload; allowed: text, "

@@ -44,6 +44,19 @@ class Prompt(EventRecord):
     level: str | None = None
     amount_cents: int | None = None
 
+    @classmethod
+    def deal(cls, next_card: str) -> Prompt:
+        """The prompt after a card of a round: deal the card the rules call for next. The
+        same record for the same card every time, so the store encodes it once (controller/
+        memory/entries.py): built, encoded and read back, it was a fifth of a card's step."""
+        prompt = _DEAL_PROMPTS.get(next_card)
+        if prompt is None:
+            prompt = _DEAL_PROMPTS[next_card] = cls("deal", next=next_card)
+        return prompt
+
+
+_DEAL_PROMPTS: dict[str, Prompt] = {}
+
 
 @dataclass(frozen=True)
 class TableOpened(EventRecord):

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.memory.errors import IntegrityError
 from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, row_mac, seal_mac
@@ -170,8 +169,9 @@ def _sealed_rows(db: sqlite3.Connection, key: bytes, table: str, columns: Sequen
             f"{(int(known_acc, 16) + int(tail_acc, 16)) % MODULUS:064x}", None)
 
 
-@dataclass(frozen=True, slots=True)
-class Seal:
+class Seal(NamedTuple):
+    """What a commit's seal binds (a named tuple: made at every commit)."""
+
     commit_no: int
     log_seq: int
     log_mac: str
@@ -190,11 +190,13 @@ def digests(db: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
 
 def reseal(db: sqlite3.Connection, key: bytes, *, last_commit_no: int | None = None,
            head: tuple[int, str] | None = None,
-           table_digests: list[tuple[str, str, int, str]] | None = None) -> Seal:
+           table_digests: list[tuple[str, str, int, str]] | None = None,
+           digests_text: str | None = None) -> Seal:
     """Seal what this transaction wrote (called just before its COMMIT). A caller that knows
     the sealed commit counter, the log's head or the digests as this transaction leaves
-    them passes them (the store does, for every step after its first); otherwise they are
-    read."""
+    them passes them (the store does, for every step after its first), and the digests'
+    part of the seal's material if it kept it (`macs.digests_material`); otherwise they
+    are read."""
     if last_commit_no is None:
         row = db.execute("SELECT commit_no FROM critical_seal WHERE id = 1").fetchone()
         last_commit_no = int(row[0]) if row else 0
@@ -202,7 +204,8 @@ def reseal(db: sqlite3.Connection, key: bytes, *, last_commit_no: int | None = N
     seq, mac = head if head is not None else log_head(db)
     if table_digests is None:
         table_digests = digests(db)
-    seal = Seal(commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests))
+    seal = Seal(commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests,
+                                              digests_text=digests_text))
     db.execute("INSERT INTO critical_seal(id, commit_no, log_seq, log_mac, mac) VALUES (1,?,?,?,?)"
                " ON CONFLICT(id) DO UPDATE SET commit_no = excluded.commit_no,"
                " log_seq = excluded.log_seq, log_mac = excluded.log_mac, mac = excluded.mac",

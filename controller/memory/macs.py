@@ -28,20 +28,33 @@ def key_id(key: bytes) -> str:
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# What _CANONICAL.encode builds afresh for every value (json.encoder's C encoder, with the
+# same settings), built once: a log entry's payload is encoded at every card. Without the
+# encoder's circular check (a value that contains itself fails with RecursionError, not
+# ValueError): nothing encoded here can, and a check whose marks survive a failed encoding
+# would refuse the next value.
+_c_make_encoder: Callable[..., Callable[[Any, int], Any]] | None = getattr(
+    json.encoder, "c_make_encoder", None)
+_C_CANONICAL = None if _c_make_encoder is None else _c_make_encoder(
+    None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False,
+    True)
 
 
 def canonical(obj: Any) -> str:
     """JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
-    return _CANONICAL.encode(obj)
+    if _C_CANONICAL is None or type(obj) is str:
+        return _CANONICAL.encode(obj)
+    return "".join(_C_CANONICAL(obj, 0))
 
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
-              device: str | None, round_id: int | None, payload_json: str) -> str:
+              device: str | None, round_id: int | None, payload_json: str, *,
+              at_text: str | None = None) -> str:
     """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
     [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
-    auditor holding the key can recompute it."""
+    auditor holding the key can recompute it. `at_text` is repr(at) if the caller has it."""
     return mac_of(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
-                                      payload_json).encode("utf-8")).hex()
+                                      payload_json, at_text=at_text).encode("utf-8")).hex()
 
 
 class KeyedMac(Protocol):
@@ -81,15 +94,35 @@ def mac_of(key: bytes, material: bytes) -> bytes:
 
 
 _json_string = json.encoder.encode_basestring  # the escaping _CANONICAL applies (UTF-8 as is)
+_FLOAT_TEXT: dict[int, tuple[float, str]] = {}
+
+
+def float_text(value: float) -> str:
+    """repr(value), remembered for the float object itself: a log entry's time is written
+    out for its MAC when it is appended (`Store`) and again for the control socket's stream
+    line, and a float's repr is 8,000 instructions. Keyed by identity (the same object: 0.0
+    and -0.0 are equal but have two texts), holding the float so its id stays its own. A
+    check of the log reads times it never streams: it writes them out itself (`at_text`)."""
+    known = _FLOAT_TEXT.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    if len(_FLOAT_TEXT) >= 64:
+        _FLOAT_TEXT.clear()
+    text = float.__repr__(value)
+    _FLOAT_TEXT[id(value)] = (value, text)
+    return text
 
 
 def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
-                   device: str | None, round_id: int | None, payload_json: str) -> str:
+                   device: str | None, round_id: int | None, payload_json: str, *,
+                   at_text: str | None = None) -> str:
     """The text entry_mac covers: canonical([prev_mac, seq, repr(at), kind, severity, device,
     round_id, payload_json]), written out field by field because it runs for every entry
     (a third of the encoder's time); the two are the same text (tests/controller/
     test_critical_memory.py compares them)."""
-    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},{_json_string(repr(at))},"
+    if at_text is None:
+        at_text = float.__repr__(at)
+    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},{_json_string(at_text)},"
             f"{_json_string(kind)},{_json_string(severity)},"
             f"{'null' if device is None else _json_string(device)},"
             f"{'null' if round_id is None else int.__repr__(round_id)},"
@@ -105,8 +138,13 @@ def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
 
 
 def seal_mac(key: bytes, commit_no: int, log_seq: int, log_mac: str,
-             digests: Iterable[tuple[str, str, int, str]]) -> str:
-    return mac_of(key, seal_material(commit_no, log_seq, log_mac, digests).encode("utf-8")).hex()
+             digests: Iterable[tuple[str, str, int, str]], *,
+             digests_text: str | None = None) -> str:
+    """The seal's MAC; `digests_text` is `digests_material(digests)` if the caller kept it."""
+    if digests_text is None:
+        digests_text = digests_material(digests)
+    material = seal_head(commit_no, log_seq, log_mac) + digests_text
+    return mac_of(key, material.encode("utf-8")).hex()
 
 
 def seal_material(commit_no: int, log_seq: int, log_mac: str,
@@ -114,10 +152,20 @@ def seal_material(commit_no: int, log_seq: int, log_mac: str,
     """The text seal_mac covers: canonical(["seal", commit_no, log_seq, log_mac,
     sorted(digests)]), written out field by field because every commit seals (the same
     text: tests/controller/test_critical_memory.py compares them)."""
+    return seal_head(commit_no, log_seq, log_mac) + digests_material(digests)
+
+
+def seal_head(commit_no: int, log_seq: int, log_mac: str) -> str:
+    """The seal's material up to its digests (`seal_material`)."""
+    return f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},{_json_string(log_mac)},'
+
+
+def digests_material(digests: Iterable[tuple[str, str, int, str]]) -> str:
+    """The seal's material from its digests on (`seal_material`): the same while the
+    digests are, which they are for every step that only appends log entries (a card's)."""
     rows = ",".join(f"[{_json_string(name)},{_json_string(columns)},{int.__repr__(rows)},"
                     f"{_json_string(acc)}]" for name, columns, rows, acc in sorted(digests))
-    return (f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},'
-            f"{_json_string(log_mac)},[{rows}]]")
+    return f"[{rows}]]"
 
 
 def checkpoint_mac(key: bytes, seq: int, mac: str) -> str:

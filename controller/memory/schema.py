@@ -7,8 +7,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.events.codec import EventRecord, decode
 from controller.memory import critical
@@ -84,8 +83,10 @@ CREATE TABLE IF NOT EXISTS seat_totals (
 """
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """One log entry as its readers get it. A named tuple, not a frozen dataclass: as
+    immutable, and built in a quarter of the time (two a card)."""
+
     seq: int
     at: float
     kind: str
@@ -107,7 +108,7 @@ class Event:
 # json.loads, and its row's MAC covers the text as stored, so it need not be canonical.
 # Sorting its keys was a fifth of encoding it, at every card.
 state_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_FLAT = (str, int, bool, type(None))
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 def as_read_back(payload: Mapping[str, Any] | None, payload_json: str) -> dict[str, Any]:
@@ -115,10 +116,16 @@ def as_read_back(payload: Mapping[str, Any] | None, payload_json: str) -> dict[s
     of strings, whole numbers, booleans and nulls under string keys comes back equal to
     itself with its keys in canonical order: it is copied that way instead of parsed (a
     card's payload and a prompt's are flat)."""
-    if payload is not None and all(type(k) is str and type(v) in _FLAT
-                                   for k, v in payload.items()):
-        return {key: payload[key] for key in sorted(payload)}
-    return dict(json.loads(payload_json))
+    flat = flat_read_back(payload) if payload is not None else None
+    return flat if flat is not None else dict(json.loads(payload_json))
+
+
+def flat_read_back(payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`as_read_back` of a flat payload, a new dict; None if it is not flat."""
+    for key, value in payload.items():
+        if type(key) is not str or type(value) not in _FLAT:
+            return None
+    return dict(sorted(payload.items()))
 
 
 def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, severity: str,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from controller.memory.digests import Seal, digests, log_head, reseal
+from controller.memory.macs import digests_material
 
 
 class StepSeal:
@@ -25,6 +26,7 @@ class StepSeal:
         self._log_head: tuple[int, str] | None = None
         self._commit_no: int | None = None
         self._digests: list[tuple[str, str, int, str]] | None = None
+        self._digests_text = ""  # their part of the seal's material, while they hold
         self._appended = 0  # log entries appended by the step in progress
         self._changes = 0  # the connection's total_changes when the step began
         self._data_version = -1
@@ -60,8 +62,10 @@ class StepSeal:
             self._digests = None
         if self._digests is None:
             self._digests = digests(self._db)
+            self._digests_text = digests_material(self._digests)
         return reseal(self._db, self._key, last_commit_no=self._commit_no,
-                      head=self._log_head, table_digests=self._digests)
+                      head=self._log_head, table_digests=self._digests,
+                      digests_text=self._digests_text)
 
     def committed(self, seal: Seal | None) -> None:
         if seal is not None:

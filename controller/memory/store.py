@@ -22,14 +22,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from controller.events.catalogue import entry_of
 from controller.events.codec import EventRecord
 from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
@@ -37,7 +36,9 @@ from controller.memory import rounds as round_rows
 from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
+from controller.memory.entries import RecordEntries
 from controller.memory.sealing import StepSeal
+from controller.memory.steps import Steps
 from controller.memory.schema import (
     GENESIS_HASH,
     GROUPED_KINDS,
@@ -84,18 +85,16 @@ class Store:
                              "nor checks the store")
         self.path = str(path)
         self._clock = clock
-        self._tx_must_flush = True
         self.key = key if key is not None else critical.DEVELOPMENT_KEY
         self.paths = paths
         self.verified: critical.Verified | None = None
-        self._in_tx = False
-        self._pending: list[Event] = []
-        self._before_commit: dict[str, Callable[[], None]] = {}
         self._db = schema.connect(self.path, create=create, read_only=read_only)
+        self._records = RecordEntries()
         self._seal = StepSeal(self._db, self.key)
         self._durability = Durability(self._db, self.path, self.key, paths,
                                       flush_delay_s=flush_delay_s)
         self._delivery = Delivery(self._db, self._durability)
+        self._steps = Steps(self._db, self._seal, self._durability, self._delivery)
         try:
             critical.install_functions(self._db, self.key)
             if read_only:
@@ -160,57 +159,23 @@ class Store:
     @property
     def in_transaction(self) -> bool:
         """A step is open: what is written now commits with it (or rolls back with it)."""
-        return self._in_tx
+        return self._steps.open
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One atomic step. Nested use joins the outer transaction: it only hands over the
-        connection (a card's step nests five or six; a generator each was 1 us apiece)."""
-        if self._in_tx:
-            return nullcontext(self._db)
-        return self._step()
-
-    @contextmanager
-    def _step(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        self._seal.begin()
-        self._in_tx = True
-        self._tx_must_flush = False
-        try:
-            yield self._db
-            while self._before_commit:  # a hook may ask for another: run until none is left
-                self._before_commit.pop(next(iter(self._before_commit)))()
-            seal = self._seal.seal()  # what this step wrote, in the same transaction
-        except BaseException:
-            self._seal.forget()
-            self._db.execute("ROLLBACK")
-            self._pending.clear()
-            self._before_commit.clear()
-            self._in_tx = False
-            raise
-        # A step that records nothing is flushed too: only a known kind may wait.
-        must_flush = self._tx_must_flush or not self._pending
-        delivery = self._delivery
-        try:
-            flushed = self._durability.commit(must_flush and not (
-                delivery.grouping and (must_flush or delivery.holding)))
-        except BaseException:
-            self._seal.forget()  # a COMMIT that failed may or may not have reached the file
-            raise
-        self._seal.committed(seal)
-        self._in_tx = False
-        pending, self._pending = self._pending, []
-        delivery.committed(pending, seal, flushed=flushed, must_flush=must_flush)
+        """One atomic step (controller/memory/steps.py). Nested use joins the outer
+        transaction: it only hands over the connection (a card's step nests several)."""
+        return self._steps.transaction()
 
     def before_commit(self, name: str, write: Callable[[], None]) -> None:
         """Run ``write`` once, as the last thing of the current step before it commits (the
         last call for a ``name`` wins); outside a step, at once in a step of its own. A record
         that a step rewrites at every stage (the table's saved state: each card and each
         state change asks for it) is written once, as the step leaves it."""
-        if not self._in_tx:
+        if not self._steps.open:
             with self.transaction():
                 write()
             return
-        self._before_commit[name] = write
+        self._steps.hooks[name] = write
 
     def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
                           ) -> None:
@@ -261,10 +226,9 @@ class Store:
         current transaction (or its own): the only way code emits an event. Its payload is
         encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
         a dict or a kind's name included, or a severity its kind does not have, is refused
-        before anything is written)."""
-        kind, chosen, payload = entry_of(record, severity)
-        return self.append_entry(kind, payload, severity=chosen, device=device,
-                                 round_id=round_id)
+        before anything is written; a record appended again is encoded once: entries.py)."""
+        kind, chosen, payload, payload_json = self._records.entry(record, severity)
+        return self._append(kind, chosen, device, round_id, payload, payload_json)
 
     def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
@@ -273,26 +237,32 @@ class Store:
         once the record is encoded, and what tests of the chain's mechanics (MACs,
         durability, streaming) write with. Nothing in controller/ but the store calls it
         (tests/controller/test_event_catalogue.py)."""
-        with self.transaction() as db:
-            if kind not in GROUPED_KINDS:
-                self._tx_must_flush = True
-            last_seq, prev = self._seal.head()
-            seq = last_seq + 1
-            at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-            payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
-            digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device,
-                                        round_id, payload_json)
-            db.execute(
-                "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
-                (seq, at, kind, severity, device, round_id, payload_json, prev, digest),
-            )
-            self._seal.appended(seq, digest)
-            event = Event(seq, at, kind, severity, device, round_id, as_read_back(payload,
-                                                                                    payload_json),
-                          prev, digest, payload_json)
-            self._pending.append(event)
-            return event
+        payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
+        return self._append(kind, severity, device, round_id,
+                            as_read_back(payload, payload_json), payload_json)
+
+    def _append(self, kind: str, severity: str, device: str | None, round_id: int | None,
+                payload: dict[str, Any], payload_json: str) -> Event:
+        steps = self._steps
+        if not steps.open:
+            with steps:
+                return self._append(kind, severity, device, round_id, payload, payload_json)
+        if kind not in GROUPED_KINDS:
+            steps.must_flush = True
+        seq, prev = self._seal.head()
+        seq += 1
+        at = float(self._clock())  # SQLite gives REAL back: hash what it will return
+        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
+                                    payload_json, at_text=critical.float_text(at))
+        steps.writes.execute(
+            "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (seq, at, kind, severity, device, round_id, payload_json, prev, digest))
+        self._seal.appended(seq, digest)
+        event = Event(seq, at, kind, severity, device, round_id, payload, prev, digest,
+                      payload_json)
+        steps.pending.append(event)
+        return event
 
     def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
                device: str | None = None, severity: str | None = None,
@@ -398,3 +368,4 @@ class Store:
             if owed := round_rows.collect_vigorish(db, seat):
                 self.append_event(VigorishCollected(seat, owed))
             return owed
+

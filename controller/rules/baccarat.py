@@ -17,7 +17,10 @@ from controller.rules.wager import RoundView
 
 def point_count(cards: Iterable[Card]) -> int:
     """631a.6(b): the total of the card values, keeping only the right-hand digit."""
-    return sum([BACCARAT_VALUES[card.rank] for card in cards]) % 10
+    total = 0
+    for card in cards:  # baccarat_value, inline: the coup counts points at every card
+        total += BACCARAT_VALUES[card.rank]
+    return total % 10
 
 
 # 631a.11(c)(2)(iii), Table 1: rows are the Banker's two-card Point Count 3..6,
@@ -81,9 +84,14 @@ class NextCard(enum.Enum):
 
     @property
     def hand(self) -> Hand | None:
-        if self is NextCard.NONE:
-            return None
-        return Hand.PLAYER if self.name.startswith("PLAYER") else Hand.BANKER
+        return _HANDS[self._name_]  # by name: an enum member's own hash is a Python call
+
+
+_HANDS = {slot.name: None if slot is NextCard.NONE else Hand.PLAYER
+          if slot.name.startswith("PLAYER") else Hand.BANKER for slot in NextCard}
+# 631a.9(c): first and third cards to the Player, second and fourth to the Banker.
+_FIRST_FOUR = (NextCard.PLAYER_FIRST, NextCard.BANKER_FIRST, NextCard.PLAYER_SECOND,
+               NextCard.BANKER_SECOND)
 
 
 class Winner(enum.Enum):
@@ -128,10 +136,9 @@ class BaccaratCoup:
 
     def next_card(self) -> NextCard:
         """What the rules require next (631a.9(c), 631a.10, 631a.11)."""
-        if self.cards_dealt < 4:
-            # 631a.9(c): first and third cards to the Player, second and fourth to the Banker.
-            return (NextCard.PLAYER_FIRST, NextCard.BANKER_FIRST,
-                    NextCard.PLAYER_SECOND, NextCard.BANKER_SECOND)[self.cards_dealt]
+        dealt = len(self.player) + len(self.banker)
+        if dealt < 4:
+            return _FIRST_FOUR[dealt]
         p2, b2 = point_count(self.player[:2]), point_count(self.banker[:2])
         if len(self.player) == 2 and len(self.banker) == 2 and player_draws(p2, b2):
             return NextCard.PLAYER_THIRD

@@ -8,14 +8,14 @@ from __future__ import annotations
 from cards import Card, Rank
 
 
+BACCARAT_VALUES = (0, *(0 if rank >= Rank.TEN else int(rank) for rank in Rank))
+"""`baccarat_value` by rank (a rank's number indexes it; index 0 is no rank): a Point Count
+is summed at every card, and a tuple's item is a tenth of the comparisons' cost."""
+
+
 def baccarat_value(card: Card) -> int:
     """631a.6(a): 2-9 count face value, 10/J/Q/K count zero, an ace counts one."""
     return BACCARAT_VALUES[card.rank]
-
-
-# `baccarat_value` by rank number (a rank is an int: it indexes the tuple directly); the
-# table's settlement reads a hand's Point Count a few times a wager.
-BACCARAT_VALUES: tuple[int, ...] = (0, *(0 if rank >= Rank.TEN else int(rank) for rank in Rank))
 
 
 def burn_value(card: Card) -> int:

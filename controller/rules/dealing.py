@@ -96,9 +96,12 @@ def card_obj(card: Card, hand: str) -> dict[str, Any]:
 
 
 def hand_of(slot: NextCard) -> str:
-    if slot in (NextCard.PLAYER_BONUS_EXTRA, NextCard.BANKER_BONUS_EXTRA):
-        return "extra"
-    return "player" if slot.hand is Hand.PLAYER else "banker"
+    return _HAND_WORDS[slot._name_]  # by name: an enum member's own hash is a Python call
+
+
+_HAND_WORDS = {slot.name: "extra" if slot in (NextCard.PLAYER_BONUS_EXTRA,
+                                              NextCard.BANKER_BONUS_EXTRA)
+               else "player" if slot.hand is Hand.PLAYER else "banker" for slot in NextCard}
 
 
 def settlement_obj(s: Settlement) -> dict[str, Any]:

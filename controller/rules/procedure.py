@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -75,9 +76,9 @@ class CardRuling:
         return f"{self.reason} ({self.section})"
 
 
-@dataclass(frozen=True, slots=True)
-class CardFacts:
-    """What the table knows about the card and the moment, besides its phase."""
+class CardFacts(NamedTuple):
+    """What the table knows about the card and the moment, besides its phase (a named
+    tuple: the table makes one for every card)."""
 
     face_up: bool = False  # found face up in the shoe (the shoe reports it)
     twenty_one: bool = False  # the table plays 681a, not 631a
@@ -148,7 +149,11 @@ def _ruling_631a(phase: Phase, facts: CardFacts) -> CardRuling:
         # 631a.15(a)-(b): a card drawn before "no more bets" is the round's first card.
         return CardRuling(Disposition.OPEN_ROUND, "627b.3(a)(2), 631a.15(a), docs/rulings.md",
                           "the first card out of the shoe locks every seat")
-    return CardRuling(Disposition.DEAL, "631a.9-631a.11", "the card the rules call for")
+    return _DEAL_631A
+
+
+# The ruling on nearly every card of a 631a round: one immutable record, not one a card.
+_DEAL_631A = CardRuling(Disposition.DEAL, "631a.9-631a.11", "the card the rules call for")
 
 
 class LastCard(enum.Enum):

@@ -29,14 +29,19 @@ class CardRouting:
     def on_card(self, event: CardDrawn) -> None:
         shoe = self._saved.shoe
         expected = shoe.last_card_index + 1
-        lost = lost_cards(expected, event.index, self._phase(), round_open=self._rounds.in_play) \
+        phase = self._phase()
+        lost = lost_cards(expected, event.index, phase, round_open=self._rounds.in_play) \
             if shoe.last_card_index >= 0 else None
         shoe.last_card_index = event.index
         shoe.cards_drawn += 1
-        if lost is not None and not self._apply_lost_cards(lost, expected, event):
-            return
-        ruling = card_ruling(self._phase(), self._card_facts(event))
-        match ruling.disposition:
+        if lost is not None:
+            if not self._apply_lost_cards(lost, expected, event):
+                return
+            phase = self._phase()  # the gap may have changed it
+        ruling = card_ruling(phase, self._card_facts(event))
+        match ruling.disposition:  # a round's card first: nearly every card is one
+            case Disposition.DEAL:
+                self._rounds.play_card(event)
             case Disposition.BURN:
                 self._on_burn_card(event)
             case Disposition.SIMULATED_ROUND:
@@ -48,8 +53,6 @@ class CardRouting:
                 # "no more bets" becomes the first card of this round.
                 lock = self._ports.lock_seats
                 self._rounds.open_round(lock("first-card") if lock else None, "first-card")
-                self._rounds.play_card(event)
-            case Disposition.DEAL:
                 self._rounds.play_card(event)
             case Disposition.HOLD:
                 self._on_card_during_fault(event)

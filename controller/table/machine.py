@@ -127,6 +127,29 @@ class TableMachine:
         for state in OPERATING:
             setattr(self, f"_resumes_{state.name.lower()}",
                     lambda s=state: resume_state() is s)
+        for trigger, steps in _plain_steps(self.machine).items():
+            setattr(self, trigger, self._plain_trigger(steps, getattr(self, trigger)))
+
+    def _plain_trigger(self, steps: dict[TableState, tuple[TableState, bool]],
+                       machine_trigger: Callable[[], bool]) -> Callable[[], bool]:
+        """A trigger whose transitions have no condition and no callback but the save mark:
+        from a state it leaves, the state is set here, as the machine would set it (a
+        `transitions` trigger costs about a hundred thousand instructions; a round's cards
+        make one or two a card). Anything else goes to the machine's own trigger: a state it
+        does not leave (MachineError), or a transition already running (the machine queues
+        one that a callback starts)."""
+        machine = self.machine
+
+        def trigger() -> bool:
+            step = steps.get(self.state)
+            if step is None or machine._transition_queue:  # empty unless a trigger runs
+                return machine_trigger()
+            self.state = step[0]
+            if step[1]:
+                self._changed = True
+            return True
+
+        return trigger
 
     def set_state(self, state: TableState) -> None:
         """Put the machine in `state` without a transition (a restart's saved state)."""
@@ -163,3 +186,26 @@ class TableMachine:
         def close_table(self) -> bool: ...
         def integrity_failed(self) -> bool: ...
         def device_recovered(self) -> bool: ...
+
+
+def _plain_steps(machine: Machine) -> dict[str, dict[TableState, tuple[TableState, bool]]]:
+    """For each trigger whose every transition has no condition, no callback but the save
+    mark (`Transition.as_machine_spec`) and states with no enter or exit callback: from each
+    state it leaves, (the state it goes to, whether it marks the state saved)."""
+    plain: dict[str, dict[TableState, tuple[TableState, bool]]] = {}
+    for spec in TRANSITION_TABLE:
+        plain.setdefault(spec.trigger, {})
+    for spec in TRANSITION_TABLE:
+        steps = plain.get(spec.trigger)
+        if steps is None:
+            continue
+        sources: list[TableState] = (list(TableState) if isinstance(spec.sources, str)
+                                     else list(spec.sources))
+        dest = machine.get_state(spec.dest)
+        if spec.condition is not None or dest.on_enter or any(
+                machine.get_state(source).on_exit for source in sources):
+            del plain[spec.trigger]
+            continue
+        for source in sources:  # the first transition from a state is the one taken
+            steps.setdefault(source, (spec.dest, not spec.implied_by_cards))
+    return plain

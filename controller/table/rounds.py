@@ -92,7 +92,7 @@ class RoundPlay:
             for award in acceptance.awards:
                 self._seating.announce_award(award)
         self._machine.lock_out()
-        self._journal.announce(ev.Prompt("deal", next=self.coup.next_card().name.lower()))
+        self._journal.announce(ev.Prompt.deal(self.coup.next_card().name.lower()))
 
     def play_card(self, event: CardDrawn) -> None:
         """One card of the open round. The card itself saves no table state: it moves only
@@ -123,11 +123,11 @@ class RoundPlay:
             machine.hands_complete()
         if machine.state is TableState.RESULT:
             self._finish_round(coup)
-        elif event.index + 1 >= self._rules.game.shoe_size:
+        elif event.index + 1 >= self._rules.shoe_size:
             # 631a.15(e): the shoe's last card is out and the round is not complete.
             self.void_round("the shoe cannot complete the round")
         else:
-            self._journal.announce(ev.Prompt("deal", next=coup.next_card().name.lower()))
+            self._journal.announce(ev.Prompt.deal(coup.next_card().name.lower()))
 
     def _redo_changes_implied_by_cards(self) -> None:
         """At a restart, with the open round's cards restored: the state changes those cards

@@ -15,6 +15,9 @@ class RulesAdapter:
 
     def __init__(self, game: Game) -> None:
         self.game = game
+        # Asked at every card (its facts, whether it is the shoe's last): the game is frozen.
+        self._is_21 = game.config.is_21
+        self.shoe_size = game.shoe_size
 
     def new_coup(self, wagers: Sequence[PlacedWager] = ()) -> Coup:
         # 681a.7(f)(2): the extra card after a natural is dealt only for Bonus wagers.
@@ -29,7 +32,7 @@ class RulesAdapter:
     @property
     def is_21(self) -> bool:
         """681a (21 Baccarat) rather than 631a: its irregularities are 681a.9's."""
-        return self.game.config.is_21
+        return self._is_21
 
     @property
     def disclosed_player_third(self) -> str:

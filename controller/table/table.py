@@ -18,8 +18,6 @@ calls back into the table.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from cards import BackColour
@@ -47,6 +45,7 @@ from controller.table.saved_view import SavedField
 from controller.table.seating import Seating
 from controller.table.settlement import Settling
 from controller.table.state import SavedState, ShoeProgress
+from controller.table.step import TableStep
 from drivers.protocols import (
     BatchHeld, CardDrawn, CoverCardDrawn, DeviceEvent, DeviceFault, DeviceFaultCleared,
     LateSensorChange, LinkChanged, LinkState, LockedOut, SeatSensorChanged, ShoeLoaded,
@@ -100,7 +99,8 @@ class Table:
         self.batch_checks = BatchChecks(parts)
         self.fault_handling = FaultHandling(parts, self.rounds, self.batch_checks)
         self.disclosed = DisclosedCards(parts, self.rounds)
-        self._in_step = False
+        self._steps = TableStep(lambda: self.ports.store.transaction(), self._saves_state,
+                                self._save_state)
 
     @property
     def state(self) -> TableState:
@@ -125,23 +125,14 @@ class Table:
 
     # --- the step and the save rule ---------------------------------------------------
 
-    @contextmanager
-    def _step(self) -> Iterator[None]:
+    def _step(self) -> TableStep:
         """One step: the store's transaction around everything an entry point does, the
         table's state saved at its end if the save rule says so. An entry point called
-        while a step runs (from a port's callback) is part of that step."""
-        if self._in_step:
-            yield
-            return
-        self._saves_state()  # nothing carries over from a step that raised
-        self._in_step = True
-        try:
-            with self.ports.store.transaction():
-                yield
-                if self._saves_state():
-                    self.ports.store.save_table_state(self.state.value, self.saved.to_json())
-        finally:
-            self._in_step = False
+        while a step runs (from a port's callback) is part of that step (step.py)."""
+        return self._steps
+
+    def _save_state(self) -> None:
+        self.ports.store.save_table_state(self.state.value, self.saved.to_json())
 
     def _saves_state(self) -> bool:
         """The save rule. A step saves the table's state if a part changed a saved field in a

@@ -60,8 +60,9 @@ def test_a_reader_shares_no_pending_write_with_its_store(tmp_path: Path) -> None
     try:
         reader = store.reader()
         assert reader._durability.anchor_writer is None and reader._delivery.listeners == []
-        assert reader._before_commit is not store._before_commit
-        assert reader._pending is not store._pending
+        assert reader._steps is not store._steps
+        assert reader._steps.hooks is not store._steps.hooks
+        assert reader._steps.pending is not store._steps.pending
         reader.close()
     finally:
         store.close()

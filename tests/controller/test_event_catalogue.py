@@ -333,8 +333,9 @@ def test_every_catalogued_record_is_emitted_somewhere():
 
 
 def _built_name(call: ast.Call) -> str | None:
-    """The record class a call builds: `Record(...)`, or `Record.of(...)`."""
-    if _name(call) == "of" and isinstance(call.func, ast.Attribute):
+    """The record class a call builds: `Record(...)`, `Record.of(...)`, or `Prompt.deal(...)`
+    (the prompt after a round's card, one record for each card named)."""
+    if _name(call) in ("of", "deal") and isinstance(call.func, ast.Attribute):
         return _name(ast.Call(call.func.value, [], [])) if isinstance(
             call.func.value, ast.Attribute | ast.Name) else None
     return _name(call)

@@ -1,0 +1,78 @@
+"""The table's machine: the triggers it takes itself (`TableMachine._plain_trigger`) end
+exactly where the `transitions` machine's own triggers end, from every state."""
+
+from __future__ import annotations
+
+import pytest
+from transitions import MachineError
+
+from controller.table.machine import TRANSITION_TABLE, TableMachine, TableState
+
+TRIGGERS = sorted({t.trigger for t in TRANSITION_TABLE})
+
+
+class _Outcome:
+    """What one trigger did to a fresh machine: state, save mark, callbacks, or the error."""
+
+    def __init__(self, machine: TableMachine, fire: object, opened: list[int]) -> None:
+        try:
+            fire()  # type: ignore[operator]
+            self.result: tuple[object, ...] = (machine.state, machine.take_change(), len(opened))
+        except MachineError as exc:
+            self.result = ("MachineError", str(exc), machine.state)
+
+
+def _outcome(state: TableState, trigger: str, *, own: bool,
+             resume: TableState | None = None) -> tuple[object, ...]:
+    opened: list[int] = []
+    machine = TableMachine(lambda: resume, lambda: opened.append(1))
+    machine.set_state(state)
+    machine.take_change()
+    # The machine's own trigger, as `transitions` installs it on its model.
+    fire = (lambda: machine.machine.events[trigger].trigger(machine)) if own \
+        else getattr(machine, trigger)
+    return _Outcome(machine, fire, opened).result
+
+
+@pytest.mark.parametrize("trigger", TRIGGERS)
+def test_every_trigger_from_every_state_ends_as_the_transitions_machine_does(trigger: str
+                                                                             ) -> None:
+    for state in TableState:
+        for resume in (None, TableState.SHUFFLING, TableState.BETTING_OPEN):
+            assert _outcome(state, trigger, own=False, resume=resume) == \
+                _outcome(state, trigger, own=True, resume=resume), (state, resume)
+
+
+def test_the_round_s_implied_steps_are_taken_without_the_transitions_machine() -> None:
+    """first_card, four_cards and third_card_due: the hot path of every card; the machine's
+    own event is not called (it would cost ~100,000 instructions a trigger)."""
+    machine = TableMachine(lambda: None, lambda: None)
+    for name in ("first_card", "four_cards", "third_card_due", "hands_complete"):
+        def refuse(*_: object) -> bool:
+            raise AssertionError(f"{name} went through transitions")
+        machine.machine.events[name].trigger = refuse  # type: ignore[method-assign]
+    machine.set_state(TableState.NO_MORE_BETS)
+    machine.first_card()
+    assert (machine.state, machine.take_change()) == (TableState.DEALING, False)
+    machine.four_cards()
+    assert (machine.state, machine.take_change()) == (TableState.FIRST_FOUR_SETTLED, False)
+    machine.third_card_due()
+    assert (machine.state, machine.take_change()) == (TableState.THIRD_CARDS, False)
+    machine.hands_complete()
+    assert (machine.state, machine.take_change()) == (TableState.RESULT, True)
+
+
+def test_a_trigger_that_enters_betting_open_runs_its_callback_through_the_machine() -> None:
+    opened: list[int] = []
+    machine = TableMachine(lambda: None, lambda: opened.append(1))
+    machine.set_state(TableState.SETTLEMENT)
+    machine.next_round()
+    assert (machine.state, machine.take_change(), opened) == (TableState.BETTING_OPEN, True, [1])
+
+
+def test_a_trigger_from_a_state_it_does_not_leave_is_refused_by_the_machine() -> None:
+    machine = TableMachine(lambda: None, lambda: None)
+    machine.set_state(TableState.BETTING_OPEN)
+    with pytest.raises(MachineError, match="first_card"):
+        machine.first_card()
+    assert machine.state is TableState.BETTING_OPEN
