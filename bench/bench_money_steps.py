@@ -60,7 +60,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_card_step import bare_commit_ns, quantiles  # noqa: E402
+from bench.bench_card_step import (  # noqa: E402 - the same table, wagers and floor
+    CONFIG,
+    IN_ROUND,
+    SUBSCRIBERS,
+    WAGERS,
+    bare_commit_ns,
+    quantiles,
+)
 from bench.machine import header, pi4  # noqa: E402
 from cards import BackColour, Card, Rank, Suit  # noqa: E402
 from controller.access import Caller  # noqa: E402
@@ -75,12 +82,6 @@ from drivers.protocols import CardDrawn, ShuffleComplete  # noqa: E402
 from drivers.seats import GpioSeatPanel, SeatPins  # noqa: E402
 from hil.stand_in import StandInDevice  # noqa: E402
 
-CONFIG = ROOT / "config" / "simulated-table.toml"
-# A round's wagers: five seats, as bench_card_step places them.
-WAGERS = ((1, "banker", 1000), (2, "player", 2500), (4, "tie", 500), (6, "banker", 5000),
-          (8, "player", 1000))
-IN_ROUND = (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS)
-SUBSCRIBERS = 2  # the simulated dealer and a display
 STEPS = ("wager", "lock", "settle", "card")
 
 

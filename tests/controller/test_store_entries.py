@@ -56,8 +56,8 @@ def store(tmp_path: Path) -> Store:
     return Store(tmp_path / "table.sqlite")
 
 
-def test_a_record_appended_again_is_encoded_once_and_each_entry_has_its_own_payload(
-        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def _encodings_counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kind of each record the store encodes from now on, in order."""
     encoded: list[str] = []
     real = entries.entry_of
 
@@ -66,6 +66,12 @@ def test_a_record_appended_again_is_encoded_once_and_each_entry_has_its_own_payl
         return real(record, severity)
 
     monkeypatch.setattr(entries, "entry_of", counting)
+    return encoded
+
+
+def test_a_record_appended_again_is_encoded_once_and_each_entry_has_its_own_payload(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded = _encodings_counted(monkeypatch)
     prompt = ev.Prompt.deal("banker_third")
     assert ev.Prompt.deal("banker_third") is prompt
     first = store.append_event(prompt, round_id=4)
@@ -93,14 +99,7 @@ def test_a_record_appended_again_is_encoded_once_and_each_entry_has_its_own_payl
 
 def test_a_record_whose_payload_is_not_flat_is_encoded_every_time(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    encoded: list[str] = []
-    real = entries.entry_of
-
-    def counting(record: ev.EventRecord, severity: str | None) -> tuple[str, str, dict[str, object]]:
-        encoded.append(record.KIND)
-        return real(record, severity)
-
-    monkeypatch.setattr(entries, "entry_of", counting)
+    encoded = _encodings_counted(monkeypatch)
     prompt = ev.Prompt("collect_vigorish", reason="new shoe", seats=({"seat": 2, "cents": 50},))
     store.append_event(prompt)
     store.append_event(prompt)
