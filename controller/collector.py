@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable
 from typing import Protocol
 
+from controller.memory.delivery import WhenDurable
 from controller.table.machine import TableState
 
 GC_YOUNG_LIMIT = 50_000
@@ -20,10 +20,6 @@ GC_BETWEEN_ROUNDS = 2_000  # allocations since the last collection that make one
 GC_FULL_AFTER = 10  # young collections between full ones
 GC_QUIET = (TableState.BETTING_OPEN, TableState.END_OF_SHOE, TableState.SHUFFLING,
             TableState.CLOSED, TableState.OPENING)  # no card is expected at once
-
-WhenDurable = Callable[[Callable[[BaseException | None], None]], None]
-"""`Store.when_durable` (controller/memory/delivery.py)."""
-
 
 class Stateful(Protocol):
     """The table, as far as the collector looks at it."""

@@ -61,7 +61,7 @@ class StoreWork:
         """controller.memory.lifecycle.verify_file in a child process of its own (in a
         worker thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is
         raised here as if the check had run in this process."""
-        if self.log_length() <= IN_THREAD_ENTRIES:
+        if self._store.log_seq <= IN_THREAD_ENTRIES:
             from controller.memory.lifecycle import verify_file
 
             async with self._slots:
@@ -80,11 +80,6 @@ class StoreWork:
 
             raise IntegrityError(*outcome[1:])
         return outcome[1]
-
-    def log_length(self) -> int:
-        """The log's last entry's number: the entries a full check reads."""
-        last = self._store.events(limit=1)
-        return last[0].seq if last else 0
 
     async def once(self, key: Hashable, start: Callable[[], Awaitable[T]]) -> T:
         """`start()`'s result; callers arriving while a run for the same `key` is under way

@@ -70,7 +70,8 @@ class Delivery:
         self._waiters: list[Waiter] = []
         self._in_flight_waiters: list[Waiter] = []
         self._start_due = False  # a flush is to start at the end of this loop turn
-        self._checkpoint_due = False  # a checkpoint's turn is scheduled
+        # A checkpoint's turn is scheduled: True if a flush it follows was durable.
+        self._checkpoint_after: bool | None = None
 
     # --- group commit -------------------------------------------------------------------
 
@@ -214,14 +215,16 @@ class Delivery:
                     listener(seals[-1], self._db)
         finally:
             self._settle_waiters(waiters, None)
-            if self._loop is not None and not self._checkpoint_due:
+            if self._loop is not None:
                 # A callback of its own, after those the waiters just scheduled: the replies
-                # they send do not wait for the checkpoint's flushes.
-                self._checkpoint_due = True
-                self._loop.call_soon(self._checkpoint_if_due, durable)
+                # they send do not wait for the checkpoint's flushes. Flushes before it runs
+                # share it (a durable one among them counts).
+                if self._checkpoint_after is None:
+                    self._loop.call_soon(self._checkpoint_if_due)
+                self._checkpoint_after = bool(self._checkpoint_after) or durable
 
-    def _checkpoint_if_due(self, flushed: bool) -> None:
-        self._checkpoint_due = False
+    def _checkpoint_if_due(self) -> None:
+        flushed, self._checkpoint_after = bool(self._checkpoint_after), None
         if self._loop is not None:  # else the store closed meanwhile
             self._durability.checkpoint_if_due(flushed)
 

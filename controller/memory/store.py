@@ -264,6 +264,11 @@ class Store:
         steps.pending.append(event)
         return event
 
+    @property
+    def log_seq(self) -> int:
+        """The log's last entry's number (the open step's included)."""
+        return self._seal.head()[0]
+
     def events(self, *, after_seq: int = 0, limit: int | None = None, kind: str | None = None,
                device: str | None = None, severity: str | None = None,
                since: float | None = None, oldest_first: bool = False) -> list[Event]:

@@ -50,7 +50,7 @@ def _verify(store: Store, *, full: bool = True) -> object:
 def test_a_short_log_is_checked_in_a_thread_without_starting_a_child(tmp_path, monkeypatch):
     store = _store_of(tmp_path, 30)
     children = ChildStarts(monkeypatch)
-    assert StoreWork(store).log_length() == 32
+    assert store.log_seq == 32
     verified = _verify(store)
     store.close()
     assert children.made == 0
