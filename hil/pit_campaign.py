@@ -26,7 +26,7 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -323,7 +323,7 @@ async def stale(h: TableHarness) -> bool | None:
     return None if meters is None else any(m.get("stale") for m in meters)
 
 
-def jackpots(events: list[dict[str, Any]]) -> int:
+def jackpots(events: Iterable[dict[str, Any]]) -> int:
     return sum(1 for e in events if e["kind"] == "prompt"
                and e["payload"].get("action") == "jackpot")
 

@@ -46,6 +46,9 @@ SUPERVISOR = {"supervisor": "floor", "pin": "2468"}  # config/simulated-table.to
 ROUNDS_PER_SHOE = 76  # an 8-deck shoe, measured (README); spaces the faults out
 FAULT_TIMEOUT_S = 30.0  # a fault not raised or not left within this is a failure
 PAGE = 2_000  # rounds or events per control reply when reading them all back
+KEEP_EVENTS = 20_000
+"""The newest events the harness keeps (about five shoes'): the soak looks back only to its
+last mark, and a week's events kept whole were 1.1 GiB of this process by shoe 300."""
 
 # Where each fault is injected: the prompt the harness pauses at before acting on it.
 BETTING, DEALING, SHOE_END = "place_bets", "deal", "shoe_complete"
@@ -298,6 +301,35 @@ async def all_events(table: TableHarness) -> list[dict[str, Any]]:
         log += page
 
 
+@dataclass
+class LogTally:
+    """What the tally needs of the whole log, read a page at a time: a week's log (about
+    2 million entries) held whole was most of the soak process's memory."""
+
+    entries: int = 0
+    last_seq: int = 0
+    kinds: collections.Counter[str] = field(default_factory=collections.Counter)
+    untyped: list[str] = field(default_factory=list)  # the first few, for the report
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.entries += 1
+        self.last_seq = event["seq"]
+        self.kinds[event["kind"]] += 1
+        if len(self.untyped) < 5 and decode_event(event) is None:
+            self.untyped.append(f"{event['seq']} {event['kind']}")
+
+
+async def log_tally(table: TableHarness) -> LogTally:
+    tally = LogTally()
+    while True:
+        page = await table.call("events", after_seq=tally.last_seq, limit=PAGE,
+                                oldest_first=True)
+        if not page:
+            return tally
+        for event in page:
+            tally.add(event)
+
+
 async def all_rounds(table: TableHarness) -> list[dict[str, Any]]:
     """Every stored round, a page at a time (a casino week's rounds in one reply would be
     far over the control socket's reply size)."""
@@ -383,24 +415,23 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
     # the chain verified after, in full: the table keeps writing (prompts, device health),
     # so the check's own snapshot may end later than the log read, never earlier, and every
     # entry from the first must verify.
-    log = await all_events(table)
+    log = await log_tally(table)
     chain = await table.call("verify_chain", full=True)
-    kinds = collections.Counter(e["kind"] for e in log)
-    untyped = [f"{e['seq']} {e['kind']}" for e in log if decode_event(e) is None]
-    if untyped:
+    kinds = log.kinds
+    if log.untyped:
         problems.append(f"log entries that are not their kind's typed record "
-                        f"(controller/events): {untyped[:5]}")
-    if not (chain["from_seq"] == 1 and chain["entries"] == chain["log_seq"] >= len(log)
-            and log[-1]["seq"] == len(log)):
-        problems.append(f"event chain verified {chain} but the log has {len(log)} entries "
-                        f"up to seq {log[-1]['seq'] if log else 0}")
+                        f"(controller/events): {log.untyped}")
+    if not (chain["from_seq"] == 1 and chain["entries"] == chain["log_seq"] >= log.entries
+            and log.last_seq == log.entries):
+        problems.append(f"event chain verified {chain} but the log has {log.entries} "
+                        f"entries up to seq {log.last_seq}")
     if kinds["shoe_complete"] != table.result.shoes_completed:
         problems.append(f"shoes: log {kinds['shoe_complete']}, harness "
                         f"{table.result.shoes_completed}")
     if kinds["round_settled"] != len(table.result.rounds):
         problems.append(f"round_settled: log {kinds['round_settled']}, harness "
                         f"{len(table.result.rounds)}")
-    acknowledged = sum(1 for e in log if e["kind"] == "fault_acknowledged")
+    acknowledged = kinds["fault_acknowledged"]
     if acknowledged != soak.acknowledgements:
         problems.append(f"acknowledgements: log {acknowledged}, harness {soak.acknowledgements}")
     if status["state"] == "device_fault" or status["faults_holding"]:
@@ -414,7 +445,8 @@ async def soak(shoes: int, seed: int, workdir: Path, *, faults_per_shoe: float =
                ) -> tuple[SoakResult, list[str]]:
     """``overrides``: ``--set`` settings for the daemon (the CI soak's shorter shoe
     reconnect cap, hil/test_soak.py)."""
-    async with TableHarness(config, workdir, seed=seed, extra_overrides=overrides) as table:
+    async with TableHarness(config, workdir, seed=seed, extra_overrides=overrides,
+                            keep_events=KEEP_EVENTS) as table:
         runner = Soak(table, seed, faults_per_shoe=faults_per_shoe, say=say)
         result = await runner.run(shoes)
         problems = await check_tally(table, result)

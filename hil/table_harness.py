@@ -31,6 +31,7 @@ from controller.events.records import (
     ShuffleComplete,
 )
 from cards import BackColour
+from hil.event_window import EventWindow
 
 DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
 PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fail loudly
@@ -97,7 +98,9 @@ class PowerCuts:
 class HarnessResult:
     shoes_completed: int = 0
     rounds: list[dict[str, Any]] = field(default_factory=list)  # round_settled payloads
-    events: list[dict[str, Any]] = field(default_factory=list)
+    # Every event the harness saw, numbered from the run's first; a long soak keeps only
+    # the newest (TableHarness's keep_events).
+    events: EventWindow = field(default_factory=EventWindow)
     cards_drawn_by_shoe: list[int] = field(default_factory=list)
     wagers_placed: list[tuple[int, int, str, int]] = field(default_factory=list)  # round_no,...
     stacks: list[tuple[list[Any], int]] = field(default_factory=list)  # (cards, cover_card_at)
@@ -122,12 +125,15 @@ class TableHarness:
                  gpio_claimed: bool = True, open_files: int | None = None,
                  tabled: Sequence[str] | None = None,
                  wait_for_history_check: bool = True, card_commit: bool = False,
-                 extra_env: Mapping[str, str] | None = None) -> None:
+                 extra_env: Mapping[str, str] | None = None,
+                 keep_events: int | None = None) -> None:
         """`wait_for_history_check`: the daemon counts as started once the start's check of
         the whole history is over, not merely when its socket answers (a benchmark of
         start-to-ready says False). `card_commit`: the shoe is a protocol 1.2 shoe with the
         card commit acknowledgement (docs/protocol.md 6.6); otherwise a 1.1 shoe. `extra_env`:
-        the daemon's environment besides this process's (a test seam's variable)."""
+        the daemon's environment besides this process's (a test seam's variable).
+        `keep_events`: how many of the newest events `result.events` keeps (None: all; a
+        long soak's memory is otherwise its events)."""
         self.extra_env = dict(extra_env or {})
         self.card_commit = card_commit
         from controller.config import load_config
@@ -162,8 +168,9 @@ class TableHarness:
         self.shoe: Any = None
         self.pins: Any = None
         self.daemon: asyncio.subprocess.Process | None = None
+        self._exit_watch: tuple[asyncio.subprocess.Process, asyncio.Future[int]] | None = None
         self.client: ControlClient | None = None
-        self.result = HarnessResult()
+        self.result = HarnessResult(events=EventWindow(keep_events))
         self.last_seq = 0  # the last committed event the harness has seen
         # After a restart the harness acts on the restored state (_resume), never again on
         # a prompt committed before the cut: kept across play() calls, or the next call
@@ -376,17 +383,21 @@ class TableHarness:
             await stream.close()
         return self.result
 
+    def _daemon_exit(self) -> asyncio.Future[int]:
+        """The running daemon's exit, one waiter shared by every action. A cancelled
+        `Process.wait()` leaves its future with the process until the process exits: one
+        per action was 15,000 futures every ten shoes of a soak."""
+        assert self.daemon is not None
+        if self._exit_watch is None or self._exit_watch[0] is not self.daemon:
+            self._exit_watch = (self.daemon, asyncio.ensure_future(self.daemon.wait()))
+        return self._exit_watch[1]
+
     async def _while_alive(self, action: Awaitable[T]) -> T:
         """Run a dealer's action unless the daemon dies first: a card drawn waits for the
         host's acknowledgement, which a dead daemon never sends (the simulated shoe keeps
         the report and sends it again to the restarted daemon)."""
-        assert self.daemon is not None
         act = asyncio.ensure_future(action)
-        exited = asyncio.ensure_future(self.daemon.wait())
-        try:
-            await asyncio.wait({act, exited}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            exited.cancel()
+        await asyncio.wait({act, self._daemon_exit()}, return_when=asyncio.FIRST_COMPLETED)
         if act.done():
             return act.result()
         act.cancel()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -128,11 +128,11 @@ async def open_page(browser: Any, url: str, viewport: dict[str, int]) -> Any:
     return page
 
 
-def settled(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def settled(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["kind"] == "round_settled" and not e["payload"]["simulated"]]
 
 
-def road_rounds(events: list[dict[str, Any]]) -> list[RoadRound]:
+def road_rounds(events: Iterable[dict[str, Any]]) -> list[RoadRound]:
     return [RoadRound(Winner(e["payload"]["result"]["winner"])) for e in settled(events)]
 
 
