@@ -107,6 +107,7 @@ def test_a_negative_flush_delay_is_refused(tmp_path):
 
 def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, monkeypatch):
     monkeypatch.setattr(store_module, "CHECKPOINT_AFTER_COMMITS", 10)
+    monkeypatch.setattr(store_module, "CHECKPOINT_AFTER_GROUPED_COMMITS", 100)
     s = Store(tmp_path / "c.sqlite")
     assert s._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # never on a card
     for index in range(20):
@@ -120,7 +121,7 @@ def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, mon
     for index in range(100):  # hours of sensor chatter and nothing else
         with s.transaction():
             s.append_entry("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
-    assert s.durability.checkpoints == 2  # after ten times as many grouped commits
+    assert s.durability.checkpoints == 2  # after CHECKPOINT_AFTER_GROUPED_COMMITS grouped
     s.close()
 
 
