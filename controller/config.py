@@ -18,6 +18,7 @@ from typing import Any
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
 from controller.errors import ConfigurationError
+from controller.memory.anchor import ANCHOR_INTERVAL_RANGE_S, ANCHOR_INTERVAL_S
 from controller.software import parse_software
 from controller.config_checks import (
     ConfigReader, check_control_socket, check_feature_packages, check_import_path,
@@ -210,7 +211,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     )
 
     store_t = c.table("store")
-    c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir"})
+    c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir", "anchor_interval_s"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
     if store_path:
@@ -221,6 +222,13 @@ def parse_config(data: Mapping[str, Any], source: str, *,
                            "0 to 1000 milliseconds (a stand-in for slow storage in benchmarks "
                            "and tests; leave it out at a table)", 0,
                            check=lambda v: 0 <= v <= 1000)
+    # docs/rulings.md C24: how far the anchor may lag the store (a rollback by less passes
+    # for a power cut when no witness is configured).
+    low, high = ANCHOR_INTERVAL_RANGE_S
+    anchor_interval_s = c.get(store_t, "store", "anchor_interval_s", (int, float),
+                              f"{low:g} to {high:g} seconds (how far the anchor may lag the "
+                              "store; docs/rulings.md C24)", ANCHOR_INTERVAL_S,
+                              check=lambda v: low <= v <= high)
 
     ctl_t = c.table("control")
     c.unknown(ctl_t, "control", {"socket", "mode"})
@@ -270,6 +278,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         control_socket_mode=int(mode_text or "0660", 8), supervisor_pin_hashes=supervisors,
         access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
+        store_anchor_interval_s=float(anchor_interval_s),
         metrics_listen=metrics_listen,
         witness=witness,
         software=software,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.access import AccessConfig
+from controller.memory.anchor import ANCHOR_INTERVAL_S
 from controller.software import SoftwareConfig
 from drivers.reconnect import RECONNECT_MAX_DELAY_S
 
@@ -79,6 +80,9 @@ class TableConfig:
     supervisor_pin_hashes: Mapping[str, str]
     store_flush_delay_ms: float = 0.0
     """Added to every durable commit to stand in for slow storage (benchmarks, tests)."""
+    store_anchor_interval_s: float = ANCHOR_INTERVAL_S
+    """`[store] anchor_interval_s`: the most the anchor lags the store (docs/rulings.md C24;
+    controller.memory.anchor.ANCHOR_INTERVAL_S)."""
     access: AccessConfig = AccessConfig()
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""

@@ -89,8 +89,19 @@ def test_each_flush_is_put_down_to_what_made_it() -> None:
     ])
     assert flushes_by_source(trace, 100) == {"steps": 2, "checkpoints": 3, "anchor": 3,
                                              "other": 1}
-    counts = {"rounds": 2, "money_steps": 9, "shoe_steps": 1, "flushes": 9, "steps": 7,
-              "checkpoints": 0, "anchor": 2, "other": 0}
-    text = flush_lines(counts)
-    assert "bound 3 a round + the shoe's own durable steps (1:" in text and "= 7 OK" in text
-    assert text.endswith("= 6   OVER by 3")
+    # Three shoes of two rounds each: the average per shoe is what is held against the
+    # bound, so one checkpoint (three flushes) in one of them counts one a shoe.
+    counts = {"shoes": 3, "rounds": 6, "money_steps": 27, "shoe_steps": 3, "flushes": 27,
+              "steps": 21, "checkpoints": 3, "anchor": 3, "other": 0, "wal_bytes": 3 << 20}
+    lines = flush_lines(counts).splitlines()
+    assert lines[0].startswith("flushes (fsync+fdatasync) over 3 shoes: 27 (9.0 a shoe, "
+                               "4.50 a round)   rounds 6 (2.0 a shoe)")
+    assert lines[1].startswith("  steps' (group commit)     21 (   7.0 a shoe)   bound 3 a "
+                               "round + the shoes' own durable steps (3:")
+    assert lines[1].endswith("= 21 OK")
+    assert lines[2].startswith("  WAL checkpoints            3 (   1.0 a shoe)")
+    assert lines[3].startswith("  the anchor                 3 (   1.0 a shoe)")
+    assert lines[5] == "  the WAL file at the end: 3.0 MiB (its largest cycle between checkpoints)"
+    assert lines[6].endswith("= 18 (6.0 a shoe)   OVER by 3.0 a shoe")
+    assert lines[7].startswith("  at a dealer's pace (a round a minute, its three durable "
+                               "groups about 20 s apart) the anchor alone adds about 2 a shoe")

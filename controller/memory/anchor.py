@@ -14,11 +14,12 @@ slot's anchor after a rollback: the first slot is `{` and its fields and a comma
 second its fields and `}`, each padded with spaces. That anchor is the newest or the one
 before it, which the store is at most one interval ahead of, as after a power cut.
 
-`AnchorWriter`, a thread of its own, writes the newest anchor handed to it, then waits
-ANCHOR_INTERVAL_S before the next: the steps in between are coalesced into one write. The
-anchor therefore lags the store by at most that interval (the store may be ahead of its
-anchor, never behind: a power cut gives the same), and a clean stop writes the last one
-before the store closes.
+`AnchorWriter`, a thread of its own, writes the newest anchor handed to it, then waits its
+interval (`[store] anchor_interval_s`, ANCHOR_INTERVAL_S by default: docs/rulings.md C24)
+before the next: the steps in between are coalesced into one write. The anchor therefore
+lags the store by at most that interval (the store may be ahead of its anchor, never
+behind: a power cut gives the same), and a clean stop writes the last one before the store
+closes.
 """
 
 from __future__ import annotations
@@ -188,20 +189,29 @@ def read_anchor(path: Path, key: bytes) -> Anchor | None:
     return newest
 
 
-# --- writing it: off the event loop, at most once a second -------------------------------
+# --- writing it: off the event loop, at most once an interval ----------------------------
 
 
 log = structlog.get_logger()
 
-ANCHOR_INTERVAL_S = 1.0
-"""The most a running table's anchor lags its store. A store rolled back by less than this
-(and within a power cut of the stop) is not told apart from a power cut; anything older is."""
+ANCHOR_INTERVAL_S = 60.0
+"""The most a running table's anchor lags its store, by default (`[store] anchor_interval_s`,
+ANCHOR_INTERVAL_RANGE_S). A store rolled back by less than this (and within a power cut of
+the stop) is not told apart from a power cut when no witness is configured; anything older
+is. A minute, not a second (docs/rulings.md C24): at a dealer's pace (a round a minute)
+every durable group is more than a second after the last, so a one-second interval wrote
+the anchor after each of them, three flushes a round more on an SD card; the witness, not
+the anchor, is what catches a deliberate rollback."""
+
+ANCHOR_INTERVAL_RANGE_S = (1.0, 3600.0)
+"""What `[store] anchor_interval_s` may be: a second (the interval before C24) to an hour."""
 
 A = TypeVar("A")
 
 
 class AnchorWriter(Generic[A]):
-    """Writes the newest submitted anchor from its own thread, at most once per interval.
+    """Writes the newest submitted anchor from its own thread, at most once per interval
+    (`interval_s`: the table's `[store] anchor_interval_s`; tests pass 0 or an hour).
 
     Owned by the one Store that made it (its writing connection); only that Store's close()
     stops it. A read-only view of the store never has one (Store.reader)."""

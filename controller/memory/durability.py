@@ -14,7 +14,7 @@ import sqlite3
 import sys
 import time
 
-from controller.memory.anchor import Anchor, AnchorFile, AnchorWriter
+from controller.memory.anchor import ANCHOR_INTERVAL_S, Anchor, AnchorFile, AnchorWriter
 from controller.memory.digests import Seal
 from controller.memory.keys import CriticalPaths
 from controller.memory.macs import key_id
@@ -23,21 +23,35 @@ FLUSH_TRACE_ENV = "TABLE_STORE_FLUSH_TRACE"
 """Names a file to which every flush appends how far the WAL is on the disk (the HIL
 power-cut test of unflushed steps; unset at a table)."""
 
-CHECKPOINT_AFTER_COMMITS = 500
-"""Commits between WAL checkpoints (each a page or a few: about SQLite's own 1000-page
-default). The store checkpoints itself, right after a flushed step, so a checkpoint's two
-flushes never land on a card's decision."""
+CHECKPOINT_AFTER_COMMITS = 2000
+"""Commits between WAL checkpoints, each run right after a flushed step, so a checkpoint's
+flushes never land on a card's decision. A checkpoint costs three flushes; a benchmark shoe
+is about 830 commits, so 2,000 make it one in about 2.4 shoes (1.2 flushes a shoe, where
+500 cost 5), counted, not sized, because the count is known on the store's thread without
+reading SQLite's files (docs/rulings.md C25). The WAL stays bounded: a commit is about four
+pages (16 KiB), so its file holds at most about 32 MiB (the 500 before: 8 MiB), which a
+restart reads once and `checkpoint_at_open` copies in."""
+
+CHECKPOINT_AFTER_GROUPED_COMMITS = 5000
+"""A table that only records grouped steps for hours (a chattering sensor: a page or two a
+commit) still checkpoints, after this many commits with no flushed step among them (as
+before C25: ten times the 500 then)."""
 
 
 class Durability:
     """The flushes, checkpoints and anchor of one store's writing connection."""
 
     def __init__(self, db: sqlite3.Connection, path: str, key: bytes,
-                 paths: CriticalPaths | None, *, flush_delay_s: float = 0.0) -> None:
+                 paths: CriticalPaths | None, *, flush_delay_s: float = 0.0,
+                 anchor_interval_s: float = ANCHOR_INTERVAL_S) -> None:
         """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
-        (benchmarks and tests of slow storage; 0 at a table)."""
+        (benchmarks and tests of slow storage; 0 at a table). ``anchor_interval_s``: the
+        most the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24)."""
         if flush_delay_s < 0:
             raise ValueError(f"flush_delay_s = {flush_delay_s}: must be >= 0")
+        if anchor_interval_s < 0:
+            raise ValueError(f"anchor_interval_s = {anchor_interval_s}: must be >= 0")
+        self._anchor_interval_s = anchor_interval_s
         self._db = db
         self._path = path
         self._key = key
@@ -126,17 +140,18 @@ class Durability:
             return
         if self.anchor_writer is None:
             self._anchor_file = AnchorFile(self._paths.anchor, self._key)
-            self.anchor_writer = AnchorWriter(self._anchor_file.write)
+            self.anchor_writer = AnchorWriter(self._anchor_file.write,
+                                              interval_s=self._anchor_interval_s)
         # Off the event loop and coalesced (controller/memory/anchor.py): the anchor lags the
-        # store by at most ANCHOR_INTERVAL_S, which a power cut could give as well.
+        # store by at most its interval (ruling C24), which a power cut could give as well.
         self.anchor_writer.submit(Anchor(key_id(self._key), seal.commit_no, seal.log_seq,
                                          seal.mac))
 
     def checkpoint_if_due(self, flushed: bool) -> None:
         """The WAL copied into the database, after a flushed step every CHECKPOINT_AFTER_COMMITS
         commits (never in a card's step). A table that only records grouped steps for hours
-        (a chattering sensor) still checkpoints, ten times later."""
-        due = CHECKPOINT_AFTER_COMMITS * (1 if flushed else 10)
+        (a chattering sensor) still checkpoints, after CHECKPOINT_AFTER_GROUPED_COMMITS."""
+        due = CHECKPOINT_AFTER_COMMITS if flushed else CHECKPOINT_AFTER_GROUPED_COMMITS
         if self._commits_since_checkpoint < due:
             return
         # PASSIVE: copies what no reader needs; it flushes the WAL and the database file

@@ -41,7 +41,8 @@ def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
 
 
 def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float = 0.0,
-               chain_limit: int | None = None) -> Store:
+               chain_limit: int | None = None,
+               anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> Store:
     """The boot check: open and verify the table's store, or raise IntegrityError naming
     what failed and what the technician does next. Nothing is written before the check.
     `chain_limit`: past that many entries since the last full check, the log's entries are
@@ -59,7 +60,8 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
                              "(docs/deployment.md), then restart the daemon")
     try:
         store = Store(store_file, key=key, paths=paths, create=False,
-                      flush_delay_s=flush_delay_s, chain_limit=chain_limit)
+                      flush_delay_s=flush_delay_s, chain_limit=chain_limit,
+                      anchor_interval_s=anchor_interval_s)
     except IntegrityError:
         raise
     except sqlite3.DatabaseError as exc:

@@ -27,7 +27,10 @@ GROUPED_KINDS = frozenset({"card", "burn_card", "prompt", "seat_sensor", "shuffl
 card index: inside a round it voids the round, a lost burn card counts as burned (ruling
 C7, docs/rulings.md); a lost prompt is issued again by the restored state; sensor and
 shuffler progress are shown live, not relied on. Nothing here moves money or decides a
-wager. The shoe's first card, which says how many to burn (631a.5(f)), is not grouped."""
+wager. None of a shoe's own steps is grouped (docs/rulings.md C26): the table's opening and
+the shuffle requested are answered commands, the shuffle complete, the shoe loaded and the
+cover card are reported once and kept by no device, and the shoe's first card says how many
+to burn (631a.5(f)), which a shoe that lost power with the table would not send again."""
 
 OPEN_ROUND_CARDS = "round_cards"
 """The key of the table's saved state (`save_table_state`) holding the open round's cards

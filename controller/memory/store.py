@@ -74,9 +74,11 @@ class Store:
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
                  key: bytes | None = None, paths: critical.CriticalPaths | None = None,
                  create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
-                 read_only: bool = False, chain_limit: int | None = None) -> None:
+                 read_only: bool = False, chain_limit: int | None = None,
+                 anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> None:
         """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
-        (benchmarks and tests of slow storage; 0 at a table). ``read_only`` opens an existing
+        (benchmarks and tests of slow storage; 0 at a table). ``anchor_interval_s``: the most
+        the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24). ``read_only`` opens an existing
         store on a read-only connection with no check and no anchor (``reader``). ``chain_limit``:
         past that many entries since the last full check, the check leaves the log's entries
         to a full check the caller runs next (critical.verify_store)."""
@@ -92,7 +94,8 @@ class Store:
         self._records = RecordEntries()
         self._seal = StepSeal(self._db, self.key)
         self._durability = Durability(self._db, self.path, self.key, paths,
-                                      flush_delay_s=flush_delay_s)
+                                      flush_delay_s=flush_delay_s,
+                                      anchor_interval_s=anchor_interval_s)
         self._delivery = Delivery(self._db, self._durability)
         self._steps = Steps(self._db, self._seal, self._durability, self._delivery)
         try:

@@ -14,15 +14,16 @@ import asyncio
 import time
 from pathlib import Path
 
-from controller.memory.anchor import ANCHOR_INTERVAL_S
+from controller.memory.anchor import ANCHOR_INTERVAL_RANGE_S
 from controller.memory.critical import read_anchor
 from controller.control import ControlClient
 from controller.memory.lifecycle import init_store, open_store
 from controller.daemon import Daemon
 from controller.memory.store import Store
-from tests.controller.test_daemon import config_for, running
+from controller.config import load_config
+from tests.controller.test_daemon import CONFIG, config_for, running
 
-ANCHOR_LAG_LIMIT_S = 2.0  # the writer's interval (1 s) and a busy machine's scheduling
+ANCHOR_LAG_LIMIT_S = 2.0  # the writer's interval (1 s here) and a busy machine's scheduling
 
 
 def _commit_no(store: Store) -> int:
@@ -38,14 +39,17 @@ def _anchored(store: Store) -> int:
 def test_a_closed_reader_leaves_the_anchor_writer_running(tmp_path: Path) -> None:
     config = config_for(tmp_path)
     init_store(config.store_path, operator="test", table_id="T1").close()
-    store = open_store(config.store_path)
+    # The shortest interval a table may set (its default is a minute, docs/rulings.md C24):
+    # the second commit's anchor is what is waited for.
+    interval_s = ANCHOR_INTERVAL_RANGE_S[0]
+    store = open_store(config.store_path, anchor_interval_s=interval_s)
     try:
         store.append_entry("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed
         reader = store.reader()
         assert [e.kind for e in reader.events(limit=1)] == ["wager_locked"]
         reader.close()
         store.append_entry("wager_locked", {"seat": 2, "amount_cents": 700})
-        deadline = time.monotonic() + ANCHOR_INTERVAL_S + 10
+        deadline = time.monotonic() + interval_s + 10
         while _anchored(store) != _commit_no(store) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert _anchored(store) == _commit_no(store)
@@ -73,7 +77,11 @@ async def test_reads_of_every_kind_during_play_never_stop_the_anchor(tmp_path: P
     (events, rounds, seat totals, the critical-memory check, a subscriber connecting as the
     display does). Each durable commit's lag is the time from its commit until the anchor
     names it or a later one."""
-    config = config_for(tmp_path)
+    # The shortest interval a table may set (its default is a minute, docs/rulings.md C24):
+    # a lag beyond it is what a frozen writer would show.
+    config = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                  f"control.socket={tmp_path / 'control.sock'}",
+                                  f"store.anchor_interval_s={ANCHOR_INTERVAL_RANGE_S[0]:g}"])
     daemons: list[Daemon] = []
     async with running(config, prepare=daemons.append) as client:
         store = daemons[0].store

@@ -40,8 +40,8 @@ def test_the_shipped_simulated_table_is_valid():
                                   "only) or '0660' (group)"),
     (("shuffler", "vendor_id"), 0, "shuffler.vendor_id = 0: not allowed; allowed: a USB vendor "
                                    "id 0x0001-0xFFFF"),
-    (("store", "colour"), "red", "store.colour: unknown key; allowed keys: critical_dir, "
-                                 "flush_delay_ms, path"),
+    (("store", "colour"), "red", "store.colour: unknown key; allowed keys: "
+                                 "anchor_interval_s, critical_dir, flush_delay_ms, path"),
     (("store", "flush_delay_ms"), -5, "store.flush_delay_ms = -5: not allowed; allowed: 0 to "
                                       "1000 milliseconds"),
     (("shuffler", "batches"), ["red", "red"], "shuffler.batches = ['red', 'red']: not allowed; "
@@ -55,6 +55,37 @@ def test_a_bad_device_value_is_named(path, value, message):
     data = simulated()
     data[path[0]][path[1]] = value
     assert any(p.startswith(message) for p in problems(data)), problems(data)
+
+
+@pytest.mark.parametrize("value", [0, 0.5, 3601, -60, "60", True])
+def test_an_anchor_interval_outside_a_second_to_an_hour_is_refused(value):
+    """docs/rulings.md C24: `[store] anchor_interval_s` is a number, 1 to 3600 seconds."""
+    data = simulated()
+    data["store"]["anchor_interval_s"] = value
+    assert f"store.anchor_interval_s = {value!r}: not allowed; allowed: 1 to 3600 seconds " \
+           "(how far the anchor may lag the store; docs/rulings.md C24)" in problems(data)
+
+
+def test_the_anchor_interval_is_a_minute_unless_set_and_reaches_the_store(tmp_path):
+    """docs/rulings.md C24: a minute by default; a set value (1 and 3600 the bounds) is the
+    interval of the daemon's store's anchor writer."""
+    from controller.memory.lifecycle import init_store
+    from controller.wiring import open_checked_store
+
+    assert load_config(SIMULATED).store_anchor_interval_s == 60.0
+    assert [load_config(SIMULATED, [f"store.anchor_interval_s={v}"]).store_anchor_interval_s
+            for v in (1, 2.5, 3600)] == [1.0, 2.5, 3600.0]
+    config = load_config(SIMULATED, [f"store.path={tmp_path / 'table.sqlite'}",
+                                     "store.anchor_interval_s=7"])
+    init_store(config.store_path, operator="test", table_id=config.table_id).close()
+    store, failure = open_checked_store(config)
+    try:
+        assert failure is None
+        store.append_entry("wager_locked", {"seat": 1, "amount_cents": 500})  # flushed
+        writer = store.durability.anchor_writer
+        assert writer is not None and writer._interval_s == 7.0
+    finally:
+        store.close()
 
 
 def test_the_shoes_reconnect_cap_reaches_its_driver():

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.memory.anchor import ANCHOR_INTERVAL_RANGE_S
 from controller.memory.critical import CriticalPaths, IntegrityError, read_anchor
 from controller.memory.lifecycle import (
     CLEARED_EVENT,
@@ -33,12 +34,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def _initialised(tmp_path: Path) -> Store:
     config = config_for(tmp_path)
     init_store(config.store_path, operator="test", table_id="T1").close()
-    return open_store(config.store_path)
+    # The shortest interval a table may set (a table's default is a minute, docs/rulings.md
+    # C24): these tests wait for the writer to catch up with commit after commit.
+    return open_store(config.store_path, anchor_interval_s=ANCHOR_INTERVAL_RANGE_S[0])
 
 
 def _anchor_at_last_commit(store: Store) -> None:
     """Wait (generously) for the anchor writer's thread to record the last commit: it writes
-    at most once a second (controller/memory/anchor.py)."""
+    at most once an interval (a second here, controller/memory/anchor.py)."""
     import time
 
     assert store.paths is not None
@@ -87,7 +90,7 @@ def test_a_power_cut_between_the_commit_and_the_anchor_is_not_tampering(tmp_path
     store.append_entry("wager_locked", {"seat": 1, "amount_cents": 500})
     store.close()
     paths.anchor.write_bytes(old_anchor)  # the anchor's rename never happened
-    reopened = open_store(str(paths.store))
+    reopened = open_store(str(paths.store), anchor_interval_s=ANCHOR_INTERVAL_RANGE_S[0])
     assert reopened.verified is not None and reopened.verified.anchor_behind == 1
     _anchor_at_last_commit(reopened)  # caught up after the first flushed commit
     reopened.close()

@@ -9,6 +9,8 @@ import asyncio
 import hmac
 import json
 import os
+import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pytest
 
 from controller.memory import anchor as anchor_module
 from controller.memory.anchor import (
+    ANCHOR_INTERVAL_S,
     ANCHOR_SLOT_BYTES,
     Anchor,
     AnchorFile,
@@ -209,6 +212,32 @@ async def test_a_round_costs_three_flushes_of_its_steps_and_the_anchor_one_a_wri
     assert read_anchor(store.paths.anchor, store.key) is not None  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(("interval_s", "writes_while_open"), [(0.2, 4), (ANCHOR_INTERVAL_S, 1)])
+def test_at_a_dealers_pace_the_anchor_writes_once_an_interval_not_once_a_group(
+        tmp_path: Path, interval_s: float, writes_while_open: int) -> None:
+    """docs/rulings.md C24, scaled down: a round's three durable groups (wagers, lock,
+    settlement) each further apart than the interval (0.5 s against 0.2 s, as a minute's
+    round against the second before C24) each cost an anchor write, after the one of the
+    store's opening commit; the default minute writes that one and coalesces the rest, and
+    the clean stop writes the last."""
+    store_path = str(tmp_path / "table.sqlite")
+    init_store(store_path, operator="test", table_id="T1").close()
+    store = open_store(store_path, anchor_interval_s=interval_s)
+    for kind in ("wager_accepted", "no_more_bets", "round_settled"):  # flushed, each
+        _step(store, kind, WAGER if kind == "wager_accepted" else {"round_id": 1})
+        time.sleep(0.5)
+    writer = store.durability.anchor_writer
+    assert writer is not None
+    assert writer.writes == writes_while_open
+    store.close()
+    assert writer.writes == writes_while_open + (writes_while_open == 1)
+    db = sqlite3.connect(store_path)
+    last_commit = db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
+    db.close()
+    anchor = read_anchor(store.paths.anchor, store.key)  # type: ignore[union-attr]
+    assert anchor is not None and anchor.commit_no == last_commit
+
+
 def test_a_checkpoint_counts_the_three_flushes_sqlite_makes_for_it(tmp_path: Path) -> None:
     """The WAL before its frames are copied, the database after, and the WAL's new header
     when the write after the checkpoint starts it over (strace agrees: bench_latency.py
@@ -218,7 +247,7 @@ def test_a_checkpoint_counts_the_three_flushes_sqlite_makes_for_it(tmp_path: Pat
         for index in range(CHECKPOINT_AFTER_COMMITS - 1):
             _step(store, "card", {"index": index})  # grouped: below the grouped threshold
         assert store.durability.checkpoints == 0
-        _step(store, "wager_accepted", WAGER)  # the 500th commit, flushed: the checkpoint
+        _step(store, "wager_accepted", WAGER)  # the 2,000th commit, flushed: the checkpoint
         assert store.durability.checkpoints == 1
         assert store.durability.flushes()["checkpoints"] == 3
     finally:

@@ -31,6 +31,37 @@ def test_the_grouped_kinds_move_no_money():
                              "late_sensor_change"}
 
 
+# docs/rulings.md C26: why each of a shoe's own steps is flushed, not left for the first
+# round's wagers' flush (what a restart would do had a power cut lost it).
+SHOE_STEPS_FLUSHED = {
+    "table_opened": "the dealer's `open`: its answer is an acknowledgement",
+    "shuffle_requested": "the dealer's `shuffle`: answered, and it collects marked vigorish",
+    "shuffle_complete": "the shuffler reports it once: lost, the table waits in shuffling",
+    "shoe_loaded": "the shoe does not keep it (protocol 6.6): lost, the table is at the cut",
+    "burn_first_card": "the burn count: lost with a shoe's power, the next card is taken for it",
+    "cover_card": "not kept by the shoe (6.6): lost, the table deals past it with no last hand",
+}
+
+
+def test_the_shoes_own_steps_are_the_benchmarks_and_none_is_grouped():
+    from bench.bench_latency import SHOE_STEP_KINDS
+
+    assert set(SHOE_STEPS_FLUSHED) == set(SHOE_STEP_KINDS)
+    assert not set(SHOE_STEPS_FLUSHED) & GROUPED_KINDS
+
+
+@pytest.mark.parametrize("kind", sorted(SHOE_STEPS_FLUSHED))
+def test_the_shoes_own_steps_are_flushed_C26(store, kind):
+    """Each alone in its step (as the table records it, with a prompt beside it) costs one
+    flush before the transaction returns: nothing is left for the next money step."""
+    before = store.durability.flushed_commits
+    with store.transaction():
+        store.append_entry(kind, {})
+        store.append_entry("prompt", {"action": "burn"})
+    assert (store.durability.flushed_commits - before, store.durability.grouped_commits,
+            len(store.flushes)) == (1, 0, 1), SHOE_STEPS_FLUSHED[kind]
+
+
 def test_a_money_step_is_flushed_before_the_transaction_returns(store):
     with store.transaction():
         store.append_entry("wager_accepted", {"seat": 3, "wager": "banker", "amount_cents": 500})
@@ -107,6 +138,7 @@ def test_a_negative_flush_delay_is_refused(tmp_path):
 
 def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, monkeypatch):
     monkeypatch.setattr(store_module, "CHECKPOINT_AFTER_COMMITS", 10)
+    monkeypatch.setattr(store_module, "CHECKPOINT_AFTER_GROUPED_COMMITS", 100)
     s = Store(tmp_path / "c.sqlite")
     assert s._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # never on a card
     for index in range(20):
@@ -120,7 +152,7 @@ def test_the_store_checkpoints_the_wal_itself_after_a_flushed_step(tmp_path, mon
     for index in range(100):  # hours of sensor chatter and nothing else
         with s.transaction():
             s.append_entry("late_sensor_change", {"seat": 3, "present": index % 2 == 0})
-    assert s.durability.checkpoints == 2  # after ten times as many grouped commits
+    assert s.durability.checkpoints == 2  # after CHECKPOINT_AFTER_GROUPED_COMMITS grouped
     s.close()
 
 
