@@ -17,8 +17,8 @@ from cards import Card
 from controller.rules.baccarat import Hand, NextCard
 from controller.rules.game import Coup, Game
 from controller.rules.procedure import (
-    Awaited, CardFacts, Disposition, LostCardsAction, Phase, card_ruling, lost_cards,
-    shoe_ends_after_round,
+    Awaited, CardFacts, Disposition, LostCardsAction, Phase, card_ruling, expected_card_index,
+    first_card_unknown, lost_cards, shoe_ends_after_round,
 )
 from controller.rules.settlement import PlacedWager, settle_round, settlement_order, void_round
 from controller.rules.wager import RoundView, Settlement, SettlementPoint
@@ -181,8 +181,10 @@ class ShoeDealing:
         if draw.lost:
             self.loose_cards.append(card_obj(draw.card, "lost"))
             return
-        lost = lost_cards(self.last_index + 1, draw.index, self.phase,
-                          round_open=self.round is not None) if self.last_index >= 0 else None
+        first_known = self.burn_expected is not None
+        expected = expected_card_index(self.last_index, self.phase, first_card_known=first_known)
+        lost = lost_cards(expected, draw.index, self.phase,
+                          round_open=self.round is not None) if expected is not None else None
         self.last_index = draw.index
         if lost is not None:
             if lost.action is LostCardsAction.VOID_ROUND:
@@ -195,6 +197,10 @@ class ShoeDealing:
                 self.burn_expected = max(0, self.burn_expected - len(lost.indexes))
                 if self.burn_expected == 0:
                     self.phase = Phase.BETTING
+        if first_card_unknown(draw.index, self.phase, first_card_known=first_known):
+            self.loose_cards.append(card_obj(draw.card, "discard"))  # CardRouting, C27
+            self._end_shoe()
+            return
         ruling = card_ruling(self.phase, CardFacts(
             face_up=draw.face_up, twenty_one=self.game.config.is_21,
             dealer_burn_due=self.dealer_burn_due, after_completed_round=self.extra_card_window,

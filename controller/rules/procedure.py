@@ -233,6 +233,26 @@ class LostCards:
     section: str = "631a.15, 681a.9, docs/rulings.md"
 
 
+def expected_card_index(last_index: int, phase: Phase, *, first_card_known: bool) -> int | None:
+    """The index the shoe's next card must carry, or None when the table cannot know it.
+
+    A shoe counts its cards from 0 at each load (docs/protocol.md), so in the burn, before
+    the shoe's first card, the next is 0, and after any card the one after it. With no card
+    seen elsewhere (a table started while a shoe is in play) the card received sets the count.
+    """
+    if last_index >= 0:
+        return last_index + 1
+    return 0 if phase is Phase.BURN and not first_card_known else None
+
+
+def first_card_unknown(index: int, phase: Phase, *, first_card_known: bool) -> bool:
+    """docs/rulings.md C27: the card taken as the shoe's first in the burn (631a.5(f): its
+    value says how many more to burn) must be the shoe's index 0. A later index means the
+    first card went by unread (a misread, or lost at a power cut): nobody can check the
+    burn against it, and the shoe ends."""
+    return phase is Phase.BURN and not first_card_known and index > 0
+
+
 def lost_cards(expected_index: int, received_index: int, phase: Phase, *,
                round_open: bool) -> LostCards | None:
     """A card-index gap: the cards between were dealt unseen, so nothing is settled on a guess.

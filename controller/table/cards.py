@@ -11,7 +11,7 @@ from __future__ import annotations
 from controller.events import records as ev
 from controller.rules.procedure import (
     CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
-    lost_cards,
+    expected_card_index, first_card_unknown, lost_cards,
 )
 from controller.table.parts import TableParts
 from controller.table.machine import ROUND_IN_PLAY, TableState
@@ -28,16 +28,22 @@ class CardRouting:
 
     def on_card(self, event: CardDrawn) -> None:
         shoe = self._saved.shoe
-        expected = shoe.last_card_index + 1
         phase = self._phase()
+        expected = expected_card_index(shoe.last_card_index, phase,
+                                       first_card_known=shoe.burn_expected is not None)
         lost = lost_cards(expected, event.index, phase, round_open=self._rounds.in_play) \
-            if shoe.last_card_index >= 0 else None
+            if expected is not None else None
         shoe.last_card_index = event.index
         shoe.cards_drawn += 1
         if lost is not None:
+            assert expected is not None
             if not self._apply_lost_cards(lost, expected, event):
                 return
             phase = self._phase()  # the gap may have changed it
+        if first_card_unknown(event.index, phase,
+                              first_card_known=shoe.burn_expected is not None):
+            self._end_shoe_without_its_first_card(event)
+            return
         ruling = card_ruling(phase, self._card_facts(event))
         match ruling.disposition:  # a round's card first: nearly every card is one
             case Disposition.DEAL:
@@ -129,6 +135,20 @@ class CardRouting:
                     self._machine.burn_done()
                     self._journal.announce(ev.Prompt("place_bets", round_no=saved.round_no + 1))
         return True
+
+    def _end_shoe_without_its_first_card(self, event: CardDrawn) -> None:
+        """docs/rulings.md C27: the shoe's first card went by unread, so the burn it sets
+        (631a.5(f)) cannot be checked; the card received is discarded and the shoe ends."""
+        saved = self._saved
+        if saved.batches is not None:
+            saved.batches.shoe_collected()
+        ruling = CardRuling(Disposition.DISCARD, "631a.5(f), docs/rulings.md C27",
+                            "the shoe's first card (index 0) was not read, so the burn it "
+                            "sets cannot be checked; the shoe ends")
+        self._rounds.discard(event, ruling)
+        self._machine.first_card_unknown()
+        self._journal.announce(ev.Prompt("shoe_complete",
+                                         detail=f"{ruling.text}; replace the decks"))
 
     def _on_burn_card(self, event: CardDrawn) -> None:
         shoe = self._saved.shoe

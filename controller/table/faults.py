@@ -119,8 +119,13 @@ class FaultHandling:
     def _on_misread(self, fault: DeviceFault) -> None:
         """A card left the shoe unread: it used up one index, and the table never guesses it."""
         shoe = self._saved.shoe
+        first_card = self._machine.state is TableState.BURN and shoe.burn_expected is None
         if shoe.last_card_index >= 0:
             shoe.last_card_index += 1
+        elif first_card:
+            # The shoe counts from 0 at its load: this was its first card, index 0, which
+            # says how many to burn (631a.5(f)). The next card cannot stand in for it (C27).
+            shoe.last_card_index = 0
         shoe.cards_drawn += 1
         if self._rounds.in_play:
             self._saved.void_after_recovery = f"a card left the shoe unread ({fault.detail})"
