@@ -219,8 +219,8 @@ def _plain_steps(machine: Machine) -> dict[str, dict[TableState, PlainStep]]:
         sources: list[TableState] = (list(TableState) if isinstance(spec.sources, str)
                                      else list(spec.sources))
         dest = machine.get_state(spec.dest)
-        entered = tuple(dest.on_enter)
-        if spec.condition is not None or not all(isinstance(n, str) for n in entered) or any(
+        entered = tuple(name for name in dest.on_enter if isinstance(name, str))
+        if spec.condition is not None or len(entered) != len(dest.on_enter) or any(
                 machine.get_state(source).on_exit for source in sources):
             del plain[spec.trigger]
             continue
