@@ -41,6 +41,7 @@ import argparse
 import asyncio
 import cProfile
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -86,12 +87,30 @@ STEPS = ("wager", "lock", "settle", "card")
 
 
 class Samples:
-    """Thread CPU ns per step kind: the step itself, and through to its report."""
+    """Thread CPU ns per step kind: the step itself, and through to its report; which cards
+    settled (their number among the shoe's card steps), and for a counted shoe those to
+    count as settling (a first deal of the same shoe says which)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settling: frozenset[int] = frozenset()) -> None:
         self.step: dict[str, list[int]] = {kind: [] for kind in STEPS}
         self.report: dict[str, list[int]] = {kind: [] for kind in STEPS}
         self.profiles: dict[str, list[cProfile.Profile | None]] = {kind: [] for kind in STEPS}
+        self.settled: list[int] = []
+        self.settling = settling
+
+
+# Under callgrind, each kind of step runs inside a C function of its own that nothing in
+# the daemon calls, so that function's inclusive count is the kind's instructions.
+COUNTED_IN = {"lock": "filterfalse_next", "card": "takewhile_next", "settle": "starmap_next"}
+
+
+def counted_step(kind: str, run: Callable[[], Any]) -> None:
+    if kind == "settle":
+        list(itertools.starmap(run, [()]))
+    elif kind == "lock":
+        list(itertools.filterfalse(lambda _: run(), [None]))
+    else:
+        list(itertools.takewhile(lambda _: (run(), False)[1], [None]))
 
 
 def build(folder: Path) -> Daemon:
@@ -138,8 +157,10 @@ class Dealer:
             self._loop.call_soon_threadsafe(answered.set_result, replies)
 
 
-async def deal(daemon: Daemon, seed: int, samples: Samples, profiled: str | None) -> int:
-    """One shoe; returns the rounds dealt."""
+async def deal(daemon: Daemon, seed: int, samples: Samples, profiled: str | None,
+               counted: bool = False) -> int:
+    """One shoe; returns the rounds dealt. `counted`: each step runs in its kind's C
+    function (`counted_step`)."""
     table, store = daemon.table, daemon.store
     deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
     random.Random(seed).shuffle(deck)
@@ -153,12 +174,15 @@ async def deal(daemon: Daemon, seed: int, samples: Samples, profiled: str | None
         index, card = next(cards)
         return CardDrawn("shoe", index, card, BackColour.RED, False)
 
-    async def timed(kind: str, run: Callable[[], Any]) -> None:
+    async def timed(kind: str, run: Callable[[], Any], counted_as: str | None = None) -> None:
         profiler = _profiler(kind, profiled)
         started = time.thread_time_ns()
         if profiler is not None:
             profiler.enable()
-        run()
+        if counted_as is not None:
+            counted_step(counted_as, run)
+        else:
+            run()
         stepped = time.thread_time_ns()
         await until_durable(store.when_durable)
         _stream(daemon, sent)
@@ -177,6 +201,7 @@ async def deal(daemon: Daemon, seed: int, samples: Samples, profiled: str | None
     await until_durable(store.when_durable)
     rounds = 0
     request = 0
+    card_no = 0
     try:
         while table.state is TableState.BETTING_OPEN and len(deck) - table.shoe.cards_drawn > 12:
             lines = []
@@ -201,11 +226,15 @@ async def deal(daemon: Daemon, seed: int, samples: Samples, profiled: str | None
             seats = daemon.seats
             assert isinstance(seats, GpioSeatPanel)
             locked = seats.lock("button")  # the GPIO thread's part, not the loop's
-            await timed("lock", lambda locked=locked: step(locked))
+            await timed("lock", lambda locked=locked: step(locked), "lock" if counted else None)
             while table.state in IN_ROUND:
                 event = draw()
-                await timed("card", lambda event=event: step(event))
+                card_no += 1
+                counted_as = (None if not counted else
+                              "settle" if card_no in samples.settling else "card")
+                await timed("card", lambda event=event: step(event), counted_as)
                 if table.state not in IN_ROUND:  # this card ended the round: it settled
+                    samples.settled.append(card_no)
                     for kept in (samples.step, samples.report, samples.profiles):
                         kept["settle"].append(kept["card"].pop())  # type: ignore[attr-defined]
             rounds += 1
@@ -284,7 +313,7 @@ def run_shoe(folder: Path, seed: int, samples: Samples, profiled: str | None,
         daemon = loop.run_until_complete(start(folder))
         try:
             def dealt(_: object = None, __: object = None) -> int:
-                return loop.run_until_complete(deal(daemon, seed, samples, profiled))
+                return loop.run_until_complete(deal(daemon, seed, samples, profiled, counted))
 
             return int(functools.reduce(dealt, [None], 0) if counted else dealt())
         finally:
@@ -296,13 +325,17 @@ def run_shoe(folder: Path, seed: int, samples: Samples, profiled: str | None,
 def counted_child(seed: int) -> int:
     configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     with tempfile.TemporaryDirectory() as tmp:
-        rounds = run_shoe(Path(tmp), seed, Samples(), None, counted=True)
-    print(f"rounds {rounds}")
+        first = Samples()  # not counted: which cards settle
+        run_shoe(Path(tmp) / "first", seed, first, None)
+        samples = Samples(frozenset(first.settled))
+        rounds = run_shoe(Path(tmp) / "counted", seed, samples, None, counted=True)
+    print(f"rounds {rounds} cards {len(samples.step['card'])}")
     return 0
 
 
-def instructions(seed: int) -> tuple[int, int]:
-    """(instructions of the loop's thread while dealing, rounds) under callgrind."""
+def instructions(seed: int) -> tuple[int, int, dict[str, int]]:
+    """(instructions of the loop's thread while dealing, rounds, the instructions of each
+    kind of step by itself: `COUNTED_IN`) under callgrind."""
     with tempfile.TemporaryDirectory() as tmp:
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", "--toggle-collect=functools_reduce",
@@ -311,10 +344,17 @@ def instructions(seed: int) -> tuple[int, int]:
             capture_output=True, text=True, check=True)
         main_thread = Path(f"{tmp}/callgrind.out-01")
         found = re.search(r"^(?:summary|totals): (\d+)", main_thread.read_text(), re.M)
-    rounds = re.search(r"rounds (\d+)", run.stdout)
+        annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(main_thread)],
+                                   capture_output=True, text=True, check=True).stdout
+    rounds = re.search(r"rounds (\d+) cards (\d+)", run.stdout)
     if found is None or rounds is None:
         raise SystemExit(f"callgrind gave no count:\n{run.stderr[-2000:]}")
-    return int(found.group(1)), int(rounds.group(1))
+    kinds = {}
+    for kind, function in COUNTED_IN.items():
+        inclusive = re.search(rf"^\s*([\d,]+) .*itertoolsmodule\.c:{function} ", annotated, re.M)
+        kinds[kind] = int(inclusive.group(1).replace(",", "")) if inclusive else 0
+    kinds["cards"] = int(rounds.group(2))  # the card steps that did not settle
+    return int(found.group(1)), int(rounds.group(1)), kinds
 
 
 def main() -> int:
@@ -361,9 +401,14 @@ def main() -> int:
         if shutil.which("valgrind") is None:
             print("callgrind: valgrind is not installed (apt install valgrind): not counted")
             return 1
-        counted, dealt = instructions(args.seed)
+        counted, dealt, kinds = instructions(args.seed)
         print(f"callgrind: the loop's thread executed {counted / dealt:,.0f} instructions a round "
               f"of dealing (n={dealt} rounds; deterministic up to the flushes' timing)")
+        each = {"lock": dealt, "settle": dealt, "card": kinds.pop("cards")}
+        print("callgrind, each step by itself (to its return; its flush's hand-off, the "
+              "wagers and their replies are in the rest): " + ", ".join(
+                  f"{kind} {kinds[kind] / each[kind]:,.0f}" for kind in COUNTED_IN)
+              + f"; the rest {(counted - sum(kinds.values())) / dealt:,.0f} a round")
     if args.profile:
         profiles = [p for p in samples.profiles[args.profile] if p is not None]
         stats = pstats.Stats(profiles[0])

@@ -51,6 +51,16 @@ class SettledWager(Payload):
     def won(self) -> bool:
         return self.outcome == Outcome.WIN.value
 
+    def payload(self) -> dict[str, Any]:
+        """Encoded once: a settlement goes into two log entries (the settlement point's and
+        the round's) and the round's row. A copy each time, for a caller may change its
+        dict; its values are all flat, so the copy shares nothing that can change."""
+        encoded: dict[str, Any] | None = self.__dict__.get("_encoded")
+        if encoded is None:
+            encoded = super().payload()
+            object.__setattr__(self, "_encoded", encoded)
+        return dict(encoded)
+
 
 @dataclass(frozen=True)
 class RoundResult(Payload):

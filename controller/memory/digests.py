@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from controller.memory.errors import IntegrityError
-from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, row_mac, seal_mac
+from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, mac_of, seal_mac
 
 DIGEST_SCHEMA = """
 CREATE TABLE IF NOT EXISTS critical_digest (
@@ -32,30 +32,29 @@ CREATE TABLE IF NOT EXISTS critical_seal (
 
 def install_functions(db: sqlite3.Connection, key: bytes) -> None:
     """The SQL function the digest triggers call: cm_mix(acc, sign, table, column values...)."""
-    # The last row added to each table, with its MAC: an update takes out the row's old
-    # values, which are most often the ones this connection last put in (the table's state,
-    # the open round), so their MAC is not computed twice. A MAC depends only on the key, the
-    # table and the values, so a remembered one is the MAC those values have.
-    added: dict[str, tuple[tuple[Any, ...], int]] = {}
+    # The MACs of the rows this connection last mixed in or out, by the material they
+    # cover (the table and the values' repr, `row_mac`): an update takes out a row's old
+    # values, which are most often ones this connection put in (the table's state, the
+    # open round, a seat's totals from the last settlement), so their MAC is not computed
+    # twice. A MAC depends only on the key and that material, so a remembered one is exact.
+    known: dict[str, int] = {}
 
     def mix(acc: str, sign: int, table: str, *values: Any) -> str:
-        known = added.get(table)
-        mac = (known[1] if known is not None and _same_values(known[0], values)
-               else row_mac(key, table, values))
-        if sign > 0:
-            added[table] = (values, mac)
+        material = f"{table}\x00{values!r}"
+        mac = known.get(material)
+        if mac is None:
+            if len(known) >= _REMEMBERED_ROWS:
+                known.clear()
+            mac = known[material] = int.from_bytes(mac_of(key, material.encode()), "big")
         total = (int(acc, 16) + sign * mac) % MODULUS
         return f"{total:064x}"
 
     db.create_function("cm_mix", -1, mix, deterministic=True)
 
 
-def _same_values(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """Whether the two rows have the same repr, which is what row_mac covers: equal values
-    of the same types (1 == 1.0 == True, and 0.0 == -0.0, but their reprs differ)."""
-    return len(a) == len(b) and all(
-        type(x) is type(y) and x == y and (type(x) is not float or x.hex() == y.hex())
-        for x, y in zip(a, b))
+# Rows whose MACs a connection remembers: a settlement changes a dozen (the round, a seat's
+# totals at each seat, the table's state), and a round's steps fewer than this in all.
+_REMEMBERED_ROWS = 64
 
 
 def table_columns(db: sqlite3.Connection, table: str) -> list[str]:

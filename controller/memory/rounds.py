@@ -99,6 +99,17 @@ def open_round_cards(db: sqlite3.Connection, state: Mapping[str, Any]) -> list[d
     return cards
 
 
+def logged_after_saved_state(db: sqlite3.Connection, kind: str) -> list[dict[str, Any]]:
+    """Entries of `kind` after the saved state's SAVED_AT_SEQ (none without a saved state,
+    or for one saved by a version that saved the state at every such step)."""
+    saved = saved_table_state(db)
+    if saved is None or saved[1].get(SAVED_AT_SEQ) is None:
+        return []
+    return [json.loads(row[0]) for row in db.execute(
+        "SELECT payload FROM events WHERE seq > ? AND kind = ? ORDER BY seq",
+        (saved[1][SAVED_AT_SEQ], kind))]
+
+
 def _round(row: sqlite3.Row) -> dict[str, Any]:
     return {
         "round_id": row["round_id"], "shoe_no": row["shoe_no"], "round_no": row["round_no"],

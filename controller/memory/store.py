@@ -336,6 +336,11 @@ class Store:
             saved[1].pop(SAVED_AT_SEQ, None)
         return saved
 
+    def logged_after_saved_state(self, kind: str) -> list[dict[str, Any]]:
+        """The payloads of the entries of `kind` logged after the table's state was last
+        saved, oldest first: the steps whose changes their entries imply (a wager's)."""
+        return round_rows.logged_after_saved_state(self._db, kind)
+
     # --- rounds (controller/memory/rounds.py) ------------------------------------------------
 
     def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,

@@ -9,6 +9,8 @@ to save (`Table._step`, the save rule). Nothing else in the table writes an even
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 
 from controller import logsetup
@@ -19,6 +21,20 @@ from controller.table.ports import Ports
 from controller.table.state import SavedState
 
 log = structlog.get_logger("table")
+# `log` binds a new logger for every line (its configuration may change: the tests'
+# captures); the table's lines use one bound while the configuration's parts are the same
+# objects (a capture that changes the processors' list in place is seen by it too).
+_bound: tuple[tuple[object, ...], Any] | None = None
+
+
+def _table_log() -> Any:
+    global _bound
+    config = structlog.get_config()
+    made_of = (config["processors"], config["context_class"], config["wrapper_class"],
+               config["logger_factory"])
+    if _bound is None or any(a is not b for a, b in zip(_bound[0], made_of, strict=True)):
+        _bound = (made_of, log.bind())
+    return _bound[1]
 
 
 class Journal:
@@ -46,7 +62,7 @@ class Journal:
             # structlog reserves "event" for the message itself.
             fields = {("event_" if key == "event" else key): value
                       for key, value in event.payload.items()}
-            getattr(log, level)(event.kind, **fields)
+            getattr(_table_log(), level)(event.kind, **fields)
 
     def announce(self, prompt: Prompt) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""

@@ -106,6 +106,10 @@ TRANSITION_TABLE: tuple[Transition, ...] = (
 
 TRANSITIONS: list[dict[str, Any]] = [t.as_machine_spec() for t in TRANSITION_TABLE]
 
+# A plain trigger's step from one state: (the state it goes to, whether it marks the state
+# saved, the names of the destination's enter callbacks on the model).
+PlainStep = tuple[TableState, bool, tuple[str, ...]]
+
 
 class TableMachine:
     """The model the `transitions` machine drives: `state` and one method per trigger.
@@ -122,6 +126,7 @@ class TableMachine:
                  on_betting_open: Callable[[], None]) -> None:
         self._on_betting_open = on_betting_open
         self._changed = False
+        self._entering = False  # a plain trigger's enter callbacks are running
         self.machine = Machine(
             model=self, states=TableState, transitions=TRANSITIONS, initial=TableState.CLOSED,
             auto_transitions=False, queued=True,
@@ -132,23 +137,33 @@ class TableMachine:
         for trigger, steps in _plain_steps(self.machine).items():
             setattr(self, trigger, self._plain_trigger(steps, getattr(self, trigger)))
 
-    def _plain_trigger(self, steps: dict[TableState, tuple[TableState, bool]],
+    def _plain_trigger(self, steps: dict[TableState, PlainStep],
                        machine_trigger: Callable[[], bool]) -> Callable[[], bool]:
-        """A trigger whose transitions have no condition and no callback but the save mark:
-        from a state it leaves, the state is set here, as the machine would set it (a
-        `transitions` trigger costs about a hundred thousand instructions; a round's cards
-        make one or two a card). Anything else goes to the machine's own trigger: a state it
-        does not leave (MachineError), or a transition already running (the machine queues
-        one that a callback starts)."""
+        """A trigger whose transitions have no condition and no callback but the save mark
+        and the destination's enter callbacks: from a state it leaves, the state is set
+        here, and the callbacks run, as the machine would do it (a `transitions` trigger
+        costs about a hundred thousand instructions; a round's cards make one or two a
+        card, and its settlement one into betting). Anything else goes to the machine's
+        own trigger: a state it does not leave (MachineError), a transition already
+        running (the machine queues one that a callback starts), or one started by a plain
+        trigger's enter callback (none is: arming the seats starts no transition)."""
         machine = self.machine
 
         def trigger() -> bool:
             step = steps.get(self.state)
-            if step is None or machine._transition_queue:  # empty unless a trigger runs
+            if step is None or machine._transition_queue or self._entering:
                 return machine_trigger()
-            self.state = step[0]
-            if step[1]:
+            dest, marks, entered = step
+            self.state = dest
+            if marks:  # the machine marks it after the enter callbacks: one step either way
                 self._changed = True
+            if entered:
+                self._entering = True
+                try:
+                    for name in entered:
+                        getattr(self, name)()
+                finally:
+                    self._entering = False
             return True
 
         return trigger
@@ -191,11 +206,13 @@ class TableMachine:
         def device_recovered(self) -> bool: ...
 
 
-def _plain_steps(machine: Machine) -> dict[str, dict[TableState, tuple[TableState, bool]]]:
+def _plain_steps(machine: Machine) -> dict[str, dict[TableState, PlainStep]]:
     """For each trigger whose every transition has no condition, no callback but the save
-    mark (`Transition.as_machine_spec`) and states with no enter or exit callback: from each
-    state it leaves, (the state it goes to, whether it marks the state saved)."""
-    plain: dict[str, dict[TableState, tuple[TableState, bool]]] = {}
+    mark (`Transition.as_machine_spec`), sources with no exit callback and a destination
+    whose enter callbacks are the model's own methods (`on_enter_BETTING_OPEN`): from each
+    state it leaves, (the state it goes to, whether it marks the state saved, the names of
+    its enter callbacks)."""
+    plain: dict[str, dict[TableState, PlainStep]] = {}
     for spec in TRANSITION_TABLE:
         plain.setdefault(spec.trigger, {})
     for spec in TRANSITION_TABLE:
@@ -205,10 +222,11 @@ def _plain_steps(machine: Machine) -> dict[str, dict[TableState, tuple[TableStat
         sources: list[TableState] = (list(TableState) if isinstance(spec.sources, str)
                                      else list(spec.sources))
         dest = machine.get_state(spec.dest)
-        if spec.condition is not None or dest.on_enter or any(
+        entered = tuple(name for name in dest.on_enter if isinstance(name, str))
+        if spec.condition is not None or len(entered) != len(dest.on_enter) or any(
                 machine.get_state(source).on_exit for source in sources):
             del plain[spec.trigger]
             continue
         for source in sources:  # the first transition from a state is the one taken
-            steps.setdefault(source, (spec.dest, not spec.implied_by_cards))
+            steps.setdefault(source, (spec.dest, not spec.implied_by_cards, entered))
     return plain

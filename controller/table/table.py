@@ -156,6 +156,9 @@ class Table:
         with self._step():
             self.saved.replace_with(SavedState.from_json(data, self.saved.batches))
             self.machine.set_state(TableState(state_name))
+            for logged in self.store.logged_after_saved_state(ev.WagerAccepted.KIND):
+                self._wager_placed(PlacedWager(logged["seat"], logged["wager"],
+                                               logged["amount_cents"]))
             if self.saved.round_id is not None:
                 record = self.store.round(self.saved.round_id)
                 if record is not None and record["state"] == "open":
@@ -232,10 +235,16 @@ class Table:
         if problem:
             raise CommandRefused(problem)
         with self._step():
-            self.saved.wagers.append(placed)
-            self.saved.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
+            self._wager_placed(placed)
             self.journal.record(ev.WagerAccepted(placed.seat, placed.wager, placed.amount_cents))
-            self.journal.state_changed()
+
+    def _wager_placed(self, placed: PlacedWager) -> None:
+        """What an accepted wager changes in the saved state. Its log entry, committed in
+        the same step, implies both changes, so the step saves no state (the whole state's
+        JSON, its row MAC and the digests five times a round): a restart makes them again
+        from the entries logged after the last save (`restore`)."""
+        self.saved.wagers.append(placed)
+        self.saved.shoe.extra_card_window = False  # the next round has begun (681a.9(b))
 
     def cmd_no_more_bets(self, cause: str = "dealer") -> None:
         if self.state is not TableState.BETTING_OPEN:

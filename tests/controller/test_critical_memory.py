@@ -476,17 +476,26 @@ def test_a_durable_commit_during_a_check_is_not_a_rollback(tmp_path, monkeypatch
     assert verified.log_seq == verified.entries
 
 
-def test_a_rows_remembered_mac_is_reused_only_for_the_same_repr():
-    """cm_mix reuses the MAC of the row a connection last added when an update takes those
-    values out again; row_mac covers the values' repr, so equal values of another type or
-    sign (1 and 1.0 and True, 0.0 and -0.0) are other rows."""
-    from controller.memory.digests import _same_values
+def test_a_rows_remembered_mac_is_the_mac_of_the_same_material():
+    """cm_mix remembers MACs by what row_mac covers (the table and the values' repr), so
+    equal values of another type or sign (1 and 1.0 and True, 0.0 and -0.0) are other rows,
+    and a remembered MAC is the one row_mac gives."""
+    import sqlite3
 
-    assert _same_values((1, "open", None, 2.5, b"x"), (1, "open", None, 2.5, b"x"))
-    assert not _same_values((1,), (1.0,))
-    assert not _same_values((1,), (True,))
-    assert not _same_values((0.0,), (-0.0,))
-    assert not _same_values((1, 2), (1, 2, 3))
+    from controller.memory.digests import install_functions
+    from controller.memory.macs import DEVELOPMENT_KEY, MODULUS, row_mac
+
+    db = sqlite3.connect(":memory:")
+    install_functions(db, DEVELOPMENT_KEY)
+    zero = "0" * 64
+    for values in ((1, "open", None, 2.5, b"x"), (1,), (1.0,), (True,), (0.0,), (-0.0,)):
+        marks = ", ".join("?" * len(values))
+        for _ in range(2):  # the second time, from what it remembers
+            mixed = db.execute(f"SELECT cm_mix(?, 1, 't', {marks})", (zero, *values)
+                               ).fetchone()[0]
+            # SQLite hands True back as 1: the MAC is of what the trigger sees.
+            seen = tuple(int(v) if type(v) is bool else v for v in values)
+            assert int(mixed, 16) == row_mac(DEVELOPMENT_KEY, "t", seen) % MODULUS
 
 
 def test_digests_stay_exact_when_equal_values_of_another_repr_are_taken_out(tmp_path):

@@ -1,4 +1,4 @@
-"""A restart after any card finds the table as the card left it.
+"""A restart after any card, wager or lock finds the table as the step left it.
 
 A card that moves only the shoe's position and the open round's cards does not save the
 table's state: its log entry, committed in the same step, holds both, and a restart takes
@@ -7,7 +7,8 @@ Nor do the state changes such cards imply (the deal begins, 631a.9(c); the first
 out, 631a.9(e)): a restart makes them again from the cards
 (`RoundPlay._redo_changes_implied_by_cards`). These tests copy the store after every card
 of whole rounds, restart a table on the copy, and compare it with the live table field by
-field.
+field. A wager saves no state either (`Table._wager_placed`): a restart replays the wagers
+logged after the last save; the same comparison runs after every wager and every lock.
 """
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ def same_table(live: Table, revived: Table, reader: Store) -> None:
         assert reader.round(revived.round_id)["cards"] == live.round_cards
 
 
+def same_after_restart(table: Table, store: Store, folder: Path,
+                       build: Callable[[Store], Table]) -> None:
+    revived, reader = restarted(store, folder, build)
+    try:
+        same_table(table, revived, reader)
+    finally:
+        reader.close()
+
+
 def betting_open(table: Table, burned: tuple[str, ...]) -> None:
     """A 631a table opened, shuffled, loaded and burned with these cards."""
     table.cmd_open()
@@ -88,8 +98,13 @@ def deal_checking_every_card(table: Table, store: Store, folder: Path,
         for offset, (wager, cents) in enumerate(wagers):
             # One seat a wager; a side wager goes beside its base wager (631c.3(c)).
             seat = 1 + number % 5 + (0 if settles_at_four else offset)
+            saves[:] = []
             table.cmd_place_wager(seat, wager, cents)
+            # A wager saves no state: its entry implies it, and a restart replays it.
+            assert saves == []
+            same_after_restart(table, store, folder, build)
         table.cmd_no_more_bets()
+        same_after_restart(table, store, folder, build)
         while table.round_id is not None:
             before, saves[:] = table.state, []
             table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, False))
@@ -100,11 +115,7 @@ def deal_checking_every_card(table: Table, store: Store, folder: Path,
                 # state changes they imply.
                 assert (before, table.state) in UNSAVED_CHANGES
                 assert table.round_id is not None
-            revived, reader = restarted(store, folder, build)
-            try:
-                same_table(table, revived, reader)
-            finally:
-                reader.close()
+            same_after_restart(table, store, folder, build)
     store.save_table_state = save
     # Independently, from the rounds' rows: a round of n cards saves at its last card (the
     # hands are complete and settled) and, when a wager settles there, at its fourth (631a.9(e))

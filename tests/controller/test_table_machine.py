@@ -62,12 +62,35 @@ def test_the_round_s_implied_steps_are_taken_without_the_transitions_machine() -
     assert (machine.state, machine.take_change()) == (TableState.RESULT, True)
 
 
-def test_a_trigger_that_enters_betting_open_runs_its_callback_through_the_machine() -> None:
+def test_a_trigger_that_enters_betting_open_runs_its_callback_without_the_machine() -> None:
+    """next_round, every settled round's: the seats armed (on_enter_BETTING_OPEN) and the
+    state saved, as the machine does it, without its ~100,000 instructions."""
     opened: list[int] = []
     machine = TableMachine(lambda: None, lambda: opened.append(1))
+
+    def refuse(*_: object) -> bool:
+        raise AssertionError("next_round went through transitions")
+    machine.machine.events["next_round"].trigger = refuse  # type: ignore[method-assign]
     machine.set_state(TableState.SETTLEMENT)
     machine.next_round()
     assert (machine.state, machine.take_change(), opened) == (TableState.BETTING_OPEN, True, [1])
+
+
+def test_a_trigger_made_by_an_enter_callback_ends_where_the_machine_ends_it() -> None:
+    """A transition started inside on_enter_BETTING_OPEN (none is today) goes to the
+    machine's own trigger, and the table ends in the state the machine alone gives."""
+    ends = []
+    for own in (False, True):
+        holder: list[TableMachine] = []
+        machine = TableMachine(lambda: None, lambda: holder[0].lock_out())
+        holder.append(machine)
+        machine.set_state(TableState.SETTLEMENT)
+        if own:
+            machine.machine.events["next_round"].trigger(machine)
+        else:
+            machine.next_round()
+        ends.append((machine.state, machine.take_change()))
+    assert ends == [(TableState.NO_MORE_BETS, True)] * 2
 
 
 def test_a_trigger_from_a_state_it_does_not_leave_is_refused_by_the_machine() -> None:
