@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_daemon.py [--idle-seconds 10] [--entries 1000000]
     .venv/bin/python bench/bench_daemon.py --start-only      # the two start-to-ready figures
+    .venv/bin/python bench/bench_daemon.py --shoe-only       # one HIL shoe: wall / wire, CPU
 
 Each figure is printed beside a reference measured in the same run:
 - start-to-ready against a bare `python -c pass` of the same interpreter,
@@ -11,7 +12,14 @@ Each figure is printed beside a reference measured in the same run:
   has a day's entries since it, more than that), and every unsettled sealed row; after
   ready every start checks the whole history before play (its time is printed too),
 - resident memory against that bare interpreter's,
-- idle CPU against one core (100%).
+- idle CPU against one core (100%),
+- a HIL shoe's wall time against its serial traffic's time at 115200 8N1 (the busier
+  direction of the shoe's port: the shoe's reports one way, the link's acks the other).
+  The wall time holds the whole shoe: the table opened, the simulated shuffler counting
+  the batch at its own pace, the cut, the burn and every round with its wagers, lock-out
+  and flushes. The dealer draws a round's first four cards at its first 'deal' prompt, as
+  a dealer does (631a.9(c) fixes their order), and waits for the prompt of every other
+  card; `--wait-each-card` makes it wait for every card's prompt, as the tests' dealer does.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import header, pi4  # noqa: E402
 from bench.bench_idle import thread_cpu  # noqa: E402
 from hil.os_threads import SIMULATOR_THREAD_PREFIX  # noqa: E402
+from hil.usb_shuffler import CARD_TIME_S  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -372,8 +381,9 @@ def print_shoe(m: dict[str, float]) -> None:
     # What that wall time holds, in order: the table opened, the inspect prompt, the
     # simulated shuffler counting the batch (hil/usb_shuffler.py's CARD_TIME_S a card, no
     # wire of the shoe's), the cut and the shoe loaded, the burn, then every round.
-    print(f"  of which the shuffle (the simulated shuffler's own pace, {m['shuffle_s']:.2f} s); "
-          f"from its end to the shoe's end: {m['dealt_wall_s']:.2f} s wall against "
+    print(f"  of which up to the shuffle's end {m['shuffle_s']:.2f} s (the table opened and the "
+          f"simulated shuffler's own pace, {CARD_TIME_S * 1000:g} ms a card); from its end to the "
+          f"shoe's end: {m['dealt_wall_s']:.2f} s wall against "
           f"{m['dealt_wire_s']:.2f} s of wire = {m['dealt_wall_s'] / m['dealt_wire_s']:.2f}x")
     dealer = ("draws a round's first four cards at its first 'deal' prompt (631a.9(c)) and "
               "waits for the prompt of each other card" if m["deal_ahead"] else
