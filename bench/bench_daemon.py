@@ -378,6 +378,11 @@ def print_shoe(m: dict[str, float]) -> None:
     print(f"the shoe's serial traffic: {m['shoe_bytes_out']:,} bytes to the daemon, "
           f"{m['shoe_bytes_in']:,} from it: {m['wire_s']:.2f} s on a {BAUD}-baud 8N1 line; "
           f"wall / wire {m['shoe_wall_s'] / m['wire_s']:.2f}x (target <= 1.0)")
+    # Issue 31's own figures (its "a shoe's traffic is 0.87-0.90 s") added both directions:
+    # the line's time when each report waits for its ack before the next is sent.
+    both_s = (m['shoe_bytes_in'] + m['shoe_bytes_out']) * BAUD_BITS_PER_BYTE / BAUD
+    print(f"  both directions one after the other (issue 31's figures): {both_s:.2f} s; "
+          f"wall / that {m['shoe_wall_s'] / both_s:.2f}x")
     # What that wall time holds, in order: the table opened, the inspect prompt, the
     # simulated shuffler counting the batch (hil/usb_shuffler.py's CARD_TIME_S a card, no
     # wire of the shoe's), the cut and the shoe loaded, the burn, then every round.
