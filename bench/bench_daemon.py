@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_daemon.py [--idle-seconds 10] [--entries 1000000]
     .venv/bin/python bench/bench_daemon.py --start-only      # the two start-to-ready figures
+    .venv/bin/python bench/bench_daemon.py --shoe-only       # one HIL shoe: wall / wire, CPU
 
 Each figure is printed beside a reference measured in the same run:
 - start-to-ready against a bare `python -c pass` of the same interpreter,
@@ -11,7 +12,14 @@ Each figure is printed beside a reference measured in the same run:
   has a day's entries since it, more than that), and every unsettled sealed row; after
   ready every start checks the whole history before play (its time is printed too),
 - resident memory against that bare interpreter's,
-- idle CPU against one core (100%).
+- idle CPU against one core (100%),
+- a HIL shoe's wall time against its serial traffic's time at 115200 8N1 (the busier
+  direction of the shoe's port: the shoe's reports one way, the link's acks the other).
+  The wall time holds the whole shoe: the table opened, the simulated shuffler counting
+  the batch at its own pace, the cut, the burn and every round with its wagers, lock-out
+  and flushes. The dealer draws a round's first four cards at its first 'deal' prompt, as
+  a dealer does (631a.9(c) fixes their order), and waits for the prompt of every other
+  card; `--wait-each-card` makes it wait for every card's prompt, as the tests' dealer does.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import header, pi4  # noqa: E402
 from bench.bench_idle import thread_cpu  # noqa: E402
 from hil.os_threads import SIMULATOR_THREAD_PREFIX  # noqa: E402
+from hil.usb_shuffler import CARD_TIME_S  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -63,14 +72,22 @@ def bare_interpreter() -> tuple[float, int]:
     return statistics.median(times), rss
 
 
-async def measure(idle_seconds: float) -> dict[str, float]:
+async def measure(idle_seconds: float, starts: int = 3, *,
+                  deal_ahead: bool = True) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        ready_times = []
-        for attempt in range(3):
+        ready_times = [0.0] if not starts else []
+        for attempt in range(starts):
             ready_times.append((await start_to_ready(Path(tmp) / f"start{attempt}", attempt))[0])
 
         wire = WireCount()
-        async with TableHarness(CONFIG, Path(tmp) / "shoe", seed=11) as table:
+        shuffled: list[tuple[float, int, int]] = []  # when the shuffle ended; wire bytes then
+
+        def clock(event: dict[str, object]) -> None:
+            if event["kind"] == "shuffle_complete" and not shuffled:
+                shuffled.append((time.perf_counter(), wire.bytes_in, wire.bytes_out))
+
+        async with TableHarness(CONFIG, Path(tmp) / "shoe", seed=11, deal_ahead=deal_ahead,
+                                on_event=clock) as table:
             assert table.daemon is not None
             wire.fd = table.shoe._master  # the device's end of the shoe's port
             pid = table.daemon.pid
@@ -86,16 +103,24 @@ async def measure(idle_seconds: float) -> dict[str, float]:
             sampler = asyncio.create_task(sample())
             started = time.perf_counter()
             cpu_before, threads_before = cpu_seconds(pid), thread_cpu(pid)
+            wakes_before = wake_ups(pid), wake_ups(os.getpid())
             rig_before = time.process_time()
             result = await table.play(shoes=1)
-            shoe_wall = time.perf_counter() - started
+            ended = time.perf_counter()
+            shoe_wall = ended - started
+            daemon_wakes = {key: spent - wakes_before[0].get(key, 0)
+                            for key, spent in wake_ups(pid).items()}
+            rig_wakes = sum(wake_ups(os.getpid()).values()) - sum(wakes_before[1].values())
             shoe_cpu = cpu_seconds(pid) - cpu_before
             rig_cpu = time.process_time() - rig_before
             used = {key: spent - threads_before.get(key, 0.0)
                     for key, spent in thread_cpu(pid).items()}
-            sim_cpu = sum(spent for key, spent in used.items()
-                          if key.split(" ", 1)[1].startswith(SIMULATOR_THREAD_PREFIX))
+            sim_cpu = sum(spent for key, spent in used.items() if _simulator(key))
+            own_wakes = sum(n for key, n in daemon_wakes.items() if not _simulator(key))
             shoe_bytes, wire_s = (wire.bytes_in, wire.bytes_out), wire.wire_s()
+            at, bytes_in, bytes_out = shuffled[0]
+            dealt_wire_s = wire_seconds(wire.bytes_in - bytes_in, wire.bytes_out - bytes_out)
+            dealt_wall = ended - at
             wire.close()
             sampler_done.set()
             await sampler
@@ -106,11 +131,40 @@ async def measure(idle_seconds: float) -> dict[str, float]:
                 "rounds": len(result.rounds), "shoe_wall_s": shoe_wall, "shoe_cpu_s": shoe_cpu,
                 "shoe_own_cpu_s": sum(used.values()) - sim_cpu, "rig_cpu_s": rig_cpu,
                 "wire_s": wire_s, "shoe_bytes_in": shoe_bytes[0], "shoe_bytes_out": shoe_bytes[1],
-                "idle_cpu_fraction": idle_cpu / idle_seconds}
+                "dealt_wall_s": dealt_wall, "dealt_wire_s": dealt_wire_s,
+                "shuffle_s": at - started, "own_wakes": own_wakes, "rig_wakes": rig_wakes,
+                "deal_ahead": deal_ahead,
+                "idle_cpu_fraction": idle_cpu / idle_seconds if idle_seconds else 0.0}
 
 
 BAUD_BITS_PER_BYTE = 10  # 8N1: a start bit, eight data bits, a stop bit
 BAUD = 115200
+
+
+def wire_seconds(bytes_in: int, bytes_out: int) -> float:
+    """The line's time for the busier direction (a UART sends and receives at once)."""
+    return max(bytes_in, bytes_out) * BAUD_BITS_PER_BYTE / BAUD
+
+
+def _simulator(thread_key: str) -> bool:
+    """A simulator's thread in the daemon's process ('tid name'): the rig's, not the daemon's."""
+    return thread_key.split(" ", 1)[1].startswith(SIMULATOR_THREAD_PREFIX)
+
+
+def wake_ups(pid: int) -> dict[str, int]:
+    """Voluntary context switches per thread of `pid` ('tid name'): how often each went to
+    sleep to wait (for a read, a lock, a timer). A count, which load changes little."""
+    out: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        for line in status.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                out[f"{task.name} {name}"] = int(line.split()[1])
+    return out
 
 
 class WireCount:
@@ -143,8 +197,7 @@ class WireCount:
         return written
 
     def wire_s(self) -> float:
-        """The line's time for the busier direction (a UART sends and receives at once)."""
-        return max(self.bytes_in, self.bytes_out) * BAUD_BITS_PER_BYTE / BAUD
+        return wire_seconds(self.bytes_in, self.bytes_out)
 
     def close(self) -> None:
         self._aio.os = self._os
@@ -274,8 +327,16 @@ def main() -> int:
                         help="log entries in the large store (default 1,000,000)")
     parser.add_argument("--start-only", action="store_true",
                         help="only the start-to-ready figures (empty and large store)")
+    parser.add_argument("--shoe-only", action="store_true",
+                        help="only the HIL shoe's figures (wall / wire, CPU), no large store")
+    parser.add_argument("--wait-each-card", action="store_true",
+                        help="the dealer waits for every card's prompt, the first four too")
     args = parser.parse_args()
     header("bench_daemon: start-to-ready, memory during a shoe, idle CPU of the whole process")
+    if args.shoe_only:
+        m = asyncio.run(measure(0.0, starts=0, deal_ahead=not args.wait_each_card))
+        print_shoe(m)
+        return 0
     large = asyncio.run(measure_large(args.entries))
     print(f"start-to-ready, {args.entries:,}-entry store, median of 3:   "
           f"{large['large_s'] * 1000:8.0f} ms   empty store: {large['empty_s'] * 1000:6.0f} ms"
@@ -296,7 +357,7 @@ def main() -> int:
     if args.start_only:
         return 0
     bare_start, bare_rss = bare_interpreter()
-    m = asyncio.run(measure(args.idle_seconds))
+    m = asyncio.run(measure(args.idle_seconds, deal_ahead=not args.wait_each_card))
     print(f"start-to-ready (control socket answering), median of 3: {m['ready_s'] * 1000:8.0f} ms"
           f"   bare interpreter start: {bare_start * 1000:6.0f} ms"
           f"   ratio {m['ready_s'] / bare_start:6.1f}x")
@@ -306,19 +367,40 @@ def main() -> int:
     print(f"CPU while idle ({args.idle_seconds:.0f} s, whole process, simulators too):   "
           f"{m['idle_cpu_fraction'] * 100:8.2f} %   of one core (100 %)"
           f"   ratio {m['idle_cpu_fraction']:.4f}")
-    print(f"one shoe: {m['rounds']} rounds in {m['shoe_wall_s']:.1f} s wall, daemon CPU "
-          f"{m['shoe_cpu_s']:.1f} s ({m['shoe_cpu_s'] / m['rounds'] * 1000:.0f} ms a round; "
+    print_shoe(m)
+    return 0
+
+
+def print_shoe(m: dict[str, float]) -> None:
+    print(f"one shoe: {m['rounds']} rounds in {m['shoe_wall_s']:.2f} s wall, daemon CPU "
+          f"{m['shoe_cpu_s']:.2f} s ({m['shoe_cpu_s'] / m['rounds'] * 1000:.1f} ms a round; "
           f"Pi 4 estimate {pi4(m['shoe_cpu_s']) / m['rounds'] * 1000:.0f} ms)")
     print(f"the shoe's serial traffic: {m['shoe_bytes_out']:,} bytes to the daemon, "
           f"{m['shoe_bytes_in']:,} from it: {m['wire_s']:.2f} s on a {BAUD}-baud 8N1 line; "
           f"wall / wire {m['shoe_wall_s'] / m['wire_s']:.2f}x (target <= 1.0)")
-    # The dealer waits for each prompt, so the shoe's wall time is the daemon's work and the
-    # rig's in series: the daemon's own CPU over the wire says whether it could keep up at all.
-    print(f"  in series in that wall time: the daemon's own threads' CPU "
-          f"{m['shoe_own_cpu_s']:.2f} s = {m['shoe_own_cpu_s'] / m['wire_s']:.2f}x the wire "
-          f"(the simulators' threads in its process excluded); the rig's process (the "
-          f"simulated dealer and shoe) {m['rig_cpu_s']:.2f} s")
-    return 0
+    # Issue 31's own figures (its "a shoe's traffic is 0.87-0.90 s") added both directions:
+    # the line's time when each report waits for its ack before the next is sent.
+    both_s = (m['shoe_bytes_in'] + m['shoe_bytes_out']) * BAUD_BITS_PER_BYTE / BAUD
+    print(f"  both directions one after the other (issue 31's figures): {both_s:.2f} s; "
+          f"wall / that {m['shoe_wall_s'] / both_s:.2f}x")
+    # What that wall time holds, in order: the table opened, the inspect prompt, the
+    # simulated shuffler counting the batch (hil/usb_shuffler.py's CARD_TIME_S a card, no
+    # wire of the shoe's), the cut and the shoe loaded, the burn, then every round.
+    print(f"  of which up to the shuffle's end {m['shuffle_s']:.2f} s (the table opened and the "
+          f"simulated shuffler's own pace, {CARD_TIME_S * 1000:g} ms a card); from its end to the "
+          f"shoe's end: {m['dealt_wall_s']:.2f} s wall against "
+          f"{m['dealt_wire_s']:.2f} s of wire = {m['dealt_wall_s'] / m['dealt_wire_s']:.2f}x")
+    dealer = ("draws a round's first four cards at its first 'deal' prompt (631a.9(c)) and "
+              "waits for the prompt of each other card" if m["deal_ahead"] else
+              "waits for every card's prompt")
+    print(f"  the dealer {dealer}; the round's wagers go at once, and the lock-out waits for "
+          f"their replies (after one flush)")
+    print(f"  CPU: the daemon's own threads {m['shoe_own_cpu_s']:.2f} s = "
+          f"{m['shoe_own_cpu_s'] / m['wire_s']:.2f}x the wire (its simulators' threads "
+          f"{m['shoe_cpu_s'] - m['shoe_own_cpu_s']:.2f} s); the rig's process (the simulated "
+          f"dealer and shoe) {m['rig_cpu_s']:.2f} s")
+    print(f"  wake-ups (voluntary context switches): the daemon's own threads "
+          f"{m['own_wakes']:,}, the rig's process {m['rig_wakes']:,}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD car
 PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fail loudly
 POLL_INTERVAL_S = 0.02  # short next to a daemon start (~1 s); cheap for a local socket
 T = TypeVar("T")
+FIRST_SLOT = "player_first"
+SLOTS_DEALT_AHEAD = ("banker_first", "player_second", "banker_second")
+"""631a.9(c)'s first four cards, dealt in this order whatever they are (only the third cards
+depend on the totals); with deal_ahead the dealer draws them at the first card's prompt."""
 
 
 @dataclass(frozen=True)
@@ -125,16 +129,28 @@ class TableHarness:
                  gpio_claimed: bool = True, open_files: int | None = None,
                  tabled: Sequence[str] | None = None,
                  wait_for_history_check: bool = True, card_commit: bool = False,
-                 extra_env: Mapping[str, str] | None = None,
+                 extra_env: Mapping[str, str] | None = None, deal_ahead: bool = False,
+                 on_event: Callable[[dict[str, Any]], None] | None = None,
                  keep_events: int | None = None) -> None:
         """`wait_for_history_check`: the daemon counts as started once the start's check of
         the whole history is over, not merely when its socket answers (a benchmark of
         start-to-ready says False). `card_commit`: the shoe is a protocol 1.2 shoe with the
         card commit acknowledgement (docs/protocol.md 6.6); otherwise a 1.1 shoe. `extra_env`:
         the daemon's environment besides this process's (a test seam's variable).
-        `keep_events`: how many of the newest events `result.events` keeps (None: all; a
-        long soak's memory is otherwise its events)."""
+        `deal_ahead`: at a round's first "deal" prompt the dealer draws the four cards every
+        round begins with (player, banker, player, banker) in one motion, as a dealer at a
+        real table does, and waits for the prompt again only for a third card, which the
+        daemon decides; False (the tests): the dealer waits for each card's prompt. The
+        cards, and so every round, are the same either way; a benchmark of the shoe's
+        throughput says True (bench/bench_daemon.py). `on_event`: called with every event the
+        harness notes, as it notes it (a benchmark's clock). `keep_events`: how many of the
+        newest events `result.events` keeps (None: all; a long soak's memory is otherwise
+        its events)."""
         self.extra_env = dict(extra_env or {})
+        self.deal_ahead = deal_ahead
+        self.on_event = on_event
+        self._dealt_ahead: set[str] = set()  # slots drawn before their prompt (deal_ahead)
+        self._exit_watch: tuple[asyncio.subprocess.Process, asyncio.Future[int]] | None = None
         self.card_commit = card_commit
         from controller.config import load_config
 
@@ -168,7 +184,6 @@ class TableHarness:
         self.shoe: Any = None
         self.pins: Any = None
         self.daemon: asyncio.subprocess.Process | None = None
-        self._exit_watch: tuple[asyncio.subprocess.Process, asyncio.Future[int]] | None = None
         self.client: ControlClient | None = None
         self.result = HarnessResult(events=EventWindow(keep_events))
         self.last_seq = 0  # the last committed event the harness has seen
@@ -356,13 +371,16 @@ class TableHarness:
             while self.result.shoes_completed < target:
                 died = acted = False
                 try:
-                    event = await asyncio.wait_for(anext(events), PROMPT_TIMEOUT_S)
+                    # asyncio.timeout, not wait_for: no task and no second wake-up per event
+                    async with asyncio.timeout(PROMPT_TIMEOUT_S):
+                        event = await anext(events)
                     self._note(event)
                     if until is not None and until(self.result):
                         break
                     if event["seq"] <= act_after or self.result.shoes_completed >= target:
                         continue  # replayed after a restart: noted, not acted on again
-                    acted = await self._while_alive(self._act(event))
+                    if event["kind"] == "prompt":  # nothing else is acted on (_act)
+                        acted = await self._while_alive(self._act(event))
                 except (StopAsyncIteration, ConnectionError, OSError, PinBridgeError):
                     # A chip pressed onto a sensor the instant a crash point killed the
                     # daemon finds the bridge closed: the same death as a dropped stream.
@@ -503,6 +521,8 @@ class TableHarness:
         """Bookkeeping for every committed event, including ones replayed after a restart."""
         self.last_seq = max(self.last_seq, event["seq"])
         self.result.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
         payload = event["payload"]
         # Every entry the daemon commits must be its kind's typed record (controller/events):
         # one that is not fails the run here (EventDecodeError names what does not fit).
@@ -551,9 +571,15 @@ class TableHarness:
             self.shoe.load(stack, self.back, cover_at)  # the shoe reports ShoeLoaded itself
             return True
         if action in ("burn", "deal", "set_aside"):
-            if await self.shoe.draw() is None:  # the cover card came out: 631a.10(d)
-                self.on_line("  -- cover card: this hand is completed, then 'last hand'")
-                await self.shoe.draw()
+            slot = payload.get("next") if action == "deal" else None
+            if slot in self._dealt_ahead:
+                self._dealt_ahead.discard(slot)  # drawn already, before this prompt came
+                return True
+            await self._draw()
+            if self.deal_ahead and slot == FIRST_SLOT:
+                self._dealt_ahead = set(SLOTS_DEALT_AHEAD)
+                for _ in SLOTS_DEALT_AHEAD:
+                    await self._draw()
             return True
         if action == "place_bets":
             await self._place_bets(payload.get("round_no", 0))
@@ -563,11 +589,17 @@ class TableHarness:
             return True
         return False
 
+    async def _draw(self) -> None:
+        if await self.shoe.draw() is None:  # the cover card came out: 631a.10(d)
+            self.on_line("  -- cover card: this hand is completed, then 'last hand'")
+            await self.shoe.draw()
+
     def _target_shoes(self) -> int:
         return self._shoes_target
 
     async def _resume(self) -> None:
         """After a restart (or a recovered fault), do what the restored state needs next."""
+        self._dealt_ahead.clear()  # the restored state's prompts say what is still to draw
         status = await self.call("status")
         state = status["state"]
         action = {"closed": None, "opening": "inspect_cards", "cut": "cut", "burn": "burn",

@@ -98,6 +98,35 @@ def test_the_event_log_chain_verifies(played_shoe):
     assert chain["entries"] > 500
 
 
+def test_a_dealer_drawing_the_first_four_cards_at_once_plays_the_same_shoe_631a_9_c(
+        played_shoe, tmp_path):
+    """deal_ahead (the shoe benchmark's dealer): at a round's first 'deal' prompt the four
+    cards 631a.9(c) deals in a fixed order come out together; the daemon places them as it
+    places cards drawn prompt by prompt, so the same seed plays the same shoe to the cent."""
+    import asyncio
+
+    _, rounds, _ = played_shoe
+    drawn_at_prompt: list[tuple[int, int]] = []  # (round, cards out of the shoe) at B1's prompt
+
+    async def play():
+        table = TableHarness(CONFIG, tmp_path, seed=2026, deal_ahead=True, on_event=lambda e: (
+            drawn_at_prompt.append((e["round_id"], table.shoe.drawn))
+            if e["kind"] == "prompt" and e["payload"].get("next") == "banker_first" else None))
+        async with table:
+            await table.play(shoes=1)
+            assert not table._dealt_ahead  # every card drawn ahead met its prompt
+            return await table.call("rounds", limit=1000)
+
+    ahead = asyncio.run(play())
+    assert [(r["cards"], r["result"], r["settlements"]) for r in ahead] == \
+        [(r["cards"], r["result"], r["settlements"]) for r in rounds]
+    assert len(drawn_at_prompt) == len(rounds)
+    for r, (round_id, drawn) in zip(ahead, drawn_at_prompt, strict=True):
+        assert round_id == r["round_id"]
+        # When the prompt for the Banker's first card is read, all four are out already.
+        assert drawn >= r["cards"][3]["index"] + 1
+
+
 @pytest.mark.parametrize(("player", "banker", "draws"), [
     (["2♣", "3♥", "8♣"], ["3♦", "K♠"], (True, False)),  # Table 1 row 3, column 8: S
     (["2♣", "3♥", "9♣"], ["3♦", "K♠"], (True, True)),  # row 3, column 9: D

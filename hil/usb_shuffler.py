@@ -330,10 +330,26 @@ class SimulatedShuffler:
 
     def next_deadline(self) -> float | None:
         """When ``step`` next has something to do (link timers, the next card counted)."""
-        candidates = [t for t in (self._endpoint.next_deadline(),
-                                  self._shuffle.next_card_at if self._shuffle else None)
+        candidates = [t for t in (self._endpoint.next_deadline(), self._shuffle_due())
                       if t is not None]
         return min(candidates, default=None)
+
+    def _shuffle_due(self) -> float | None:
+        """When the shuffle next does something the host can see: the next card counted at
+        which a progress report, the end or a planned fault falls. The cards between are
+        counted then, all at once, at the times they were due (`_step_shuffle`): the same
+        reports at the same instants as a wake-up a card, with one a deck (9 a batch, not
+        416, each taking this process's GIL from the daemon's loop)."""
+        job = self._shuffle
+        if job is None:
+            return None
+        total = len(self.cards[job.back])
+        marks = [total, (job.counted // PROGRESS_EVERY + 1) * PROGRESS_EVERY]
+        marks += [mark for mark in (job.plan.jam_after, job.plan.incomplete_after,
+                                    job.plan.stall_after) if mark is not None]
+        ahead = min(mark for mark in marks if mark > job.counted) if any(
+            mark > job.counted for mark in marks) else job.counted + 1
+        return job.next_card_at + (ahead - job.counted - 1) * self.card_time_s
 
     def step(self, now: float) -> None:
         """Run the firmware once at ``now``: bytes from the host, timers, the mechanism, and
@@ -386,8 +402,9 @@ class SimulatedShuffler:
                 deadline = self._endpoint.next_deadline()
                 if deadline is not None:
                     waits.append(max(0.0, deadline - now))
-                if self._shuffle is not None:
-                    waits.append(max(0.0, self._shuffle.next_card_at - now))
+                due = self._shuffle_due()
+                if due is not None:
+                    waits.append(max(0.0, due - now))
                 if self._to_device or (self._outbox and self._up):
                     waits = [0.0]
                 if waits and min(waits) > 0:
