@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,15 @@ def _store_of(tmp_path: Path, entries: int) -> Store:
     store = open_store(config.store_path)
     for seat in range(entries):
         store.append_entry("seat_leaves", {"seat": seat % 14 + 1})
+    # The anchor is written by a thread of its own: once its first write is out it holds
+    # still for the interval (a minute), so checks made one after the other here read the
+    # same anchor and say the same `anchor_behind`. Before it, one check could see no
+    # anchor write yet and the next see it (a loaded machine did: 0 against 30).
+    writer = store.durability.anchor_writer
+    deadline = time.monotonic() + 10
+    while writer is not None and writer.writes < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer is not None and writer.writes >= 1
     return store
 
 
