@@ -127,7 +127,10 @@ def test_ctrl_c_during_simulate_is_one_line_and_exit_130():
 
 def test_ctrl_c_with_json_is_a_json_answer_too():
     done = _interrupted(["--json", "par-sheet", "config/baccarat-8deck.toml"], 0.5)
-    if done.returncode == exitcodes.OK:  # the sheet was quicker than the signal
+    # The sheet was quicker than the signal: it exited, or the signal came while the
+    # interpreter was exiting, after it had given SIGINT back to the default (-2; a loaded
+    # machine did). Either way the whole answer was written.
+    if done.returncode in (exitcodes.OK, -signal.SIGINT):
         assert json.loads(done.stdout)["game"]["family"] == "baccarat"
         return
     assert done.returncode == exitcodes.INTERRUPTED
