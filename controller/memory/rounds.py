@@ -87,27 +87,32 @@ def as_read(db: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[dict[st
 def open_round_cards(db: sqlite3.Connection, state: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The open round's cards: those saved with the table's state, then the round's
     card entries logged after it (SAVED_AT_SEQ), in the order they were dealt."""
-    cards = list(state[OPEN_ROUND_CARDS])
-    if state.get(SAVED_AT_SEQ) is None:  # saved by a version that saved every card
-        return cards
-    for row in db.execute(
-            "SELECT payload FROM events WHERE seq > ? AND kind = 'card' AND round_id = ?"
-            " ORDER BY seq", (state[SAVED_AT_SEQ], state["round_id"])):
-        logged = json.loads(row[0])
-        cards.append({"index": logged["index"], "card": logged["card"],
-                      "hand": logged["hand"], "slot": logged["slot"]})
-    return cards
+    return list(state[OPEN_ROUND_CARDS]) + [
+        {"index": logged["index"], "card": logged["card"], "hand": logged["hand"],
+         "slot": logged["slot"]}
+        for logged in _logged_after(db, state, "card", round_id=state["round_id"])]
 
 
 def logged_after_saved_state(db: sqlite3.Connection, kind: str) -> list[dict[str, Any]]:
     """Entries of `kind` after the saved state's SAVED_AT_SEQ (none without a saved state,
     or for one saved by a version that saved the state at every such step)."""
     saved = saved_table_state(db)
-    if saved is None or saved[1].get(SAVED_AT_SEQ) is None:
+    return _logged_after(db, saved[1], kind) if saved is not None else []
+
+
+def _logged_after(db: sqlite3.Connection, state: Mapping[str, Any], kind: str, *,
+                  round_id: int | None = None) -> list[dict[str, Any]]:
+    """The payloads of `kind`'s entries (of `round_id`'s, if given) logged after `state`
+    was saved, oldest first; none for a state saved by a version that saved it at each
+    such step (no SAVED_AT_SEQ)."""
+    after = state.get(SAVED_AT_SEQ)
+    if after is None:
         return []
-    return [json.loads(row[0]) for row in db.execute(
-        "SELECT payload FROM events WHERE seq > ? AND kind = ? ORDER BY seq",
-        (saved[1][SAVED_AT_SEQ], kind))]
+    sql = "SELECT payload FROM events WHERE seq > ? AND kind = ?"
+    args: tuple[Any, ...] = (after, kind)
+    if round_id is not None:
+        sql, args = sql + " AND round_id = ?", (*args, round_id)
+    return [json.loads(row[0]) for row in db.execute(sql + " ORDER BY seq", args)]
 
 
 def _round(row: sqlite3.Row) -> dict[str, Any]:

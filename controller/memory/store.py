@@ -78,8 +78,9 @@ class Store:
                  anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> None:
         """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
         (benchmarks and tests of slow storage; 0 at a table). ``anchor_interval_s``: the most
-        the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24). ``read_only`` opens an existing
-        store on a read-only connection with no check and no anchor (``reader``). ``chain_limit``:
+        the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24).
+        ``read_only`` opens an existing store on a read-only connection with no check and no
+        anchor (``reader``). ``chain_limit``:
         past that many entries since the last full check, the check leaves the log's entries
         to a full check the caller runs next (critical.verify_store)."""
         if read_only and (paths is not None or create or check):

@@ -29,8 +29,9 @@ class CardRouting:
     def on_card(self, event: CardDrawn) -> None:
         shoe = self._saved.shoe
         phase = self._phase()
-        expected = expected_card_index(shoe.last_card_index, phase,
-                                       first_card_known=shoe.burn_expected is not None)
+        # A gap cannot change it: lost cards count as burned only once the first is known.
+        first_known = shoe.burn_expected is not None
+        expected = expected_card_index(shoe.last_card_index, phase, first_card_known=first_known)
         lost = lost_cards(expected, event.index, phase, round_open=self._rounds.in_play) \
             if expected is not None else None
         shoe.last_card_index = event.index
@@ -40,8 +41,7 @@ class CardRouting:
             if not self._apply_lost_cards(lost, expected, event):
                 return
             phase = self._phase()  # the gap may have changed it
-        if first_card_unknown(event.index, phase,
-                              first_card_known=shoe.burn_expected is not None):
+        if first_card_unknown(event.index, phase, first_card_known=first_known):
             self._end_shoe_without_its_first_card(event)
             return
         ruling = card_ruling(phase, self._card_facts(event))
@@ -135,6 +135,17 @@ class CardRouting:
                     self._machine.burn_done()
                     self._journal.announce(ev.Prompt("place_bets", round_no=saved.round_no + 1))
         return True
+
+    def on_unread_card(self) -> None:
+        """A card left the shoe unread (a misread): it used up the index the next card was
+        due to carry, in the burn before the first card index 0, the first card itself,
+        which no later card stands in for (631a.5(f), docs/rulings.md C27)."""
+        shoe = self._saved.shoe
+        expected = expected_card_index(shoe.last_card_index, self._phase(),
+                                       first_card_known=shoe.burn_expected is not None)
+        if expected is not None:
+            shoe.last_card_index = expected
+        shoe.cards_drawn += 1
 
     def _end_shoe_without_its_first_card(self, event: CardDrawn) -> None:
         """docs/rulings.md C27: the shoe's first card went by unread, so the burn it sets

@@ -11,6 +11,7 @@ from __future__ import annotations
 from controller.events import records as ev
 from controller.faults import Acknowledgement, HeldFault
 from controller.table.batches import BatchChecks
+from controller.table.cards import CardRouting
 from controller.table.errors import CommandRefused
 from controller.table.parts import TableParts
 from controller.table.machine import OPERATING, TableState
@@ -21,10 +22,12 @@ from drivers.protocols import DeviceFault, LinkChanged, LinkState, ShuffleComple
 class FaultHandling:
     """Device faults: the table stops, waits for the exits, and resumes the step."""
 
-    def __init__(self, parts: TableParts, rounds: RoundPlay, batches: BatchChecks) -> None:
+    def __init__(self, parts: TableParts, rounds: RoundPlay, batches: BatchChecks,
+                 cards: CardRouting) -> None:
         self._saved, _, _, self._journal, self._machine = parts
         self._rounds = rounds
         self._batches = batches
+        self._cards = cards  # the shoe's card indexes: a misread card uses one up
 
     def acknowledge(self, supervisor: str = "") -> Acknowledgement:
         """A floor supervisor's ruling: clears every fault a ruling can end (a misread card,
@@ -119,14 +122,7 @@ class FaultHandling:
     def _on_misread(self, fault: DeviceFault) -> None:
         """A card left the shoe unread: it used up one index, and the table never guesses it."""
         shoe = self._saved.shoe
-        first_card = self._machine.state is TableState.BURN and shoe.burn_expected is None
-        if shoe.last_card_index >= 0:
-            shoe.last_card_index += 1
-        elif first_card:
-            # The shoe counts from 0 at its load: this was its first card, index 0, which
-            # says how many to burn (631a.5(f)). The next card cannot stand in for it (C27).
-            shoe.last_card_index = 0
-        shoe.cards_drawn += 1
+        self._cards.on_unread_card()
         if self._rounds.in_play:
             self._saved.void_after_recovery = f"a card left the shoe unread ({fault.detail})"
         elif self._machine.state is TableState.BURN and shoe.burn_expected:

@@ -97,7 +97,7 @@ class Table:
         self.rounds = RoundPlay(parts, self.seating, Settling(parts, vig_collection))
         self.cards = CardRouting(parts, self.rounds)
         self.batch_checks = BatchChecks(parts)
-        self.fault_handling = FaultHandling(parts, self.rounds, self.batch_checks)
+        self.fault_handling = FaultHandling(parts, self.rounds, self.batch_checks, self.cards)
         self.disclosed = DisclosedCards(parts, self.rounds)
         self._steps = TableStep(lambda: self.ports.store.transaction(), self._saves_state,
                                 self._save_state)
