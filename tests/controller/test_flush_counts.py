@@ -223,11 +223,16 @@ def test_at_a_dealers_pace_the_anchor_writes_once_an_interval_not_once_a_group(
     store_path = str(tmp_path / "table.sqlite")
     init_store(store_path, operator="test", table_id="T1").close()
     store = open_store(store_path, anchor_interval_s=interval_s)
-    for kind in ("wager_accepted", "no_more_bets", "round_settled"):  # flushed, each
-        _step(store, kind, WAGER if kind == "wager_accepted" else {"round_id": 1})
-        time.sleep(1.0)  # the interval's five times: room for a loaded machine's wake-ups
     writer = store.durability.anchor_writer
     assert writer is not None
+    # The opening commit's anchor is written by the writer's thread once it runs: the first
+    # group waits for it, or a slow thread start coalesces the two (a loaded CI run did).
+    _until(lambda: writer.writes >= 1)
+    for kind in ("wager_accepted", "no_more_bets", "round_settled"):  # flushed, each
+        time.sleep(1.0)  # the interval's five times since the last write: a loaded machine's
+        _step(store, kind, WAGER if kind == "wager_accepted" else {"round_id": 1})
+    _until(lambda: writer.writes >= writes_while_open)  # the last group's write is out
+    time.sleep(0.5)  # and nothing more comes of the groups (the minute's case: still 1)
     assert writer.writes == writes_while_open
     store.close()
     assert writer.writes == writes_while_open + (writes_while_open == 1)
@@ -236,6 +241,13 @@ def test_at_a_dealers_pace_the_anchor_writes_once_an_interval_not_once_a_group(
     db.close()
     anchor = read_anchor(store.paths.anchor, store.key)  # type: ignore[union-attr]
     assert anchor is not None and anchor.commit_no == last_commit
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the anchor's writer did not write in time"
+        time.sleep(0.01)
 
 
 def test_a_checkpoint_counts_the_three_flushes_sqlite_makes_for_it(tmp_path: Path) -> None:
