@@ -3,6 +3,8 @@
     .venv/bin/python bench/bench_daemon.py [--idle-seconds 10] [--entries 1000000]
     .venv/bin/python bench/bench_daemon.py --start-only      # the two start-to-ready figures
     .venv/bin/python bench/bench_daemon.py --shoe-only       # one HIL shoe: wall / wire, CPU
+    .venv/bin/python bench/bench_daemon.py --shoe-only --profile 30   # ... and where the CPU goes
+    .venv/bin/python bench/bench_daemon.py --shoe-only --callgrind    # ... its instructions
 
 Each figure is printed beside a reference measured in the same run:
 - start-to-ready against a bare `python -c pass` of the same interpreter,
@@ -20,6 +22,18 @@ Each figure is printed beside a reference measured in the same run:
   and flushes. The dealer draws a round's first four cards at its first 'deal' prompt, as
   a dealer does (631a.9(c) fixes their order), and waits for the prompt of every other
   card; `--wait-each-card` makes it wait for every card's prompt, as the tests' dealer does.
+  The wall time of a round is split at the events the dealer sees: betting (the
+  "place_bets" prompt to the lock-out reported: the wagers, their flush and replies, the
+  lock-out button and its step; no traffic on the shoe's port) and dealing (the lock-out
+  reported to the round settled: the cards, the shoe's traffic).
+- `--profile N`: the daemon runs under cProfile (bench/daemon_profiled.py), on its loop's
+  thread only, in thread CPU time, for the shoe only (not its start); prints the N
+  functions that cost the most and the split of the loop's CPU among the daemon's parts.
+  The profiler's own cost inflates every figure: read proportions, not times.
+- `--callgrind`: the daemon runs under valgrind's callgrind, instrumented for the shoe
+  only; prints the instructions of its loop's thread (a round's share too) and of all its
+  threads: a count that the machine's load does not move (user space only: the kernel's
+  work for a system call is not in it). About 15 s.
 """
 
 from __future__ import annotations
@@ -27,11 +41,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,8 +90,18 @@ def bare_interpreter() -> tuple[float, int]:
     return statistics.median(times), rss
 
 
+@dataclass
+class DaemonTool:
+    """How the shoe's daemon runs under a tool (--profile, --callgrind): its command in
+    place of `tabled`, and what is done to it (its pid) as the shoe starts and ends."""
+
+    tabled: list[str]
+    shoe_started: Callable[[int], Awaitable[None]]
+    shoe_ended: Callable[[int], Awaitable[None]]
+
+
 async def measure(idle_seconds: float, starts: int = 3, *,
-                  deal_ahead: bool = True) -> dict[str, float]:
+                  deal_ahead: bool = True, tool: DaemonTool | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         ready_times = [0.0] if not starts else []
         for attempt in range(starts):
@@ -82,12 +110,16 @@ async def measure(idle_seconds: float, starts: int = 3, *,
         wire = WireCount()
         shuffled: list[tuple[float, int, int]] = []  # when the shuffle ended; wire bytes then
 
+        phases = RoundPhases()
+
         def clock(event: dict[str, object]) -> None:
+            phases.note(event)
             if event["kind"] == "shuffle_complete" and not shuffled:
                 shuffled.append((time.perf_counter(), wire.bytes_in, wire.bytes_out))
 
         async with TableHarness(CONFIG, Path(tmp) / "shoe", seed=11, deal_ahead=deal_ahead,
-                                on_event=clock) as table:
+                                on_event=clock,
+                                tabled=tool.tabled if tool is not None else None) as table:
             assert table.daemon is not None
             wire.fd = table.shoe._master  # the device's end of the shoe's port
             pid = table.daemon.pid
@@ -101,12 +133,16 @@ async def measure(idle_seconds: float, starts: int = 3, *,
                     await asyncio.sleep(0.05)
 
             sampler = asyncio.create_task(sample())
+            if tool is not None:
+                await tool.shoe_started(pid)
             started = time.perf_counter()
             cpu_before, threads_before = cpu_seconds(pid), thread_cpu(pid)
             wakes_before = wake_ups(pid), wake_ups(os.getpid())
             rig_before = time.process_time()
             result = await table.play(shoes=1)
             ended = time.perf_counter()
+            if tool is not None:
+                await tool.shoe_ended(pid)
             shoe_wall = ended - started
             daemon_wakes = {key: spent - wakes_before[0].get(key, 0)
                             for key, spent in wake_ups(pid).items()}
@@ -133,8 +169,123 @@ async def measure(idle_seconds: float, starts: int = 3, *,
                 "wire_s": wire_s, "shoe_bytes_in": shoe_bytes[0], "shoe_bytes_out": shoe_bytes[1],
                 "dealt_wall_s": dealt_wall, "dealt_wire_s": dealt_wire_s,
                 "shuffle_s": at - started, "own_wakes": own_wakes, "rig_wakes": rig_wakes,
-                "deal_ahead": deal_ahead,
+                "deal_ahead": deal_ahead, "betting_s": phases.betting_s,
+                "dealing_s": phases.dealing_s, "phased_rounds": phases.rounds,
                 "idle_cpu_fraction": idle_cpu / idle_seconds if idle_seconds else 0.0}
+
+
+class RoundPhases:
+    """The wall time of the rounds, split where the dealer sees the lock-out reported:
+    betting (its "place_bets" prompt to "no_more_bets") and dealing (from there to
+    "round_settled"), summed over the rounds that had both."""
+
+    def __init__(self) -> None:
+        self.betting_s = self.dealing_s = 0.0
+        self.rounds = 0
+        self._bets_at: float | None = None
+        self._locked_at: float | None = None
+
+    def note(self, event: dict[str, object]) -> None:
+        kind, now = event["kind"], time.perf_counter()
+        payload = event.get("payload")
+        if kind == "prompt" and isinstance(payload, dict) and payload.get("action") == \
+                "place_bets":
+            self._bets_at, self._locked_at = now, None
+        elif kind == "no_more_bets" and self._bets_at is not None:
+            self._locked_at = now
+        elif kind == "round_settled" and self._bets_at is not None and \
+                self._locked_at is not None:
+            self.betting_s += self._locked_at - self._bets_at
+            self.dealing_s += now - self._locked_at
+            self.rounds += 1
+            self._bets_at = self._locked_at = None
+
+
+def profiled(top: int, out: Path) -> DaemonTool:
+    """The daemon under bench/daemon_profiled.py: cProfile on for the shoe only."""
+    async def start(pid: int) -> None:
+        os.kill(pid, signal.SIGUSR1)
+        await asyncio.sleep(0.05)  # the signal is handled between two of the loop's steps
+
+    async def stop(pid: int) -> None:
+        os.kill(pid, signal.SIGUSR2)
+        for _ in range(100):
+            if out.exists() and out.stat().st_size:
+                return
+            await asyncio.sleep(0.05)
+        raise SystemExit(f"the profiled daemon wrote no {out}")
+
+    return DaemonTool([sys.executable, str(ROOT / "bench" / "daemon_profiled.py"), str(out)],
+                      start, stop)
+
+
+# The daemon's parts, each by the function its work enters through (inclusive CPU of the
+# loop's thread): the table's steps hold their store writes; the delivery holds the event
+# streams' writes and the replies; a wager's step is in the table's, its request in the
+# control socket's.
+PARTS = [
+    ("the table's steps for device events (cards, lock-out, sensors)",
+     ("controller/table/table.py", "handle")),
+    ("the table's steps for requests (wagers and the rest)", ("controller/commands/guards.py",
+                                                                "run")),
+    ("delivery after a flush (event streams, replies)", ("controller/memory/delivery.py",
+                                                         "_give_out_all")),
+    ("control requests, whole (read, parse, check, step, reply)",
+     ("controller/control_session.py", "serve_requests")),
+    ("serial link: bytes in, frames, acks out", ("firmware_bridge/aio.py", "data_received")),
+    ("log lines", ("structlog/_base.py", "_proxy_to_logger")),
+]
+
+
+def print_profile(out: Path, top: int) -> None:
+    import pstats
+
+    stats = pstats.Stats(str(out))
+    entries = stats.stats  # type: ignore[attr-defined]
+    total = stats.total_tt  # type: ignore[attr-defined]
+    print(f"profile of the daemon's loop thread over the shoe ({total:.2f} s of thread CPU "
+          f"under the profiler, which inflates it): the parts, inclusive")
+    for label, (path, name) in PARTS:
+        spent = sum(cumulative for (file, _, function), (_, _, _, cumulative, _) in
+                    entries.items() if file.endswith(path) and function == name)
+        print(f"  {spent / total * 100:5.1f} %  {label}")
+    print(f"the {top} functions that cost the most by their own time:")
+    ranked = sorted(entries.items(), key=lambda item: -item[1][2])[:top]
+    for (file, line, function), (_, calls, own, cumulative, _) in ranked:
+        where = file.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
+        print(f"  {own / total * 100:5.1f} %  own, {cumulative / total * 100:5.1f} % with what it "
+              f"calls, {calls:6d} calls  {function} ({where}:{line})")
+
+
+def callgrind(out: Path) -> DaemonTool:
+    """The daemon under callgrind, instrumenting only between the shoe's start and end."""
+    async def control(*args: str) -> None:
+        process = await asyncio.create_subprocess_exec(
+            "callgrind_control", *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await process.wait()
+
+    async def start(pid: int) -> None:
+        await control("-i", "on", str(pid))
+
+    async def stop(pid: int) -> None:
+        await control("-d", str(pid))
+        await control("-i", "off", str(pid))
+
+    return DaemonTool(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                       "--separate-threads=yes", f"--callgrind-out-file={out}",
+                       sys.executable, "-m", "controller.daemon"], start, stop)
+
+
+def callgrind_counts(out: Path) -> tuple[int, int]:
+    """(the loop's thread, all threads): the instructions of the dump taken at the shoe's
+    end (`OUT.1-NN`, one file a thread; 01 is the main thread, the daemon's loop)."""
+    counts = {}
+    for dump in out.parent.glob(out.name + ".1-*"):
+        found = re.search(r"^(?:summary|totals): (\d+)", dump.read_text(), re.M)
+        counts[dump.name.rsplit("-", 1)[1]] = int(found.group(1)) if found else 0
+    if "01" not in counts:
+        raise SystemExit(f"callgrind wrote no dump of the daemon's threads at {out}.1-*")
+    return counts["01"], sum(counts.values())
 
 
 BAUD_BITS_PER_BYTE = 10  # 8N1: a start bit, eight data bits, a stop bit
@@ -331,11 +482,37 @@ def main() -> int:
                         help="only the HIL shoe's figures (wall / wire, CPU), no large store")
     parser.add_argument("--wait-each-card", action="store_true",
                         help="the dealer waits for every card's prompt, the first four too")
+    parser.add_argument("--profile", type=int, metavar="N", default=0,
+                        help="with --shoe-only: the daemon's loop under cProfile during the "
+                             "shoe; print its parts and the N functions that cost the most")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="with --shoe-only: the daemon under callgrind during the shoe; "
+                             "print its instructions (needs valgrind)")
     args = parser.parse_args()
+    if (args.profile or args.callgrind) and not args.shoe_only:
+        parser.error("--profile and --callgrind go with --shoe-only")
+    if args.profile and args.callgrind:
+        parser.error("--profile or --callgrind, not both")
     header("bench_daemon: start-to-ready, memory during a shoe, idle CPU of the whole process")
     if args.shoe_only:
-        m = asyncio.run(measure(0.0, starts=0, deal_ahead=not args.wait_each_card))
-        print_shoe(m)
+        with tempfile.TemporaryDirectory() as tools:
+            out = Path(tools) / ("daemon.prof" if args.profile else "callgrind.out")
+            tool = (profiled(args.profile, out) if args.profile else
+                    callgrind(out) if args.callgrind else None)
+            m = asyncio.run(measure(0.0, starts=0, deal_ahead=not args.wait_each_card,
+                                    tool=tool))
+            if tool is not None:
+                print("(the daemon ran under a tool: its wall and CPU figures below are the "
+                      "tool's, not comparable)")
+            print_shoe(m)
+            if args.profile:
+                print_profile(out, args.profile)
+            elif args.callgrind:
+                loop_thread, threads = callgrind_counts(out)
+                print(f"callgrind: the daemon's loop thread executed {loop_thread:,} "
+                      f"instructions during the shoe, {loop_thread / m['rounds']:,.0f} a round "
+                      f"({m['rounds']} rounds); all its threads {threads:,} (its simulators' "
+                      f"threads among them)")
         return 0
     large = asyncio.run(measure_large(args.entries))
     print(f"start-to-ready, {args.entries:,}-entry store, median of 3:   "
@@ -395,6 +572,13 @@ def print_shoe(m: dict[str, float]) -> None:
               "waits for every card's prompt")
     print(f"  the dealer {dealer}; the round's wagers go at once, and the lock-out waits for "
           f"their replies (after one flush)")
+    if m["phased_rounds"]:
+        rounds = m["phased_rounds"]
+        print(f"  a round's wall time: betting {m['betting_s'] / rounds * 1000:.2f} ms (the "
+              f"'place_bets' prompt to the lock-out reported: no traffic on the shoe's port), "
+              f"dealing {m['dealing_s'] / rounds * 1000:.2f} ms (to the round settled), against "
+              f"{m['dealt_wire_s'] / m['rounds'] * 1000:.2f} ms of wire a round "
+              f"({rounds} rounds)")
     print(f"  CPU: the daemon's own threads {m['shoe_own_cpu_s']:.2f} s = "
           f"{m['shoe_own_cpu_s'] / m['wire_s']:.2f}x the wire (its simulators' threads "
           f"{m['shoe_cpu_s'] - m['shoe_own_cpu_s']:.2f} s); the rig's process (the simulated "

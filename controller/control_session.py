@@ -24,10 +24,12 @@ class Replies:
 
     A reply is handed to the store's `when_durable` as it is made: the store answers its
     waiters in the order they came, at once when nothing is held, so each reply is written
-    after the ones before it (in the callback that answers it, not by a task of its own: a
-    round's five wagers were five tasks, each woken twice). The connection's loop awaits
-    only the socket's drain, which surfaces a lost connection and holds back a client that
-    does not read its replies."""
+    after the ones before it (not by a task of its own: a round's five wagers were five
+    tasks, each woken twice). A reply answered at once is written at once; the replies one
+    flush answers are written together, in one write, by a callback of their own right
+    after the one that answered them (a round's five wagers: one system call and one
+    wake-up of the client, not five). The connection's loop awaits only the socket's drain, which surfaces a lost
+    connection and holds back a client that does not read its replies."""
 
     def __init__(self, writer: asyncio.StreamWriter, when_durable: WhenDurable | None) -> None:
         self._writer = writer
@@ -35,6 +37,8 @@ class Replies:
         self._waiting = 0  # replies handed to when_durable and not yet written
         self._written: asyncio.Future[None] | None = None  # done when none is waiting
         self._failed: BaseException | None = None  # a reply that could not be written
+        self._answered: list[dict[str, Any]] = []  # answered, to be written together
+        self._handing = False  # send() is handing a reply to when_durable now
 
     async def send(self, response: dict[str, Any]) -> None:
         self._raise_failure()
@@ -42,7 +46,11 @@ class Replies:
             await send(self._writer, response)
             return
         self._waiting += 1
-        self._when_durable(lambda error: self._write(response, error))
+        self._handing = True
+        try:
+            self._when_durable(lambda error: self._write(response, error))
+        finally:
+            self._handing = False
         await self._writer.drain()  # a reply is written (or waits for its flush) meanwhile
         self._raise_failure()
 
@@ -57,17 +65,38 @@ class Replies:
 
     def _write(self, response: dict[str, Any], error: BaseException | None) -> None:
         """The store's answer for this reply's flush: write it (as the error it became if the
-        flush failed). Called by the store's delivery, which must not see it raise."""
+        flush failed), at once if it came while send() handed it over (nothing was held),
+        else with the others the same flush answers, right after the callback that answers
+        them. Called by the store's delivery, which must not see it raise."""
         if error is not None:  # the flush failed: nothing the request did is acknowledged
             response = {"id": response.get("id"), "ok": False, "code": "internal", "error": (
                 f"not acknowledged: the store could not flush ({error}); see the table's log")}
+        self._answered.append(response)
+        if self._handing:
+            self._write_answered()
+        elif len(self._answered) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._write_answered)
+            except RuntimeError:  # no loop runs (the store closing after it): at once
+                self._write_answered()
+
+    def _write_answered(self) -> None:
+        """Every reply answered and not yet written, in order, in one write."""
+        answered, self._answered = self._answered, []
+        if not answered:
+            return  # written already, with a reply answered at once after them
+        lines = []
         try:
-            if self._failed is None:
-                self._writer.write(line(response))
+            for response in answered:
+                if self._failed is None:
+                    lines.append(line(response))
+            if lines:
+                self._writer.write(b"".join(lines))
         except Exception as exc:  # the connection ends at its next request
-            self._failed = exc
+            if self._failed is None:
+                self._failed = exc
         finally:
-            self._waiting -= 1
+            self._waiting -= len(answered)
             written = self._written
             if not self._waiting and written is not None:
                 self._written = None

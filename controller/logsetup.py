@@ -9,9 +9,11 @@ of a round.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import MutableMapping
 from typing import Any, TextIO
 
@@ -26,16 +28,47 @@ def _journal_prefix(_: Any, method_name: str, event_dict: MutableMapping[str, An
     return event_dict
 
 
+def _unencodable(value: Any) -> Any:
+    """What structlog's JSONRenderer writes for a value JSON has no form for: its
+    `__structlog__()` if it has one, else its repr."""
+    as_logged = getattr(value, "__structlog__", None)
+    return as_logged() if callable(as_logged) else repr(value)
+
+
 class _JournalRenderer:
+    """One line of JSON, as structlog's JSONRenderer writes it (json.dumps' separators, keys
+    in the order given), through one encoder made once: json.dumps with a `default` builds
+    a new encoder for every line."""
+
     def __init__(self, with_prefix: bool) -> None:
-        self._json = structlog.processors.JSONRenderer(sort_keys=False)
+        self._encode = json.JSONEncoder(default=_unencodable).encode
         self._with_prefix = with_prefix
 
     def __call__(self, logger: Any, name: str, event_dict: MutableMapping[str, Any]) -> str:
         priority = event_dict.pop("_priority", 6)
-        rendered = self._json(logger, name, event_dict)
-        line = rendered.decode() if isinstance(rendered, bytes) else rendered
+        line = self._encode(event_dict)
         return f"<{priority}>{line}" if self._with_prefix else line
+
+
+class _LineWriter:
+    """structlog's logger: each line written and flushed in one write, its newline with it
+    (print writes the two apart: two system calls a line when the output is unbuffered, as
+    under a supervisor that sets PYTHONUNBUFFERED). `stream` None: sys.stdout as it is at
+    each line (a test's capture replaces it)."""
+
+    _lock = threading.Lock()  # threads log too (the store's flusher); lines never interleave
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+
+    def msg(self, message: str) -> None:
+        stream = self._stream or sys.stdout
+        with self._lock:
+            stream.write(message + "\n")
+            stream.flush()
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
 
 
 debug_enabled = True
@@ -51,6 +84,7 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
     debug_enabled = threshold <= logging.DEBUG
     if journal_prefix is None:
         journal_prefix = bool(os.environ.get("JOURNAL_STREAM"))
+    writer = _LineWriter(stream)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -61,7 +95,7 @@ def configure_logging(*, level: str = "info", stream: TextIO | None = None,
             _JournalRenderer(journal_prefix),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(threshold),
-        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
+        logger_factory=lambda *_: writer,
         cache_logger_on_first_use=False,
     )
     # Libraries and the stdlib-only modules (sdnotify, watchdog) log through `logging`;

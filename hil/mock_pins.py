@@ -224,12 +224,21 @@ class PinBridgeClient:
         self._lock = threading.Lock()
 
     def _request(self, line: str) -> str:
+        return self._requests(line)[0]
+
+    def _requests(self, *lines: str) -> list[str]:
+        """Send `lines` together and read their answers: the bridge runs them one after
+        another, in order, as if each had waited for the one before (one round trip, not
+        one a line)."""
         with self._lock:
-            self._sock.sendall(line.encode("ascii") + b"\n")
-            reply = self._reader.readline(BRIDGE_LINE_MAX + 1).decode("ascii").strip()
-        if not reply.startswith("OK"):
-            raise PinBridgeError(f"pin bridge {self.socket_path}: {line!r} -> {reply or 'closed'}")
-        return reply[2:].strip()
+            self._sock.sendall("".join(f"{line}\n" for line in lines).encode("ascii"))
+            replies = [self._reader.readline(BRIDGE_LINE_MAX + 1).decode("ascii").strip()
+                       for _ in lines]
+        for line, reply in zip(lines, replies, strict=True):
+            if not reply.startswith("OK"):
+                raise PinBridgeError(
+                    f"pin bridge {self.socket_path}: {line!r} -> {reply or 'closed'}")
+        return [reply[2:].strip() for reply in replies]
 
     def ping(self) -> None:
         self._request("PING")
@@ -248,6 +257,10 @@ class PinBridgeClient:
 
     def release(self, pin: int | str) -> None:
         self.set_input(pin, self.active_low)
+
+    def press_and_release(self, pin: int | str) -> None:
+        """`press` then `release`, in one round trip (the dealer's tap of a button)."""
+        self._requests(f"SET {pin} {int(not self.active_low)}", f"SET {pin} {int(self.active_low)}")
 
     def chatter(self, pin: int | str, edges: int, *, interval_s: float = 0.0) -> None:
         """Fault injection: toggle a sensor ``edges`` times (a loose connector), ending released

@@ -661,8 +661,7 @@ class TableHarness:
 
     def _press_lockout(self) -> None:
         """The dealer's "no more bets": the lock-out button, through the GPIO bridge."""
-        self.pins.press(self.table_config.gpio.lockout_pin)
-        self.pins.release(self.table_config.gpio.lockout_pin)
+        self.pins.press_and_release(self.table_config.gpio.lockout_pin)
 
 
 async def _poll_until(attempt: Callable[[], Awaitable[T | None]], timeout: float,
