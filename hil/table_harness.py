@@ -380,7 +380,10 @@ class TableHarness:
                     if event["seq"] <= act_after or self.result.shoes_completed >= target:
                         continue  # replayed after a restart: noted, not acted on again
                     if event["kind"] == "prompt":  # nothing else is acted on (_act)
-                        acted = await self._while_alive(self._act(event))
+                        # A card drawn ahead of its prompt needs no action (nor a task of
+                        # its own to watch the daemon's exit: three of a round's prompts).
+                        acted = self._drawn_ahead(event["payload"]) or \
+                            await self._while_alive(self._act(event))
                 except (StopAsyncIteration, ConnectionError, OSError, PinBridgeError):
                     # A chip pressed onto a sensor the instant a crash point killed the
                     # daemon finds the bridge closed: the same death as a dropped stream.
@@ -571,10 +574,9 @@ class TableHarness:
             self.shoe.load(stack, self.back, cover_at)  # the shoe reports ShoeLoaded itself
             return True
         if action in ("burn", "deal", "set_aside"):
-            slot = payload.get("next") if action == "deal" else None
-            if slot in self._dealt_ahead:
-                self._dealt_ahead.discard(slot)  # drawn already, before this prompt came
+            if self._drawn_ahead(payload):
                 return True
+            slot = payload.get("next") if action == "deal" else None
             await self._draw()
             if self.deal_ahead and slot == FIRST_SLOT:
                 self._dealt_ahead = set(SLOTS_DEALT_AHEAD)
@@ -588,6 +590,14 @@ class TableHarness:
             await self._resume()
             return True
         return False
+
+    def _drawn_ahead(self, payload: dict[str, Any]) -> bool:
+        """A "deal" prompt for a slot the dealer drew before the prompt came (`deal_ahead`):
+        noted as done."""
+        if payload.get("action") != "deal" or payload.get("next") not in self._dealt_ahead:
+            return False
+        self._dealt_ahead.discard(payload["next"])
+        return True
 
     async def _draw(self) -> None:
         if await self.shoe.draw() is None:  # the cover card came out: 631a.10(d)

@@ -115,3 +115,53 @@ async def test_a_client_that_leaves_before_its_replies_ends_only_its_connection(
     writer2.close()
     await srv.close()
     store.close()
+
+
+class _Writer:
+    """A connection's writer that notes each write (a system call on a real socket)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    async def drain(self) -> None:
+        return None
+
+
+async def test_the_replies_one_flush_answers_go_out_in_one_write() -> None:
+    """A round's wagers, pipelined and answered by one flush: their three replies are
+    written together, in order, in one write (one system call and one wake-up of the
+    client, not three), by a callback of their own right after the delivery that answered
+    them; drain() returns only once they are written. A reply answered at once (nothing
+    held) is written at once."""
+    from controller.control_session import Replies
+
+    held: list[Any] = []
+    holding = True
+
+    def when_durable(waiter: Any) -> None:
+        if holding:
+            held.append(waiter)
+        else:
+            waiter(None)
+
+    writer = _Writer()
+    replies = Replies(writer, when_durable)  # type: ignore[arg-type]
+    for n in (1, 2, 3):
+        await replies.send({"id": n, "ok": True, "result": n})
+    assert writer.writes == []
+    drained = asyncio.ensure_future(replies.drain())
+    await asyncio.sleep(0)
+    assert not drained.done()
+    for waiter in held:  # the flush returned: the delivery answers them, in order
+        waiter(None)
+    assert writer.writes == []
+    await asyncio.sleep(0)
+    assert writer.writes == [b'{"id":1,"ok":true,"result":1}\n{"id":2,"ok":true,"result":2}\n'
+                             b'{"id":3,"ok":true,"result":3}\n']
+    await asyncio.wait_for(drained, 5)
+    holding = False
+    await replies.send({"id": 4, "ok": True, "result": 4})
+    assert writer.writes[1:] == [b'{"id":4,"ok":true,"result":4}\n']

@@ -79,6 +79,46 @@ async def test_bridge_rejects_driving_an_output_and_bad_requests(
         await panel.stop()
 
 
+async def test_a_tap_of_the_lockout_is_a_press_then_a_release_in_one_round_trip(
+        socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
+    """The dealer's tap (press_and_release): both lines go in one write, the bridge runs them
+    in order, so the panel sees the press (631c.2(d)(2): the wager on seat 1 counts, and
+    the lock is reported) and the button is released after it, as with press() and
+    release() one by one."""
+    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
+                          pin_factory="hil.mock_pins:BridgedMockFactory",
+                          factory_options={"bridge_socket": socket_path}, clock=clock, background=False)
+    await panel.start(recorder)
+    try:
+        panel.open_betting(frozenset(TEN_SEATS))
+        with PinBridgeClient(socket_path) as pins:
+            pins.press(TEN_SEATS[1].sensor_pin)
+            sent: list[bytes] = []
+            pins._sock = _Recording(pins._sock, sent)  # type: ignore[assignment]
+            pins.press_and_release(LOCKOUT_PIN)
+            assert sent == [f"SET {LOCKOUT_PIN} 0\nSET {LOCKOUT_PIN} 1\n".encode()]
+            assert pins.read_output(LOCKOUT_PIN) is True  # released: high, wired active-low
+        locked = await recorder.wait_for(LockedOut)
+        assert locked.wagers == frozenset({1})
+        assert panel.health().counters["button_presses"] == 1
+    finally:
+        await panel.stop()
+
+
+class _Recording:
+    """A socket whose sendall calls are noted (what went in one write)."""
+
+    def __init__(self, sock: object, sent: list[bytes]) -> None:
+        self._sock, self._sent = sock, sent
+
+    def sendall(self, data: bytes) -> None:
+        self._sent.append(data)
+        self._sock.sendall(data)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)
+
+
 def test_client_names_the_socket_it_cannot_reach(socket_path: str) -> None:
     with pytest.raises(PinBridgeError, match="pins.sock"):
         PinBridgeClient(socket_path)
