@@ -38,6 +38,8 @@ class _Unencodable:
 def stream() -> Iterator[_Stream]:
     root = logging.getLogger()
     saved = (structlog.get_config(), root.handlers[:], root.level, logsetup.debug_enabled)
+    bound = structlog.contextvars.get_contextvars()  # an earlier test's table or round
+    structlog.contextvars.clear_contextvars()
     out = _Stream()
     configure_logging(level="info", stream=out, journal_prefix=True)  # type: ignore[arg-type]
     try:
@@ -46,6 +48,7 @@ def stream() -> Iterator[_Stream]:
         structlog.configure(**saved[0])
         root.handlers[:], logsetup.debug_enabled = saved[1], saved[3]
         root.setLevel(saved[2])
+        structlog.contextvars.bind_contextvars(**bound)
 
 
 def test_a_line_is_one_write_with_its_newline_and_flushed(stream: _Stream) -> None:
