@@ -181,6 +181,15 @@ class Store:
             return
         self._steps.hooks[name] = write
 
+    def after_step(self, work: Callable[[], None]) -> None:
+        """Run `work` once the current step has ended (committed or rolled back), with group
+        commit once its flush is on its way: what only tells people of it (the journal's
+        lines) is done while the disk works (`Delivery.later`)."""
+        if self._steps.open:
+            self._steps.after.append(work)
+        else:
+            self._delivery.later([work])
+
     def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
                           ) -> None:
         """`listener` is given every durable commit's seal and this connection, after the
@@ -207,18 +216,24 @@ class Store:
         return self._durability
 
     def subscribe(self, listener: Callable[[Event], None], *,
-                  after_each_commit: Callable[[], None] | None = None) -> Callable[[], None]:
+                  after_each_commit: Callable[[], None] | None = None,
+                  prepare: Callable[[Event], None] | None = None) -> Callable[[], None]:
         """`listener` is given every committed entry, in order; `after_each_commit`, once a
-        commit's entries have all been given out (a socket writer sends them together)."""
+        commit's entries have all been given out (a socket writer sends them together);
+        `prepare`, a held entry while its flush runs (to encode it; it tells no one)."""
         delivery = self._delivery
         delivery.listeners.append(listener)
         if after_each_commit is not None:
             delivery.after_commit.append(after_each_commit)
+        if prepare is not None:
+            delivery.preparers.append(prepare)
 
         def unsubscribe() -> None:
             delivery.listeners.remove(listener)
             if after_each_commit is not None:
                 delivery.after_commit.remove(after_each_commit)
+            if prepare is not None:
+                delivery.preparers.remove(prepare)
 
         return unsubscribe
 
