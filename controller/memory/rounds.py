@@ -40,15 +40,15 @@ def close_round(db: sqlite3.Connection, round_id: int, state: str,
     )
     if cursor.rowcount != 1:
         raise StoreError(f"round {round_id} is not open: it cannot be closed twice")
-    for item in settlements:
-        db.execute(
-            "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
-            " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
-            " net_cents = net_cents + excluded.net_cents,"
-            " wagered_cents = wagered_cents + excluded.wagered_cents,"
-            " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
-            (item.seat, item.net_cents, item.amount_cents, item.vig_marked_cents),
-        )
+    # One statement for every seat's totals (each row still fires its digest trigger).
+    db.executemany(
+        "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
+        " net_cents = net_cents + excluded.net_cents,"
+        " wagered_cents = wagered_cents + excluded.wagered_cents,"
+        " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
+        [(item.seat, item.net_cents, item.amount_cents, item.vig_marked_cents)
+         for item in settlements])
 
 
 def rounds(db: sqlite3.Connection, limit: int, after_round_id: int | None

@@ -59,7 +59,7 @@ class Settling:
                 self._journal.record(ProgressiveWagersReturned(tuple(
                     {"seat": seat, "cents": cents} for seat, cents in returned)))
         self._journal.record(ev.RoundVoid(reason, settlements, wagers_stand=wagers_stand))
-        saved.round_id, saved.round_settlements = None, []
+        saved.round_id, saved.round_settlements, saved.round_cards = None, [], []
 
     def _settled(self, settlements: Iterable[Settlement]) -> tuple[ev.SettledWager, ...]:
         """631a.13(d)(1)-(2): each as the log and the round record carry it, with the
