@@ -140,7 +140,7 @@ class Delivery:
         behind the step's flush's start (`committed` schedules that first), so it runs
         while the disk works rather than in front of the flush. Without a loop, at once."""
         self._later += work
-        if self._loop is None:
+        if self._loop is None or self._loop.is_closed():  # no loop (left) to run it later
             self._run_later()
         elif not self._later_due:
             self._later_due = True
