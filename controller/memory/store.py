@@ -368,13 +368,13 @@ class Store:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: Sequence[SettledWager],
-                    cards: Sequence[Mapping[str, Any]]) -> None:
-        """Settle or void a round once, with the cards it was dealt and its settlements (the
-        rules' figures, as the log carries them); a second attempt raises (never settled
-        twice)."""
+                    settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]],
+                    *, settlements_json: str | None = None) -> None:
+        """Settle or void a round once, with its cards and settlements (`settlements_json`:
+        their canonical list, if the caller has it); never twice: a second attempt raises."""
         with self.transaction() as db:
-            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
+            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock(),
+                                   settlements_json)
 
     def rounds(self, *, limit: int = 10, after_round_id: int | None = None
                ) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import structlog
 from controller import logsetup
 from controller.events.codec import EventRecord
 from controller.events.records import Prompt
-from controller.memory.store import GROUPED_KINDS
+from controller.memory.store import GROUPED_KINDS, Event
 from controller.table.ports import Ports
 from controller.table.state import SavedState
 
@@ -51,9 +51,9 @@ class Journal:
         self._lines: list[tuple[Context, str, str, dict[str, Any]]] = []
 
     def record(self, record: EventRecord, *, severity: str | None = None,
-               device: str | None = None) -> None:
+               device: str | None = None) -> Event:
         """Write `record` (its severity, or `severity` where the catalogue lets its kind
-        have another)."""
+        have another); the log entry it became."""
         event = self._ports.store.append_event(record, severity=severity, device=device,
                                                round_id=self._saved.round_id)
         # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
@@ -72,6 +72,7 @@ class Journal:
             self._lines.append((copy_context(), level, event.kind, fields))
             if len(self._lines) == 1:
                 self._ports.store.after_step(self._write_lines)
+        return event
 
     def _write_lines(self) -> None:
         lines, self._lines = self._lines, []
