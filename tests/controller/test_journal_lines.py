@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import structlog
 import structlog.testing
 
+from controller import logsetup
 from controller.events import records as ev
 from controller.logsetup import bind_round
 from controller.memory.store import Store
@@ -18,7 +20,8 @@ from controller.table.state import SavedState
 
 
 def test_a_steps_lines_are_written_after_it_with_the_round_bound_when_recorded(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logsetup, "debug_enabled", True)  # whatever another test configured
     store = Store(tmp_path / "t.sqlite")
     journal = Journal(Ports(store), SavedState())
     try:
