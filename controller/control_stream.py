@@ -61,6 +61,8 @@ class EventStreams:
         self._recent: deque[list[Any]] = deque(maxlen=RECENT_EVENTS)
         self._history: History | None = None
         self.closing = False
+        # Lines made while their entry's flush ran (`_prepare`), by seq, with the entry.
+        self._prepared: dict[int, tuple[Event, bytes]] = {}
 
     def set_history(self, history: History) -> None:
         self._history = history
@@ -74,7 +76,7 @@ class EventStreams:
     def follow(self, store: Store) -> None:
         """Stream what `store` commits: each entry is taken as it is given out, and once a
         commit's entries are all out, `send_live` writes them together."""
-        store.subscribe(self._take, after_each_commit=self.send_live)
+        store.subscribe(self._take, after_each_commit=self.send_live, prepare=self._prepare)
         self.when_durable = store.when_durable  # replies wait for it (control_session.py)
 
     def publish(self, event: Event) -> None:
@@ -91,7 +93,8 @@ class EventStreams:
         recent = self._recent
         if recent and recent[-1][0].seq + 1 != event.seq:
             recent.clear()  # not the next entry: what is kept must have no gap
-        item: list[Any] = [event, None]
+        prepared = self._prepared.pop(event.seq, None) if self._prepared else None
+        item: list[Any] = [event, prepared[1] if prepared and prepared[0] is event else None]
         recent.append(item)
         for stream in self.subscribers:
             if stream.live and stream.last + 1 == event.seq:
@@ -100,6 +103,14 @@ class EventStreams:
             else:
                 stream.live = False
                 stream.wake.set()
+
+    def _prepare(self, event: Event) -> None:
+        """An entry held for its flush: its line made while the disk works, so that once it
+        is out the streams only write it (nothing is sent here)."""
+        if self.subscribers:
+            if len(self._prepared) >= RECENT_EVENTS:  # entries a closed store never gave out
+                self._prepared.clear()
+            self._prepared[event.seq] = (event, event_line(event))
 
     def send_live(self) -> None:
         """Write each live stream's lines of the commit just given out, in one write: the

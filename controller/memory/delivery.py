@@ -62,6 +62,10 @@ class Delivery:
         self.listeners: list[Callable[[Event], None]] = []
         self.after_commit: list[Callable[[], None]] = []
         self.durable_listeners: list[Callable[[Seal, sqlite3.Connection], None]] = []
+        # Given each held entry while its flush runs, to make ready what a listener will
+        # send once it is out (`Store.subscribe`'s `prepare`): after the flush, only the
+        # release is left.
+        self.preparers: list[Callable[[Event], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flusher: ThreadPoolExecutor | None = None
         # Commits made but not yet given out, oldest first: (entries, seal, must flush).
@@ -72,6 +76,9 @@ class Delivery:
         self._start_due = False  # a flush is to start at the end of this loop turn
         # A checkpoint's turn is scheduled: True if a flush it follows was durable.
         self._checkpoint_after: bool | None = None
+        # Work steps left for after their commit (`later`), and whether its turn is due.
+        self._later: list[Callable[[], None]] = []
+        self._later_due = False
 
     # --- group commit -------------------------------------------------------------------
 
@@ -123,6 +130,26 @@ class Delivery:
             if seals:
                 self._durability.committed(seals[-1], durable=True)
         self._settle_waiters(waiters, None)
+        self._run_later()  # nothing left behind: a journal's last lines are written
+
+    # --- after a step -------------------------------------------------------------------
+
+    def later(self, work: list[Callable[[], None]]) -> None:
+        """Run `work` (what a step left for after its end: `Store.after_step`) on this
+        thread, after the step's commit; with group commit in a callback of its own, queued
+        behind the step's flush's start (`committed` schedules that first), so it runs
+        while the disk works rather than in front of the flush. Without a loop, at once."""
+        self._later += work
+        if self._loop is None or self._loop.is_closed():  # no loop (left) to run it later
+            self._run_later()
+        elif not self._later_due:
+            self._later_due = True
+            self._loop.call_soon(self._run_later)
+
+    def _run_later(self) -> None:
+        self._later_due = False
+        while self._later:  # one at a time: a failing one leaves the rest queued, not lost
+            self._later.pop(0)()
 
     # --- a step's commit ----------------------------------------------------------------
 
@@ -174,6 +201,11 @@ class Delivery:
         mark = self._durability.flush_mark()  # how far the WAL is now: what this flush covers
         future = self._loop.run_in_executor(self._flusher, self._durability.flush_in_thread)
         future.add_done_callback(lambda done: self._flushed(done, mark))
+        if self.preparers:  # the disk is working: this thread has nothing else to wait for
+            for events, _, _ in held:
+                for event in events:
+                    for prepare in self.preparers:
+                        prepare(event)
 
     def _flushed(self, future: asyncio.Future[None], mark: str | None) -> None:
         """On the loop's thread: the flush returned. Give out what it covered, then start
@@ -208,12 +240,10 @@ class Delivery:
         seals = [seal for _, seal, _ in covered if seal is not None]
         try:
             self._give_out([event for events, _, _ in covered for event in events])
-            if seals and durable:  # after the report, as above
-                self._durability.committed(seals[-1], durable=True)
-            if seals and durable and not self._held:
-                for listener in self.durable_listeners:
-                    listener(seals[-1], self._db)
         finally:
+            # The replies before the anchor's hand-off and the durable listeners (the
+            # witness's digest of the money): neither is needed to acknowledge what is on
+            # the disk (the anchor may lag the store, ruling C24), so neither delays a reply.
             self._settle_waiters(waiters, None)
             if self._loop is not None:
                 # A callback of its own, after those the waiters just scheduled: the replies
@@ -222,6 +252,11 @@ class Delivery:
                 if self._checkpoint_after is None:
                     self._loop.call_soon(self._checkpoint_if_due)
                 self._checkpoint_after = bool(self._checkpoint_after) or durable
+        if seals and durable:  # after the report, as above
+            self._durability.committed(seals[-1], durable=True)
+        if seals and durable and not self._held:
+            for listener in self.durable_listeners:
+                listener(seals[-1], self._db)
 
     def _checkpoint_if_due(self) -> None:
         flushed, self._checkpoint_after = bool(self._checkpoint_after), None

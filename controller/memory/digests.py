@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from controller.memory.errors import IntegrityError
-from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, mac_of, seal_mac
+from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, seal_mac
 
 DIGEST_SCHEMA = """
 CREATE TABLE IF NOT EXISTS critical_digest (
@@ -38,6 +38,11 @@ def install_functions(db: sqlite3.Connection, key: bytes) -> None:
     # open round, a seat's totals from the last settlement), so their MAC is not computed
     # twice. A MAC depends only on the key and that material, so a remembered one is exact.
     known: dict[str, int] = {}
+    # The digests this connection last wrote, by their text: the next row of the same table
+    # (a settlement's seats, an update's second half) gets that text back as `acc`, which
+    # is then not read as a number again (64 hex digits: a tenth of a small row's mix).
+    totals: dict[str, int] = {}
+    keyed = _keyed(key)  # `mac_of`, unrolled: a settlement mixes a dozen rows in
 
     def mix(acc: str, sign: int, table: str, *values: Any) -> str:
         material = f"{table}\x00{values!r}"
@@ -45,9 +50,16 @@ def install_functions(db: sqlite3.Connection, key: bytes) -> None:
         if mac is None:
             if len(known) >= _REMEMBERED_ROWS:
                 known.clear()
-            mac = known[material] = int.from_bytes(mac_of(key, material.encode()), "big")
-        total = (int(acc, 16) + sign * mac) % MODULUS
-        return f"{total:064x}"
+            state = keyed.copy()
+            state.update(material.encode())
+            mac = known[material] = int.from_bytes(state.digest(), "big")
+        before = totals.get(acc)
+        total = ((int(acc, 16) if before is None else before) + sign * mac) % MODULUS
+        text = f"{total:064x}"
+        if len(totals) >= _REMEMBERED_ROWS:
+            totals.clear()
+        totals[text] = total
+        return text
 
     db.create_function("cm_mix", -1, mix, deterministic=True)
 

@@ -163,9 +163,17 @@ def seal_head(commit_no: int, log_seq: int, log_mac: str) -> str:
 def digests_material(digests: Iterable[tuple[str, str, int, str]]) -> str:
     """The seal's material from its digests on (`seal_material`): the same while the
     digests are, which they are for every step that only appends log entries (a card's)."""
-    rows = ",".join(f"[{_json_string(name)},{_json_string(columns)},{int.__repr__(rows)},"
+    rows = ",".join(f"{_digest_head(name, columns)}{int.__repr__(rows)},"
                     f"{_json_string(acc)}]" for name, columns, rows, acc in sorted(digests))
     return f"[{rows}]]"
+
+
+@lru_cache(maxsize=64)
+def _digest_head(name: str, columns: str) -> str:
+    """A digest's part of the seal's material before its counts: its table and columns
+    (a JSON list, escaped again as a string), the same at every seal until a migration:
+    written out once, not at each money step's seal."""
+    return f"[{_json_string(name)},{_json_string(columns)},"
 
 
 def checkpoint_mac(key: bytes, seq: int, mac: str) -> str:

@@ -31,24 +31,29 @@ def open_round(db: sqlite3.Connection, shoe_no: int, round_no: int,
 
 def close_round(db: sqlite3.Connection, round_id: int, state: str,
                 result: Mapping[str, Any] | None, settlements: Sequence[SettledWager],
-                cards: Sequence[Mapping[str, Any]], at: float) -> None:
+                cards: Sequence[Mapping[str, Any]], at: float,
+                settlements_json: str | None = None) -> None:
+    """`settlements_json`: canonical([s.payload() for s in settlements]) if the caller has
+    it (the table takes it from the settlements' log entries)."""
+    if settlements_json is None:
+        settlements_json = canonical([s.payload() for s in settlements])
     cursor = db.execute(
         "UPDATE rounds SET state = ?, result = ?, settlements = ?, cards = ?,"
         " settled_at = ? WHERE round_id = ? AND state = 'open'",
         (state, canonical(result) if result is not None else None,
-         canonical([s.payload() for s in settlements]), canonical(list(cards)), at, round_id),
+         settlements_json, canonical(list(cards)), at, round_id),
     )
     if cursor.rowcount != 1:
         raise StoreError(f"round {round_id} is not open: it cannot be closed twice")
-    for item in settlements:
-        db.execute(
-            "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
-            " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
-            " net_cents = net_cents + excluded.net_cents,"
-            " wagered_cents = wagered_cents + excluded.wagered_cents,"
-            " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
-            (item.seat, item.net_cents, item.amount_cents, item.vig_marked_cents),
-        )
+    # One statement for every seat's totals (each row still fires its digest trigger).
+    db.executemany(
+        "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
+        " net_cents = net_cents + excluded.net_cents,"
+        " wagered_cents = wagered_cents + excluded.wagered_cents,"
+        " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents",
+        [(item.seat, item.net_cents, item.amount_cents, item.vig_marked_cents)
+         for item in settlements])
 
 
 def rounds(db: sqlite3.Connection, limit: int, after_round_id: int | None

@@ -34,6 +34,7 @@ class Steps:
         self.must_flush = True  # what the open step records must be flushed before it is out
         self.pending: list[Event] = []  # the open step's entries
         self.hooks: dict[str, Callable[[], None]] = {}  # `Store.before_commit`'s
+        self.after: list[Callable[[], None]] = []  # `Store.after_step`'s
         self._joined = nullcontext(db)
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -74,6 +75,14 @@ class Steps:
         self.open = False
         pending, self.pending = self.pending, []
         delivery.committed(pending, seal, flushed=flushed, must_flush=must_flush)
+        self._hand_over_after()
+
+    def _hand_over_after(self) -> None:
+        """After the step's commit (and its flush's start, which `committed` scheduled
+        first) or its rollback: what it left for later (`Store.after_step`)."""
+        if self.after:
+            after, self.after = self.after, []
+            self._delivery.later(after)
 
     def _roll_back(self) -> None:
         self._seal.forget()
@@ -81,3 +90,4 @@ class Steps:
         self.pending.clear()
         self.hooks.clear()
         self.open = False
+        self._hand_over_after()  # a journal's lines of a step that failed are written too

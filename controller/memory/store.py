@@ -181,6 +181,15 @@ class Store:
             return
         self._steps.hooks[name] = write
 
+    def after_step(self, work: Callable[[], None]) -> None:
+        """Run `work` once the current step has ended (committed or rolled back), with group
+        commit once its flush is on its way: what only tells people of it (the journal's
+        lines) is done while the disk works (`Delivery.later`)."""
+        if self._steps.open:
+            self._steps.after.append(work)
+        else:
+            self._delivery.later([work])
+
     def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
                           ) -> None:
         """`listener` is given every durable commit's seal and this connection, after the
@@ -207,18 +216,24 @@ class Store:
         return self._durability
 
     def subscribe(self, listener: Callable[[Event], None], *,
-                  after_each_commit: Callable[[], None] | None = None) -> Callable[[], None]:
+                  after_each_commit: Callable[[], None] | None = None,
+                  prepare: Callable[[Event], None] | None = None) -> Callable[[], None]:
         """`listener` is given every committed entry, in order; `after_each_commit`, once a
-        commit's entries have all been given out (a socket writer sends them together)."""
+        commit's entries have all been given out (a socket writer sends them together);
+        `prepare`, a held entry while its flush runs (to encode it; it tells no one)."""
         delivery = self._delivery
         delivery.listeners.append(listener)
         if after_each_commit is not None:
             delivery.after_commit.append(after_each_commit)
+        if prepare is not None:
+            delivery.preparers.append(prepare)
 
         def unsubscribe() -> None:
             delivery.listeners.remove(listener)
             if after_each_commit is not None:
                 delivery.after_commit.remove(after_each_commit)
+            if prepare is not None:
+                delivery.preparers.remove(prepare)
 
         return unsubscribe
 
@@ -353,13 +368,13 @@ class Store:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
     def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: Sequence[SettledWager],
-                    cards: Sequence[Mapping[str, Any]]) -> None:
-        """Settle or void a round once, with the cards it was dealt and its settlements (the
-        rules' figures, as the log carries them); a second attempt raises (never settled
-        twice)."""
+                    settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]],
+                    *, settlements_json: str | None = None) -> None:
+        """Settle or void a round once, with its cards and settlements (`settlements_json`:
+        their canonical list, if the caller has it); never twice: a second attempt raises."""
         with self.transaction() as db:
-            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
+            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock(),
+                                   settlements_json)
 
     def rounds(self, *, limit: int = 10, after_round_id: int | None = None
                ) -> list[dict[str, Any]]:

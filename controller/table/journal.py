@@ -9,6 +9,7 @@ to save (`Table._step`, the save rule). Nothing else in the table writes an even
 
 from __future__ import annotations
 
+from contextvars import Context, copy_context
 from typing import Any
 
 import structlog
@@ -16,7 +17,7 @@ import structlog
 from controller import logsetup
 from controller.events.codec import EventRecord
 from controller.events.records import Prompt
-from controller.memory.store import GROUPED_KINDS
+from controller.memory.store import GROUPED_KINDS, Event
 from controller.table.ports import Ports
 from controller.table.state import SavedState
 
@@ -45,11 +46,14 @@ class Journal:
         self._ports = ports
         self._saved = saved
         self._state_changed = False
+        # The step's journal lines, written once it has ended (`_write_lines`): each with
+        # the logging context (the shoe and round bound) as it was when its record was made.
+        self._lines: list[tuple[Context, str, str, dict[str, Any]]] = []
 
     def record(self, record: EventRecord, *, severity: str | None = None,
-               device: str | None = None) -> None:
+               device: str | None = None) -> Event:
         """Write `record` (its severity, or `severity` where the catalogue lets its kind
-        have another)."""
+        have another); the log entry it became."""
         event = self._ports.store.append_event(record, severity=severity, device=device,
                                                round_id=self._saved.round_id)
         # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
@@ -62,7 +66,18 @@ class Journal:
             # structlog reserves "event" for the message itself.
             fields = {("event_" if key == "event" else key): value
                       for key, value in event.payload.items()}
-            getattr(_table_log(), level)(event.kind, **fields)
+            # Written once the step has ended, while its flush runs (`Store.after_step`): a
+            # line (a settlement's is 60 us here) is not in front of the lock's or the
+            # settlement's flush, whose report waits for that flush anyway.
+            self._lines.append((copy_context(), level, event.kind, fields))
+            if len(self._lines) == 1:
+                self._ports.store.after_step(self._write_lines)
+        return event
+
+    def _write_lines(self) -> None:
+        lines, self._lines = self._lines, []
+        for context, level, kind, fields in lines:
+            context.run(getattr(_table_log(), level), kind, **fields)
 
     def announce(self, prompt: Prompt) -> None:
         """Tell the dealer what the rules require next (recorded, and shown on the display)."""

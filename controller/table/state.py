@@ -93,14 +93,26 @@ class SavedState:
             setattr(self, name, getattr(other, name))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "shoe": vars(self.shoe).copy(), "round_id": self.round_id, "round_no": self.round_no,
-            "wagers": [wager_json(w) for w in self.wagers],
+        """The state as saved. A field that `from_json` reads with a default is left out
+        while it holds that default (and the shoe's, which all have one): the state is
+        saved at every lock and settlement, and its text is encoded and its row MACed twice
+        each time (issue 31: half the text it was). A state saved with every key (earlier
+        versions) is read the same, and an earlier version reads these with the same
+        defaults. The open round's cards are always written: their key says the round's
+        cards are here (controller/memory/rounds.py, `as_read`)."""
+        data: dict[str, Any] = {
+            "shoe": {name: value for name, value in vars(self.shoe).items()
+                     if not _is_default(value, _SHOE_DEFAULTS[name])},
+            "round_id": self.round_id, "round_no": self.round_no,
+            "wagers": [wager_json(w) for w in self.wagers], "fault": self.fault,
+            "resume_state": self.resume_state.value if self.resume_state else None,
+            OPEN_ROUND_CARDS: self.round_cards,
+        }
+        optional = {
             "round_settlements": [s.payload() for s in self.round_settlements],
             "progressive_seats": sorted(self.progressive_seats),
-            "fault": self.fault, "faults": self.faults.to_list(),
+            "faults": self.faults.to_list(),
             "verified_in_fault": colour_name(self.verified_in_fault),
-            "resume_state": self.resume_state.value if self.resume_state else None,
             "out_of_order_reason": self.out_of_order_reason,
             "pending_simulated_card": card_event_json(self.pending_simulated_card)
             if self.pending_simulated_card else None,
@@ -111,8 +123,13 @@ class SavedState:
             "batch_in_shuffler": colour_name(self.batch_in_shuffler),
             "batch_shuffled": colour_name(self.batch_shuffled),
             "batches": self.batches.to_dict() if self.batches is not None else None,
-            OPEN_ROUND_CARDS: self.round_cards,
         }
+        for name, value in optional.items():
+            # Without its book, a state's first fault is read as the only one (`from_saved`).
+            if not _is_default(value, _OMITTED_WHEN[name]) or (
+                    name == "faults" and self.fault is not None):
+                data[name] = value
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], batches: BatchTracker | None) -> SavedState:
@@ -140,6 +157,21 @@ class SavedState:
             else batches,
             round_cards=list(data.get(OPEN_ROUND_CARDS, [])),
         )
+
+
+_SHOE_DEFAULTS: dict[str, Any] = vars(ShoeProgress())
+# The saved keys `from_json` reads with a default, and that default as saved.
+_OMITTED_WHEN: dict[str, Any] = {
+    "round_settlements": [], "progressive_seats": [], "faults": [], "verified_in_fault": None,
+    "out_of_order_reason": "", "pending_simulated_card": None, "simulated": False,
+    "stashed_wagers": [], "void_after_recovery": "", "void_after_recovery_section": "",
+    "batch_in_shuffler": None, "batch_shuffled": None, "batches": None,
+}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Equal and of the same type (0 is not False, nor 0 None)."""
+    return type(value) is type(default) and value == default
 
 
 def wager_json(wager: PlacedWager) -> dict[str, Any]:

@@ -189,3 +189,60 @@ async def test_a_durable_listener_reads_only_the_state_its_seal_covers(
     flushes.gate.set()
     assert await _durable(store) is None
     assert heard == [(3, 3)]  # the settlement's flush, covering all three; never (1, 3)
+
+
+async def test_work_left_for_after_a_money_step_runs_while_its_flush_is_in_flight(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    """`Store.after_step` (the journal's lines): not in front of the flush, and not after
+    it either: in the loop's turn after the flush's start, while the disk works."""
+    store, flushes, given = grouped
+    flushes.gate.clear()
+    done: list[str] = []
+    with store.transaction():
+        store.append_entry("no_more_bets", {}, severity="info")
+        store.after_step(lambda: done.append(f"work, {flushes.started} flush started"))
+    assert done == []  # the step returned: its flush has not started yet
+    await asyncio.sleep(0.05)
+    assert (done, given) == (["work, 1 flush started"], [])  # nothing reported before it
+    flushes.gate.set()
+    assert await _durable(store) is None
+    assert [e.kind for e in given] == ["no_more_bets"]
+
+
+async def test_held_entries_are_prepared_during_their_flush_and_given_out_after_it(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped
+    prepared: list[Event] = []
+    store.subscribe(lambda event: None, prepare=prepared.append)
+    flushes.gate.clear()
+    _step(store, "wager_accepted", WAGER)
+    _step(store, "no_more_bets")
+    await asyncio.sleep(0.05)
+    assert ([e.kind for e in prepared], given) == (["wager_accepted", "no_more_bets"], [])
+    flushes.gate.set()
+    assert await _durable(store) is None
+    assert given == prepared  # the same entries, each prepared once, before it was out
+    _step(store, "card", {"index": 7})  # given out at once, never held: nothing to prepare
+    assert (len(prepared), given[-1].kind) == (2, "card")
+
+
+async def test_replies_are_answered_before_the_anchor_and_the_durable_listeners(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    """A waiter (a reply) needs only the flush: the anchor's hand-off and the witness's digest
+    (durable listeners) come after it, not in front of it."""
+    store, flushes, given = grouped
+    order: list[str] = []
+    anchor_committed = store._durability.committed
+
+    def committed(seal: Any, *, durable: bool) -> None:
+        order.append("anchor")
+        anchor_committed(seal, durable=durable)
+
+    store._durability.committed = committed  # type: ignore[method-assign]
+    store.on_durable_commit(lambda seal, db: order.append("durable listener"))
+    flushes.gate.clear()
+    _step(store, "wager_accepted", WAGER)
+    store.when_durable(lambda error: order.append(f"reply, error {error}"))
+    flushes.gate.set()
+    assert await _durable(store) is None
+    assert order == ["reply, error None", "anchor", "durable listener"]

@@ -22,6 +22,7 @@ from cards import BackColour, Card, Rank, Suit
 from controller.rules.batches import BatchTracker
 from controller.memory.store import Store
 from controller.table.machine import TableState
+from controller.table.state import SavedState
 from controller.table.table import Table
 from drivers.protocols import BatchHeld, CardDrawn, CoverCardDrawn, ShoeLoaded, ShuffleComplete
 from tests.controller.test_table import make_table, submission_rules, table_for
@@ -223,4 +224,116 @@ def test_a_simulated_round_opened_after_the_lock_survives_a_restart_at_any_card_
     assert [w.amount_cents for w in table.wagers] == [cents for _, cents in WAGERS]  # they stand
     deal_checking_every_card(table, store, tmp_path, make_table, seed=1516, rounds=1,
                              first_index=index + 1, wagers=())
+    store.close()
+
+
+def _full_json(state: SavedState) -> dict[str, object]:
+    """The saved state with every key, as versions before 2026-12-03 saved it."""
+    from controller.table.state import card_event_json, colour_name, wager_json
+
+    return {
+        "shoe": vars(state.shoe).copy(), "round_id": state.round_id,
+        "round_no": state.round_no, "wagers": [wager_json(w) for w in state.wagers],
+        "round_settlements": [s.payload() for s in state.round_settlements],
+        "progressive_seats": sorted(state.progressive_seats),
+        "fault": state.fault, "faults": state.faults.to_list(),
+        "verified_in_fault": colour_name(state.verified_in_fault),
+        "resume_state": state.resume_state.value if state.resume_state else None,
+        "out_of_order_reason": state.out_of_order_reason,
+        "pending_simulated_card": card_event_json(state.pending_simulated_card)
+        if state.pending_simulated_card else None,
+        "simulated": state.simulated,
+        "stashed_wagers": [wager_json(w) for w in state.stashed_wagers],
+        "void_after_recovery": state.void_after_recovery,
+        "void_after_recovery_section": state.void_after_recovery_section,
+        "batch_in_shuffler": colour_name(state.batch_in_shuffler),
+        "batch_shuffled": colour_name(state.batch_shuffled),
+        "batches": state.batches.to_dict() if state.batches is not None else None,
+        "round_cards": state.round_cards,
+    }
+
+
+def test_the_saved_state_leaves_out_defaults_and_reads_back_equal_as_an_older_save_does():
+    """Issue 31: the state saved at the lock and each settlement leaves out what `from_json`
+    reads with a default (half the text); a state saved with every key by an earlier version
+    still restores the same, and one saved now reads back equal."""
+    from controller.faults import FaultBook, HeldFault
+    from controller.rules.settlement import PlacedWager
+    from controller.table.state import ShoeProgress
+
+    plain = SavedState(shoe=ShoeProgress(shoe_no=3, cards_drawn=17, burn_expected=0,
+                                         burned=["K♥"], rounds_in_shoe=2, last_card_index=16,
+                                         back=0),
+                       round_id=9, round_no=3, wagers=[PlacedWager(2, "banker", 500)])
+    saved = plain.to_json()
+    assert saved == {"shoe": {"shoe_no": 3, "cards_drawn": 17, "burn_expected": 0,
+                              "burned": ["K♥"], "rounds_in_shoe": 2, "last_card_index": 16,
+                              "back": 0},
+                     "round_id": 9, "round_no": 3,
+                     "wagers": [{"seat": 2, "wager": "banker", "amount_cents": 500}],
+                     "fault": None, "resume_state": None, "round_cards": []}
+    faulted = SavedState(fault={"device": "shoe", "code": "jam"}, faults=FaultBook(),
+                         simulated=True, progressive_seats=frozenset({4}),
+                         resume_state=TableState.DEALING)
+    lone_fault = SavedState(fault={"device": "shoe", "code": "jam"},
+                            faults=FaultBook([HeldFault("shoe", "jam", "", "")]))
+    for state in (plain, faulted, lone_fault, SavedState()):
+        # Every field (`_full_json` writes each; a FaultBook compares by its list).
+        assert _full_json(SavedState.from_json(state.to_json(), None)) == _full_json(state)
+        assert _full_json(SavedState.from_json(_full_json(state), None)) == _full_json(state)
+    # A fault with an empty book keeps the book's key: without it the fault would be read
+    # as the book's one entry (`FaultBook.from_saved`).
+    assert (faulted.to_json()["faults"], "faults" in lone_fault.to_json()) == ([], True)
+    assert (faulted.to_json()["simulated"], faulted.to_json()["progressive_seats"]) == (True, [4])
+
+
+def test_the_state_encoder_gives_the_text_json_gives():
+    """schema.state_json: json's own C encoder built once, without its circular check; the
+    same text as the encoder it stands for."""
+    import json
+
+    from controller.memory.schema import state_json
+
+    value = {"shoe": {"burned": ["K♥", "10♦"], "back": 0, "x": None}, "at": 1796281893.63084,
+             "neg": -0.0, "ok": True, "text": 'a "quoted"\\ line\n', "nested": [[], {}, [1, [2]]]}
+    assert state_json(value) == json.JSONEncoder(separators=(",", ":"),
+                                                 ensure_ascii=False).encode(value)
+
+
+def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(tmp_path):
+    """Issue 31: the round's row takes its settlements' JSON from their log entries (the
+    first four cards' and the round's end, joined), not encoded a third time: the same
+    text as encoding them, for rounds settled at one point and at two."""
+    import json
+
+    from controller.memory.critical import canonical
+
+    rules = submission_rules(wagers=lambda w: w.update(
+        perfect_pairs_player={"paytable": "A", "min_cents": 500, "max_cents": 50000}))
+    store = Store(tmp_path / "table.sqlite")
+    table = table_for(store, rules)
+    given: list[str | None] = []
+    close = store.close_round
+    store.close_round = lambda *args, **kw: (  # type: ignore[method-assign]
+        given.append(kw.get("settlements_json")), close(*args, **kw))[1]
+    betting_open(table, ("2♠", "5♣", "5♣"))
+    deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
+    random.Random(31).shuffle(deck)
+    index = 3
+    for number in range(6):
+        table.cmd_place_wager(1, "banker", 2500)
+        if number % 2:
+            table.cmd_place_wager(1, "perfect_pairs_player", 500)
+        table.cmd_no_more_bets()
+        while table.round_id is not None:
+            table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, False))
+            index += 1
+    rows = store._db.execute("SELECT round_id, settlements FROM rounds ORDER BY round_id")
+    for round_id, text in rows.fetchall():
+        logged = [s for kind in ("settled_first_four_cards", "settled_end_of_round")
+                  for e in store.events(kind=kind) if e.round_id == round_id
+                  for s in e.payload["settlements"]]
+        assert text == canonical(logged)
+        assert len(json.loads(text)) == 1 + (round_id % 2 == 0)  # the pair wager's rounds
+    assert len(given) == 6 and None not in given
     store.close()
