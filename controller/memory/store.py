@@ -37,6 +37,7 @@ from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
+from controller.memory.macs import entry_material, float_text, mac_of
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -231,8 +232,8 @@ class Store:
         encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
         a dict or a kind's name included, or a severity its kind does not have, is refused
         before anything is written; a record appended again is encoded once: entries.py)."""
-        kind, chosen, payload, payload_json = self._records.entry(record, severity)
-        return self._append(kind, chosen, device, round_id, payload, payload_json)
+        kind, chosen, payload, payload_json, payload_text = self._records.entry(record, severity)
+        return self._append(kind, chosen, device, round_id, payload, payload_json, payload_text)
 
     def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
@@ -246,23 +247,29 @@ class Store:
                             as_read_back(payload, payload_json), payload_json)
 
     def _append(self, kind: str, severity: str, device: str | None, round_id: int | None,
-                payload: dict[str, Any], payload_json: str) -> Event:
+                payload: dict[str, Any], payload_json: str, payload_text: str | None = None
+                ) -> Event:
+        """`payload_text`: the payload's JSON as a JSON string, if the caller has it (the
+        entry's MAC material writes it so: `macs.entry_material`)."""
         steps = self._steps
         if not steps.open:
             with steps:
-                return self._append(kind, severity, device, round_id, payload, payload_json)
+                return self._append(kind, severity, device, round_id, payload, payload_json,
+                                    payload_text)
         if kind not in GROUPED_KINDS:
             steps.must_flush = True
-        seq, prev = self._seal.head()
+        seal = self._seal
+        seq, prev = seal.head()
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
-                                    payload_json, at_text=critical.float_text(at))
+        digest = mac_of(self.key, entry_material(
+            prev, seq, at, kind, severity, device, round_id, payload_json,
+            at_text=float_text(at), payload_text=payload_text).encode()).hex()
         steps.writes.execute(
             "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
             (seq, at, kind, severity, device, round_id, payload_json, prev, digest))
-        self._seal.appended(seq, digest)
+        seal.appended(seq, digest)
         event = Event(seq, at, kind, severity, device, round_id, payload, prev, digest,
                       payload_json)
         steps.pending.append(event)
