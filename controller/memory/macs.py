@@ -88,11 +88,27 @@ def _keyed(key: bytes) -> KeyedMac:
     return hmac.new(key, digestmod="sha256")
 
 
+@lru_cache(maxsize=4)
+def _pads(key: bytes) -> tuple[Any, Any]:
+    """SHA-256 with HMAC's inner and outer padded key already hashed (RFC 2104; a key
+    longer than a block is hashed first, as HMAC does). Two plain hash states copy for
+    less than OpenSSL's HMAC state, which copies and frees three digest contexts at every
+    copy and again at every digest()."""
+    block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    return (hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
+            hashlib.sha256(bytes(byte ^ 0x5C for byte in block)))
+
+
 def mac_of(key: bytes, material: bytes) -> bytes:
-    """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")."""
-    keyed = _keyed(key).copy()
-    keyed.update(material)
-    return keyed.digest()
+    """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")
+    (tests/controller/test_critical_memory.py compares them)."""
+    inner, outer = _pads(key)
+    inner = inner.copy()
+    inner.update(material)
+    outer = outer.copy()
+    outer.update(inner.digest())
+    mac: bytes = outer.digest()
+    return mac
 
 
 _json_string = json.encoder.encode_basestring  # the escaping _CANONICAL applies (UTF-8 as is)
@@ -124,13 +140,12 @@ def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
     test_critical_memory.py compares them). `at_text` is repr(at), which needs no escaping
     in a JSON string (digits, '.', 'e', signs, 'inf', 'nan'); `payload_text` is
     json_string(payload_json), which the store has kept for a repeated entry (entries.py).
-    A MAC's hex and a kind's, severity's or device's text (a few dozen) are not escaped
-    again for every entry."""
+    A kind's, severity's or device's text (a few dozen) is not escaped again each time."""
     if at_text is None:
         at_text = float.__repr__(at)
     if payload_text is None:
         payload_text = _json_string(payload_json)
-    return (f"[{_mac_string(prev_mac)},{int.__repr__(seq)},\"{at_text}\","
+    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},\"{at_text}\","
             f"{_ESCAPED.get(kind) or _escaped(kind)},"
             f"{_ESCAPED.get(severity) or _escaped(severity)},"
             f"{'null' if device is None else _ESCAPED.get(device) or _escaped(device)},"
@@ -148,11 +163,6 @@ def _escaped(text: str) -> str:
         _ESCAPED.clear()
     escaped = _ESCAPED[text] = _json_string(text)
     return escaped
-
-
-def _mac_string(mac: str) -> str:
-    """json_string(mac): a MAC is hex, letters and digits only, which JSON writes as is."""
-    return f'"{mac}"' if mac.isascii() and mac.isalnum() else _json_string(mac)
 
 
 def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:
@@ -183,7 +193,7 @@ def seal_material(commit_no: int, log_seq: int, log_mac: str,
 
 def seal_head(commit_no: int, log_seq: int, log_mac: str) -> str:
     """The seal's material up to its digests (`seal_material`)."""
-    return f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},{_mac_string(log_mac)},'
+    return f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},{_json_string(log_mac)},'
 
 
 def digests_material(digests: Iterable[tuple[str, str, int, str]]) -> str:

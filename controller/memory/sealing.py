@@ -22,6 +22,7 @@ class StepSeal:
 
     def __init__(self, db: sqlite3.Connection, key: bytes) -> None:
         self._db = db
+        self._reads = db.cursor()  # one cursor for every step's read, not one made each time
         self._key = key
         self._log_head: tuple[int, str] | None = None
         self._commit_no: int | None = None
@@ -33,7 +34,7 @@ class StepSeal:
 
     def begin(self) -> None:
         """A step began (its BEGIN IMMEDIATE ran)."""
-        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        version = self._reads.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:  # another connection committed since our last step
             self.forget()
             self._data_version = version
