@@ -98,13 +98,13 @@ def event_line(event: Event) -> bytes:
     payload written as the store holds it, the text the entry's MAC covers, not encoded a
     second time (tests/controller/test_control.py checks the two agree), and the time's
     text as its MAC was computed with (`float_text`), not written out again."""
-    device = "null" if event.device is None else _known_text(event.device)
-    round_id = "null" if event.round_id is None else int.__repr__(event.round_id)
-    return (f'{{"event":{{"seq":{int.__repr__(event.seq)},"at":{float_text(event.at)},'
-            f'"kind":{_known_text(event.kind)},"severity":{_known_text(event.severity)},'
-            f'"device":{device},'
-            f'"round_id":{round_id},"payload":{event.payload_json},"hash":{_text(event.hash)}'
-            f'}}}}\n').encode()
+    seq, at, kind, severity, device, round_id, _, _, digest, payload_json = event
+    return (f'{{"event":{{"seq":{int.__repr__(seq)},"at":{float_text(at)},'
+            f'"kind":{_KNOWN.get(kind) or _known_text(kind)},'
+            f'"severity":{_KNOWN.get(severity) or _known_text(severity)},'
+            f'"device":{"null" if device is None else _KNOWN.get(device) or _known_text(device)},'
+            f'"round_id":{"null" if round_id is None else int.__repr__(round_id)},'
+            f'"payload":{payload_json},"hash":{_text(digest)}}}}}\n').encode()
 
 
 def kept_line(item: list[Any]) -> bytes:

@@ -80,6 +80,25 @@ class Delivery:
         self._later: list[Callable[[], None]] = []
         self._later_due = False
 
+    def subscribe(self, listener: Callable[[Event], None],
+                  after_each_commit: Callable[[], None] | None,
+                  prepare: Callable[[Event], None] | None) -> Callable[[], None]:
+        """`Store.subscribe`: the three hooks added; returns what removes them."""
+        self.listeners.append(listener)
+        if after_each_commit is not None:
+            self.after_commit.append(after_each_commit)
+        if prepare is not None:
+            self.preparers.append(prepare)
+
+        def unsubscribe() -> None:
+            self.listeners.remove(listener)
+            if after_each_commit is not None:
+                self.after_commit.remove(after_each_commit)
+            if prepare is not None:
+                self.preparers.remove(prepare)
+
+        return unsubscribe
+
     # --- group commit -------------------------------------------------------------------
 
     def group_on(self, loop: asyncio.AbstractEventLoop) -> None:

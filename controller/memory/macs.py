@@ -49,12 +49,14 @@ def canonical(obj: Any) -> str:
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
               device: str | None, round_id: int | None, payload_json: str, *,
-              at_text: str | None = None) -> str:
+              at_text: str | None = None, payload_text: str | None = None) -> str:
     """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
     [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
-    auditor holding the key can recompute it. `at_text` is repr(at) if the caller has it."""
+    auditor holding the key can recompute it. `at_text` is repr(at) and `payload_text`
+    json_string(payload_json) if the caller has them (`entry_material`)."""
     return mac_of(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
-                                      payload_json, at_text=at_text).encode("utf-8")).hex()
+                                      payload_json, at_text=at_text,
+                                      payload_text=payload_text).encode("utf-8")).hex()
 
 
 class KeyedMac(Protocol):
@@ -86,11 +88,27 @@ def _keyed(key: bytes) -> KeyedMac:
     return hmac.new(key, digestmod="sha256")
 
 
+@lru_cache(maxsize=4)
+def _pads(key: bytes) -> tuple[Any, Any]:
+    """SHA-256 with HMAC's inner and outer padded key already hashed (RFC 2104; a key
+    longer than a block is hashed first, as HMAC does). Two plain hash states copy for
+    less than OpenSSL's HMAC state, which copies and frees three digest contexts at every
+    copy and again at every digest()."""
+    block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    return (hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
+            hashlib.sha256(bytes(byte ^ 0x5C for byte in block)))
+
+
 def mac_of(key: bytes, material: bytes) -> bytes:
-    """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")."""
-    keyed = _keyed(key).copy()
-    keyed.update(material)
-    return keyed.digest()
+    """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")
+    (tests/controller/test_critical_memory.py compares them)."""
+    inner, outer = _pads(key)
+    inner = inner.copy()
+    inner.update(material)
+    outer = outer.copy()
+    outer.update(inner.digest())
+    mac: bytes = outer.digest()
+    return mac
 
 
 _json_string = json.encoder.encode_basestring  # the escaping _CANONICAL applies (UTF-8 as is)
@@ -115,18 +133,36 @@ def float_text(value: float) -> str:
 
 def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
                    device: str | None, round_id: int | None, payload_json: str, *,
-                   at_text: str | None = None) -> str:
+                   at_text: str | None = None, payload_text: str | None = None) -> str:
     """The text entry_mac covers: canonical([prev_mac, seq, repr(at), kind, severity, device,
     round_id, payload_json]), written out field by field because it runs for every entry
     (a third of the encoder's time); the two are the same text (tests/controller/
-    test_critical_memory.py compares them)."""
+    test_critical_memory.py compares them). `at_text` is repr(at), which needs no escaping
+    in a JSON string (digits, '.', 'e', signs, 'inf', 'nan'); `payload_text` is
+    json_string(payload_json), which the store has kept for a repeated entry (entries.py).
+    A kind's, severity's or device's text (a few dozen) is not escaped again each time."""
     if at_text is None:
         at_text = float.__repr__(at)
-    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},{_json_string(at_text)},"
-            f"{_json_string(kind)},{_json_string(severity)},"
-            f"{'null' if device is None else _json_string(device)},"
-            f"{'null' if round_id is None else int.__repr__(round_id)},"
-            f"{_json_string(payload_json)}]")
+    if payload_text is None:
+        payload_text = _json_string(payload_json)
+    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},\"{at_text}\","
+            f"{_ESCAPED.get(kind) or _escaped(kind)},"
+            f"{_ESCAPED.get(severity) or _escaped(severity)},"
+            f"{'null' if device is None else _ESCAPED.get(device) or _escaped(device)},"
+            f"{'null' if round_id is None else int.__repr__(round_id)},{payload_text}]")
+
+
+json_string = _json_string
+"""A text as a JSON string, UTF-8 as is: the escaping `canonical` applies to every text."""
+_ESCAPED: dict[str, str] = {}
+
+
+def _escaped(text: str) -> str:
+    """json_string(text), kept: kinds, severities and devices are a few dozen texts."""
+    if len(_ESCAPED) >= 256:
+        _ESCAPED.clear()
+    escaped = _ESCAPED[text] = _json_string(text)
+    return escaped
 
 
 def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:

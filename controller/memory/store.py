@@ -24,6 +24,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
+from controller.memory.macs import entry_material, float_text, mac_of
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -59,6 +61,8 @@ __all__ = [  # the store's own names, and those its users import from here
 ]
 
 log = structlog.get_logger("store")
+# Event(...) without the named tuple's __new__, a Python function: the same tuple, two a card.
+_new_event = partial(tuple.__new__, Event)
 
 
 class Store:
@@ -221,21 +225,7 @@ class Store:
         """`listener` is given every committed entry, in order; `after_each_commit`, once a
         commit's entries have all been given out (a socket writer sends them together);
         `prepare`, a held entry while its flush runs (to encode it; it tells no one)."""
-        delivery = self._delivery
-        delivery.listeners.append(listener)
-        if after_each_commit is not None:
-            delivery.after_commit.append(after_each_commit)
-        if prepare is not None:
-            delivery.preparers.append(prepare)
-
-        def unsubscribe() -> None:
-            delivery.listeners.remove(listener)
-            if after_each_commit is not None:
-                delivery.after_commit.remove(after_each_commit)
-            if prepare is not None:
-                delivery.preparers.remove(prepare)
-
-        return unsubscribe
+        return self._delivery.subscribe(listener, after_each_commit, prepare)
 
     # --- event log ------------------------------------------------------------
 
@@ -246,8 +236,8 @@ class Store:
         encoded here, once (`controller.events.entry_of`: anything but a catalogued record,
         a dict or a kind's name included, or a severity its kind does not have, is refused
         before anything is written; a record appended again is encoded once: entries.py)."""
-        kind, chosen, payload, payload_json = self._records.entry(record, severity)
-        return self._append(kind, chosen, device, round_id, payload, payload_json)
+        kind, chosen, payload, payload_json, payload_text = self._records.entry(record, severity)
+        return self._append(kind, chosen, device, round_id, payload, payload_json, payload_text)
 
     def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
@@ -261,25 +251,31 @@ class Store:
                             as_read_back(payload, payload_json), payload_json)
 
     def _append(self, kind: str, severity: str, device: str | None, round_id: int | None,
-                payload: dict[str, Any], payload_json: str) -> Event:
+                payload: dict[str, Any], payload_json: str, payload_text: str | None = None
+                ) -> Event:
+        """`payload_text`: the payload's JSON as a JSON string, if the caller has it (the
+        entry's MAC material writes it so: `macs.entry_material`)."""
         steps = self._steps
         if not steps.open:
             with steps:
-                return self._append(kind, severity, device, round_id, payload, payload_json)
+                return self._append(kind, severity, device, round_id, payload, payload_json,
+                                    payload_text)
         if kind not in GROUPED_KINDS:
             steps.must_flush = True
-        seq, prev = self._seal.head()
+        seal = self._seal
+        seq, prev = seal.head()
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
-                                    payload_json, at_text=critical.float_text(at))
+        digest = mac_of(self.key, entry_material(
+            prev, seq, at, kind, severity, device, round_id, payload_json,
+            at_text=float_text(at), payload_text=payload_text).encode()).hex()
         steps.writes.execute(
             "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
             (seq, at, kind, severity, device, round_id, payload_json, prev, digest))
-        self._seal.appended(seq, digest)
-        event = Event(seq, at, kind, severity, device, round_id, payload, prev, digest,
-                      payload_json)
+        seal.appended(seq, digest)
+        event = _new_event((seq, at, kind, severity, device, round_id, payload, prev, digest,
+                            payload_json))
         steps.pending.append(event)
         return event
 

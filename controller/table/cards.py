@@ -8,6 +8,8 @@ the faults first (controller/table/batches.py).
 
 from __future__ import annotations
 
+from functools import partial
+
 from controller.events import records as ev
 from controller.rules.procedure import (
     CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
@@ -17,6 +19,10 @@ from controller.table.parts import TableParts
 from controller.table.machine import ROUND_IN_PLAY, TableState
 from controller.table.rounds import RoundPlay
 from drivers.protocols import CardDrawn, CoverCardDrawn
+
+_new_facts = partial(tuple.__new__, CardFacts)
+assert CardFacts._fields == ("face_up", "twenty_one", "dealer_burn_due", "after_completed_round",
+                             "hand_of_17", "undisclosed_discard_due"), "_card_facts' order"
 
 
 class CardRouting:
@@ -98,11 +104,11 @@ class CardRouting:
 
     def _card_facts(self, event: CardDrawn) -> CardFacts:
         shoe = self._saved.shoe
-        return CardFacts(face_up=event.face_up, twenty_one=self._rules.is_21,
-                         dealer_burn_due=shoe.dealer_burn_due,
-                         after_completed_round=shoe.extra_card_window,
-                         hand_of_17=shoe.hand_of_17,
-                         undisclosed_discard_due=shoe.undisclosed_discard_due)
+        # CardFacts(face_up=..., ...) in its fields' order, without the named tuple's
+        # Python __new__ and its keywords (every card makes one).
+        return _new_facts((event.face_up, self._rules.is_21, shoe.dealer_burn_due,
+                           shoe.extra_card_window, shoe.hand_of_17,
+                           shoe.undisclosed_discard_due))
 
     def _apply_lost_cards(self, lost: LostCards, expected: int, event: CardDrawn) -> bool:
         """Cards left the shoe that the table never saw: nothing is settled from incomplete

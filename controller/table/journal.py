@@ -59,6 +59,9 @@ class Journal:
         # Cards, prompts and sensor/shuffler progress are in the store's log; the journal
         # gets them at debug level only (a shoe is ~900 of them, each a journald write on
         # the Pi), and everything else at its severity.
+        if event.severity == "info" and event.kind in GROUPED_KINDS and \
+                not logsetup.debug_enabled:
+            return event  # a debug line would be dropped (nearly every card's two entries)
         level = ("warning" if event.severity == "warning" else
                  "error" if event.severity in ("error", "critical") else
                  "debug" if event.kind in GROUPED_KINDS else "info")

@@ -107,7 +107,8 @@ class RoundPlay:
         assert coup is not None and self._saved.round_id is not None
         slot = coup.place(event.card)
         hand = hand_of(slot)  # the same words as `tablectl simulate`
-        dealt = ev.CardDealt(event.index, event.card, hand, slot.name.lower(), event.back)
+        # `_name_`: the member's name as stored (`name` is a Python-level property).
+        dealt = ev.CardDealt(event.index, event.card, hand, slot._name_.lower(), event.back)
         self._saved.round_cards.append(dealt.round_card())
         self._journal.record(dealt, device=event.device)
         if machine.state is TableState.NO_MORE_BETS:
@@ -127,7 +128,7 @@ class RoundPlay:
             # 631a.15(e): the shoe's last card is out and the round is not complete.
             self.void_round("the shoe cannot complete the round")
         else:
-            self._journal.announce(ev.Prompt.deal(coup.next_card().name.lower()))
+            self._journal.announce(ev.Prompt.deal(coup.next_card()._name_.lower()))
 
     def _redo_changes_implied_by_cards(self) -> None:
         """At a restart, with the open round's cards restored: the state changes those cards

@@ -78,7 +78,7 @@ def test_a_record_appended_again_is_encoded_once_and_each_entry_has_its_own_payl
     second = store.append_event(prompt, round_id=4)
     card = ev.CardDealt(7, Card.parse("10♥"), "player", "player_first", BackColour.RED)
     third = store.append_event(card, device="shoe", round_id=4)
-    assert encoded == ["prompt", "card"]
+    assert encoded == ["prompt"]  # a card's entry is written out from its fields' texts
     assert (first.payload, first.payload_json) == (second.payload, second.payload_json) == (
         {"action": "deal", "next": "banker_third"}, '{"action":"deal","next":"banker_third"}')
     assert first.payload is not second.payload
@@ -107,3 +107,40 @@ def test_a_record_whose_payload_is_not_flat_is_encoded_every_time(
     assert store.events()[-1].payload == {"action": "collect_vigorish", "reason": "new shoe",
                                           "seats": [{"cents": 50, "seat": 2}]}
     store.close()
+
+
+def test_a_cards_entry_written_out_is_the_general_encoding_for_every_face_slot_and_back(
+        ) -> None:
+    """A round card's entry is written out field by field (entries.py); it must be what
+    the general way gives (`entry_of`, `canonical`, the payload read back) and its JSON
+    string what the MAC material escapes, for every face, hand, slot and back."""
+    from controller.events.catalogue import entry_of
+    from controller.memory.macs import json_string
+    from controller.memory.schema import flat_read_back
+    from controller.rules.baccarat import NextCard
+    from controller.rules.dealing import hand_of
+
+    written = entries.RecordEntries()
+    faces = [Card.parse(f"{rank}{suit}") for rank in ("A", "2", "9", "10", "J", "Q", "K")
+             for suit in "♠♥♦♣"]
+    count = 0
+    for index, card in enumerate(faces * 2):
+        for slot in NextCard:
+            if slot is NextCard.NONE:
+                continue
+            for back in BackColour:
+                record = ev.CardDealt(index * 97, card, hand_of(slot), slot.name.lower(), back)
+                kind, severity, payload = entry_of(record, None)
+                payload_json = canonical(payload)
+                assert written.entry(record, None) == (
+                    kind, severity, flat_read_back(payload), payload_json,
+                    json_string(payload_json))
+                count += 1
+    assert count == 56 * (len(NextCard) - 1) * len(BackColour)
+    first = written.entry(ev.CardDealt(0, faces[0], "player", "player_first", BackColour.BLUE),
+                          None)
+    assert first == ("card", "info", {"back": "blue", "card": "A♠", "hand": "player",
+                                      "index": 0, "slot": "player_first"},
+                     '{"back":"blue","card":"A♠","hand":"player","index":0,"slot":"player_first"}',
+                     '"{\\"back\\":\\"blue\\",\\"card\\":\\"A♠\\",\\"hand\\":\\"player\\",'
+                     '\\"index\\":0,\\"slot\\":\\"player_first\\"}"')
