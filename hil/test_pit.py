@@ -16,6 +16,7 @@ The full campaign (20 daemons, 20 shoes) is `./run-pit --campaign` (docs/deploym
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import signal
@@ -127,11 +128,19 @@ def delays_ms(seen: dict[str, float], published: dict[tuple[str, int], float],
     publishing to the DOM."""
     delays = []
     for key, dom_ms in seen.items():
-        table_id, sequence, alive = key.split(":")
-        at = published.get((table_id, int(sequence))) if sequence else None
-        if at is not None and at >= since and alive == "online":
+        at = published_at(key, published)
+        if at is not None and at >= since:
             delays.append(dom_ms - at * 1000)
     return delays
+
+
+def published_at(key: str, published: dict[tuple[str, int], float]) -> float | None:
+    """When the status the page showed as `key` ("table:sequence:alive") was published, if
+    it is an online table's status the recorder saw."""
+    table_id, sequence, alive = key.split(":")
+    if not sequence or alive != "online":
+        return None
+    return published.get((table_id, int(sequence)))
 
 
 async def test_the_pit_page_follows_real_daemons_and_shows_a_killed_one_lost(
@@ -167,9 +176,16 @@ async def test_the_pit_page_follows_real_daemons_and_shows_a_killed_one_lost(
         seen = await page.evaluate("window.__seen")
         delays = delays_ms(seen, recorder.published, shown)
         # Statuses a fraction of a second apart are sent to the page together: not every one
-        # reaches the DOM, but each table's rounds do.
+        # reaches the DOM, but each table's rounds do. How many reach it depends on how the
+        # eight rounds fall against the daemons' 0.25 s look for a change: 12 of them on a
+        # quiet machine, 10 on a loaded one. Each table's latency is measured at least
+        # twice: its last status (waited for above) and one while it played.
         shown_tables = {key.split(":")[0] for key in seen}
-        assert shown_tables == {"PIT-01", "PIT-02", "PIT-03"} and len(delays) >= 3 * 4
+        measured = collections.Counter(
+            key.split(":")[0] for key in seen
+            if (at := published_at(key, recorder.published)) is not None and at >= shown)
+        assert shown_tables == {"PIT-01", "PIT-02", "PIT-03"}
+        assert min(measured[table] for table in shown_tables) >= 2, measured
         assert max(delays) < PAGE_DEADLINE_MS, sorted(delays)[-5:]
         cards = await page.eval_on_selector_all(
             ".table", "ns => ns.map(n => [n.dataset.table, n.querySelector('.meter')"
