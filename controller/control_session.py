@@ -28,8 +28,9 @@ class Replies:
     tasks, each woken twice). A reply answered at once is written at once; the replies one
     flush answers are written together, in one write, by a callback of their own right
     after the one that answered them (a round's five wagers: one system call and one
-    wake-up of the client, not five). The connection's loop awaits only the socket's drain, which surfaces a lost
-    connection and holds back a client that does not read its replies."""
+    wake-up of the client, not five). The connection's loop awaits only the socket's
+    drain, which surfaces a lost connection and holds back a client that does not read its
+    replies."""
 
     def __init__(self, writer: asyncio.StreamWriter, when_durable: WhenDurable | None) -> None:
         self._writer = writer
