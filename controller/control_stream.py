@@ -153,11 +153,8 @@ class EventStreams:
         first = recent[0][0].seq
         if not first <= after_seq + 1 <= recent[-1][0].seq + 1:
             return None
-        page = []
-        for index in range(after_seq + 1 - first, len(recent)):
-            item = recent[index]
-            page.append((item[0].seq, item[1] or kept_line(item)))  # each encoded once
-        return page
+        return [(recent[index][0].seq, kept_line(recent[index]))
+                for index in range(after_seq + 1 - first, len(recent))]
 
     async def serve(self, response: dict[str, Any], writer: asyncio.StreamWriter,
                     caller: Caller) -> None:

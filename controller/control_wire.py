@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.errors import CommandError
-from controller.memory.macs import float_text
+from controller.memory.macs import KNOWN_JSON_STRINGS as _KNOWN
+from controller.memory.macs import float_text, json_string, known_json_string
 from controller.memory.store import Event
 
 IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
@@ -80,19 +81,6 @@ def line(obj: Mapping[str, Any]) -> bytes:
     return _LINE.encode(obj).encode() + b"\n"
 
 
-_text = json.encoder.encode_basestring  # a JSON string with UTF-8 as is, as the payload's
-_KNOWN: dict[str, str] = {}  # kinds, severities and devices: a few dozen texts, each escaped once
-
-
-def _known_text(text: str) -> str:
-    known = _KNOWN.get(text)
-    if known is None:
-        if len(_KNOWN) >= 256:
-            _KNOWN.clear()
-        known = _KNOWN[text] = _text(text)
-    return known
-
-
 def event_line(event: Event) -> bytes:
     """A log entry as a subscriber's stream line: {"event": event_json(event)}, with the
     payload written as the store holds it, the text the entry's MAC covers, not encoded a
@@ -100,11 +88,12 @@ def event_line(event: Event) -> bytes:
     text as its MAC was computed with (`float_text`), not written out again."""
     seq, at, kind, severity, device, round_id, _, _, digest, payload_json = event
     return (f'{{"event":{{"seq":{int.__repr__(seq)},"at":{float_text(at)},'
-            f'"kind":{_KNOWN.get(kind) or _known_text(kind)},'
-            f'"severity":{_KNOWN.get(severity) or _known_text(severity)},'
-            f'"device":{"null" if device is None else _KNOWN.get(device) or _known_text(device)},'
+            f'"kind":{_KNOWN.get(kind) or known_json_string(kind)},'
+            f'"severity":{_KNOWN.get(severity) or known_json_string(severity)},'
+            f'"device":'
+            f'{"null" if device is None else _KNOWN.get(device) or known_json_string(device)},'
             f'"round_id":{"null" if round_id is None else int.__repr__(round_id)},'
-            f'"payload":{payload_json},"hash":{_text(digest)}}}}}\n').encode()
+            f'"payload":{payload_json},"hash":{json_string(digest)}}}}}\n').encode()
 
 
 def kept_line(item: list[Any]) -> bytes:

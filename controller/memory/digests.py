@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from controller.memory.errors import IntegrityError
-from controller.memory.macs import GENESIS_MAC, MODULUS, _keyed, seal_mac
+from controller.memory.macs import GENESIS_MAC, MODULUS, mac_of, seal_mac
 
 DIGEST_SCHEMA = """
 CREATE TABLE IF NOT EXISTS critical_digest (
@@ -42,7 +43,6 @@ def install_functions(db: sqlite3.Connection, key: bytes) -> None:
     # (a settlement's seats, an update's second half) gets that text back as `acc`, which
     # is then not read as a number again (64 hex digits: a tenth of a small row's mix).
     totals: dict[str, int] = {}
-    keyed = _keyed(key)  # `mac_of`, unrolled: a settlement mixes a dozen rows in
 
     def mix(acc: str, sign: int, table: str, *values: Any) -> str:
         material = f"{table}\x00{values!r}"
@@ -50,9 +50,7 @@ def install_functions(db: sqlite3.Connection, key: bytes) -> None:
         if mac is None:
             if len(known) >= _REMEMBERED_ROWS:
                 known.clear()
-            state = keyed.copy()
-            state.update(material.encode())
-            mac = known[material] = int.from_bytes(state.digest(), "big")
+            mac = known[material] = int.from_bytes(mac_of(key, material.encode()), "big")
         before = totals.get(acc)
         total = ((int(acc, 16) if before is None else before) + sign * mac) % MODULUS
         text = f"{total:064x}"
@@ -124,14 +122,11 @@ def digest_of(db: sqlite3.Connection, key: bytes, table: str, columns: Sequence[
     if up_to_rowid is not None:
         sql += " AND rowid <= ?"
         args.append(up_to_rowid)
-    # row_mac, unrolled: this loop runs over the sealed rows at every boot.
+    # row_mac, its material made here: this loop runs over the sealed rows at every boot.
     prefix, number = f"{table}\x00".encode(), int.from_bytes
-    keyed = _keyed(key)
     total, rows = 0, 0
     for values in cursor.execute(sql, args):
-        mac = keyed.copy()
-        mac.update(prefix + repr(values).encode())
-        total += number(mac.digest(), "big")
+        total += number(mac_of(key, prefix + repr(values).encode()), "big")
         rows += 1
     return rows, f"{total % MODULUS:064x}"
 
@@ -199,15 +194,21 @@ def digests(db: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
             db.execute("SELECT name, columns, rows, acc FROM critical_digest ORDER BY name")]
 
 
+_SEAL_UPDATE = ("UPDATE critical_seal SET commit_no = ?, log_seq = ?, log_mac = ?, mac = ?"
+                " WHERE id = 1")
+_new_seal = partial(tuple.__new__, Seal)  # Seal(...) without the named tuple's Python __new__
+
+
 def reseal(db: sqlite3.Connection, key: bytes, *, last_commit_no: int | None = None,
            head: tuple[int, str] | None = None,
            table_digests: list[tuple[str, str, int, str]] | None = None,
-           digests_text: str | None = None) -> Seal:
+           digests_text: str | None = None, writes: sqlite3.Cursor | None = None) -> Seal:
     """Seal what this transaction wrote (called just before its COMMIT). A caller that knows
     the sealed commit counter, the log's head or the digests as this transaction leaves
     them passes them (the store does, for every step after its first), and the digests'
     part of the seal's material if it kept it (`macs.digests_material`); otherwise they
-    are read."""
+    are read. `writes`: a cursor the caller keeps for its steps, to write the seal on."""
+    known_row = last_commit_no is not None  # the caller committed that seal row itself
     if last_commit_no is None:
         row = db.execute("SELECT commit_no FROM critical_seal WHERE id = 1").fetchone()
         last_commit_no = int(row[0]) if row else 0
@@ -215,11 +216,14 @@ def reseal(db: sqlite3.Connection, key: bytes, *, last_commit_no: int | None = N
     seq, mac = head if head is not None else log_head(db)
     if table_digests is None:
         table_digests = digests(db)
-    seal = Seal(commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests,
-                                              digests_text=digests_text))
-    db.execute("INSERT INTO critical_seal(id, commit_no, log_seq, log_mac, mac) VALUES (1,?,?,?,?)"
-               " ON CONFLICT(id) DO UPDATE SET commit_no = excluded.commit_no,"
-               " log_seq = excluded.log_seq, log_mac = excluded.log_mac, mac = excluded.mac",
-               (seal.commit_no, seal.log_seq, seal.log_mac, seal.mac))
+    seal = _new_seal((commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests,
+                                                    digests_text=digests_text)))
+    write = (writes or db).execute
+    # The row the caller committed is updated in place (every step but a store's first);
+    # otherwise, or if it is gone, it is written whole.
+    if not known_row or write(_SEAL_UPDATE, seal).rowcount != 1:
+        write("INSERT INTO critical_seal(id, commit_no, log_seq, log_mac, mac) VALUES (1,?,?,?,?)"
+              " ON CONFLICT(id) DO UPDATE SET commit_no = excluded.commit_no,"
+              " log_seq = excluded.log_seq, log_mac = excluded.log_mac, mac = excluded.mac", seal)
     return seal
 

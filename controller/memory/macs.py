@@ -9,7 +9,7 @@ import hmac
 import json
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any, Protocol, cast
+from typing import Any
 
 GENESIS_MAC = "0" * 64
 KEY_BYTES = 32
@@ -27,24 +27,32 @@ def key_id(key: bytes) -> str:
     return hmac.new(key, b"tabled key id", hashlib.sha256).hexdigest()[:16]
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-# What _CANONICAL.encode builds afresh for every value (json.encoder's C encoder, with the
-# same settings), built once: a log entry's payload is encoded at every card. Without the
-# encoder's circular check (a value that contains itself fails with RecursionError, not
-# ValueError): nothing encoded here can, and a check whose marks survive a failed encoding
-# would refuse the next value.
-_c_make_encoder: Callable[..., Callable[[Any, int], Any]] | None = getattr(
-    json.encoder, "c_make_encoder", None)
-_C_CANONICAL = None if _c_make_encoder is None else _c_make_encoder(
-    None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False,
-    True)
+def unchecked_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """`encoder.encode` (UTF-8 as is, no indent), with the C encoder that encode() builds
+    afresh for every value built once, and without its circular check: what is encoded this
+    way (a log entry's payload, the table's saved state) is plain data made here, never a
+    value that contains itself (one would fail with RecursionError, not ValueError), and a
+    check whose marks survived a failed encoding would refuse the next value."""
+    make: Callable[..., Callable[[Any, int], Any]] | None = getattr(
+        json.encoder, "c_make_encoder", None)
+    if make is None or encoder.ensure_ascii or encoder.indent is not None:
+        return encoder.encode
+    c_encode = make(None, encoder.default, json.encoder.encode_basestring, None,
+                    encoder.key_separator, encoder.item_separator, encoder.sort_keys,
+                    encoder.skipkeys, encoder.allow_nan)
+    plain = encoder.encode
+
+    def encode(obj: Any) -> str:
+        if type(obj) is str:  # encode() writes a bare text itself
+            return plain(obj)
+        return "".join(c_encode(obj, 0))
+
+    return encode
 
 
-def canonical(obj: Any) -> str:
-    """JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
-    if _C_CANONICAL is None or type(obj) is str:
-        return _CANONICAL.encode(obj)
-    return "".join(_C_CANONICAL(obj, 0))
+canonical = unchecked_encoder(
+    json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+"""JSON with sorted keys, no spaces, UTF-8 as is: one text for one value."""
 
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
@@ -59,41 +67,14 @@ def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severit
                                       payload_text=payload_text).encode("utf-8")).hex()
 
 
-class KeyedMac(Protocol):
-    """An HMAC-SHA256 state: what `_keyed` returns and each MAC copies."""
-
-    def copy(self) -> KeyedMac: ...
-
-    def update(self, data: bytes, /) -> None: ...
-
-    def digest(self) -> bytes: ...
-
-
-_hmac_new: Callable[..., Any] | None
-try:  # OpenSSL's HMAC object itself, whose copy() is C: a quarter of a MAC's cost less
-    import _hashlib  # than hmac.HMAC's copy() in Python (hmac.HMAC wraps the same object)
-
-    _hmac_new = _hashlib.hmac_new
-except ImportError:  # an interpreter without it: the standard wrapper, the same bytes
-    _hmac_new = None
-
-
-@lru_cache(maxsize=4)
-def _keyed(key: bytes) -> KeyedMac:
-    """HMAC-SHA256 with the key already absorbed. A card's step takes five to seven MACs
-    (its log entries, the rows it changes, the seal); each copies this state instead of
-    hashing the key's two padded blocks again, which was half of a MAC's cost."""
-    if _hmac_new is not None:
-        return cast(KeyedMac, _hmac_new(key, digestmod="sha256"))
-    return hmac.new(key, digestmod="sha256")
-
-
 @lru_cache(maxsize=4)
 def _pads(key: bytes) -> tuple[Any, Any]:
     """SHA-256 with HMAC's inner and outer padded key already hashed (RFC 2104; a key
-    longer than a block is hashed first, as HMAC does). Two plain hash states copy for
-    less than OpenSSL's HMAC state, which copies and frees three digest contexts at every
-    copy and again at every digest()."""
+    longer than a block is hashed first, as HMAC does): every MAC (log entries, protected
+    rows at each write and at each check, the seal) copies these two states instead of
+    hashing the key's two padded blocks again, which was half of a MAC's cost. Two plain
+    hash states copy for less than OpenSSL's HMAC state, which copies and frees three
+    digest contexts at every copy and again at every digest()."""
     block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
     return (hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
             hashlib.sha256(bytes(byte ^ 0x5C for byte in block)))
@@ -111,7 +92,7 @@ def mac_of(key: bytes, material: bytes) -> bytes:
     return mac
 
 
-_json_string = json.encoder.encode_basestring  # the escaping _CANONICAL applies (UTF-8 as is)
+_json_string = json.encoder.encode_basestring  # the escaping `canonical` applies (UTF-8 as is)
 _FLOAT_TEXT: dict[int, tuple[float, str]] = {}
 
 
@@ -145,24 +126,31 @@ def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
         at_text = float.__repr__(at)
     if payload_text is None:
         payload_text = _json_string(payload_json)
+    known = KNOWN_JSON_STRINGS
     return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},\"{at_text}\","
-            f"{_ESCAPED.get(kind) or _escaped(kind)},"
-            f"{_ESCAPED.get(severity) or _escaped(severity)},"
-            f"{'null' if device is None else _ESCAPED.get(device) or _escaped(device)},"
+            f"{known.get(kind) or known_json_string(kind)},"
+            f"{known.get(severity) or known_json_string(severity)},"
+            f"{'null' if device is None else known.get(device) or known_json_string(device)},"
             f"{'null' if round_id is None else int.__repr__(round_id)},{payload_text}]")
 
 
 json_string = _json_string
 """A text as a JSON string, UTF-8 as is: the escaping `canonical` applies to every text."""
-_ESCAPED: dict[str, str] = {}
+KNOWN_JSON_STRINGS: dict[str, str] = {}
+"""json_string(text) of the texts `known_json_string` was given: kinds, severities and
+devices, a few dozen texts written out at every entry (its MAC's material, its stream
+line). A caller on a card's path reads it first (`KNOWN_JSON_STRINGS.get(text) or
+known_json_string(text)`): a dictionary lookup, not a call, for each of an entry's texts."""
 
 
-def _escaped(text: str) -> str:
-    """json_string(text), kept: kinds, severities and devices are a few dozen texts."""
-    if len(_ESCAPED) >= 256:
-        _ESCAPED.clear()
-    escaped = _ESCAPED[text] = _json_string(text)
-    return escaped
+def known_json_string(text: str) -> str:
+    """json_string(text), kept in KNOWN_JSON_STRINGS."""
+    known = KNOWN_JSON_STRINGS.get(text)
+    if known is None:
+        if len(KNOWN_JSON_STRINGS) >= 256:
+            KNOWN_JSON_STRINGS.clear()
+        known = KNOWN_JSON_STRINGS[text] = _json_string(text)
+    return known
 
 
 def row_mac(key: bytes, table: str, values: Sequence[Any]) -> int:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from controller.events.codec import EventRecord, decode
 from controller.memory import critical
+from controller.memory.macs import unchecked_encoder
 
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
@@ -110,22 +111,9 @@ class Event(NamedTuple):
 # The table's saved state in the order its fields come, not sorted: it is read back only by
 # json.loads, and its row's MAC covers the text as stored, so it need not be canonical.
 # Sorting its keys was a fifth of encoding it, at every card.
-_STATE_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-# The C encoder `_STATE_ENCODER.encode` builds afresh at every call, built once, and without
-# its circular check (a mark per dict and list, a third of the encoding): the saved state is
-# plain data made by `SavedState.to_json`, never a value that contains itself (one would
-# fail with RecursionError, not ValueError). As in macs.canonical.
-_c_state_encoder: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)
-_C_STATE = None if _c_state_encoder is None else _c_state_encoder(
-    None, _STATE_ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False,
-    False, True)
-
-
-def state_json(state: Mapping[str, Any]) -> str:
-    """The table's saved state as stored (the same text `_STATE_ENCODER.encode` gives)."""
-    if _C_STATE is None:
-        return _STATE_ENCODER.encode(state)
-    return "".join(_C_STATE(state, 0))
+# Without the encoder's circular check (a mark per dict and list, a third of the encoding):
+# the saved state is plain data made by `SavedState.to_json` (macs.unchecked_encoder).
+state_json = unchecked_encoder(json.JSONEncoder(separators=(",", ":"), ensure_ascii=False))
 _FLAT = frozenset({str, int, bool, type(None)})
 
 

@@ -12,14 +12,9 @@ digest triggers), which is every card that does not save the table's state.
 from __future__ import annotations
 
 import sqlite3
-from functools import partial
 
 from controller.memory.digests import Seal, digests, log_head, reseal
-from controller.memory.macs import digests_material, seal_mac
-
-_SEAL_UPDATE = ("UPDATE critical_seal SET commit_no = ?, log_seq = ?, log_mac = ?, mac = ?"
-                " WHERE id = 1")
-_new_seal = partial(tuple.__new__, Seal)  # Seal(...) without the named tuple's Python __new__
+from controller.memory.macs import digests_material
 
 
 class StepSeal:
@@ -27,7 +22,7 @@ class StepSeal:
 
     def __init__(self, db: sqlite3.Connection, key: bytes) -> None:
         self._db = db
-        self._reads = db.cursor()  # one cursor for every step's read, not one made each time
+        self._cursor = db.cursor()  # one for every step's reads and seal, not one each time
         self._key = key
         self._log_head: tuple[int, str] | None = None
         self._commit_no: int | None = None
@@ -39,7 +34,7 @@ class StepSeal:
 
     def begin(self) -> None:
         """A step began (its BEGIN IMMEDIATE ran)."""
-        version = self._reads.execute("PRAGMA data_version").fetchone()[0]
+        version = self._cursor.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:  # another connection committed since our last step
             self.forget()
             self._data_version = version
@@ -69,19 +64,9 @@ class StepSeal:
         if self._digests is None:
             self._digests = digests(self._db)
             self._digests_text = digests_material(self._digests)
-        last_commit_no, head = self._commit_no, self._log_head
-        if last_commit_no is not None and head is not None:
-            # All known (every step but a store's first, while no other connection writes):
-            # the seal row this connection committed last is updated in place, on the kept
-            # cursor, with the same values `reseal` would write.
-            commit_no, (seq, mac) = last_commit_no + 1, head
-            seal = _new_seal((commit_no, seq, mac, seal_mac(
-                self._key, commit_no, seq, mac, (), digests_text=self._digests_text)))
-            if self._reads.execute(_SEAL_UPDATE, seal).rowcount == 1:
-                return seal
-        return reseal(self._db, self._key, last_commit_no=last_commit_no,
-                      head=head, table_digests=self._digests,
-                      digests_text=self._digests_text)
+        return reseal(self._db, self._key, last_commit_no=self._commit_no,
+                      head=self._log_head, table_digests=self._digests,
+                      digests_text=self._digests_text, writes=self._cursor)
 
     def committed(self, seal: Seal | None) -> None:
         if seal is not None:

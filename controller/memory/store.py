@@ -38,7 +38,6 @@ from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
-from controller.memory.macs import entry_material, float_text, mac_of
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -266,9 +265,9 @@ class Store:
         seq, prev = seal.head()
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-        digest = mac_of(self.key, entry_material(
-            prev, seq, at, kind, severity, device, round_id, payload_json,
-            at_text=float_text(at), payload_text=payload_text).encode()).hex()
+        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
+                                    payload_json, at_text=critical.float_text(at),
+                                    payload_text=payload_text)
         steps.writes.execute(
             "INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash, hash)"
             " VALUES (?,?,?,?,?,?,?,?,?)",

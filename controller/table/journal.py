@@ -61,20 +61,19 @@ class Journal:
         # the Pi), and everything else at its severity.
         if event.severity == "info" and event.kind in GROUPED_KINDS and \
                 not logsetup.debug_enabled:
-            return event  # a debug line would be dropped (nearly every card's two entries)
+            return event  # its debug line would be dropped (nearly every card's two entries)
         level = ("warning" if event.severity == "warning" else
                  "error" if event.severity in ("error", "critical") else
                  "debug" if event.kind in GROUPED_KINDS else "info")
-        if level != "debug" or logsetup.debug_enabled:  # else the line would be dropped
-            # structlog reserves "event" for the message itself.
-            fields = {("event_" if key == "event" else key): value
-                      for key, value in event.payload.items()}
-            # Written once the step has ended, while its flush runs (`Store.after_step`): a
-            # line (a settlement's is 60 us here) is not in front of the lock's or the
-            # settlement's flush, whose report waits for that flush anyway.
-            self._lines.append((copy_context(), level, event.kind, fields))
-            if len(self._lines) == 1:
-                self._ports.store.after_step(self._write_lines)
+        # structlog reserves "event" for the message itself.
+        fields = {("event_" if key == "event" else key): value
+                  for key, value in event.payload.items()}
+        # Written once the step has ended, while its flush runs (`Store.after_step`): a line
+        # (a settlement's is 60 us here) is not in front of the lock's or the settlement's
+        # flush, whose report waits for that flush anyway.
+        self._lines.append((copy_context(), level, event.kind, fields))
+        if len(self._lines) == 1:
+            self._ports.store.after_step(self._write_lines)
         return event
 
     def _write_lines(self) -> None:

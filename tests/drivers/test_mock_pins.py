@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,11 +39,7 @@ async def _in_other_process(code: str) -> str:
 async def test_another_process_places_chips_presses_lockout_and_reads_leds(
         socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
     """631c.2(d)(2) end to end through the bridge: wagers before the button count, after do not."""
-    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
-                          pin_factory="hil.mock_pins:BridgedMockFactory",
-                          factory_options={"bridge_socket": socket_path}, clock=clock, background=False)
-    await panel.start(recorder)
-    try:
+    async with _bridged_panel(socket_path, clock, recorder) as panel:
         panel.open_betting(frozenset(TEN_SEATS))
         s1, s2, led1 = TEN_SEATS[1].sensor_pin, TEN_SEATS[2].sensor_pin, TEN_SEATS[1].led_pin
         await _in_other_process(
@@ -57,17 +54,11 @@ async def test_another_process_places_chips_presses_lockout_and_reads_leds(
             "from hil.mock_pins import PinBridgeClient\n"
             f"print(PinBridgeClient({socket_path!r}).read_output({led1}))\n")
         assert level == "True"
-    finally:
-        await panel.stop()
 
 
 async def test_bridge_rejects_driving_an_output_and_bad_requests(
         socket_path: str, clock: FakeClock, recorder: Recorder) -> None:
-    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
-                          pin_factory="hil.mock_pins:BridgedMockFactory",
-                          factory_options={"bridge_socket": socket_path}, clock=clock, background=False)
-    await panel.start(recorder)
-    try:
+    async with _bridged_panel(socket_path, clock, recorder):
         with PinBridgeClient(socket_path) as pins:
             pins.ping()
             with pytest.raises(PinBridgeError, match="is an output; only inputs can be driven"):
@@ -75,8 +66,6 @@ async def test_bridge_rejects_driving_an_output_and_bad_requests(
             with pytest.raises(PinBridgeError, match="PinInvalidPin"):
                 pins.read_output(99)
             pins.ping()  # the bridge survives bad requests
-    finally:
-        await panel.stop()
 
 
 async def test_a_tap_of_the_lockout_is_a_press_then_a_release_in_one_round_trip(
@@ -85,11 +74,7 @@ async def test_a_tap_of_the_lockout_is_a_press_then_a_release_in_one_round_trip(
     in order, so the panel sees the press (631c.2(d)(2): the wager on seat 1 counts, and
     the lock is reported) and the button is released after it, as with press() and
     release() one by one."""
-    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
-                          pin_factory="hil.mock_pins:BridgedMockFactory",
-                          factory_options={"bridge_socket": socket_path}, clock=clock, background=False)
-    await panel.start(recorder)
-    try:
+    async with _bridged_panel(socket_path, clock, recorder) as panel:
         panel.open_betting(frozenset(TEN_SEATS))
         with PinBridgeClient(socket_path) as pins:
             pins.press(TEN_SEATS[1].sensor_pin)
@@ -101,8 +86,6 @@ async def test_a_tap_of_the_lockout_is_a_press_then_a_release_in_one_round_trip(
         locked = await recorder.wait_for(LockedOut)
         assert locked.wagers == frozenset({1})
         assert panel.health().counters["button_presses"] == 1
-    finally:
-        await panel.stop()
 
 
 class _Recording:
@@ -167,3 +150,18 @@ async def test_seat_pins_held_by_another_program_are_refused_until_it_ends(
             1, f"refused: GPIO{held} is held by another program already\n")
     finally:
         await claimed.stop()
+
+
+@contextlib.asynccontextmanager
+async def _bridged_panel(socket_path: str, clock: FakeClock,
+                         recorder: Recorder) -> AsyncIterator[GpioSeatPanel]:
+    """The seat panel on the mock pins' bridge, started, and stopped after."""
+    panel = GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN,
+                          pin_factory="hil.mock_pins:BridgedMockFactory",
+                          factory_options={"bridge_socket": socket_path}, clock=clock,
+                          background=False)
+    await panel.start(recorder)
+    try:
+        yield panel
+    finally:
+        await panel.stop()
