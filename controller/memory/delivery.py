@@ -218,22 +218,34 @@ class Delivery:
             return
         self._in_flight, self._in_flight_waiters = held, waiters
         mark = self._durability.flush_mark()  # how far the WAL is now: what this flush covers
-        future = self._loop.run_in_executor(self._flusher, self._durability.flush_in_thread)
-        future.add_done_callback(lambda done: self._flushed(done, mark))
+        self._flusher.submit(self._flush_in_thread, self._loop, mark)
         if self.preparers:  # the disk is working: this thread has nothing else to wait for
             for events, _, _ in held:
                 for event in events:
                     for prepare in self.preparers:
                         prepare(event)
 
-    def _flushed(self, future: asyncio.Future[None], mark: str | None) -> None:
-        """On the loop's thread: the flush returned. Give out what it covered, then start
-        the next one for what was committed meanwhile."""
+    def _flush_in_thread(self, loop: asyncio.AbstractEventLoop, mark: str | None) -> None:
+        """In the flusher's thread: the flush, then its result handed straight to the loop.
+        One callback, not an executor future's two (its state copied to an asyncio future,
+        whose done callback runs a loop turn later): a money step's report waits for it."""
+        error: BaseException | None = None
+        try:
+            self._durability.flush_in_thread()
+        except BaseException as exc:  # noqa: BLE001 - the loop decides what a failed flush means
+            error = exc
+        try:
+            loop.call_soon_threadsafe(self._flushed, error, mark)
+        except RuntimeError:  # the loop closed meanwhile: close() flushes what is held
+            pass
+
+    def _flushed(self, error: BaseException | None, mark: str | None) -> None:
+        """On the loop's thread: the flush returned (`error`: it failed). Give out what it
+        covered, then start the next one for what was committed meanwhile."""
         if self._in_flight is None:
             return  # the store closed meanwhile and flushed it itself
         covered, waiters = self._in_flight, self._in_flight_waiters
         self._in_flight, self._in_flight_waiters = None, []
-        error = asyncio.CancelledError() if future.cancelled() else future.exception()
         if error is not None:
             # The commits are in the WAL but not known to be on the disk: none of them is
             # reported, and the next money step tries the flush again.
