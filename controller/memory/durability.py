@@ -38,15 +38,20 @@ commit) still checkpoints, after this many commits with no flushed step among th
 before C25: ten times the 500 then)."""
 
 
+SLEEP_LEAST_S = 0.0001
+"""Less of a stand-in flush left than this is not slept: a sleep's own wake-up is longer."""
+
+
 class Durability:
     """The flushes, checkpoints and anchor of one store's writing connection."""
 
     def __init__(self, db: sqlite3.Connection, path: str, key: bytes,
                  paths: CriticalPaths | None, *, flush_delay_s: float = 0.0,
                  anchor_interval_s: float = ANCHOR_INTERVAL_S) -> None:
-        """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
-        (benchmarks and tests of slow storage; 0 at a table). ``anchor_interval_s``: the
-        most the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24)."""
+        """``flush_delay_s``: how long a flush takes on the storage this stands in for (an
+        SD card; benchmarks and tests of slow storage, 0 at a table): a step's flush takes
+        at least that long in all (`_slow_storage`). ``anchor_interval_s``: the most the
+        anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24)."""
         if flush_delay_s < 0:
             raise ValueError(f"flush_delay_s = {flush_delay_s}: must be >= 0")
         if anchor_interval_s < 0:
@@ -113,13 +118,14 @@ class Durability:
         commit runs it in a thread of its own, controller/memory/delivery.py). What
         synchronous=FULL does at a WAL commit: flush the WAL, and with it every commit
         before."""
+        started = time.perf_counter()
         if self._path != ":memory:":
             fd = os.open(self._path + "-wal", os.O_RDONLY)
             try:
                 os.fdatasync(fd)
             finally:
                 os.close(fd)
-        self._slow_storage(1)
+        self._slow_storage(1, started)
 
     def flushed_in_thread(self, mark: str | None) -> None:
         """Back on the store's thread: count the flush; trace how far it reached."""
@@ -200,6 +206,16 @@ class Durability:
         return {"steps": self.flushed_commits, "checkpoints": self.checkpoint_flushes,
                 "anchor": self._anchor_file.flushes if self._anchor_file is not None else 0}
 
-    def _slow_storage(self, flushes: int) -> None:
-        if self._flush_delay_s:
-            time.sleep(self._flush_delay_s * flushes)  # the flush waits, as on an SD card
+    def _slow_storage(self, flushes: int, started: float | None = None) -> None:
+        """The stand-in for slow storage (`flush_delay_s` a flush). A step's flush, timed
+        from `started`, is made to take that long in all: on an SD card the card's flush
+        is the flush, it does not come after this machine's own disk's, which is in it.
+        SQLite's checkpoint flushes, made inside its call and not timed one by one here,
+        each take it on top (the stricter choice for them; they never delay a report)."""
+        if not self._flush_delay_s:
+            return
+        left = self._flush_delay_s * flushes
+        if started is not None:
+            left -= time.perf_counter() - started
+        if left > SLEEP_LEAST_S:
+            time.sleep(left)  # the flush waits, as on an SD card

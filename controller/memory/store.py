@@ -79,8 +79,8 @@ class Store:
                  create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
                  read_only: bool = False, chain_limit: int | None = None,
                  anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> None:
-        """``flush_delay_s`` is added to every flush, the way an SD card's flush behaves
-        (benchmarks and tests of slow storage; 0 at a table). ``anchor_interval_s``: the most
+        """``flush_delay_s``: the least a step's flush takes, standing in for an SD card's
+        (benchmarks and tests of slow storage; 0 at a table; `Durability`). ``anchor_interval_s``: the most
         the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24).
         ``read_only`` opens an existing store on a read-only connection with no check and no
         anchor (``reader``). ``chain_limit``:

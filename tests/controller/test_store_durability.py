@@ -117,17 +117,48 @@ def test_grouped_steps_survive_a_reopen_once_flushed(tmp_path):
     again.close()
 
 
+class _FlushClock:
+    """`time` as Durability sees it: each flush's fdatasync takes `disk_s` by this clock,
+    and every sleep is recorded instead of slept."""
+
+    def __init__(self, disk_s: float) -> None:
+        self.now, self.disk_s, self.slept = 100.0, disk_s, []
+
+    def perf_counter(self) -> float:
+        self.now += self.disk_s  # read before the fdatasync and after it: disk_s apart
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(round(seconds, 9))
+
+
 def test_slow_storage_delays_only_flushed_commits(tmp_path, monkeypatch):
-    slept: list[float] = []
-    monkeypatch.setattr(store_module.time, "sleep", slept.append)
+    clock = _FlushClock(disk_s=0.0)
+    monkeypatch.setattr(store_module, "time", clock)
     slow = Store(tmp_path / "slow.sqlite", flush_delay_s=0.005)
-    slept.clear()  # opening the store is itself a flushed step
+    clock.slept.clear()  # opening the store is itself a flushed step
     with slow.transaction():
         slow.append_entry("card", {"index": 1})
-    assert slept == []
+    assert clock.slept == []
     with slow.transaction():
         slow.append_entry("round_settled", {"round": 1})
-    assert slept == [0.005]
+    assert clock.slept == [0.005]
+    slow.close()
+
+
+@pytest.mark.parametrize(("disk_s", "slept"), [(0.0012, [0.0038]), (0.005, []), (0.009, [])])
+def test_a_slow_flush_takes_the_delay_in_all_this_disk_s_own_flush_included(
+        tmp_path, monkeypatch, disk_s, slept):
+    """`[store] flush_delay_ms` stands in for an SD card whose flush takes that long: the
+    card's flush replaces this machine's disk's, so the disk's own fdatasync time is part of
+    it, not added before it (a disk slower than the card waits for itself alone)."""
+    clock = _FlushClock(disk_s=disk_s)
+    monkeypatch.setattr(store_module, "time", clock)
+    slow = Store(tmp_path / "slow.sqlite", flush_delay_s=0.005)
+    clock.slept.clear()
+    with slow.transaction():
+        slow.append_entry("round_settled", {"round": 1})
+    assert clock.slept == slept
     slow.close()
 
 
