@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from controller.events.codec import EventRecord
+from controller.events.codec import EventRecord, Payload
 from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
 from controller.memory import rounds as round_rows
@@ -362,14 +362,15 @@ class Store:
         with self.transaction() as db:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
-    def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]],
-                    *, settlements_json: str | None = None) -> None:
-        """Settle or void a round once, with its cards and settlements (`settlements_json`:
-        their canonical list, if the caller has it); never twice: a second attempt raises."""
+    def close_round(self, round_id: int, state: str,
+                    result: Mapping[str, Any] | Payload | None,
+                    settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]]
+                    ) -> None:
+        """Settle or void a round once, with its result (a part's kept text is written:
+        controller/memory/part_texts.py), cards and settlements; never twice: a second
+        attempt raises."""
         with self.transaction() as db:
-            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock(),
-                                   settlements_json)
+            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
 
     def rounds(self, *, limit: int = 10, after_round_id: int | None = None
                ) -> list[dict[str, Any]]:

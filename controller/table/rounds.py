@@ -201,9 +201,9 @@ class RoundPlay:
         machine.announce_result()
         self._settling.settle_point(SettlementPoint.END_OF_ROUND, coup)
         settlements = tuple(saved.round_settlements)
-        self._ports.store.close_round(saved.round_id, "settled", summary.payload(), settlements,
-                                      saved.round_cards,
-                                      settlements_json=self._settling.settlements_json(settlements))
+        # The result's and the settlements' texts are those their log entries wrote.
+        self._ports.store.close_round(saved.round_id, "settled", summary, settlements,
+                                      saved.round_cards)
         saved.round_cards = []  # in the round's row now: no longer saved with the state
         if self._ports.progressive is not None and not saved.simulated:
             for award in self._ports.progressive.on_round_result(

@@ -301,9 +301,10 @@ def test_the_state_encoder_gives_the_text_json_gives():
 
 
 def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(tmp_path):
-    """Issue 31: the round's row takes its settlements' JSON from their log entries (the
-    first four cards' and the round's end, joined), not encoded a third time: the same
-    text as encoding them, for rounds settled at one point and at two."""
+    """Issue 31: the round's row takes its settlements' JSON from the texts their log
+    entries wrote (the first four cards' and the round's end, joined; controller/memory/
+    part_texts.py), not encoded a third time: the same text as encoding them, for rounds
+    settled at one point and at two."""
     import json
 
     from controller.memory.critical import canonical
@@ -312,10 +313,6 @@ def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(
         perfect_pairs_player={"paytable": "A", "min_cents": 500, "max_cents": 50000}))
     store = Store(tmp_path / "table.sqlite")
     table = table_for(store, rules)
-    given: list[str | None] = []
-    close = store.close_round
-    store.close_round = lambda *args, **kw: (  # type: ignore[method-assign]
-        given.append(kw.get("settlements_json")), close(*args, **kw))[1]
     betting_open(table, ("2♠", "5♣", "5♣"))
     deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
     random.Random(31).shuffle(deck)
@@ -329,11 +326,12 @@ def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(
             table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, False))
             index += 1
     rows = store._db.execute("SELECT round_id, settlements FROM rounds ORDER BY round_id")
-    for round_id, text in rows.fetchall():
+    closed = rows.fetchall()
+    assert len(closed) == 6
+    for round_id, text in closed:
         logged = [s for kind in ("settled_first_four_cards", "settled_end_of_round")
                   for e in store.events(kind=kind) if e.round_id == round_id
                   for s in e.payload["settlements"]]
         assert text == canonical(logged)
         assert len(json.loads(text)) == 1 + (round_id % 2 == 0)  # the pair wager's rounds
-    assert len(given) == 6 and None not in given
     store.close()
