@@ -43,8 +43,8 @@ WRITTEN_OUT = frozenset({SettledFirstFourCards, SettledEndOfRound, RoundSettled,
 
 # The parts whose texts are kept on the part itself (a frozen dataclass: its values do not
 # change): a settlement is written into two entries and the round's row, a round's result
-# into its entry and its row. A wager is new at each lock and written once there.
-_KEPT_ON_PART = frozenset({SettledWager, RoundResult})
+# and the lock's wagers into their entry and the round's row.
+_KEPT_ON_PART = frozenset({SettledWager, RoundResult, Wager})
 _KEPT = "_texts"  # the attribute they are kept under (beside SettledWager's `_encoded`)
 
 _STRINGS: dict[str, tuple[str, str]] = {}
@@ -218,7 +218,8 @@ def record_entry(record: EventRecord, severity: str | None
 
 
 def parts_json(parts: Sequence[Payload]) -> str:
-    """canonical([part.payload() for part in parts]): a round's settlements in its row."""
+    """canonical([part.payload() for part in parts]): a round's wagers or settlements in
+    its row."""
     return f"[{','.join(part_texts(part)[0] for part in parts)}]"
 
 

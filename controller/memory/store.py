@@ -354,9 +354,11 @@ class Store:
 
     # --- rounds (controller/memory/rounds.py) ------------------------------------------------
 
-    def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,
+    def open_round(self, shoe_no: int, round_no: int,
+                   wagers: Sequence[Mapping[str, Any]] | Sequence[Payload], *,
                    simulated: bool = False) -> int:
-        """A new open round. Its cards are not written to its row one by one: while it is
+        """A new open round (its wagers as objects, or as the lock's entry's parts, whose
+        kept texts its row takes: controller/memory/part_texts.py). Its cards are not written to its row one by one: while it is
         open each card is in the log and the table's saved state holds them as of its last
         save (`OPEN_ROUND_CARDS`); `close_round` writes them to the row."""
         with self.transaction() as db:
