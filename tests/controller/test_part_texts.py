@@ -110,3 +110,23 @@ def test_a_rounds_result_is_its_entrys_text() -> None:
     result = _result(random.Random(7))
     assert part_texts.value_json(result) == canonical(result.payload())
     assert part_texts.value_json({"reason": "é"}) == canonical({"reason": "é"})
+
+
+def test_a_settlement_made_from_the_rules_is_the_dataclass_its_fields_make() -> None:
+    from fractions import Fraction
+
+    from controller.rules.wager import Outcome, Settlement
+
+    rules = Settlement(seat=4, wager="banker", amount_cents=2000, outcome=Outcome.WIN,
+                       odds=Fraction(19, 20), win_cents=1900, vigorish_cents=100,
+                       label="Banker", section="631a.12(b)(2)")
+    for marked in (False, True):
+        made = ev.SettledWager.of(rules, vigorish_marked=marked)
+        fields = (4, "banker", 2000, "win", str(Fraction(19, 20)), 1900, 100,
+                  rules.marked_vigorish_cents(vigorish_marked=marked),
+                  rules.seat_net_cents(vigorish_marked=marked), "Banker", "631a.12(b)(2)")
+        assert made == ev.SettledWager(*fields)
+        assert list(vars(made)) == list(vars(ev.SettledWager(*fields)))
+        assert hash(made) == hash(ev.SettledWager(*fields))
+        with pytest.raises(AttributeError):
+            made.seat = 5  # type: ignore[misc]
