@@ -24,6 +24,7 @@ from controller.events.catalogue import KINDS, entry_of
 from controller.events.codec import EventRecord, wire
 from controller.events.records import CardDealt
 from controller.memory.macs import canonical, json_string
+from controller.memory.part_texts import WRITTEN_OUT, record_entry
 from controller.memory.schema import flat_read_back
 
 KEPT_RECORDS = 256
@@ -72,6 +73,10 @@ class RecordEntries:
             card_entry = self._card_entry(record)
             if card_entry is not None:
                 return card_entry
+        if type(record) in WRITTEN_OUT:  # settlements' and wagers' records (part_texts.py)
+            written = record_entry(record, severity)
+            if written is not None:
+                return written
         kept = self._kept.get(id(record))
         if kept is not None and kept[0] is record and kept[1] == severity:
             return kept[2], kept[3], dict(kept[4]), kept[5], kept[6]

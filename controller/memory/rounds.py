@@ -9,8 +9,10 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from controller.events.codec import Payload
 from controller.events.records import SettledWager
 from controller.memory.critical import StoreError, canonical
+from controller.memory.part_texts import parts_json, value_json
 from controller.memory.schema import OPEN_ROUND_CARDS, SAVED_AT_SEQ
 
 
@@ -20,28 +22,28 @@ def saved_table_state(db: sqlite3.Connection) -> tuple[str, dict[str, Any]] | No
 
 
 def open_round(db: sqlite3.Connection, shoe_no: int, round_no: int,
-               wagers: list[dict[str, Any]], simulated: bool, at: float) -> int:
+               wagers: Sequence[Mapping[str, Any]] | Sequence[Payload], simulated: bool,
+               at: float) -> int:
+    wagers_json = (parts_json(wagers) if all(isinstance(w, Payload) for w in wagers)  # type: ignore[arg-type]
+                   else canonical(list(wagers)))
     cursor = db.execute(
         "INSERT INTO rounds(shoe_no, round_no, state, simulated, wagers, cards, opened_at)"
         " VALUES (?, ?, 'open', ?, ?, '[]', ?)",
-        (shoe_no, round_no, int(simulated), canonical(wagers), at),
+        (shoe_no, round_no, int(simulated), wagers_json, at),
     )
     return int(cursor.lastrowid or 0)
 
 
 def close_round(db: sqlite3.Connection, round_id: int, state: str,
-                result: Mapping[str, Any] | None, settlements: Sequence[SettledWager],
-                cards: Sequence[Mapping[str, Any]], at: float,
-                settlements_json: str | None = None) -> None:
-    """`settlements_json`: canonical([s.payload() for s in settlements]) if the caller has
-    it (the table takes it from the settlements' log entries)."""
-    if settlements_json is None:
-        settlements_json = canonical([s.payload() for s in settlements])
+                result: Mapping[str, Any] | Payload | None, settlements: Sequence[SettledWager],
+                cards: Sequence[Mapping[str, Any]], at: float) -> None:
+    """The round's texts are canonical JSON; its settlements' and its result's are the
+    kept texts their log entries wrote (controller/memory/part_texts.py)."""
     cursor = db.execute(
         "UPDATE rounds SET state = ?, result = ?, settlements = ?, cards = ?,"
         " settled_at = ? WHERE round_id = ? AND state = 'open'",
-        (state, canonical(result) if result is not None else None,
-         settlements_json, canonical(list(cards)), at, round_id),
+        (state, value_json(result) if result is not None else None,
+         parts_json(settlements), canonical(list(cards)), at, round_id),
     )
     if cursor.rowcount != 1:
         raise StoreError(f"round {round_id} is not open: it cannot be closed twice")

@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from controller.events.codec import EventRecord
+from controller.events.codec import EventRecord, Payload
 from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
 from controller.memory import rounds as round_rows
@@ -354,22 +354,25 @@ class Store:
 
     # --- rounds (controller/memory/rounds.py) ------------------------------------------------
 
-    def open_round(self, shoe_no: int, round_no: int, wagers: list[dict[str, Any]], *,
+    def open_round(self, shoe_no: int, round_no: int,
+                   wagers: Sequence[Mapping[str, Any]] | Sequence[Payload], *,
                    simulated: bool = False) -> int:
-        """A new open round. Its cards are not written to its row one by one: while it is
+        """A new open round (its wagers as objects, or as the lock's entry's parts, whose
+        kept texts its row takes: controller/memory/part_texts.py). Its cards are not written to its row one by one: while it is
         open each card is in the log and the table's saved state holds them as of its last
         save (`OPEN_ROUND_CARDS`); `close_round` writes them to the row."""
         with self.transaction() as db:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
-    def close_round(self, round_id: int, state: str, result: Mapping[str, Any] | None,
-                    settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]],
-                    *, settlements_json: str | None = None) -> None:
-        """Settle or void a round once, with its cards and settlements (`settlements_json`:
-        their canonical list, if the caller has it); never twice: a second attempt raises."""
+    def close_round(self, round_id: int, state: str,
+                    result: Mapping[str, Any] | Payload | None,
+                    settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]]
+                    ) -> None:
+        """Settle or void a round once, with its result (a part's kept text is written:
+        controller/memory/part_texts.py), cards and settlements; never twice: a second
+        attempt raises."""
         with self.transaction() as db:
-            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock(),
-                                   settlements_json)
+            round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
 
     def rounds(self, *, limit: int = 10, after_round_id: int | None = None
                ) -> list[dict[str, Any]]:

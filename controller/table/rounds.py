@@ -71,8 +71,9 @@ class RoundPlay:
         saved.progressive_seats = locked.wagers if locked else frozenset()
         saved.round_no += 1
         placed = tuple(ev.Wager(w.seat, w.wager, w.amount_cents) for w in saved.wagers)
-        wagers = [wager_json(w) for w in saved.wagers]  # the store's round, the progressive
-        saved.round_id = self._ports.store.open_round(saved.shoe.shoe_no, saved.round_no, wagers)
+        # The round's row and the lock's entry write the same wagers' texts, made once
+        # (controller/memory/part_texts.py).
+        saved.round_id = self._ports.store.open_round(saved.shoe.shoe_no, saved.round_no, placed)
         saved.round_cards = []
         bind_round(saved.shoe.shoe_no, saved.round_id)
         self._journal.record(ev.NoMoreBets(cause, saved.round_no, placed,
@@ -83,6 +84,7 @@ class RoundPlay:
         if progressive is not None and locked is not None:
             # 631c.2(d)(2), 627b.3(a)(2), 627b.6(d)(2): only what the sensors held at
             # the lock, at seats holding a base wager, is a progressive wager.
+            wagers = [wager_json(w) for w in saved.wagers]
             acceptance = progressive.on_lock(locked, wagers, saved.round_id)
             accepted = acceptance.as_dict()
             self._journal.record(ProgressiveAccepted(
@@ -201,9 +203,9 @@ class RoundPlay:
         machine.announce_result()
         self._settling.settle_point(SettlementPoint.END_OF_ROUND, coup)
         settlements = tuple(saved.round_settlements)
-        self._ports.store.close_round(saved.round_id, "settled", summary.payload(), settlements,
-                                      saved.round_cards,
-                                      settlements_json=self._settling.settlements_json(settlements))
+        # The result's and the settlements' texts are those their log entries wrote.
+        self._ports.store.close_round(saved.round_id, "settled", summary, settlements,
+                                      saved.round_cards)
         saved.round_cards = []  # in the round's row now: no longer saved with the state
         if self._ports.progressive is not None and not saved.simulated:
             for award in self._ports.progressive.on_round_result(

@@ -2,7 +2,8 @@
 
 The amounts are the rules engine's (`RulesAdapter.settle`, `void_round`, and the seat's
 net with marked vigorish, `Settlement.seat_net_cents`); this part records them as
-`SettledWager` records, adds them to the round's record, and closes the round's row once.
+`SettledWager` records, adds them to the round's record, and closes the round's row once
+(its settlements' texts are those their log entries wrote: controller/memory/part_texts.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from controller.rules.settlement import void_round
 from controller.rules.wager import Settlement, SettlementPoint
 from controller.table.parts import TableParts
 
-_LIST_AT = len('{"settlements":')  # where a settlement entry's list begins in its JSON
-
 
 class Settling:
     """Settles the open round at each point, or closes it void with its wagers returned."""
@@ -25,38 +24,17 @@ class Settling:
     def __init__(self, parts: TableParts, vig_collection: str) -> None:
         self._saved, self._rules, self._ports, self._journal, _ = parts
         self.vig_collection = vig_collection
-        # The open round's settlements as recorded in this run, each point's with the JSON
-        # list its log entry holds (`settlements_json`).
-        self._recorded: list[tuple[tuple[ev.SettledWager, ...], str]] = []
 
     def settle_point(self, point: SettlementPoint, coup: Coup) -> None:
         """631a.9(e), 631a.12(b): what the coup settles at `point`, recorded and kept."""
         saved = self._saved
         settlements = self._settled(self._rules.settle(point, saved.wagers, coup))
         if settlements:
-            entry = self._journal.record(ev.SettledFirstFourCards(settlements)
-                                         if point is SettlementPoint.FIRST_FOUR_CARDS
-                                         else ev.SettledEndOfRound(settlements))
-            if not saved.round_settlements:
-                self._recorded = []  # another round's, or none
-            # The entry's payload is {"settlements": [...]} in canonical JSON: its list is
-            # the text the round's row stores (not encoded again at the close).
-            if tuple(entry.payload) == ("settlements",):
-                self._recorded.append((settlements, entry.payload_json[_LIST_AT:-1]))
+            self._journal.record(ev.SettledFirstFourCards(settlements)
+                                 if point is SettlementPoint.FIRST_FOUR_CARDS
+                                 else ev.SettledEndOfRound(settlements))
             saved.round_settlements.extend(settlements)
             self._journal.state_changed()  # money: its state change may be one the cards imply
-
-    def settlements_json(self, settlements: tuple[ev.SettledWager, ...]) -> str | None:
-        """The canonical JSON list of `settlements` (the open round's), from their log
-        entries' text, if this run recorded exactly them; else None (the store encodes
-        them: after a restart, or with a round's wagers returned)."""
-        recorded = [s for part, _ in self._recorded for s in part]
-        if len(recorded) != len(settlements) or any(
-                a is not b for a, b in zip(recorded, settlements, strict=True)):
-            return None
-        # canonical([*a, *b]) is canonical(a) and canonical(b) with their brackets joined.
-        items = [text[1:-1] for _, text in self._recorded if text != "[]"]
-        return f"[{','.join(items)}]"
 
     def close_unplayed(self, reason: str, section: str, *, wagers_stand: bool = False) -> None:
         """Close the open round void, every wager not yet settled returned (`section`); what
@@ -73,7 +51,7 @@ class Settling:
         settlements = (*saved.round_settlements,
                        *self._settled(void_round(saved.wagers, section, settled=settled)))
         outcome = ev.VoidOutcome(reason, wagers_stand)
-        self._ports.store.close_round(saved.round_id, "void", outcome.payload(), settlements,
+        self._ports.store.close_round(saved.round_id, "void", outcome, settlements,
                                       saved.round_cards)
         progressive = self._ports.progressive
         if progressive is not None and not saved.simulated:

@@ -100,35 +100,47 @@ class SavedState:
         versions) is read the same, and an earlier version reads these with the same
         defaults. The open round's cards are always written: their key says the round's
         cards are here (controller/memory/rounds.py, `as_read`)."""
+        # Each key is tested on the field itself before its value is made (the value saved
+        # equal to its `_OMITTED_WHEN` and of the same type), in `_OMITTED_WHEN`'s order:
+        # the text is not canonical, so its keys' order is the stored bytes' (half the
+        # function's instructions went to values made only to be left out).
+        shoe = _SHOE_DEFAULTS
         data: dict[str, Any] = {
             "shoe": {name: value for name, value in vars(self.shoe).items()
-                     if not _is_default(value, _SHOE_DEFAULTS[name])},
+                     if type(value) is not type(shoe[name]) or value != shoe[name]},
             "round_id": self.round_id, "round_no": self.round_no,
             "wagers": [wager_json(w) for w in self.wagers], "fault": self.fault,
             "resume_state": self.resume_state.value if self.resume_state else None,
             OPEN_ROUND_CARDS: self.round_cards,
         }
-        optional = {
-            "round_settlements": [s.payload() for s in self.round_settlements],
-            "progressive_seats": sorted(self.progressive_seats),
-            "faults": self.faults.to_list(),
-            "verified_in_fault": colour_name(self.verified_in_fault),
-            "out_of_order_reason": self.out_of_order_reason,
-            "pending_simulated_card": card_event_json(self.pending_simulated_card)
-            if self.pending_simulated_card else None,
-            "simulated": self.simulated,
-            "stashed_wagers": [wager_json(w) for w in self.stashed_wagers],
-            "void_after_recovery": self.void_after_recovery,
-            "void_after_recovery_section": self.void_after_recovery_section,
-            "batch_in_shuffler": colour_name(self.batch_in_shuffler),
-            "batch_shuffled": colour_name(self.batch_shuffled),
-            "batches": self.batches.to_dict() if self.batches is not None else None,
-        }
-        for name, value in optional.items():
-            # Without its book, a state's first fault is read as the only one (`from_saved`).
-            if not _is_default(value, _OMITTED_WHEN[name]) or (
-                    name == "faults" and self.fault is not None):
-                data[name] = value
+        if self.round_settlements:
+            data["round_settlements"] = [s.payload() for s in self.round_settlements]
+        if self.progressive_seats:
+            data["progressive_seats"] = sorted(self.progressive_seats)
+        faults = self.faults.to_list()
+        # Without its book, a state's first fault is read as the only one (`from_saved`).
+        if faults or self.fault is not None:
+            data["faults"] = faults
+        if self.verified_in_fault is not None:
+            data["verified_in_fault"] = colour_name(self.verified_in_fault)
+        if _not_empty(self.out_of_order_reason):
+            data["out_of_order_reason"] = self.out_of_order_reason
+        if self.pending_simulated_card:
+            data["pending_simulated_card"] = card_event_json(self.pending_simulated_card)
+        if self.simulated is not False:
+            data["simulated"] = self.simulated
+        if self.stashed_wagers:
+            data["stashed_wagers"] = [wager_json(w) for w in self.stashed_wagers]
+        if _not_empty(self.void_after_recovery):
+            data["void_after_recovery"] = self.void_after_recovery
+        if _not_empty(self.void_after_recovery_section):
+            data["void_after_recovery_section"] = self.void_after_recovery_section
+        if self.batch_in_shuffler is not None:
+            data["batch_in_shuffler"] = colour_name(self.batch_in_shuffler)
+        if self.batch_shuffled is not None:
+            data["batch_shuffled"] = colour_name(self.batch_shuffled)
+        if self.batches is not None:
+            data["batches"] = self.batches.to_dict()
         return data
 
     @classmethod
@@ -161,6 +173,7 @@ class SavedState:
 
 _SHOE_DEFAULTS: dict[str, Any] = vars(ShoeProgress())
 # The saved keys `from_json` reads with a default, and that default as saved.
+# (tests/controller/test_saved_state.py checks `to_json` against it.)
 _OMITTED_WHEN: dict[str, Any] = {
     "round_settlements": [], "progressive_seats": [], "faults": [], "verified_in_fault": None,
     "out_of_order_reason": "", "pending_simulated_card": None, "simulated": False,
@@ -169,9 +182,9 @@ _OMITTED_WHEN: dict[str, Any] = {
 }
 
 
-def _is_default(value: Any, default: Any) -> bool:
-    """Equal and of the same type (0 is not False, nor 0 None)."""
-    return type(value) is type(default) and value == default
+def _not_empty(text: Any) -> bool:
+    """Not the default "" (equal and of the same type: `_OMITTED_WHEN`)."""
+    return type(text) is not str or text != ""
 
 
 def wager_json(wager: PlacedWager) -> dict[str, Any]:

@@ -287,6 +287,43 @@ def test_the_saved_state_leaves_out_defaults_and_reads_back_equal_as_an_older_sa
     assert (faulted.to_json()["simulated"], faulted.to_json()["progressive_seats"]) == (True, [4])
 
 
+def test_each_optional_key_is_saved_exactly_when_its_value_is_not_its_default_in_order():
+    """Issue 31: `to_json` tests each field before making its value; the keys it writes, and
+    their order (the saved text is not canonical: its order is the stored bytes'), are those
+    whose saved value differs in value or type from `_OMITTED_WHEN`'s."""
+    from controller.faults import FaultBook, HeldFault
+    from controller.events.records import SettledWager
+    from controller.rules.settlement import PlacedWager
+    from controller.table.state import _OMITTED_WHEN, ShoeProgress
+
+    settled = SettledWager(1, "tie", 500, "lose", "0", 0, 0, 0, -500, "Tie loses", "631a.12")
+    every = SavedState(
+        shoe=ShoeProgress(shoe_no=2, cover_card_misplaced="late"), round_settlements=[settled],
+        progressive_seats=frozenset({3, 1}), fault={"device": "shoe", "code": "jam"},
+        faults=FaultBook([HeldFault("shoe", "jam", "", "")]),
+        verified_in_fault=BackColour.BLUE, out_of_order_reason="tamper",
+        pending_simulated_card=CardDrawn("shoe", 4, Card.parse("K♥"), BackColour.RED, True),
+        simulated=True, stashed_wagers=[PlacedWager(2, "banker", 500)],
+        void_after_recovery="void", void_after_recovery_section="631a.15(e)",
+        batch_in_shuffler=BackColour.RED, batch_shuffled=BackColour.BLUE,
+        batches=BatchTracker(BackColour.RED, BackColour.BLUE))
+    fault_only = SavedState(fault={"device": "shoe", "code": "jam"}, faults=FaultBook())
+    for state in (every, fault_only, SavedState()):
+        full = _full_json(state)
+        required = ["shoe", "round_id", "round_no", "wagers", "fault", "resume_state",
+                    "round_cards"]
+        expected = required + [
+            name for name, default in _OMITTED_WHEN.items()
+            if not (type(full[name]) is type(default) and full[name] == default)
+            or (name == "faults" and state.fault is not None)]
+        saved = state.to_json()
+        assert list(saved) == expected
+        assert saved == {name: full[name] for name in expected} | {"shoe": saved["shoe"]}
+    assert list(every.to_json()) == ["shoe", "round_id", "round_no", "wagers", "fault",
+                                     "resume_state", "round_cards", *_OMITTED_WHEN]
+    assert every.to_json()["shoe"] == {"shoe_no": 2, "cover_card_misplaced": "late"}
+
+
 def test_the_state_encoder_gives_the_text_json_gives():
     """schema.state_json: json's own C encoder built once, without its circular check; the
     same text as the encoder it stands for."""
@@ -301,9 +338,10 @@ def test_the_state_encoder_gives_the_text_json_gives():
 
 
 def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(tmp_path):
-    """Issue 31: the round's row takes its settlements' JSON from their log entries (the
-    first four cards' and the round's end, joined), not encoded a third time: the same
-    text as encoding them, for rounds settled at one point and at two."""
+    """Issue 31: the round's row takes its settlements' JSON from the texts their log
+    entries wrote (the first four cards' and the round's end, joined; controller/memory/
+    part_texts.py), not encoded a third time: the same text as encoding them, for rounds
+    settled at one point and at two."""
     import json
 
     from controller.memory.critical import canonical
@@ -312,10 +350,6 @@ def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(
         perfect_pairs_player={"paytable": "A", "min_cents": 500, "max_cents": 50000}))
     store = Store(tmp_path / "table.sqlite")
     table = table_for(store, rules)
-    given: list[str | None] = []
-    close = store.close_round
-    store.close_round = lambda *args, **kw: (  # type: ignore[method-assign]
-        given.append(kw.get("settlements_json")), close(*args, **kw))[1]
     betting_open(table, ("2♠", "5♣", "5♣"))
     deck = [Card(rank, suit) for rank in Rank for suit in Suit] * 8
     random.Random(31).shuffle(deck)
@@ -329,11 +363,12 @@ def test_a_rounds_row_holds_its_settlements_as_their_entries_give_them_631a_9_e(
             table.handle(CardDrawn("shoe", index, deck[index], BackColour.RED, False))
             index += 1
     rows = store._db.execute("SELECT round_id, settlements FROM rounds ORDER BY round_id")
-    for round_id, text in rows.fetchall():
+    closed = rows.fetchall()
+    assert len(closed) == 6
+    for round_id, text in closed:
         logged = [s for kind in ("settled_first_four_cards", "settled_end_of_round")
                   for e in store.events(kind=kind) if e.round_id == round_id
                   for s in e.payload["settlements"]]
         assert text == canonical(logged)
         assert len(json.loads(text)) == 1 + (round_id % 2 == 0)  # the pair wager's rounds
-    assert len(given) == 6 and None not in given
     store.close()
