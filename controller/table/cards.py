@@ -47,8 +47,9 @@ class CardRouting:
         # A gap cannot change it: lost cards count as burned only once the first is known.
         first_known = shoe.burn_expected is not None
         expected = expected_card_index(shoe.last_card_index, phase, first_card_known=first_known)
+        # The card expected (nearly every card) is no gap: `lost_cards` would say None.
         lost = lost_cards(expected, event.index, phase, round_open=self._rounds.in_play) \
-            if expected is not None else None
+            if expected is not None and event.index != expected else None
         shoe.last_card_index = event.index
         shoe.cards_drawn += 1
         if lost is not None:
