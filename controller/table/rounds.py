@@ -114,7 +114,7 @@ class RoundPlay:
         slot = coup.place(event.card)
         hand = hand_of(slot)  # the same words as `tablectl simulate`
         # `_name_`: the member's name as stored (`name` is a Python-level property).
-        dealt = ev.CardDealt(event.index, event.card, hand, slot._name_.lower(), event.back)
+        dealt = ev.CardDealt.of(event.index, event.card, hand, slot._name_.lower(), event.back)
         self._saved.round_cards.append(dealt.round_card())
         self._journal.record(dealt, device=event.device)
         if machine.state is _NO_MORE_BETS:
