@@ -64,8 +64,7 @@ log = structlog.get_logger("store")
 _new_event = partial(tuple.__new__, Event)
 _INSERT = ("INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash,"
            " hash) VALUES (?,?,?,?,?,?,?,?,?)")
-_INSERT_NO_DEVICE = ("INSERT INTO events(seq, at, kind, severity, device, round_id, payload,"
-                     " prev_hash, hash) VALUES (?,?,?,?,NULL,?,?,?,?)")
+_INSERT_NO_DEVICE = _INSERT.replace("(?,?,?,?,?,", "(?,?,?,?,NULL,")  # device: the fifth
 
 
 class Store:
