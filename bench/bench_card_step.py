@@ -10,7 +10,8 @@ its log entries, row digests and seal, the saved state) and the lines the contro
 socket sends two caught-up subscribers (`ControlServer.publish`, then what
 `EventStreams.serve` writes), in the thread's own CPU time, which a busy machine
 inflates far less than wall-clock time. Only cards decided inside a round are counted (those
-answered by a "deal" prompt), not the round's last card, which settles and flushes.
+answered by a "deal" prompt), not the round's last card, which settles and flushes. Garbage
+is collected as the daemon collects it (controller/collector.py): between rounds.
 
 The same-run reference is the floor of any step: one transaction of one small row
 in a store with the same settings (WAL, synchronous=NORMAL, unflushed), so the
@@ -38,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import header, pi4  # noqa: E402
 from cards import BackColour, Card, Rank, Suit  # noqa: E402
+from controller.collector import RoundCollector  # noqa: E402
 from controller.config import load_config  # noqa: E402
 from controller.control import ControlServer  # noqa: E402
 from controller.memory.lifecycle import init_store  # noqa: E402
@@ -86,6 +88,10 @@ def card_steps(folder: Path, seed: int, counted: frozenset[int] | None = None
         table.handle(draw())
     sent = [0] * SUBSCRIBERS
     _stream(server, sent)
+    # The daemon's garbage collection (controller/collector.py): what start-up built frozen,
+    # young collections between rounds, not in a card's step.
+    collector = RoundCollector()
+    collector.start()
     samples: list[int] = []
     decided: list[int] = []
     while table.state is TableState.BETTING_OPEN and len(deck) - table.shoe.cards_drawn > 12:
@@ -110,6 +116,8 @@ def card_steps(folder: Path, seed: int, counted: frozenset[int] | None = None
                 samples.append(spent)
                 decided.append(event.index)
         _stream(server, sent)
+        collector.between_rounds(table.state)
+    collector.stop()
     store.close()
     return samples, decided
 

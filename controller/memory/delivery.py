@@ -185,9 +185,11 @@ class Delivery:
                 self._loop.call_soon(self._start_flush)
             return
         self._give_out(events)
-        if seal is not None:  # after the report: waking the anchor's thread does not delay it
-            self._durability.committed(seal, durable=flushed)
         if seal is not None and flushed:
+            # After the report: waking the anchor's thread does not delay it. Only a durable
+            # commit moves the anchor (`Durability.committed`): a grouped one (a card's) has
+            # nothing to hand over.
+            self._durability.committed(seal, durable=True)
             # After the step's report: the witness's digest of the money (a few reads and a
             # hash) is not in front of a lock-out or a settlement. Nothing has written since
             # the commit, so it reads the state the seal covers.

@@ -216,12 +216,14 @@ def reseal(db: sqlite3.Connection, key: bytes, *, last_commit_no: int | None = N
     seq, mac = head if head is not None else log_head(db)
     if table_digests is None:
         table_digests = digests(db)
-    seal = _new_seal((commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests,
-                                                    digests_text=digests_text)))
+    values = (commit_no, seq, mac, seal_mac(key, commit_no, seq, mac, table_digests,
+                                            digests_text=digests_text))
+    seal = _new_seal(values)
     write = (writes or db).execute
     # The row the caller committed is updated in place (every step but a store's first);
-    # otherwise, or if it is gone, it is written whole.
-    if not known_row or write(_SEAL_UPDATE, seal).rowcount != 1:
+    # otherwise, or if it is gone, it is written whole. Bound from the plain tuple: sqlite3
+    # reads a tuple's items directly, a subclass's through the sequence protocol.
+    if not known_row or write(_SEAL_UPDATE, values).rowcount != 1:
         write("INSERT INTO critical_seal(id, commit_no, log_seq, log_mac, mac) VALUES (1,?,?,?,?)"
               " ON CONFLICT(id) DO UPDATE SET commit_no = excluded.commit_no,"
               " log_seq = excluded.log_seq, log_mac = excluded.log_mac, mac = excluded.mac", seal)

@@ -58,6 +58,7 @@ class Durability:
             raise ValueError(f"anchor_interval_s = {anchor_interval_s}: must be >= 0")
         self._anchor_interval_s = anchor_interval_s
         self._db = db
+        self._commits = db.cursor()  # COMMIT on a kept cursor: Connection.execute makes one
         self._path = path
         self._key = key
         self._paths = paths
@@ -84,7 +85,7 @@ class Durability:
 
     def commit(self, flush: bool) -> bool:
         """COMMIT, flushed or grouped; returns whether this commit is durable."""
-        self._db.execute("COMMIT")
+        self._commits.execute("COMMIT")
         self._commits_since_checkpoint += 1
         if flush:
             self.flush_now()

@@ -89,6 +89,11 @@ class NextCard(enum.Enum):
 
 _HANDS = {slot.name: None if slot is NextCard.NONE else Hand.PLAYER
           if slot.name.startswith("PLAYER") else Hand.BANKER for slot in NextCard}
+# Members the coup compares with at every card, as module names: in Python 3.11 an
+# attribute of an Enum class goes through its metaclass's __getattr__ hook (several hundred
+# instructions), a module name is a dictionary read.
+_NONE, _PLAYER, _PLAYER_THIRD, _BANKER_THIRD = (NextCard.NONE, Hand.PLAYER, NextCard.PLAYER_THIRD,
+                                                NextCard.BANKER_THIRD)
 # 631a.9(c): first and third cards to the Player, second and fourth to the Banker.
 _FIRST_FOUR = (NextCard.PLAYER_FIRST, NextCard.BANKER_FIRST, NextCard.PLAYER_SECOND,
                NextCard.BANKER_SECOND)
@@ -141,12 +146,12 @@ class BaccaratCoup:
             return _FIRST_FOUR[dealt]
         p2, b2 = point_count(self.player[:2]), point_count(self.banker[:2])
         if len(self.player) == 2 and len(self.banker) == 2 and player_draws(p2, b2):
-            return NextCard.PLAYER_THIRD
+            return _PLAYER_THIRD
         if len(self.banker) == 2:
             player_third = self.player[2] if len(self.player) == 3 else None
             if banker_draws(b2, p2, player_third):
-                return NextCard.BANKER_THIRD
-        return NextCard.NONE
+                return _BANKER_THIRD
+        return _NONE
 
     @property
     def initial_cards_complete(self) -> bool:
@@ -155,14 +160,14 @@ class BaccaratCoup:
 
     @property
     def complete(self) -> bool:
-        return self.next_card() is NextCard.NONE
+        return self.next_card() is _NONE
 
     def place(self, card: Card) -> NextCard:
         """Place the card the rules call for; returns which slot it filled."""
         slot = self.next_card()
-        if slot is NextCard.NONE:
+        if slot is _NONE:
             raise ValueError("the coup is complete: 631a.10(c) allows no further card")
-        (self.player if slot.hand is Hand.PLAYER else self.banker).append(card)
+        (self.player if slot.hand is _PLAYER else self.banker).append(card)
         return slot
 
     def round_view(self) -> RoundView:

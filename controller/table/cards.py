@@ -21,6 +21,15 @@ from controller.table.rounds import RoundPlay
 from drivers.protocols import CardDrawn, CoverCardDrawn
 
 _new_facts = partial(tuple.__new__, CardFacts)
+# Members every card compares with, as module names: in Python 3.11 an attribute of an Enum
+# class goes through its metaclass's __getattr__ hook (several hundred instructions), a module
+# name is a dictionary read.
+_BURN, _BETTING_OPEN, _NO_MORE_BETS, _DEVICE_FAULT = (
+    TableState.BURN, TableState.BETTING_OPEN, TableState.NO_MORE_BETS, TableState.DEVICE_FAULT)
+_BURN_PHASE, _BETTING, _LOCKED, _SIMULATED, _DEALING, _FAULT, _OUT_OF_PLAY = (
+    Phase.BURN, Phase.BETTING, Phase.LOCKED, Phase.SIMULATED, Phase.DEALING, Phase.FAULT,
+    Phase.OUT_OF_PLAY)
+_DEAL = Disposition.DEAL
 assert CardFacts._fields == ("face_up", "twenty_one", "dealer_burn_due", "after_completed_round",
                              "hand_of_17", "undisclosed_discard_due"), "_card_facts' order"
 
@@ -38,8 +47,9 @@ class CardRouting:
         # A gap cannot change it: lost cards count as burned only once the first is known.
         first_known = shoe.burn_expected is not None
         expected = expected_card_index(shoe.last_card_index, phase, first_card_known=first_known)
+        # The card expected (nearly every card) is no gap: `lost_cards` would say None.
         lost = lost_cards(expected, event.index, phase, round_open=self._rounds.in_play) \
-            if expected is not None else None
+            if expected is not None and event.index != expected else None
         shoe.last_card_index = event.index
         shoe.cards_drawn += 1
         if lost is not None:
@@ -51,9 +61,10 @@ class CardRouting:
             self._end_shoe_without_its_first_card(event)
             return
         ruling = card_ruling(phase, self._card_facts(event))
-        match ruling.disposition:  # a round's card first: nearly every card is one
-            case Disposition.DEAL:
-                self._rounds.play_card(event)
+        if ruling.disposition is _DEAL:  # a round's card: nearly every card is one
+            self._rounds.play_card(event)
+            return
+        match ruling.disposition:
             case Disposition.BURN:
                 self._on_burn_card(event)
             case Disposition.SIMULATED_ROUND:
@@ -90,17 +101,17 @@ class CardRouting:
     def _phase(self) -> Phase:
         """Where the table stands, in the terms of the dealing procedure's deciders."""
         state = self._machine.state
-        if state is TableState.BURN:
-            return Phase.BURN
-        if state is TableState.BETTING_OPEN:
-            return Phase.BETTING
-        if state is TableState.NO_MORE_BETS:
-            return Phase.LOCKED
+        if state is _BURN:
+            return _BURN_PHASE
+        if state is _BETTING_OPEN:
+            return _BETTING
+        if state is _NO_MORE_BETS:
+            return _LOCKED
         if state in ROUND_IN_PLAY:
-            return Phase.SIMULATED if self._saved.simulated else Phase.DEALING
-        if state is TableState.DEVICE_FAULT:
-            return Phase.FAULT
-        return Phase.OUT_OF_PLAY
+            return _SIMULATED if self._saved.simulated else _DEALING
+        if state is _DEVICE_FAULT:
+            return _FAULT
+        return _OUT_OF_PLAY
 
     def _card_facts(self, event: CardDrawn) -> CardFacts:
         shoe = self._saved.shoe

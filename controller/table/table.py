@@ -56,6 +56,10 @@ if TYPE_CHECKING:
     from controller.faults import FaultBook
     from controller.progressive.ledger import Award
 
+# Read at every device event, as module names: in Python 3.11 an attribute of an Enum class
+# goes through its metaclass's __getattr__ hook (several hundred instructions).
+_OUT_OF_ORDER, _DEVICE_FAULT = TableState.OUT_OF_ORDER, TableState.DEVICE_FAULT
+
 
 class Table:
     """Owns the table's state machine, the round in progress and their durable record."""
@@ -316,7 +320,7 @@ class Table:
 
     def handle(self, event: DeviceEvent) -> None:
         """Apply one device event as one step. Called only from the event loop's thread."""
-        if self.state is TableState.OUT_OF_ORDER:
+        if self.state is _OUT_OF_ORDER:
             with self._step():
                 self.journal.record(sr.EventIgnoredOutOfOrder(type(event).__name__))
             return
@@ -336,7 +340,7 @@ class Table:
             case CardDrawn():
                 # A card during a fault is handled whatever its back (the round is voided).
                 fault = (self.batch_checks.card_fault(event)
-                         if self.state is not TableState.DEVICE_FAULT else None)
+                         if self.state is not _DEVICE_FAULT else None)
                 if fault is not None:
                     self.fault_handling.on_fault(fault)
                 else:
