@@ -1,7 +1,7 @@
 """Critical memory: the keyed MACs that make the store tamper-evident, and their check.
 This module is the one name its users import (`from controller.memory import critical`);
 each part lives in a module of its own: macs, digests (and the seal), anchor, keys,
-errors and check.
+errors, check and chain.
 
 Design (docs/architecture.md, "Critical memory"):
 
@@ -36,13 +36,12 @@ from controller.memory.anchor import (
     replace_durably,
     write_anchor,
 )
+from controller.memory.chain import PARALLEL_CHAIN_ENTRIES, verify_chain
 from controller.memory.check import (
-    PARALLEL_CHAIN_ENTRIES,
     Verified,
     as_mapping,
     checkpoint_value,
     reason_text,
-    verify_chain,
     verify_store,
 )
 from controller.memory.digests import (
