@@ -2,24 +2,20 @@
 entry linked to the one before it (docs/architecture.md, "Critical memory"). A long stretch
 is split into ranges checked at once by worker processes of their own (`ChainRun`).
 
-A worker is a fresh interpreter that imports this module and what it needs (sqlite3, the
-MACs, the errors: about 40 ms), not a multiprocessing child: one of those imports its
-parent's main module again, which in the daemon's check is the whole daemon (0.3-0.5 s of
-CPU here before the first entry is read, and again for every worker).
+A worker is a fresh interpreter (controller/fresh_process.py) that imports this module and
+what it needs (sqlite3, the MACs, the errors: 0.05 s of CPU here), not a multiprocessing
+child, which imported the whole daemon again before it read an entry.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
-import pickle
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from controller.fresh_process import FreshProcess
 from controller.memory.errors import ACTION_TAMPER, IntegrityError
 from controller.memory.macs import KNOWN_JSON_STRINGS, json_string, known_json_string, mac_pads
 
@@ -30,10 +26,6 @@ beside it, so every range checks alone, and the ranges' joins are checked after.
 
 _ROWS = ("SELECT seq, at, kind, severity, device, round_id, payload, prev_hash, hash"
          " FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq")
-# The worker's own start: the parent's import path first (as multiprocessing gives its
-# children), so a daemon run from a source tree finds this module as its parent did.
-_WORKER = ("import sys, json; sys.path[:] = json.loads(sys.stdin.readline()); "
-           "from controller.memory.chain import _serve; _serve()")
 
 
 def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
@@ -59,7 +51,7 @@ class ChainRun:
     def __init__(self, db: sqlite3.Connection, key: bytes, start: int, prev: str, end: int,
                  workers: int) -> None:
         self._db, self._key, self._start, self._prev, self._end = db, key, start, prev, end
-        self._workers: list[subprocess.Popen[bytes]] = []
+        self._workers: list[FreshProcess] = []
         if workers > 1 and end - start + 1 >= PARALLEL_CHAIN_ENTRIES and sys.executable:
             path = db.execute("PRAGMA database_list").fetchone()[2]
             if path:  # not an in-memory store, which no other process can see
@@ -68,92 +60,52 @@ class ChainRun:
     def _start_workers(self, path: str, workers: int) -> None:
         start, end = self._start, self._end
         bounds = [start + (end - start + 1) * n // workers for n in range(workers + 1)]
-        ranges = [(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
         try:
-            for lo, hi in ranges:
-                worker = subprocess.Popen([sys.executable, "-c", _WORKER],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                self._workers.append(worker)
-                # The key goes through the pipe, never the command line others can read.
-                request = {"db": path, "key": self._key.hex(), "lo": lo, "hi": hi,
-                           "prev": self._prev if lo == start else None}
-                assert worker.stdin is not None
-                worker.stdin.write(f"{json.dumps(sys.path)}\n{json.dumps(request)}\n".encode())
-                worker.stdin.close()
+            for lo, hi in zip(bounds, bounds[1:]):
+                if lo < hi:
+                    self._workers.append(FreshProcess(
+                        "controller.memory.chain:check_range", path, self._key, lo, hi - 1,
+                        self._prev if lo == start else None))
         except OSError:  # no processes to be had here (limits): one pass in `result`
             self.stop()
 
     def result(self, progress: Callable[[int], None] | None = None) -> int:
         """The entries checked; the first failure in log order raised as IntegrityError
         (or what a worker's check raised otherwise, such as a damaged file's error)."""
-        outcomes = [_outcome(worker) for worker in self._workers]
-        self._workers = []
-        if not outcomes or any(outcome is None for outcome in outcomes):
-            # Single pass: a short stretch, or a worker that died without an answer.
+        workers, self._workers = self._workers, []
+        try:
+            # In log order: a range's failure is raised before any later range's.
+            return sum(worker.result() for worker in workers) if workers else (
+                _check_range(self._db, self._key, self._start, self._prev, self._end,
+                             progress))
+        except ChildProcessError:  # a worker died without an answer: one pass here
             return _check_range(self._db, self._key, self._start, self._prev, self._end,
                                 progress)
-        count = 0
-        for outcome in outcomes:  # in log order
-            assert outcome is not None
-            if outcome[0] == "failed":
-                raise IntegrityError(*outcome[1:])
-            if outcome[0] == "raised":
-                raise outcome[1]
-            count += outcome[1]
-        return count
+        finally:
+            for worker in workers:
+                worker.stop()
 
     def stop(self) -> None:
         for worker in self._workers:
-            worker.kill()
-            worker.wait()
-            if worker.stdout is not None:
-                worker.stdout.close()
+            worker.stop()
         self._workers = []
 
 
-def _outcome(worker: subprocess.Popen[bytes]) -> tuple[Any, ...] | None:
-    """A worker's answer (its own pickle, through its pipe), or None if it gave none."""
-    assert worker.stdout is not None
-    with worker.stdout:
-        answer = worker.stdout.read()
-    worker.wait()
+def check_range(path: str, key: bytes, lo: int, hi: int, prev: str | None) -> int:
+    """A worker's range (`ChainRun`), in its own process on a read-only connection of its
+    own: entries `lo` to `hi`, the first linked to `prev` or (None) to the entry before it
+    as stored, which that entry's own range checks."""
+    db = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True)
     try:
-        outcome: tuple[Any, ...] = pickle.loads(answer)
-    except Exception:  # no answer or a cut one: the worker died (killed, out of memory)
-        return None
-    return outcome
-
-
-def _serve() -> None:
-    """A worker process's body (`_WORKER`): one range of a parallel check, its entries `lo`
-    to `hi`, the first linked to `prev` or (None) to the entry before it as stored, which
-    that entry's own range checks. Answers ("ok", count), ("failed", check, detail,
-    action) (an IntegrityError does not pickle) or ("raised", exception)."""
-    request = json.loads(sys.stdin.readline())
-    lo, hi, prev = int(request["lo"]), int(request["hi"]), request["prev"]
-    outcome: tuple[Any, ...]
-    try:
-        db = sqlite3.connect(f"{Path(request['db']).as_uri()}?mode=ro", uri=True)
-        try:
-            if prev is None:
-                row = db.execute("SELECT hash FROM events WHERE seq = ?", (lo - 1,)).fetchone()
-                if row is None:
-                    raise IntegrityError("event chain", f"entry {lo - 1} is missing (next "
-                                         f"present entry is {lo})", ACTION_TAMPER)
-                prev = str(row[0])
-            outcome = ("ok", _check_range(db, bytes.fromhex(request["key"]), lo, prev, hi))
-        finally:
-            db.close()
-    except IntegrityError as exc:
-        outcome = ("failed", exc.check, exc.detail, exc.action)
-    except Exception as exc:  # raised in the parent as a single pass would raise it
-        try:
-            pickle.dumps(exc)
-        except Exception:
-            exc = RuntimeError(f"the chain's worker failed: {exc!r}")
-        outcome = ("raised", exc)
-    sys.stdout.buffer.write(pickle.dumps(outcome))
-    sys.stdout.flush()
+        if prev is None:
+            row = db.execute("SELECT hash FROM events WHERE seq = ?", (lo - 1,)).fetchone()
+            if row is None:
+                raise IntegrityError("event chain", f"entry {lo - 1} is missing (next present "
+                                     f"entry is {lo})", ACTION_TAMPER)
+            prev = str(row[0])
+        return _check_range(db, key, lo, prev, hi)
+    finally:
+        db.close()
 
 
 def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end: int,

@@ -15,8 +15,17 @@ from typing import Any
 
 from controller.memory.anchor import read_anchor
 from controller.memory.chain import ChainRun
-from controller.memory.digests import _sealed_rows, _trigger_sql, digests, log_head, table_columns, Seal
-from controller.memory.errors import IntegrityError
+from controller.memory.digests import (
+    Seal,
+    _sealed_rows,
+    _trigger_sql,
+    digests,
+    install_functions,
+    log_head,
+    table_columns,
+)
+from controller.memory.errors import IntegrityError, unusable
+from controller.memory.keys import CriticalPaths
 from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
 
 
@@ -183,6 +192,30 @@ def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:
 
 def checkpoint_value(key: bytes, seq: int, mac: str) -> str:
     return canonical({"seq": seq, "mac": mac, "tag": checkpoint_mac(key, seq, mac)})
+
+
+def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
+                full: bool, progress: Callable[[int], None] | None = None,
+                workers: int = 1) -> Verified:
+    """The same check on a connection of its own (read-only, one snapshot): for the
+    daemon's full verification in a worker thread or a process of its own (controller/
+    offload.py, which starts that process with this module's imports only) and for offline
+    `tablectl` (which checks a copy, so messages name `paths.store`, the original)."""
+    uri = f"file:{Path(store_path).absolute()}?mode=ro"
+    shown = paths.store if paths is not None else Path(store_path)
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    except sqlite3.DatabaseError as exc:
+        raise unusable(shown, exc) from None
+    try:
+        install_functions(db, key)
+        db.execute("BEGIN")  # one read snapshot for the whole check
+        return verify_store(db, key, anchor_path=paths.anchor if paths else None,
+                            full=full, progress=progress, workers=workers)
+    except sqlite3.DatabaseError as exc:
+        raise unusable(shown, exc) from None
+    finally:
+        db.close()
 
 
 def reason_text(exc: IntegrityError) -> str:

@@ -42,6 +42,7 @@ from controller.memory.check import (
     as_mapping,
     checkpoint_value,
     reason_text,
+    verify_file,
     verify_store,
 )
 from controller.memory.digests import (
@@ -98,5 +99,5 @@ __all__ = [
     "install_functions", "key_id", "load_key", "log_head", "mac_of", "protect",
     "read_anchor", "reason_text", "replace_durably", "reseal", "row_mac", "seal_mac",
     "seal_material", "settled_prefix", "table_columns", "unusable", "verify_chain",
-    "verify_store", "write_anchor",
+    "verify_file", "verify_store", "write_anchor",
 ]
