@@ -14,8 +14,9 @@ thread doing that holds on to the GIL closely enough to keep the event loop
 waiting hundreds of milliseconds (bench/bench_control.py measured 365 ms on a
 1M-entry log with two threads; under 100 ms in a child process). A short log is
 checked in a worker thread: the whole check then takes less than a child's start
-(a fresh interpreter importing the daemon, about 0.4 s of CPU here and 2-3 s on a
-Pi 4, at every start of the daemon), so it can stall the loop for less than that.
+(a fresh interpreter importing the check's modules, controller/fresh_process.py: about
+0.11 s of CPU here, and before issue 31 a multiprocessing child that imported the whole
+daemon again, 0.3-0.4 s), so it can stall the loop for less than that.
 """
 
 from __future__ import annotations
