@@ -14,19 +14,19 @@ thread doing that holds on to the GIL closely enough to keep the event loop
 waiting hundreds of milliseconds (bench/bench_control.py measured 365 ms on a
 1M-entry log with two threads; under 100 ms in a child process). A short log is
 checked in a worker thread: the whole check then takes less than a child's start
-(a fresh interpreter importing the daemon, about 0.4 s of CPU here and 2-3 s on a
-Pi 4, at every start of the daemon), so it can stall the loop for less than that.
+(a fresh interpreter importing the check's modules, controller/fresh_process.py: about
+0.11 s of CPU here, and before issue 31 a multiprocessing child that imported the whole
+daemon again, 0.3-0.4 s), so it can stall the loop for less than that.
 """
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
+from controller.fresh_process import FreshProcess
 from controller.memory.store import Store
 
 T = TypeVar("T")
@@ -58,28 +58,25 @@ class StoreWork:
             reader.close()
 
     async def verify_file(self, store_path: str, key: bytes, paths: Any, *, full: bool) -> Any:
-        """controller.memory.lifecycle.verify_file in a child process of its own (in a
-        worker thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is
-        raised here as if the check had run in this process."""
+        """controller.memory.check.verify_file in a child process of its own (in a worker
+        thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is raised
+        here as if the check had run in this process."""
         if self._store.log_seq <= IN_THREAD_ENTRIES:
-            from controller.memory.lifecycle import verify_file
+            from controller.memory.check import verify_file
 
             async with self._slots:
                 return await asyncio.to_thread(verify_file, store_path, key, paths, full=full)
         async with self._slots:
-            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            # Every core: a full check holds the table at start (Daemon._check_history), and
+            # a daily one runs at a quiet hour. Starting and joining a process blocks its
+            # caller: a worker thread does both.
+            child = await asyncio.to_thread(
+                FreshProcess, "controller.memory.check:verify_file", store_path, key, paths,
+                full=full, workers=os.cpu_count() or 1)
             try:
-                # Starting and joining a process blocks its caller: a worker thread does both.
-                future = await asyncio.to_thread(pool.submit, _verify_in_child, store_path, key,
-                                                 paths, full)
-                outcome = await asyncio.wrap_future(future)
+                return await asyncio.to_thread(child.result)  # its IntegrityError raised here
             finally:
-                await asyncio.to_thread(pool.shutdown)
-        if outcome[0] == "failed":
-            from controller.memory.critical import IntegrityError
-
-            raise IntegrityError(*outcome[1:])
-        return outcome[1]
+                child.stop()  # answered: nothing to do; else nobody waits for its answer now
 
     async def once(self, key: Hashable, start: Callable[[], Awaitable[T]]) -> T:
         """`start()`'s result; callers arriving while a run for the same `key` is under way
@@ -94,18 +91,3 @@ class StoreWork:
         self._running.pop(key, None)
         if not done.cancelled():
             done.exception()  # retrieved: a failure is reported to every waiting caller
-
-
-def _verify_in_child(store_path: str, key: bytes, paths: Any, full: bool) -> tuple[Any, ...]:
-    """Runs in the child: an IntegrityError does not survive pickling, so it travels as
-    its parts."""
-    from controller.memory.critical import IntegrityError
-    from controller.memory.lifecycle import verify_file
-
-    try:
-        # Every core: a full check holds the table at start (Daemon._check_history), and
-        # a daily one runs at a quiet hour.
-        return ("ok", verify_file(store_path, key, paths, full=full,
-                                  workers=os.cpu_count() or 1))
-    except IntegrityError as exc:
-        return ("failed", exc.check, exc.detail, exc.action)

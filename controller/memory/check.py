@@ -1,7 +1,7 @@
 """The one check of critical memory (`verify_store`): the key, the seal, the anchor, the
 log's head, every protected table's digest and the log's chain; the same call serves boot,
-`tablectl events verify` and the daily full check. The chain's check may use several
-processes (`verify_chain`)."""
+`tablectl events verify` and the daily full check. The chain's check (controller/memory/
+chain.py) may use several processes, which check the log while this one checks the tables."""
 
 from __future__ import annotations
 
@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from controller.memory.anchor import read_anchor
-from controller.memory.digests import _sealed_rows, _trigger_sql, digests, log_head, table_columns, Seal
-from controller.memory.errors import ACTION_TAMPER, IntegrityError
-from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, entry_mac, key_id, seal_mac
+from controller.memory.chain import ChainRun
+from controller.memory.digests import (
+    Seal,
+    _sealed_rows,
+    _trigger_sql,
+    digests,
+    install_functions,
+    log_head,
+    table_columns,
+)
+from controller.memory.errors import IntegrityError, unusable
+from controller.memory.keys import CriticalPaths
+from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,52 +108,71 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     if head_mac != seal.log_mac:
         raise IntegrityError("event log", f"the last entry, {head_seq}, is not the one sealed "
                              "(its MAC differs): the log was rewritten")
+    # The chain's workers start here, so that the protected tables are checked while they
+    # run; their outcome is taken in its turn below, after the tables' (`ChainRun`). The
+    # checkpoint's own failure, too, is raised in its turn.
+    start, prev, checkpoint_failure = 1, GENESIS_MAC, None
+    if not full:
+        try:
+            start, prev = _checkpoint(db, key)
+        except IntegrityError as exc:
+            checkpoint_failure = exc
+    chain = checkpoint_failure is None and (
+        chain_limit is None or full or head_seq - start + 1 <= chain_limit)
     triggers: dict[str, list[str]] = {}
     for table, sql in db.execute("SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
                                  " AND name LIKE 'cm\\_%' ESCAPE '\\' ORDER BY sql"):
         triggers.setdefault(str(table), []).append(str(sql))
-    state_rows = 0
-    settled: dict[str, dict[str, Any]] = {}
-    for name, columns_json, rows, acc in sealed:
-        if name not in tables:
-            raise IntegrityError(f"table {name}", f"the table is missing (dropped); it held "
-                                 f"{rows} rows")
-        columns = json.loads(columns_json)
-        if table_columns(db, name) != columns:
-            raise IntegrityError(f"table {name}", "its columns differ from the sealed ones")
-        found, found_acc, prefix = _sealed_rows(db, key, name, columns, full)
-        if prefix is not None:
-            settled[name] = prefix
-        state_rows += found
-        if found != rows:
-            raise IntegrityError(f"table {name}", f"{rows} rows sealed, {found} found (rows "
-                                 "deleted or inserted)")
-        if found_acc != acc:
-            raise IntegrityError(f"table {name}", "a row differs from what was sealed "
-                                 "(edited without the key)")
+    run = ChainRun(db, key, start, prev, head_seq, workers) if chain else None
+    try:
+        state_rows = 0
+        settled: dict[str, dict[str, Any]] = {}
+        for name, columns_json, rows, acc in sealed:
+            if name not in tables:
+                raise IntegrityError(f"table {name}", f"the table is missing (dropped); it held "
+                                     f"{rows} rows")
+            columns = json.loads(columns_json)
+            if table_columns(db, name) != columns:
+                raise IntegrityError(f"table {name}", "its columns differ from the sealed ones")
+            found, found_acc, prefix = _sealed_rows(db, key, name, columns, full)
+            if prefix is not None:
+                settled[name] = prefix
+            state_rows += found
+            if found != rows:
+                raise IntegrityError(f"table {name}", f"{rows} rows sealed, {found} found (rows "
+                                     "deleted or inserted)")
+            if found_acc != acc:
+                raise IntegrityError(f"table {name}", "a row differs from what was sealed "
+                                     "(edited without the key)")
 
-    start, prev = 1, GENESIS_MAC
-    if not full:
-        start, prev = _checkpoint(db, key)
-    chain = chain_limit is None or full or head_seq - start + 1 <= chain_limit
-    if not chain:
-        start = head_seq + 1
-    if start == 1:  # the whole log is read: say how many entries are gone, not just the first
-        count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-        if count != head_seq:
-            gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
-                             " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
-            first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
-            missing, present = (1, first) if first != 1 else (
-                db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
-            raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
-                                 f"is {present}); {head_seq - count} of {head_seq} entries are gone")
-    checked = verify_chain(db, key, start, prev, progress, end=head_seq,
-                           workers=workers) if chain else 0
+        if checkpoint_failure is not None:
+            raise checkpoint_failure
+        if run is None:
+            start = head_seq + 1
+        if start == 1:  # the whole log is read: say how many entries are gone, not the first
+            _count_entries(db, head_seq)
+        checked = run.result(progress) if run is not None else 0
+    finally:
+        if run is not None:
+            run.stop()
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
         if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
     return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled)
+
+
+def _count_entries(db: sqlite3.Connection, head_seq: int) -> None:
+    """A whole log's check first counts its entries: a missing stretch is named by its
+    first entry and how many of the log's entries are gone."""
+    count = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    if count != head_seq:
+        gap = db.execute("SELECT MIN(seq) FROM events e WHERE seq > 1 AND NOT EXISTS"
+                         " (SELECT 1 FROM events WHERE seq = e.seq - 1)").fetchone()[0]
+        first = db.execute("SELECT MIN(seq) FROM events").fetchone()[0]
+        missing, present = (1, first) if first != 1 else (
+            db.execute("SELECT MAX(seq) FROM events WHERE seq < ?", (gap,)).fetchone()[0] + 1, gap)
+        raise IntegrityError("event chain", f"entry {missing} is missing (next present entry "
+                             f"is {present}); {head_seq - count} of {head_seq} entries are gone")
 
 
 def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:
@@ -165,94 +194,26 @@ def checkpoint_value(key: bytes, seq: int, mac: str) -> str:
     return canonical({"seq": seq, "mac": mac, "tag": checkpoint_mac(key, seq, mac)})
 
 
-PARALLEL_CHAIN_ENTRIES = 200_000
-"""A stretch of the log this long or longer is checked by several processes at once
-(`verify_chain`'s `workers`): each entry's MAC covers the previous entry's MAC as stored
-beside it, so every range checks alone, and the ranges' joins are checked after."""
-
-
-def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
-                 progress: Callable[[int], None] | None = None, *, end: int | None = None,
-                 workers: int = 1) -> int:
-    """Recompute every MAC from entry `start` (which must link to `prev`) to `end` (the
-    log's last entry when None). With `workers` > 1 and a stretch of at least
-    PARALLEL_CHAIN_ENTRIES, ranges of it are checked in that many processes, each on a
-    read-only connection of its own (the entries up to `end` are never rewritten by the
-    table, so every process reads the same ones); the first failure in log order is
-    raised, as a single pass would."""
-    if end is None:
-        end = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
-    if workers > 1 and end - start + 1 >= PARALLEL_CHAIN_ENTRIES:
-        path = db.execute("PRAGMA database_list").fetchone()[2]
-        if path:
-            from concurrent.futures.process import BrokenProcessPool
-
-            try:
-                return _verify_chain_in_parallel(path, key, start, prev, end, workers)
-            except (BrokenProcessPool, OSError, RuntimeError):
-                pass  # no processes to be had here (limits, a frozen main): one pass below
-    cursor = db.cursor()
-    cursor.row_factory = None
-    expected, count = start, 0
-    for seq, at, kind, severity, device, round_id, payload, prev_mac, mac in cursor.execute(
-            "SELECT seq, at, kind, severity, device, round_id, payload, prev_hash, hash"
-            " FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq", (start, end)):
-        if seq != expected:
-            raise IntegrityError("event chain", f"entry {expected} is missing (next present "
-                                 f"entry is {seq})")
-        if prev_mac != prev:
-            raise IntegrityError("event chain", f"entry {seq} does not link to entry "
-                                 f"{seq - 1} (prev_hash differs)")
-        if not hmac.compare_digest(entry_mac(key, prev, seq, at, kind, severity, device,
-                                             round_id, payload), str(mac)):
-            raise IntegrityError("event chain", f"entry {seq} ({kind}) was altered: its MAC "
-                                 "does not match its contents")
-        prev, expected, count = mac, expected + 1, count + 1
-        if progress is not None and count % 100_000 == 0:
-            progress(count)
-    if expected <= end:  # the range's last entries are gone
-        after = db.execute("SELECT MIN(seq) FROM events WHERE seq > ?", (expected,)).fetchone()
-        raise IntegrityError("event chain", f"entry {expected} is missing " + (
-            f"(next present entry is {after[0]})" if after[0] is not None
-            else f"(the log ends at entry {expected - 1})"))
-    return count
-
-
-def _verify_chain_in_parallel(path: str, key: bytes, start: int, prev: str, end: int,
-                              workers: int) -> int:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    bounds = [start + (end - start + 1) * n // workers for n in range(workers + 1)]
-    ranges = [(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
-    with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_verify_range, path, key, lo, hi, prev if lo == start else None)
-                   for lo, hi in ranges]
-        outcomes = [future.result() for future in futures]  # in log order
-    count = 0
-    for outcome in outcomes:
-        if outcome[0] == "failed":
-            raise IntegrityError(*outcome[1:])
-        count += outcome[1]
-    return count
-
-
-def _verify_range(path: str, key: bytes, lo: int, hi: int, prev: str | None
-                  ) -> tuple[Any, ...]:
-    """One range of a parallel check, in its own process: entries `lo`..`hi`, the first
-    linked to `prev` or (None) to the entry before it as stored, which that entry's own
-    range checks. An IntegrityError travels as its parts (it does not pickle)."""
-    db = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True)
+def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
+                full: bool, progress: Callable[[int], None] | None = None,
+                workers: int = 1) -> Verified:
+    """The same check on a connection of its own (read-only, one snapshot): for the
+    daemon's full verification in a worker thread or a process of its own (controller/
+    offload.py, which starts that process with this module's imports only) and for offline
+    `tablectl` (which checks a copy, so messages name `paths.store`, the original)."""
+    uri = f"file:{Path(store_path).absolute()}?mode=ro"
+    shown = paths.store if paths is not None else Path(store_path)
     try:
-        if prev is None:
-            row = db.execute("SELECT hash FROM events WHERE seq = ?", (lo - 1,)).fetchone()
-            if row is None:
-                return ("failed", "event chain", f"entry {lo - 1} is missing (next present "
-                        f"entry is {lo})", ACTION_TAMPER)
-            prev = str(row[0])
-        return ("ok", verify_chain(db, key, lo, prev, end=hi))
-    except IntegrityError as exc:
-        return ("failed", exc.check, exc.detail, exc.action)
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    except sqlite3.DatabaseError as exc:
+        raise unusable(shown, exc) from None
+    try:
+        install_functions(db, key)
+        db.execute("BEGIN")  # one read snapshot for the whole check
+        return verify_store(db, key, anchor_path=paths.anchor if paths else None,
+                            full=full, progress=progress, workers=workers)
+    except sqlite3.DatabaseError as exc:
+        raise unusable(shown, exc) from None
     finally:
         db.close()
 

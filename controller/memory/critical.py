@@ -1,7 +1,7 @@
 """Critical memory: the keyed MACs that make the store tamper-evident, and their check.
 This module is the one name its users import (`from controller.memory import critical`);
 each part lives in a module of its own: macs, digests (and the seal), anchor, keys,
-errors and check.
+errors, check and chain.
 
 Design (docs/architecture.md, "Critical memory"):
 
@@ -36,13 +36,13 @@ from controller.memory.anchor import (
     replace_durably,
     write_anchor,
 )
+from controller.memory.chain import PARALLEL_CHAIN_ENTRIES, verify_chain
 from controller.memory.check import (
-    PARALLEL_CHAIN_ENTRIES,
     Verified,
     as_mapping,
     checkpoint_value,
     reason_text,
-    verify_chain,
+    verify_file,
     verify_store,
 )
 from controller.memory.digests import (
@@ -99,5 +99,5 @@ __all__ = [
     "install_functions", "key_id", "load_key", "log_head", "mac_of", "protect",
     "read_anchor", "reason_text", "replace_durably", "reseal", "row_mac", "seal_mac",
     "seal_material", "settled_prefix", "table_columns", "unusable", "verify_chain",
-    "verify_store", "write_anchor",
+    "verify_file", "verify_store", "write_anchor",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from controller.errors import ControllerError
 
@@ -21,6 +22,11 @@ class IntegrityError(StoreError):
         self.check = check
         self.detail = detail
         self.action = action or ACTION_TAMPER
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its parts, not with Exception's one message: a check run in a child
+        # process (controller/fresh_process.py) raises it again in its parent.
+        return (type(self), (self.check, self.detail, self.action))
 
 
 ACTION_TAMPER = ("do not play; keep the store and its critical-memory directory as evidence, "

@@ -22,7 +22,7 @@ from controller.memory.critical import (
     ACTION_UNUSABLE,
     CriticalPaths,
     IntegrityError,
-    Verified,
+    verify_file as verify_file,  # its users (tablectl) import it from here
 )
 from controller.events.system_records import (
     CriticalMemoryCleared,
@@ -92,29 +92,6 @@ def missing_store(paths: CriticalPaths, key: bytes) -> None:
                              "restore the store from its backup, or have a supervisor clear "
                              "critical memory (tabled --clear-store); never start a new store "
                              "by hand")
-
-
-def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
-                full: bool, progress: Callable[[int], None] | None = None,
-                workers: int = 1) -> Verified:
-    """The same check on a connection of its own (read-only, one snapshot): for the
-    daemon's full verification in a worker thread and for offline `tablectl` (which checks
-    a copy, so messages name `paths.store`, the original)."""
-    uri = f"file:{Path(store_path).absolute()}?mode=ro"
-    shown = paths.store if paths is not None else Path(store_path)
-    try:
-        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    except sqlite3.DatabaseError as exc:
-        raise critical.unusable(shown, exc) from None
-    try:
-        critical.install_functions(db, key)
-        db.execute("BEGIN")  # one read snapshot for the whole check
-        return critical.verify_store(db, key, anchor_path=paths.anchor if paths else None,
-                                     full=full, progress=progress, workers=workers)
-    except sqlite3.DatabaseError as exc:
-        raise critical.unusable(shown, exc) from None
-    finally:
-        db.close()
 
 
 # --- initialisation -------------------------------------------------------------------------

@@ -39,17 +39,17 @@ def _store_of(tmp_path: Path, entries: int) -> Store:
 
 
 class ChildStarts:
-    """Counts the process pools StoreWork makes (each one starts a child interpreter)."""
+    """Counts the child processes StoreWork starts (each a fresh interpreter)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.made = 0
-        real = offload.ProcessPoolExecutor
+        real = offload.FreshProcess
 
         def counted(*args: object, **kwargs: object) -> object:
             self.made += 1
             return real(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(offload, "ProcessPoolExecutor", counted)
+        monkeypatch.setattr(offload, "FreshProcess", counted)
 
 
 def _verify(store: Store, *, full: bool = True) -> object:

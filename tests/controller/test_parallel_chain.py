@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.memory import check as chain_check
+from controller.memory import chain as chain_check
 from controller.memory import critical
 from controller.memory.critical import IntegrityError
 from controller.memory.store import GENESIS_MAC, Store
@@ -78,3 +78,75 @@ def test_a_relinked_entry_at_a_join_is_found(log_file: Path, tmp_path: Path) -> 
     copy = edited(log_file, tmp_path, "UPDATE events SET prev_hash = '00' WHERE seq = 801")
     assert check(copy, 1) == check(copy, 3) == ("event chain: entry 801 does not link to "
                                                 "entry 800 (prev_hash differs)")
+
+
+def test_the_check_writes_out_entry_macs_material_for_every_kind_of_text(tmp_path: Path
+                                                                          ) -> None:
+    """chain.py writes an entry's MAC material out itself (its loop runs a million times at
+    every start): it must accept exactly the entries entry_mac made, for every kind of text
+    a field can hold (the alphabet of test_critical_memory's material test: quotes,
+    backslashes, control characters, non-ASCII, U+2028), and name the one whose field
+    differs by a character, in one process and in several."""
+    import random
+
+    from controller.memory.macs import entry_mac
+    from controller.memory.schema import SCHEMA_SQL
+
+    rng = random.Random(31)
+    alphabet = ['"', "\\", "/", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "♥", "\u2028",
+                "\ud7ff", "😀", "a", "Z", " ", "{", "]"]
+    path = tmp_path / "texts.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_SQL)
+    prev, rows = GENESIS_MAC, []
+    for seq in range(1, 1_201):
+        text = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+                for _ in range(4)]
+        at = rng.choice([0.0, -1.5e-300, float("inf"), rng.uniform(-1e12, 1e12),
+                         1_790_000_000 + rng.random()])
+        device, round_id = rng.choice([None, text[2]]), rng.choice([None, 0, -7, 2**33])
+        mac = entry_mac(critical.DEVELOPMENT_KEY, prev, seq, at, text[0], text[1], device,
+                        round_id, text[3])
+        rows.append((seq, at, text[0], text[1], device, round_id, text[3], prev, mac))
+        prev = mac
+    db.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", rows)
+    db.commit()
+    db.close()
+    assert check(path, 1) == check(path, 3) == 1_200
+    for column in ("kind", "severity", "payload"):
+        db = sqlite3.connect(path)
+        db.execute(f"UPDATE events SET {column} = {column} || ' ' WHERE seq = 1000")
+        db.commit()
+        db.close()
+        assert check(path, 1) == check(path, 3) == (f"event chain: entry 1000 ({rows[999][2]}"
+                                                    f"{' ' if column == 'kind' else ''}) was "
+                                                    "altered: its MAC does not match its "
+                                                    "contents")
+        db = sqlite3.connect(path)
+        db.execute(f"UPDATE events SET {column} = substr({column}, 1, length({column}) - 1)"
+                   " WHERE seq = 1000")
+        db.commit()
+        db.close()
+    assert check(path, 1) == check(path, 3) == 1_200
+
+
+ALTERED_900 = "event chain: entry 900 (card) was altered: its MAC does not match its contents"
+
+
+@pytest.mark.parametrize("column, value, found", [
+    ("round_id", "'12,\"{\\'", TypeError), ("round_id", 2.5, TypeError),
+    ("at", "'soon'", TypeError), ("hash", "x'00'", ALTERED_900)])
+def test_a_field_of_the_wrong_type_is_never_taken_for_a_sound_entry(
+        log_file: Path, tmp_path: Path, column: str, value: object, found: object) -> None:
+    """A stored value of another type than its field's fails the check as it did before
+    the material was written out in chain.py, in one process and in several (a text in
+    round_id must not be written out as it stands: it could shift the material's commas
+    and pass for the round and part of the payload)."""
+    copy = edited(log_file, tmp_path, f"UPDATE events SET {column} = {value} WHERE seq = 900")
+    for workers in (1, 3):
+        outcome: object
+        try:
+            outcome = check(copy, workers)
+        except TypeError as exc:
+            outcome = type(exc)
+        assert outcome == found

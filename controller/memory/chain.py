@@ -1,0 +1,158 @@
+"""The event log's chain check: every entry's MAC recomputed from its stored fields, each
+entry linked to the one before it (docs/architecture.md, "Critical memory"). A long stretch
+is split into ranges checked at once by worker processes of their own (`ChainRun`).
+
+A worker is a fresh interpreter (controller/fresh_process.py) that imports this module and
+what it needs (sqlite3, the MACs, the errors: 0.05 s of CPU here), not a multiprocessing
+child, which imported the whole daemon again before it read an entry.
+"""
+
+from __future__ import annotations
+
+import hmac
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from controller.fresh_process import FreshProcess
+from controller.memory.errors import ACTION_TAMPER, IntegrityError
+from controller.memory.macs import KNOWN_JSON_STRINGS, json_string, known_json_string, mac_pads
+
+PARALLEL_CHAIN_ENTRIES = 200_000
+"""A stretch of the log this long or longer is checked by several processes at once
+(`verify_chain`'s `workers`): each entry's MAC covers the previous entry's MAC as stored
+beside it, so every range checks alone, and the ranges' joins are checked after."""
+
+_ROWS = ("SELECT seq, at, kind, severity, device, round_id, payload, prev_hash, hash"
+         " FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq")
+
+
+def verify_chain(db: sqlite3.Connection, key: bytes, start: int, prev: str,
+                 progress: Callable[[int], None] | None = None, *, end: int | None = None,
+                 workers: int = 1) -> int:
+    """Recompute every MAC from entry `start` (which must link to `prev`) to `end` (the
+    log's last entry when None). With `workers` > 1 and a stretch of at least
+    PARALLEL_CHAIN_ENTRIES, ranges of it are checked in that many processes, each on a
+    read-only connection of its own (the entries up to `end` are never rewritten by the
+    table, so every process reads the same ones); the first failure in log order is
+    raised, as a single pass would."""
+    if end is None:
+        end = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+    return ChainRun(db, key, start, prev, end, workers).result(progress)
+
+
+class ChainRun:
+    """`verify_chain` begun at once: a long stretch's worker processes start when this is
+    made, so that its caller (`verify_store`) checks the protected tables meanwhile;
+    `result` waits for them (or checks a short stretch in this process then) and `stop`
+    ends any still running, when the caller failed first."""
+
+    def __init__(self, db: sqlite3.Connection, key: bytes, start: int, prev: str, end: int,
+                 workers: int) -> None:
+        self._db, self._key, self._start, self._prev, self._end = db, key, start, prev, end
+        self._workers: list[FreshProcess] = []
+        if workers > 1 and end - start + 1 >= PARALLEL_CHAIN_ENTRIES and sys.executable:
+            path = db.execute("PRAGMA database_list").fetchone()[2]
+            if path:  # not an in-memory store, which no other process can see
+                self._start_workers(str(Path(path).absolute()), workers)
+
+    def _start_workers(self, path: str, workers: int) -> None:
+        start, end = self._start, self._end
+        bounds = [start + (end - start + 1) * n // workers for n in range(workers + 1)]
+        try:
+            for lo, hi in zip(bounds, bounds[1:]):
+                if lo < hi:
+                    self._workers.append(FreshProcess(
+                        "controller.memory.chain:check_range", path, self._key, lo, hi - 1,
+                        self._prev if lo == start else None))
+        except OSError:  # no processes to be had here (limits): one pass in `result`
+            self.stop()
+
+    def result(self, progress: Callable[[int], None] | None = None) -> int:
+        """The entries checked; the first failure in log order raised as IntegrityError
+        (or what a worker's check raised otherwise, such as a damaged file's error)."""
+        workers, self._workers = self._workers, []
+        try:
+            # In log order: a range's failure is raised before any later range's.
+            return sum(worker.result() for worker in workers) if workers else (
+                _check_range(self._db, self._key, self._start, self._prev, self._end,
+                             progress))
+        except ChildProcessError:  # a worker died without an answer: one pass here
+            return _check_range(self._db, self._key, self._start, self._prev, self._end,
+                                progress)
+        finally:
+            for worker in workers:
+                worker.stop()
+
+    def stop(self) -> None:
+        for worker in self._workers:
+            worker.stop()
+        self._workers = []
+
+
+def check_range(path: str, key: bytes, lo: int, hi: int, prev: str | None) -> int:
+    """A worker's range (`ChainRun`), in its own process on a read-only connection of its
+    own: entries `lo` to `hi`, the first linked to `prev` or (None) to the entry before it
+    as stored, which that entry's own range checks."""
+    db = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True)
+    try:
+        if prev is None:
+            row = db.execute("SELECT hash FROM events WHERE seq = ?", (lo - 1,)).fetchone()
+            if row is None:
+                raise IntegrityError("event chain", f"entry {lo - 1} is missing (next present "
+                                     f"entry is {lo})", ACTION_TAMPER)
+            prev = str(row[0])
+        return _check_range(db, key, lo, prev, hi)
+    finally:
+        db.close()
+
+
+def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end: int,
+                 progress: Callable[[int], None] | None = None) -> int:
+    """One pass over entries `start`..`end`: this loop runs a million times at every start
+    of the daemon, so an entry's MAC is written out here rather than by calls. It is
+    macs.entry_mac's: mac_of (HMAC on the key's hashed pads, their copy methods looked up
+    once) over entry_material's text, the same f-string with the same conversions, which
+    fail alike on a stored value of the wrong type (tests/controller/test_parallel_chain.py
+    checks entries with every kind of text against entry_mac). One step is skipped: the
+    previous MAC is escaped as a JSON string only for the first entry; every later one is
+    a MAC this loop has just found equal to a hex digest, which has nothing to escape."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    inner, outer = mac_pads(key)
+    copy_inner, copy_outer, compare = inner.copy, outer.copy, hmac.compare_digest
+    known, json_text, float_text, int_text = (KNOWN_JSON_STRINGS, json_string,
+                                             float.__repr__, int.__repr__)
+    quoted_prev, expected = json_text(prev), start
+    for seq, at, kind, severity, device, round_id, payload, prev_mac, mac in cursor.execute(
+            _ROWS, (start, end)):
+        if seq != expected:
+            raise IntegrityError("event chain", f"entry {expected} is missing (next present "
+                                 f"entry is {seq})")
+        if prev_mac != prev:
+            raise IntegrityError("event chain", f"entry {seq} does not link to entry "
+                                 f"{seq - 1} (prev_hash differs)")
+        digest = copy_inner()
+        digest.update(
+            f"[{quoted_prev},{int_text(seq)},\"{float_text(at)}\","
+            f"{known.get(kind) or known_json_string(kind)},"
+            f"{known.get(severity) or known_json_string(severity)},"
+            f"{'null' if device is None else known.get(device) or known_json_string(device)},"
+            f"{'null' if round_id is None else int_text(round_id)},{json_text(payload)}]"
+            .encode())
+        mac_digest = copy_outer()
+        mac_digest.update(digest.digest())
+        if not compare(mac_digest.hexdigest(), str(mac)):
+            raise IntegrityError("event chain", f"entry {seq} ({kind}) was altered: its MAC "
+                                 "does not match its contents")
+        prev, quoted_prev = mac, f'"{mac}"'
+        expected += 1
+        if progress is not None and (expected - start) % 100_000 == 0:
+            progress(expected - start)
+    if expected <= end:  # the range's last entries are gone
+        after = db.execute("SELECT MIN(seq) FROM events WHERE seq > ?", (expected,)).fetchone()
+        raise IntegrityError("event chain", f"entry {expected} is missing " + (
+            f"(next present entry is {after[0]})" if after[0] is not None
+            else f"(the log ends at entry {expected - 1})"))
+    return expected - start
