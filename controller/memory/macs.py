@@ -68,7 +68,7 @@ def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severit
 
 
 @lru_cache(maxsize=4)
-def mac_pads(key: bytes) -> tuple[Any, Any]:
+def _pads(key: bytes) -> tuple[Any, Any]:
     """SHA-256 with HMAC's inner and outer padded key already hashed (RFC 2104; a key
     longer than a block is hashed first, as HMAC does): every MAC (log entries, protected
     rows at each write and at each check, the seal) copies these two states instead of
@@ -83,7 +83,7 @@ def mac_pads(key: bytes) -> tuple[Any, Any]:
 def mac_of(key: bytes, material: bytes) -> bytes:
     """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")
     (tests/controller/test_critical_memory.py compares them)."""
-    inner, outer = mac_pads(key)
+    inner, outer = _pads(key)
     inner = inner.copy()
     inner.update(material)
     outer = outer.copy()

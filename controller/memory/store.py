@@ -55,9 +55,8 @@ from controller.memory.schema import (
 
 __all__ = [  # the store's own names, and those its users import from here
     "CHECKPOINT_AFTER_COMMITS", "Event", "FLUSH_TRACE_ENV", "GENESIS_HASH", "GENESIS_MAC",
-    "GROUPED_KINDS", "IntegrityError", "OPEN_ROUND_CARDS", "SAVED_AT_SEQ",
-    "SCHEMA_VERSION", "STORE_TABLES", "Store", "StoreError", "entry_hash",
-]
+    "GROUPED_KINDS", "IntegrityError", "OPEN_ROUND_CARDS", "SAVED_AT_SEQ", "SCHEMA_VERSION",
+    "STORE_TABLES", "Store", "StoreError", "entry_hash"]
 
 log = structlog.get_logger("store")
 # Event(...) without the named tuple's __new__, a Python function: the same tuple, two a card.
@@ -82,8 +81,8 @@ class Store:
                  create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
                  read_only: bool = False, chain_limit: int | None = None,
                  anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> None:
-        """``flush_delay_s``: the least a step's flush takes, standing in for an SD card's
-        (benchmarks and tests of slow storage; 0 at a table; `Durability`). ``anchor_interval_s``: the most
+        """``flush_delay_s``: the least a step's flush takes, an SD card's stand-in in
+        benchmarks and tests (0 at a table; `Durability`). ``anchor_interval_s``: the most
         the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24).
         ``read_only`` opens an existing store on a read-only connection with no check and no
         anchor (``reader``). ``chain_limit``:
@@ -362,10 +361,9 @@ class Store:
     def open_round(self, shoe_no: int, round_no: int,
                    wagers: Sequence[Mapping[str, Any]] | Sequence[Payload], *,
                    simulated: bool = False) -> int:
-        """A new open round (its wagers as objects, or as the lock's entry's parts, whose
-        kept texts its row takes: controller/memory/part_texts.py). Its cards are not written to its row one by one: while it is
-        open each card is in the log and the table's saved state holds them as of its last
-        save (`OPEN_ROUND_CARDS`); `close_round` writes them to the row."""
+        """A new open round, its wagers as objects or as the lock's entry's parts (their
+        kept texts: part_texts.py). Its cards reach its row at `close_round`: while it is
+        open each is in the log and in the saved state (`OPEN_ROUND_CARDS`)."""
         with self.transaction() as db:
             return round_rows.open_round(db, shoe_no, round_no, wagers, simulated, self._clock())
 
@@ -374,8 +372,7 @@ class Store:
                     settlements: Sequence[SettledWager], cards: Sequence[Mapping[str, Any]]
                     ) -> None:
         """Settle or void a round once, with its result (a part's kept text is written:
-        controller/memory/part_texts.py), cards and settlements; never twice: a second
-        attempt raises."""
+        part_texts.py), cards and settlements; never twice: a second attempt raises."""
         with self.transaction() as db:
             round_rows.close_round(db, round_id, state, result, settlements, cards, self._clock())
 
