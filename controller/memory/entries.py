@@ -24,7 +24,7 @@ from controller.events.catalogue import KINDS, entry_of
 from controller.events.codec import EventRecord, wire
 from controller.events.records import CardDealt
 from controller.memory.macs import canonical, json_string
-from controller.memory.part_texts import WRITTEN_OUT, record_entry
+from controller.memory.part_texts import STRING_TEXTS, WRITTEN_OUT, record_entry, string_texts
 from controller.memory.schema import flat_read_back
 
 KEPT_RECORDS = 256
@@ -40,20 +40,8 @@ _CARD_SEVERITY = KINDS[_CARD_KIND].severities[0]
 _CARD_FIELDS = ("back", "card", "hand", "index", "slot")
 _CARD_WRITTEN_OUT = tuple(sorted(f.name for f in fields(CardDealt))) == _CARD_FIELDS and not any(
     f.default is not MISSING or f.default_factory is not MISSING for f in fields(CardDealt))
-_STRINGS: dict[str, tuple[str, str]] = {}
-"""A card's text, a hand's, a slot's or a back's -> (its JSON string, that string's escaped
-characters as they stand inside a JSON string of the payload's JSON)."""
-
-
+# A card's face, hand, slot and back texts are kept in part_texts.STRING_TEXTS.
 _BACK_TEXTS = {back: wire(back) for back in BackColour}
-
-
-def _strings(text: str) -> tuple[str, str]:
-    if len(_STRINGS) >= 1024:
-        _STRINGS.clear()
-    as_json = json_string(text)
-    strings = _STRINGS[text] = (as_json, json_string(as_json)[1:-1])
-    return strings
 
 
 class RecordEntries:
@@ -103,10 +91,10 @@ class RecordEntries:
             return None
         card = str(record.card)
         back_text = _BACK_TEXTS[back]
-        b = _STRINGS.get(back_text) or _strings(back_text)
-        c = _STRINGS.get(card) or _strings(card)
-        h = _STRINGS.get(hand) or _strings(hand)
-        s = _STRINGS.get(slot) or _strings(slot)
+        b = STRING_TEXTS.get(back_text) or string_texts(back_text)
+        c = STRING_TEXTS.get(card) or string_texts(card)
+        h = STRING_TEXTS.get(hand) or string_texts(hand)
+        s = STRING_TEXTS.get(slot) or string_texts(slot)
         number = int.__repr__(index)
         return (_CARD_KIND, _CARD_SEVERITY,
                 {"back": back_text, "card": card, "hand": hand, "index": index, "slot": slot},

@@ -47,18 +47,20 @@ WRITTEN_OUT = frozenset({SettledFirstFourCards, SettledEndOfRound, RoundSettled,
 _KEPT_ON_PART = frozenset({SettledWager, RoundResult, Wager})
 _KEPT = "_texts"  # the attribute they are kept under (beside SettledWager's `_encoded`)
 
-_STRINGS: dict[str, tuple[str, str]] = {}
-"""A text -> (its JSON string, that string escaped as inside a JSON string): the keys and
-the few dozen texts of settlements and wagers (labels, sections, odds, outcomes)."""
+STRING_TEXTS: dict[str, tuple[str, str]] = {}
+"""A text -> (its JSON string, that string escaped as inside a JSON string): the few dozen
+texts of settlements and wagers (keys, labels, sections, odds, outcomes), and of a round's
+cards (faces, hands, slots, backs: entries.py), each written out in every such entry."""
 
 
-def _string(text: str) -> tuple[str, str]:
-    strings = _STRINGS.get(text)
+def string_texts(text: str) -> tuple[str, str]:
+    """STRING_TEXTS[text], made and kept if it is not there yet."""
+    strings = STRING_TEXTS.get(text)
     if strings is None:
-        if len(_STRINGS) >= 1024:
-            _STRINGS.clear()
+        if len(STRING_TEXTS) >= 1024:
+            STRING_TEXTS.clear()
         as_json = json_string(text)
-        strings = _STRINGS[text] = (as_json, json_string(as_json)[1:-1])
+        strings = STRING_TEXTS[text] = (as_json, json_string(as_json)[1:-1])
     return strings
 
 
@@ -84,11 +86,11 @@ def _settled_texts(s: SettledWager) -> Texts | None:
             and type(label) is str and type(odds) is str and type(outcome) is str
             and type(section) is str and type(wager) is str):
         return None
-    la, od, ou, se, wa = (_STRINGS.get(label) or _string(label),
-                          _STRINGS.get(odds) or _string(odds),
-                          _STRINGS.get(outcome) or _string(outcome),
-                          _STRINGS.get(section) or _string(section),
-                          _STRINGS.get(wager) or _string(wager))
+    la, od, ou, se, wa = (STRING_TEXTS.get(label) or string_texts(label),
+                          STRING_TEXTS.get(odds) or string_texts(odds),
+                          STRING_TEXTS.get(outcome) or string_texts(outcome),
+                          STRING_TEXTS.get(section) or string_texts(section),
+                          STRING_TEXTS.get(wager) or string_texts(wager))
     numbers = (int.__repr__(amount), int.__repr__(net), int.__repr__(seat),
                int.__repr__(marked), int.__repr__(vig), int.__repr__(win))
     a, n, st, m, v, w = numbers
@@ -109,7 +111,7 @@ def _wager_texts(w: Wager) -> Texts | None:
     amount, seat, wager = w.amount_cents, w.seat, w.wager
     if not (type(amount) is int and type(seat) is int and type(wager) is str):
         return None
-    wa = _STRINGS.get(wager) or _string(wager)
+    wa = STRING_TEXTS.get(wager) or string_texts(wager)
     a, st = int.__repr__(amount), int.__repr__(seat)
     return (f'{{"amount_cents":{a},"seat":{st},"wager":{wa[0]}}}',
             f'{{\\"amount_cents\\":{a},\\"seat\\":{st},\\"wager\\":{wa[1]}}}',
@@ -138,7 +140,7 @@ def _value_texts(value: Any) -> Texts:
     """A record's field's texts and its read-back, a value of its own."""
     kind = type(value)
     if kind is str:
-        strings = _STRINGS.get(value) or _string(value)
+        strings = STRING_TEXTS.get(value) or string_texts(value)
         return strings[0], strings[1], value
     if kind is int:
         text = int.__repr__(value)
@@ -210,7 +212,7 @@ def record_entry(record: EventRecord, severity: str | None
                                               and value == omitted)):
             continue
         value_json, value_escaped, read_back[name] = _value_texts(value)
-        key_json, key_escaped = _STRINGS.get(name) or _string(name)
+        key_json, key_escaped = STRING_TEXTS.get(name) or string_texts(name)
         as_json.append(f"{key_json}:{value_json}")
         escaped.append(f"{key_escaped}:{value_escaped}")
     return (cls.KIND, chosen, read_back, f"{{{','.join(as_json)}}}",
