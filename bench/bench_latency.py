@@ -81,7 +81,7 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import header, pi4  # noqa: E402
 from firmware_bridge import messages as wire  # noqa: E402
 from controller.memory.anchor import ANCHOR_INTERVAL_S  # noqa: E402
-from controller.memory.durability import SLEEP_LEAST_S  # noqa: E402
+from controller.memory.durability import slow_storage_wait  # noqa: E402
 from hil.table_harness import TableHarness  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -361,11 +361,10 @@ def flush_reference(workdir: Path, delay_ms: float, samples: int = 400,
     try:
         for number in range(samples):
             os.pwrite(fd, pages, (number % 64) * len(pages))
-            started = time.perf_counter_ns()
+            started, started_s = time.perf_counter_ns(), time.perf_counter()
             os.fdatasync(fd)
-            left = delay_ms / 1000 - (time.perf_counter_ns() - started) / 1e9
-            if delay_ms and left > SLEEP_LEAST_S:
-                time.sleep(left)
+            if delay_ms:
+                slow_storage_wait(delay_ms / 1000, started_s)
             spent.append(time.perf_counter_ns() - started)
             time.sleep(pace.uniform(0.002, 0.006))
     finally:

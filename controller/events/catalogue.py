@@ -242,7 +242,14 @@ _SECTION = re.compile(r"(## Event kinds\n\n)(.*?)(\n## )", re.S)
 
 def entry_of(record: EventRecord, severity: str | None = None
              ) -> tuple[str, str, dict[str, Any]]:
-    """The kind, severity and payload a record is appended to the log with. Anything but a
+    """The kind, severity and payload a record is appended to the log with
+    (`kind_and_severity`, then its payload)."""
+    kind, chosen = kind_and_severity(record, severity)
+    return kind, chosen, record.payload()
+
+
+def kind_and_severity(record: EventRecord, severity: str | None = None) -> tuple[str, str]:
+    """The kind and severity a record is appended to the log with. Anything but a
     catalogued record (a dict, a kind's name) is refused (TypeError), and so is a severity
     the catalogue does not list for its kind (ValueError): `severity` given, else the
     record's own, else the kind's first."""
@@ -259,7 +266,7 @@ def entry_of(record: EventRecord, severity: str | None = None
     if chosen not in entry.severities:
         raise ValueError(f"event {kind!r} with severity {chosen!r}: allowed: "
                          f"{', '.join(entry.severities)} (controller/events/catalogue.py)")
-    return kind, chosen, record.payload()
+    return kind, chosen
 
 
 def markdown_table() -> str:

@@ -87,6 +87,17 @@ class Payload:
         return out
 
     @classmethod
+    def made(cls: type[P], **fields: Any) -> P:
+        """cls(**fields) with every field given, the same frozen object, made without the
+        dataclass's __init__, which sets each field through object.__setattr__: for the
+        records and parts a step makes many of (every card of a round, every settlement).
+        Only for a class with no __post_init__ (tests/controller/test_part_texts.py and
+        test_event_catalogue.py compare the two)."""
+        made = object.__new__(cls)
+        made.__dict__.update(fields)
+        return made
+
+    @classmethod
     def decode(cls: type[P], payload: Mapping[str, Any]) -> P:
         """The record from its payload; EventDecodeError names what does not fit."""
         if not isinstance(payload, Mapping):

@@ -147,12 +147,9 @@ class CardDealt(EventRecord):
 
     @classmethod
     def of(cls, index: int, card: Card, hand: str, slot: str, back: BackColour) -> CardDealt:
-        """CardDealt(index, card, hand, slot, back), the same record, made without the frozen
-        dataclass's __init__, which sets each field through object.__setattr__ (a quarter of
-        a card's table code): every card of a round makes one (controller/table/rounds.py)."""
-        dealt = object.__new__(cls)
-        dealt.__dict__.update(index=index, card=card, hand=hand, slot=slot, back=back)
-        return dealt
+        """CardDealt(index, card, hand, slot, back), `made` (its __init__ was a quarter of a
+        card's table code): every card of a round makes one (controller/table/rounds.py)."""
+        return cls.made(index=index, card=card, hand=hand, slot=slot, back=back)
 
     def round_card(self) -> dict[str, Any]:
         """The card as the round's record (the store's `cards`) holds it."""

@@ -42,6 +42,18 @@ SLEEP_LEAST_S = 0.0001
 """Less of a stand-in flush left than this is not slept: a sleep's own wake-up is longer."""
 
 
+def slow_storage_wait(delay_s: float, started: float | None = None) -> None:
+    """The stand-in for slow storage (`[store] flush_delay_ms`; bench/bench_latency.py's
+    reference flush too): a flush timed from `started` (time.perf_counter) is made to take
+    `delay_s` in all, since on an SD card the card's flush is the flush and this machine's
+    own disk's is inside it; without `started`, `delay_s` is waited on top."""
+    left = delay_s
+    if started is not None:
+        left -= time.perf_counter() - started
+    if left > SLEEP_LEAST_S:
+        time.sleep(left)  # the flush waits, as on an SD card
+
+
 class Durability:
     """The flushes, checkpoints and anchor of one store's writing connection."""
 
@@ -208,15 +220,9 @@ class Durability:
                 "anchor": self._anchor_file.flushes if self._anchor_file is not None else 0}
 
     def _slow_storage(self, flushes: int, started: float | None = None) -> None:
-        """The stand-in for slow storage (`flush_delay_s` a flush). A step's flush, timed
-        from `started`, is made to take that long in all: on an SD card the card's flush
-        is the flush, it does not come after this machine's own disk's, which is in it.
-        SQLite's checkpoint flushes, made inside its call and not timed one by one here,
-        each take it on top (the stricter choice for them; they never delay a report)."""
-        if not self._flush_delay_s:
-            return
-        left = self._flush_delay_s * flushes
-        if started is not None:
-            left -= time.perf_counter() - started
-        if left > SLEEP_LEAST_S:
-            time.sleep(left)  # the flush waits, as on an SD card
+        """`flush_delay_s` a flush (`slow_storage_wait`): a step's flush, timed from
+        `started`, takes it in all; SQLite's checkpoint flushes, made inside its call and
+        not timed one by one here, each take it on top (the stricter choice for them; they
+        never delay a report)."""
+        if self._flush_delay_s:
+            slow_storage_wait(self._flush_delay_s * flushes, started)

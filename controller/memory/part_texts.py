@@ -14,8 +14,9 @@ The texts are those `canonical` gives (tests/controller/test_part_texts.py compa
 for every record written out here): its keys sorted, no spaces, UTF-8 as is. Escaping a
 text as a JSON string escapes each character by itself (a quote, a backslash, a control
 character), so a record's escaped text is its parts' escaped texts joined the same way. A
-record whose severity or kind the catalogue does not allow, or a part of another shape,
-is left to the general encoding (`entries.RecordEntries.entry`), which refuses or encodes it.
+record whose kind or severity the catalogue does not list (`catalogue.kind_and_severity`),
+or a part of another shape, is left to the general encoding (`entries.RecordEntries.entry`),
+which refuses or encodes it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller.events.catalogue import KINDS
+from controller.events.catalogue import kind_and_severity
 from controller.events.codec import EventRecord, Payload, field_names, omitted_when, wire
 from controller.events.parts import RoundResult, SettledWager, Wager
 from controller.events.records import (
@@ -193,14 +194,12 @@ def _order(cls: type[EventRecord]) -> tuple[tuple[str, bool, Any], ...]:
 def record_entry(record: EventRecord, severity: str | None
                  ) -> tuple[str, str, dict[str, Any], str, str] | None:
     """The entry of a record of WRITTEN_OUT (`entries.Entry`): kind, severity, payload as
-    read back, its JSON and that JSON as a JSON string; None for the general way (a record
-    or severity the catalogue refuses, which it reports)."""
+    read back, its JSON and that JSON as a JSON string; None for a kind or severity the
+    catalogue does not list (`kind_and_severity`), which the general way then refuses."""
     cls = type(record)
-    catalogued = KINDS.get(cls.KIND)
-    if catalogued is None or catalogued.record is not cls:
-        return None
-    chosen = severity or record.severity or catalogued.severities[0]
-    if chosen not in catalogued.severities:
+    try:
+        kind, chosen = kind_and_severity(record, severity)
+    except (TypeError, ValueError):
         return None
     values = record.__dict__
     as_json: list[str] = []
@@ -215,20 +214,19 @@ def record_entry(record: EventRecord, severity: str | None
         key_json, key_escaped = STRING_TEXTS.get(name) or string_texts(name)
         as_json.append(f"{key_json}:{value_json}")
         escaped.append(f"{key_escaped}:{value_escaped}")
-    return (cls.KIND, chosen, read_back, f"{{{','.join(as_json)}}}",
+    return (kind, chosen, read_back, f"{{{','.join(as_json)}}}",
             f'"{{{",".join(escaped)}}}"')
 
 
-def parts_json(parts: Sequence[Payload]) -> str:
-    """canonical([part.payload() for part in parts]): a round's wagers or settlements in
-    its row."""
-    return f"[{','.join(part_texts(part)[0] for part in parts)}]"
+def parts_json(values: Sequence[Mapping[str, Any] | Payload]) -> str:
+    """canonical of a list of parts or mappings (`value_json` each): a round's wagers or
+    settlements in its row."""
+    return f"[{','.join(map(value_json, values))}]"
 
 
 def value_json(value: Mapping[str, Any] | Payload) -> str:
-    """canonical of a round's result: a part's kept text (a round's result, written into its
-    entry first), or a mapping encoded."""
+    """canonical of one part (its kept text: a round's result, a settlement, a wager, as
+    its log entry wrote it) or of a mapping."""
     if isinstance(value, Payload):
         return part_texts(value)[0]
     return canonical(value)
-

@@ -22,14 +22,12 @@ def saved_table_state(db: sqlite3.Connection) -> tuple[str, dict[str, Any]] | No
 
 
 def open_round(db: sqlite3.Connection, shoe_no: int, round_no: int,
-               wagers: Sequence[Mapping[str, Any]] | Sequence[Payload], simulated: bool,
+               wagers: Sequence[Mapping[str, Any] | Payload], simulated: bool,
                at: float) -> int:
-    wagers_json = (parts_json(wagers) if all(isinstance(w, Payload) for w in wagers)  # type: ignore[arg-type]
-                   else canonical(list(wagers)))
     cursor = db.execute(
         "INSERT INTO rounds(shoe_no, round_no, state, simulated, wagers, cards, opened_at)"
         " VALUES (?, ?, 'open', ?, ?, '[]', ?)",
-        (shoe_no, round_no, int(simulated), wagers_json, at),
+        (shoe_no, round_no, int(simulated), parts_json(wagers), at),
     )
     return int(cursor.lastrowid or 0)
 

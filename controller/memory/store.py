@@ -359,7 +359,7 @@ class Store:
     # --- rounds (controller/memory/rounds.py) ------------------------------------------------
 
     def open_round(self, shoe_no: int, round_no: int,
-                   wagers: Sequence[Mapping[str, Any]] | Sequence[Payload], *,
+                   wagers: Sequence[Mapping[str, Any] | Payload], *,
                    simulated: bool = False) -> int:
         """A new open round, its wagers as objects or as the lock's entry's parts (their
         kept texts: part_texts.py). Its cards reach its row at `close_round`: while it is

@@ -64,11 +64,11 @@ class Awaited(enum.Enum):
     UNDISCLOSED_DISCARD = "631a.15(c)(1): the additional card, discarded undisclosed"
 
 
-# The phases every card's ruling compares with, as module names: in Python 3.11 an attribute
-# of an Enum class goes through its metaclass's __getattr__ hook (several hundred
-# instructions), a module name is a dictionary read; a card's step read a dozen.
-_BURN, _BETTING, _LOCKED, _DEALING, _FAULT, _OUT_OF_PLAY = (
-    Phase.BURN, Phase.BETTING, Phase.LOCKED, Phase.DEALING, Phase.FAULT, Phase.OUT_OF_PLAY)
+# The phases every card's ruling compares with, as module names (as controller/table/
+# machine.py's states: an Enum class's attribute costs 3.11 its metaclass's __getattr__).
+(PHASE_BURN, PHASE_BETTING, PHASE_LOCKED, PHASE_SIMULATED, PHASE_DEALING, PHASE_FAULT,
+ PHASE_OUT_OF_PLAY) = (Phase.BURN, Phase.BETTING, Phase.LOCKED, Phase.SIMULATED, Phase.DEALING,
+                       Phase.FAULT, Phase.OUT_OF_PLAY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +101,13 @@ class CardFacts(NamedTuple):
 
 def card_ruling(phase: Phase, facts: CardFacts) -> CardRuling:
     """Where the card goes (631a.5(f), 631a.15, 681a.7(c), 681a.9; rulings in docs/rulings.md)."""
-    if phase is _FAULT:
+    if phase is PHASE_FAULT:
         return CardRuling(Disposition.HOLD, "631a.15, 681a.9",
                           "a card left the shoe while the table was stopped by a fault")
-    if phase is _OUT_OF_PLAY:
+    if phase is PHASE_OUT_OF_PLAY:
         return CardRuling(Disposition.DISCARD, "631a.3(b), 631a.10(d), 681a.7(d)",
                           "no round is in play; the card is discarded")
-    if phase is _BURN:
+    if phase is PHASE_BURN:
         return CardRuling(Disposition.BURN, "681a.7(c)" if facts.twenty_one else "631a.5(f)",
                           "burned at the start of the shoe")
     if facts.twenty_one:
@@ -140,19 +140,19 @@ def _ruling_681a(phase: Phase, facts: CardFacts) -> CardRuling:
 
 
 def _ruling_631a(phase: Phase, facts: CardFacts) -> CardRuling:
-    if facts.undisclosed_discard_due and phase in (_BETTING, _LOCKED):
+    if facts.undisclosed_discard_due and phase in (PHASE_BETTING, PHASE_LOCKED):
         return CardRuling(Disposition.DISCARD, "631a.15(c)(1)",
                           "the additional card drawn face down with a disclosed Player third "
                           "card: discarded without being disclosed", Awaited.UNDISCLOSED_DISCARD)
-    if facts.face_up and phase in (_BETTING, _LOCKED):
+    if facts.face_up and phase in (PHASE_BETTING, PHASE_LOCKED):
         decision = card_drawn_in_error(disclosed=True)
         assert decision.action is Action.SIMULATED_ROUND
         return CardRuling(Disposition.SIMULATED_ROUND, decision.section,
                           "a disclosed card opens a simulated round; no wagers are accepted")
-    if facts.face_up and phase is _DEALING:
+    if facts.face_up and phase is PHASE_DEALING:
         return CardRuling(Disposition.SET_ASIDE, "631a.15(d)",
                           "set aside; it opens a simulated round once this round is settled")
-    if phase is _BETTING:
+    if phase is PHASE_BETTING:
         # 631a.15(a)-(b): a card drawn before "no more bets" is the round's first card.
         return CardRuling(Disposition.OPEN_ROUND, "627b.3(a)(2), 631a.15(a), docs/rulings.md",
                           "the first card out of the shoe locks every seat")
@@ -249,7 +249,7 @@ def expected_card_index(last_index: int, phase: Phase, *, first_card_known: bool
     """
     if last_index >= 0:
         return last_index + 1
-    return 0 if phase is _BURN and not first_card_known else None
+    return 0 if phase is PHASE_BURN and not first_card_known else None
 
 
 def first_card_unknown(index: int, phase: Phase, *, first_card_known: bool) -> bool:
@@ -257,7 +257,7 @@ def first_card_unknown(index: int, phase: Phase, *, first_card_known: bool) -> b
     value says how many more to burn) must be the shoe's index 0. A later index means the
     first card went by unread (a misread, or lost at a power cut): nobody can check the
     burn against it, and the shoe ends."""
-    return phase is _BURN and not first_card_known and index > 0
+    return phase is PHASE_BURN and not first_card_known and index > 0
 
 
 def lost_cards(expected_index: int, received_index: int, phase: Phase, *,

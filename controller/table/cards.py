@@ -12,24 +12,19 @@ from functools import partial
 
 from controller.events import records as ev
 from controller.rules.procedure import (
-    CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase, card_ruling,
-    expected_card_index, first_card_unknown, lost_cards,
+    PHASE_BETTING, PHASE_BURN, PHASE_DEALING, PHASE_FAULT, PHASE_LOCKED, PHASE_OUT_OF_PLAY,
+    PHASE_SIMULATED, CardFacts, CardRuling, Disposition, LostCards, LostCardsAction, Phase,
+    card_ruling, expected_card_index, first_card_unknown, lost_cards,
 )
 from controller.table.parts import TableParts
-from controller.table.machine import ROUND_IN_PLAY, TableState
+from controller.table.machine import (
+    ROUND_IN_PLAY, STATE_BETTING_OPEN, STATE_BURN, STATE_DEVICE_FAULT, STATE_NO_MORE_BETS,
+)
 from controller.table.rounds import RoundPlay
 from drivers.protocols import CardDrawn, CoverCardDrawn
 
 _new_facts = partial(tuple.__new__, CardFacts)
-# Members every card compares with, as module names: in Python 3.11 an attribute of an Enum
-# class goes through its metaclass's __getattr__ hook (several hundred instructions), a module
-# name is a dictionary read.
-_BURN, _BETTING_OPEN, _NO_MORE_BETS, _DEVICE_FAULT = (
-    TableState.BURN, TableState.BETTING_OPEN, TableState.NO_MORE_BETS, TableState.DEVICE_FAULT)
-_BURN_PHASE, _BETTING, _LOCKED, _SIMULATED, _DEALING, _FAULT, _OUT_OF_PLAY = (
-    Phase.BURN, Phase.BETTING, Phase.LOCKED, Phase.SIMULATED, Phase.DEALING, Phase.FAULT,
-    Phase.OUT_OF_PLAY)
-_DEAL = Disposition.DEAL
+_DEAL = Disposition.DEAL  # a module name, as machine.py's states
 assert CardFacts._fields == ("face_up", "twenty_one", "dealer_burn_due", "after_completed_round",
                              "hand_of_17", "undisclosed_discard_due"), "_card_facts' order"
 
@@ -101,17 +96,17 @@ class CardRouting:
     def _phase(self) -> Phase:
         """Where the table stands, in the terms of the dealing procedure's deciders."""
         state = self._machine.state
-        if state is _BURN:
-            return _BURN_PHASE
-        if state is _BETTING_OPEN:
-            return _BETTING
-        if state is _NO_MORE_BETS:
-            return _LOCKED
+        if state is STATE_BURN:
+            return PHASE_BURN
+        if state is STATE_BETTING_OPEN:
+            return PHASE_BETTING
+        if state is STATE_NO_MORE_BETS:
+            return PHASE_LOCKED
         if state in ROUND_IN_PLAY:
-            return _SIMULATED if self._saved.simulated else _DEALING
-        if state is _DEVICE_FAULT:
-            return _FAULT
-        return _OUT_OF_PLAY
+            return PHASE_SIMULATED if self._saved.simulated else PHASE_DEALING
+        if state is STATE_DEVICE_FAULT:
+            return PHASE_FAULT
+        return PHASE_OUT_OF_PLAY
 
     def _card_facts(self, event: CardDrawn) -> CardFacts:
         shoe = self._saved.shoe

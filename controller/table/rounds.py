@@ -22,17 +22,13 @@ from controller.rules.procedure import (
 )
 from controller.rules.wager import SettlementPoint
 from controller.table.parts import TableParts
-from controller.table.machine import TableState
+from controller.table.machine import (
+    STATE_DEALING, STATE_NO_MORE_BETS, STATE_RESULT, STATE_THIRD_CARDS, TableState,
+)
 from controller.table.seating import Seating
 from controller.table.settlement import Settling
 from controller.table.state import wager_json
 from drivers.protocols import CardDrawn, LockedOut
-
-# The states every card of a round compares with, as module names: in Python 3.11 an
-# attribute of an Enum class goes through its metaclass's __getattr__ hook (several hundred
-# instructions), a module name is a dictionary read.
-_NO_MORE_BETS, _DEALING, _THIRD_CARDS, _RESULT = (
-    TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS, TableState.RESULT)
 
 
 class RoundPlay:
@@ -119,18 +115,18 @@ class RoundPlay:
         dealt = ev.CardDealt.of(event.index, event.card, hand, slot._name_.lower(), event.back)
         self._saved.round_cards.append(dealt.round_card())
         self._journal.record(dealt, device=event.device)
-        if machine.state is _NO_MORE_BETS:
+        if machine.state is STATE_NO_MORE_BETS:
             machine.first_card()
-        if machine.state is _DEALING and coup.initial_cards_complete:
+        if machine.state is STATE_DEALING and coup.initial_cards_complete:
             machine.four_cards()
             self._settling.settle_point(SettlementPoint.FIRST_FOUR_CARDS, coup)
             if coup.complete:
                 machine.hands_complete()
             else:
                 machine.third_card_due()
-        elif machine.state is _THIRD_CARDS and coup.complete:
+        elif machine.state is STATE_THIRD_CARDS and coup.complete:
             machine.hands_complete()
-        if machine.state is _RESULT:
+        if machine.state is STATE_RESULT:
             self._finish_round(coup)
         elif event.index + 1 >= self._rules.shoe_size:
             # 631a.15(e): the shoe's last card is out and the round is not complete.

@@ -36,7 +36,9 @@ from controller.table.disclosed import DisclosedCards
 from controller.table.errors import CommandRefused
 from controller.table.faults import FaultHandling
 from controller.table.journal import Journal
-from controller.table.machine import TableMachine, TableState
+from controller.table.machine import (
+    STATE_DEVICE_FAULT, STATE_OUT_OF_ORDER, TableMachine, TableState,
+)
 from controller.table.parts import TableParts
 from controller.table.ports import Announce, LockSeats, OpenSeats, Ports, Progressive, SetLed
 from controller.table.rounds import RoundPlay
@@ -55,10 +57,6 @@ from drivers.protocols import (
 if TYPE_CHECKING:
     from controller.faults import FaultBook
     from controller.progressive.ledger import Award
-
-# Read at every device event, as module names: in Python 3.11 an attribute of an Enum class
-# goes through its metaclass's __getattr__ hook (several hundred instructions).
-_OUT_OF_ORDER, _DEVICE_FAULT = TableState.OUT_OF_ORDER, TableState.DEVICE_FAULT
 
 
 class Table:
@@ -320,7 +318,7 @@ class Table:
 
     def handle(self, event: DeviceEvent) -> None:
         """Apply one device event as one step. Called only from the event loop's thread."""
-        if self.state is _OUT_OF_ORDER:
+        if self.state is STATE_OUT_OF_ORDER:
             with self._step():
                 self.journal.record(sr.EventIgnoredOutOfOrder(type(event).__name__))
             return
@@ -340,7 +338,7 @@ class Table:
             case CardDrawn():
                 # A card during a fault is handled whatever its back (the round is voided).
                 fault = (self.batch_checks.card_fault(event)
-                         if self.state is not _DEVICE_FAULT else None)
+                         if self.state is not STATE_DEVICE_FAULT else None)
                 if fault is not None:
                     self.fault_handling.on_fault(fault)
                 else:
