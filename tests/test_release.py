@@ -191,12 +191,20 @@ async def _run_daemon(venv: Path, tmp: Path, public: Path, env: dict[str, str],
                                                   stdout=asyncio.subprocess.DEVNULL,
                                                   stderr=asyncio.subprocess.PIPE)
     try:
+        client = None
         for _ in range(600):
-            if socket.exists() or daemon.returncode is not None:
+            if daemon.returncode is not None:
                 break
+            if socket.exists():
+                try:
+                    client = await ControlClient(str(socket)).connect()
+                    break
+                except ConnectionRefusedError:  # a socket file nobody listens on (yet)
+                    pass
             await asyncio.sleep(0.05)
+        assert daemon.returncode is None, f"tabled exited ({daemon.returncode}) at its start"
         assert socket.exists(), "tabled did not open its control socket"
-        client = await ControlClient(str(socket)).connect()
+        assert client is not None, "tabled's control socket refused every connection"
         try:
             for _ in range(600):  # the shoe's link up: only the table's state can refuse
                 devices = await client.call("devices")
@@ -212,9 +220,10 @@ async def _run_daemon(venv: Path, tmp: Path, public: Path, env: dict[str, str],
             await client.close()
         return str(status["out_of_order"])
     finally:
-        daemon.send_signal(signal.SIGTERM)
+        if daemon.returncode is None:
+            daemon.send_signal(signal.SIGTERM)
         _, stderr = await asyncio.wait_for(daemon.communicate(), 30)
-        assert b"tabled: table out of order: software: release" in stderr
+        assert b"tabled: table out of order: software: release" in stderr, stderr[-2000:]
 
 
 # --- upgrades and rollbacks -----------------------------------------------------------------
