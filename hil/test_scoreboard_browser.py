@@ -16,6 +16,7 @@ the scoreboard's screenshots in docs/display.md.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -167,6 +168,19 @@ async def header(page: Any) -> dict[str, Any]:
       hands_counted: document.getElementById('count-rounds').textContent})"""))
 
 
+async def header_once(page: Any, expected: dict[str, Any]) -> dict[str, Any]:
+    """The page's header once it is `expected`, else as it is after WAIT_MS (the assertion
+    then shows what differs). A wait for one part of the page is no wait for the rest:
+    the page draws the newest views at its next frame (common.js `follow`), and a
+    condition the page met before the last emit holds before that emit is drawn."""
+    deadline = asyncio.get_running_loop().time() + WAIT_MS / 1000
+    while (shown := await header(page)) != expected:
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.02)
+    return shown
+
+
 async def screenshot(page: Any, name: str, tmp_path: Path) -> None:
     target = Path(os.environ.get("DISPLAY_SCREENSHOTS_DIR") or tmp_path / "screenshots")
     target.mkdir(parents=True, exist_ok=True)
@@ -218,9 +232,10 @@ async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
         daemon.emit("prompt", {"action": "place_bets", "round_no": base_round + 1})
         for page in board.values():
             await until(page, "document.getElementById('announce').dataset.kind === 'open'")
-            assert await header(page) == {
+            expected = {
                 "banner": "open", "banner_text": "PLACE YOUR BETS请下注", "last_hand": False,
                 "hand": "1", "round": "401", "hands_counted": "0"}
+            assert await header_once(page, expected) == expected
             assert await page.inner_text("#table-number") == "12"
             assert await page.inner_text("#dealer-name") == "Mei Lin"
             assert await page.evaluate("""() => [...document.querySelectorAll(
@@ -248,9 +263,10 @@ async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
         winners = [r["outcome"] for r in records]
         for where, page in board.items():
             await until(page, f"document.getElementById('count-rounds').textContent === '{last}'")
-            assert await header(page) == {
+            expected = {
                 "banner": "closed", "banner_text": "NO MORE BETS停止下注", "last_hand": True,
                 "hand": str(last), "round": str(base_round + last), "hands_counted": str(last)}
+            assert await header_once(page, expected) == expected
             await check_counts(page, records, winners)
             for road in ROADS:
                 check_road_in_view(await page.evaluate(ROAD_VIEW, road), road, where)
@@ -272,10 +288,11 @@ async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
             for where, page in board.items():
                 await until(page, f"document.getElementById('announce').dataset.kind === "
                                   f"'{banner}' && document.getElementById('last-hand').hidden")
-                assert await header(page) == {
+                expected = {
                     "banner": banner, "banner_text": text, "last_hand": False,
                     "hand": str(last), "round": str(base_round + last),
-                    "hands_counted": str(last)}, (where, state)
+                    "hands_counted": str(last)}
+                assert await header_once(page, expected) == expected, (where, state)
         await screenshot(board["landscape"], "scoreboard-cut-landscape", tmp_path)
 
         # A new shoe; its third hand is void (631a.15(e)): not a result, no hand counted,
@@ -291,9 +308,10 @@ async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
                                    "settlements": []})
         for where, page in board.items():
             await until(page, "document.getElementById('announce').dataset.kind === 'shuffle'")
-            assert await header(page) == {
+            expected = {
                 "banner": "shuffle", "banner_text": "SHUFFLE洗牌", "last_hand": False,
-                "hand": "2", "round": str(base_round + last + 3), "hands_counted": "2"}, where
+                "hand": "2", "round": str(base_round + last + 3), "hands_counted": "2"}
+            assert await header_once(page, expected) == expected, where
             assert await page.evaluate(
                 "document.querySelectorAll('#bead-plate [data-round]').length") == 2
 
@@ -438,10 +456,11 @@ async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path
             assert rows == [[r["round"], [str(r["player_total"]), str(r["banker_total"])],
                              r["outcome"].upper()] for r in latest[:len(rows)]], where
             assert len(rows) >= 6, f"{where}: only {len(rows)} hands fit"
-            assert await header(page) == {
+            expected = {
                 "banner": "open", "banner_text": "PLACE YOUR BETS請下注", "last_hand": False,
                 "hand": str(len(records) + 1), "round": str(len(records) + 1),
                 "hands_counted": str(len(records))}
+            assert await header_once(page, expected) == expected
             await check_counts(page, records, winners)
             assert not await page.locator("#bead-plate").is_visible()
             check_road_in_view(await page.evaluate(ROAD_VIEW, "big-road"), "big-road", where)

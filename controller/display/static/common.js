@@ -46,7 +46,8 @@ const Display = (() => {
   // The live connection: server-sent events, one event type per part of the view.
   // EventSource reconnects by itself after a dropped connection; if the browser gives up
   // (the service answered with an error while restarting) we open a new one.
-  function connect(topics, handlers) {
+  // `onMessage(topic, text)` gets each message's text as it arrives.
+  function open(topics, onMessage) {
     let source = null;
     const banner = document.getElementById("connection");
     function status(text, ok) {
@@ -55,20 +56,45 @@ const Display = (() => {
       banner.dataset.ok = ok ? "1" : "0";
       document.body.classList.toggle("offline", !ok);
     }
-    function open() {
+    function start() {
       source = new EventSource("/events?topics=" + topics.join(","));
       source.onopen = () => status("live", true);
       source.onerror = () => {
         status("reconnecting to the display service\u2026", false);
-        if (source.readyState === EventSource.CLOSED) setTimeout(open, 1000);
+        if (source.readyState === EventSource.CLOSED) setTimeout(start, 1000);
       };
       for (const topic of topics) {
-        source.addEventListener(topic, (message) => {
-          handlers[topic](JSON.parse(message.data));
-        });
+        source.addEventListener(topic, (message) => onMessage(topic, message.data));
       }
     }
-    open();
+    start();
+  }
+
+  // Every message, in order, to its topic's handler: for a stream whose messages are
+  // changes (the pit's tables), each of which must be applied.
+  function connect(topics, handlers) {
+    open(topics, (topic, text) => handlers[topic](JSON.parse(text)));
+  }
+
+  // For a stream whose every message is the whole of its topic's view (the scoreboard's
+  // and the dealer's, controller/display/service.py): only the newest of each topic is
+  // drawn, once per frame. A page that cannot draw as fast as the table changes (a slow
+  // screen, the burst after a reconnect, a table dealt faster than by hand) then skips
+  // to the present. Drawing each message in turn, it fell further behind with every
+  // round: 500 ms behind a table dealing a round every 35 ms, after ten rounds.
+  function follow(topics, draws) {
+    const newest = new Map();  // topic -> the text of its newest message not yet drawn
+    function drawNewest() {
+      const due = [...newest];
+      newest.clear();
+      for (const [topic, text] of due) draws[topic](JSON.parse(text));
+    }
+    open(topics, (topic, text) => {
+      // A frame is asked for when the first message after a draw arrives; a hidden page
+      // keeps that request (and the newest views) until it is shown.
+      if (newest.size === 0) requestAnimationFrame(drawNewest);
+      newest.set(topic, text);
+    });
   }
 
   const WAGER_NAMES = {banker: "Banker", player: "Player", tie: "Tie"};
@@ -76,5 +102,5 @@ const Display = (() => {
     return WAGER_NAMES[key] || key.replace(/_/g, " ").replace(/\b\w/g, (c) => c.toUpperCase());
   }
 
-  return {money, shortMoney, el, cardFace, setText, connect, wagerName};
+  return {money, shortMoney, el, cardFace, setText, connect, follow, wagerName};
 })();

@@ -180,5 +180,5 @@
                                                   : "daemon offline: showing the last known state");
   }
 
-  Display.connect(["live"], {live: drawLive});
+  Display.follow(["live"], {live: drawLive});
 })();

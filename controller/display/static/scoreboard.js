@@ -258,5 +258,5 @@
     showLimitsPage();
     fitHands21();
   });
-  Display.connect(["roads", "live"], {roads: drawRoads, live: drawLive});
+  Display.follow(["roads", "live"], {roads: drawRoads, live: drawLive});
 })();
