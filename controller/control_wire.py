@@ -11,6 +11,7 @@ from typing import Any
 
 from controller.errors import CommandError
 from controller.memory.macs import KNOWN_JSON_STRINGS as _KNOWN
+from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
 from controller.memory.macs import float_text, json_string, known_json_string
 from controller.memory.store import Event
 
@@ -98,7 +99,7 @@ def event_line(event: Event) -> bytes:
         f'{"null" if device is None else _KNOWN.get(device) or known_json_string(device)},'
         f'"round_id":{"null" if round_id is None else int.__repr__(round_id)},'
         f'"payload":'.encode(), payload_json.encode(),
-        f',"hash":{json_string(digest)}}}}}\n'.encode()))
+        f',"hash":{_MAC_TEXTS.get(digest) or json_string(digest)}}}}}\n'.encode()))
 
 
 def kept_line(item: list[Any]) -> bytes:

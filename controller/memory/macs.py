@@ -57,14 +57,16 @@ canonical = unchecked_encoder(
 
 def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severity: str,
               device: str | None, round_id: int | None, payload_json: str, *,
-              at_text: str | None = None, payload_text: str | None = None) -> str:
+              at_text: str | None = None, payload_text: str | None = None,
+              prev_text: str | None = None) -> str:
     """The MAC of one log entry, in hex: HMAC-SHA256(key, UTF-8 of the canonical JSON list
     [previous MAC, seq, repr(time), kind, severity, device, round, payload JSON]); so an
     auditor holding the key can recompute it. `at_text` is repr(at) and `payload_text`
-    json_string(payload_json) if the caller has them (`entry_material`)."""
+    json_string(payload_json) and `prev_text` json_string(prev_mac) if the caller has them
+    (`entry_material`)."""
     return mac_of(key, entry_material(prev_mac, seq, at, kind, severity, device, round_id,
-                                      payload_json, at_text=at_text,
-                                      payload_text=payload_text).encode("utf-8")).hex()
+                                      payload_json, at_text=at_text, payload_text=payload_text,
+                                      prev_text=prev_text).encode("utf-8")).hex()
 
 
 @lru_cache(maxsize=4)
@@ -114,20 +116,23 @@ def float_text(value: float) -> str:
 
 def entry_material(prev_mac: str, seq: int, at: float, kind: str, severity: str,
                    device: str | None, round_id: int | None, payload_json: str, *,
-                   at_text: str | None = None, payload_text: str | None = None) -> str:
+                   at_text: str | None = None, payload_text: str | None = None,
+                   prev_text: str | None = None) -> str:
     """The text entry_mac covers: canonical([prev_mac, seq, repr(at), kind, severity, device,
     round_id, payload_json]), written out field by field because it runs for every entry
     (a third of the encoder's time); the two are the same text (tests/controller/
     test_critical_memory.py compares them). `at_text` is repr(at), which needs no escaping
     in a JSON string (digits, '.', 'e', signs, 'inf', 'nan'); `payload_text` is
-    json_string(payload_json), which the store has kept for a repeated entry (entries.py).
+    json_string(payload_json), which the store has kept for a repeated entry (entries.py);
+    `prev_text` is json_string(prev_mac), which the store keeps for the MACs it made
+    (MAC_TEXTS): the log's check reads them from the store and leaves it out.
     A kind's, severity's or device's text (a few dozen) is not escaped again each time."""
     if at_text is None:
         at_text = float.__repr__(at)
     if payload_text is None:
         payload_text = _json_string(payload_json)
     known = KNOWN_JSON_STRINGS
-    return (f"[{_json_string(prev_mac)},{int.__repr__(seq)},\"{at_text}\","
+    return (f"[{prev_text or _json_string(prev_mac)},{int.__repr__(seq)},\"{at_text}\","
             f"{known.get(kind) or known_json_string(kind)},"
             f"{known.get(severity) or known_json_string(severity)},"
             f"{'null' if device is None else known.get(device) or known_json_string(device)},"
@@ -141,6 +146,12 @@ KNOWN_JSON_STRINGS: dict[str, str] = {}
 devices, a few dozen texts written out at every entry (its MAC's material, its stream
 line). A caller on a card's path reads it first (`KNOWN_JSON_STRINGS.get(text) or
 known_json_string(text)`): a dictionary lookup, not a call, for each of an entry's texts."""
+MAC_TEXTS: dict[str, str] = {}
+"""json_string(mac) of the last log entries' MACs the store made (`Store._append` keeps
+each, 64 at most): hex digits, which no JSON string escapes, so the text quoted. Each is
+written out again as the next entry's previous MAC, in the seal's material and in the
+entry's stream line: escaping 64 characters is about 2,000 instructions, five a card. A
+MAC not kept here (read from the store, or let go) is escaped: the same text either way."""
 
 
 def known_json_string(text: str) -> str:
@@ -181,7 +192,8 @@ def seal_material(commit_no: int, log_seq: int, log_mac: str,
 
 def seal_head(commit_no: int, log_seq: int, log_mac: str) -> str:
     """The seal's material up to its digests (`seal_material`)."""
-    return f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},{_json_string(log_mac)},'
+    return (f'["seal",{int.__repr__(commit_no)},{int.__repr__(log_seq)},'
+            f'{MAC_TEXTS.get(log_mac) or _json_string(log_mac)},')
 
 
 def digests_material(digests: Iterable[tuple[str, str, int, str]]) -> str:

@@ -38,19 +38,12 @@ from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
+from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
-    GENESIS_HASH,
-    GROUPED_KINDS,
-    OPEN_ROUND_CARDS,
-    SAVED_AT_SEQ,
-    SCHEMA_VERSION,
-    STORE_TABLES,
-    Event,
-    as_read_back,
-    entry_hash,
-    state_json,
+    GENESIS_HASH, GROUPED_KINDS, OPEN_ROUND_CARDS, SAVED_AT_SEQ, SCHEMA_VERSION, STORE_TABLES,
+    Event, as_read_back, entry_hash, state_json,
 )
 
 __all__ = [  # the store's own names, and those its users import from here
@@ -269,7 +262,10 @@ class Store:
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
         digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
                                     payload_json, at_text=critical.float_text(at),
-                                    payload_text=payload_text)
+                                    payload_text=payload_text, prev_text=_MAC_TEXTS.get(prev))
+        if len(_MAC_TEXTS) >= 64:  # its JSON text kept (macs.MAC_TEXTS), a call's cost inline
+            _MAC_TEXTS.clear()
+        _MAC_TEXTS[digest] = f'"{digest}"'
         if device is None:  # NULL written out: None bound costs sqlite3 an adapter lookup
             steps.writes.execute(_INSERT_NO_DEVICE, (seq, at, kind, severity, round_id,
                                                      payload_json, prev, digest))
