@@ -98,7 +98,7 @@ class EventStreams:
         recent.append(item)
         for stream in self.subscribers:
             if stream.live and stream.last + 1 == event.seq:
-                stream.unsent.append(kept_line(item))
+                stream.unsent.append(item[1] or kept_line(item))
                 stream.last = event.seq
             else:
                 stream.live = False
@@ -153,8 +153,13 @@ class EventStreams:
         first = recent[0][0].seq
         if not first <= after_seq + 1 <= recent[-1][0].seq + 1:
             return None
-        return [(recent[index][0].seq, kept_line(recent[index]))
-                for index in range(after_seq + 1 - first, len(recent))]
+        # A loop, not a comprehension (a function call of its own), for a page of two; a
+        # kept line is taken as it is, and only a missing one made (`kept_line`, a call).
+        page: list[tuple[int, bytes]] = []
+        for index in range(after_seq + 1 - first, len(recent)):
+            item = recent[index]
+            page.append((item[0].seq, item[1] or kept_line(item)))
+        return page
 
     async def serve(self, response: dict[str, Any], writer: asyncio.StreamWriter,
                     caller: Caller) -> None:
