@@ -318,7 +318,7 @@ class Table:
 
     def handle(self, event: DeviceEvent) -> None:
         """Apply one device event as one step. Called only from the event loop's thread."""
-        if self.state is STATE_OUT_OF_ORDER:
+        if self.machine.state is STATE_OUT_OF_ORDER:  # not the property: a call, every card
             with self._step():
                 self.journal.record(sr.EventIgnoredOutOfOrder(type(event).__name__))
             return
@@ -338,7 +338,7 @@ class Table:
             case CardDrawn():
                 # A card during a fault is handled whatever its back (the round is voided).
                 fault = (self.batch_checks.card_fault(event)
-                         if self.state is not STATE_DEVICE_FAULT else None)
+                         if self.machine.state is not STATE_DEVICE_FAULT else None)
                 if fault is not None:
                     self.fault_handling.on_fault(fault)
                 else:
