@@ -72,7 +72,8 @@ def settle_round(game: Game, wagers: Iterable[PlacedWager], round_view: RoundVie
             raise ValueError(f"wager {placed.wager!r} is not offered at this table")
         if rule.settles_at is point:
             out.append(rule.settle(placed.seat, placed.amount_cents, round_view))
-    return settlement_order(out, list(rules))
+    # Nothing to order (most first-four-card points: no wager settles there).
+    return settlement_order(out, list(rules)) if out else out
 
 
 def void_round(wagers: Iterable[PlacedWager], section: str = "631a.15(e)", *,
