@@ -39,6 +39,7 @@ from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
 from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
+from controller.memory.macs import entry_material, mac_of
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -260,9 +261,11 @@ class Store:
         seq, prev = seal.head()
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
-                                    payload_json, at_text=critical.float_text(at),
-                                    payload_text=payload_text, prev_text=_MAC_TEXTS.get(prev))
+        # entry_mac's own parts, as the chain's check calls them: one call less an entry.
+        digest = mac_of(self.key, entry_material(
+            prev, seq, at, kind, severity, device, round_id, payload_json,
+            at_text=critical.float_text(at), payload_text=payload_text,
+            prev_text=_MAC_TEXTS.get(prev)).encode()).hex()
         if len(_MAC_TEXTS) >= 64:  # its JSON text kept (macs.MAC_TEXTS), a call's cost inline
             _MAC_TEXTS.clear()
         _MAC_TEXTS[digest] = f'"{digest}"'
