@@ -88,18 +88,21 @@ def event_line(event: Event) -> bytes:
     second time (tests/controller/test_control.py checks the two agree), and the time's
     text as its MAC was computed with (`float_text`), not written out again."""
     seq, at, kind, severity, device, round_id, _, _, digest, payload_json = event
+    # The kept texts' dicts as local names: a method of an imported name is compiled as an
+    # attribute read (a bound method made at each call), of a local one as a method call.
+    known, macs = _KNOWN, _MAC_TEXTS
     # Encoded in three parts, the same bytes as the whole line's: the payload's UTF-8 is
     # the one the store bound to its INSERT (kept by the text), and a card's payload (its
     # suit, not Latin-1) no longer widens and encodes the whole line.
     return b"".join((
         f'{{"event":{{"seq":{int.__repr__(seq)},"at":{float_text(at)},'
-        f'"kind":{_KNOWN.get(kind) or known_json_string(kind)},'
-        f'"severity":{_KNOWN.get(severity) or known_json_string(severity)},'
+        f'"kind":{known.get(kind) or known_json_string(kind)},'
+        f'"severity":{known.get(severity) or known_json_string(severity)},'
         f'"device":'
-        f'{"null" if device is None else _KNOWN.get(device) or known_json_string(device)},'
+        f'{"null" if device is None else known.get(device) or known_json_string(device)},'
         f'"round_id":{"null" if round_id is None else int.__repr__(round_id)},'
         f'"payload":'.encode(), payload_json.encode(),
-        f',"hash":{_MAC_TEXTS.get(digest) or json_string(digest)}}}}}\n'.encode()))
+        f',"hash":{macs.get(digest) or json_string(digest)}}}}}\n'.encode()))
 
 
 def kept_line(item: list[Any]) -> bytes:

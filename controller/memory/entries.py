@@ -91,10 +91,13 @@ class RecordEntries:
             return None
         card = str(record.card)
         back_text = _BACK_TEXTS[back]
-        b = STRING_TEXTS.get(back_text) or string_texts(back_text)
-        c = STRING_TEXTS.get(card) or string_texts(card)
-        h = STRING_TEXTS.get(hand) or string_texts(hand)
-        s = STRING_TEXTS.get(slot) or string_texts(slot)
+        # A local name: `STRING_TEXTS.get`, an imported name's method, is compiled as an
+        # attribute read that makes a bound method at each call.
+        texts = STRING_TEXTS
+        b = texts.get(back_text) or string_texts(back_text)
+        c = texts.get(card) or string_texts(card)
+        h = texts.get(hand) or string_texts(hand)
+        s = texts.get(slot) or string_texts(slot)
         number = int.__repr__(index)
         return (_CARD_KIND, _CARD_SEVERITY,
                 {"back": back_text, "card": card, "hand": hand, "index": index, "slot": slot},

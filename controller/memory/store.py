@@ -261,14 +261,15 @@ class Store:
         seq, prev = seal.head()
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
+        mac_texts = _MAC_TEXTS  # local: an imported name's method call makes a bound method
         # entry_mac's own parts, as the chain's check calls them: one call less an entry.
         digest = mac_of(self.key, entry_material(
             prev, seq, at, kind, severity, device, round_id, payload_json,
             at_text=critical.float_text(at), payload_text=payload_text,
-            prev_text=_MAC_TEXTS.get(prev)).encode()).hex()
-        if len(_MAC_TEXTS) >= 64:  # its JSON text kept (macs.MAC_TEXTS), a call's cost inline
-            _MAC_TEXTS.clear()
-        _MAC_TEXTS[digest] = f'"{digest}"'
+            prev_text=mac_texts.get(prev)).encode()).hex()
+        if len(mac_texts) >= 64:  # its JSON text kept (macs.MAC_TEXTS), a call's cost inline
+            mac_texts.clear()
+        mac_texts[digest] = f'"{digest}"'
         if device is None:  # NULL written out: None bound costs sqlite3 an adapter lookup
             steps.writes.execute(_INSERT_NO_DEVICE, (seq, at, kind, severity, round_id,
                                                      payload_json, prev, digest))
