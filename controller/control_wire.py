@@ -12,7 +12,7 @@ from typing import Any
 from controller.errors import CommandError
 from controller.memory.macs import KNOWN_JSON_STRINGS as _KNOWN
 from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
-from controller.memory.macs import float_text, json_string, known_json_string
+from controller.memory.macs import float_text, int_text, json_string, known_json_string
 from controller.memory.store import Event
 
 IDLE_CLOSED = "closed: no request for"  # how the idle refusal starts; clients reconnect on it
@@ -95,12 +95,12 @@ def event_line(event: Event) -> bytes:
     # the one the store bound to its INSERT (kept by the text), and a card's payload (its
     # suit, not Latin-1) no longer widens and encodes the whole line.
     return b"".join((
-        f'{{"event":{{"seq":{int.__repr__(seq)},"at":{float_text(at)},'
+        f'{{"event":{{"seq":{int_text(seq)},"at":{float_text(at)},'
         f'"kind":{known.get(kind) or known_json_string(kind)},'
         f'"severity":{known.get(severity) or known_json_string(severity)},'
         f'"device":'
         f'{"null" if device is None else known.get(device) or known_json_string(device)},'
-        f'"round_id":{"null" if round_id is None else int.__repr__(round_id)},'
+        f'"round_id":{"null" if round_id is None else int_text(round_id)},'
         f'"payload":'.encode(), payload_json.encode(),
         f',"hash":{macs.get(digest) or json_string(digest)}}}}}\n'.encode()))
 

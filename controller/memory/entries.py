@@ -23,7 +23,7 @@ from cards import BackColour, Card
 from controller.events.catalogue import KINDS, entry_of
 from controller.events.codec import EventRecord, wire
 from controller.events.records import CardDealt
-from controller.memory.macs import canonical, json_string
+from controller.memory.macs import canonical, int_text, json_string
 from controller.memory.part_texts import STRING_TEXTS, WRITTEN_OUT, record_entry, string_texts
 from controller.memory.schema import flat_read_back
 
@@ -98,7 +98,7 @@ class RecordEntries:
         c = texts.get(card) or string_texts(card)
         h = texts.get(hand) or string_texts(hand)
         s = texts.get(slot) or string_texts(slot)
-        number = int.__repr__(index)
+        number = int_text(index)
         return (_CARD_KIND, _CARD_SEVERITY,
                 {"back": back_text, "card": card, "hand": hand, "index": index, "slot": slot},
                 f'{{"back":{b[0]},"card":{c[0]},"hand":{h[0]},"index":{number},"slot":{s[0]}}}',

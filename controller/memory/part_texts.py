@@ -31,7 +31,7 @@ from controller.events.parts import RoundResult, SettledWager, Wager
 from controller.events.records import (
     NoMoreBets, RoundSettled, RoundVoid, SettledEndOfRound, SettledFirstFourCards,
 )
-from controller.memory.macs import canonical, json_string
+from controller.memory.macs import canonical, int_text, json_string
 
 Texts = tuple[str, str, Any]
 """(canonical JSON, that JSON escaped as inside a JSON string, the value as json.loads
@@ -92,8 +92,8 @@ def _settled_texts(s: SettledWager) -> Texts | None:
                           STRING_TEXTS.get(outcome) or string_texts(outcome),
                           STRING_TEXTS.get(section) or string_texts(section),
                           STRING_TEXTS.get(wager) or string_texts(wager))
-    numbers = (int.__repr__(amount), int.__repr__(net), int.__repr__(seat),
-               int.__repr__(marked), int.__repr__(vig), int.__repr__(win))
+    numbers = (int_text(amount), int_text(net), int_text(seat),
+               int_text(marked), int_text(vig), int_text(win))
     a, n, st, m, v, w = numbers
     return (f'{{"amount_cents":{a},"label":{la[0]},"net_cents":{n},"odds":{od[0]},'
             f'"outcome":{ou[0]},"seat":{st},"section":{se[0]},"vig_marked_cents":{m},'
@@ -113,7 +113,7 @@ def _wager_texts(w: Wager) -> Texts | None:
     if not (type(amount) is int and type(seat) is int and type(wager) is str):
         return None
     wa = STRING_TEXTS.get(wager) or string_texts(wager)
-    a, st = int.__repr__(amount), int.__repr__(seat)
+    a, st = int_text(amount), int_text(seat)
     return (f'{{"amount_cents":{a},"seat":{st},"wager":{wa[0]}}}',
             f'{{\\"amount_cents\\":{a},\\"seat\\":{st},\\"wager\\":{wa[1]}}}',
             {"amount_cents": amount, "seat": seat, "wager": wager})
@@ -144,7 +144,7 @@ def _value_texts(value: Any) -> Texts:
         strings = STRING_TEXTS.get(value) or string_texts(value)
         return strings[0], strings[1], value
     if kind is int:
-        text = int.__repr__(value)
+        text = int_text(value)
         return text, text, value
     if kind is bool:
         return ("true", "true", True) if value else ("false", "false", False)
@@ -160,7 +160,7 @@ def _value_texts(value: Any) -> Texts:
             return (f"[{','.join([t[0] for t in items])}]",
                     f"[{','.join([t[1] for t in items])}]", [_fresh(t) for t in items])
         if first is int and all(type(item) is int for item in value):  # seats
-            text = f"[{','.join(map(int.__repr__, value))}]"
+            text = f"[{','.join(map(int_text, value))}]"
             return text, text, list(value)
     if isinstance(value, Payload):
         part = part_texts(value)
