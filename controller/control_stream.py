@@ -150,15 +150,18 @@ class EventStreams:
         recent = self._recent
         if not recent:
             return None
+        # The kept seqs are consecutive (`_take`): each one is `first` plus its place, not
+        # read off its entry (a named tuple's field is an attribute lookup, two a line).
         first = recent[0][0].seq
-        if not first <= after_seq + 1 <= recent[-1][0].seq + 1:
+        end = first + len(recent)
+        if not first <= after_seq + 1 <= end:
             return None
         # A loop, not a comprehension (a function call of its own), for a page of two; a
         # kept line is taken as it is, and only a missing one made (`kept_line`, a call).
         page: list[tuple[int, bytes]] = []
-        for index in range(after_seq + 1 - first, len(recent)):
-            item = recent[index]
-            page.append((item[0].seq, item[1] or kept_line(item)))
+        for seq in range(after_seq + 1, end):
+            item = recent[seq - first]
+            page.append((seq, item[1] or kept_line(item)))
         return page
 
     async def serve(self, response: dict[str, Any], writer: asyncio.StreamWriter,
