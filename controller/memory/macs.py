@@ -69,7 +69,12 @@ def entry_mac(key: bytes, prev_mac: str, seq: int, at: float, kind: str, severit
                                       prev_text=prev_text).encode("utf-8")).hex()
 
 
-@lru_cache(maxsize=4)
+_PADS: dict[bytes, tuple[Any, Any]] = {}
+"""`_pads` by key, read by `mac_of`: a dictionary read of the key (bytes keep their hash),
+where an lru_cache's call made a key tuple for the bytes and hashed it, about 800
+instructions a MAC (three a card, one for each row MAC and each entry a check reads)."""
+
+
 def _pads(key: bytes) -> tuple[Any, Any]:
     """SHA-256 with HMAC's inner and outer padded key already hashed (RFC 2104; a key
     longer than a block is hashed first, as HMAC does): every MAC (log entries, protected
@@ -78,14 +83,17 @@ def _pads(key: bytes) -> tuple[Any, Any]:
     hash states copy for less than OpenSSL's HMAC state, which copies and frees three
     digest contexts at every copy and again at every digest()."""
     block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
-    return (hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
-            hashlib.sha256(bytes(byte ^ 0x5C for byte in block)))
+    if len(_PADS) >= 4:  # a few keys at most in one process (tests make more)
+        _PADS.clear()
+    pads = _PADS[key] = (hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
+                         hashlib.sha256(bytes(byte ^ 0x5C for byte in block)))
+    return pads
 
 
 def mac_of(key: bytes, material: bytes) -> bytes:
     """HMAC-SHA256(key, material): the same bytes as hmac.digest(key, material, "sha256")
     (tests/controller/test_critical_memory.py compares them)."""
-    inner, outer = _pads(key)
+    inner, outer = _PADS.get(key) or _pads(key)
     inner = inner.copy()
     inner.update(material)
     outer = outer.copy()
