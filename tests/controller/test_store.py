@@ -84,6 +84,31 @@ def test_a_round_is_settled_exactly_once(store):
                                        "vig_owed_cents": 0}}
 
 
+def test_a_seats_wagers_are_summed_into_one_write_of_its_totals(store):
+    """A seat with several wagers in a round has its totals written once (each write fires
+    its digest trigger); the totals and the digests are those of one write per wager."""
+    earlier = store.open_round(1, 1, [])
+    store.close_round(earlier, "settled", {}, [
+        SettledWager(3, "player", 500, "lose", "0", 0, 0, 0, -500, "Banker wins",
+                     "631a.8(a)(2)(ii)")], [])
+    round_id = store.open_round(1, 2, [])
+    settlements = [
+        SettledWager(3, "banker", 2000, "win", "1", 2000, 100, 100, 2000, "Banker wins",
+                     "631a.13(c)"),
+        SettledWager(5, "player", 1000, "lose", "0", 0, 0, 0, -1000, "Banker wins",
+                     "631a.8(a)(2)(ii)"),
+        SettledWager(3, "tie", 500, "lose", "0", 0, 0, 0, -500, "No tie", "631a.8(a)(3)(ii)")]
+    changes = store._db.total_changes
+    store.close_round(round_id, "settled", {}, settlements, [])
+    # The round's row and two seats' rows, each with its digest's row, and the seal: seven
+    # (one write a wager: nine).
+    assert store._db.total_changes - changes == 7
+    assert store.seat_totals() == {
+        3: {"net_cents": 1000, "wagered_cents": 3000, "vig_owed_cents": 100},
+        5: {"net_cents": -1000, "wagered_cents": 1000, "vig_owed_cents": 0}}
+    store.verify(full=True)  # every digest is the sum of its rows' MACs
+
+
 def test_marked_vigorish_is_owed_until_collected(store):
     """631a.13(d)(2): vigorish marked per seat and collected later."""
     round_id = store.open_round(1, 1, [])
