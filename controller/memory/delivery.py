@@ -176,8 +176,7 @@ class Delivery:
                   must_flush: bool) -> None:
         """The step just committed (flushed if `flushed`). Held while grouping if it must
         be flushed or anything before it is still held (entries go out in log order)."""
-        # `grouping` read inline (a property's call, every step).
-        if self._loop is not None and not flushed and (must_flush or self.holding):
+        if self.grouping and not flushed and (must_flush or self.holding):
             self._held.append((events, seal, must_flush))
             if self._in_flight is None and not self._start_due:
                 # Not at once: the steps that follow in this loop turn share the flush.
