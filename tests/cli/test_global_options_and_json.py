@@ -111,8 +111,12 @@ def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess
         # non-interactive shell would have it ignored).
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Until the interpreter has installed its SIGINT handler: before that, SIG_DFL kills the
-    # process (-2), which on a busy machine can take longer than `after_s` to start.
-    while not _catches_sigint(process.pid) and process.poll() is None:
+    # process (-2), which on a busy machine can take longer than `after_s` to start. Between
+    # the fork and the exec the child is still a copy of this process, which catches SIGINT
+    # too: its command line tells the two apart.
+    while process.poll() is None and not (
+            b"controller.cli" in Path(f"/proc/{process.pid}/cmdline").read_bytes()
+            and _catches_sigint(process.pid)):
         time.sleep(0.01)
     time.sleep(after_s)
     process.send_signal(signal.SIGINT)
@@ -127,15 +131,21 @@ def test_ctrl_c_during_simulate_is_one_line_and_exit_130():
 
 def test_ctrl_c_with_json_is_a_json_answer_too():
     done = _interrupted(["--json", "par-sheet", "config/baccarat-8deck.toml"], 0.5)
-    # The sheet was quicker than the signal: it exited, or the signal came while the
-    # interpreter was exiting, after it had given SIGINT back to the default (-2; a loaded
-    # machine did). Either way the whole answer was written.
-    if done.returncode in (exitcodes.OK, -signal.SIGINT):
-        assert json.loads(done.stdout)["game"]["family"] == "baccarat"
-        return
-    assert done.returncode == exitcodes.INTERRUPTED
-    assert json.loads(done.stdout) == {"ok": False, "exit_code": 130, "error": "interrupted",
-                                       "reason": "interrupted"}
+    interrupted = {"ok": False, "exit_code": 130, "error": "interrupted",
+                   "reason": "interrupted"}
+    answer = json.loads(done.stdout)  # whatever happened: one whole JSON document
+    if done.returncode == exitcodes.OK:  # the sheet was quicker than the signal
+        assert answer["game"]["family"] == "baccarat"
+    elif done.returncode == exitcodes.INTERRUPTED:
+        assert answer == interrupted
+    else:
+        # Ended by SIGINT itself (a shell reports it as 130 too), after the answer was
+        # written: the signal came while the interpreter was exiting, after it had given
+        # SIGINT back to the default, or the interpreter ended so after a KeyboardInterrupt
+        # that tablectl had caught and answered (seen on a loaded machine, 1 run in 5 with
+        # the signal 0.15-0.25 s in; the sheet or the interrupted answer, whole either way).
+        assert done.returncode == -signal.SIGINT, (done.returncode, done.stderr)
+        assert answer == interrupted or answer["game"]["family"] == "baccarat", answer
 
 
 @pytest.fixture
