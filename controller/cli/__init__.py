@@ -16,6 +16,7 @@ from controller import __version__
 from controller.cli import exitcodes
 from controller.cli.output import fit, print_json
 from controller.errors import CommandError
+from controller.tablectl import wants_json
 
 # Modules that contribute subcommands; each has register(subparsers) -> None.
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
@@ -155,12 +156,6 @@ def _hand_on_global_options(parser: argparse.ArgumentParser, args: argparse.Name
             setattr(args, dest, value)
 
 
-def _wants_json(argv: Sequence[str]) -> bool:
-    """Whether --json is on the command line (before a `--` that ends the options)."""
-    words = list(argv)
-    return "--json" in (words[:words.index("--")] if "--" in words else words)
-
-
 class _Recorded:
     """A text stream that passes everything on and remembers whether anything was written
     and what was written last, so that main() can keep --json's promise for every command.
@@ -191,7 +186,7 @@ def _last_message(recorded: _Recorded) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    json_wanted = _wants_json(argv)
+    json_wanted = wants_json(argv)
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)

@@ -1,5 +1,8 @@
 """tablectl exit codes, documented in docs/technician-guide.md."""
 
+# Ctrl-C (130): owned by the entry point, which answers a Ctrl-C before the CLI runs.
+from controller.tablectl import INTERRUPTED as INTERRUPTED
+
 OK = 0
 FAILURE = 1  # the command ran and found a problem (e.g. a self-test failed)
 BAD_ARGUMENTS = 2
@@ -10,4 +13,4 @@ BAD_CONFIGURATION = 6
 UNSUPPORTED = 7  # the daemon does not offer the command (it is older than this tablectl)
 REFUSED = 8  # the daemon refused the request: wrong supervisor PIN, or not allowed now
 NO_DEVICE = 9  # tablectl conformance: not one byte came back from the port (nothing attached)
-INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as the shell reports a command it interrupted)
+

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from controller import tablectl
 from controller.cli import exitcodes, main
 from controller.memory.lifecycle import init_store, open_store
 
@@ -103,9 +104,11 @@ def _catches_sigint(pid: int) -> bool:
 
 
 def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess[str]:
-    """tablectl ARGV as a process, sent Ctrl-C's SIGINT after `after_s`."""
+    """tablectl ARGV as a process, sent Ctrl-C's SIGINT after `after_s`: its entry point as
+    the installed `tablectl` calls it (`python -m controller.cli` imports the CLI's
+    package before any of its code runs, where a Ctrl-C is Python's traceback)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *argv], cwd=ROOT, text=True,
+        [sys.executable, "-m", "controller.tablectl", *argv], cwd=ROOT, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         # As a terminal starts it: SIGINT raises KeyboardInterrupt (a background job of a
         # non-interactive shell would have it ignored).
@@ -115,7 +118,7 @@ def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess
     # the fork and the exec the child is still a copy of this process, which catches SIGINT
     # too: its command line tells the two apart.
     while process.poll() is None and not (
-            b"controller.cli" in Path(f"/proc/{process.pid}/cmdline").read_bytes()
+            b"controller.tablectl" in Path(f"/proc/{process.pid}/cmdline").read_bytes()
             and _catches_sigint(process.pid)):
         time.sleep(0.01)
     time.sleep(after_s)
@@ -192,3 +195,33 @@ def test_support_bundle_with_the_daemon_down_names_a_store_it_cannot_find(tmp_pa
     assert (f"(not collected: no store file at {tmp_path / 'gone.sqlite'}; give --store PATH)"
             in bundle.read_text(encoding="utf-8"))
     capsys.readouterr()
+
+
+def test_ctrl_c_before_the_cli_runs_is_the_same_one_line_and_answer(monkeypatch, capsys):
+    """A Ctrl-C while tablectl starts (its imports, its parser: a tenth of a second and more
+    on a busy machine) is answered by the entry point as the CLI answers one during a
+    command: one line, 130, the same JSON answer; no traceback."""
+    import controller.cli
+
+    def interrupted_inside(argv):  # noqa: ANN001, ANN202 - a command that Ctrl-C stops
+        raise KeyboardInterrupt
+
+    def interrupted_before(argv):  # noqa: ANN001, ANN202 - the CLI's start that Ctrl-C stops
+        raise KeyboardInterrupt
+
+    argv = ["--json", "par-sheet", "config/baccarat-8deck.toml"]
+    # The CLI's own answer, for a command it was running (the parser, built at each call,
+    # hands par-sheet to the module's function).
+    monkeypatch.setattr("controller.cli.rules_commands._par_sheet", interrupted_inside)
+    assert main(argv) == exitcodes.INTERRUPTED
+    inside = capsys.readouterr()
+    # The entry point's, for a Ctrl-C before the CLI's main caught anything.
+    monkeypatch.setattr(controller.cli, "main", interrupted_before)
+    assert tablectl.main(argv) == exitcodes.INTERRUPTED == 130
+    before = capsys.readouterr()
+    assert (before.out, before.err) == (inside.out, inside.err) == (
+        '{\n  "ok": false,\n  "exit_code": 130,\n  "error": "interrupted",\n'
+        '  "reason": "interrupted"\n}\n', "\ninterrupted\n")
+    # Without --json: the line alone.
+    assert tablectl.main(argv[1:]) == 130
+    assert capsys.readouterr() == ("", "\ninterrupted\n")
