@@ -16,7 +16,7 @@ from controller import __version__
 from controller.cli import exitcodes
 from controller.cli.output import fit, print_json
 from controller.errors import CommandError
-from controller.tablectl import wants_json
+from controller.interrupted import wants_json
 
 # Modules that contribute subcommands; each has register(subparsers) -> None.
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",

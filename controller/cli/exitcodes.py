@@ -1,7 +1,7 @@
 """tablectl exit codes, documented in docs/technician-guide.md."""
 
-# Ctrl-C (130): owned by the entry point, which answers a Ctrl-C before the CLI runs.
-from controller.tablectl import INTERRUPTED as INTERRUPTED
+# Ctrl-C (130): with what tablectl answers to it, which its entry point reads too.
+from controller.interrupted import INTERRUPTED as INTERRUPTED
 
 OK = 0
 FAILURE = 1  # the command ran and found a problem (e.g. a self-test failed)
