@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import structlog
-
 from controller.memory.errors import ACTION_UNUSABLE, IntegrityError
 from controller.memory.macs import canonical
 
@@ -192,8 +190,6 @@ def read_anchor(path: Path, key: bytes) -> Anchor | None:
 # --- writing it: off the event loop, at most once an interval ----------------------------
 
 
-log = structlog.get_logger()
-
 ANCHOR_INTERVAL_S = 60.0
 """The most a running table's anchor lags its store, by default (`[store] anchor_interval_s`,
 ANCHOR_INTERVAL_RANGE_S). A store rolled back by less than this (and within a power cut of
@@ -266,4 +262,10 @@ class AnchorWriter(Generic[A]):
             self._write(anchor)
             self.writes += 1
         except OSError as exc:  # the store is committed; the anchor catches up next time
-            log.error("anchor_write_failed", error=str(exc))
+            # structlog imported here, not with this module: the check of a store reads the
+            # anchor in a fresh interpreter of its own (controller/memory/check.py) whose start
+            # comes before its chain workers', and structlog (asyncio, ssl) was three quarters
+            # of that start's imports. The daemon, which writes anchors, has it loaded.
+            import structlog
+
+            structlog.get_logger().error("anchor_write_failed", error=str(exc))
