@@ -98,7 +98,7 @@ class EventStreams:
         recent.append(item)
         for stream in self.subscribers:
             if stream.live and stream.last + 1 == event.seq:
-                stream.unsent.append(item[1] or kept_line(item))
+                stream.unsent.append(kept_line(item))
                 stream.last = event.seq
             else:
                 stream.live = False
@@ -156,12 +156,10 @@ class EventStreams:
         end = first + len(recent)
         if not first <= after_seq + 1 <= end:
             return None
-        # A loop, not a comprehension (a function call of its own), for a page of two; a
-        # kept line is taken as it is, and only a missing one made (`kept_line`, a call).
+        # A loop, not a comprehension (a function call of its own), for a page of two.
         page: list[tuple[int, bytes]] = []
         for seq in range(after_seq + 1, end):
-            item = recent[seq - first]
-            page.append((seq, item[1] or kept_line(item)))
+            page.append((seq, kept_line(recent[seq - first])))
         return page
 
     async def serve(self, response: dict[str, Any], writer: asyncio.StreamWriter,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from controller.fresh_process import FreshProcess
 from controller.memory.errors import ACTION_TAMPER, IntegrityError
-from controller.memory.macs import entry_material, mac_of
+from controller.memory.macs import entry_material, mac_json, mac_of
 
 PARALLEL_CHAIN_ENTRIES = 200_000
 """A stretch of the log this long or longer is checked by several processes at once
@@ -119,8 +119,8 @@ def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end:
     expected = start
     # json_string(prev) for entry_material's `prev_text`: None (escaped there) for the
     # range's first entry, whose previous MAC was read, not checked; after that the stored
-    # MAC just found equal to the hex digest made here, quoted as the store quotes the
-    # digests it makes (macs.MAC_TEXTS: hex needs no escaping). The same text, without
+    # MAC just found equal to the hex digest made here, as its JSON text (`mac_json`, as the
+    # store keeps the MACs it makes: hex needs no escaping). The same text, without
     # escaping 64 characters again: 1,500 of about 45,000 instructions an entry. Only a
     # stored text: another type (a schema edited to store one) is left to entry_material,
     # which refuses it as before.
@@ -138,7 +138,7 @@ def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end:
         if not compare(digest, str(mac)):
             raise IntegrityError("event chain", f"entry {seq} ({kind}) was altered: its MAC "
                                  "does not match its contents")
-        prev, prev_text = mac, f'"{digest}"' if type(mac) is str else None
+        prev, prev_text = mac, mac_json(digest) if type(mac) is str else None
         expected += 1
         if progress is not None and (expected - start) % 100_000 == 0:
             progress(expected - start)

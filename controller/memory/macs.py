@@ -160,11 +160,23 @@ devices, a few dozen texts written out at every entry (its MAC's material, its s
 line). A caller on a card's path reads it first (`KNOWN_JSON_STRINGS.get(text) or
 known_json_string(text)`): a dictionary lookup, not a call, for each of an entry's texts."""
 MAC_TEXTS: dict[str, str] = {}
-"""json_string(mac) of the last log entries' MACs the store made (`Store._append` keeps
-each, 64 at most): hex digits, which no JSON string escapes, so the text quoted. Each is
-written out again as the next entry's previous MAC, in the seal's material and in the
-entry's stream line: escaping 64 characters is about 2,000 instructions, five a card. A
-MAC not kept here (read from the store, or let go) is escaped: the same text either way."""
+"""json_string(mac) of the last log entries' MACs the store made (`keep_mac_json`, 64 at
+most). Each is written out again as the next entry's previous MAC, in the seal's material
+and in the entry's stream line: escaping 64 characters is about 2,000 instructions, five a
+card. A MAC not kept here (read from the store, or let go) is escaped: the same text."""
+
+
+def mac_json(mac_hex: str) -> str:
+    """json_string of a MAC made here (`mac_of(...).hex()`): hex digits, which no JSON
+    string escapes, so the digits quoted."""
+    return f'"{mac_hex}"'
+
+
+def keep_mac_json(mac_hex: str) -> None:
+    """Keep a MAC the store just made as its JSON text (MAC_TEXTS)."""
+    if len(MAC_TEXTS) >= 64:
+        MAC_TEXTS.clear()
+    MAC_TEXTS[mac_hex] = mac_json(mac_hex)
 
 
 def known_json_string(text: str) -> str:

@@ -48,24 +48,21 @@ def close_round(db: sqlite3.Connection, round_id: int, state: str,
     # One row per seat: each row written fires its digest trigger (a row's MAC out and
     # in), so a seat with several wagers is written once, its wagers summed, not once a
     # wager. The rows left are the same, and so is the digest: the sum of their MACs.
-    rows = [(item.seat, item.net_cents, item.amount_cents, item.vig_marked_cents)
-            for item in settlements]
-    if len({row[0] for row in rows}) < len(rows):
-        rows = _per_seat(rows)
     db.executemany(  # one statement for every seat's totals
         "INSERT INTO seat_totals(seat, net_cents, wagered_cents, vig_owed_cents)"
         " VALUES (?, ?, ?, ?) ON CONFLICT(seat) DO UPDATE SET"
         " net_cents = net_cents + excluded.net_cents,"
         " wagered_cents = wagered_cents + excluded.wagered_cents,"
-        " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents", rows)
+        " vig_owed_cents = vig_owed_cents + excluded.vig_owed_cents", _per_seat(settlements))
 
 
-def _per_seat(rows: Iterable[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+def _per_seat(settlements: Iterable[SettledWager]) -> list[tuple[int, int, int, int]]:
     """(seat, net, wagered, vigorish owed) summed per seat, seats in their first order."""
     totals: dict[int, tuple[int, int, int, int]] = {}
-    for seat, net, wagered, vig in rows:
-        _, net_before, wagered_before, vig_before = totals.get(seat, (seat, 0, 0, 0))
-        totals[seat] = (seat, net_before + net, wagered_before + wagered, vig_before + vig)
+    for item in settlements:
+        _, net, wagered, vig = totals.get(item.seat, (item.seat, 0, 0, 0))
+        totals[item.seat] = (item.seat, net + item.net_cents, wagered + item.amount_cents,
+                             vig + item.vig_marked_cents)
     return list(totals.values())
 
 

@@ -39,7 +39,7 @@ from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
 from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
-from controller.memory.macs import entry_material, mac_of
+from controller.memory.macs import entry_material, keep_mac_json, mac_of
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -267,9 +267,7 @@ class Store:
             prev, seq, at, kind, severity, device, round_id, payload_json,
             at_text=critical.float_text(at), payload_text=payload_text,
             prev_text=mac_texts.get(prev)).encode()).hex()
-        if len(mac_texts) >= 64:  # its JSON text kept (macs.MAC_TEXTS), a call's cost inline
-            mac_texts.clear()
-        mac_texts[digest] = f'"{digest}"'
+        keep_mac_json(digest)
         if device is None:  # NULL written out: None bound costs sqlite3 an adapter lookup
             steps.writes.execute(_INSERT_NO_DEVICE, (seq, at, kind, severity, round_id,
                                                      payload_json, prev, digest))
