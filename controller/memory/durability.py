@@ -13,6 +13,7 @@ import os
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 
 from controller.memory.anchor import ANCHOR_INTERVAL_S, Anchor, AnchorFile, AnchorWriter
 from controller.memory.digests import Seal
@@ -126,15 +127,21 @@ class Durability:
         page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
         return f"{salt} {frames} {page_size}"
 
-    def flush_in_thread(self) -> None:
+    def flush_in_thread(self, at_flush: Callable[[], object] | None = None) -> None:
         """The flush itself, which touches no connection: any thread may run it (group
         commit runs it in a thread of its own, controller/memory/delivery.py). What
         synchronous=FULL does at a WAL commit: flush the WAL, and with it every commit
-        before."""
+        before. ``at_flush`` is called just before the flush's own call, when nothing is
+        left between this thread and the disk but that call."""
         started = time.perf_counter()
-        if self._path != ":memory:":
+        if self._path == ":memory:":
+            if at_flush is not None:
+                at_flush()
+        else:
             fd = os.open(self._path + "-wal", os.O_RDONLY)
             try:
+                if at_flush is not None:
+                    at_flush()
                 os.fdatasync(fd)
             finally:
                 os.close(fd)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 
 from controller.control import ControlClient, ControlError, ControlServer
 from controller.control_args import whole
+from controller.memory import delivery
 from controller.memory.store import Event, Store
 
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
@@ -35,8 +37,10 @@ class GatedFlushes:
         self._real = store._durability.flush_in_thread
         store._durability.flush_in_thread = self._flush  # type: ignore[method-assign]
 
-    def _flush(self) -> None:
+    def _flush(self, at_flush: Callable[[], object] | None = None) -> None:
         self.started += 1
+        if at_flush is not None:
+            at_flush()  # the thread is at its flush: the gate stands for the disk
         self.gate.wait(timeout=30)
         if self.fail_next is not None:
             failure, self.fail_next = self.fail_next, None
@@ -207,6 +211,62 @@ async def test_work_left_for_after_a_money_step_runs_while_its_flush_is_in_fligh
     flushes.gate.set()
     assert await _durable(store) is None
     assert [e.kind for e in given] == ["no_more_bets"]
+
+
+async def test_the_flush_is_under_way_before_the_loop_runs_anything_else(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flusher's thread needs the GIL to reach its flush: the loop hands it over (waits
+    until the thread is at its flush) before it prepares lines or runs a step's later work,
+    so the disk works while they run rather than after them."""
+    monkeypatch.setattr(delivery, "FLUSH_START_WAIT_S", 30.0)  # no timing in this test
+    store = Store(tmp_path / "t.sqlite")
+    order: list[str] = []
+    gate = threading.Event()
+
+    def flush(at_flush: Callable[[], object] | None = None) -> None:
+        if at_flush is None:  # the store's own flush in the caller's thread, as it closes
+            return
+        order.append("at its flush")
+        at_flush()
+        gate.wait(30)
+
+    store._durability.flush_in_thread = flush  # type: ignore[method-assign]
+    store.subscribe(lambda event: None, prepare=lambda event: order.append("prepared"))
+    store.group_commits(asyncio.get_running_loop())
+    try:
+        with store.transaction():
+            store.append_entry("no_more_bets", {}, severity="info")
+            store.after_step(lambda: order.append("later work"))
+        await asyncio.sleep(0.05)
+        assert order == ["at its flush", "prepared", "later work"]
+    finally:
+        gate.set()
+        store.close()
+
+
+async def test_a_flusher_thread_that_cannot_start_does_not_hold_up_the_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the flusher's thread never says it is at its flush, the loop waits only
+    FLUSH_START_WAIT_S, and the flush's result still decides what is given out."""
+    monkeypatch.setattr(delivery, "FLUSH_START_WAIT_S", 0.05)
+    store = Store(tmp_path / "t.sqlite")
+    given: list[Event] = []
+    store.subscribe(given.append)
+    gate = threading.Event()
+    store._durability.flush_in_thread = lambda at_flush=None: gate.wait(30)  # type: ignore[method-assign]
+    store.group_commits(asyncio.get_running_loop())
+    try:
+        _step(store, "wager_accepted", WAGER)
+        started = time.monotonic()
+        await asyncio.sleep(0)  # the flush's start runs in this loop turn
+        assert 0.05 <= time.monotonic() - started < 5
+        assert given == []
+        gate.set()
+        assert await _durable(store) is None
+        assert [e.kind for e in given] == ["wager_accepted"]
+    finally:
+        gate.set()
+        store.close()
 
 
 async def test_held_entries_are_prepared_during_their_flush_and_given_out_after_it(
