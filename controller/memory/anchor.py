@@ -219,6 +219,10 @@ class AnchorWriter(Generic[A]):
         self._changed = threading.Condition()
         self._pending: A | None = None
         self._closing = False
+        # The thread waits for an anchor (not out its interval): only then does a submit
+        # wake it. Woken at each durable commit during the interval, it only took the
+        # interpreter's lock from the loop to find nothing due, once a money step.
+        self._awaiting = False
         self.writes = 0
         """Anchors written (benchmarks and tests read it)."""
         self._thread = threading.Thread(target=self._run, name="anchor-writer", daemon=True)
@@ -232,7 +236,8 @@ class AnchorWriter(Generic[A]):
                 raise RuntimeError("anchor writer already stopped: the store that owns it "
                                    "was closed")
             self._pending = anchor
-            self._changed.notify()
+            if self._awaiting:
+                self._changed.notify()
 
     def close(self) -> None:
         """Stop the thread and write what is still pending, before the store closes."""
@@ -248,7 +253,9 @@ class AnchorWriter(Generic[A]):
     def _run(self) -> None:
         while True:
             with self._changed:
+                self._awaiting = True
                 self._changed.wait_for(lambda: self._pending is not None or self._closing)
+                self._awaiting = False
                 if self._closing:
                     return  # close() writes what is pending, from its own thread
                 anchor, self._pending = self._pending, None

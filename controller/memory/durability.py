@@ -76,6 +76,7 @@ class Durability:
         self._key = key
         self._paths = paths
         self._flush_delay_s = flush_delay_s
+        self._key_id = key_id(key)  # each anchor names it: made once, not at every money step
         self._flush_trace = os.environ.get(FLUSH_TRACE_ENV, "")
         self._commits_since_checkpoint = 0
         self.anchor_writer: AnchorWriter[Anchor] | None = None  # at the first anchor
@@ -170,7 +171,7 @@ class Durability:
                                               interval_s=self._anchor_interval_s)
         # Off the event loop and coalesced (controller/memory/anchor.py): the anchor lags the
         # store by at most its interval (ruling C24), which a power cut could give as well.
-        self.anchor_writer.submit(Anchor(key_id(self._key), seal.commit_no, seal.log_seq,
+        self.anchor_writer.submit(Anchor(self._key_id, seal.commit_no, seal.log_seq,
                                          seal.mac))
 
     def checkpoint_if_due(self, flushed: bool) -> None:

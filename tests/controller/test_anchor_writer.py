@@ -67,3 +67,29 @@ def test_a_stopped_writer_refuses_an_anchor_it_would_never_write():
     with pytest.raises(RuntimeError, match="already stopped"):
         writer.submit(3)
     assert written == []
+
+
+def test_submits_while_the_writer_waits_out_its_interval_do_not_wake_it():
+    """Every durable step submits an anchor; between two writes the writer's thread sleeps
+    out its interval, and a step that woke it would only hand it the interpreter's lock to
+    find nothing due. The newest anchor is written when the interval is out."""
+    written: list[int] = []
+    wrote = threading.Event()
+
+    def write(anchor: int) -> None:
+        written.append(anchor)
+        wrote.set()
+
+    writer = AnchorWriter(write, interval_s=0.5)
+    writer.submit(1)
+    assert wrote.wait(10)
+    wrote.clear()
+    notified: list[int] = []
+    notify = writer._changed.notify
+    writer._changed.notify = lambda n=1: (notified.append(n), notify(n))  # type: ignore[method-assign]
+    for commit in range(2, 50):
+        writer.submit(commit)
+    assert notified == []
+    assert wrote.wait(10)  # the interval out: the newest, once
+    writer.close()
+    assert written == [1, 49]
