@@ -21,7 +21,9 @@ as `./run-simulated-table` runs it) and three figures are taken:
   dealer's pace, read by a bare relay process that answers it on the pty and writes one
   line to its socket, read by the same watcher. That is the path's hops and wake-ups
   with no daemon work at all; the card -> decision percentiles are also printed as a
-  ratio to it, which says what the daemon adds on this machine on this day.
+  ratio to it, which says what the daemon adds on this machine on this day. Half its
+  frames go just before the daemon's shoes with normal storage and half just after, so
+  that a VM whose speed drifts during the run moves the floor with the daemon.
 * one flush alone, same run: a few pages written and fdatasync'd in the same directory,
   as is and made to take `--flush-delay-ms` in all, as the daemon's own flushes are made to
   (an SD card's flush replaces this disk's; it does not come after it).
@@ -212,10 +214,12 @@ while True:
 conn.close()
 """
 FLOOR_FRAME = bytes(16)  # a CardDrawn frame's size on the wire (COBS, header, CRC)
+FLOOR_FRAMES_A_SHOE = 160  # half a shoe's decided cards: the floor's half before the daemon's
 
 
 async def floor(frames: int, workdir: Path, seed: int = 7) -> list[int]:
     """The same-run floor (module docstring): frame stamp to the watcher's receipt, ns."""
+    workdir.mkdir(parents=True, exist_ok=True)
     master, slave = pty.openpty()
     tty.setraw(slave)
     socket_path = str(workdir / "floor.sock")
@@ -428,14 +432,21 @@ def main() -> int:
         os.environ["BENCH_REALTIME_OBSERVER"] = "1"  # the watcher process inherits it
     header("bench_latency: through the daemon process, the pseudo-terminal and the GPIO bridge")
     with tempfile.TemporaryDirectory() as tmp:
+        # The floor straddles the daemon's shoes with normal storage, half before and half
+        # after, so that a VM whose speed drifts within the run moves both sides of the
+        # ratio (the halves' p99 are printed: far apart, the run drifted).
+        before = asyncio.run(floor(FLOOR_FRAMES_A_SHOE * args.shoes, Path(tmp) / "before"))
         normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False))
+        after = asyncio.run(floor(max(1, len(normal.card_ns) - len(before)), Path(tmp) / "after",
+                                  seed=8))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
                                         False))
         print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
-        bare = asyncio.run(floor(len(normal.card_ns), Path(tmp)))
+        bare = before + after
         bare_p50, bare_p99 = p50_p99_ms(bare)
         print(line("floor: pty -> bare relay process -> watcher", bare, None,
-                   "(same run, no daemon work)"))
+                   f"(same run, no daemon work; before / after the daemon's shoes p99 "
+                   f"{p50_p99_ms(before)[1]:.2f} / {p50_p99_ms(after)[1]:.2f} ms)"))
         flush = flush_reference(Path(tmp) / "probe", 0)
         slow_flush = flush_reference(Path(tmp) / "probe", args.flush_delay_ms)
         flush_p99, slow_flush_p99 = p50_p99_ms(flush)[1], p50_p99_ms(slow_flush)[1]
