@@ -219,9 +219,9 @@ class AnchorWriter(Generic[A]):
         self._changed = threading.Condition()
         self._pending: A | None = None
         self._closing = False
-        # The thread waits for an anchor (not out its interval): only then does a submit
-        # wake it. Woken at each durable commit during the interval, it only took the
-        # interpreter's lock from the loop to find nothing due, once a money step.
+        # True while the thread waits for an anchor, not while it sleeps out its interval:
+        # only then does a submit wake it (woken at every durable step of the interval, it
+        # would take the interpreter's lock from the loop only to find nothing due).
         self._awaiting = False
         self.writes = 0
         """Anchors written (benchmarks and tests read it)."""
