@@ -33,3 +33,18 @@ def answer_interrupted(argv: Sequence[str]) -> int:
                                     indent=2) + "\n")
     sys.stdout.flush()
     return INTERRUPTED
+
+
+def clear_unhandled_mark() -> None:
+    """After a Ctrl-C tablectl has answered: clear CPython's own mark of an unhandled
+    KeyboardInterrupt, so that the interpreter exits with tablectl's 130.
+
+    CPython 3.11 marks a KeyboardInterrupt that leaves code run from a source text (an
+    `exec` or `eval` of a string, as `dataclasses` makes the methods of a class it
+    decorates) as unhandled, even when a caller catches it; under `python -m` the
+    interpreter then ends itself by SIGINT after the answer (status -2 to a parent
+    process, not 130). The mark is cleared as such a text starts to run: an empty one
+    clears it and runs nothing. The installed `tablectl` script runs as a file, which
+    exits with the status it is given either way."""
+    exec("")  # noqa: S102 - an empty text: see above
+

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from controller.interrupted import answer_interrupted
+from controller.interrupted import INTERRUPTED, answer_interrupted, clear_unhandled_mark
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,9 +22,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from controller.cli import main as run_cli
 
-        return run_cli(argv)
+        code = run_cli(argv)
     except KeyboardInterrupt:
-        return answer_interrupted(argv)
+        code = answer_interrupted(argv)
+    if code == INTERRUPTED:  # answered, by the CLI or above: not Python's to answer again
+        clear_unhandled_mark()
+    return code
 
 
 if __name__ == "__main__":
