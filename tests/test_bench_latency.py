@@ -86,9 +86,14 @@ def test_each_flush_is_put_down_to_what_made_it() -> None:
         "102  fsync(9</t/table.critical/anchor.tmp>) = 0",
         "102  fsync(9</t/table.critical>) = 0",
         "103  fsync(11</t/witness-outbox>) = 0",
+        # A witnessed table: the outbox's new heads, then a rewrite (its file replaced
+        # whole: the temporary file, then the directory, from the same thread).
+        "104  fsync(12</t/table.critical/witness_outbox>) = 0",
+        "104  fsync(12</t/table.critical/witness_outbox.tmp>) = 0",
+        "104  fsync(13</t/table.critical>) = 0",
     ])
     assert flushes_by_source(trace, 100) == {"steps": 2, "checkpoints": 3, "anchor": 3,
-                                             "other": 1}
+                                             "witness": 3, "other": 1}
     # Three shoes of two rounds each: the average per shoe is what is held against the
     # bound, so one checkpoint (three flushes) in one of them counts one a shoe.
     counts = {"shoes": 3, "rounds": 6, "money_steps": 27, "shoe_steps": 3, "flushes": 27,
@@ -105,3 +110,13 @@ def test_each_flush_is_put_down_to_what_made_it() -> None:
     assert lines[6].endswith("= 18 (6.0 a shoe)   OVER by 3.0 a shoe")
     assert lines[7].startswith("  at a dealer's pace (a round a minute, its three durable "
                                "groups about 20 s apart) the anchor alone adds about 2 a shoe")
+
+
+def test_a_witnessed_tables_outbox_flushes_are_printed_apart_from_issue_31s_count() -> None:
+    counts = {"shoes": 3, "rounds": 6, "money_steps": 27, "shoe_steps": 3, "flushes": 30,
+              "steps": 18, "checkpoints": 0, "anchor": 0, "witness": 12, "other": 0}
+    lines = flush_lines(counts).splitlines()
+    assert lines[0].startswith("flushes (fsync+fdatasync) over 3 shoes: 30 (10.0 a shoe, ")
+    assert lines[4].startswith("  the witness's outbox      12 (   4.0 a shoe)   (its new "
+                               "heads at each durable group")
+    assert lines[7].endswith("= 18 (6.0 a shoe)   OK")  # the table's own 18, not 30
