@@ -36,8 +36,9 @@ def answer_interrupted(argv: Sequence[str]) -> int:
 
 
 def clear_unhandled_mark() -> None:
-    """After a Ctrl-C tablectl has answered: clear CPython's own mark of an unhandled
-    KeyboardInterrupt, so that the interpreter exits with tablectl's 130.
+    """Once tablectl has its status: clear CPython's own mark of an unhandled
+    KeyboardInterrupt, so that the interpreter exits with that status (130 for a Ctrl-C
+    answered as interrupted, 0 for `events --follow` ended by one).
 
     CPython 3.11 marks a KeyboardInterrupt that leaves code run from a source text (an
     `exec` or `eval` of a string, as `dataclasses` makes the methods of a class it

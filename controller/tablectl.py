@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from controller.interrupted import INTERRUPTED, answer_interrupted, clear_unhandled_mark
+from controller.interrupted import answer_interrupted, clear_unhandled_mark
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,8 +25,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = run_cli(argv)
     except KeyboardInterrupt:
         code = answer_interrupted(argv)
-    if code == INTERRUPTED:  # answered, by the CLI or above: not Python's to answer again
-        clear_unhandled_mark()
+    # tablectl chose its status: a Ctrl-C it caught on the way, answered as interrupted
+    # (130) or by finishing with what it had (`events --follow`, the guided tests), is not
+    # Python's to answer again by ending the process with SIGINT.
+    clear_unhandled_mark()
     return code
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from controller.fresh_process import FreshProcess
 from controller.memory.errors import ACTION_TAMPER, IntegrityError
-from controller.memory.macs import entry_material, mac_json, mac_of
+from controller.memory.macs import entry_mac, mac_json
 
 PARALLEL_CHAIN_ENTRIES = 200_000
 """A stretch of the log this long or longer is checked by several processes at once
@@ -110,14 +110,14 @@ def check_range(path: str, key: bytes, lo: int, hi: int, prev: str | None) -> in
 
 def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end: int,
                  progress: Callable[[int], None] | None = None) -> int:
-    """One pass over entries `start`..`end`: each entry's MAC recomputed by macs.entry_mac's
-    own parts (`entry_material`, `mac_of`), the one owner of the text an entry's MAC covers
-    (a copy written out here saved 8 % of this loop, not worth a second owner)."""
+    """One pass over entries `start`..`end`: each entry's MAC recomputed by macs.entry_mac,
+    the one owner of an entry's MAC and the text it covers, as the store made it (a copy
+    written out here saved 8 % of this loop, not worth a second owner)."""
     cursor = db.cursor()
     cursor.row_factory = None
     compare = hmac.compare_digest
     expected = start
-    # json_string(prev) for entry_material's `prev_text`: None (escaped there) for the
+    # json_string(prev) for entry_mac's `prev_text`: None (escaped there) for the
     # range's first entry, whose previous MAC was read, not checked; after that the stored
     # MAC just found equal to the hex digest made here, as its JSON text (`mac_json`, as the
     # store keeps the MACs it makes: hex needs no escaping). The same text, without
@@ -133,8 +133,8 @@ def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end:
         if prev_mac != prev:
             raise IntegrityError("event chain", f"entry {seq} does not link to entry "
                                  f"{seq - 1} (prev_hash differs)")
-        digest = mac_of(key, entry_material(prev, seq, at, kind, severity, device, round_id,
-                                            payload, prev_text=prev_text).encode()).hex()
+        digest = entry_mac(key, prev, seq, at, kind, severity, device, round_id, payload,
+                           prev_text=prev_text)
         if not compare(digest, str(mac)):
             raise IntegrityError("event chain", f"entry {seq} ({kind}) was altered: its MAC "
                                  "does not match its contents")

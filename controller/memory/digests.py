@@ -60,9 +60,9 @@ def install_functions(db: sqlite3.Connection, key: bytes) -> None:
         before = totals.get(acc)
         if before is None:
             before = int(acc, 16)
-        # Modulo 2**256 by a mask (the same number, negatives included) and the sign by a
-        # branch: a 256-bit product and a division cost more, at every row written.
-        total = (before + mac if sign == 1 else before + sign * mac) & _LOW_BITS
+        # Modulo 2**256 by a mask (the same number, negatives included); the triggers'
+        # sign is 1 (a row in) or -1 (a row out): no 256-bit product or division.
+        total = (before + mac if sign == 1 else before - mac) & _LOW_BITS
         text = digest_text(total)
         if len(totals) >= _REMEMBERED_ROWS:
             totals.clear()

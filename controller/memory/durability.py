@@ -128,7 +128,7 @@ class Durability:
         page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
         return f"{salt} {frames} {page_size}"
 
-    def flush_in_thread(self, at_flush: Callable[[], object] | None = None) -> None:
+    def flush_in_thread(self, at_flush: Callable[[], object] = lambda: None) -> None:
         """The flush itself, which touches no connection: any thread may run it (group
         commit runs it in a thread of its own, controller/memory/delivery.py). What
         synchronous=FULL does at a WAL commit: flush the WAL, and with it every commit
@@ -136,13 +136,11 @@ class Durability:
         left between this thread and the disk but that call."""
         started = time.perf_counter()
         if self._path == ":memory:":
-            if at_flush is not None:
-                at_flush()
+            at_flush()
         else:
             fd = os.open(self._path + "-wal", os.O_RDONLY)
             try:
-                if at_flush is not None:
-                    at_flush()
+                at_flush()
                 os.fdatasync(fd)
             finally:
                 os.close(fd)

@@ -75,15 +75,15 @@ class Steps:
         self.open = False
         pending, self.pending = self.pending, []
         delivery.committed(pending, seal, flushed=flushed, must_flush=must_flush)
-        if self.after:  # tested here: nearly every card's step leaves nothing (a call saved)
+        if self.after:  # tested by the caller: nearly every card's step leaves nothing
             self._hand_over_after()
 
     def _hand_over_after(self) -> None:
         """After the step's commit (and its flush's start, which `committed` scheduled
-        first) or its rollback: what it left for later (`Store.after_step`)."""
-        if self.after:
-            after, self.after = self.after, []
-            self._delivery.later(after)
+        first) or its rollback: what it left for later (`Store.after_step`), when it left
+        something."""
+        after, self.after = self.after, []
+        self._delivery.later(after)
 
     def _roll_back(self) -> None:
         self._seal.forget()
@@ -91,4 +91,5 @@ class Steps:
         self.pending.clear()
         self.hooks.clear()
         self.open = False
-        self._hand_over_after()  # a journal's lines of a step that failed are written too
+        if self.after:  # a journal's lines of a step that failed are written too
+            self._hand_over_after()

@@ -39,7 +39,7 @@ from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
 from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
-from controller.memory.macs import entry_material, keep_mac_json, mac_of
+from controller.memory.macs import keep_mac_json
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -262,11 +262,9 @@ class Store:
         seq += 1
         at = float(self._clock())  # SQLite gives REAL back: hash what it will return
         mac_texts = _MAC_TEXTS  # local: an imported name's method call makes a bound method
-        # entry_mac's own parts, as the chain's check calls them: one call less an entry.
-        digest = mac_of(self.key, entry_material(
-            prev, seq, at, kind, severity, device, round_id, payload_json,
-            at_text=critical.float_text(at), payload_text=payload_text,
-            prev_text=mac_texts.get(prev)).encode()).hex()
+        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
+                                    payload_json, at_text=critical.float_text(at),
+                                    payload_text=payload_text, prev_text=mac_texts.get(prev))
         keep_mac_json(digest)
         if device is None:  # NULL written out: None bound costs sqlite3 an adapter lookup
             steps.writes.execute(_INSERT_NO_DEVICE, (seq, at, kind, severity, round_id,

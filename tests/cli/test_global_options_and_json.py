@@ -194,6 +194,27 @@ def test_ctrl_c_in_code_made_from_text_still_exits_130_under_python_m(tmp_path, 
                                            "error": "interrupted", "reason": "interrupted"}
 
 
+_FINISHED_BY_THE_CLI = """
+    try:
+        exec("raise KeyboardInterrupt")
+    except KeyboardInterrupt:
+        print("tablectl: no PIN entered", file=sys.stderr)
+        return 2
+"""
+
+
+def test_a_caught_ctrl_c_that_ends_with_another_status_keeps_it_under_python_m(tmp_path):
+    """A Ctrl-C at the PIN prompt ("no PIN entered"), or one that ends `events --follow`
+    with what it saw: tablectl's own status, not the SIGINT CPython's mark would add."""
+    probe = _INTERRUPTED_IN_A_TEXT.replace('\n    exec("raise KeyboardInterrupt")\n',
+                                           _FINISHED_BY_THE_CLI)
+    (tmp_path / "interrupt_probe.py").write_text(probe, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "interrupt_probe", "status"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stderr) == (2, "tablectl: no PIN entered\n")
+
+
 @pytest.fixture
 def table_store(tmp_path: Path) -> Path:
     path = tmp_path / "table.sqlite"
