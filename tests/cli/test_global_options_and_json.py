@@ -167,13 +167,23 @@ from controller.tablectl import main
 sys.exit(main(sys.argv[1:]))
 """
 
-_ANSWERED_BY_THE_CLI = """
-    try:
-        exec("raise KeyboardInterrupt")
-    except KeyboardInterrupt:
-        print("\\ninterrupted", file=sys.stderr)
-        return 130
-"""
+def _run_under_python_m(tmp_path: Path, handler: str | None, *argv: str
+                        ) -> subprocess.CompletedProcess[str]:
+    """The probe above as `python -m` runs it, its CLI's body `handler` if one is given."""
+    probe = _INTERRUPTED_IN_A_TEXT
+    if handler is not None:
+        probe = probe.replace('\n    exec("raise KeyboardInterrupt")\n', handler)
+    (tmp_path / "interrupt_probe.py").write_text(probe, encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "interrupt_probe", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _caught_by_the_cli(says: str, status: int) -> str:
+    """A CLI body that catches the Ctrl-C itself, says `says` on stderr, returns `status`."""
+    return (f'\n    try:\n        exec("raise KeyboardInterrupt")\n'
+            f'    except KeyboardInterrupt:\n        print({says!r}, file=sys.stderr)\n'
+            f'        return {status}\n')
 
 
 @pytest.mark.parametrize("caught_by", ["tablectl", "cli"])
@@ -181,37 +191,20 @@ def test_ctrl_c_in_code_made_from_text_still_exits_130_under_python_m(tmp_path, 
     """CPython marks a KeyboardInterrupt that left an exec'd text as unhandled even once
     caught, and under `python -m` then ended the process by SIGINT (-2) after tablectl's
     answer: the entry point clears the mark (interrupted.clear_unhandled_mark)."""
-    probe = _INTERRUPTED_IN_A_TEXT
-    if caught_by == "cli":  # the CLI's own handler answers it, as during a command
-        probe = probe.replace('\n    exec("raise KeyboardInterrupt")\n', _ANSWERED_BY_THE_CLI)
-    (tmp_path / "interrupt_probe.py").write_text(probe, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "interrupt_probe", "--json", "status"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    # "cli": the CLI's own handler answers it, as during a command.
+    handler = _caught_by_the_cli("\ninterrupted", 130) if caught_by == "cli" else None
+    done = _run_under_python_m(tmp_path, handler, "--json", "status")
     assert (done.returncode, done.stderr) == (exitcodes.INTERRUPTED, "\ninterrupted\n")
     if caught_by == "tablectl":
         assert json.loads(done.stdout) == {"ok": False, "exit_code": 130,
                                            "error": "interrupted", "reason": "interrupted"}
 
 
-_FINISHED_BY_THE_CLI = """
-    try:
-        exec("raise KeyboardInterrupt")
-    except KeyboardInterrupt:
-        print("tablectl: no PIN entered", file=sys.stderr)
-        return 2
-"""
-
-
 def test_a_caught_ctrl_c_that_ends_with_another_status_keeps_it_under_python_m(tmp_path):
     """A Ctrl-C at the PIN prompt ("no PIN entered"), or one that ends `events --follow`
     with what it saw: tablectl's own status, not the SIGINT CPython's mark would add."""
-    probe = _INTERRUPTED_IN_A_TEXT.replace('\n    exec("raise KeyboardInterrupt")\n',
-                                           _FINISHED_BY_THE_CLI)
-    (tmp_path / "interrupt_probe.py").write_text(probe, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "interrupt_probe", "status"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = _run_under_python_m(tmp_path, _caught_by_the_cli("tablectl: no PIN entered", 2),
+                               "status")
     assert (done.returncode, done.stderr) == (2, "tablectl: no PIN entered\n")
 
 
