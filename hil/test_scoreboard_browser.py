@@ -29,8 +29,8 @@ from controller.display.service import table_info
 from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
 from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of, settled_wager
-from hil.test_display_browser import (
-    LANDSCAPE, OBSERVER, PORTRAIT, check_pay_list, launched_chromium)
+from hil.display_watch import LANDSCAPE, OBSERVER, PORTRAIT
+from hil.test_display_browser import check_pay_list, launched_chromium
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
               pytest.mark.asyncio(loop_scope="module")]
@@ -146,7 +146,9 @@ async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
     for name, viewport in (("landscape", LANDSCAPE), ("portrait", PORTRAIT)):
         page = await browser.new_page(viewport=viewport, bypass_csp=True)
         await page.add_init_script(OBSERVER)  # when each element first appears
-        await page.clock.install()  # the page's timers run only when the test says
+        # The page's clock: it runs as time does, and the test can move it on (run_for) to
+        # turn the limits' pages without waiting.
+        await page.clock.install()
         await page.goto(served.url(path))
         await page.wait_for_function(
             "document.getElementById('connection').dataset.ok === '1'", timeout=WAIT_MS)
@@ -351,23 +353,33 @@ async def check_limits(page: Any, limits: list[dict[str, Any]]) -> None:
     def shown_range(low: int | None, high: int | None) -> str:
         return f"{dollars(low or 0)}+" if high is None else f"{dollars(low or 0)}\u2013{dollars(high)}"
     pages = int(await page.get_attribute("#limits", "data-pages") or 0)
-    per_page = int(await page.get_attribute("#limits", "data-per-page") or 0)
-    assert per_page >= 3, "Banker, Player and Tie on the first page"
-    seen: dict[str, str] = {}
-    for _ in range(pages):
-        # The rows of the page shown, each wholly inside the panel and the screen.
-        shown = await page.evaluate("""() => {
+    assert pages >= 1
+    by_page: dict[str, list[tuple[str, str]]] = {}
+    for _ in range(2 * pages):  # the page's clock also runs by itself: a page may be skipped
+        # The page shown and its rows, read at once: each row wholly inside the panel and
+        # the screen, and its name and range whole, not cut off (a long name wraps).
+        number, shown = await page.evaluate("""() => {
             const panel = document.querySelector('.limits-panel').getBoundingClientRect();
-            return [...document.querySelectorAll('#limits .limit')].filter((n) => !n.hidden)
+            const whole = (n) => n.scrollWidth <= n.clientWidth + 1
+              && n.getBoundingClientRect().right <= n.parentNode.getBoundingClientRect().right + 1;
+            return [document.getElementById('limits').dataset.page,
+              [...document.querySelectorAll('#limits .limit')].filter((n) => !n.hidden)
               .map((n) => { const r = n.getBoundingClientRect();
                 return [n.dataset.wager, n.querySelector('.limit-range').textContent,
                         r.top >= panel.top && r.bottom <= panel.bottom && r.left >= panel.left
-                        && r.right <= panel.right && r.bottom <= innerHeight]; }); }""")
-        assert all(inside for _, _, inside in shown), shown
-        shown = [(wager, text) for wager, text, _ in shown]
-        seen.update(dict(shown))
+                        && r.right <= panel.right && r.bottom <= innerHeight
+                        && whole(n.querySelector('.limit-name'))
+                        && whole(n.querySelector('.limit-range'))]; })]; }""")
+        assert shown and all(inside for *_, inside in shown), (number, shown)
+        by_page[number] = [(wager, text) for wager, text, _ in shown]
+        if len(by_page) == pages:
+            break
         await page.clock.run_for(LIMITS_PAGE_MS)  # the page's clock: no real wait
-    assert pages == -(-len(limits) // per_page)
+    assert sorted(by_page) == [str(n) for n in range(1, pages + 1)]
+    assert [wager for wager, _ in by_page["1"][:3]] == ["banker", "player", "tie"]
+    rows = [row for number in sorted(by_page, key=int) for row in by_page[number]]
+    assert len(rows) == len(limits), f"a limit on two pages: {by_page}"
+    seen = dict(rows)
     assert seen == {lim["wager"]: shown_range(lim["min_cents"], lim["max_cents"])
                     for lim in limits}
 

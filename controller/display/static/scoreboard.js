@@ -192,18 +192,22 @@
   function showLimitsPage() {
     const box = document.getElementById("limits");
     const rows = [...box.children];
-    for (const row of rows) row.hidden = false;
-    // As many rows as the panel's height holds, in as many columns as the CSS lays out.
-    const style = getComputedStyle(box);
-    const columns = style.gridTemplateColumns.split(" ").filter(Boolean).length || 1;
-    const rowHeight = rows.length ? rows[0].offsetHeight + (parseFloat(style.rowGap) || 0) : 1;
-    const fit = Math.max(1, Math.floor(((box.clientHeight || 0) + (parseFloat(style.rowGap) || 0))
-                                       / rowHeight));
-    const perPage = Math.max(1, fit * columns);
-    box.dataset.perPage = String(perPage);
-    const pages = Math.max(1, Math.ceil(rows.length / perPage));
+    // A page is the rows from its first on that the panel holds whole, found from the
+    // layout itself: a wrapped name makes its row taller than the others. The grid fills
+    // its columns row by row, so the rows that fit are always a run from the first.
+    const firsts = [];
+    for (let first = 0; first < rows.length;) {
+      rows.forEach((row, i) => { row.hidden = i < first; });
+      const bottom = box.getBoundingClientRect().top + box.clientHeight + 0.5;
+      let next = first + 1;  // one row a page at least, even one taller than the panel
+      while (next < rows.length && rows[next].getBoundingClientRect().bottom <= bottom) next += 1;
+      firsts.push(first);
+      first = next;
+    }
+    const pages = Math.max(1, firsts.length);
     const page = limitsPage % pages;
-    rows.forEach((row, i) => { row.hidden = Math.floor(i / perPage) !== page; });
+    const from = firsts[page] || 0, to = page + 1 < firsts.length ? firsts[page + 1] : rows.length;
+    rows.forEach((row, i) => { row.hidden = i < from || i >= to; });
     box.dataset.page = String(page + 1);
     box.dataset.pages = String(pages);
     setText("limits-page", pages > 1 ? `${page + 1}/${pages}` : "");
