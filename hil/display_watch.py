@@ -1,0 +1,114 @@
+"""Watching the display's pages in a real browser: when each road cell, result, meter value,
+next card and pay list first appears in a page's DOM, against the event that caused it.
+
+Shared by the browser tests (hil/test_display_browser.py, hil/test_scoreboard_browser.py,
+hil/test_pit.py) and the display's benchmark (bench/bench_display.py): one observer, one
+way of pairing what a page showed with the daemon's events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from controller.display.roads import RoadRound, Winner
+
+LANDSCAPE = {"width": 1920, "height": 1080}
+PORTRAIT = {"width": 1080, "height": 1920}
+
+# Installed before the page's scripts: the browser's wall clock (ms since the epoch) at
+# the first moment each watched element or value is in the DOM.
+OBSERVER = """
+window.__seen = {};
+(() => {
+  const now = () => performance.timeOrigin + performance.now();
+  const note = (key) => { if (!(key in window.__seen)) window.__seen[key] = now(); };
+  const scan = () => {
+    for (const n of document.querySelectorAll("#bead-plate [data-round]"))
+      note("bead:" + n.dataset.round);
+    for (const n of document.querySelectorAll("#big-road [data-index]"))
+      note("big:" + n.dataset.index);
+    const r = document.getElementById("last-result");
+    if (r) note("result:" + r.dataset.round);
+    for (const m of document.querySelectorAll(".meter[data-amount]"))
+      note("meter:" + m.dataset.progressive + ":" + m.dataset.level + ":" + m.dataset.amount);
+    const nx = document.getElementById("next-card");
+    if (nx && nx.dataset.next) note("next:" + nx.dataset.next);
+    const pay = document.getElementById("round-result");
+    if (pay && !pay.hidden && document.querySelector("#seats .seat-pay"))
+      note("pay:" + pay.dataset.round);
+  };
+  new MutationObserver(scan).observe(document, {subtree: true, childList: true,
+                                                attributes: true, characterData: true});
+})();
+"""
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium (the project drives the system's browser; no download)."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@contextlib.asynccontextmanager
+async def launched_chromium(executable: str) -> AsyncIterator[Any]:
+    """`executable` headless, under Playwright."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def open_page(browser: Any, url: str, viewport: dict[str, int]) -> Any:
+    page = await browser.new_page(viewport=viewport, bypass_csp=True)  # string predicates
+    await page.add_init_script(OBSERVER)
+    await page.goto(url)
+    return page
+
+
+def settled(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["kind"] == "round_settled" and not e["payload"]["simulated"]]
+
+
+def road_rounds(events: Iterable[dict[str, Any]]) -> list[RoadRound]:
+    return [RoadRound(Winner(e["payload"]["result"]["winner"])) for e in settled(events)]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One thing the scoreboard showed: `key` as the observer notes it, `round_no` the
+    round in the shoe that caused it, `delay_ms` from the round's commit to the DOM."""
+    key: str
+    round_no: int
+    delay_ms: float
+
+
+def rounds_shown(events: list[dict[str, Any]], seen: dict[str, float]) -> list[Shown]:
+    """Each settled round's Bead Plate cell, Big Road cell (a Banker or Player win) and
+    result on the scoreboard, with its delay. The result panel shows the latest round: a
+    page that draws two rounds in one frame skips the earlier result, whose cells must
+    still appear; the last round's result must show. Raises AssertionError naming the
+    first thing that never appeared."""
+    rounds = settled(events)
+    big_index: dict[int, int] = {}  # round in the shoe -> its Big Road entry, B/P wins only
+    for n, r in enumerate(road_rounds(events), start=1):
+        if r.winner is not Winner.TIE:
+            big_index[n] = len(big_index) + 1
+    shown = []
+    for n, event in enumerate(rounds, start=1):
+        keys = [f"bead:{n}"] + ([f"big:{big_index[n]}"] if n in big_index else [])
+        if n == len(rounds) or f"result:{n}" in seen:
+            keys.append(f"result:{n}")
+        for key in keys:
+            assert key in seen, f"{key} never appeared in the scoreboard's DOM"
+            shown.append(Shown(key, n, seen[key] - event["at"] * 1000))
+    return shown
+
