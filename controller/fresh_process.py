@@ -16,6 +16,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from typing import Any
 
 # The child's first lines: the parent's import path, as multiprocessing gives its children,
@@ -36,8 +37,13 @@ class FreshProcess:
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self._process.stdin is not None
         try:
-            with self._process.stdin as request:
-                request.write(pickle.dumps(sys.path) + pickle.dumps((function, args, kwargs)))
+            # The request, and then nothing: the pipe stays open while this side wants the
+            # answer. The child ends itself when it reads the pipe's end, which is also what
+            # it reads when this process dies, even by SIGKILL, so no check outlives a
+            # killed daemon outside systemd (whose control group would end it anyway).
+            self._process.stdin.write(
+                pickle.dumps(sys.path) + pickle.dumps((function, args, kwargs)))
+            self._process.stdin.flush()
         except OSError:  # it died at once
             self.stop()
             raise
@@ -50,6 +56,7 @@ class FreshProcess:
         if not process.stdout.closed:  # (`stop` closed it)
             with process.stdout:
                 answer = process.stdout.read()
+        self._hang_up()  # answered, or dead: it need not wait for this side any more
         code = process.wait()
         try:
             kind, value = pickle.loads(answer)
@@ -65,8 +72,19 @@ class FreshProcess:
         if self._process.poll() is None:
             self._process.kill()
         self._process.wait()
+        self._hang_up()
         if self._process.stdout is not None:
             self._process.stdout.close()
+
+    def _hang_up(self) -> None:
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            try:
+                self._process.stdin.close()
+            except OSError:  # a broken pipe: the child is gone already
+                pass
+
+
+_answered = threading.Event()  # (in the child) the answer is written
 
 
 def _serve() -> None:
@@ -75,6 +93,8 @@ def _serve() -> None:
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     function, args, kwargs = pickle.load(sys.stdin.buffer)
+    threading.Thread(target=_end_when_the_parent_hangs_up, name="parent-watch",
+                     daemon=True).start()
     module, name = function.split(":")
     outcome: tuple[str, Any]
     try:
@@ -88,3 +108,18 @@ def _serve() -> None:
                                                     f"which could not be handed back ({exc})")))
     with answer:
         answer.write(data)
+        answer.flush()
+        # Before the pipe closes: the parent hangs up once it has read the answer's end,
+        # which is no reason to say anything.
+        _answered.set()
+
+
+def _end_when_the_parent_hangs_up() -> None:
+    """The child's watch on its parent: the request pipe reaches its end only when the
+    parent closed it (it has the answer, or no longer wants it) or died. Either way
+    nobody will read the answer, so the child stops its work at once."""
+    sys.stdin.buffer.read()
+    if _answered.is_set():
+        return
+    print(f"fresh process {os.getpid()}: its parent hung up; ending", file=sys.stderr)
+    os._exit(1)

@@ -55,3 +55,52 @@ def test_a_call_nobody_waits_for_is_ended() -> None:
     assert time.monotonic() - started < 5
     with pytest.raises(ChildProcessError):
         child.result()
+
+
+def test_a_child_ends_when_its_parent_is_killed() -> None:
+    """A parent killed by SIGKILL (a daemon outside systemd) leaves no check running: the
+    child reads the end of its request pipe and ends itself."""
+    import signal
+    import subprocess
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path[:0] = [sys.argv[1]]\n"
+         "from controller.fresh_process import FreshProcess\n"
+         f"child = FreshProcess('{__name__}:sleeps')\n"
+         "print(child._process.pid, flush=True); time.sleep(60)",
+         os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))})
+    assert parent.stdout is not None and parent.stderr is not None
+    child_pid = int(parent.stdout.readline())
+    # The child has started its call (it is sleeping) before the parent dies.
+    deadline = time.monotonic() + 30
+    while _state(child_pid) not in ("S", "gone") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # past its start, into the call
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while _state(child_pid) != "gone" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _state(child_pid) == "gone", f"child {child_pid} still {_state(child_pid)}"
+    assert f"fresh process {child_pid}: its parent hung up; ending" in parent.stderr.read()
+
+
+def test_a_child_that_answered_says_nothing_when_its_parent_hangs_up(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    for _ in range(3):  # (each child imports this module, pytest with it: a second each)
+        assert FreshProcess(f"{__name__}:talks_and_answers", 1, b=1).result() == (2, [])
+    assert "hung up" not in capfd.readouterr().err
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc, "gone" once it has ended (a zombie left for
+    a parent that no longer reaps it counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return "gone"
+    return "gone" if state in ("Z", "X") else state
