@@ -49,11 +49,6 @@ PLAYERS = PlayerPlan(seats=(1, 2, 4, 6, 8, 10), progressive=0.5)
 SEED = 15
 ROUNDS = 24  # enough for all three derived roads to start; ~10 s of simulated play
 DOM_DEADLINE_MS = 500  # the issue's requirement: in the page's DOM within 500 ms of the event
-# A test shares this machine with the rest of the suite: one stall of a second or more is
-# the machine's (the CI run of stop 42: one Bead Plate cell 1,229 ms late, the rest well
-# inside). Each single thing shown is held to this bound, nine in ten to the requirement;
-# bench/bench_display.py prints the whole distribution against 500 ms on a quiet machine.
-STALL_BOUND_MS = 5_000
 PAGE_WAIT_MS = 15_000  # the longest the test waits for a page to catch up (restarts included)
 def chromium_or_skip() -> str:
     """Debian's Chromium and Playwright, else skip with the reason (fail under CI=true)."""
@@ -131,7 +126,7 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
             len(big_road(road_rounds(result.events)).cells)
         delays_ms = [s.delay_ms for s in shown]
         for s in shown:
-            assert s.delay_ms <= STALL_BOUND_MS, (
+            assert s.delay_ms <= display_watch.STALL_BOUND_MS, (
                 f"{s.key} appeared {s.delay_ms:.0f} ms after round {s.round_no} was settled")
 
         # Every meter value the daemon reached after a progressive wager was accepted.
@@ -150,7 +145,7 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
             at_ms = accepted[-1]["at"] * 1000
             delay = seen[f"meter:{progressive}:{level}:{cents}"] - at_ms
             delays_ms.append(delay)
-            assert delay <= STALL_BOUND_MS, (
+            assert delay <= display_watch.STALL_BOUND_MS, (
                 f"meter {progressive}/{level} = {cents} appeared {delay:.0f} ms after the "
                 "wager that set it")
         counts = {key: await board.inner_text(f"#count-{key}")
@@ -170,13 +165,10 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
         delay = (await dealer.evaluate("window.__seen"))[f"next:{destination}"] - \
             prompt["at"] * 1000
         delays_ms.append(delay)
-        assert delay <= STALL_BOUND_MS, f"next card shown {delay:.0f} ms after the prompt"
-        # The issue's 500 ms, as a test on a shared machine can hold it: nine in ten of the
-        # things shown within it (a page that falls behind the table, or that waits for
-        # anything but its next frame, fails: a page made to draw 600 ms late gave 746 ms);
-        # bench/bench_display.py measures the tail on a quiet machine.
-        ninth = statistics.quantiles(delays_ms, n=10, method="inclusive")[8]
-        assert ninth <= DOM_DEADLINE_MS, f"9 in 10 within {ninth:.0f} ms: {sorted(delays_ms)}"
+        assert delay <= display_watch.STALL_BOUND_MS, \
+            f"next card shown {delay:.0f} ms after the prompt"
+        # The issue's 500 ms as a test beside the rest of the suite holds it (display_watch).
+        display_watch.check_keeps_up(delays_ms, DOM_DEADLINE_MS, "the pages")
         assert await dealer.get_attribute("#prompt", "data-action") == "deal"
         assert len(await dealer.locator("#player-cards .card, #banker-cards .card").all()) == 4
         status = await table.call("status")
@@ -186,7 +178,8 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
             assert await seat.inner_text() == f"${wager['amount_cents'] // 100:,}." \
                 f"{wager['amount_cents'] % 100:02d}"
         print(f"\nDOM delays after the event, ms (n={len(delays_ms)}, machine shared): "
-              f"max {max(delays_ms):.0f}, 9 in 10 within {ninth:.0f}, "
+              f"max {max(delays_ms):.0f}, "
+              f"9 in 10 within {display_watch.nine_in_ten(delays_ms):.0f}, "
               f"median {statistics.median(delays_ms):.0f}")
 
         # The scoreboard's screenshots come from hil/test_scoreboard_browser.py (a whole shoe).
@@ -259,7 +252,8 @@ async def check_pay_list(dealer: Any, round_no: int, settlements: list[dict[str,
     first, each with the settlement's exact amounts."""
     await dealer.wait_for_function(f"'pay:{round_no}' in window.__seen", timeout=PAGE_WAIT_MS)
     delay = (await dealer.evaluate("window.__seen"))[f"pay:{round_no}"] - at * 1000
-    assert delay <= STALL_BOUND_MS, f"pay list shown {delay:.0f} ms after the settlement"
+    assert delay <= display_watch.STALL_BOUND_MS, \
+        f"pay list shown {delay:.0f} ms after the settlement"
     lines = await dealer.evaluate("""() => [...document.querySelectorAll('#seats .pay-line')]
         .map((n) => ({seat: Number(n.closest('.seat').dataset.seat), wager: n.dataset.wager,
                       outcome: n.dataset.outcome, win: Number(n.dataset.winCents),
@@ -374,7 +368,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         # The next card's destination before it is dealt: a burn card.
         at = daemon.emit("prompt", {"action": "burn", "remaining": 3})
         await dealer.wait_for_function("'next:burn' in window.__seen", timeout=PAGE_WAIT_MS)
-        assert (await dealer.evaluate("window.__seen['next:burn']")) - at * 1000 <= STALL_BOUND_MS
+        shown_at = await dealer.evaluate("window.__seen['next:burn']")
+        assert shown_at - at * 1000 <= display_watch.STALL_BOUND_MS
         assert await dealer.inner_text("#prompt") == "Burn cards: 3 more"
 
         # A fault, with what to do, on the dealer's page.
