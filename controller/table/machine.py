@@ -136,9 +136,12 @@ class TableMachine:
         self._on_betting_open = on_betting_open
         self._changed = False
         self._entering = False  # a plain trigger's enter callbacks are running
+        self._machine_changes = 0  # the machine's own transitions under way (callbacks running)
         self.machine = Machine(
             model=self, states=TableState, transitions=TRANSITIONS, initial=TableState.CLOSED,
             auto_transitions=False, queued=True,
+            before_state_change=self._machine_change_starts,
+            after_state_change=self._machine_change_ends,
         )
         for state in OPERATING:
             setattr(self, f"_resumes_{state.name.lower()}",
@@ -156,11 +159,9 @@ class TableMachine:
         own trigger: a state it does not leave (MachineError), a transition already
         running (the machine queues one that a callback starts), or one started by a plain
         trigger's enter callback (none is: arming the seats starts no transition)."""
-        machine = self.machine
-
         def trigger() -> bool:
             step = steps.get(self.state)
-            if step is None or machine._transition_queue or self._entering:
+            if step is None or self._machine_changes or self._entering:
                 return machine_trigger()
             dest, marks, entered = step
             self.state = dest
@@ -177,9 +178,21 @@ class TableMachine:
 
         return trigger
 
+    def _machine_change_starts(self) -> None:
+        """`transitions`' before_state_change: one of the machine's own transitions has
+        passed its conditions; its exit, enter and after callbacks run until the matching
+        after_state_change. A trigger a callback calls meanwhile is the machine's to queue.
+        A callback that raises skips the end: the count stays up and every trigger then
+        goes through the machine, slower but the same (set_state, a restart, resets it)."""
+        self._machine_changes += 1
+
+    def _machine_change_ends(self) -> None:
+        self._machine_changes -= 1
+
     def set_state(self, state: TableState) -> None:
         """Put the machine in `state` without a transition (a restart's saved state)."""
         self.machine.set_state(state)
+        self._machine_changes = 0
 
     def on_enter_BETTING_OPEN(self) -> None:  # noqa: N802 - transitions' naming convention
         self._on_betting_open()

@@ -99,3 +99,27 @@ def test_a_trigger_from_a_state_it_does_not_leave_is_refused_by_the_machine() ->
     with pytest.raises(MachineError, match="first_card"):
         machine.first_card()
     assert machine.state is TableState.BETTING_OPEN
+
+
+def test_a_trigger_called_inside_a_machine_transition_waits_for_it_to_end() -> None:
+    """device_recovered (a conditional transition, the machine's own) into betting: a
+    trigger its enter callback calls is the machine's to queue, as `transitions` does with
+    `queued=True`; it runs once the recovery has ended, not in the middle of it."""
+    seen: list[TableState] = []
+    holder: list[TableMachine] = []
+
+    def lock_out_at_once() -> None:
+        holder[0].lock_out()
+        seen.append(holder[0].state)  # still betting: the lock-out waits in the queue
+
+    machine = TableMachine(lambda: TableState.BETTING_OPEN, lock_out_at_once)
+    holder.append(machine)
+    machine.set_state(TableState.DEVICE_FAULT)
+    machine.device_recovered()
+    assert seen == [TableState.BETTING_OPEN]
+    assert (machine.state, machine.take_change()) == (TableState.NO_MORE_BETS, True)
+    # The count of transitions under way is back to none: the round's first card is
+    # taken without the machine (its own trigger would fail here).
+    machine.machine.events["first_card"].trigger = None  # type: ignore[assignment]
+    machine.first_card()
+    assert machine.state is TableState.DEALING
