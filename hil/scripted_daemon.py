@@ -33,7 +33,9 @@ class ScriptedDaemon:
         self.status = status
         # The commands the display uses, each needing only the read role and taking the
         # arguments the daemon's take.
-        for name, handler in (("status", lambda args: self.status), ("meters", lambda args: []),
+        self.meters: list[dict[str, Any]] = []  # what `meters` answers (the daemon's own)
+        for name, handler in (("status", lambda args: self.status),
+                              ("meters", lambda args: self.meters),
                               ("devices", lambda args: []), ("events", self._events)):
             self.server.register(name, handler, role=Role.READ, args=COMMAND_ARGS.get(name))
         self.server.set_history(

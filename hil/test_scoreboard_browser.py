@@ -37,6 +37,7 @@ pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
 
 ROOT = Path(__file__).parents[1]
 SIDE_WAGERS = ROOT / "config" / "baccarat-side-wagers.toml"
+ROYAL_9 = ROOT / "config" / "progressive-royal9.toml"
 TWENTY_ONE = ROOT / "config" / "21-baccarat-8deck.toml"
 SEED = 3  # 81 hands: the Big Road needs more columns than fit in either orientation
 WAIT_MS = 15_000
@@ -63,8 +64,16 @@ MEASURE = """() => {
                 if (r.right <= rr.left || r.left >= rr.right) continue; }  // scrolled away
     // Wholly on the screen and in its panel, not cut off by the panel or its own box.
     const r = n.getBoundingClientRect(), panel = (n.closest(".panel, .bar")).getBoundingClientRect();
-    const whole = r.left >= panel.left - 1 && r.right <= panel.right + 1 && r.top >= panel.top - 1
-      && r.bottom <= panel.bottom + 1 && r.right <= innerWidth && r.bottom <= innerHeight
+    // Nor by a box on the way that hides what overflows it (a heading, a count's label).
+    const clipped = (a) => { const c = a.getBoundingClientRect();
+      return getComputedStyle(a).overflowX !== "visible" && (r.left < c.left - 1
+        || r.right > c.right + 1 || r.top < c.top - 1 || r.bottom > c.bottom + 1); };
+    let inside = true;
+    for (let a = n.parentElement; a && !a.matches(".panel, .bar"); a = a.parentElement)
+      if (clipped(a)) inside = false;
+    const whole = inside && r.left >= panel.left - 1 && r.right <= panel.right + 1
+      && r.top >= panel.top - 1 && r.bottom <= panel.bottom + 1 && r.right <= innerWidth
+      && r.bottom <= innerHeight
       && (getComputedStyle(n).overflowX === "visible" || n.scrollWidth <= n.clientWidth + 1);
     const cs = getComputedStyle(n);
     ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
@@ -439,6 +448,88 @@ async def test_the_dealer_sees_running_totals_then_what_to_pay_in_both_orientati
             assert await page.inner_text("#round-result") == (
                 f"BANKER WINS {record['banker_total']} to {record['player_total']}")
             await screenshot(page, f"dealer-totals-{where}", tmp_path)
+
+
+def meter(level: str, cents: int, progressive: str = "royal9", game: str = "royal_9"
+          ) -> dict[str, Any]:
+    """One meter as the daemon's `meters` answers it (the fields the board reads)."""
+    return {"progressive": progressive, "game": game, "level": level, "amount_cents": cents,
+            "sequence": 1, "stale": False}
+
+
+# 627b.3(f)(2): a $5 Royal 9's Mega, Major and Minor, each a little above its reset amount.
+ROYAL_9_METERS = [meter("mega", 5_000_020), meter("major", 45_015), meter("minor", 45_015)]
+# More than either orientation holds on one page: a table with 631c's Heavenly 9 and its
+# Must-Hit-By Mystery beside them.
+FIVE_METERS = ROYAL_9_METERS + [
+    meter("progressive", 1_234_567_89, "heavenly9", "heavenly_9"),
+    meter("mystery", 10_010, "heavenly9", "heavenly_9")]
+METERS_SHOWN = """() => [...document.querySelectorAll('#meters .meter')].filter((n) => !n.hidden)
+  .map((n) => [n.querySelector('.meter-name').textContent,
+               n.querySelector('.meter-amount').textContent])"""
+
+
+async def meter_pages(page: Any) -> dict[str, list[list[str]]]:
+    """Each page of the meters' panel, the page's clock moved on to turn them."""
+    pages = int(await page.get_attribute("#meters", "data-pages") or 0)
+    by_page: dict[str, list[list[str]]] = {}
+    for _ in range(2 * pages):  # the page's clock also runs by itself: a page may be skipped
+        number, shown = await page.evaluate(
+            f"() => [document.getElementById('meters').dataset.page, ({METERS_SHOWN})()]")
+        by_page[number] = shown
+        check_sizes(await page.evaluate(MEASURE), f"meters page {number}", marks=0)
+        if len(by_page) == pages:
+            break
+        await page.clock.run_for(LIMITS_PAGE_MS)
+    assert sorted(by_page, key=int) == [str(n) for n in range(1, pages + 1)], by_page
+    return by_page
+
+
+async def test_a_progressive_table_shows_every_meter_and_every_panel(browser: Any,
+                                                                     tmp_path: Path) -> None:
+    """A Royal 9 table (627b.3): its three meters, the Next-hand predictions and the limits
+    whole in both orientations, and a long table name whole (down to 28 px, then two
+    lines). In landscape the side column held two of the three meters, and in portrait
+    the meters' row left the predictions and the limits no room. More meters than fit are
+    shown a page at a time, every one on some page."""
+    records = shoe(ROYAL_9, seed=5)[:20]
+    table, _ = table_info(str(ROYAL_9))
+    table = {**table, "number": "7", "languages": ["en", "zh-hans"],
+             "name": "Heavenly 9 with Must-Hit-By Mystery and Royal 9"}
+    status = {"state": "closed", "shoe": {"cards_left": 416}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.meters = [dict(m) for m in ROYAL_9_METERS]
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        board = await open_pages(browser, served, "/scoreboard")
+        for n, record in enumerate(records, start=1):
+            play_round(daemon, record, n)
+        for where, page in board.items():
+            await until(page, f"document.getElementById('count-rounds').textContent === "
+                              f"'{len(records)}'")
+            await until(page, "document.querySelectorAll('#meters .meter').length === 3")
+            assert await page.evaluate(METERS_SHOWN) == [
+                ["Royal 9 \u00b7 Mega", "$50,000.20"], ["Royal 9 \u00b7 Major", "$450.15"],
+                ["Royal 9 \u00b7 Minor", "$450.15"]], where
+            assert await page.get_attribute("#meters", "data-pages") == "1", where
+            assert await page.inner_text("#table-name") == table["name"]
+            await screenshot(page, f"scoreboard-royal9-{where}", tmp_path)
+            check_sizes(await page.evaluate(MEASURE), where, marks=30)
+            for road in ROADS:
+                check_road_in_view(await page.evaluate(ROAD_VIEW, road), road, where)
+            await check_limits(page, table["limits"])
+
+        # Five meters: a page at a time, each meter on one page, whole.
+        daemon.meters = [dict(m) for m in FIVE_METERS]
+        daemon.emit("prompt", {"action": "place_bets", "round_no": len(records) + 1})
+        for where, page in board.items():
+            await until(page, "document.querySelectorAll('#meters .meter').length === 5")
+            pages = await meter_pages(page)
+            assert len(pages) == 2, (where, pages)
+            assert [m for number in sorted(pages, key=int) for m in pages[number]] == [
+                ["Royal 9 \u00b7 Mega", "$50,000.20"], ["Royal 9 \u00b7 Major", "$450.15"],
+                ["Royal 9 \u00b7 Minor", "$450.15"], ["Heavenly 9", "$1,234,567.89"],
+                ["Must-Hit-By Mystery", "$100.10"]], where
+            assert await page.inner_text("#meters-page") in ("1/2", "2/2")
 
 
 async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path) -> None:

@@ -163,54 +163,95 @@
       : game + " \u00b7 " + wagerName(meter.level);
   }
 
-  // The limits, a page at a time when there are more than the panel shows (a table with
-  // side wagers): every limit is on the board, each page for LIMITS_PAGE_MS.
-  const LIMITS_PAGE_MS = 6000;
-  let limitsPage = 0, limitsTimer = null, limitsKey = "";
+  // Rows shown a page at a time when there are more than their panel holds: the limits (a
+  // table with side wagers), the meters of a table with more progressives than fit. Every
+  // row is on the board, each page for PAGE_MS; the panel's heading says which page.
+  const PAGE_MS = 6000;
+  function pager(boxId, noteId) {
+    let page = 0, timer = null, height = -1;
+    // A box that changes height (a font loaded, the meters' panel shown) is paged again.
+    new ResizeObserver(() => {
+      if (timer && document.getElementById(boxId).clientHeight !== height) show();
+    }).observe(document.getElementById(boxId));
+    function show() {
+      const box = document.getElementById(boxId);
+      const rows = [...box.children];
+      // A page is the rows from its first on that the box holds whole, found from the
+      // layout itself: a wrapped name makes its row taller than the others. The limits'
+      // grid, the landscape meters' column and the portrait meters' row fill in order, so
+      // the rows that fit are always a run from the first.
+      const firsts = [];
+      for (let first = 0; first < rows.length;) {
+        rows.forEach((row, i) => { row.hidden = i < first; });
+        const edge = box.getBoundingClientRect();
+        const bottom = edge.top + box.clientHeight + 0.5, right = edge.left + box.clientWidth + 0.5;
+        const fits = (row) => { const r = row.getBoundingClientRect();
+                                return r.bottom <= bottom && r.right <= right; };
+        let next = first + 1;  // one row a page at least, even one larger than the box
+        while (next < rows.length && fits(rows[next])) next += 1;
+        firsts.push(first);
+        first = next;
+      }
+      const pages = Math.max(1, firsts.length);
+      const shown = page % pages;
+      const from = firsts[shown] || 0;
+      const to = shown + 1 < firsts.length ? firsts[shown + 1] : rows.length;
+      rows.forEach((row, i) => { row.hidden = i < from || i >= to; });
+      height = box.clientHeight;
+      box.dataset.page = String(shown + 1);
+      box.dataset.pages = String(pages);
+      setText(noteId, pages > 1 ? `${shown + 1}/${pages}` : "");
+      if (!timer) timer = setInterval(() => { page += 1; show(); }, PAGE_MS);
+    }
+    return {show, first() { page = 0; show(); }};
+  }
+  const limitsPages = pager("limits", "limits-page");
+  const metersPages = pager("meters", "meters-page");
+
+  let limitsKey = "";
   function drawLimits(limits) {
     const box = document.getElementById("limits");
     const key = JSON.stringify(limits);
-    if (key !== limitsKey) {
-      limitsKey = key;
-      box.replaceChildren(...limits.map((l) => el("div", {class: "limit", "data-wager": l.wager},
-        el("span", {class: "limit-name", text: wagerName(l.wager)}),
-        el("b", {class: "limit-range",
-                 text: l.max_cents === null || l.max_cents === undefined ?
-                   `${shortMoney(l.min_cents || 0)}+` :
-                   `${shortMoney(l.min_cents || 0)}\u2013${shortMoney(l.max_cents)}`}))));
-      for (const row of box.querySelectorAll(".limit[data-wager='banker'], " +
-                                             ".limit[data-wager='player'], .limit[data-wager='tie']")) {
-        row.querySelector(".limit-name").replaceChildren(...Labels.nodes(row.dataset.wager));
-      }
-      limitsPage = 0;
+    if (key === limitsKey) return limitsPages.show();
+    limitsKey = key;
+    box.replaceChildren(...limits.map((l) => el("div", {class: "limit", "data-wager": l.wager},
+      el("span", {class: "limit-name", text: wagerName(l.wager)}),
+      el("b", {class: "limit-range",
+               text: l.max_cents === null || l.max_cents === undefined ?
+                 `${shortMoney(l.min_cents || 0)}+` :
+                 `${shortMoney(l.min_cents || 0)}\u2013${shortMoney(l.max_cents)}`}))));
+    for (const row of box.querySelectorAll(".limit[data-wager='banker'], " +
+                                           ".limit[data-wager='player'], .limit[data-wager='tie']")) {
+      row.querySelector(".limit-name").replaceChildren(...Labels.nodes(row.dataset.wager));
     }
-    showLimitsPage();
-    if (!limitsTimer) {
-      limitsTimer = setInterval(() => { limitsPage += 1; showLimitsPage(); }, LIMITS_PAGE_MS);
-    }
+    limitsPages.first();
   }
-  function showLimitsPage() {
-    const box = document.getElementById("limits");
-    const rows = [...box.children];
-    // A page is the rows from its first on that the panel holds whole, found from the
-    // layout itself: a wrapped name makes its row taller than the others. The grid fills
-    // its columns row by row, so the rows that fit are always a run from the first.
-    const firsts = [];
-    for (let first = 0; first < rows.length;) {
-      rows.forEach((row, i) => { row.hidden = i < first; });
-      const bottom = box.getBoundingClientRect().top + box.clientHeight + 0.5;
-      let next = first + 1;  // one row a page at least, even one taller than the panel
-      while (next < rows.length && rows[next].getBoundingClientRect().bottom <= bottom) next += 1;
-      firsts.push(first);
-      first = next;
+
+  function drawMeters(meters) {
+    document.getElementById("meters-panel").hidden = meters.length === 0;
+    document.body.classList.toggle("has-meters", meters.length > 0);
+    document.getElementById("meters").replaceChildren(...meters.map((m) => el("div", {
+        class: "meter" + (m.stale ? " stale" : ""), "data-progressive": m.progressive,
+        "data-level": m.level, "data-amount": m.amount_cents, "data-sequence": m.sequence},
+      el("span", {class: "meter-name", text: meterName(m)}),
+      el("b", {class: "meter-amount", text: money(m.amount_cents)}))));
+    if (meters.length) metersPages.show();  // the same page: a meter moves every wager
+  }
+
+  // The table's name at 34 px, or as large as fits down to the floor's 28 px (the size
+  // rule), or on two lines: an operator's long name is never cut off. Fitted again only
+  // when the name or the screen changes.
+  let fittedFor = "";
+  function fitName(name) {
+    const key = `${name.textContent}|${innerWidth}x${innerHeight}`;
+    if (key === fittedFor) return;
+    fittedFor = key;
+    name.classList.remove("wraps");
+    for (let px = 34; px >= 28; px -= 1) {
+      name.style.fontSize = `${px}px`;
+      if (name.scrollWidth <= name.clientWidth + 1) return;
     }
-    const pages = Math.max(1, firsts.length);
-    const page = limitsPage % pages;
-    const from = firsts[page] || 0, to = page + 1 < firsts.length ? firsts[page + 1] : rows.length;
-    rows.forEach((row, i) => { row.hidden = i < from || i >= to; });
-    box.dataset.page = String(page + 1);
-    box.dataset.pages = String(pages);
-    setText("limits-page", pages > 1 ? `${page + 1}/${pages}` : "");
+    name.classList.add("wraps");
   }
 
   function drawLive(live) {
@@ -223,6 +264,7 @@
     document.body.classList.toggle("game-21", table.game === "21-baccarat");
     setText("table-number", table.number || table.table_id || "\u2013");
     setText("table-name", table.name || table.table_id || "Table");
+    fitName(document.getElementById("table-name"));
     setText("table-game", (table.game === "21-baccarat" ? "21 Baccarat" : "Baccarat") +
       (table.decks ? ` \u00b7 ${table.decks} decks` : ""));
     document.getElementById("dealer-line").hidden = !live.dealer;
@@ -235,14 +277,8 @@
     if (live.banner === "none") announce.replaceChildren();
     else Labels.fill(announce, live.banner);
     document.getElementById("last-hand").hidden = !live.last_hand_shown;
+    drawMeters(live.meters);  // first: the meters' panel takes room from the limits' (portrait)
     drawLimits(table.limits || []);
-    const meters = document.getElementById("meters");
-    document.getElementById("meters-panel").hidden = live.meters.length === 0;
-    meters.replaceChildren(...live.meters.map((m) => el("div", {
-        class: "meter" + (m.stale ? " stale" : ""), "data-progressive": m.progressive,
-        "data-level": m.level, "data-amount": m.amount_cents, "data-sequence": m.sequence},
-      el("span", {class: "meter-name", text: meterName(m)}),
-      el("b", {class: "meter-amount", text: money(m.amount_cents)}))));
     const light = document.getElementById("win-light");
     light.hidden = !live.award;
     if (live.award) {
