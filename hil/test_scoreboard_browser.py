@@ -457,7 +457,7 @@ def meter(level: str, cents: int, progressive: str = "royal9", game: str = "roya
             "sequence": 1, "stale": False}
 
 
-# 627b.3(f)(2): a $5 Royal 9's Mega, Major and Minor, each a little above its reset amount.
+# A $5 Royal 9's Mega, Major and Minor meters, each a little above its reset amount.
 ROYAL_9_METERS = [meter("mega", 5_000_020), meter("major", 45_015), meter("minor", 45_015)]
 # More than either orientation holds on one page: a table with 631c's Heavenly 9 and its
 # Must-Hit-By Mystery beside them.
@@ -487,7 +487,7 @@ async def meter_pages(page: Any) -> dict[str, list[list[str]]]:
 
 async def test_a_progressive_table_shows_every_meter_and_every_panel(browser: Any,
                                                                      tmp_path: Path) -> None:
-    """A Royal 9 table (627b.3): its three meters, the Next-hand predictions and the limits
+    """A Royal 9 progressive table: its three meters, the Next-hand predictions and the limits
     whole in both orientations, and a long table name whole (down to 28 px, then two
     lines). In landscape the side column held two of the three meters, and in portrait
     the meters' row left the predictions and the limits no room. More meters than fit are
