@@ -67,10 +67,11 @@ async def measure(rounds: int, seed: int, workdir: Path) -> None:
     async with (TableHarness(CONFIG, workdir, seed=seed, players=PLAYERS) as table,
                 DisplayProcess(CONFIG, table.socket, workdir) as display,
                 display_watch.launched_chromium(executable) as browser):
+        errors: list[str] = []
         board = await display_watch.open_page(browser, display.url("/scoreboard"),
-                                              display_watch.LANDSCAPE)
+                                              display_watch.LANDSCAPE, errors)
         dealer = await display_watch.open_page(browser, display.url("/dealer"),
-                                               display_watch.LANDSCAPE)
+                                               display_watch.LANDSCAPE, errors)
         for page in (board, dealer):
             await page.wait_for_function(
                 "document.getElementById('connection').dataset.ok === '1'", timeout=PAGE_WAIT_MS)
@@ -102,6 +103,8 @@ async def measure(rounds: int, seed: int, workdir: Path) -> None:
         print(f"\nfloor in the same run: the page's frame interval, median {frame_ms:.1f} ms "
               f"over {len(frames)} frames; the median delay is "
               f"{statistics.median(everything) / frame_ms:.1f} frames")
+        if errors:
+            print(f"the pages' scripts threw (the figures above may not be the pages'): {errors}")
         print(f"requirement (500 ms) held by every one: "
               f"{'yes' if max(everything) <= REQUIREMENT_MS else 'NO'}")
 

@@ -75,8 +75,17 @@ async def launched_chromium(executable: str) -> AsyncIterator[Any]:
             await browser.close()
 
 
-async def open_page(browser: Any, url: str, viewport: dict[str, int]) -> Any:
+def keep_errors(page: Any, errors: list[str], name: str) -> None:
+    """What the page's own scripts throw, appended to `errors` as "name: error": a script
+    that stops half-way leaves a stale page and says nothing on the screen."""
+    page.on("pageerror", lambda exc: errors.append(f"{name}: {exc}"))
+
+
+async def open_page(browser: Any, url: str, viewport: dict[str, int],
+                    errors: list[str] | None = None) -> Any:
     page = await browser.new_page(viewport=viewport, bypass_csp=True)  # string predicates
+    if errors is not None:
+        keep_errors(page, errors, url.rsplit("/", 1)[-1])
     await page.add_init_script(OBSERVER)
     await page.goto(url)
     return page

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,17 @@ async def launched_chromium() -> AsyncIterator[Any]:
         yield browser
 
 
+# What the pages' own scripts threw: every test here ends with none.
+PAGE_ERRORS: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def no_page_errors() -> Iterator[None]:
+    PAGE_ERRORS.clear()
+    yield
+    assert not PAGE_ERRORS, f"the page's scripts threw: {PAGE_ERRORS}"
+
+
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
     async with launched_chromium() as launched:
@@ -108,8 +119,8 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
         browser: Any, tmp_path: Path) -> None:
     async with (TableHarness(CONFIG, tmp_path, seed=SEED, players=PLAYERS) as table,
                 DisplayProcess(CONFIG, table.socket, tmp_path) as display):
-        board = await open_page(browser, display.url("/scoreboard"), LANDSCAPE)
-        dealer = await open_page(browser, display.url("/dealer"), LANDSCAPE)
+        board = await open_page(browser, display.url("/scoreboard"), LANDSCAPE, PAGE_ERRORS)
+        dealer = await open_page(browser, display.url("/dealer"), LANDSCAPE, PAGE_ERRORS)
         for page in (board, dealer):  # following the stream before the first card: a page
             await page.wait_for_function(  # that connects late shows only the latest result
                 "document.getElementById('connection').dataset.ok === '1'", timeout=PAGE_WAIT_MS)
@@ -350,7 +361,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
     try:
         board = await browser.new_page(viewport=LANDSCAPE, bypass_csp=True)
         dealer = await browser.new_page(viewport=PORTRAIT, bypass_csp=True)
-        for page in (board, dealer):
+        for name, page in (("scoreboard", board), ("dealer", dealer)):
+            display_watch.keep_errors(page, PAGE_ERRORS, name)
             await page.add_init_script(OBSERVER)
         await board.goto(f"http://127.0.0.1:{port}/scoreboard")
         await dealer.goto(f"http://127.0.0.1:{port}/dealer")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from controller.display.service import table_info
 from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
 from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of, settled_wager
+from hil import display_watch
 from hil.display_watch import LANDSCAPE, OBSERVER, PORTRAIT
 from hil.test_display_browser import check_pay_list, launched_chromium
 
@@ -150,10 +151,23 @@ async def browser() -> AsyncIterator[Any]:
         yield launched
 
 
+# What the pages' own scripts threw (a script that stops half-way draws a stale board and
+# says nothing on the screen): every test here ends with none.
+PAGE_ERRORS: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def no_page_errors() -> Iterator[None]:
+    PAGE_ERRORS.clear()
+    yield
+    assert not PAGE_ERRORS, f"the page's scripts threw: {PAGE_ERRORS}"
+
+
 async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
     pages = {}
     for name, viewport in (("landscape", LANDSCAPE), ("portrait", PORTRAIT)):
         page = await browser.new_page(viewport=viewport, bypass_csp=True)
+        display_watch.keep_errors(page, PAGE_ERRORS, name)
         await page.add_init_script(OBSERVER)  # when each element first appears
         # The page's clock: it runs as time does, and the test can move it on (run_for) to
         # turn the limits' pages without waiting.
@@ -530,6 +544,15 @@ async def test_a_progressive_table_shows_every_meter_and_every_panel(browser: An
                 ["Royal 9 \u00b7 Minor", "$450.15"], ["Heavenly 9", "$1,234,567.89"],
                 ["Must-Hit-By Mystery", "$100.10"]], where
             assert await page.inner_text("#meters-page") in ("1/2", "2/2")
+
+        # The screen turned: the landscape page laid out again as portrait pages it.
+        turned = board["landscape"]
+        await turned.set_viewport_size(PORTRAIT)
+        await until(turned, "document.getElementById('meters').dataset.pages === '2'"
+                            " && getComputedStyle(document.querySelector('.meter'))"
+                            ".flexDirection === 'column'")
+        assert await meter_pages(turned) == await meter_pages(board["portrait"])
+        await check_limits(turned, table["limits"])
 
 
 async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path) -> None:

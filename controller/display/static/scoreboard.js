@@ -168,10 +168,12 @@
   // row is on the board, each page for PAGE_MS; the panel's heading says which page.
   const PAGE_MS = 6000;
   function pager(boxId, noteId) {
-    let page = 0, timer = null, height = -1;
-    // A box that changes height (a font loaded, the meters' panel shown) is paged again.
+    let page = 0, timer = null, size = "";
+    // A box whose size changes (a screen turned, a font loaded, the meters' panel shown) is
+    // paged again; showing a page leaves its size as it was.
+    const sizeOf = (box) => `${box.clientWidth}x${box.clientHeight}`;
     new ResizeObserver(() => {
-      if (timer && document.getElementById(boxId).clientHeight !== height) show();
+      if (timer && sizeOf(document.getElementById(boxId)) !== size) show();
     }).observe(document.getElementById(boxId));
     function show() {
       const box = document.getElementById(boxId);
@@ -197,7 +199,7 @@
       const from = firsts[shown] || 0;
       const to = shown + 1 < firsts.length ? firsts[shown + 1] : rows.length;
       rows.forEach((row, i) => { row.hidden = i < from || i >= to; });
-      height = box.clientHeight;
+      size = sizeOf(box);
       box.dataset.page = String(shown + 1);
       box.dataset.pages = String(pages);
       setText(noteId, pages > 1 ? `${shown + 1}/${pages}` : "");
@@ -295,8 +297,8 @@
   // A screen turned or resized: the roads show as many columns as now fit.
   window.addEventListener("resize", () => {
     for (const road of document.querySelectorAll(".road")) scrollRoad(road);
-    showLimitsPage();
-    fitHands21();
+    fitName(document.getElementById("table-name"));
+    fitHands21();  // (the limits' and meters' pagers watch their own boxes)
   });
   Display.follow(["roads", "live"], {roads: drawRoads, live: drawLive});
 })();
