@@ -81,7 +81,9 @@ async def launched_chromium() -> AsyncIterator[Any]:
         yield browser
 
 
-# What the pages' own scripts threw: every test here ends with none.
+# What the pages' own scripts threw (a script that stops half-way leaves a stale page and
+# says nothing on the screen): every test here, and in the modules that import this
+# fixture, ends with none.
 PAGE_ERRORS: list[str] = []
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of, 
 from hil import display_watch
 from hil.display_watch import LANDSCAPE, OBSERVER, PORTRAIT
 from hil.test_display_browser import check_pay_list, launched_chromium
+# What the pages' own scripts threw: every test here ends with none (an autouse fixture).
+from hil.test_display_browser import PAGE_ERRORS, no_page_errors  # noqa: F401
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
               pytest.mark.asyncio(loop_scope="module")]
@@ -149,18 +151,6 @@ def big_road_columns(winners: list[str]) -> int:
 async def browser() -> AsyncIterator[Any]:
     async with launched_chromium() as launched:  # one browser for the module
         yield launched
-
-
-# What the pages' own scripts threw (a script that stops half-way draws a stale board and
-# says nothing on the screen): every test here ends with none.
-PAGE_ERRORS: list[str] = []
-
-
-@pytest.fixture(autouse=True)
-def no_page_errors() -> Iterator[None]:
-    PAGE_ERRORS.clear()
-    yield
-    assert not PAGE_ERRORS, f"the page's scripts threw: {PAGE_ERRORS}"
 
 
 async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
