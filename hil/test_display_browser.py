@@ -38,7 +38,7 @@ import pytest
 from controller.display.roads import Winner, big_road
 from hil import display_watch
 from hil.display_process import DisplayProcess
-from hil.display_watch import LANDSCAPE, OBSERVER, PORTRAIT, open_page, road_rounds, settled
+from hil.display_watch import LANDSCAPE, PORTRAIT, open_page, road_rounds, settled
 from hil.scripted_daemon import ScriptedDaemon, Served
 from hil.table_harness import HarnessResult, PlayerPlan, TableHarness
 
@@ -137,10 +137,7 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
         shown = display_watch.rounds_shown(result.events, seen)
         assert len([s for s in shown if s.key.startswith("big:")]) == \
             len(big_road(road_rounds(result.events)).cells)
-        delays_ms = [s.delay_ms for s in shown]
-        for s in shown:
-            assert s.delay_ms <= display_watch.STALL_BOUND_MS, (
-                f"{s.key} appeared {s.delay_ms:.0f} ms after round {s.round_no} was settled")
+        delays_ms = {s.key: s.delay_ms for s in shown}
 
         # Every meter value the daemon reached after a progressive wager was accepted.
         meters_now = {(m["progressive"], m["level"]): m["amount_cents"]
@@ -156,11 +153,8 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
         for (progressive, level), cents in meters_now.items():
             # The last accepted wager before the pause moved each meter to its value now.
             at_ms = accepted[-1]["at"] * 1000
-            delay = seen[f"meter:{progressive}:{level}:{cents}"] - at_ms
-            delays_ms.append(delay)
-            assert delay <= display_watch.STALL_BOUND_MS, (
-                f"meter {progressive}/{level} = {cents} appeared {delay:.0f} ms after the "
-                "wager that set it")
+            key = f"meter:{progressive}:{level}:{cents}"
+            delays_ms[key] = seen[key] - at_ms
         counts = {key: await board.inner_text(f"#count-{key}")
                   for key in ("banker", "player", "tie", "rounds")}
         assert counts == {
@@ -177,9 +171,7 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
             timeout=PAGE_WAIT_MS)
         delay = (await dealer.evaluate("window.__seen"))[f"next:{destination}"] - \
             prompt["at"] * 1000
-        delays_ms.append(delay)
-        assert delay <= display_watch.STALL_BOUND_MS, \
-            f"next card shown {delay:.0f} ms after the prompt"
+        delays_ms[f"next:{destination}"] = delay
         # The 500 ms as a test beside the rest of the suite holds it (display_watch).
         display_watch.check_keeps_up(delays_ms, DOM_DEADLINE_MS, "the pages")
         assert await dealer.get_attribute("#prompt", "data-action") == "deal"
@@ -191,9 +183,9 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
             assert await seat.inner_text() == f"${wager['amount_cents'] // 100:,}." \
                 f"{wager['amount_cents'] % 100:02d}"
         print(f"\nDOM delays after the event, ms (n={len(delays_ms)}, machine shared): "
-              f"max {max(delays_ms):.0f}, "
-              f"9 in 10 within {display_watch.nine_in_ten(delays_ms):.0f}, "
-              f"median {statistics.median(delays_ms):.0f}")
+              f"max {max(delays_ms.values()):.0f}, "
+              f"9 in 10 within {display_watch.nine_in_ten(delays_ms.values()):.0f}, "
+              f"median {statistics.median(delays_ms.values()):.0f}")
 
         # The scoreboard's screenshots come from hil/test_scoreboard_browser.py (a whole shoe).
         await take_screenshots(browser, display, tmp_path, pages=("dealer",))
@@ -361,13 +353,10 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
     tasks = [asyncio.create_task(service.follow_daemon()),
              asyncio.create_task(service.publish_changes())]
     try:
-        board = await browser.new_page(viewport=LANDSCAPE, bypass_csp=True)
-        dealer = await browser.new_page(viewport=PORTRAIT, bypass_csp=True)
-        for name, page in (("scoreboard", board), ("dealer", dealer)):
-            display_watch.keep_errors(page, PAGE_ERRORS, name)
-            await page.add_init_script(OBSERVER)
-        await board.goto(f"http://127.0.0.1:{port}/scoreboard")
-        await dealer.goto(f"http://127.0.0.1:{port}/dealer")
+        board = await open_page(browser, f"http://127.0.0.1:{port}/scoreboard", LANDSCAPE,
+                                PAGE_ERRORS)
+        dealer = await open_page(browser, f"http://127.0.0.1:{port}/dealer", PORTRAIT,
+                                 PAGE_ERRORS)
         await board.wait_for_function("document.body.classList.contains('game-21')",
                                       timeout=PAGE_WAIT_MS)
         row = board.locator("#hands21 tr[data-round-no='1']")

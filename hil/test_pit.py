@@ -125,14 +125,14 @@ class StatusRecorder:
 
 
 def delays_ms(seen: dict[str, float], published: dict[tuple[str, int], float],
-              since: float) -> list[float]:
-    """For every status published after `since` that the page showed: from the daemon's
-    publishing to the DOM."""
-    delays = []
+              since: float) -> dict[str, float]:
+    """For every status published after `since` that the page showed (its key): from the
+    daemon's publishing to the DOM."""
+    delays = {}
     for key, dom_ms in seen.items():
         at = published_at(key, published)
         if at is not None and at >= since:
-            delays.append(dom_ms - at * 1000)
+            delays[key] = dom_ms - at * 1000
     return delays
 
 
@@ -290,7 +290,7 @@ async def test_the_pit_page_shows_twenty_tables_within_2_s_of_each_change(tmp_pa
         await page.wait_for_function(
             f"document.querySelectorAll('.table[data-alive=\"online\"]').length === {TWENTY}",
             timeout=PAGE_WAIT_MS)
-        delays: list[float] = []
+        delays: dict[str, float] = {}
         for change in range(1, 6):
             published = {}
             for table in tables:
@@ -306,8 +306,8 @@ async def test_the_pit_page_shows_twenty_tables_within_2_s_of_each_change(tmp_pa
                     f'.table[data-table="{table_id}"][data-sequence="{sequence}"]',
                     timeout=PAGE_WAIT_MS)
             seen = await page.evaluate("window.__seen")
-            delays += [seen[f"{t}:{seq}:online"] - at * 1000
-                       for t, (at, seq) in published.items()]
+            delays.update({f"{t}:{seq}:online": seen[f"{t}:{seq}:online"] - at * 1000
+                           for t, (at, seq) in published.items()})
         display_watch.check_keeps_up(delays, PAGE_DEADLINE_MS, "the pit page")
         fault = page.locator('.table[data-table="PIT-07"] .fault')
         assert await fault.get_attribute("data-code") == "card_misread"

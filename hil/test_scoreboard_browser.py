@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
 from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of, settled_wager
 from hil import display_watch
-from hil.display_watch import LANDSCAPE, OBSERVER, PORTRAIT
+from hil.display_watch import LANDSCAPE, PORTRAIT
 from hil.test_display_browser import check_pay_list, launched_chromium
 # What the pages' own scripts threw: every test here ends with none (an autouse fixture).
 from hil.test_display_browser import PAGE_ERRORS, no_page_errors  # noqa: F401
@@ -44,7 +44,7 @@ ROYAL_9 = ROOT / "config" / "progressive-royal9.toml"
 TWENTY_ONE = ROOT / "config" / "21-baccarat-8deck.toml"
 SEED = 3  # 81 hands: the Big Road needs more columns than fit in either orientation
 WAIT_MS = 15_000
-LIMITS_PAGE_MS = 6000  # scoreboard.js: each page of limits is shown this long
+PAGE_MS = 6000  # scoreboard.js: each page of limits or meters is shown this long
 # The size rule (docs/display.md): a capital letter or digit at least 20 px high at
 # 1080 lines, a road's mark at least 20 px across.
 MIN_GLYPH_PX = 20.0
@@ -154,19 +154,37 @@ async def browser() -> AsyncIterator[Any]:
 
 
 async def open_pages(browser: Any, served: Served, path: str) -> dict[str, Any]:
+    """`path` in both orientations, each page's clock installed (the limits' and the
+    meters' pages are turned by the test) and its scripts' errors kept."""
     pages = {}
     for name, viewport in (("landscape", LANDSCAPE), ("portrait", PORTRAIT)):
-        page = await browser.new_page(viewport=viewport, bypass_csp=True)
-        display_watch.keep_errors(page, PAGE_ERRORS, name)
-        await page.add_init_script(OBSERVER)  # when each element first appears
-        # The page's clock: it runs as time does, and the test can move it on (run_for) to
-        # turn the limits' pages without waiting.
-        await page.clock.install()
-        await page.goto(served.url(path))
+        page = await display_watch.open_page(browser, served.url(path), viewport, PAGE_ERRORS,
+                                             clock=True)
         await page.wait_for_function(
             "document.getElementById('connection').dataset.ok === '1'", timeout=WAIT_MS)
         pages[name] = page
     return pages
+
+
+async def each_page(page: Any, box: str, read: str,
+                    check: Callable[[str, Any], Awaitable[None]] | None = None
+                    ) -> dict[str, Any]:
+    """What `read` (a function in the page returning [the page shown, what it shows]) finds
+    on every page of the paged box `box` ("limits", "meters"), read at once, each checked
+    by `check`; the page's clock moved on to turn them. Each page is found once."""
+    pages = int(await page.get_attribute(f"#{box}", "data-pages") or 0)
+    assert pages >= 1
+    by_page: dict[str, Any] = {}
+    for _ in range(2 * pages):  # the page's clock also runs by itself: a page may be skipped
+        number, shown = await page.evaluate(read)
+        if check is not None:
+            await check(number, shown)
+        by_page[number] = shown
+        if len(by_page) == pages:
+            break
+        await page.clock.run_for(PAGE_MS)  # the page's clock: no real wait
+    assert sorted(by_page, key=int) == [str(n) for n in range(1, pages + 1)], by_page
+    return by_page
 
 
 async def until(page: Any, predicate: str) -> None:
@@ -365,30 +383,25 @@ async def check_limits(page: Any, limits: list[dict[str, Any]]) -> None:
 
     def shown_range(low: int | None, high: int | None) -> str:
         return f"{dollars(low or 0)}+" if high is None else f"{dollars(low or 0)}\u2013{dollars(high)}"
-    pages = int(await page.get_attribute("#limits", "data-pages") or 0)
-    assert pages >= 1
-    by_page: dict[str, list[tuple[str, str]]] = {}
-    for _ in range(2 * pages):  # the page's clock also runs by itself: a page may be skipped
-        # The page shown and its rows, read at once: each row wholly inside the panel and
-        # the screen, and its name and range whole, not cut off (a long name wraps).
-        number, shown = await page.evaluate("""() => {
-            const panel = document.querySelector('.limits-panel').getBoundingClientRect();
-            const whole = (n) => n.scrollWidth <= n.clientWidth + 1
-              && n.getBoundingClientRect().right <= n.parentNode.getBoundingClientRect().right + 1;
-            return [document.getElementById('limits').dataset.page,
-              [...document.querySelectorAll('#limits .limit')].filter((n) => !n.hidden)
-              .map((n) => { const r = n.getBoundingClientRect();
-                return [n.dataset.wager, n.querySelector('.limit-range').textContent,
-                        r.top >= panel.top && r.bottom <= panel.bottom && r.left >= panel.left
-                        && r.right <= panel.right && r.bottom <= innerHeight
-                        && whole(n.querySelector('.limit-name'))
-                        && whole(n.querySelector('.limit-range'))]; })]; }""")
+
+    async def whole(number: str, shown: list[list[Any]]) -> None:
         assert shown and all(inside for *_, inside in shown), (number, shown)
-        by_page[number] = [(wager, text) for wager, text, _ in shown]
-        if len(by_page) == pages:
-            break
-        await page.clock.run_for(LIMITS_PAGE_MS)  # the page's clock: no real wait
-    assert sorted(by_page) == [str(n) for n in range(1, pages + 1)]
+    # The page shown and its rows, read at once: each row wholly inside the panel and the
+    # screen, and its name and range whole, not cut off (a long name wraps).
+    rows_by_page = await each_page(page, "limits", """() => {
+        const panel = document.querySelector('.limits-panel').getBoundingClientRect();
+        const whole = (n) => n.scrollWidth <= n.clientWidth + 1
+          && n.getBoundingClientRect().right <= n.parentNode.getBoundingClientRect().right + 1;
+        return [document.getElementById('limits').dataset.page,
+          [...document.querySelectorAll('#limits .limit')].filter((n) => !n.hidden)
+          .map((n) => { const r = n.getBoundingClientRect();
+            return [n.dataset.wager, n.querySelector('.limit-range').textContent,
+                    r.top >= panel.top && r.bottom <= panel.bottom && r.left >= panel.left
+                    && r.right <= panel.right && r.bottom <= innerHeight
+                    && whole(n.querySelector('.limit-name'))
+                    && whole(n.querySelector('.limit-range'))]; })]; }""", whole)
+    by_page = {number: [(wager, text) for wager, text, _ in rows]
+               for number, rows in rows_by_page.items()}
     assert [wager for wager, _ in by_page["1"][:3]] == ["banker", "player", "tie"]
     rows = [row for number in sorted(by_page, key=int) for row in by_page[number]]
     assert len(rows) == len(limits), f"a limit on two pages: {by_page}"
@@ -474,19 +487,11 @@ METERS_SHOWN = """() => [...document.querySelectorAll('#meters .meter')].filter(
 
 
 async def meter_pages(page: Any) -> dict[str, list[list[str]]]:
-    """Each page of the meters' panel, the page's clock moved on to turn them."""
-    pages = int(await page.get_attribute("#meters", "data-pages") or 0)
-    by_page: dict[str, list[list[str]]] = {}
-    for _ in range(2 * pages):  # the page's clock also runs by itself: a page may be skipped
-        number, shown = await page.evaluate(
-            f"() => [document.getElementById('meters').dataset.page, ({METERS_SHOWN})()]")
-        by_page[number] = shown
+    """Each page of the meters' panel, its sizes checked, the page's clock moved on."""
+    async def sizes(number: str, _: Any) -> None:
         check_sizes(await page.evaluate(MEASURE), f"meters page {number}", marks=0)
-        if len(by_page) == pages:
-            break
-        await page.clock.run_for(LIMITS_PAGE_MS)
-    assert sorted(by_page, key=int) == [str(n) for n in range(1, pages + 1)], by_page
-    return by_page
+    return await each_page(page, "meters", f"() => [document.getElementById('meters')"
+                                           f".dataset.page, ({METERS_SHOWN})()]", sizes)
 
 
 async def test_a_progressive_table_shows_every_meter_and_every_panel(browser: Any,

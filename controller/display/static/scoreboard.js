@@ -214,7 +214,7 @@
   function drawLimits(limits) {
     const box = document.getElementById("limits");
     const key = JSON.stringify(limits);
-    if (key === limitsKey) return limitsPages.show();
+    if (key === limitsKey) return;  // paged by its pager: every PAGE_MS, and when its box resizes
     limitsKey = key;
     box.replaceChildren(...limits.map((l) => el("div", {class: "limit", "data-wager": l.wager},
       el("span", {class: "limit-name", text: wagerName(l.wager)}),
