@@ -192,6 +192,9 @@ class TableHarness:
         # would act on such a prompt a second time (a second shuffle, refused: issue 13).
         self._acted_through = 0
         self._shoes_target = 0
+        # play(until=...) paused on a prompt it noted and did not act on: the daemon waits
+        # for the dealer, so the next play() must first resync (it does, by itself).
+        self._paused_on_prompt = False
 
     def _overrides(self, shoe_port: str) -> list[str]:
         return [f"shoe.url={shoe_port}", f"store.path={self.store_path}",
@@ -351,13 +354,18 @@ class TableHarness:
         With `power_cuts`, the daemon is killed with SIGKILL at random instants right
         after the dealer acts (while the daemon is processing that action), restarted,
         and the dealer resumes from the state the daemon restored. With `until`, play
-        pauses as soon as it holds (a test then injects a fault and calls `resync()`).
+        pauses as soon as it holds, on the event it holds on, noted and not acted on (a test
+        then injects a fault and calls `resync()`); when that event was a prompt, the next
+        call resyncs first by itself, since the daemon is waiting for the dealer's action
+        and no later prompt would come to act on.
         With `resume`, the dealer first does what the restored state needs (after
         skip_history(), for a table a previous run left between shoes).
         """
         from hil.mock_pins import PinBridgeError  # the GPIO bridge lives in the daemon
 
         assert self.client is not None
+        if self._paused_on_prompt:
+            await self.resync()
         target = self.result.shoes_completed + shoes
         self._shoes_target = target
         if (await self.call("status"))["state"] == "closed":
@@ -376,6 +384,8 @@ class TableHarness:
                         event = await anext(events)
                     self._note(event)
                     if until is not None and until(self.result):
+                        self._paused_on_prompt = (event["kind"] == "prompt"
+                                                  and event["seq"] > act_after)
                         break
                     if event["seq"] <= act_after or self.result.shoes_completed >= target:
                         continue  # replayed after a restart: noted, not acted on again
@@ -463,6 +473,7 @@ class TableHarness:
     async def resync(self) -> None:
         """After a test intervened: skip the prompts issued meanwhile and do what the
         table's present state needs."""
+        self._paused_on_prompt = False
         latest = await self.call("events", limit=1)
         for event in await self.call("events", after_seq=self.last_seq, limit=100_000):
             self._note(event)
