@@ -200,8 +200,7 @@ class Delivery:
             # After the step's report: the witness's digest of the money (a few reads and a
             # hash) is not in front of a lock-out or a settlement. Nothing has written since
             # the commit, so it reads the state the seal covers.
-            for listener in self.durable_listeners:
-                listener(seal, self._db)
+            self._tell_durable_listeners(seal)
         # Only now: what the step decided is out before the checkpoint's two flushes.
         self._durability.checkpoint_if_due(flushed)
 
@@ -303,8 +302,20 @@ class Delivery:
         if seals and durable:  # after the report, as above
             self._durability.committed(seals[-1], durable=True)
         if seals and durable and not self._held:
-            for listener in self.durable_listeners:
-                listener(seals[-1], self._db)
+            self._tell_durable_listeners(seals[-1])
+
+    def _tell_durable_listeners(self, seal: Seal) -> None:
+        """Each durable listener, whatever the others do: one that fails is logged and
+        passed over. What each does is covered by the next durable commit (the witness's
+        next head names the whole log, the shoe's next acknowledgement every card below
+        it), so a seal one of them misses costs nothing the others should pay for."""
+        for listener in self.durable_listeners:
+            try:
+                listener(seal, self._db)
+            except Exception as exc:  # noqa: BLE001 - see above: logged, the rest go on
+                log.error("durable_listener_failed", listener=getattr(
+                    listener, "__qualname__", repr(listener)), error=str(exc),
+                    commit_no=seal.commit_no)
 
     def _checkpoint_if_due(self) -> None:
         flushed, self._checkpoint_after = bool(self._checkpoint_after), None

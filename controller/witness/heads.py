@@ -68,18 +68,29 @@ MONEY_QUERIES = {
 }
 
 
+OPTIONAL_TABLES = {"meters": "progressive_meters", "awards": "progressive_awards"}
+"""The money tables a store has only once a progressive was configured: absent, they are
+empty money. Every other table of MONEY_QUERIES is in every store."""
+
+
 def state_digest(db: sqlite3.Connection) -> str:
     """SHA-256 of the seat totals, the progressive meters, the awards (each award's state:
     pending, validated, paid) and the rounds' sealed sum, as canonical JSON: what the money
     stood at. Anyone with the
     store recomputes it (no key), so an auditor can compare an exported store's last head
-    with the witness's."""
+    with the witness's.
+
+    Only a progressive table that was never created reads as empty: any other failure (a
+    read error, a table every store has gone missing) raises, since a digest of money that
+    could not be read would be signed and compared as if it were the money."""
     money: dict[str, list[list[object]]] = {}
     for name, sql in MONEY_QUERIES.items():
         try:
             money[name] = [list(r) for r in db.execute(sql)]
-        except sqlite3.OperationalError:  # a table without progressives has no such table
-            money[name] = []
+        except sqlite3.OperationalError as exc:
+            if str(exc) != f"no such table: {OPTIONAL_TABLES.get(name)}":
+                raise
+            money[name] = []  # a table without progressives
     return hashlib.sha256(canonical(money).encode("utf-8")).hexdigest()
 
 

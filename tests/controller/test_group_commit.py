@@ -10,6 +10,7 @@ speed of the disk or of the machine.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from controller.control import ControlClient, ControlError, ControlServer
 from controller.control_args import whole
@@ -306,3 +308,33 @@ async def test_replies_are_answered_before_the_anchor_and_the_durable_listeners(
     flushes.gate.set()
     assert await _durable(store) is None
     assert order == ["reply, error None", "anchor", "durable listener"]
+
+
+async def test_a_durable_listener_that_raises_is_logged_and_the_others_still_hear_the_seal(
+        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    """A durable listener (the witness's head, the shoe's card acknowledgement) that fails is
+    logged and passed over: the listeners after it still hear the seal. Before, its exception
+    left the loop's callback, and the others missed that seal (a card acknowledgement not
+    sent, a head not made)."""
+    store, flushes, given = grouped
+    heard: list[int] = []
+
+    def broken(seal: Any, db: Any) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    store.on_durable_commit(broken)
+    store.on_durable_commit(lambda seal, db: heard.append(seal.log_seq))
+    flushes.gate.clear()
+    _step(store, "wager_accepted", WAGER)
+    await asyncio.sleep(0.05)  # the first wager's flush waits at the gate
+    _step(store, "wager_accepted", {**WAGER, "seat": 4})  # held for the next flush
+    waiter = asyncio.ensure_future(_durable(store))
+    with capture_logs() as logs:
+        flushes.gate.set()
+        assert await waiter is None
+    assert flushes.started == 2
+    assert [e.payload["seat"] for e in given] == [3, 4]
+    assert heard == [2]  # the second flush's seal covers both (the first had one after it)
+    failures = [entry for entry in logs if entry["event"] == "durable_listener_failed"]
+    assert [(f["log_level"], f["error"], f["commit_no"]) for f in failures] == [
+        ("error", "disk I/O error", 3)]  # the store's opening was commit 1

@@ -10,7 +10,7 @@ import pytest
 
 from controller.memory.critical import IntegrityError
 from controller.witness.compare import compare, local_head
-from controller.witness.heads import Head
+from controller.witness.heads import Head, state_digest
 
 SCHEMA = """
 CREATE TABLE events (seq INTEGER PRIMARY KEY, hash TEXT);
@@ -23,6 +23,8 @@ CREATE TABLE progressive_meters (progressive TEXT, level TEXT, amount_cents INTE
                                  paid_count INTEGER);
 CREATE TABLE progressive_awards (award_id INTEGER PRIMARY KEY, progressive TEXT, level TEXT,
                                  seat INTEGER, amount_cents INTEGER, state TEXT);
+CREATE TABLE critical_digest (name TEXT PRIMARY KEY, columns TEXT, rows INTEGER, acc TEXT);
+INSERT INTO critical_digest VALUES ('rounds', 'round_id,state', 2, 'ee');
 INSERT INTO events VALUES (1, 'aa'), (2, 'bb');
 INSERT INTO critical_seal VALUES (1, 7, 2, 'bb');
 INSERT INTO seat_totals VALUES (3, -33675, 50000, 0);
@@ -74,3 +76,23 @@ def test_behind_and_rewritten_are_named(db: sqlite3.Connection) -> None:
     with pytest.raises(IntegrityError, match="log entry 2 in the store has MAC bb but the "
                                              "witness holds commit 7, log entry 2 \\(MAC dd"):
         compare(db, rewritten)
+
+
+def test_a_store_without_progressives_has_empty_meters_and_awards(db: sqlite3.Connection
+                                                                   ) -> None:
+    db.execute("DELETE FROM progressive_meters")
+    db.execute("DELETE FROM progressive_awards")
+    empty = state_digest(db)
+    db.execute("DROP TABLE progressive_meters")
+    db.execute("DROP TABLE progressive_awards")
+    assert state_digest(db) == empty
+
+
+@pytest.mark.parametrize("table", ["seat_totals", "critical_digest"])
+def test_money_that_cannot_be_read_is_not_digested_as_empty(db: sqlite3.Connection,
+                                                            table: str) -> None:
+    """Every store has these tables: one that cannot be read is an error, never a digest of
+    no money that the witness would be sent, signed."""
+    db.execute(f"DROP TABLE {table}")
+    with pytest.raises(sqlite3.OperationalError, match=f"no such table: {table}"):
+        state_digest(db)
