@@ -67,6 +67,12 @@ class FreshProcess:
             raise value
         return value
 
+    @property
+    def exit_status(self) -> int | None:
+        """The process's exit status once it has ended (negative: the signal that ended
+        it), None while it runs."""
+        return self._process.poll()
+
     def stop(self) -> None:
         """Ends the process if it still runs (its caller no longer wants the answer)."""
         if self._process.poll() is None:
@@ -117,8 +123,17 @@ def _serve() -> None:
 def _end_when_the_parent_hangs_up() -> None:
     """The child's watch on its parent: the request pipe reaches its end only when the
     parent closed it (it has the answer, or no longer wants it) or died. Either way
-    nobody will read the answer, so the child stops its work at once."""
-    sys.stdin.buffer.read()
+    nobody will read the answer, so the child stops its work at once.
+
+    The pipe is read on its file descriptor, not through sys.stdin's buffer: a thread
+    blocked in that buffer's read holds its lock, and the interpreter's shutdown after an
+    answer waits a second for that lock, then aborts (SIGABRT, "Fatal Python error:
+    _enter_buffered_busy"), which every child did once it had answered: a second added
+    to each check (two to the history's check at every start: its own process, then its
+    chain workers), and a fatal error in the journal each time. What the request left in the
+    buffer is never wanted; only the pipe's end is."""
+    while os.read(0, 4096):
+        pass
     if _answered.is_set():
         return
     print(f"fresh process {os.getpid()}: its parent hung up; ending", file=sys.stderr)
