@@ -41,6 +41,35 @@ class Verified:
     settled: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # full check only
 
 
+def _read_seal(db: sqlite3.Connection) -> Seal | None:
+    """The store's seal row, None when it is gone."""
+    row = db.execute("SELECT commit_no, log_seq, log_mac, mac FROM critical_seal").fetchone()
+    return None if row is None else Seal(int(row[0]), int(row[1]), str(row[2]), str(row[3]))
+
+
+def _sealed_with(key: bytes, seal: Seal, sealed: list[tuple[str, str, int, str]]) -> bool:
+    """Whether `key` made `seal` over the table digests (`sealed`) and the log head it
+    names."""
+    return hmac.compare_digest(seal.mac, seal_mac(key, seal.commit_no, seal.log_seq,
+                                                  seal.log_mac, sealed))
+
+
+def _key_id_failure(db: sqlite3.Connection, key: bytes, stored: object) -> IntegrityError:
+    """What a store whose key id (`stored`, None when its row is gone) is not this key's
+    is refused as. The key id row is one of the meta table's sealed rows: when this key made
+    the seal, the key is the store's and the row itself was edited or deleted, which the
+    meta table's check names (a technician told of a wrong key would chase the key file);
+    otherwise another key made the store, or its seal is gone too."""
+    seal = _read_seal(db)
+    if seal is not None and _sealed_with(key, seal, digests(db)):
+        found = "no key id row (deleted, or its name edited)" if stored is None else (
+            f"key id {stored!r}, not this key's {key_id(key)} (the row was edited)")
+        return IntegrityError("table meta", f"the store holds {found}; its seal was made "
+                              "with this table's key")
+    return IntegrityError("key", "the store was not made with this table's key (store key id "
+                          f"{'none' if stored is None else stored}, key id {key_id(key)})")
+
+
 def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
                  full: bool = False, chain_limit: int | None = None,
                  progress: Callable[[int], None] | None = None, workers: int = 1) -> Verified:
@@ -66,17 +95,13 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
             raise IntegrityError("schema", f"table {required} is missing (dropped)")
     stored_key_id = db.execute("SELECT value FROM meta WHERE key = ?", (KEY_ID_META,)).fetchone()
     if stored_key_id is None or stored_key_id[0] != key_id(key):
-        raise IntegrityError("key", "the store was not made with this table's key "
-                             f"(store key id {stored_key_id[0] if stored_key_id else 'none'}, "
-                             f"key id {key_id(key)})")
+        raise _key_id_failure(db, key, None if stored_key_id is None else stored_key_id[0])
 
-    seal_row = db.execute("SELECT commit_no, log_seq, log_mac, mac FROM critical_seal").fetchone()
-    if seal_row is None:
+    seal = _read_seal(db)
+    if seal is None:
         raise IntegrityError("seal", "the seal row is missing")
-    seal = Seal(int(seal_row[0]), int(seal_row[1]), str(seal_row[2]), str(seal_row[3]))
     sealed = digests(db)
-    if not hmac.compare_digest(seal.mac, seal_mac(key, seal.commit_no, seal.log_seq,
-                                                  seal.log_mac, sealed)):
+    if not _sealed_with(key, seal, sealed):
         raise IntegrityError("seal", f"the seal of commit {seal.commit_no} does not match the "
                              "table digests and log head it covers (edited without the key)")
 

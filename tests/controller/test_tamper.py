@@ -32,7 +32,7 @@ from controller.memory.anchor import ANCHOR_INTERVAL_RANGE_S
 from controller.cli import exitcodes
 from controller.cli import main as tablectl_main
 from controller.control import ControlClient
-from controller.memory.critical import CriticalPaths
+from controller.memory.critical import KEY_ID_META, CriticalPaths
 from controller.memory.lifecycle import init_store, open_store
 from controller.daemon import Daemon
 from controller.progressive.ledger import INCREMENT, PAID, VALIDATED, MeterLedger
@@ -373,6 +373,14 @@ def cases(older: str) -> list[Case]:
         Case("a directory in place of the store", "closed", _directory, "store unusable"),
         Case("anchor deleted", "closed", _delete_anchor, "anchor"),
         Case("key replaced", "closed", _other_key, "key"),
+        # The key id is a sealed meta row: edited or deleted with the store's own key in
+        # place, the meta table is named, not a wrong key (a random seed's "deleted row in
+        # meta" or "changed cell in meta" lands on it one time in two).
+        Case("key id row deleted", "closed",
+             _sql(f"DELETE FROM meta WHERE key = '{KEY_ID_META}'"), "table meta"),
+        Case("key id row edited", "closed",
+             _sql(f"UPDATE meta SET value = value || '0' WHERE key = '{KEY_ID_META}'"),
+             "table meta"),
     ]
     return found
 
