@@ -42,9 +42,25 @@ class Verified:
 
 
 def _read_seal(db: sqlite3.Connection) -> Seal | None:
-    """The store's seal row, None when it is gone."""
+    """The store's seal row, None when it is gone. Read before anything is known to be the
+    key's: a number edited into text (or bytes) is named, not raised as Python's error."""
     row = db.execute("SELECT commit_no, log_seq, log_mac, mac FROM critical_seal").fetchone()
-    return None if row is None else Seal(int(row[0]), int(row[1]), str(row[2]), str(row[3]))
+    if row is None:
+        return None
+    if not (type(row[0]) is int and type(row[1]) is int):
+        raise IntegrityError("seal", f"the seal row's commit number or log entry is not a "
+                             f"number ({row[0]!r}, {row[1]!r}): edited without the key")
+    return Seal(row[0], row[1], str(row[2]), str(row[3]))
+
+
+def _read_digests(db: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
+    """The table digests the seal covers (`digests`), read before the seal is checked: a
+    row count edited into text (or bytes) is named, not raised as Python's error."""
+    try:
+        return digests(db)
+    except (TypeError, ValueError):
+        raise IntegrityError("seal", "a table digest's row count is not a number: edited "
+                             "without the key") from None
 
 
 def _sealed_with(key: bytes, seal: Seal, sealed: list[tuple[str, str, int, str]]) -> bool:
@@ -61,7 +77,7 @@ def _key_id_failure(db: sqlite3.Connection, key: bytes, stored: object) -> Integ
     meta table's check names (a technician told of a wrong key would chase the key file);
     otherwise another key made the store, or its seal is gone too."""
     seal = _read_seal(db)
-    if seal is not None and _sealed_with(key, seal, digests(db)):
+    if seal is not None and _sealed_with(key, seal, _read_digests(db)):
         found = "no key id row (deleted, or its name edited)" if stored is None else (
             f"key id {stored!r}, not this key's {key_id(key)} (the row was edited)")
         return IntegrityError("table meta", f"the store holds {found}; its seal was made "
@@ -100,7 +116,7 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     seal = _read_seal(db)
     if seal is None:
         raise IntegrityError("seal", "the seal row is missing")
-    sealed = digests(db)
+    sealed = _read_digests(db)
     if not _sealed_with(key, seal, sealed):
         raise IntegrityError("seal", f"the seal of commit {seal.commit_no} does not match the "
                              "table digests and log head it covers (edited without the key)")

@@ -199,6 +199,41 @@ def change_cell(table: str) -> Callable[[Path, random.Random], str]:
     return edit
 
 
+def _retyped(value: Any) -> Any:
+    """A value of another type than `value`'s that no column's affinity turns back into
+    it: text for a number or a NULL, bytes for a text, text for bytes."""
+    if isinstance(value, str):
+        return value.encode() + b"\x00"
+    return "x" if not isinstance(value, bytes) else value.hex()
+
+
+def retype_cell(table: str) -> Callable[[Path, random.Random], str]:
+    """A cell given a value of another type (text in a time or a count, bytes in a text),
+    as a damaged file or a careless hand might leave it: the check must name the table (or
+    the entry, or the seal), never stop on Python's own TypeError or ValueError. The log's
+    last entry is left to its own cases (the seal names it)."""
+    def edit(store: Path, rng: random.Random) -> str:
+        db = _raw(store)
+        rows = db.execute(f'SELECT rowid, * FROM "{table}"').fetchall()
+        if table == "events":
+            rows = rows[:-1]
+        columns = [d[0] for d in db.execute(f'SELECT * FROM "{table}" LIMIT 0').description]
+        while True:  # a cell whose new value the table's own constraints accept
+            rowid, *values = rng.choice(rows)
+            column = rng.randrange(len(columns))
+            new = _retyped(values[column])
+            try:
+                db.execute(f'UPDATE "{table}" SET "{columns[column]}" = ? WHERE rowid = ?',
+                           (new, rowid))
+                break
+            except sqlite3.IntegrityError:  # a key column (an INTEGER PRIMARY KEY) refuses
+                continue
+        db.commit()
+        db.close()
+        return f"{table}.{columns[column]} of row {rowid}: {values[column]!r} -> {new!r}"
+    return edit
+
+
 def delete_row(table: str) -> Callable[[Path, random.Random], str]:
     def edit(store: Path, rng: random.Random) -> str:
         db = _raw(store)
@@ -353,6 +388,8 @@ def cases(older: str) -> list[Case]:
         check = CHECK_OF.get(table, f"table {table}")
         found.append(Case(f"changed cell in {table}", "closed", change_cell(table), check))
         found.append(Case(f"deleted row in {table}", "closed", delete_row(table), check))
+        found.append(Case(f"cell of another type in {table}", "closed", retype_cell(table),
+                          check))
     found += [
         Case("last log entry deleted", "closed",
              _sql("DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events)"), "event log"),
