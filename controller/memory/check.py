@@ -76,8 +76,12 @@ def _key_id_failure(db: sqlite3.Connection, key: bytes, stored: object) -> Integ
     the seal, the key is the store's and the row itself was edited or deleted, which the
     meta table's check names (a technician told of a wrong key would chase the key file);
     otherwise another key made the store, or its seal is gone too."""
-    seal = _read_seal(db)
-    if seal is not None and _sealed_with(key, seal, _read_digests(db)):
+    try:
+        seal = _read_seal(db)
+        sealed_with_this_key = seal is not None and _sealed_with(key, seal, _read_digests(db))
+    except IntegrityError:  # a seal that cannot be read shows no key: the key id decides
+        sealed_with_this_key = False
+    if sealed_with_this_key:
         found = "no key id row (deleted, or its name edited)" if stored is None else (
             f"key id {stored!r}, not this key's {key_id(key)} (the row was edited)")
         return IntegrityError("table meta", f"the store holds {found}; its seal was made "
