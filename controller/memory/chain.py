@@ -137,7 +137,7 @@ def _check_range(db: sqlite3.Connection, key: bytes, start: int, prev: str, end:
             digest = entry_mac(key, prev, seq, at, kind, severity, device, round_id, payload,
                                prev_text=prev_text)
         except (TypeError, ValueError):  # a field edited to another type (text for a time)
-            raise IntegrityError("event chain", f"entry {seq} ({kind!s}) was altered: a field "
+            raise IntegrityError("event chain", f"entry {seq} ({kind}) was altered: a field "
                                  "holds a value of another type than the entry was written "
                                  "with") from None
         if not compare(digest, str(mac)):

@@ -43,51 +43,26 @@ class Verified:
 
 def _read_seal(db: sqlite3.Connection) -> Seal | None:
     """The store's seal row, None when it is gone. Read before anything is known to be the
-    key's: a number edited into text (or bytes) is named, not raised as Python's error."""
+    key's: a number edited into text, bytes or a fraction is named, not raised as Python's
+    error nor read as another number."""
     row = db.execute("SELECT commit_no, log_seq, log_mac, mac FROM critical_seal").fetchone()
     if row is None:
         return None
     if not (type(row[0]) is int and type(row[1]) is int):
         raise IntegrityError("seal", f"the seal row's commit number or log entry is not a "
-                             f"number ({row[0]!r}, {row[1]!r}): edited without the key")
+                             f"whole number ({row[0]!r}, {row[1]!r}): edited without the key")
     return Seal(row[0], row[1], str(row[2]), str(row[3]))
 
 
 def _read_digests(db: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
     """The table digests the seal covers (`digests`), read before the seal is checked: a
-    row count edited into text (or bytes) is named, not raised as Python's error."""
-    try:
-        return digests(db)
-    except (TypeError, ValueError):
-        raise IntegrityError("seal", "a table digest's row count is not a number: edited "
-                             "without the key") from None
-
-
-def _sealed_with(key: bytes, seal: Seal, sealed: list[tuple[str, str, int, str]]) -> bool:
-    """Whether `key` made `seal` over the table digests (`sealed`) and the log head it
-    names."""
-    return hmac.compare_digest(seal.mac, seal_mac(key, seal.commit_no, seal.log_seq,
-                                                  seal.log_mac, sealed))
-
-
-def _key_id_failure(db: sqlite3.Connection, key: bytes, stored: object) -> IntegrityError:
-    """What a store whose key id (`stored`, None when its row is gone) is not this key's
-    is refused as. The key id row is one of the meta table's sealed rows: when this key made
-    the seal, the key is the store's and the row itself was edited or deleted, which the
-    meta table's check names (a technician told of a wrong key would chase the key file);
-    otherwise another key made the store, or its seal is gone too."""
-    try:
-        seal = _read_seal(db)
-        sealed_with_this_key = seal is not None and _sealed_with(key, seal, _read_digests(db))
-    except IntegrityError:  # a seal that cannot be read shows no key: the key id decides
-        sealed_with_this_key = False
-    if sealed_with_this_key:
-        found = "no key id row (deleted, or its name edited)" if stored is None else (
-            f"key id {stored!r}, not this key's {key_id(key)} (the row was edited)")
-        return IntegrityError("table meta", f"the store holds {found}; its seal was made "
-                              "with this table's key")
-    return IntegrityError("key", "the store was not made with this table's key (store key id "
-                          f"{'none' if stored is None else stored}, key id {key_id(key)})")
+    row count stored as anything but an integer is named, not raised as Python's error nor
+    read as one (`int` would take a 5.5 for the 5 the seal covers)."""
+    if db.execute("SELECT 1 FROM critical_digest WHERE typeof(rows) != 'integer'"
+                  " LIMIT 1").fetchone():
+        raise IntegrityError("seal", "a table digest's row count is not a whole number: "
+                             "edited without the key")
+    return digests(db)
 
 
 def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None,
@@ -113,15 +88,22 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     for required in ("meta", "events", "critical_digest", "critical_seal"):
         if required not in tables:
             raise IntegrityError("schema", f"table {required} is missing (dropped)")
-    stored_key_id = db.execute("SELECT value FROM meta WHERE key = ?", (KEY_ID_META,)).fetchone()
-    if stored_key_id is None or stored_key_id[0] != key_id(key):
-        raise _key_id_failure(db, key, None if stored_key_id is None else stored_key_id[0])
-
     seal = _read_seal(db)
-    if seal is None:
-        raise IntegrityError("seal", "the seal row is missing")
     sealed = _read_digests(db)
-    if not _sealed_with(key, seal, sealed):
+    if seal is None or not hmac.compare_digest(seal.mac, seal_mac(
+            key, seal.commit_no, seal.log_seq, seal.log_mac, sealed)):
+        # Not this key's seal: the store's key id tells a store another key made from a
+        # seal edited or gone. While the seal is this key's, the key id row is a sealed row
+        # of the meta table like any other, and an edit of it is named by that table's
+        # digest below (not as a wrong key, which would send a technician to the key file).
+        stored_key_id = db.execute("SELECT value FROM meta WHERE key = ?",
+                                   (KEY_ID_META,)).fetchone()
+        if stored_key_id is None or stored_key_id[0] != key_id(key):
+            raise IntegrityError("key", "the store was not made with this table's key (store "
+                                 f"key id {stored_key_id[0] if stored_key_id else 'none'}, "
+                                 f"key id {key_id(key)})")
+        if seal is None:
+            raise IntegrityError("seal", "the seal row is missing")
         raise IntegrityError("seal", f"the seal of commit {seal.commit_no} does not match the "
                              "table digests and log head it covers (edited without the key)")
 
