@@ -54,6 +54,14 @@ class Layout:
             raise ReleaseError(f"release {tag!r}: allowed: a release tag such as v0.2.0")
         return self.releases / tag
 
+    def staged(self, tag: str) -> Path:
+        """The release's directory, or ReleaseError naming what is staged when it is not."""
+        release = self.release(tag)
+        if not (release / "venv").is_dir():
+            raise ReleaseError(f"release {tag} is not staged in {self.releases} (staged: "
+                               f"{', '.join(self.installed()) or 'none'})")
+        return release
+
     def installed(self) -> list[str]:
         if not self.releases.is_dir():
             return []
@@ -91,7 +99,19 @@ def _unpack(source: Path, into: Path) -> Path:
     """The bundle (a directory or the release's .tar.gz) copied to `into`/bundle."""
     bundle = into / "bundle"
     if source.is_dir():
-        shutil.copytree(source, bundle)
+        if not (source / MANIFEST_NAME).is_file():
+            raise ReleaseError(f"{source}: holds no {MANIFEST_NAME}; allowed: a release bundle "
+                               "directory or its .tar.gz, built by tools/release.py")
+        if into.resolve().is_relative_to(source.resolve()):
+            # Copied into itself, the copy would never end (each level holds the next).
+            raise ReleaseError(f"{source}: holds the releases directory "
+                               f"({into.parent}); allowed: a bundle outside the base")
+        try:
+            shutil.copytree(source, bundle)
+        except OSError as exc:  # shutil.Error (a list of failed files) is one too
+            failed = exc.args[0][0] if isinstance(exc, shutil.Error) and exc.args[0] else exc
+            raise ReleaseError(f"{source}: cannot be copied ({failed}); allowed: a release "
+                               "bundle directory that can be read whole") from None
         return bundle
     try:
         with tarfile.open(source, "r:gz") as tar:
@@ -121,9 +141,13 @@ def _offline_env() -> dict[str, str]:
 
 def verify_release(venv: Path, public_key: str) -> str:
     """The release's own `tablectl software verify`; its report, or ReleaseError."""
-    done = subprocess.run([str(venv / "bin" / "tablectl"), "software", "verify",
-                           "--public-key", public_key], capture_output=True, text=True,
-                          env=_offline_env())
+    try:
+        done = subprocess.run([str(venv / "bin" / "tablectl"), "software", "verify",
+                               "--public-key", public_key], capture_output=True, text=True,
+                              env=_offline_env())
+    except OSError as exc:  # its tablectl is missing or cannot be run
+        raise ReleaseError(f"{venv}: its tablectl cannot be run ({exc.strerror}): the "
+                           "release is not installed whole; stage it again") from None
     if done.returncode == 2 and "invalid choice: 'software'" in done.stderr:
         return _verify_from_here(venv, public_key)  # a release before 0.2.0
     if done.returncode != 0:
@@ -152,8 +176,13 @@ def stage(layout: Layout, source: Path, public_key: str, *,
           python: str | None = None) -> str:
     """Install a release beside the others, offline, and verify it; returns its tag. The
     bundle's manifest must be signed with `public_key` before anything is installed."""
-    layout.releases.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".staging-", dir=layout.releases))
+    try:
+        layout.releases.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".staging-", dir=layout.releases))
+    except OSError as exc:
+        raise ReleaseError(f"--base {layout.base}: cannot hold releases ({exc.strerror}: "
+                           f"{exc.filename}); allowed: a directory this user can write, such "
+                           f"as {DEFAULT_BASE}") from None
     try:
         bundle = _unpack(source, work)
         try:
@@ -189,9 +218,7 @@ def switch(layout: Layout, to: str, *, pending: bool) -> str | None:
     """`current` -> releases/<to>, `previous` -> what was current; the tree's links made if
     missing. With `pending`, the activation is marked until the release has started
     (`confirm`). Returns the release that was current."""
-    if not (layout.release(to) / "venv").is_dir():
-        raise ReleaseError(f"release {to} is not staged in {layout.releases} (staged: "
-                           f"{', '.join(layout.installed()) or 'none'})")
+    layout.staged(to)
     was = layout.current()
     if was is not None and was != to:
         _link(layout.base / "previous", f"releases/{was}")

@@ -197,7 +197,12 @@ def _activate(args: argparse.Namespace) -> int:
 
     layout = Layout(Path(args.base))
     try:
-        verify_release(layout.release(args.release) / "venv", args.public_key)
+        release = layout.staged(args.release)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.FAILURE
+    try:
+        verify_release(release / "venv", args.public_key)
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.INTEGRITY_FAILURE

@@ -26,8 +26,13 @@ def _hash_pin(args: argparse.Namespace) -> int:
     if args.pin_stdin:
         pin = sys.stdin.readline().strip()
     else:
-        pin = getpass.getpass("PIN (4 to 12 digits): ")
-        if getpass.getpass("PIN again: ") != pin:
+        try:
+            pin = getpass.getpass("PIN (4 to 12 digits): ")
+            again = getpass.getpass("PIN again: ")
+        except EOFError:  # stdin ended (a script, /dev/null): nothing to hash
+            print("\ntablectl: no PIN entered; --pin-stdin reads one line", file=sys.stderr)
+            return exitcodes.BAD_ARGUMENTS
+        if again != pin:
             print("error: the two PINs differ", file=sys.stderr)
             return exitcodes.BAD_ARGUMENTS
     try:

@@ -202,3 +202,69 @@ async def test_a_change_of_software_needs_a_supervisor_and_is_allowed_only_betwe
         events = await client.call("events", kind="software_activated")
     assert [e["payload"] for e in events] == [
         {"release": "v9.9.9", "from_release": None, "supervisor": "floor"}]
+
+
+def test_staging_refuses_what_is_not_a_bundle_and_a_base_it_cannot_use(tmp_path, capsys):
+    """`tablectl software stage` names what is wrong with its bundle or --base: no manifest,
+    a bundle directory that holds the base (a copy into itself: it recursed until Python
+    gave up), a base that is a file. Nothing is left under the base's releases."""
+    _, _, public = release(tmp_path / "key")
+    base = tmp_path / "opt"
+    common = ["--base", str(base), "--public-key", str(public)]
+    not_bundle = tmp_path / "downloads"
+    not_bundle.mkdir()
+    assert main(["software", "stage", str(not_bundle), *common]) == exitcodes.FAILURE
+    assert capsys.readouterr().err == (
+        f"error: {not_bundle}: holds no manifest.json; allowed: a release bundle directory "
+        "or its .tar.gz, built by tools/release.py\n")
+    holder = tmp_path / "bundle"
+    (holder / "opt").mkdir(parents=True)
+    (holder / "manifest.json").write_text("{}\n")
+    inside = ["--base", str(holder / "opt"), "--public-key", str(public)]
+    assert main(["software", "stage", str(holder), *inside]) == exitcodes.FAILURE
+    assert capsys.readouterr().err == (
+        f"error: {holder}: holds the releases directory ({holder / 'opt' / 'releases'}); "
+        "allowed: a bundle outside the base\n")
+    assert list((holder / "opt" / "releases").iterdir()) == []
+    a_file = tmp_path / "base-file"
+    a_file.write_text("")
+    assert main(["software", "stage", str(holder), "--base", str(a_file), "--public-key",
+                 str(public)]) == exitcodes.FAILURE
+    assert capsys.readouterr().err == (
+        f"error: --base {a_file}: cannot hold releases (Not a directory: "
+        f"{a_file / 'releases'}); allowed: a directory this user can write, such as "
+        "/opt/tabled\n")
+    assert list((base / "releases").iterdir()) == []
+
+
+def test_activating_a_release_that_is_not_staged_names_those_that_are(tmp_path, capsys):
+    """Exit 1 and the staged tags, not a traceback from running a tablectl that is not
+    there (nor exit 5, which says a release did not verify)."""
+    base = tmp_path / "opt"
+    (base / "releases" / "v0.3.0" / "venv").mkdir(parents=True)
+    (base / "releases" / "v0.4.0").mkdir()  # a staging that never made its virtualenv
+    for tag, staged in (("v0.4.0", "v0.3.0"), ("v9", "v0.3.0")):
+        assert main(["software", "activate", tag, "--supervisor", "ana", "--base", str(base),
+                     "--socket", str(tmp_path / "none.sock")]) == exitcodes.FAILURE
+        assert capsys.readouterr().err == (
+            f"error: release {tag} is not staged in {base / 'releases'} (staged: {staged})\n")
+    assert main(["software", "activate", "v1", "--supervisor", "ana", "--base",
+                 str(tmp_path / "nothing")]) == exitcodes.FAILURE
+    assert capsys.readouterr().err == (
+        f"error: release v1 is not staged in {tmp_path / 'nothing' / 'releases'} "
+        "(staged: none)\n")
+
+
+def test_hash_pin_with_no_terminal_and_stdin_at_its_end_says_no_pin(tmp_path):
+    """With no terminal to ask on, getpass reads stdin; at its end that was an EOFError
+    traceback. A process of its own, with no controlling terminal, as a script runs it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "controller.cli", "supervisor", "hash-pin",
+                           "ana"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          start_new_session=True, cwd=Path(__file__).resolve().parents[2],
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (exitcodes.BAD_ARGUMENTS, "")
+    assert done.stderr.endswith("\ntablectl: no PIN entered; --pin-stdin reads one line\n")
+    assert "Traceback" not in done.stderr
