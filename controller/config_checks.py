@@ -104,6 +104,16 @@ def check_store_path(problems: ConfigProblems, value: str) -> None:
     where the missing ones would be made; systemd's StateDirectory is made for the daemon."""
     allowed = ("a writable file path whose folder exists or can be made, e.g. "
                "/var/lib/tabled/table.sqlite")
+    if "\0" in value:
+        problems.add("store.path", value, f"{allowed} (a path cannot hold a NUL character)")
+        return
+    try:
+        _check_store_path(problems, value, allowed)
+    except OSError as exc:  # a name too long for the file system: pathlib's tests raise
+        problems.add("store.path", value, f"{allowed} ({exc.strerror or exc})")
+
+
+def _check_store_path(problems: ConfigProblems, value: str, allowed: str) -> None:
     path = Path(value)
     if path.is_dir():
         problems.add("store.path", value, f"{allowed} (this is a directory)")
@@ -134,6 +144,9 @@ def check_control_socket(problems: ConfigProblems, value: str) -> None:
     size = len(os.fsencode(value))
     if size > MAX_SOCKET_PATH_BYTES:
         problems.add("control.socket", value, f"{allowed} (this one is {size} bytes)")
+        return
+    if "\0" in value:
+        problems.add("control.socket", value, f"{allowed} (a path cannot hold a NUL character)")
         return
     path = Path(value)
     try:

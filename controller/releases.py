@@ -98,7 +98,7 @@ def _link(path: Path, target: str) -> None:
 def _unpack(source: Path, into: Path) -> Path:
     """The bundle (a directory or the release's .tar.gz) copied to `into`/bundle."""
     bundle = into / "bundle"
-    if source.is_dir():
+    if os.path.isdir(source):  # pathlib's test raises for a name too long to be a file
         if not (source / MANIFEST_NAME).is_file():
             raise ReleaseError(f"{source}: holds no {MANIFEST_NAME}; allowed: a release bundle "
                                "directory or its .tar.gz, built by tools/release.py")

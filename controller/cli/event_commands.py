@@ -18,7 +18,7 @@ from typing import Any
 
 from controller.cli import exitcodes
 from controller.cli.client import Daemon
-from controller.cli.storefile import copy_store, not_a_table_store
+from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
 from controller.cli.output import fit, paint, print_json, record_width, when, with_progress, wrap
 from controller.control import ControlError
 from controller.cli.daemon_call import call_daemon, emit_json, json_error, socket_path, wants_json
@@ -229,9 +229,11 @@ def _verify_offline(args: argparse.Namespace) -> int:
     from controller.memory.lifecycle import missing_store, verify_file
 
     source = Path(args.store)
-    paths = CriticalPaths.for_store(source, args.critical_dir)
-    if not source.is_file():
-        if paths.key.exists():  # this table's store is gone: the boot check's own words
+    # A path with no file name ('.', '/') names no store, nor a key beside one.
+    paths = CriticalPaths.for_store(source, args.critical_dir) if source.name else None
+    if paths is None or not is_store_file(source):
+        if paths is not None and os.path.exists(paths.key):
+            # this table's store is gone: the boot check's own words
             try:
                 missing_store(paths, load_key(paths))
             except IntegrityError as exc:

@@ -20,7 +20,7 @@ from typing import Any
 
 from controller.cli import exitcodes
 from controller.cli.output import fit  # every line of text fits the terminal
-from controller.cli.storefile import copy_store, not_a_table_store
+from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
 from controller.events import EventDecodeError, decode
 from controller.events.records import CoverCard, ShoeLoaded
 
@@ -172,7 +172,7 @@ def _store_rounds(args: argparse.Namespace, progressive: Any) -> list[Any]:
     from controller.rules.settlement import PlacedWager
 
     source = Path(args.store)
-    if not source.is_file():
+    if not is_store_file(source):
         raise ReplayError(f"no store file at {source}")
     with tempfile.TemporaryDirectory(prefix="tablectl-replay-") as tmp:
         copy = copy_store(source, Path(tmp))

@@ -19,6 +19,41 @@ from controller.cli import exitcodes
 RESTART_COMMAND = "systemctl restart tabled"
 
 
+def _wait_seconds(text: str) -> float:
+    """--wait: a number of seconds a daemon's start can take (nan and inf are not)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 1 <= seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: 1 to 3600 seconds")
+    return seconds
+
+
+def _restart_words(args: argparse.Namespace) -> list[str] | None:
+    """--restart-command as the words to run, its program found, checked before any link
+    moves (a command that cannot run would leave the links moved and the daemon on the old
+    release); None after saying why. Empty with --no-restart."""
+    import shlex
+    import shutil
+
+    if args.no_restart:
+        return []
+    try:
+        words = shlex.split(args.restart_command)
+    except ValueError as exc:  # an unclosed quote
+        words, problem = [], str(exc).lower()
+    else:
+        problem = "" if words and shutil.which(words[0]) else (
+            f"{words[0]} is not a program on PATH" if words else "it is empty")
+    if problem:
+        print(f"error: --restart-command {args.restart_command!r}: {problem}; allowed: a "
+              f"command that restarts the daemon, such as '{RESTART_COMMAND}'; nothing was "
+              "changed", file=sys.stderr)
+        return None
+    return words
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from controller.cli.daemon_call import supervisor_arguments
     from controller.releases import DEFAULT_BASE
@@ -60,8 +95,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                          help=f"how the daemon is restarted (default: '{RESTART_COMMAND}')")
     restart.add_argument("--no-restart", action="store_true",
                          help="only move the links; restart the daemon yourself")
-    restart.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
-                         help="how long to wait for the daemon to start the release")
+    restart.add_argument("--wait", type=_wait_seconds, default=60.0, metavar="SECONDS",
+                         help="how long to wait for the daemon to start the release "
+                              "(1 to 3600; default 60)")
     stage = sub.add_parser("stage", parents=[common],
                            help="install a release beside the running one, offline, verified",
                            description="Unpacks a release bundle (its directory or .tar.gz) "
@@ -222,9 +258,12 @@ def _rollback(args: argparse.Namespace) -> int:
         return _change(args, layout, "rollback", target)
     from controller.releases import switch
 
+    restart = _restart_words(args)
+    if restart is None:
+        return exitcodes.BAD_ARGUMENTS
     was = switch(layout, target, pending=False)
     print(f"automatic rollback: {was} did not start; {target} is current again")
-    code = _restart(args, layout, target)
+    code = _restart(args, layout, target, restart)
     print(_tell_log(args, event="automatic_rollback", release=target, from_release=was or ""))
     return code
 
@@ -238,6 +277,9 @@ def _change(args: argparse.Namespace, layout: Any, action: str, release: str) ->
     from controller.control import ControlError
     from controller.releases import ReleaseError, switch
 
+    restart = _restart_words(args)
+    if restart is None:
+        return exitcodes.BAD_ARGUMENTS
     pin = read_pin(args)
     if pin is None:
         return exitcodes.BAD_ARGUMENTS
@@ -268,23 +310,27 @@ def _change(args: argparse.Namespace, layout: Any, action: str, release: str) ->
     print(f"{'activated' if action == 'activate' else 'rolled back to'} {release} "
           f"(was {was or 'none'})" + ("" if running else
                                       "; not recorded: the daemon was not running"))
-    return _restart(args, layout, release)
+    return _restart(args, layout, release, restart)
 
 
-def _restart(args: argparse.Namespace, layout: Any, release: str) -> int:
-    """Restart the daemon and wait for it to run `release`; an activation that started is
-    confirmed (a later failure then rolls nothing back)."""
-    import shlex
+def _restart(args: argparse.Namespace, layout: Any, release: str, command: list[str]) -> int:
+    """Restart the daemon with `command` (`_restart_words`) and wait for it to run `release`;
+    an activation that started is confirmed (a later failure then rolls nothing back)."""
     import subprocess
     import time
 
     from controller.releases import confirm
 
-    if args.no_restart:
+    if not command:
         print("links moved; restart the daemon (systemctl restart tabled), then run "
               "'tablectl software confirm'")
         return exitcodes.OK
-    done = subprocess.run(shlex.split(args.restart_command), capture_output=True, text=True)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True)
+    except OSError as exc:  # found on PATH a moment ago, and cannot be run
+        print(f"error: {args.restart_command} cannot be run ({exc.strerror}); the links are "
+              "moved: restart the daemon by hand", file=sys.stderr)
+        return exitcodes.FAILURE
     if done.returncode != 0:
         print(f"error: {args.restart_command} failed: {done.stderr.strip()}", file=sys.stderr)
         return exitcodes.FAILURE

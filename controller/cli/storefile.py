@@ -7,6 +7,7 @@ must be answered "not a table store", not reported as a broken hash chain.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -42,6 +43,12 @@ def not_a_table_store(path: Path) -> str | None:
         return (f"{path} is not a table store: an SQLite database without the store's "
                 f"{', '.join(missing)} table(s)")
     return None
+
+
+def is_store_file(source: Path) -> bool:
+    """A regular file is at `source`. A name no file can have (too long for the file system,
+    a NUL in it) is none; pathlib's own test raises for those."""
+    return os.path.isfile(source)
 
 
 def copy_store(source: Path, folder: Path) -> Path:

@@ -140,14 +140,14 @@ def _from_store(source: Path, critical_dir: str | None, events: int
     offline critical-memory check (as `tablectl events verify --store`), as sections."""
     import tempfile
 
-    from controller.cli.storefile import copy_store, not_a_table_store
+    from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
     from controller.cli.event_commands import event_line
     from controller.control import event_json
     from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
     from controller.memory.lifecycle import verify_file
     from controller.memory.store import Store
 
-    if not source.is_file():
+    if not is_store_file(source):
         return [("store", f"(not collected: no store file at {source}; give --store PATH)")]
     paths = CriticalPaths.for_store(source, critical_dir)
     try:

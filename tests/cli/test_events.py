@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -161,6 +162,11 @@ def test_offline_verify_of_a_file_that_is_not_a_store(tmp_path, capsys):
     missing = tmp_path / "none.sqlite"
     assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
     assert f"no store file at {missing}" in capsys.readouterr().err
+    # Paths that name no file at all: a folder's '.', a name longer than the file system
+    # allows (each raised out of pathlib: a ValueError and an OSError traceback).
+    for nowhere in (".", "/", str(tmp_path / ("n" * 300))):
+        assert main(["events", "verify", "--store", nowhere]) == exitcodes.BAD_ARGUMENTS
+        assert capsys.readouterr().err == f"tablectl: no store file at {Path(nowhere)}\n"
 
 
 def test_offline_verify_of_the_tables_own_store_damaged(store_file, capsys):
@@ -180,7 +186,6 @@ def test_offline_verify_in_a_subprocess_with_the_daemon_down(store_file):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     db = sqlite3.connect(store_file)
     db.execute("UPDATE events SET hash = ? WHERE seq = 5", ("f" * 64,))

@@ -80,6 +80,21 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
      "store.path = '{tmp}/not-a-folder/table.sqlite': not allowed; allowed: a writable file "
      "path whose folder exists or can be made, e.g. /var/lib/tabled/table.sqlite "
      "({tmp}/not-a-folder is a file, not a folder)"),
+    # A name no file can have: pathlib's own tests raised out of the check (a traceback, no
+    # refusal; found by a probe of one-value mutations of every shipped configuration).
+    ("store-path-name-too-long",
+     lambda tmp: _sub('path = "/var/lib/tabled/table.sqlite"', f'path = "{tmp}/{"n" * 300}"'),
+     "(File name too long)"),
+    ("store-path-holds-a-nul",
+     lambda tmp: _sub('path = "/var/lib/tabled/table.sqlite"', 'path = "/tmp/a\\u0000b"'),
+     "store.path = '/tmp/a\\x00b': not allowed; allowed: a writable file path whose folder "
+     "exists or can be made, e.g. /var/lib/tabled/table.sqlite (a path cannot hold a NUL "
+     "character)"),
+    ("socket-path-holds-a-nul",
+     lambda tmp: _sub('socket = "/run/tabled/control.sock"', 'socket = "/run/a\\u0000.sock"'),
+     "control.socket = '/run/a\\x00.sock': not allowed; allowed: a Unix socket path of at "
+     "most 107 bytes, not an existing file or folder, e.g. /run/tabled/control.sock (a path "
+     "cannot hold a NUL character)"),
     ("socket-path-over-108-bytes",
      lambda tmp: _sub('socket = "/run/tabled/control.sock"',
                       f'socket = "/run/tabled/{"s" * 120}.sock"'),

@@ -268,3 +268,36 @@ def test_hash_pin_with_no_terminal_and_stdin_at_its_end_says_no_pin(tmp_path):
     assert (done.returncode, done.stdout) == (exitcodes.BAD_ARGUMENTS, "")
     assert done.stderr.endswith("\ntablectl: no PIN entered; --pin-stdin reads one line\n")
     assert "Traceback" not in done.stderr
+
+
+def test_a_restart_command_that_cannot_run_is_refused_before_any_link_moves(tmp_path, capsys):
+    """A mistyped --restart-command raised FileNotFoundError out of tablectl after the links
+    had moved: the table's files on one release, its daemon still on the other. It is
+    checked first now, and nothing changes."""
+    import os
+
+    base = tmp_path / "opt"
+    for tag in ("v0.3.0", "v0.4.0"):
+        (base / "releases" / tag / "venv").mkdir(parents=True)
+    os.symlink("releases/v0.4.0", base / "current")
+    os.symlink("releases/v0.3.0", base / "previous")
+    (base / "activation-pending").write_text('{"from": "v0.3.0", "to": "v0.4.0", "at": 1}\n')
+    rollback = ["software", "rollback", "--base", str(base), "--socket",
+                str(tmp_path / "none.sock")]
+    for command, problem in (
+            ("systemctll restart tabled", "systemctll is not a program on PATH"),
+            ("sh -c 'systemctl restart tabled", "no closing quotation"),
+            ("", "it is empty")):
+        for who in (["--supervisor", "ana"], ["--automatic"]):
+            code = main([*rollback, *who, "--restart-command", command])
+            assert code == exitcodes.BAD_ARGUMENTS
+            assert capsys.readouterr().err == (
+                f"error: --restart-command {command!r}: {problem}; allowed: a command that "
+                "restarts the daemon, such as 'systemctl restart tabled'; nothing was "
+                "changed\n")
+            assert (os.readlink(base / "current"), os.readlink(base / "previous")) == (
+                "releases/v0.4.0", "releases/v0.3.0")
+    for wait in ("nan", "inf", "0", "-5", "soon"):
+        assert main([*rollback, "--automatic", "--wait", wait]) == exitcodes.BAD_ARGUMENTS
+        assert f"argument --wait: {wait!r}: allowed: 1 to 3600 seconds" in (
+            capsys.readouterr().err)
