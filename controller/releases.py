@@ -57,7 +57,7 @@ class Layout:
     def staged(self, tag: str) -> Path:
         """The release's directory, or ReleaseError naming what is staged when it is not."""
         release = self.release(tag)
-        if not (release / "venv").is_dir():
+        if not os.path.isdir(release / "venv"):  # pathlib's raises for a tag too long
             raise ReleaseError(f"release {tag} is not staged in {self.releases} (staged: "
                                f"{', '.join(self.installed()) or 'none'})")
         return release
@@ -124,7 +124,7 @@ def _unpack(source: Path, into: Path) -> Path:
                         raise tarfile.TarError(f"member {member.name!r} is not a plain file "
                                                "inside the bundle")
                 tar.extractall(into)
-    except (OSError, tarfile.TarError) as exc:
+    except (OSError, ValueError, tarfile.TarError) as exc:  # ValueError: a NUL in the path
         raise ReleaseError(f"{source}: cannot be unpacked ({exc}); allowed: a release bundle "
                            "directory or its .tar.gz") from None
     if not (bundle / MANIFEST_NAME).is_file():

@@ -248,6 +248,10 @@ def test_activating_a_release_that_is_not_staged_names_those_that_are(tmp_path, 
                      "--socket", str(tmp_path / "none.sock")]) == exitcodes.FAILURE
         assert capsys.readouterr().err == (
             f"error: release {tag} is not staged in {base / 'releases'} (staged: {staged})\n")
+    too_long = "v" + "9" * 300  # longer than a file name may be: pathlib's test raised
+    assert main(["software", "activate", too_long, "--supervisor", "ana", "--base",
+                 str(base)]) == exitcodes.FAILURE
+    assert "is not staged in" in capsys.readouterr().err
     assert main(["software", "activate", "v1", "--supervisor", "ana", "--base",
                  str(tmp_path / "nothing")]) == exitcodes.FAILURE
     assert capsys.readouterr().err == (
