@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from controller.toml_file import read_toml
 from controller.events.codec import EventRecord
 from controller.events.system_records import PinDelay, PinFailed, PinLockout
 from controller.events.system_records import PinRefused as PinRefusedRecord
@@ -115,8 +116,7 @@ def read_secrets(path: str | Path) -> tuple[Mapping[str, Any], list[str]]:
         problem = secret_file_problem(path)
         if problem:
             return {}, [f"access.secrets: {problem}"]
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+        data = read_toml(path)
     except OSError as exc:
         return {}, [f"access.secrets = {str(path)!r}: cannot be read ({exc.strerror}); "
                     "allowed: a TOML file with a [supervisors] table, mode 0600"]

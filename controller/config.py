@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.toml_file import read_toml
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
 from controller.errors import ConfigurationError
@@ -329,11 +330,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TableConfig:
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = read_toml(path)
     except OSError as exc:
         raise ConfigError(source, [f"cannot read the file: {exc.strerror or exc}"]) from exc
-    try:
-        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(source, [f"not valid TOML: {exc}"]) from exc
     apply_overrides(data, overrides or [], source)

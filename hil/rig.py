@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.toml_file import read_toml
 from drivers.seats import MAX_SEATS, SeatPins
 
 TABLE_A = {seat: SeatPins(sensor_pin=s, led_pin=led)
@@ -211,7 +212,7 @@ def load_rig(path: str | os.PathLike[str]) -> RigConfig:
     ``backend_socket``) resolve from the rig file's own folder.
     """
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = read_toml(path)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RigConfigError(f"{RIG_ENV}={path}: {exc}") from exc
     try:

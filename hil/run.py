@@ -71,8 +71,7 @@ def _witness(args: argparse.Namespace, continuing: bool, say: Any
     """A real witness on the local PostgreSQL for a new table, or why the table runs
     unwitnessed (docs/architecture.md, "The witness"). The practice table reaches it
     through a proxy its page can cut ("Take the witness down")."""
-    import tomllib
-
+    from controller.toml_file import read_toml
     from controller.witness.server import WitnessRefused, WitnessUnreachable
 
     absent = postgres_answers()
@@ -80,9 +79,12 @@ def _witness(args: argparse.Namespace, continuing: bool, say: Any
         why = absent or "a continued table keeps the witness of its first run, which is gone"
         say(f"The table is unwitnessed: {why}; its heads are kept by no one off the table")
         return None, []
+    try:
+        table_id = str(read_toml(args.config)["table"]["id"])
+    except (OSError, ValueError, KeyError, TypeError):  # ValueError: not TOML
+        return None, []  # the table's own start names what is wrong with the file
     witness: SimulatedWitness | PracticeWitness = \
         PracticeWitness() if args.practice else SimulatedWitness()
-    table_id = str(tomllib.loads(Path(args.config).read_text())["table"]["id"])
     try:
         overrides = witness.set_up(table_id)
     except (WitnessUnreachable, WitnessRefused) as exc:

@@ -148,3 +148,20 @@ def test_retained_meter_messages_are_cleared():
     client.disconnect()
     assert clear_retained(MQTT_HOST, MQTT_PORT, "casino", "test", table) == sorted(topics)
     assert clear_retained(MQTT_HOST, MQTT_PORT, "casino", "test", table) == []
+
+
+def test_a_configuration_of_their_own_that_is_wrong_is_named_not_a_traceback(tmp_path):
+    """`./run-simulated-table --config FILE` read the table's id before anything checked
+    the file: one without [table] ended in KeyError, one not in UTF-8 in
+    UnicodeDecodeError. The daemon's own check names both (exit 6, as tabled's)."""
+    no_table = tmp_path / "no-table.toml"
+    no_table.write_text("x = 1\n")
+    not_utf8 = tmp_path / "latin1.toml"
+    not_utf8.write_bytes(b"# caf\xe9\n")
+    for path, problem in (
+            (no_table, "  - table = (missing): required table\n"),
+            (not_utf8, "  - not valid TOML: not UTF-8 text: byte 0xe9 at line 1, column 6 (a "
+                       "TOML file is UTF-8: save it in that encoding)\n")):
+        done = _run("--config", str(path), "--workdir", str(tmp_path / path.stem))
+        assert done.returncode == 6, done.stdout + done.stderr
+        assert problem in done.stderr and "Traceback" not in done.stderr

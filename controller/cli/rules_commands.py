@@ -59,11 +59,10 @@ def _load(path: str) -> Any:
 def _progressive_config(path: str) -> Any:
     """The table's `[progressive.<name>]` sections (a `ProgressiveConfig`); False when it
     declares none; None (errors printed) when they are invalid."""
-    import tomllib
+    from controller.toml_file import read_toml
 
-    with open(path, "rb") as fh:  # already read once by _load: readable, valid TOML
-        if "progressive" not in tomllib.load(fh):
-            return False  # and the progressive package (asyncio, logging) stays unloaded
+    if "progressive" not in read_toml(path):  # already read once by _load: readable, valid
+        return False  # and the progressive package (asyncio, logging) stays unloaded
     from controller.progressive.config import load_progressive_config
     from controller.progressive.errors import ProgressiveConfigError
 
@@ -169,11 +168,11 @@ def _validate(args: argparse.Namespace) -> int:
     import tomllib
 
     from controller.config import DEVICE_SECTIONS, ConfigError, load_config
+    from controller.toml_file import read_toml
     from controller.rules.submission import SubmissionError, load_submission
 
     try:
-        with open(args.file, "rb") as fh:
-            sections = set(tomllib.load(fh))
+        sections = set(read_toml(args.file))
     except (OSError, tomllib.TOMLDecodeError):
         sections = set()
     if sections & {"shoe", "gpio", "store", "control"} or sections & set(DEVICE_SECTIONS) - {

@@ -124,11 +124,11 @@ def _read(path: Path, transform: Callable[[str], str] = lambda text: text) -> st
 def _store_of(config_path: str) -> tuple[str | None, str | None]:
     """(store path, critical-memory directory) named by the configuration's [store], read
     as plain TOML: a configuration the daemon would refuse still says where its store is."""
-    import tomllib
+    from controller.toml_file import read_toml
 
     try:
-        store = tomllib.loads(Path(config_path).read_text(encoding="utf-8")).get("store") or {}
-    except (OSError, ValueError):
+        store = read_toml(config_path).get("store") or {}
+    except (OSError, ValueError):  # ValueError: not TOML
         return None, None
     path, critical_dir = store.get("path"), store.get("critical_dir")
     return (str(path) if path else None), (str(critical_dir) if critical_dir else None)

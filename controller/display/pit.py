@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from controller.toml_file import read_toml
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.logsetup import configure_logging
 
@@ -216,8 +217,8 @@ def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
     mqtt: dict[str, Any] = {}
     if args.config:
         try:
-            data = tomllib.loads(Path(args.config).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = read_toml(args.config)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
             raise SystemExit(f"tablepit: --config {args.config}: cannot be read as TOML: {exc}")
         section = data.get("mqtt")
         mqtt = section if isinstance(section, dict) else {}

@@ -31,6 +31,7 @@ from typing import Any
 
 import structlog
 
+from controller.toml_file import read_toml
 from controller.config import ConfigError
 from controller.control import ControlClient, ControlError
 from controller.display.board import LIVE, ROADS, TOPICS, Board
@@ -58,10 +59,10 @@ SUBMISSION_SECTIONS = ("table", "game", "wagers")
 
 def _read_config(config_path: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(Path(config_path).read_text(encoding="utf-8"))
+        return read_toml(config_path)
     except OSError as exc:
         raise ConfigError(config_path, [f"cannot be read: {exc.strerror}"]) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(config_path, [f"not valid TOML: {exc}"]) from exc
 
 

@@ -325,9 +325,10 @@ def load_progressive_config(path: str) -> ProgressiveConfig:
     """Read a TOML file and validate its progressive sections."""
     import tomllib
 
+    from controller.toml_file import read_toml
+
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+        data = read_toml(path)
     except OSError as exc:
         raise ProgressiveConfigError(path, [f"cannot read the file: {exc.strerror or exc}"]) from exc
     except tomllib.TOMLDecodeError as exc:

@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from controller.toml_file import read_toml
 from controller.errors import MISSING, ConfigProblems, ConfigurationError
 from controller.rules.hand21 import NATURAL_RULES as NATURAL_RULES_681A
 from controller.rules.money import Rounding, parse_odds
@@ -258,8 +259,7 @@ def load_submission(path: str | Path) -> Submission:
     """Read and validate a table's TOML Rules Submission."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
+        data = read_toml(p)
     except OSError as exc:
         raise SubmissionError(str(p), [f"{p}: cannot read: {exc.strerror or exc}"]) from exc
     except tomllib.TOMLDecodeError as exc:

@@ -265,3 +265,40 @@ def test_a_store_folder_the_daemon_could_not_make_is_refused_before_it_exists(ca
             f"exists or can be made, e.g. /var/lib/tabled/table.sqlite ({base} is not writable "
             "by this account; the daemon runs as user tabled: validate with 'sudo -u tabled "
             "tablectl config validate FILE')") in output
+
+
+def test_a_file_that_is_not_utf8_is_named_by_every_reader(tmp_path, capsys):
+    """A configuration saved in another encoding than TOML's UTF-8 (an 'é' from a Windows
+    editor, in a comment) stopped tablectl and the daemon on UnicodeDecodeError; so did a
+    Rules Submission, a secrets file and a rig file. Each reader now names the byte and
+    where it is, as it names any file that is not TOML."""
+    from controller.auth import read_secrets
+    from hil.rig import RigConfigError, load_rig
+
+    latin1 = SIMULATED.replace("[gpio]\n", "[gpio]  # c\xe2bl\xe9 by the caf\xe9\n", 1)
+    line = SIMULATED[:SIMULATED.index("[gpio]\n")].count("\n") + 1
+    expected = (f"not valid TOML: not UTF-8 text: byte 0xe2 at line {line}, column 12 (a "
+                "TOML file is UTF-8: save it in that encoding)")
+    path = tmp_path / "table.toml"
+    path.write_bytes(latin1.encode("latin-1"))
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    assert f"{path}: {expected}" in " ".join(capsys.readouterr().out.split())
+    assert tabled(["--config", str(path)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"  - {expected}\n" in err and "Traceback" not in err
+    submission = tmp_path / "rules.toml"
+    submission.write_bytes(b'[table]\nname = "Caf\xe9"\n')
+    for command in ("par-sheet", "simulate"):
+        assert tablectl([command, str(submission)]) == exitcodes.BAD_CONFIGURATION
+        assert (f"{submission}: not valid TOML: not UTF-8 text: byte 0xe9 at line 2, column "
+                "12") in " ".join(capsys.readouterr().err.split())
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_bytes(b"[supervisors]\n# Jos\xe9\n")
+    secrets.chmod(0o600)
+    assert read_secrets(secrets) == ({}, [
+        f"access.secrets: {secrets} is not valid TOML: not UTF-8 text: byte 0xe9 at line 2, "
+        "column 6 (a TOML file is UTF-8: save it in that encoding)"])
+    rig = tmp_path / "rig.toml"
+    rig.write_bytes(b"# Ren\xe9's bench\n")
+    with pytest.raises(RigConfigError, match=r"byte 0xe9 at line 1, column 6"):
+        load_rig(rig)
