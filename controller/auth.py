@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from controller.toml_file import read_toml
+from controller.text_files import read_toml
 from controller.events.codec import EventRecord
 from controller.events.system_records import PinDelay, PinFailed, PinLockout
 from controller.events.system_records import PinRefused as PinRefusedRecord

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.toml_file import read_toml
+from controller.text_files import read_toml
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
 from controller.errors import ConfigurationError

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.toml_file import read_toml
+from controller.text_files import read_toml
 from drivers.seats import MAX_SEATS, SeatPins
 
 TABLE_A = {seat: SeatPins(sensor_pin=s, led_pin=led)

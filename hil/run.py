@@ -71,7 +71,7 @@ def _witness(args: argparse.Namespace, continuing: bool, say: Any
     """A real witness on the local PostgreSQL for a new table, or why the table runs
     unwitnessed (docs/architecture.md, "The witness"). The practice table reaches it
     through a proxy its page can cut ("Take the witness down")."""
-    from controller.toml_file import read_toml
+    from controller.text_files import read_toml
     from controller.witness.server import WitnessRefused, WitnessUnreachable
 
     absent = postgres_answers()

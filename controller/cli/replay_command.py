@@ -124,7 +124,13 @@ def _meter(text: str) -> tuple[str, int]:
 
 
 def _read(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8")
+    from controller.rules.replay import ReplayError
+    from controller.text_files import NotUtf8, read_utf8
+
+    try:
+        return read_utf8(path)
+    except NotUtf8 as exc:
+        raise ReplayError(f"{path}: {exc}; allowed: a text file in UTF-8") from None
 
 
 def _replay(args: argparse.Namespace, game: Any, progressive: Any,
@@ -248,7 +254,10 @@ def replayed_as_recorded(args: argparse.Namespace) -> bool:
 def _print(args: argparse.Namespace, replayed: Sequence[Any]) -> int:
     from controller.rules.simulate import human_line, signed_dollars
 
-    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
+    except OSError as exc:  # closed below
+        return _fail(f"--out: cannot write {args.out}: {exc.strerror}")
     differ = 0
     try:
         for done in replayed:

@@ -59,7 +59,7 @@ def _load(path: str) -> Any:
 def _progressive_config(path: str) -> Any:
     """The table's `[progressive.<name>]` sections (a `ProgressiveConfig`); False when it
     declares none; None (errors printed) when they are invalid."""
-    from controller.toml_file import read_toml
+    from controller.text_files import read_toml
 
     if "progressive" not in read_toml(path):  # already read once by _load: readable, valid
         return False  # and the progressive package (asyncio, logging) stays unloaded
@@ -168,7 +168,7 @@ def _validate(args: argparse.Namespace) -> int:
     import tomllib
 
     from controller.config import DEVICE_SECTIONS, ConfigError, load_config
-    from controller.toml_file import read_toml
+    from controller.text_files import read_toml
     from controller.rules.submission import SubmissionError, load_submission
 
     try:

@@ -124,7 +124,7 @@ def _read(path: Path, transform: Callable[[str], str] = lambda text: text) -> st
 def _store_of(config_path: str) -> tuple[str | None, str | None]:
     """(store path, critical-memory directory) named by the configuration's [store], read
     as plain TOML: a configuration the daemon would refuse still says where its store is."""
-    from controller.toml_file import read_toml
+    from controller.text_files import read_toml
 
     try:
         store = read_toml(config_path).get("store") or {}

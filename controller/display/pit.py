@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from controller.toml_file import read_toml
+from controller.text_files import read_toml
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.logsetup import configure_logging
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import structlog
 
-from controller.toml_file import read_toml
+from controller.text_files import read_toml
 from controller.config import ConfigError
 from controller.control import ControlClient, ControlError
 from controller.display.board import LIVE, ROADS, TOPICS, Board

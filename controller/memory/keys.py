@@ -50,7 +50,7 @@ def create_key(paths: CriticalPaths) -> bytes:
 
 def load_key(paths: CriticalPaths) -> bytes:
     try:
-        text = paths.key.read_text().strip()
+        text = paths.key.read_bytes().decode("ascii", errors="replace").strip()
     except FileNotFoundError:
         if paths.store.exists():
             raise IntegrityError("key", f"no key at {paths.key}: the store at {paths.store} "

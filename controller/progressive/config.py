@@ -325,7 +325,7 @@ def load_progressive_config(path: str) -> ProgressiveConfig:
     """Read a TOML file and validate its progressive sections."""
     import tomllib
 
-    from controller.toml_file import read_toml
+    from controller.text_files import read_toml
 
     try:
         data = read_toml(path)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from controller.toml_file import read_toml
+from controller.text_files import read_toml
 from controller.errors import MISSING, ConfigProblems, ConfigurationError
 from controller.rules.hand21 import NATURAL_RULES as NATURAL_RULES_681A
 from controller.rules.money import Rounding, parse_odds

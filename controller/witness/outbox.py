@@ -55,7 +55,8 @@ class Outbox:
 
 def _read(path: Path) -> list[Head]:
     try:
-        text = path.read_text(encoding="utf-8")
+        # A line damaged into bytes that are not UTF-8 is skipped as a cut-short one is.
+        text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return []
     return _parse(text)

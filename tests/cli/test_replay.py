@@ -166,6 +166,11 @@ def test_a_replay_with_other_wagers_is_not_compared_and_a_differing_record_fails
      "refused: seat 1 must first place a Banker, Player or Tie wager before the optional "
      "wager 'dragon_bonus_player' (631c.3(c))"),
     (["--cards", "missing.txt"], "cannot read"),
+    # A card file saved in another encoding than UTF-8 raised UnicodeDecodeError.
+    (["--cards", "LATIN1"], "latin1.txt: not UTF-8 text: byte 0xa7 at line 1, column 2; "
+     "allowed: a text file in UTF-8"),
+    (["--cards", "CARDS:9♠|2♥|9♥|3♦", "--out", "NOWHERE"],
+     "--out: cannot write"),
     (["--store", "STORE"], "--store needs --round ID or --shoe N"),
     (["--cards", "CARDS:K♠", "--round", "3"], "--round and --shoe take their round from a "
      "table's store: give --store"),
@@ -180,6 +185,11 @@ def test_bad_input_is_named_with_what_is_allowed(tmp_path: Path, argv: list[str]
             a = str(tmp_path / "none.sqlite")
         elif a == "missing.txt":
             a = str(tmp_path / "missing.txt")
+        elif a == "LATIN1":
+            (tmp_path / "latin1.txt").write_bytes(b"K\xa7\n# Jos\xe9's shoe\n")
+            a = str(tmp_path / "latin1.txt")
+        elif a == "NOWHERE":
+            a = str(tmp_path / "no-folder" / "rounds.jsonl")
         args.append(a)
     out = replay(str(CONFIG / "baccarat-8deck.toml"), *args)
     assert out.returncode == exitcodes.BAD_ARGUMENTS

@@ -576,3 +576,22 @@ def test_a_seals_mac_covers_the_canonical_list_and_the_row_macs_are_plain_hmacs(
         values = (number, text(), None, rng.uniform(-1e9, 1e9), text().encode())
         assert row_mac(key, "rounds", values) == int.from_bytes(hmac.digest(
             key, f"rounds\x00{values!r}".encode(), "sha256"), "big")
+
+
+def test_a_key_file_damaged_into_bytes_that_are_not_text_is_named_not_a_crash(tmp_path):
+    """The key is 64 hex digits. A key file of other bytes (a damaged card, an editor's
+    other encoding) stopped `load_key` on UnicodeDecodeError, so the daemon's start and
+    `tablectl events verify --store` on a traceback; it is a key that is not a key, named
+    as one that is too short is."""
+    from controller.memory.critical import load_key
+
+    paths = CriticalPaths.for_store(tmp_path / "table.sqlite")
+    paths.directory.mkdir()
+    for damaged in (b"\xff\xfe" + b"ab" * 31, "é".encode("latin-1") * 64, b"0" * 63):
+        paths.key.write_bytes(damaged)
+        with pytest.raises(IntegrityError) as refused:
+            load_key(paths)
+        assert (refused.value.check, refused.value.detail) == (
+            "key", f"{paths.key} does not hold a 32-byte key in hex")
+    paths.key.write_bytes(b"ab" * 32 + b"\n")
+    assert load_key(paths) == bytes.fromhex("ab" * 32)

@@ -234,3 +234,19 @@ async def test_a_log_rewritten_under_the_running_table_is_caught_by_the_next_che
     assert table.status()["link"] == "failed"
     await table.stop()
     store.close()
+
+
+def test_an_outbox_line_damaged_into_bytes_that_are_not_text_is_dropped_like_a_cut_one(
+        tmp_path):
+    """A head's line is dropped when it cannot be read back (a power cut's half line; the
+    next head covers it). A line of bytes that are not UTF-8 stopped the daemon's start on
+    UnicodeDecodeError instead; it is dropped the same way, the heads around it kept."""
+    from controller.witness.heads import Head
+
+    heads = [Head("T1", 1, n, 10 * n, f"{n:064x}", "d" * 64, "s" * 128) for n in (1, 2)]
+    path = tmp_path / OUTBOX_FILE
+    Outbox(path).append(heads[:1])
+    with path.open("ab") as damaged:
+        damaged.write(b'{"commit_no": \xff\xfe 7}\n')
+    Outbox(path).append(heads[1:])
+    assert Outbox(path).pending == heads

@@ -1,0 +1,43 @@
+"""Reading a text file a person wrote (a configuration, a Rules Submission, a card list):
+the one place that turns its bytes into text, and a TOML file's text into a document.
+
+Such files are UTF-8 (TOML's specification says so), and a file saved in another encoding
+(a comment with an "é" from a Windows editor) raised UnicodeDecodeError, which no reader
+caught: the daemon and tablectl stopped on a traceback. Here it is an error naming the byte
+and where it is; for TOML, `tomllib.TOMLDecodeError`, which every reader already answers
+as "not valid TOML".
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+
+class NotUtf8(ValueError):
+    """The file's bytes are not UTF-8 text; the message names the first byte that is not."""
+
+
+def read_utf8(path: str | Path) -> str:
+    """The file's text. OSError when it cannot be read; NotUtf8 when it is not UTF-8."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise NotUtf8(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line}, "
+                      f"column {column}") from None
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The document in the TOML file at `path`. OSError when it cannot be read;
+    tomllib.TOMLDecodeError when it is not UTF-8 or not TOML."""
+    try:
+        text = read_utf8(path)
+    except NotUtf8 as exc:
+        raise tomllib.TOMLDecodeError(
+            f"{exc} (a TOML file is UTF-8: save it in that encoding)") from None
+    return tomllib.loads(text)
