@@ -244,7 +244,7 @@ def _verify_offline(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="tablectl-verify-") as tmp:
             copy = copy_store(source, Path(tmp))
             refused = not_a_table_store(copy)
-            if refused is not None and not paths.key.exists():
+            if refused is not None and not os.path.exists(paths.key):
                 # No key beside it: a wrong path, not this table's store (with its key it is
                 # the table's own store, damaged, and the check below says how).
                 print(f"tablectl: {refused.replace(str(copy), str(source))}; give the path of "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from controller.config_checks import ConfigProblems
 from controller.progressive.errors import ProgressiveConfigError
 from controller.rules.side.common import MeterSpec, SideWagerConfigError
+from controller.rules.submission_wagers import MAX_WAGER_CENTS
 
 if TYPE_CHECKING:
     from controller.rules.side.harmony import HarmonyProgressive
@@ -209,9 +210,10 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
         return None
     default_amount = getattr(rule, "denomination_cents", None) or minimum
     wager_cents = raw.get("wager_cents", default_amount)
-    if not _int(wager_cents) or wager_cents < minimum:
+    if not _int(wager_cents) or not minimum <= wager_cents <= MAX_WAGER_CENTS:
         problems.add(f"{path}.wager_cents", wager_cents,
-                     f"an integer number of cents of at least {minimum} ({rule.section})")
+                     f"an integer number of cents of at least {minimum} ({rule.section}), at "
+                     f"most {MAX_WAGER_CENTS:,}")
         wager_cents = default_amount
     if game == "royal_9" and wager_cents != minimum:
         problems.add(f"{path}.wager_cents", wager_cents,

@@ -87,6 +87,26 @@ def test_a_side_wager_rule_error_says_allowed_once(section: dict, problem: str) 
     assert problem in problems, problems
 
 
+@pytest.mark.parametrize("section, problem", [
+    ({**ROYAL_9, "meters": {**ROYAL_9["meters"], "major": {"reset_cents": 10**30,
+                                                            "increment_percent": "1.5"}}},
+     f"progressive.p.meters.major.reset_cents = {10**30}: not allowed; allowed: an integer of "
+     "at least 45000 cents for a $5 wager (627b.3(f)(2), (g)(2)), at most 100,000,000,000"),
+    ({**HARMONY, "reseed_cents": 2**63},
+     f"progressive.p.reseed_cents = {2**63}: not allowed; allowed: a positive integer of "
+     "cents, at most 100,000,000,000"),
+    ({**HARMONY, "wager_cents": 10**20},
+     f"progressive.p.wager_cents = {10**20}: not allowed; allowed: an integer number of cents "
+     "of at least 1 (627b.6), at most 1,000,000,000"),
+])
+def test_amounts_past_what_the_stores_hold_are_refused(section: dict, problem: str) -> None:
+    """A meter's seed or a wager amount past a 64-bit integer passed validation and stopped
+    the daemon's start with OverflowError when the ledger seeded the meter (found by a probe
+    that starts the daemon on one-value mutations of the shipped configurations)."""
+    problems = _problems({"table": {"id": "T"}, "progressive": {"p": section}})
+    assert problem in problems, problems
+
+
 def test_all_errors_are_reported_at_once() -> None:
     problems = _problems({"progressive": {"p": {"game": "heavenly_9", "payment": "x"}},
                           "mqtt": {"host": "", "port": 0, "site": "a/b"}})

@@ -29,6 +29,12 @@ BACCARAT, MINIBACCARAT = frozenset({"baccarat"}), frozenset({"minibaccarat"})
 # A per-hand wager's configuration key ends in the hand's name (`perfect_pairs_player`).
 HANDS = {"player": Hand.PLAYER, "banker": Hand.BANKER}
 
+MAX_RESET_CENTS = 10**11
+"""The largest seed a submission may give a meter ($1,000,000,000): far beyond any table's,
+and small enough that a meter and everything it records stay inside the stores' 64-bit
+integers (a seed of 10**30 was accepted and stopped the daemon's start with OverflowError
+when the ledger seeded it)."""
+
 
 class SideWagerConfigError(WagerConfigError):
     """A side wager's option is wrong; names the wager key, the option, the value and what is allowed.

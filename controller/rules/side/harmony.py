@@ -23,8 +23,8 @@ from controller.rules.money import Rounding
 from controller.rules.par import ProgressivePar
 from controller.rules.registry import wager_rule
 from controller.rules.side.common import (
-    MINIBACCARAT, FixedOdds, LineWager, MeterSpec, ParSpace, Pay, PayLine, Paytable, PaysMeter,
-    SideWagerConfigError, choose, meter_par, odds_table,
+    MAX_RESET_CENTS, MINIBACCARAT, FixedOdds, LineWager, MeterSpec, ParSpace, Pay, PayLine,
+    Paytable, PaysMeter, SideWagerConfigError, choose, meter_par, odds_table,
 )
 from controller.rules.submission_types import GameConfig, WagerConfig
 from controller.rules.wager import RoundView, SettlementPoint, WagerRule
@@ -141,9 +141,11 @@ def make_harmony(key: str, paytable: object, reseed_cents: object = None,
                  rounding: Rounding = Rounding.DOWN, par_wager_cents: int = 500
                  ) -> HarmonyProgressive:
     letter = choose(key, "paytable", paytable, HARMONY_PAYTABLES)
-    if reseed_cents is not None and (isinstance(reseed_cents, bool)
-                                     or not isinstance(reseed_cents, int) or reseed_cents <= 0):
-        raise SideWagerConfigError(key, "reseed_cents", reseed_cents, "a positive integer of cents")
+    if reseed_cents is not None and (
+            isinstance(reseed_cents, bool) or not isinstance(reseed_cents, int)
+            or not 0 < reseed_cents <= MAX_RESET_CENTS):
+        raise SideWagerConfigError(key, "reseed_cents", reseed_cents, "a positive integer of "
+                                   f"cents, at most {MAX_RESET_CENTS:,}")
     increment, reserve = HARMONY_RATES[letter]
     meter = MeterSpec("progressive", reseed_cents, increment, "627b.6(j)", reserve_rate=reserve)
     return HarmonyProgressive(key, HARMONY_PAYTABLES[letter], meter, rounding, par_wager_cents=par_wager_cents)

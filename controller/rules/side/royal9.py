@@ -22,8 +22,8 @@ from controller.rules.side.combinatorics import CardClass
 from controller.rules.registry import wager_rule
 from controller.rules.side.card_facts import is_face
 from controller.rules.side.common import (
-    MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine, Paytable, PaysMeter,
-    SideWagerConfigError, meter_par,
+    MAX_RESET_CENTS, MINIBACCARAT, FixedAmount, LineWager, MeterSpec, ParSpace, PayLine,
+    Paytable, PaysMeter, SideWagerConfigError, meter_par,
 )
 from controller.rules.side.mystery import ROYAL_9_MYSTERY_CONFIGURATIONS, Royal9MysteryConfiguration
 from controller.rules.submission_types import GameConfig, WagerConfig
@@ -276,10 +276,12 @@ def make_royal_9(
         entry = meters[level]
         reset = entry.get("reset_cents") if isinstance(entry, Mapping) else None
         rate = entry.get("increment_percent") if isinstance(entry, Mapping) else None
-        if isinstance(reset, bool) or not isinstance(reset, int) or reset < floor:
+        if isinstance(reset, bool) or not isinstance(reset, int) \
+                or not floor <= reset <= MAX_RESET_CENTS:
             raise SideWagerConfigError(key, f"meters.{level}.reset_cents", reset,
                                        f"an integer of at least {floor} cents for a "
-                                       f"${denomination // 100} wager (627b.3(f)(2), (g)(2))")
+                                       f"${denomination // 100} wager (627b.3(f)(2), (g)(2)), "
+                                       f"at most {MAX_RESET_CENTS:,}")
         try:
             percent = Fraction(str(rate))
         except (ValueError, ZeroDivisionError):
