@@ -159,6 +159,10 @@ def test_offline_verify_of_a_file_that_is_not_a_store(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""  # no "CHECK FAILED ... Do not play" for a wrong path
     assert f"{junk} is not a table store: it is not an SQLite database" in captured.err
+    # A key folder named longer than the file system allows is no key (pathlib raised).
+    assert main(["events", "verify", "--store", str(junk), "--critical-dir",
+                 str(tmp_path / ("k" * 300))]) == exitcodes.BAD_ARGUMENTS
+    assert f"{junk} is not a table store" in capsys.readouterr().err
     missing = tmp_path / "none.sqlite"
     assert main(["events", "verify", "--store", str(missing)]) == exitcodes.BAD_ARGUMENTS
     assert f"no store file at {missing}" in capsys.readouterr().err
