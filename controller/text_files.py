@@ -14,8 +14,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from controller.errors import ControllerError
 
-class NotUtf8(ValueError):
+
+class NotUtf8(ControllerError, ValueError):
     """The file's bytes are not UTF-8 text; the message names the first byte that is not."""
 
 
