@@ -316,7 +316,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
                                        "shoe.url=/dev/ttyUSB1"])
         try:
             value = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
+        except ValueError:  # not TOML (or a number of over 4,300 digits): a bare word
             value = text
         node = data
         parts = key.split(".")

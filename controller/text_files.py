@@ -42,4 +42,10 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     except NotUtf8 as exc:
         raise tomllib.TOMLDecodeError(
             f"{exc} (a TOML file is UTF-8: save it in that encoding)") from None
-    return tomllib.loads(text)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:  # Python's own limit on converting a number's digits
+        raise tomllib.TOMLDecodeError(
+            "a number of more than 4,300 digits, which no setting takes") from None

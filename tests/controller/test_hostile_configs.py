@@ -267,6 +267,26 @@ def test_a_store_folder_the_daemon_could_not_make_is_refused_before_it_exists(ca
             "tablectl config validate FILE')") in output
 
 
+def test_a_number_of_5000_digits_in_the_file_or_in_a_set_is_named(tmp_path, capsys):
+    """tomllib turns a number's digits into an int, which Python refuses past 4,300 digits
+    with a plain ValueError (not a TOMLDecodeError): the daemon and tablectl stopped on it
+    for a file, and `--set` let it out too."""
+    path = tmp_path / "table.toml"
+    path.write_text(_sub("seats = 10 ", f"seats = {'9' * 5000} "), encoding="utf-8")
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    assert (f"{path}: not valid TOML: a number of more than 4,300 digits, which no setting "
+            "takes") in " ".join(capsys.readouterr().out.split())
+    assert tabled(["--config", str(path)]) == EXIT_CONFIG
+    assert "  - not valid TOML: a number of more than 4,300 digits" in capsys.readouterr().err
+    good = tmp_path / "good.toml"
+    good.write_text(SIMULATED, encoding="utf-8")
+    good.chmod(0o600)
+    assert tabled(["--config", str(good), "--set", f"table.seats={'9' * 5000}"]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "  - table.seats = '9999" in err and "': must be an integer (631a.2(a)" in err
+    assert "Traceback" not in err
+
+
 def test_a_file_that_is_not_utf8_is_named_by_every_reader(tmp_path, capsys):
     """A configuration saved in another encoding than TOML's UTF-8 (an 'é' from a Windows
     editor, in a comment) stopped tablectl and the daemon on UnicodeDecodeError; so did a
