@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from controller.text_files import read_toml
 from controller.events.codec import EventRecord
 from controller.events.system_records import PinDelay, PinFailed, PinLockout
 from controller.events.system_records import PinRefused as PinRefusedRecord
 
 from controller.errors import CommandError
+from controller.text_files import read_toml
 
 # OWASP's 2023 guidance for PBKDF2-HMAC-SHA256 is 600,000 iterations; a Pi 4
 # checks one PIN in about a second at that cost, acceptable for a jackpot

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.text_files import read_toml
 from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
 from controller.errors import ConfigurationError
@@ -30,6 +29,7 @@ from controller.config_types import (
     ShufflerConfig,
 )
 from controller.config_types import TableConfig as TableConfig  # where its callers import it
+from controller.text_files import read_toml
 
 # 631a.2(a): numbered positions for 10 to 14 seated players.
 MIN_SEATS, MAX_SEATS = 10, 14

@@ -98,14 +98,22 @@ STATE_DIRECTORY = Path("/var/lib/tabled")
 store under it is writable even before it exists."""
 
 
+def _holds_nul(problems: ConfigProblems, key: str, value: str, allowed: str) -> bool:
+    """A path with a NUL names no file (pathlib's tests take it for a missing one, so the
+    checks below would pass it): refused here, True."""
+    if "\0" not in value:
+        return False
+    problems.add(key, value, f"{allowed} (a path cannot hold a NUL character)")
+    return True
+
+
 def check_store_path(problems: ConfigProblems, value: str) -> None:
     """The store must be a file the daemon can create or write (validate as user tabled):
     the file itself if it exists, else its folder, else the nearest existing folder above,
     where the missing ones would be made; systemd's StateDirectory is made for the daemon."""
     allowed = ("a writable file path whose folder exists or can be made, e.g. "
                "/var/lib/tabled/table.sqlite")
-    if "\0" in value:
-        problems.add("store.path", value, f"{allowed} (a path cannot hold a NUL character)")
+    if _holds_nul(problems, "store.path", value, allowed):
         return
     try:
         _check_store_path(problems, value, allowed)
@@ -145,8 +153,7 @@ def check_control_socket(problems: ConfigProblems, value: str) -> None:
     if size > MAX_SOCKET_PATH_BYTES:
         problems.add("control.socket", value, f"{allowed} (this one is {size} bytes)")
         return
-    if "\0" in value:
-        problems.add("control.socket", value, f"{allowed} (a path cannot hold a NUL character)")
+    if _holds_nul(problems, "control.socket", value, allowed):
         return
     path = Path(value)
     try:

@@ -222,24 +222,33 @@ def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int
     return exitcodes.INTEGRITY_FAILURE
 
 
-def _verify_offline(args: argparse.Namespace) -> int:
-    """Verify a store file without the daemon. The file is copied first (with its WAL) so
-    the check can never change the evidence; the key and anchor are read where they are."""
-    from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
-    from controller.memory.lifecycle import missing_store, verify_file
+def _no_store_file(args: argparse.Namespace, source: Path) -> int:
+    """No store file at --store: with this table's key still where it was, its store is gone
+    (an integrity failure, in the boot check's own words); without, a wrong path."""
+    from controller.memory.critical import CriticalPaths, IntegrityError, load_key
+    from controller.memory.lifecycle import missing_store
 
-    source = Path(args.store)
-    # A path with no file name ('.', '/') names no store, nor a key beside one.
-    paths = CriticalPaths.for_store(source, args.critical_dir) if source.name else None
-    if paths is None or not is_store_file(source):
-        if paths is not None and os.path.exists(paths.key):
-            # this table's store is gone: the boot check's own words
+    if source.name:  # '.' or '/' names no store, nor a key beside one
+        paths = CriticalPaths.for_store(source, args.critical_dir)
+        if os.path.exists(paths.key):  # os.path: a name too long is no key, not an error
             try:
                 missing_store(paths, load_key(paths))
             except IntegrityError as exc:
                 return _report_broken(args, f"{exc.check}: {exc.detail}", source=str(source))
-        print(f"tablectl: no store file at {source}", file=sys.stderr)
-        return exitcodes.BAD_ARGUMENTS
+    print(f"tablectl: no store file at {source}", file=sys.stderr)
+    return exitcodes.BAD_ARGUMENTS
+
+
+def _verify_offline(args: argparse.Namespace) -> int:
+    """Verify a store file without the daemon. The file is copied first (with its WAL) so
+    the check can never change the evidence; the key and anchor are read where they are."""
+    from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.memory.lifecycle import verify_file
+
+    source = Path(args.store)
+    if not is_store_file(source):
+        return _no_store_file(args, source)
+    paths = CriticalPaths.for_store(source, args.critical_dir)
     try:
         with tempfile.TemporaryDirectory(prefix="tablectl-verify-") as tmp:
             copy = copy_store(source, Path(tmp))

@@ -168,8 +168,8 @@ def _validate(args: argparse.Namespace) -> int:
     import tomllib
 
     from controller.config import DEVICE_SECTIONS, ConfigError, load_config
-    from controller.text_files import read_toml
     from controller.rules.submission import SubmissionError, load_submission
+    from controller.text_files import read_toml
 
     try:
         sections = set(read_toml(args.file))

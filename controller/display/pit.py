@@ -29,9 +29,9 @@ from typing import Any
 
 import structlog
 
-from controller.text_files import read_toml
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.logsetup import configure_logging
+from controller.text_files import read_toml
 
 log = structlog.get_logger("display.pit")
 

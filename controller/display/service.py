@@ -31,7 +31,6 @@ from typing import Any
 
 import structlog
 
-from controller.text_files import read_toml
 from controller.config import ConfigError
 from controller.control import ControlClient, ControlError
 from controller.display.board import LIVE, ROADS, TOPICS, Board
@@ -42,6 +41,7 @@ from controller.display.settings import (
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.logsetup import configure_logging
 from controller.sdnotify import SdNotifier
+from controller.text_files import read_toml
 
 log = structlog.get_logger("display")
 

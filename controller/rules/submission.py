@@ -15,7 +15,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from controller.text_files import read_toml
 from controller.errors import MISSING, ConfigProblems, ConfigurationError
 from controller.rules.hand21 import NATURAL_RULES as NATURAL_RULES_681A
 from controller.rules.money import Rounding, parse_odds
@@ -37,6 +36,7 @@ from controller.rules.submission_types import (  # re-exported: callers read the
     VigorishConfig,
     WagerConfig,
 )
+from controller.text_files import read_toml
 
 __all__ = [
     "CutConfig", "GameConfig", "MIN_CUT_CARDS", "Submission", "SubmissionError", "TableConfig",
