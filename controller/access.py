@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.errors import shown_setting
+
 # Linux's SO_PEERGROUPS (since 4.13; absent from Python's socket module): the peer's
 # supplementary groups as they were when it connected.
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)
@@ -123,7 +125,7 @@ def parse_access(section: Mapping[str, Any], problems: list[str]) -> AccessConfi
         if ok and key.endswith("_group"):
             ok = bool(value.strip())
         if not ok:
-            problems.append(f"access.{key} = {value!r}: not allowed; allowed: {allowed}")
+            problems.append(f"access.{key} = {shown_setting(value)}: not allowed; allowed: {allowed}")
             continue
         values[key] = float(value) if key.endswith("_s") else \
             tuple(value) if key == "trusted_uids" else value

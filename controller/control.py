@@ -33,13 +33,14 @@ import structlog
 from controller.access import AccessConfig, AccessPolicy, Caller, Role
 from controller.auth import PinGuard, PinPolicy, PinRefused
 from controller.control_args import (
-    MAX_NAME_CHARS, MAX_PIN_CHARS, NO_ARGS, Arg, BadArgument, Params, escaped, shown, valid_text,
+    MAX_NAME_CHARS, MAX_PIN_CHARS, NO_ARGS, Arg, BadArgument, Params, escaped, valid_text,
     whole,
 )
 from controller.control_stream import HISTORY_PAGE as HISTORY_PAGE
 from controller.control_stream import RECENT_EVENTS as RECENT_EVENTS
 from controller.control_session import serve_requests
 from controller.control_stream import EventStreams, History
+from controller.errors import shown
 from controller.control_wire import (
     auth_name, bad_request, command_and_args, parse_request, send,
 )
@@ -350,7 +351,7 @@ class ControlServer:
         if auth is None:
             auth = {}
         if not isinstance(auth, Mapping):
-            raise bad_request(f"'auth' = {auth!r}: allowed: an object "
+            raise bad_request(f"'auth' = {shown(auth)}: allowed: an object "
                               "{\"supervisor\": NAME, \"pin\": DIGITS}")
         who, pin = auth.get("supervisor", ""), auth.get("pin", "")
         if not isinstance(who, str) or not isinstance(pin, str):

@@ -11,30 +11,15 @@ filled in, so nothing a client sends reaches the store, the log or a rule unchec
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.errors import CommandError
+from controller.errors import CommandError, shown
 
 MAX_TEXT_CHARS = 256  # a dealer's name, a reason, an event kind: all far shorter
 MAX_NAME_CHARS = 64  # a supervisor's name (controller/auth.py cuts a logged name there)
 MAX_PIN_CHARS = 12  # a PIN is 4 to 12 digits (controller/auth.hash_pin)
-
-_shown = reprlib.Repr()
-_shown.maxstring = 60
-_shown.maxother = 60
-_shown.maxlong = 40
-_shown.maxlevel = 3
-
-
-def shown(value: object) -> str:
-    """A client's value as it is quoted back and logged: cut to a readable length, nested
-    values to three levels, and a lone surrogate written as its escape (repr never gives
-    one as is), so the text can always be encoded."""
-    return _shown.repr(value)
-
 
 def valid_text(value: str) -> bool:
     """Text that UTF-8 can encode: no lone surrogate."""

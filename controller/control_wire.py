@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from controller.errors import CommandError
+from controller.errors import CommandError, shown
 from controller.memory.macs import KNOWN_JSON_STRINGS as _KNOWN
 from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
 from controller.memory.macs import float_text, int_text, json_string, known_json_string
@@ -57,7 +57,7 @@ def parse_request(line: bytes) -> dict[str, Any]:
 def command_and_args(request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     name = request.get("cmd")
     if not isinstance(name, str):
-        raise bad_request(f"'cmd' = {name!r}: allowed: a command name (a string)")
+        raise bad_request(f"'cmd' = {shown(name)}: allowed: a command name (a string)")
     args = request.get("args")
     if args is None:
         args = {}

@@ -9,6 +9,7 @@ class (`ValueError`, `LookupError`, `ConnectionError`) it stays a second base.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping
 
 
@@ -33,6 +34,35 @@ class RulesError(ControllerError, ValueError):
 
 class LinkError(ControllerError):
     """A peer the controller talks to (the daemon, the witness) did not answer as needed."""
+
+
+def _cut_at(chars: int, items: int) -> reprlib.Repr:
+    cut = reprlib.Repr()
+    cut.maxstring = cut.maxother = chars
+    cut.maxlong = 40
+    cut.maxlevel = 3
+    cut.maxlist = cut.maxtuple = cut.maxset = cut.maxfrozenset = cut.maxdict = items
+    return cut
+
+
+_client_value = _cut_at(60, 6)
+# A setting's value is shown at more length: a path is named whole up to 200 characters
+# (a longer one by its start and end), a list of pins or seats to 32 items.
+_setting_value = _cut_at(200, 32)
+
+
+def shown(value: object) -> str:
+    """A client's refused value as a reply quotes it back and a log line records it: cut to
+    a readable length, nested values to three levels, and a lone surrogate written as its
+    escape (repr never gives one as is), so the text can always be encoded."""
+    return _client_value.repr(value)
+
+
+def shown_setting(value: object) -> str:
+    """A configuration value as a refusal quotes it (`ConfigProblems`): the same, at the
+    lengths settings run to, so that a 5,000-digit number or a megabyte of text in a file is
+    named by its start and end rather than printed whole."""
+    return _setting_value.repr(value)
 
 
 MISSING = object()
@@ -60,7 +90,7 @@ class ConfigProblems:
         self.items.append(self._named + line)
 
     def add(self, key: str, value: object, allowed: str) -> None:
-        self._put(f"{key} = {value!r}: not allowed; allowed: {allowed}")
+        self._put(f"{key} = {shown_setting(value)}: not allowed; allowed: {allowed}")
 
     def missing(self, key: str, allowed: str) -> None:
         self._put(f"{key}: missing; allowed: {allowed}")
@@ -74,7 +104,7 @@ class ConfigProblems:
 
     def wrong(self, key: str, value: object, allowed: str) -> None:
         """The Rules Submission's form: `allowed` says what the key must be."""
-        self._put(f"{key} = {'(missing)' if value is MISSING else repr(value)}: {allowed}")
+        self._put(f"{key} = {'(missing)' if value is MISSING else shown_setting(value)}: {allowed}")
 
     def unknown_keys(self, path: str, table: Mapping[str, object],
                      allowed: tuple[str, ...]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.errors import ControllerError
+from controller.errors import ControllerError, shown_setting
 
 DIST_NAME = "baccarat-table-controller"
 PACKAGES = ("cards", "controller", "drivers", "firmware_bridge", "hil")
@@ -98,7 +98,7 @@ def parse_software(section: Mapping[str, Any], problems: list[str]) -> SoftwareC
             problems.append(f"software.{key}: unknown key; allowed keys: "
                             f"{', '.join(sorted(SOFTWARE_KEYS))}")
         elif not isinstance(value, str) or not value or (key == "verify" and value not in MODES):
-            problems.append(f"software.{key} = {value!r}: not allowed; allowed: "
+            problems.append(f"software.{key} = {shown_setting(value)}: not allowed; allowed: "
                             f"{SOFTWARE_KEYS[key]}")
         else:
             values[key] = value

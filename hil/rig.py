@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.errors import shown_setting
 from controller.text_files import read_toml
 from drivers.seats import MAX_SEATS, SeatPins
 
@@ -135,7 +136,7 @@ def _get(table: Mapping[str, Any], key: str, where: str, kind: type | tuple[type
     value = table[key]
     if not isinstance(value, kind) or isinstance(value, bool):
         names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-        raise RigConfigError(f"{where}.{key} = {value!r}: expected {names}")
+        raise RigConfigError(f"{where}.{key} = {shown_setting(value)}: expected {names}")
     return value
 
 
@@ -155,7 +156,7 @@ def _beside(folder: Path, value: str | None) -> str | None:
 def _pin(table: Mapping[str, Any], key: str, where: str) -> int | str:
     value = _get(table, key, where, (int, str))
     if isinstance(value, int) and not 0 <= value <= 53 or value == "":
-        raise RigConfigError(f"{where}.{key} = {value!r}: expected {PIN_ALLOWED}")
+        raise RigConfigError(f"{where}.{key} = {shown_setting(value)}: expected {PIN_ALLOWED}")
     return value  # type: ignore[no-any-return]
 
 

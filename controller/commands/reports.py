@@ -13,7 +13,7 @@ from typing import Any
 from controller import __version__
 from controller.commands.host import CommandHost
 from controller.control import ControlError, event_json
-from controller.control_args import shown
+from controller.errors import shown
 from controller.events import KINDS
 from controller.table.state import colour_name, wager_json
 

@@ -39,6 +39,7 @@ from controller.display.settings import (
     SECTION, ClientLimits, DisplayServiceConfig, parse_display_service, parse_listen,
 )
 from controller.display.web import Response, WebServer, sse_message, static_file
+from controller.errors import shown_setting
 from controller.logsetup import configure_logging
 from controller.sdnotify import SdNotifier
 from controller.text_files import read_toml
@@ -70,7 +71,7 @@ def service_config(config_path: str) -> DisplayServiceConfig:
     """The table configuration's `[display_service]`: where to listen, the client limits."""
     section = _read_config(config_path).get(SECTION, {})
     if not isinstance(section, dict):
-        raise ConfigError(config_path, [f"{SECTION} = {section!r}: not allowed; allowed: a "
+        raise ConfigError(config_path, [f"{SECTION} = {shown_setting(section)}: not allowed; allowed: a "
                                         f"table [{SECTION}]"])
     config, problems = parse_display_service(section)
     if problems:
@@ -98,7 +99,7 @@ def table_info(config_path: str) -> tuple[dict[str, Any], str]:
     control: dict[str, Any] = data["control"] if isinstance(data.get("control"), dict) else {}
     socket_path = control.get("socket", DEFAULT_SOCKET)
     if not isinstance(socket_path, str) or not socket_path:
-        raise ConfigError(config_path, [f"control.socket = {socket_path!r}: allowed: the "
+        raise ConfigError(config_path, [f"control.socket = {shown_setting(socket_path)}: allowed: the "
                                         "path of tabled's control socket"])
     limits = [{"wager": w.key, "min_cents": w.min_cents, "max_cents": w.max_cents}
               for w in submission.wagers if w.min_cents is not None or w.max_cents is not None]

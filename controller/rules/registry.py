@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from controller.errors import ConfigurationError
+from controller.errors import ConfigurationError, shown_setting
 from controller.rules.wager import WagerRule
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class WagerConfigError(ConfigurationError):
     """
 
     def __init__(self, option: str, value: object, allowed: str) -> None:
-        super().__init__(f"{option} = {value!r}: {allowed}")
+        super().__init__(f"{option} = {shown_setting(value)}: {allowed}")
         self.option = option
         self.value = value
         self.allowed = allowed

@@ -78,6 +78,12 @@ BAD_REQUESTS = [
      "player, tie (text of 1 to 256 characters, no lone surrogates)"),
     ({"cmd": "place_wager", "args": {"wager": "banker", "amount_cents": 500}},
      "'seat' is required: a whole number 1 to 14"),
+    # A wrong 'cmd' or 'auth' of thousands of items is quoted by its start, as any argument.
+    ({"cmd": list(range(5000))}, "'cmd' = [0, 1, 2, 3, 4, 5, ...]: allowed: a command name (a "
+                                 "string)"),
+    ({"cmd": "acknowledge_fault", "auth": "a" * 5000},
+     f"'auth' = '{'a' * 27}...{'a' * 28}': allowed: an object {{\"supervisor\": NAME, \"pin\": "
+     "DIGITS}"),
 ]
 
 

@@ -95,6 +95,15 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
      "control.socket = '/run/a\\x00.sock': not allowed; allowed: a Unix socket path of at "
      "most 107 bytes, not an existing file or folder, e.g. /run/tabled/control.sock (a path "
      "cannot hold a NUL character)"),
+    # pyserial opened a port named with a NUL only in play, as a device fault.
+    ("shoe-url-holds-a-nul",
+     lambda tmp: _sub('url = "/dev/baccarat-shoe"', 'url = "/dev/baccarat\\u0000shoe"'),
+     "shoe.url = '/dev/baccarat\\x00shoe': not allowed; allowed: a serial URL with no NUL "
+     "character: /dev/ttyUSB0, /dev/baccarat-shoe, socket://host:port"),
+    ("display-url-holds-a-nul",
+     lambda tmp: SIMULATED + '\n[display]\nenabled = true\nurl = "/dev/tty\\u0000USB1"\n',
+     "display.url = '/dev/tty\\x00USB1': not allowed; allowed: a serial URL with no NUL "
+     "character, e.g. /dev/ttyUSB1"),
     ("socket-path-over-108-bytes",
      lambda tmp: _sub('socket = "/run/tabled/control.sock"',
                       f'socket = "/run/tabled/{"s" * 120}.sock"'),
@@ -104,6 +113,16 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
      "control.socket = '{tmp}/control.sock': not allowed; allowed: a Unix socket path of at "
      "most 107 bytes, not an existing file or folder, e.g. /run/tabled/control.sock (this is "
      "an existing file that is not a socket; the daemon replaces only a socket it left behind)"),
+    # A value of thousands of characters is named by its start and end, not printed whole
+    # (the refusal of a 3,000-digit seat count was a 3,000-character line).
+    ("seats-3000-digits",
+     lambda tmp: _sub("seats = 10 ", f"seats = 1{'0' * 2998}7 "),
+     "table.seats = 100000000000000000...0000000000000000007: must be 10..14 (631a.2(a), "
+     "game.family = 'baccarat')"),
+    ("variant-3000-characters",
+     lambda tmp: _sub('variant = "standard"', f'variant = "a{"y" * 2998}z"'),
+     "game.variant = 'a" + "y" * 96 + "..." + "y" * 97 + "z': must be one of 'standard', "
+     "'ez', 'commission-free'"),
     ("shuffler-backend-module-missing",
      lambda tmp: _sub('backend = "hil.usb_shuffler:get_backend"',
                       'backend = "hil.no_such_backend:get_backend"'),
@@ -146,6 +165,7 @@ def test_config_validate_refuses_it_naming_the_key(hostile, capsys):
     out = capsys.readouterr().out
     assert expected in out
     assert out.endswith("1 error(s)\n"), out  # exactly this one problem, nothing collateral
+    assert max(map(len, out.splitlines())) < 1_000, out  # no value printed thousands long
 
 
 def test_the_daemon_refuses_it_at_start_naming_the_key(hostile, capsys):

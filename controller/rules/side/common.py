@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
+from controller.errors import shown_setting
 from controller.rules.baccarat import Hand
 from controller.rules.money import Rounding, payout_cents, round_cents
 from controller.rules.par import (
@@ -46,7 +47,7 @@ class SideWagerConfigError(WagerConfigError):
     def __init__(self, key: str, option: str, value: object, allowed: str) -> None:
         super().__init__(option, value, allowed)
         self.key = key
-        self.args = (f"wagers.{key}.{option} = {value!r}: {allowed}",)
+        self.args = (f"wagers.{key}.{option} = {shown_setting(value)}: {allowed}",)
 
 
 # --- what a paytable line pays ---------------------------------------------------------------
