@@ -30,7 +30,9 @@ from typing import Any
 import structlog
 
 from controller.display.web import Response, WebServer, sse_message, static_file
+from controller.errors import shown
 from controller.logsetup import configure_logging
+from controller.rules.submission import MAX_TABLE_ID_CHARS
 from controller.text_files import read_toml
 
 log = structlog.get_logger("display.pit")
@@ -53,39 +55,48 @@ class PitBoard:
         return [self.base + "+/status", self.base + "+/alive", self.base + "+/progressive/+/+"]
 
     def apply(self, topic: str, payload: bytes) -> str | None:
-        """One message; returns the table it changed, or None (ignored, or not newer)."""
+        """One message; returns the table it changed, or None (ignored, or not newer).
+
+        Anything on the broker may publish under the tables' prefix (a table of another
+        version, a test tool, a mistake): a message this board cannot show is logged and
+        dropped whole, so the table keeps its last good view, no table is made up from a
+        stray topic, and the page's stream goes on."""
         if not topic.startswith(self.base) or not payload:
             return None  # an empty retained message is a deletion: the table was cleared
         parts = topic[len(self.base):].split("/")
+        leaf = "/".join(parts[1:2]) if parts[1:] in (["alive"], ["status"]) else \
+            "progressive" if len(parts) == 4 and parts[1] == "progressive" else None
+        if leaf is None:
+            return None
         try:
             body = json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            log.warning("pit_message_unreadable", topic=topic)
+        except ValueError:  # not UTF-8, not JSON, or a number of over 4,300 digits
+            log.warning("pit_message_unreadable", topic=topic[:200])
             return None
-        if not isinstance(body, dict):
+        wrong = _what_is_wrong(parts[0], leaf, body)
+        if wrong is not None:
+            log.warning("pit_message_refused", topic=topic[:200], wrong=wrong)
             return None
         table = self.tables.setdefault(parts[0], {"table_id": parts[0], "alive": None,
                                                   "status": None, "meters": {}})
-        if parts[1:] == ["alive"]:
-            table["alive"] = body.get("alive")
-        elif parts[1:] == ["status"]:
+        if leaf == "alive":
+            table["alive"] = body["alive"]
+        elif leaf == "status":
             old = table["status"]
             # A late copy of an older status (the sequence starts again at a restart; the
             # time it was taken does not).
-            if old is not None and body.get("at", 0) < old.get("at", 0):
+            if old is not None and body["at"] < old["at"]:
                 return None
             table["status"] = body
-        elif len(parts) == 4 and parts[1] == "progressive":
+        else:
             key = f"{parts[2]}/{parts[3]}"
             old = table["meters"].get(key)
-            if old is not None and body.get("sequence", 0) < old.get("sequence", 0) \
+            if old is not None and body["sequence"] < old["sequence"] \
                     and not body.get("linked"):
                 return None
             table["meters"][key] = {"amount_cents": body.get("amount_cents"),
                                     "linked": bool(body.get("linked")),
-                                    "sequence": body.get("sequence")}
-        else:
-            return None
+                                    "sequence": body["sequence"]}
         return parts[0]
 
     def view(self, table_id: str) -> dict[str, Any]:
@@ -107,6 +118,73 @@ class PitBoard:
         return sse_message(TOPIC, {"feed": {"connected": self.feed_connected},
                                    "full": table_ids is None,
                                    "tables": [self.view(t) for t in ids]})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _dicts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+# What a table's status message must hold for the page to show it (the table's side:
+# controller/progressive/pit_feed.py `status_payload`); a key may be absent where the page
+# shows a dash.
+_STATUS_SHAPE: dict[str, tuple[Any, str]] = {
+    "at": (_number, "the time the status was taken, in seconds"),
+    "sequence": (lambda v: v is None or _whole(v), "a whole number"),
+    "table_id": (_text_or_none, "text"),
+    "state": (_text_or_none, "text"),
+    "game": (_text_or_none, "text"),
+    "variant": (_text_or_none, "text"),
+    "shoe": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "round": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "witness": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "link": (lambda v: isinstance(v, dict) and all(map(_text_or_none, v.values())),
+             "an object of progressives, each null or the reason it is down"),
+    "results": (_dicts, "a list of objects"),
+    "faults": (lambda v: _dicts(v) and all(
+        isinstance(f.get("device"), str) and isinstance(f.get("code"), str)
+        and _number(f.get("since")) and _text_or_none(f.get("detail"))
+        and _text_or_none(f.get("action")) for f in v),
+        "a list of faults, each with text device and code and a number since"),
+    "meters": (lambda v: _dicts(v) and all(
+        isinstance(m.get("progressive"), str) and isinstance(m.get("level"), str)
+        and (m.get("amount_cents") is None or _whole(m.get("amount_cents"))) for m in v),
+        "a list of meters, each with text progressive and level and whole amount_cents"),
+}
+
+
+def _what_is_wrong(table_id: str, leaf: str, body: Any) -> str | None:
+    """Why the board cannot show this message (None: it can)."""
+    if not 0 < len(table_id) <= MAX_TABLE_ID_CHARS or not table_id.isprintable():
+        return f"the table id in the topic: allowed: 1 to {MAX_TABLE_ID_CHARS} printable characters"
+    if not isinstance(body, dict):
+        return "the message: allowed: a JSON object"
+    if leaf == "alive":
+        return None if isinstance(body.get("alive"), str) else \
+            f"alive = {shown(body.get('alive'))}: allowed: text, e.g. online or lost"
+    if leaf == "progressive":
+        if not _whole(body.get("sequence")):
+            return f"sequence = {shown(body.get('sequence'))}: allowed: a whole number"
+        amount = body.get("amount_cents")
+        return None if amount is None or _whole(amount) else \
+            f"amount_cents = {shown(amount)}: allowed: a whole number of cents"
+    if "at" not in body:
+        return "at: missing; allowed: the time the status was taken, in seconds"
+    for key, (fits, allowed) in _STATUS_SHAPE.items():
+        if key in body and not fits(body[key]):
+            return f"{key} = {shown(body[key])}: allowed: {allowed}"
+    return None
 
 
 class PitService:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 
@@ -47,7 +48,71 @@ def test_what_the_board_ignores() -> None:
     assert board.apply(f"{BASE}/PIT-01/status", b"[1, 2]") is None
     assert board.apply("casino/other-site/tables/PIT-01/status", status("PIT-01", 1, 1)) is None
     assert board.apply(f"{BASE}/PIT-01/something/else", b"{}") is None
-    assert list(board.tables) == ["PIT-01"] and board.view("PIT-01")["alive"] == "unknown"
+    # None of them made up a table (a stray topic used to put an empty PIT-01 on the page).
+    assert board.tables == {}
+
+
+def good_board() -> PitBoard:
+    board = PitBoard("casino", "pit-1")
+    board.apply(f"{BASE}/PIT-01/alive", b'{"alive":"online","table_id":"PIT-01"}')
+    board.apply(f"{BASE}/PIT-01/status", status("PIT-01", 20.0, 7))
+    board.apply(f"{BASE}/PIT-01/progressive/h9/progressive",
+                b'{"amount_cents":1000150,"sequence":4,"linked":false}')
+    return board
+
+
+def with_key(key: str, value: object) -> bytes:
+    body = json.loads(status("PIT-01", 30.0, 8, "dealing"))
+    body[key] = value
+    return json.dumps(body).encode()
+
+
+# Messages anyone on the broker could publish under the tables' prefix. Before, the first
+# five raised out of `apply` (TypeError, ValueError) in the loop's callback, and the meters,
+# faults and link ones were kept and then raised in `message()`, which ended the task that
+# pushes changes to the browsers: the page stopped updating until the service restarted.
+HOSTILE_MESSAGES = [
+    ("status", with_key("at", "later"), "at = 'later': allowed: the time the status was taken"),
+    ("status", b'{"at": ' + b"9" * 5000 + b"}", None),
+    ("progressive/h9/progressive", b'{"amount_cents": 5, "sequence": "x"}',
+     "sequence = 'x': allowed: a whole number"),
+    ("progressive/h9/progressive", b'{"amount_cents": 1.5, "sequence": 9}',
+     "amount_cents = 1.5: allowed: a whole number of cents"),
+    ("alive", b'{"alive": 7}', "alive = 7: allowed: text, e.g. online or lost"),
+    ("status", with_key("meters", "abc"), "meters = 'abc': allowed: a list of meters"),
+    ("status", with_key("meters", [{"level": "x"}]), "meters = [{'level': 'x'}]: allowed"),
+    ("status", with_key("faults", [{"device": "shoe"}]), "faults = [{'device': 'shoe'}]"),
+    ("status", with_key("faults", "shoe jam"), "faults = 'shoe jam': allowed: a list of faults"),
+    ("status", with_key("link", {"h9": 5}), "link = {'h9': 5}: allowed: an object of"),
+    ("status", with_key("results", [1, 2]), "results = [1, 2]: allowed: a list of objects"),
+    ("status", with_key("shoe", "eight decks"), "shoe = 'eight decks': allowed: an object"),
+    ("status", with_key("state", ["dealing"]), "state = ['dealing']: allowed: text"),
+    ("status", json.dumps({"state": "dealing"}).encode(), "at: missing; allowed"),
+    ("status", json.dumps(["at", 1]).encode(), "the message: allowed: a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("leaf", "payload", "named"), HOSTILE_MESSAGES,
+                         ids=[f"{leaf}-{i}" for i, (leaf, _, _) in enumerate(HOSTILE_MESSAGES)])
+def test_a_message_the_page_cannot_show_is_dropped_and_named(leaf, payload, named, capsys):
+    board = good_board()
+    before = board.message()
+    assert board.apply(f"{BASE}/PIT-01/{leaf}", payload) is None
+    assert board.message() == before  # the table keeps its last good view, whole
+    logged = capsys.readouterr().out
+    if named is None:
+        assert "pit_message_unreadable" in logged
+    else:
+        assert "pit_message_refused" in logged and named in logged, logged
+
+
+def test_a_table_id_the_page_cannot_show_makes_no_table(capsys) -> None:
+    board = PitBoard("casino", "pit-1")
+    assert board.apply(f"{BASE}/{'T' * 65}/alive", b'{"alive":"online"}') is None
+    assert board.apply(f"{BASE}/PIT\u000701/alive", b'{"alive":"online"}') is None
+    assert board.tables == {}
+    assert "the table id in the topic: allowed: 1 to 64 printable characters" \
+        in capsys.readouterr().out
 
 
 def test_one_message_carries_every_changed_table() -> None:
@@ -79,3 +144,29 @@ def test_the_broker_and_site_come_from_a_table_configuration_or_the_arguments(
                                          prefix=None))
     with pytest.raises(SystemExit, match="--broker HOST:PORT and --site NAME"):
         feed_settings(argparse.Namespace(config=None, broker=("h", 1), site=None, prefix=None))
+
+
+async def test_the_page_goes_on_updating_after_a_message_it_cannot_show() -> None:
+    """The service end to end from paho's hand-off (`_apply`) to what it publishes to the
+    browsers: before, a status whose meters were text ended the pushing task, and every
+    later change reached no browser."""
+    from controller.display.pit import PitService
+
+    service = PitService("127.0.0.1", 1, "casino", "pit-1")
+    sent: list[bytes] = []
+    service.web.publish = lambda topic, message: sent.append(message)  # type: ignore[method-assign]
+    pusher = asyncio.create_task(service.push_changes())
+    try:
+        service._apply(f"{BASE}/PIT-01/status", with_key("meters", "abc"))
+        await asyncio.sleep(0.05)
+        service._apply(f"{BASE}/PIT-02/status", status("PIT-02", 40.0, 1, "dealing"))
+        for _ in range(100):
+            if sent or pusher.done():
+                break
+            await asyncio.sleep(0.02)
+        assert not pusher.done()
+        [message] = sent
+        body = json.loads(message.split(b"data: ", 1)[1])
+        assert [(t["table_id"], t["state"]) for t in body["tables"]] == [("PIT-02", "dealing")]
+    finally:
+        pusher.cancel()
