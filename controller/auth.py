@@ -48,7 +48,7 @@ NAME_SHOWN_CHARS = 64  # a name longer than this is cut in the log (it is a gues
 
 
 def hash_pin(pin: str, *, iterations: int = ITERATIONS, salt: bytes | None = None) -> str:
-    if not (pin.isdigit() and 4 <= len(pin) <= 12):
+    if not (pin.isdecimal() and 4 <= len(pin) <= 12):
         raise ValueError("a PIN is 4 to 12 digits")
     salt = salt if salt is not None else secrets.token_bytes(16)
     digest = hashlib.pbkdf2_hmac("sha256", pin.encode(), salt, iterations)

@@ -168,7 +168,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         seats_t = {}
     for seat_key, wiring in seats_t.items():
         path = f"gpio.seats.{seat_key}"
-        if not (seat_key.isdigit() and 1 <= int(seat_key) <= MAX_SEATS):
+        if not (seat_key.isdecimal() and 1 <= int(seat_key) <= MAX_SEATS):
             c.report.add(path, wiring, f"seat numbers 1 to {MAX_SEATS} (631a.2(a))")
             continue
         if not isinstance(wiring, Mapping):
@@ -298,7 +298,7 @@ def _loopback_address(text: str) -> tuple[str, int] | None:
     """'127.0.0.1:9464' -> ('127.0.0.1', 9464); None if empty or not a loopback HOST:PORT."""
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or host not in METRICS_HOSTS:
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535 or host not in METRICS_HOSTS:
         return None
     return host, int(port)
 

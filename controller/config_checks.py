@@ -198,7 +198,7 @@ def check_pin_hash(problems: ConfigProblems, name: str, digest: object) -> str |
         problems.add(key, digest, allowed)
         return None
     _, iterations, salt, hashed = parts
-    if not iterations.isdigit():
+    if not iterations.isdecimal():
         problems.add(key, digest, allowed)
         return None
     if not MIN_PIN_ITERATIONS <= int(iterations) <= MAX_PIN_ITERATIONS:

@@ -47,7 +47,7 @@ def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
     card = os.environ.get(CARD_CRASH_ENV, "")
     if card:
         index, _, once = card.partition(":")
-        if not (index.isdigit() and once):
+        if not (index.isdecimal() and once):
             raise ValueError(f"{CARD_CRASH_ENV} = {card!r}: expected 'index:path', e.g. 7:/tmp/once")
         _card_crash = (int(index), once)
     spec = os.environ.get(CRASH_ENV, "") if spec is None else spec

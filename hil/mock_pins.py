@@ -57,7 +57,7 @@ BRIDGE_CLIENT_TIMEOUT_S = 5.0
 
 
 def _pin_name(token: str) -> int | str:
-    return int(token) if token.isdigit() else token
+    return int(token) if token.isdecimal() else token
 
 
 def chip_directory(bridge_socket: str) -> str:
@@ -290,7 +290,7 @@ def main(argv: list[str]) -> int:
     table's "Let another program hold the seat pins", hil/practice_service.py)."""
     import sys
 
-    if len(argv) < 3 or argv[0] != "hold" or not all(p.isdigit() for p in argv[2:]):
+    if len(argv) < 3 or argv[0] != "hold" or not all(p.isdecimal() for p in argv[2:]):
         print("usage: python -m hil.mock_pins hold BRIDGE_SOCKET PIN...", file=sys.stderr)
         return 2
     try:

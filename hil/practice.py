@@ -205,7 +205,7 @@ class PracticeControls:
 
     def _seat(self, text: str) -> int:
         seats = sorted(self.sensor_pins)
-        if not text.strip().isdigit() or int(text) not in self.sensor_pins:
+        if not text.strip().isdecimal() or int(text) not in self.sensor_pins:
             raise PracticeError(f"seat {text!r}: allowed: one of {seats[0]} to {seats[-1]}")
         return int(text)
 
@@ -228,7 +228,7 @@ class PracticeControls:
 
     async def remove_cards(self, form: dict[str, str]) -> str:
         text = form.get("cards", "").strip() or "2"
-        if not text.isdigit() or not 1 <= int(text) <= 52:
+        if not text.isdecimal() or not 1 <= int(text) <= 52:
             raise PracticeError(f"cards {text!r}: allowed: a number of cards, 1 to 52")
         held = self._held()
         self._shuffler(f"REMOVE_CARD {held} {text}")
@@ -293,7 +293,7 @@ class PracticePage:
             lines = head.decode("latin-1").split("\r\n")
             method, path = (lines[0].split(" ") + ["", ""])[:2]
             length = next((int(v) for k, _, v in (line.partition(":") for line in lines[1:])
-                           if k.strip().lower() == "content-length" and v.strip().isdigit()), 0)
+                           if k.strip().lower() == "content-length" and v.strip().isdecimal()), 0)
             body = await reader.readexactly(min(length, MAX_REQUEST_BYTES)) if length else b""
             form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
             if method == "GET" and path == "/":

@@ -187,7 +187,7 @@ def _gpio(gpio: Mapping[str, Any], seats_table: Mapping[str, Any], folder: Path)
             "import path 'module:attr' to a factory the relay board drives")
     seats: dict[int, SeatPins] = {}
     for key, pins in seats_table.items():
-        if not key.isdigit() or not 1 <= int(key) <= MAX_SEATS or not isinstance(pins, dict):
+        if not key.isdecimal() or not 1 <= int(key) <= MAX_SEATS or not isinstance(pins, dict):
             raise RigConfigError(f"seats.{key}: expected '<seat number 1-{MAX_SEATS}> = "
                                  "{ sensor_pin = PIN, led_pin = PIN }' (631a.2(a))")
         _known(pins, f"seats.{key}", {"sensor_pin", "led_pin"})

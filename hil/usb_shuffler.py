@@ -787,8 +787,8 @@ class ShufflerControlServer:
         verb, args = words[0].upper(), words[1:]
         d = self.device
         try:
-            n = [int(a) for a in args if a.isdigit()]
-            colours = [_colour(a) for a in args if not a.isdigit()]
+            n = [int(a) for a in args if a.isdecimal()]
+            colours = [_colour(a) for a in args if not a.isdecimal()]
             if verb == "PING":
                 return "OK"
             if verb == "STATUS":

@@ -71,7 +71,7 @@ def record_width() -> int | None:
     """The width to wrap a stream of records (event lines) to: the terminal's, or $COLUMNS
     when set; None when piped without $COLUMNS, so that each record stays one line for
     `grep` (--json is the form for scripts)."""
-    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+    if os.environ.get("COLUMNS", "").isdecimal() or sys.stdout.isatty():
         return terminal_width()
     return None
 

@@ -118,7 +118,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def _meter(text: str) -> tuple[str, int]:
     level, _, cents = text.partition("=")
-    if not level.strip() or not cents.strip().isdigit():
+    if not level.strip() or not cents.strip().isdecimal():
         raise ValueError(f"--meter {text!r}: expected LEVEL=CENTS, e.g. minor=200000")
     return level.strip(), int(cents)
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from controller.display.settings import parse_listen
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.errors import shown
 from controller.logsetup import configure_logging
@@ -283,11 +284,11 @@ class PitService:
 
 
 def _host_port(text: str, what: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"{what} {text!r}: allowed: HOST:PORT, e.g. "
+    parsed = parse_listen(text) if text.rpartition(":")[0].strip("[]") else None
+    if parsed is None:
+        raise argparse.ArgumentTypeError(f"{what} {shown(text)}: allowed: HOST:PORT, e.g. "
                                          "127.0.0.1:1883")
-    return host, int(port)
+    return parsed
 
 
 def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
@@ -309,7 +310,12 @@ def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
     if not host or not site:
         raise SystemExit("tablepit: the broker and the site are needed: --broker HOST:PORT and "
                          "--site NAME, or --config with an [mqtt] section")
-    return str(host), int(port), str(prefix), str(site)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port <= 65535 \
+            or parse_listen(f"{host}:{port}") is None:
+        raise SystemExit(f"tablepit: --config {args.config}: [mqtt] host = {shown(host)}, port "
+                         f"= {shown(port)}: allowed: a host name or address and a port 1 to "
+                         "65535 (tabled's own check: tablectl config validate)")
+    return str(host), port, str(prefix), str(site)
 
 
 async def serve(args: argparse.Namespace) -> int:

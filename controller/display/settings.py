@@ -71,9 +71,14 @@ def parse_listen(text: str) -> tuple[str, int] | None:
     """'10.20.30.41:8080' -> ('10.20.30.41', 8080), '[::1]:0' -> ('::1', 0); None if not
     HOST:PORT with PORT 0 to 65535 (0 picks a free port)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535:
         return None
-    return host.strip("[]") or "0.0.0.0", int(port)
+    host = host.strip("[]")
+    try:  # what the socket layer does with a name: a label over 63 characters raised there
+        host.encode("idna")
+    except UnicodeError:
+        return None
+    return host or "0.0.0.0", int(port)
 
 
 def client_address(host: str) -> str:

@@ -73,7 +73,7 @@ def parse_wager(text: str, where: str = "--wager") -> PlacedWager:
     if len(parts) != 3:
         raise ReplayError(f"{where} {text!r}: expected {WAGER_FORM}")
     seat, wager, cents = parts
-    if not seat.strip().isdigit() or not cents.strip().isdigit():
+    if not seat.strip().isdecimal() or not cents.strip().isdecimal():
         raise ReplayError(f"{where} {text!r}: the seat and the cents are whole numbers "
                           f"({WAGER_FORM})")
     return PlacedWager(int(seat), wager.strip(), int(cents))

@@ -123,6 +123,21 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
      lambda tmp: _sub('variant = "standard"', f'variant = "a{"y" * 2998}z"'),
      "game.variant = 'a" + "y" * 96 + "..." + "y" * 97 + "z': must be one of 'standard', "
      "'ez', 'commission-free'"),
+    # A digit int() does not read ("²".isdigit() is True): ValueError out of the checks.
+    ("metrics-port-superscript-2",
+     lambda tmp: SIMULATED + '\n[metrics]\nlisten = "127.0.0.1:\u00b2"\n',
+     "metrics.listen = '127.0.0.1:\u00b2': not allowed; allowed: HOST:PORT on this machine"),
+    ("display-service-port-superscript-2",
+     lambda tmp: SIMULATED + '\n[display_service]\nlisten = "127.0.0.1:\u00b2"\n',
+     "display_service.listen = '127.0.0.1:\u00b2': not allowed; allowed: HOST:PORT with PORT "
+     "0 to 65535"),
+    ("display-service-host-label-over-63",
+     lambda tmp: SIMULATED + f'\n[display_service]\nlisten = "{"a" * 70}:8080"\n',
+     "display_service.listen = '" + "a" * 70 + ":8080': not allowed; allowed: HOST:PORT"),
+    ("pin-hash-superscript-iterations",
+     lambda tmp: _sub(FLOOR_HASH, FLOOR_HASH.replace("$", "$\u00b9\u2070\u2070\u2070\u2070\u2070#", 1)
+                      .replace("#" + FLOOR_HASH.split("$")[1] + "$", "$")),
+     "supervisors.floor = 'pbkdf2_sha256$\u00b9\u2070\u2070\u2070\u2070\u2070$"),
     ("shuffler-backend-module-missing",
      lambda tmp: _sub('backend = "hil.usb_shuffler:get_backend"',
                       'backend = "hil.no_such_backend:get_backend"'),
@@ -175,6 +190,18 @@ def test_the_daemon_refuses_it_at_start_naming_the_key(hostile, capsys):
     assert f"{path}: 1 configuration error(s):\n" in err
     assert expected in err
     assert "Traceback" not in err
+
+
+def test_a_seat_numbered_with_a_superscript_digit_is_named(tmp_path, capsys):
+    """'¹'.isdigit() is True and int('¹') raises: the seat's check let ValueError out."""
+    path = tmp_path / "table.toml"
+    path.write_text(_sub("1  = { sensor = 2,  led = 12 }", '"\u00b9" = { sensor = 2,  led = 12 }'),
+                    encoding="utf-8")
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    out = capsys.readouterr().out
+    assert "gpio.seats.\u00b9 = {'led': 12, 'sensor': 2}: not allowed; allowed: seat numbers 1 to " \
+        "14 (631a.2(a))" in out
+    assert "Traceback" not in out
 
 
 def test_the_daemon_process_exits_6_which_systemd_does_not_restart(tmp_path):

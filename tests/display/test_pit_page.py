@@ -144,6 +144,25 @@ def test_the_broker_and_site_come_from_a_table_configuration_or_the_arguments(
                                          prefix=None))
     with pytest.raises(SystemExit, match="--broker HOST:PORT and --site NAME"):
         feed_settings(argparse.Namespace(config=None, broker=("h", 1), site=None, prefix=None))
+    # A port that is not a port in the table's [mqtt] raised ValueError out of int().
+    config.write_text('[mqtt]\nhost = "10.0.0.5"\nport = "1884x"\nsite = "floor-2"\n')
+    with pytest.raises(SystemExit, match=r"\[mqtt\] host = '10.0.0.5', port = '1884x': "
+                                         "allowed: a host name or address and a port 1 to 65535"):
+        feed_settings(argparse.Namespace(config=str(config), broker=None, site=None,
+                                         prefix=None))
+
+
+@pytest.mark.parametrize("text", ["127.0.0.1:\u00b2", "a" * 70 + ":8090", ":8090", "[]:8090",
+                                  "127.0.0.1:65536", "127.0.0.1"])
+def test_a_listen_or_broker_address_the_page_cannot_use_is_refused(text: str) -> None:
+    """Before, '²' raised ValueError out of argparse's type function, and a label of over 63
+    characters UnicodeError at the bind."""
+    from controller.display.pit import _host_port
+
+    with pytest.raises(argparse.ArgumentTypeError, match="allowed: HOST:PORT, e.g. 127.0.0.1:1883"):
+        _host_port(text, "--listen")
+    assert _host_port("[::1]:0", "--listen") == ("::1", 0)
+    assert _host_port("pit-broker.casino.lan:1883", "--broker") == ("pit-broker.casino.lan", 1883)
 
 
 async def test_the_page_goes_on_updating_after_a_message_it_cannot_show() -> None:

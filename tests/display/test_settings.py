@@ -70,6 +70,12 @@ def test_the_pits_address_limits_and_the_dealers_station() -> None:
     ({"dealer_allowed": [5]}, "display_service.dealer_allowed = 5: not allowed; allowed: a "
                               "list of IP addresses"),
     ({"dealer_allowed": []}, "display_service.dealer_allowed = []: not allowed"),
+    # Before, ValueError ('²' is a digit int() does not read) and, at the bind, UnicodeError
+    # (a host name's label is at most 63 characters) came out as tracebacks.
+    ({"listen": "127.0.0.1:\u00b2"}, "display_service.listen = '127.0.0.1:\u00b2': not "
+                                     "allowed; allowed: HOST:PORT with PORT 0 to 65535"),
+    ({"listen": "a" * 64 + ".example:8080"}, "display_service.listen = '" + "a" * 64
+     + ".example:8080': not allowed; allowed: HOST:PORT"),
     ({"port": 8080}, "display_service.port: unknown key; allowed keys: dealer_allowed, "
                      "header_timeout_s, languages, listen, max_clients, max_per_address, "
                      "max_streams_per_address, table_number"),
