@@ -12,6 +12,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from controller.memory.errors import STORE_ERRORS, store_error_text
+
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database
 # Tables every store has had since its first schema (controller/memory/store.py).
 _STORE_TABLES = frozenset({"events", "rounds"})
@@ -36,8 +38,8 @@ def not_a_table_store(path: Path) -> str | None:
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
             db.close()
-    except sqlite3.DatabaseError as exc:
-        return f"{path} is not a readable table store: {exc}"
+    except STORE_ERRORS as exc:
+        return f"{path} is not a readable table store: {store_error_text(exc)}"
     missing = sorted(_STORE_TABLES - names)
     if missing:
         return (f"{path} is not a table store: an SQLite database without the store's "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.errors import shown
 from controller.memory.anchor import read_anchor
 from controller.memory.chain import ChainRun
 from controller.memory.digests import (
@@ -24,7 +25,7 @@ from controller.memory.digests import (
     log_head,
     table_columns,
 )
-from controller.memory.errors import IntegrityError, unusable
+from controller.memory.errors import STORE_ERRORS, IntegrityError, unusable
 from controller.memory.keys import CriticalPaths
 from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
 
@@ -146,10 +147,13 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
             checkpoint_failure = exc
     chain = checkpoint_failure is None and (
         chain_limit is None or full or head_seq - start + 1 <= chain_limit)
-    triggers: dict[str, list[str]] = {}
-    for table, sql in db.execute("SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
-                                 " AND name LIKE 'cm\\_%' ESCAPE '\\' ORDER BY sql"):
-        triggers.setdefault(str(table), []).append(str(sql))
+    triggers: dict[str, list[tuple[str, str]]] = {}  # the digest triggers' (sql, name), by table
+    foreign: list[tuple[str, str, str]] = []  # (type, name, table) of what no release makes
+    for kind, name, table, sql in db.execute(_SCHEMA_OBJECTS):
+        if kind == "trigger" and str(name).startswith("cm_"):
+            triggers.setdefault(str(table), []).append((str(sql), str(name)))
+        else:
+            foreign.append((str(kind), str(name), str(table)))
     run = ChainRun(db, key, start, prev, head_seq, workers) if chain else None
     try:
         state_rows = 0
@@ -183,9 +187,38 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         if run is not None:
             run.stop()
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
-        if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
+        found_sql = [sql for sql, _ in triggers.pop(name, [])]
+        if found_sql != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
+    # Left: digest-like triggers on a table with no digest (the log's, say).
+    _refuse_foreign_objects(foreign + [("trigger", name, table) for table, found in
+                                       triggers.items() for _, name in found])
     return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled)
+
+
+# What a store's schema holds besides its tables and their own indexes. This software makes
+# no views, no indexes of its own and no triggers but the digests' (cm_ins_, cm_del_,
+# cm_upd_ on each protected table), whose text the check compares with its own; anything
+# else was added outside it (docs/rulings.md C28).
+_SCHEMA_OBJECTS = ("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN"
+                   " ('trigger', 'view') OR (type = 'index' AND sql IS NOT NULL) ORDER BY sql")
+
+
+def _refuse_foreign_objects(found: list[tuple[str, str, str]]) -> None:
+    """Any other trigger, view or index was added without the software. A trigger is the
+    danger: it writes whatever it was given in the table's own steps, which the software
+    then seals as its own (a seat's total credited at every log entry, say), so the data
+    would pass every later check."""
+    if not found:
+        return
+    kind, name, table = found[0]
+    what = f"{kind} {shown(name)}" + (f" on {shown(table)}" if kind != "view" else "")
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    why = ("a trigger added outside the software runs in the table's own steps, and what it "
+           "writes would be sealed with them" if kind == "trigger" else
+           "the software makes no views and no indexes of its own: the schema was edited "
+           "outside it")
+    raise IntegrityError("schema", f"{what}{more} is not one of the store's own: {why}")
 
 
 def _count_entries(db: sqlite3.Connection, head_seq: int) -> None:
@@ -232,14 +265,14 @@ def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
     shown = paths.store if paths is not None else Path(store_path)
     try:
         db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    except sqlite3.DatabaseError as exc:
+    except STORE_ERRORS as exc:
         raise unusable(shown, exc) from None
     try:
         install_functions(db, key)
         db.execute("BEGIN")  # one read snapshot for the whole check
         return verify_store(db, key, anchor_path=paths.anchor if paths else None,
                             full=full, progress=progress, workers=workers)
-    except sqlite3.DatabaseError as exc:
+    except STORE_ERRORS as exc:
         raise unusable(shown, exc) from None
     finally:
         db.close()

@@ -40,9 +40,23 @@ ACTION_INIT = ("a new table: initialise its critical memory once with 'tabled --
 
 
 
-def unusable(path: Path, exc: sqlite3.DatabaseError) -> IntegrityError:
-    """What SQLite's error means for the technician: the same words at boot and offline."""
-    text = str(exc)
+# What reading a damaged store raises. SQLite's message quotes what it read, and a bit
+# flipped in the schema's text (a table's name in sqlite_master) leaves that not UTF-8:
+# Python's sqlite3 then raises UnicodeDecodeError while making the DatabaseError.
+STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
+def store_error_text(exc: Exception) -> str:
+    """SQLite's words for one of STORE_ERRORS."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "malformed database schema (SQLite's message about it is not UTF-8 text)"
+    return str(exc)
+
+
+def unusable(path: Path, exc: Exception) -> IntegrityError:
+    """What SQLite's error (one of STORE_ERRORS) means for the technician: the same words at
+    boot and offline."""
+    text = store_error_text(exc)
     if "disk is full" in text or getattr(exc, "sqlite_errorcode", 0) == 13:  # SQLITE_FULL
         return IntegrityError("store unusable", f"the disk holding {path} is full",
                               "free space on the disk (or replace it), then restart the daemon;"

@@ -29,6 +29,7 @@ from controller.events.system_records import (
     CriticalMemoryInitialised,
     CriticalMemoryVerified,
 )
+from controller.memory.errors import STORE_ERRORS, store_error_text
 from controller.memory.store import Store
 
 INITIALISED_EVENT = CriticalMemoryInitialised.KIND
@@ -64,7 +65,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
                       anchor_interval_s=anchor_interval_s)
     except IntegrityError:
         raise
-    except sqlite3.DatabaseError as exc:
+    except STORE_ERRORS as exc:
         raise critical.unusable(store_file, exc) from None
     try:
         # The first write of this run: a full disk or a read-only file shows here, not in
@@ -72,7 +73,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
         assert store.verified is not None
         with store.transaction():
             store.append_event(CriticalMemoryVerified(**critical.as_mapping(store.verified)))
-    except sqlite3.DatabaseError as exc:
+    except STORE_ERRORS as exc:
         store.close()
         raise critical.unusable(store_file, exc) from None
     return store
@@ -191,8 +192,8 @@ def _last_values(store_file: Path) -> Mapping[str, Any]:
         return found
     try:
         db = sqlite3.connect(f"file:{store_file.absolute()}?mode=ro", uri=True)
-    except sqlite3.DatabaseError as exc:
-        return {"unreadable": str(exc)}
+    except STORE_ERRORS as exc:
+        return {"unreadable": store_error_text(exc)}
     db.row_factory = sqlite3.Row
     queries = {
         "progressive_meters": "SELECT progressive, level, amount_cents, frac_num, frac_den,"
@@ -206,8 +207,8 @@ def _last_values(store_file: Path) -> Mapping[str, Any]:
         for name, sql in queries.items():
             try:
                 found[name] = [dict(r) for r in db.execute(sql)]
-            except sqlite3.DatabaseError as exc:
-                found[name] = {"unreadable": str(exc)}
+            except STORE_ERRORS as exc:
+                found[name] = {"unreadable": store_error_text(exc)}
     finally:
         db.close()
     return found

@@ -35,6 +35,7 @@ from controller.events.records import SettledWager, VigorishCollected
 from controller.memory import critical, schema
 from controller.memory import rounds as round_rows
 from controller.memory.critical import GENESIS_MAC, IntegrityError, StoreError
+from controller.memory.errors import STORE_ERRORS
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
@@ -138,7 +139,7 @@ class Store:
             return critical.verify_store(
                 self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
                 full=full, chain_limit=chain_limit, progress=progress)
-        except sqlite3.DatabaseError as exc:
+        except STORE_ERRORS as exc:
             raise critical.unusable(Path(self.path), exc) from None
 
     def set_checkpoint(self, seq: int, mac: str,

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from controller.memory.critical import IntegrityError
+from controller.memory.errors import STORE_ERRORS, store_error_text
 from controller.errors import ControllerError
 from controller.witness.compare import compare, entry_mac
 from controller.witness.heads import Head, signature_valid
@@ -134,8 +135,9 @@ def _verify_store(args: argparse.Namespace, registrations: Sequence[Registration
             print(f"  the store is of epoch {epoch}; the witness's current one is "
                   f"{registrations[-1].epoch} (this store was replaced)")
         detail = verify_store(db, [h for h in heads if h.epoch == epoch])
-    except sqlite3.DatabaseError as exc:
-        print(f"tablewitness: --store {args.store}: not a readable store ({exc})",
+    except STORE_ERRORS as exc:
+        print(f"tablewitness: --store {args.store}: not a readable store "
+              f"({store_error_text(exc)})",
               file=sys.stderr)
         return EXIT_UNUSABLE
     finally:

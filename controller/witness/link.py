@@ -29,6 +29,7 @@ import structlog
 from controller.errors import LinkError
 from controller.memory import critical
 from controller.memory.critical import IntegrityError
+from controller.memory.errors import STORE_ERRORS
 from controller.witness.compare import ACTION_WITNESS, compare
 from controller.witness.heads import Head, Signer, state_digest
 from controller.witness.outbox import Outbox
@@ -197,7 +198,7 @@ class WitnessLink:
         except IntegrityError as exc:
             self._fail(exc)
             return False
-        except sqlite3.DatabaseError as exc:  # the store itself: the daemon's own check says
+        except STORE_ERRORS as exc:  # the store itself: the daemon's own check says
             self._down(f"cannot read the store to compare: {exc}")
             return False
         except Exception as exc:  # noqa: BLE001 - the link's thread must outlive any one call

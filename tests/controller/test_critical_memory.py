@@ -595,3 +595,78 @@ def test_a_key_file_damaged_into_bytes_that_are_not_text_is_named_not_a_crash(tm
             "key", f"{paths.key} does not hold a 32-byte key in hex")
     paths.key.write_bytes(b"ab" * 32 + b"\n")
     assert load_key(paths) == bytes.fromhex("ab" * 32)
+
+
+def test_a_schema_damaged_into_bytes_that_are_not_text_is_named_not_a_crash(tmp_path, capsys):
+    """A bit flip in the schema (found by a campaign of random flips in stopped stores): a
+    table's name in sqlite_master no longer UTF-8 and its statement no longer SQL. SQLite's
+    complaint quotes the name, and Python's sqlite3 raised UnicodeDecodeError while making
+    its DatabaseError: the daemon's start and `tablectl events verify --store` stopped on a
+    traceback instead of naming the store unusable."""
+    from controller.cli import exitcodes
+    from controller.cli import main as tablectl_main
+
+    store = tmp_path / "table.sqlite"
+    init_store(str(store), operator="test", table_id="T1").close()
+    data = bytearray(store.read_bytes())
+    statement = data.find(b"CREATE TABLE seat_totals")
+    name = data.rfind(b"tableseat_totals", 0, statement) + len(b"table")
+    data[name + 2] = 0xE3  # "se\xe3t_totals": a lead byte with no continuation
+    data[statement + len(b"CREATE ")] = ord("!")  # "CREATE !ABLE": no longer parses
+    store.write_bytes(bytes(data))
+    detail = (f"{store}: malformed database schema (SQLite's message about it is not UTF-8 "
+              "text) (damaged pages)")
+    with pytest.raises(IntegrityError) as refused:
+        open_store(str(store))
+    assert (refused.value.check, refused.value.detail) == ("store unusable", detail)
+    assert tablectl_main(["events", "verify", "--json", "--store", str(store)]) == (
+        exitcodes.INTEGRITY_FAILURE)
+    assert json.loads(capsys.readouterr().out)["error"] == f"store unusable: {detail}"
+    # Without its key beside it the file is not known to be a table's store: named so.
+    shutil.rmtree(CriticalPaths.for_store(store).directory)
+    assert tablectl_main(["events", "verify", "--store", str(store)]) == exitcodes.BAD_ARGUMENTS
+    assert capsys.readouterr().err.startswith(
+        f"tablectl: {store} is not a readable table store: malformed database schema "
+        "(SQLite's message about it is not UTF-8 text); give the path")
+
+
+def _refusal_at_open(store: Path, *statements: str) -> tuple[str, str]:
+    """Run `statements` on the store with plain sqlite3 (no key), then open it: the
+    (check, detail) it is refused with."""
+    raw = sqlite3.connect(store)
+    for statement in statements:
+        raw.execute(statement)
+    raw.commit()
+    raw.close()
+    with pytest.raises(IntegrityError) as refused:
+        open_store(str(store))
+    return refused.value.check, refused.value.detail
+
+
+def test_a_trigger_added_without_the_key_is_refused_before_it_can_run(tmp_path):
+    """The schema is the store's too. A trigger added with plain sqlite3 (no key, no data
+    touched) passed every check: the next step the software made ran it, and the seal the
+    software then wrote covered what it wrote. Before this check the store below opened
+    twice with seat 3 credited $10,000. Now any trigger but the digests' own, and any view
+    or index the software does not make, holds the table."""
+    store = tmp_path / "table.sqlite"
+    init_store(str(store), operator="test", table_id="T1").close()
+    assert _refusal_at_open(store, (
+        "CREATE TRIGGER pay_me AFTER INSERT ON events BEGIN INSERT OR REPLACE INTO"
+        " seat_totals(seat, net_cents, wagered_cents) VALUES (3, 1000000, 0); END")) == (
+        "schema", "trigger 'pay_me' on 'events' is not one of the store's own: a trigger "
+        "added outside the software runs in the table's own steps, and what it writes would "
+        "be sealed with them")
+    assert sqlite3.connect(store).execute("SELECT COUNT(*) FROM seat_totals").fetchone() == (0,)
+    assert _refusal_at_open(store, "DROP TRIGGER pay_me",
+                            "CREATE VIEW winners AS SELECT * FROM rounds",
+                            "CREATE INDEX by_kind ON events(kind)") == (
+        "schema", "index 'by_kind' on 'events' (and 1 more) is not one of the store's own: "
+        "the software makes no views and no indexes of its own: the schema was edited "
+        "outside it")
+    raw = sqlite3.connect(store)
+    raw.execute("DROP VIEW winners")
+    raw.execute("DROP INDEX by_kind")
+    raw.commit()
+    raw.close()
+    open_store(str(store)).close()  # the schema as the software made it opens again

@@ -242,6 +242,17 @@ def _sql(*statements: str) -> Callable[[Path, random.Random], str]:
     return edit
 
 
+def _schema(statement: str) -> Callable[[Path, random.Random], str]:
+    """Add to the schema, the digest triggers left in place (creating fires none of them)."""
+    def edit(store: Path, rng: random.Random) -> str:
+        db = sqlite3.connect(store)
+        db.execute(statement)
+        db.commit()
+        db.close()
+        return statement
+    return edit
+
+
 def _inject_wager(store: Path, rng: random.Random) -> str:
     db = _raw(store)
     db.execute("UPDATE table_state SET state = 'dealing', data = ?",
@@ -392,6 +403,20 @@ def cases(older: str) -> list[Case]:
              "table progressive_awards"),
         Case("events table dropped", "closed", _sql("DROP TABLE events"), "schema"),
         Case("digest triggers dropped", "closed", _sql(), "table meta"),
+        # Added without the key and no data touched: the software's own next step would run
+        # the trigger and seal what it wrote (found by hand, 2026-12-05: the store opened,
+        # twice, with seat 3 credited $10,000 and every check passing).
+        Case("a trigger that credits a seat at every log entry", "closed", _schema(
+            "CREATE TRIGGER pay_me AFTER INSERT ON events BEGIN INSERT OR REPLACE INTO"
+            " seat_totals(seat, net_cents, wagered_cents) VALUES (3, 1000000, 0); END"),
+            "schema"),
+        Case("a digest-named trigger on the log", "closed", _schema(
+            "CREATE TRIGGER cm_ins_events AFTER INSERT ON events BEGIN UPDATE seat_totals"
+            " SET net_cents = net_cents + 100; END"), "schema"),
+        Case("a view added", "closed", _schema("CREATE VIEW winners AS SELECT * FROM rounds"),
+             "schema"),
+        Case("an index added", "closed", _schema("CREATE INDEX by_kind ON events(kind)"),
+             "schema"),
         Case("store deleted", "closed", _delete_store, "store missing"),
         Case("older copy put back", "closed", _put_back(older), "rollback"),
         Case("WAL truncated", "crashed", _truncate_wal, "rollback"),
