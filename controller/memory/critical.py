@@ -46,7 +46,6 @@ from controller.memory.check import (
     verify_store,
 )
 from controller.memory.digests import (
-    DIGEST_SCHEMA,
     SETTLED_META,
     SETTLED_PREFIX,
     Seal,
@@ -90,7 +89,7 @@ from controller.memory.macs import (
 
 __all__ = [
     "ACTION_INIT", "ACTION_TAMPER", "ACTION_UNUSABLE", "ANCHOR_INTERVAL_S", "Anchor",
-    "AnchorWriter", "CHECKPOINT_META", "CriticalPaths", "DEVELOPMENT_KEY", "DIGEST_SCHEMA",
+    "AnchorWriter", "CHECKPOINT_META", "CriticalPaths", "DEVELOPMENT_KEY",
     "GENESIS_MAC", "IntegrityError", "KEY_BYTES", "KEY_ID_META", "MODULUS",
     "PARALLEL_CHAIN_ENTRIES", "SETTLED_META", "SETTLED_PREFIX", "Seal", "StoreError",
     "Verified", "ZERO_DIGEST", "anchor_mac", "as_mapping", "canonical", "checkpoint_mac",

@@ -13,23 +13,6 @@ from typing import Any, NamedTuple
 from controller.memory.errors import IntegrityError
 from controller.memory.macs import GENESIS_MAC, MODULUS, mac_of, seal_mac
 
-DIGEST_SCHEMA = """
-CREATE TABLE IF NOT EXISTS critical_digest (
-    name    TEXT PRIMARY KEY,    -- a protected table
-    columns TEXT    NOT NULL,    -- JSON list of the columns its row MACs cover
-    rows    INTEGER NOT NULL,
-    acc     TEXT    NOT NULL     -- hex: sum of HMAC(key, table, row) mod 2**256
-);
-CREATE TABLE IF NOT EXISTS critical_seal (
-    id        INTEGER PRIMARY KEY CHECK (id = 1),
-    commit_no INTEGER NOT NULL,  -- transactions that wrote something, ever
-    log_seq   INTEGER NOT NULL,  -- the last event-log entry at that commit
-    log_mac   TEXT    NOT NULL,
-    mac       TEXT    NOT NULL
-);
-"""
-
-
 
 def digest_text(total: int) -> str:
     """A table's digest (a sum already reduced modulo 2**256) as stored: 64 hex digits, the

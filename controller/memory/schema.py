@@ -1,5 +1,6 @@
-"""The store's schema and its log entries: the tables, their numbered migrations, which
-event kinds may wait for the next flush, and one entry as readers get it back."""
+"""The store's schema and its log entries: creating and migrating its tables (their
+definitions and number are controller/memory/tables.py's), which event kinds may wait for
+the next flush, and one entry as readers get it back."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import Any, NamedTuple
 from controller.events.codec import EventRecord, decode
 from controller.memory import critical
 from controller.memory.macs import unchecked_encoder
+from controller.memory.tables import DIGEST_TABLES_SQL, SCHEMA_VERSION, STORE_TABLES_SQL
 
-SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 """Schema N-1 -> N, one function per number N up to SCHEMA_VERSION (none yet: every release
 so far writes schema 2). `Store.upgrade` runs the missing ones once, in order, after the
@@ -43,48 +44,6 @@ SAVED_AT_SEQ = "saved_at_seq"
 saved. A card that moves nothing but the shoe's position and the open round's cards does not
 save the state (its log entry, in the same commit, holds both); the open round's cards are
 those saved, then those logged after it (`Store._open_round_cards`)."""
-
-SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    seq       INTEGER PRIMARY KEY,
-    at        REAL    NOT NULL,
-    kind      TEXT    NOT NULL,
-    severity  TEXT    NOT NULL,
-    device    TEXT,
-    round_id  INTEGER,
-    payload   TEXT    NOT NULL,
-    prev_hash TEXT    NOT NULL,
-    hash      TEXT    NOT NULL
-);
-CREATE TABLE IF NOT EXISTS rounds (
-    round_id    INTEGER PRIMARY KEY,
-    shoe_no     INTEGER NOT NULL,
-    round_no    INTEGER NOT NULL,
-    state       TEXT    NOT NULL,      -- open, settled, void
-    simulated   INTEGER NOT NULL DEFAULT 0,
-    wagers      TEXT    NOT NULL,      -- JSON list of {seat, wager, amount_cents}
-    cards       TEXT    NOT NULL,      -- JSON list of {index, card, hand, slot}, at close
-    result      TEXT,                  -- JSON
-    settlements TEXT,                  -- JSON list
-    opened_at   REAL    NOT NULL,
-    settled_at  REAL
-);
-CREATE TABLE IF NOT EXISTS table_state (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    state TEXT NOT NULL,
-    data  TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS seat_totals (
-    seat        INTEGER PRIMARY KEY,
-    net_cents   INTEGER NOT NULL,
-    wagered_cents INTEGER NOT NULL,
-    vig_owed_cents INTEGER NOT NULL DEFAULT 0
-);
-"""
 
 
 class Event(NamedTuple):
@@ -141,10 +100,9 @@ def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, sever
                               payload_json)
 
 
-
 def create(db: sqlite3.Connection, key: bytes) -> None:
     """A new store's tables, its schema number and key id, and their digests."""
-    for statement in (SCHEMA_SQL + critical.DIGEST_SCHEMA).split(";"):
+    for statement in (STORE_TABLES_SQL + DIGEST_TABLES_SQL).split(";"):
         if statement.strip():
             db.execute(statement)
     db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
@@ -167,7 +125,7 @@ def upgrade(db: sqlite3.Connection, key: bytes, path: str) -> None:
             "wrote it, or restore the store's copy from before that upgrade"))
     for number in range(stored + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[number](db)
-    for statement in SCHEMA_SQL.split(";"):
+    for statement in STORE_TABLES_SQL.split(";"):
         if statement.strip():
             db.execute(statement)
     if stored != SCHEMA_VERSION:

@@ -44,9 +44,10 @@ from controller.memory.macs import keep_mac_json
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
-    GENESIS_HASH, GROUPED_KINDS, OPEN_ROUND_CARDS, SAVED_AT_SEQ, SCHEMA_VERSION, STORE_TABLES,
+    GENESIS_HASH, GROUPED_KINDS, OPEN_ROUND_CARDS, SAVED_AT_SEQ, STORE_TABLES,
     Event, as_read_back, entry_hash, state_json,
 )
+from controller.memory.tables import SCHEMA_VERSION
 
 __all__ = [  # the store's own names, and those its users import from here
     "CHECKPOINT_AFTER_COMMITS", "Event", "FLUSH_TRACE_ENV", "GENESIS_HASH", "GENESIS_MAC",

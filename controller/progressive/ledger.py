@@ -29,7 +29,7 @@ from controller.progressive.errors import AwardError, MeterError
 from controller.progressive.ledger_schema import (
     ADJUSTMENT, AWARD, AWARD_EVENT, AWARD_STATES, DECREASING_CHANGES, INCREMENT, METER_EVENT,
     MYSTERY_ARMED_EVENT, MYSTERY_REVEAL_EVENT, PAID, PENDING, PROTECTED_TABLES, RESEED,
-    RESERVE_TRANSFER, SCHEMA, SEED, VALIDATED, WAGERS_EVENT, Award, MeterRow, ensure_schema,
+    RESERVE_TRANSFER, SEED, VALIDATED, WAGERS_EVENT, Award, MeterRow, ensure_schema,
 )
 from controller.progressive.ledger_schema import award_row as _award
 from controller.progressive.ledger_schema import meter_row as _meter
@@ -40,7 +40,7 @@ from controller.memory.store import Store
 __all__ = [
     "ADJUSTMENT", "AWARD", "AWARD_EVENT", "AWARD_STATES", "DECREASING_CHANGES", "INCREMENT",
     "METER_EVENT", "MYSTERY_ARMED_EVENT", "MYSTERY_REVEAL_EVENT", "PAID", "PENDING",
-    "PROTECTED_TABLES", "RESEED", "RESERVE_TRANSFER", "SCHEMA", "SEED", "VALIDATED",
+    "PROTECTED_TABLES", "RESEED", "RESERVE_TRANSFER", "SEED", "VALIDATED",
     "WAGERS_EVENT", "Award", "MeterLedger", "MeterRow", "ensure_schema", "verify_meters",
 ]
 

@@ -1,7 +1,9 @@
 """The progressive tables of the table's SQLite store, their event kinds and row types.
 
 Shared by the ledger that writes them (`controller.progressive.ledger`) and the check that
-recomputes them from the log (`controller.progressive.ledger_verify`).
+recomputes them from the log (`controller.progressive.ledger_verify`). The tables' CREATE
+statements are in controller/memory/tables.py with the store's others: the critical-memory
+check compares a store's schema with them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.memory.store import Store
+from controller.memory.tables import PROGRESSIVE_TABLES_SQL
 
 METER_EVENT = "progressive_meter"
 AWARD_EVENT = "progressive_award"
@@ -27,89 +30,6 @@ DECREASING_CHANGES = frozenset({AWARD, ADJUSTMENT, RESERVE_TRANSFER})
 
 PENDING, VALIDATED, PAID = "pending", "validated", "paid"
 AWARD_STATES = (PENDING, VALIDATED, PAID)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS progressive_meters (
-    progressive     TEXT    NOT NULL,
-    level           TEXT    NOT NULL,
-    amount_cents    INTEGER NOT NULL,          -- whole cents on the meter
-    frac_num        INTEGER NOT NULL,          -- exact sub-cent remainder frac_num/frac_den
-    frac_den        INTEGER NOT NULL CHECK (frac_den > 0 AND frac_num >= 0 AND frac_num < frac_den),
-    reset_cents     INTEGER NOT NULL,
-    increment_rate  TEXT    NOT NULL,          -- exact Fraction, e.g. '1/10'
-    version         INTEGER NOT NULL,          -- number of changes: the display feed's sequence
-    wagers_count    INTEGER NOT NULL DEFAULT 0,
-    wagers_cents    INTEGER NOT NULL DEFAULT 0,
-    contributed     TEXT    NOT NULL DEFAULT '0',  -- exact Fraction of cents
-    awards_count    INTEGER NOT NULL DEFAULT 0,
-    awarded_cents   INTEGER NOT NULL DEFAULT 0,
-    paid_system_cents    INTEGER NOT NULL DEFAULT 0,
-    paid_attendant_cents INTEGER NOT NULL DEFAULT 0,
-    paid_count      INTEGER NOT NULL DEFAULT 0,
-    reseeded        TEXT    NOT NULL DEFAULT '0',   -- exact Fraction: seeds funded after awards
-    adjustments_cents INTEGER NOT NULL DEFAULT 0,
-    updated_at      REAL    NOT NULL,
-    PRIMARY KEY (progressive, level)
-);
-CREATE TABLE IF NOT EXISTS progressive_wagers (
-    round_id     INTEGER NOT NULL,
-    progressive  TEXT    NOT NULL,
-    seat         INTEGER NOT NULL,
-    amount_cents INTEGER NOT NULL,
-    accepted     INTEGER NOT NULL,
-    reason       TEXT,
-    PRIMARY KEY (round_id, progressive, seat)
-);
-CREATE TABLE IF NOT EXISTS progressive_awards (
-    award_id     INTEGER PRIMARY KEY,
-    progressive  TEXT    NOT NULL,
-    level        TEXT    NOT NULL,
-    round_id     INTEGER NOT NULL,
-    seat         INTEGER NOT NULL,
-    amount_cents INTEGER NOT NULL,
-    state        TEXT    NOT NULL CHECK (state IN ('pending', 'validated', 'paid')),
-    label        TEXT    NOT NULL,
-    section      TEXT    NOT NULL,
-    pay_order    INTEGER NOT NULL,
-    linked_claim TEXT,
-    claimed      INTEGER NOT NULL DEFAULT 1,  -- 0: a linked hit awaiting its claim (link down)
-    created_at   REAL    NOT NULL,
-    validated_by TEXT,
-    validated_at REAL,
-    paid_via     TEXT,
-    paid_at      REAL,
-    UNIQUE (progressive, level, round_id, seat)
-);
-CREATE TABLE IF NOT EXISTS progressive_rounds (
-    round_id     INTEGER NOT NULL,
-    progressive  TEXT    NOT NULL,
-    locked_at    REAL    NOT NULL,
-    void         INTEGER NOT NULL DEFAULT 0,   -- 631a.15(e): wagers returned, no hits
-    PRIMARY KEY (round_id, progressive)
-);
-CREATE TABLE IF NOT EXISTS progressive_mystery (
-    progressive  TEXT    NOT NULL,
-    level        TEXT    NOT NULL,
-    epoch        INTEGER NOT NULL,
-    trigger_cents INTEGER NOT NULL,           -- secret until the hit, never logged before it
-    nonce_hex    TEXT    NOT NULL,
-    commitment   TEXT    NOT NULL,
-    state        TEXT    NOT NULL CHECK (state IN ('armed', 'hit')),
-    PRIMARY KEY (progressive, level, epoch)
-);
-CREATE TABLE IF NOT EXISTS progressive_outbox (
-    seq          INTEGER PRIMARY KEY,         -- the per-table sequence number of 605a.8 sends
-    progressive  TEXT    NOT NULL,
-    level        TEXT    NOT NULL,
-    delta_num    INTEGER NOT NULL,
-    delta_den    INTEGER NOT NULL,
-    wagers_count INTEGER NOT NULL,
-    wagers_cents INTEGER NOT NULL,
-    round_id     INTEGER,
-    created_at   REAL    NOT NULL,
-    acked_at     REAL
-);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +87,7 @@ PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awa
 
 def ensure_schema(store: Store) -> None:
     with store.transaction() as db:
-        for statement in SCHEMA.split(";"):
+        for statement in PROGRESSIVE_TABLES_SQL.split(";"):
             if statement.strip():
                 db.execute(statement)
         store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/memory/critical.py)

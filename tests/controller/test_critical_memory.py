@@ -670,3 +670,31 @@ def test_a_trigger_added_without_the_key_is_refused_before_it_can_run(tmp_path):
     raw.commit()
     raw.close()
     open_store(str(store)).close()  # the schema as the software made it opens again
+
+
+def test_a_table_defined_otherwise_than_the_software_creates_it_is_refused(tmp_path):
+    """A table's CREATE text is compared with the one controller/memory/tables.py gives
+    (comments and spacing aside). A bit flipped in the schema made meta's `value TEXT`
+    `value TUXT` (another type affinity; found by the random-flip campaign, seed 2) and the
+    store opened; a constraint removed with writable_schema changes no row either."""
+    store = tmp_path / "table.sqlite"
+    init_store(str(store), operator="test", table_id="T1").close()
+    changed = ("table meta", "its definition differs from the one this software creates (a "
+               "column's type or a constraint changed)")
+    assert _refusal_at_open(store, "PRAGMA writable_schema = ON", (
+        "UPDATE sqlite_master SET sql = replace(sql, 'value TEXT', 'value TUXT')"
+        " WHERE name = 'meta'")) == changed
+    assert _refusal_at_open(store, "PRAGMA writable_schema = ON", (
+        "UPDATE sqlite_master SET sql = replace(sql, 'value TUXT', 'value TEXT')"
+        " WHERE name = 'meta'"), (
+        "UPDATE sqlite_master SET sql = replace(sql, ' CHECK (id = 1)', '')"
+        " WHERE name = 'table_state'")) == ("table table_state", changed[1])
+    raw = sqlite3.connect(store)
+    raw.execute("PRAGMA writable_schema = ON")
+    # The text as created, with its comments and spacing changed: the same definition.
+    raw.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE table_state (id INTEGER PRIMARY"
+                " KEY CHECK (id = 1), -- one row\n state TEXT NOT NULL, data TEXT NOT NULL)'"
+                " WHERE name = 'table_state'")
+    raw.commit()
+    raw.close()
+    open_store(str(store)).close()

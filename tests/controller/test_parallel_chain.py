@@ -90,14 +90,14 @@ def test_the_check_writes_out_entry_macs_material_for_every_kind_of_text(tmp_pat
     import random
 
     from controller.memory.macs import entry_mac
-    from controller.memory.schema import SCHEMA_SQL
+    from controller.memory.tables import STORE_TABLES_SQL
 
     rng = random.Random(31)
     alphabet = ['"', "\\", "/", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "♥", "\u2028",
                 "\ud7ff", "😀", "a", "Z", " ", "{", "]"]
     path = tmp_path / "texts.sqlite"
     db = sqlite3.connect(path)
-    db.executescript(SCHEMA_SQL)
+    db.executescript(STORE_TABLES_SQL)
     prev, rows = GENESIS_MAC, []
     for seq in range(1, 1_201):
         text = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))

@@ -253,6 +253,20 @@ def _schema(statement: str) -> Callable[[Path, random.Random], str]:
     return edit
 
 
+def _definition(table: str, old: str, new: str) -> Callable[[Path, random.Random], str]:
+    """Rewrite a table's CREATE text in sqlite_master (no row touched, no key)."""
+    def edit(store: Path, rng: random.Random) -> str:
+        db = sqlite3.connect(store)
+        db.execute("PRAGMA writable_schema = ON")
+        changed = db.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE name = ?"
+                             " AND instr(sql, ?)", (old, new, table, old)).rowcount
+        db.commit()
+        db.close()
+        assert changed == 1, f"{table}'s definition holds no {old!r}"
+        return f"{table}'s definition: {old!r} -> {new!r}"
+    return edit
+
+
 def _inject_wager(store: Path, rng: random.Random) -> str:
     db = _raw(store)
     db.execute("UPDATE table_state SET state = 'dealing', data = ?",
@@ -413,6 +427,12 @@ def cases(older: str) -> list[Case]:
         Case("a digest-named trigger on the log", "closed", _schema(
             "CREATE TRIGGER cm_ins_events AFTER INSERT ON events BEGIN UPDATE seat_totals"
             " SET net_cents = net_cents + 100; END"), "schema"),
+        # A constraint the software relies on, gone: an award's state is one of three.
+        Case("the award states' constraint removed", "closed", _definition(
+            "progressive_awards", " CHECK (state IN ('pending', 'validated', 'paid'))", ""),
+            "table progressive_awards"),
+        Case("a column's type changed", "closed", _definition(
+            "seat_totals", "net_cents   INTEGER", "net_cents   TEXT"), "table seat_totals"),
         Case("a view added", "closed", _schema("CREATE VIEW winners AS SELECT * FROM rounds"),
              "schema"),
         Case("an index added", "closed", _schema("CREATE INDEX by_kind ON events(kind)"),
