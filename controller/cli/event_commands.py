@@ -265,7 +265,7 @@ def _verify_offline(args: argparse.Namespace) -> int:
             # Offline it is always the whole history: whoever checks a store without its
             # daemon (a technician after a fault, an auditor) cannot take the checkpoint,
             # which a running daemon moves at every start, as evidence of anything.
-            result = as_mapping(verify_file(str(copy), key, paths, full=True,
+            result = as_mapping(verify_file(str(copy), key, paths, full=True, private_copy=True,
                                             workers=os.cpu_count() or 1))
     except PermissionError as exc:
         print(f"tablectl: permission denied reading {exc.filename or source}; run as a member "

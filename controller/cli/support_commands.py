@@ -162,7 +162,8 @@ def _from_store(source: Path, critical_dir: str | None, events: int
             finally:
                 store.close()
             try:
-                result = as_mapping(verify_file(str(copy), load_key(paths), paths, full=True))
+                result = as_mapping(verify_file(str(copy), load_key(paths), paths, full=True,
+                                                private_copy=True))
                 check = (f"critical memory OK: {result.get('entries')} log entries verified "
                          f"in {source} (every entry)")
             except IntegrityError as exc:

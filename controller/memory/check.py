@@ -280,12 +280,17 @@ def checkpoint_value(key: bytes, seq: int, mac: str) -> str:
 
 def verify_file(store_path: str, key: bytes, paths: CriticalPaths | None, *,
                 full: bool, progress: Callable[[int], None] | None = None,
-                workers: int = 1) -> Verified:
+                workers: int = 1, private_copy: bool = False) -> Verified:
     """The same check on a connection of its own (read-only, one snapshot): for the
     daemon's full verification in a worker thread or a process of its own (controller/
     offload.py, which starts that process with this module's imports only) and for offline
-    `tablectl` (which checks a copy, so messages name `paths.store`, the original)."""
-    uri = f"file:{Path(store_path).absolute()}?mode=ro"
+    `tablectl` (which checks a copy, so messages name `paths.store`, the original).
+
+    `private_copy`: `store_path` is a copy made for this check, opened read-write as the
+    daemon opens its store at boot. SQLite reads a schema more leniently on a read-only
+    connection (a CHECK constraint naming a column that a damaged definition no longer
+    has passes there and fails at boot), and the technician must get the boot's words."""
+    uri = f"file:{Path(store_path).absolute()}" + ("" if private_copy else "?mode=ro")
     shown = paths.store if paths is not None else Path(store_path)
     try:
         db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)

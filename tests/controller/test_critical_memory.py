@@ -698,3 +698,25 @@ def test_a_table_defined_otherwise_than_the_software_creates_it_is_refused(tmp_p
     raw.commit()
     raw.close()
     open_store(str(store)).close()
+
+
+def test_a_definition_damaged_under_its_constraint_gets_the_boots_words_offline(tmp_path,
+                                                                                 capsys):
+    """SQLite reads a schema more leniently on a read-only connection: a column renamed
+    under a CHECK constraint that still names it fails at boot (read-write) and passed the
+    offline check's read-only one, which then named something else (the corruption
+    campaign, seed 7: 3 of 1,000 flipped copies). Offline, the copy is opened as boot opens
+    the store, and the technician reads the same reason in both."""
+    from controller.cli import exitcodes
+    from controller.cli import main as tablectl_main
+
+    store = tmp_path / "table.sqlite"
+    init_store(str(store), operator="test", table_id="T1").close()
+    boot = _refusal_at_open(store, "PRAGMA writable_schema = ON", (
+        "UPDATE sqlite_master SET sql = replace(sql, 'id    INTEGER', 'ix    INTEGER')"
+        " WHERE name = 'table_state'"))
+    assert boot == ("store unusable", f"{store}: malformed database schema (table_state) - no "
+                    "such column: id (damaged pages)")
+    assert tablectl_main(["events", "verify", "--json", "--store", str(store)]) == (
+        exitcodes.INTEGRITY_FAILURE)
+    assert json.loads(capsys.readouterr().out)["error"] == ": ".join(boot)
