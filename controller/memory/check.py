@@ -27,7 +27,7 @@ from controller.memory.digests import (
 )
 from controller.memory.errors import STORE_ERRORS, IntegrityError, unusable
 from controller.memory.keys import CriticalPaths
-from controller.memory.tables import DEFINITIONS, SCHEMA_VERSION, as_stored
+from controller.memory.tables import DEFINITIONS, SCHEMA_VERSION, as_stored, stored_schema_number
 from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
 
 
@@ -148,15 +148,16 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
             checkpoint_failure = exc
     chain = checkpoint_failure is None and (
         chain_limit is None or full or head_seq - start + 1 <= chain_limit)
-    triggers: dict[str, list[tuple[str, str]]] = {}  # the digest triggers' (sql, name), by table
+    protected = {name for name, *_ in sealed}
+    triggers: dict[str, list[str]] = {}  # the digest triggers' text, by protected table
     foreign: list[tuple[str, str, str]] = []  # (type, name, table) of what no release makes
     definitions: dict[str, str] = {}  # each table's CREATE statement, by name
     for kind, name, table, sql in db.execute(_SCHEMA_OBJECTS):
         if kind == "table":
             definitions[str(name)] = str(sql)
-        elif kind == "trigger" and str(name).startswith("cm_"):
-            triggers.setdefault(str(table), []).append((str(sql), str(name)))
-        else:
+        elif kind == "trigger" and str(name).startswith("cm_") and table in protected:
+            triggers.setdefault(str(table), []).append(str(sql))
+        else:  # a digest-like trigger on an unprotected table (the log's, say) too
             foreign.append((str(kind), str(name), str(table)))
     run = ChainRun(db, key, start, prev, head_seq, workers) if chain else None
     try:
@@ -191,20 +192,17 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         if run is not None:
             run.stop()
     for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
-        found_sql = [sql for sql, _ in triggers.pop(name, [])]
-        if found_sql != sorted(_trigger_sql(name, json.loads(columns_json))):
+        if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
     # A newer release's store may define its tables otherwise and hold more: it is refused by
     # its schema number as soon as the check passes (Store.upgrade), naming both numbers.
-    if _schema_number(db) <= SCHEMA_VERSION:
+    if stored_schema_number(db) <= SCHEMA_VERSION:
         for name, stored in definitions.items():
             if name in DEFINITIONS and as_stored(stored) != DEFINITIONS[name]:
                 raise IntegrityError(f"table {name}", "its definition differs from the one "
                                      "this software creates (a column's type or a constraint "
                                      "changed)")
-        # Left: digest-like triggers on a table with no digest (the log's, say).
-        _refuse_foreign_objects(foreign + [("trigger", name, table) for table, found in
-                                           triggers.items() for _, name in found])
+        _refuse_foreign_objects(foreign)
     return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled)
 
 
@@ -217,15 +215,6 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
 _SCHEMA_OBJECTS = ("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN"
                    " ('table', 'trigger', 'view') OR (type = 'index' AND sql IS NOT NULL)"
                    " ORDER BY sql")
-
-
-def _schema_number(db: sqlite3.Connection) -> int:
-    """The store's schema number (a sealed meta row, checked with its table above)."""
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    try:
-        return int(row[0]) if row is not None else SCHEMA_VERSION
-    except (TypeError, ValueError):
-        return SCHEMA_VERSION
 
 
 def _refuse_foreign_objects(found: list[tuple[str, str, str]]) -> None:

@@ -13,7 +13,9 @@ from typing import Any, NamedTuple
 from controller.events.codec import EventRecord, decode
 from controller.memory import critical
 from controller.memory.macs import unchecked_encoder
-from controller.memory.tables import DIGEST_TABLES_SQL, SCHEMA_VERSION, STORE_TABLES_SQL
+from controller.memory.tables import (
+    DIGEST_TABLES_SQL, SCHEMA_VERSION, STORE_TABLES_SQL, statements, stored_schema_number,
+)
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 """Schema N-1 -> N, one function per number N up to SCHEMA_VERSION (none yet: every release
@@ -102,9 +104,8 @@ def entry_hash(key: bytes, prev_hash: str, seq: int, at: float, kind: str, sever
 
 def create(db: sqlite3.Connection, key: bytes) -> None:
     """A new store's tables, its schema number and key id, and their digests."""
-    for statement in (STORE_TABLES_SQL + DIGEST_TABLES_SQL).split(";"):
-        if statement.strip():
-            db.execute(statement)
+    for statement in statements(STORE_TABLES_SQL, DIGEST_TABLES_SQL):
+        db.execute(statement)
     db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
                (str(SCHEMA_VERSION),))
     db.execute("INSERT INTO meta(key, value) VALUES (?, ?)",
@@ -116,8 +117,7 @@ def upgrade(db: sqlite3.Connection, key: bytes, path: str) -> None:
     """After the check passed: the numbered migrations the store lacks, tables a newer
     version added, and their digests. A store a newer release wrote (a higher schema) is
     refused: this release would misread what it does not know."""
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    stored = int(row[0] if row is not None else SCHEMA_VERSION)
+    stored = stored_schema_number(db)
     if stored > SCHEMA_VERSION:
         raise critical.IntegrityError("store schema", (
             f"{path} was written by a newer release (store schema {stored}); this "
@@ -125,9 +125,8 @@ def upgrade(db: sqlite3.Connection, key: bytes, path: str) -> None:
             "wrote it, or restore the store's copy from before that upgrade"))
     for number in range(stored + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[number](db)
-    for statement in STORE_TABLES_SQL.split(";"):
-        if statement.strip():
-            db.execute(statement)
+    for statement in statements(STORE_TABLES_SQL):
+        db.execute(statement)
     if stored != SCHEMA_VERSION:
         db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                    (str(SCHEMA_VERSION),))

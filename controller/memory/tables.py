@@ -9,6 +9,7 @@ before a store is migrated."""
 from __future__ import annotations
 
 import re
+import sqlite3
 
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
 
@@ -162,12 +163,26 @@ def as_stored(statement: str) -> str:
     return re.sub(r" ?([(),]) ?", r"\1", " ".join(text.split()))
 
 
+def statements(*texts: str) -> list[str]:
+    """The CREATE statements of these texts, one each (what creates the tables runs them)."""
+    return [s for s in "".join(texts).split(";") if s.strip()]
+
+
+def stored_schema_number(db: sqlite3.Connection) -> int:
+    """The schema number the store records (a sealed meta row); this release's when it holds
+    none, or none that is a number (the meta table's own check names that edit)."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    try:
+        return int(row[0]) if row is not None else SCHEMA_VERSION
+    except (TypeError, ValueError):
+        return SCHEMA_VERSION
+
+
 def _definitions() -> dict[str, str]:
     found = {}
-    for statement in (STORE_TABLES_SQL + DIGEST_TABLES_SQL + PROGRESSIVE_TABLES_SQL).split(";"):
-        if statement.strip():
-            stored = as_stored(statement)
-            found[stored.split()[2].split("(")[0]] = stored  # CREATE TABLE <name>(...
+    for statement in statements(STORE_TABLES_SQL, DIGEST_TABLES_SQL, PROGRESSIVE_TABLES_SQL):
+        stored = as_stored(statement)
+        found[stored.split()[2].split("(")[0]] = stored  # CREATE TABLE <name>(...
     return found
 
 

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.memory.store import Store
-from controller.memory.tables import PROGRESSIVE_TABLES_SQL
+from controller.memory.tables import PROGRESSIVE_TABLES_SQL, statements
 
 METER_EVENT = "progressive_meter"
 AWARD_EVENT = "progressive_award"
@@ -87,9 +87,8 @@ PROTECTED_TABLES = ("progressive_meters", "progressive_wagers", "progressive_awa
 
 def ensure_schema(store: Store) -> None:
     with store.transaction() as db:
-        for statement in PROGRESSIVE_TABLES_SQL.split(";"):
-            if statement.strip():
-                db.execute(statement)
+        for statement in statements(PROGRESSIVE_TABLES_SQL):
+            db.execute(statement)
         store.protect(PROTECTED_TABLES)  # critical memory: keyed digests (controller/memory/critical.py)
 
 

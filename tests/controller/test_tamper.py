@@ -41,6 +41,7 @@ from controller.cli import exitcodes
 from controller.cli import main as tablectl_main
 from controller.control import ControlClient
 from controller.memory.critical import KEY_ID_META, CriticalPaths, IntegrityError
+from controller.memory.errors import STORE_ERRORS
 from controller.memory.lifecycle import init_store, open_store
 from controller.daemon import Daemon
 from controller.progressive.ledger import INCREMENT, PAID, VALIDATED, MeterLedger
@@ -592,7 +593,7 @@ def _sqlite_verdict(store: Path, into: Path) -> str:
             return str(db.execute("PRAGMA integrity_check").fetchone()[0])
         finally:
             db.close()
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+    except STORE_ERRORS as exc:
         return f"unreadable ({type(exc).__name__})"
 
 
