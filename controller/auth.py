@@ -48,8 +48,10 @@ NAME_SHOWN_CHARS = 64  # a name longer than this is cut in the log (it is a gues
 
 
 def hash_pin(pin: str, *, iterations: int = ITERATIONS, salt: bytes | None = None) -> str:
-    if not (pin.isdecimal() and 4 <= len(pin) <= 12):
-        raise ValueError("a PIN is 4 to 12 digits")
+    # ASCII digits only: '١٢٣٤' is decimal to Python but hashes apart from '1234', a PIN
+    # no keypad at the table types (and one a supervisor could not tell from it).
+    if not (pin.isascii() and pin.isdecimal() and 4 <= len(pin) <= 12):
+        raise ValueError("a PIN is 4 to 12 digits 0-9")
     salt = salt if salt is not None else secrets.token_bytes(16)
     digest = hashlib.pbkdf2_hmac("sha256", pin.encode(), salt, iterations)
     return f"pbkdf2_sha256${iterations}${salt.hex()}${digest.hex()}"

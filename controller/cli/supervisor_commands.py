@@ -27,7 +27,7 @@ def _hash_pin(args: argparse.Namespace) -> int:
         pin = sys.stdin.readline().strip()
     else:
         try:
-            pin = getpass.getpass("PIN (4 to 12 digits): ")
+            pin = getpass.getpass("PIN (4 to 12 digits 0-9): ")
             again = getpass.getpass("PIN again: ")
         except EOFError:  # stdin ended (a script, /dev/null): nothing to hash
             print("\ntablectl: no PIN entered; --pin-stdin reads one line", file=sys.stderr)

@@ -4,7 +4,11 @@ One JSON line per head, appended and flushed (fsync) by the witness link's threa
 sends them, so a head outlives an outage and a restart; rewritten atomically without the
 heads the witness holds. A line cut by a power cut (the last one, half written) is dropped
 when the file is read: it was never acknowledged, and the next durable commit's head
-covers it (a head names the whole log up to its entry).
+covers it (a head names the whole log up to its entry). Any other line that cannot be read
+was damaged, not cut: it is dropped too (a later head covers it, as for a cut one), and
+its line number kept in `damaged` for the table to name in its journal. A file a power cut
+left without its last line end is rewritten whole when it is opened: a head appended after
+the cut-short line would otherwise join it, and be dropped with it at the next start.
 """
 
 from __future__ import annotations
@@ -25,7 +29,12 @@ class Outbox:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.pending: list[Head] = list(_read(path))
+        self.pending, self.damaged, cut_short = _read(path)
+        if cut_short:
+            try:
+                _replace(path, self.pending)
+            except OSError:
+                pass  # left as it was: the next head appended joins the cut line, as before
 
     def append(self, heads: Iterable[Head]) -> None:
         lines = "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n" for h in heads)
@@ -37,7 +46,7 @@ class Outbox:
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.pending.extend(_parse(lines))
+        self.pending.extend(_parse(lines)[0])
 
     def drop_through(self, commit_no: int) -> int:
         """Forget the heads up to this commit (the witness holds them). Returns how many."""
@@ -53,23 +62,31 @@ class Outbox:
         return self.pending[-1] if self.pending else None
 
 
-def _read(path: Path) -> list[Head]:
+def _read(path: Path) -> tuple[list[Head], list[int], bool]:
+    """The heads, the damaged lines' numbers, and whether the last line lacks its end."""
     try:
         # A line damaged into bytes that are not UTF-8 is skipped as a cut-short one is.
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
-        return []
-    return _parse(text)
+        return [], [], False
+    return (*_parse(text), not text.endswith("\n") and text != "")
 
 
-def _parse(text: str) -> list[Head]:
-    heads = []
-    for line in text.splitlines():
+def _parse(text: str) -> tuple[list[Head], list[int]]:
+    """The heads of the complete lines, and the numbers (from 1) of the lines that could
+    not be read other than a last one that a power cut left without its line end."""
+    heads: list[Head] = []
+    damaged: list[int] = []
+    lines = text.split("\n")  # the last item is what follows the last line end: "" or a cut
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
         try:
             heads.append(Head.from_dict(json.loads(line)))
         except (ValueError, KeyError, TypeError):
-            continue  # a line a power cut cut short
-    return heads
+            if number < len(lines):  # a whole line, ended: damaged, not cut short
+                damaged.append(number)
+    return heads, damaged
 
 
 def _replace(path: Path, heads: list[Head]) -> None:

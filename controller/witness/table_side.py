@@ -65,6 +65,10 @@ class TableWitness:
             self._record(WitnessDown(self.unavailable), "error")  # it cannot be used at all
             return
         outbox = Outbox(paths.directory / OUTBOX_FILE)
+        if outbox.damaged:  # not a power cut's last half line: named, though a later head
+            # covers each (the heads read are checked against the store below)
+            log.warning("witness_outbox_damaged", path=str(outbox.path), lines=outbox.damaged,
+                        heads_read=len(outbox.pending))
         opened_at = self.store.verified.log_seq if self.store.verified is not None else None
         if outbox.last is not None:
             try:  # heads this store made but the witness never got: it cannot be behind them

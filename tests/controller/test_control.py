@@ -276,8 +276,18 @@ def test_pin_hash_verifies_only_the_same_pin():
     assert verify_pin("123456", stored)
     assert not verify_pin("123457", stored)
     assert not authorise({"ana": stored}, "bob", "123456")
-    with pytest.raises(ValueError, match="4 to 12 digits"):
+    with pytest.raises(ValueError, match="4 to 12 digits 0-9"):
         hash_pin("12a4")
+
+
+@pytest.mark.parametrize("pin", ["\u0661\u0662\u0663\u0664", "\uff11\uff12\uff13\uff14",
+                                 "\u0967\u0968\u0969\u096a", "123\u0664"])
+def test_a_pin_is_ascii_digits_only(pin):
+    """Arabic-Indic, fullwidth and Devanagari digits are decimal to Python and hashed apart
+    from the ASCII PIN they look like: refused, naming what is allowed."""
+    assert pin.isdecimal()
+    with pytest.raises(ValueError, match=r"^a PIN is 4 to 12 digits 0-9$"):
+        hash_pin(pin, iterations=FAST)
 
 
 async def test_closing_the_server_ends_every_connection_it_serves(server):

@@ -20,4 +20,12 @@ def test_hash_pin_prints_a_verifiable_line(monkeypatch, capsys):
 def test_a_pin_with_letters_is_refused(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("12ab\n"))
     assert main(["supervisor", "hash-pin", "ana", "--pin-stdin"]) == exitcodes.BAD_ARGUMENTS
-    assert capsys.readouterr().err == "error: a PIN is 4 to 12 digits\n"
+    assert capsys.readouterr().err == "error: a PIN is 4 to 12 digits 0-9\n"
+
+
+def test_a_pin_in_other_scripts_digits_is_refused(monkeypatch, capsys):
+    """Arabic-Indic digits: decimal to Python, but not what a table's keypad types."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("\u0669\u0667\u0665\u0663\u0661\n"))
+    assert main(["supervisor", "hash-pin", "ana", "--pin-stdin"]) == exitcodes.BAD_ARGUMENTS
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "error: a PIN is 4 to 12 digits 0-9\n")

@@ -384,3 +384,34 @@ async def test_a_store_put_back_with_its_anchor_while_the_witness_is_away_is_cau
     assert status["state"] == "out_of_order"
     assert status["out_of_order"].startswith("witness: store behind: the store is at commit ")
     assert "but this table's outbox holds commit " in status["out_of_order"]
+
+
+async def test_a_damaged_outbox_line_is_named_and_the_heads_around_it_are_sent(
+        tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heads wait in the outbox while the witness is away; one of their lines is damaged
+    on the disk (not a power cut's half line: it is whole). The next start names the file
+    and the line in the journal, and sends the heads around it: the witness ends holding
+    the store's head, which covers the damaged line's commit."""
+    import structlog
+
+    config = witnessed_config(tmp_path, witness_db)
+    assert init_store(config, monkeypatch) == 0
+    away = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
+                                f"control.socket={tmp_path / 'control.sock'}",
+                                "witness.dsn=host=127.0.0.1 port=1 dbname=test user=nobody",
+                                f"witness.schema={witness_db.schema}"])
+    assert (await play(away))["witness"]["link"] == "down"
+    outbox = tmp_path / "table.critical" / "witness_outbox"
+    lines = outbox.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert len(lines) >= 3, lines
+    lines[1] = lines[1].replace('"log_seq"', '"log_sex"')  # whole, but no longer a head
+    outbox.write_text("".join(lines), encoding="utf-8")
+
+    with structlog.testing.capture_logs() as logs:
+        await play(config)
+    damaged = [entry for entry in logs if entry["event"] == "witness_outbox_damaged"]
+    assert [(e["log_level"], e["path"], e["lines"], e["heads_read"]) for e in damaged] == [
+        ("warning", str(outbox), [2], len(lines) - 1)]
+    commit_no, log_seq, log_mac = seal_of(tmp_path / "table.sqlite")
+    last = witness_heads(witness_db)[-1]
+    assert (last.commit_no, last.log_seq, last.entry_mac) == (commit_no, log_seq, log_mac)

@@ -250,3 +250,26 @@ def test_an_outbox_line_damaged_into_bytes_that_are_not_text_is_dropped_like_a_c
         damaged.write(b'{"commit_no": \xff\xfe 7}\n')
     Outbox(path).append(heads[1:])
     assert Outbox(path).pending == heads
+
+
+def test_a_damaged_line_inside_the_outbox_is_named_and_a_cut_last_line_is_not(tmp_path):
+    """A line whole but unreadable (ended by its line end) was damaged: its number is kept
+    for the table's journal. The last line a power cut left without its end is not damage,
+    and the file is rewritten with its heads only when opened, so the next head appended is a line
+    of its own: before, it joined the cut line and was dropped with it at the next start."""
+    from controller.witness.heads import Head
+
+    heads = [Head("T1", 1, n, 10 * n, f"{n:064x}", "d" * 64, "s" * 128) for n in (1, 2, 3)]
+    path = tmp_path / OUTBOX_FILE
+    Outbox(path).append(heads[:1])
+    with path.open("a", encoding="utf-8") as damaged:
+        damaged.write('{"commit_no": 7, "table_id": "T1"}\n')  # whole, but not a head
+    Outbox(path).append(heads[1:2])
+    with path.open("a", encoding="utf-8") as cut:
+        cut.write('{"commit_no": 3, "log_s')  # a power cut in the middle of a write
+    opened = Outbox(path)
+    assert (opened.pending, opened.damaged) == (heads[:2], [2])
+    assert path.read_text(encoding="utf-8").endswith("}\n")  # the cut line is gone
+    opened.append(heads[2:])
+    reopened = Outbox(path)
+    assert (reopened.pending, reopened.damaged) == (heads, [])
