@@ -2,7 +2,12 @@
 
 One JSON line per head, appended and flushed (fsync) by the witness link's thread before it
 sends them, so a head outlives an outage and a restart; rewritten atomically without the
-heads the witness holds. A line cut by a power cut (the last one, half written) is dropped
+heads the witness holds. Each line carries a check of its own (`check`: the start of the
+SHA-256 of the rest of the line): the link signs a head only when it sends it, so a line
+the disk damaged into another readable head (one hex digit of its MAC, a digit of its
+commit number) would otherwise reach the witness signed, as a head this table never had,
+and the table's next genuine head would be refused or its store called diverging. A line
+without a check was written by an earlier release and is read as it was then. A line cut by a power cut (the last one, half written) is dropped
 when the file is read: it was never acknowledged, and the next durable commit's head
 covers it (a head names the whole log up to its entry). Any other line that cannot be read
 was damaged, not cut: it is dropped too (a later head covers it, as for a cut one), and
@@ -13,8 +18,10 @@ the cut-short line would otherwise join it, and be dropped with it at the next s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,7 +44,7 @@ class Outbox:
                 pass  # left as it was: the next head appended joins the cut line, as before
 
     def append(self, heads: Iterable[Head]) -> None:
-        lines = "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n" for h in heads)
+        lines = "".join(_line(h) for h in heads)
         if not lines:
             return
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -82,13 +89,41 @@ def _parse(text: str) -> tuple[list[Head], list[int]]:
         if not line:
             continue
         try:
-            heads.append(Head.from_dict(json.loads(line)))
+            heads.append(_head(json.loads(line)))
         except (ValueError, KeyError, TypeError):
             if number < len(lines):  # a whole line, ended: damaged, not cut short
                 damaged.append(number)
     return heads, damaged
 
 
+def _line(head: Head) -> str:
+    fields = head.as_dict()
+    return json.dumps({**fields, "check": _check(fields)}, sort_keys=True) + "\n"
+
+
+def _check(fields: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+_FIELDS = frozenset(("table_id", "epoch", "commit_no", "log_seq", "entry_mac", "state_digest",
+                     "signature"))
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _head(data: object) -> Head:
+    """The head of a line's fields; ValueError if its check does not match them or they
+    are not exactly a head's (a damaged key name must not pass a line off as an earlier
+    release's, which has no check)."""
+    if not isinstance(data, dict):
+        raise TypeError("a line is one JSON object")
+    check = data.pop("check", None)
+    if data.keys() != _FIELDS or (check is not None and check != _check(data)):
+        raise ValueError("the line is not a head as written")
+    head = Head.from_dict(data)
+    if not (_HEX64.fullmatch(head.entry_mac) and _HEX64.fullmatch(head.state_digest)):
+        raise ValueError("a MAC or digest is not 64 hex digits")
+    return head
+
+
 def _replace(path: Path, heads: list[Head]) -> None:
-    replace_durably(path, "".join(json.dumps(h.as_dict(), sort_keys=True) + "\n"
-                                  for h in heads).encode())
+    replace_durably(path, "".join(_line(h) for h in heads).encode())

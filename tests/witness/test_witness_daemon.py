@@ -386,12 +386,15 @@ async def test_a_store_put_back_with_its_anchor_while_the_witness_is_away_is_cau
     assert "but this table's outbox holds commit " in status["out_of_order"]
 
 
-async def test_a_damaged_outbox_line_is_named_and_the_heads_around_it_are_sent(
-        tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Heads wait in the outbox while the witness is away; one of their lines is damaged
-    on the disk (not a power cut's half line: it is whole). The next start names the file
-    and the line in the journal, and sends the heads around it: the witness ends holding
-    the store's head, which covers the damaged line's commit."""
+async def test_a_damaged_outbox_line_is_named_and_never_reaches_the_witness(
+        tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Heads wait in the outbox while the witness is away; the disk damages one of their
+    lines into another readable head (one hex digit of its log entry's MAC). The next start
+    names the file and the line in the journal and sends the heads around it, not that one
+    (the link signs a head only as it sends it: before, the witness took the damaged head,
+    signed, as one this table had, and `tablewitness verify --store` called the store
+    diverging). The witness ends at the store's head, every head it holds found in the store."""
     import structlog
 
     config = witnessed_config(tmp_path, witness_db)
@@ -404,7 +407,9 @@ async def test_a_damaged_outbox_line_is_named_and_the_heads_around_it_are_sent(
     outbox = tmp_path / "table.critical" / "witness_outbox"
     lines = outbox.read_text(encoding="utf-8").splitlines(keepends=True)
     assert len(lines) >= 3, lines
-    lines[1] = lines[1].replace('"log_seq"', '"log_sex"')  # whole, but no longer a head
+    head = json.loads(lines[1])
+    mac = head["entry_mac"]
+    lines[1] = lines[1].replace(mac, ("1" if mac[0] != "1" else "2") + mac[1:])
     outbox.write_text("".join(lines), encoding="utf-8")
 
     with structlog.testing.capture_logs() as logs:
@@ -413,5 +418,10 @@ async def test_a_damaged_outbox_line_is_named_and_the_heads_around_it_are_sent(
     assert [(e["log_level"], e["path"], e["lines"], e["heads_read"]) for e in damaged] == [
         ("warning", str(outbox), [2], len(lines) - 1)]
     commit_no, log_seq, log_mac = seal_of(tmp_path / "table.sqlite")
-    last = witness_heads(witness_db)[-1]
-    assert (last.commit_no, last.log_seq, last.entry_mac) == (commit_no, log_seq, log_mac)
+    held = witness_heads(witness_db)
+    assert (held[-1].commit_no, held[-1].log_seq, held[-1].entry_mac) == (
+        commit_no, log_seq, log_mac)
+    assert head["commit_no"] not in [h.commit_no for h in held]
+    code, text = verify_store(witness_db, tmp_path / "table.sqlite", capsys)
+    assert code == 0, text
+    assert f"{len(held)} witnessed heads found in the store" in text, text
