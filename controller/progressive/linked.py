@@ -2,19 +2,20 @@
 
 Protocol (docs/progressive.md, "Linked progressives"):
 
-- A table never changes a shared meter directly. Its contributions go first
-  into its own SQLite outbox (same transaction as the wager acceptance), each
-  with a per-table sequence number. `flush()` sends unacknowledged rows; the
-  server inserts `(group, table_id, seq)` with ON CONFLICT DO NOTHING and
-  applies only the rows it inserted, all in one PostgreSQL transaction, so a
-  row re-sent after a dropped connection (or after the table crashed between
-  the server's commit and its local acknowledgement) is never counted twice.
-- An award is claimed in one PostgreSQL transaction that first applies the
-  table's pending contributions, then locks the level row (SELECT ... FOR
-  UPDATE), pays the meter's whole cents, reseeds it and records the claim
-  under a unique key (group, table, round, seat, level). Two tables hitting
-  at once queue on the row lock: the first is paid the meter, the second the
-  reseeded meter. Re-claiming the same key returns the recorded amount.
+- A table never changes a shared meter directly: the ledger's functions do
+  (controller/progressive/linked_sql.py), run as the schema's owner, and a table's role may
+  only call them and read. Its contributions go first into its own SQLite outbox (same
+  transaction as the wager acceptance), each with a per-table sequence number. `flush()`
+  sends unacknowledged rows to `contribute`, which inserts `(group, table_id, seq)` with
+  ON CONFLICT DO NOTHING and applies only the rows it inserted, in one PostgreSQL
+  transaction, so a row re-sent after a dropped connection (or after the table crashed
+  between the server's commit and its local acknowledgement) is never counted twice.
+- An award is claimed in one PostgreSQL transaction that first applies the table's
+  pending contributions, then calls `claim`, which locks the level row, pays the meter's
+  whole cents, reseeds it and records the claim under a unique key (group, table, round,
+  seat, level). Two tables hitting at once queue on the row lock: the first is paid the
+  meter, the second the reseeded meter. Re-claiming the same key returns the recorded
+  amount.
 - Every table reads the levels after each flush and claim, so all of them
   show the new amount after a hit.
 
@@ -23,19 +24,20 @@ Each `LinkedLedger` belongs to one thread (one psycopg connection).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from controller.progressive.core import split
 from controller.progressive import link_seams
 from controller.progressive.errors import LinkDown
+from controller.progressive.linked_sql import identifier, schema_sql, table_grants_sql
+
+__all__ = ["Claim", "LinkedLedger", "LinkedLevel", "claim_key", "schema_sql",
+           "table_grants_sql"]
 
 CONNECT_TIMEOUT_S = 3  # libpq's connect_timeout: a LAN server answers in milliseconds
-_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,47 +60,6 @@ class Claim:
     level_version: int  # the level's version after the reseed: the order of simultaneous hits
 
 
-def schema_sql(schema: str) -> list[str]:
-    if not _IDENT.match(schema):
-        raise ValueError(f"schema {schema!r} is not a plain SQL identifier")
-    s = schema
-    return [
-        f"CREATE SCHEMA IF NOT EXISTS {s}",
-        f"""CREATE TABLE IF NOT EXISTS {s}.levels (
-            grp text NOT NULL, progressive text NOT NULL, level text NOT NULL,
-            amount_cents bigint NOT NULL, frac_num bigint NOT NULL, frac_den bigint NOT NULL,
-            seed_cents bigint NOT NULL, reset_cents bigint NOT NULL, version bigint NOT NULL,
-            contributed text NOT NULL DEFAULT '0', awards_count bigint NOT NULL DEFAULT 0,
-            awarded_cents bigint NOT NULL DEFAULT 0,
-            PRIMARY KEY (grp, progressive, level))""",
-        f"""CREATE TABLE IF NOT EXISTS {s}.contributions (
-            grp text NOT NULL, table_id text NOT NULL, seq bigint NOT NULL,
-            progressive text NOT NULL, level text NOT NULL,
-            delta_num bigint NOT NULL, delta_den bigint NOT NULL,
-            wagers_count integer NOT NULL, wagers_cents bigint NOT NULL, round_id bigint,
-            received_at timestamptz NOT NULL DEFAULT now(),
-            PRIMARY KEY (grp, table_id, seq))""",
-        f"""CREATE TABLE IF NOT EXISTS {s}.awards (
-            grp text NOT NULL, claim_key text NOT NULL, progressive text NOT NULL,
-            level text NOT NULL, table_id text NOT NULL, round_id bigint NOT NULL,
-            seat integer NOT NULL, amount_cents bigint NOT NULL, reseed_cents bigint NOT NULL,
-            reserve_level text, reserve_used text NOT NULL DEFAULT '0',
-            level_version bigint NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(),
-            PRIMARY KEY (grp, claim_key))""",
-    ]
-
-
-def table_grants_sql(schema: str, role: str) -> list[str]:
-    """What a pit's tables' group role may do on the shared ledger (docs/deployment.md):
-    read and move the meters, add contributions and claims; never delete or rewrite one."""
-    for word in (schema, role):
-        if not _IDENT.match(word):
-            raise ValueError(f"{word!r} is not a plain SQL identifier")
-    return [f"GRANT USAGE ON SCHEMA {schema} TO {role}",
-            f"GRANT SELECT, INSERT, UPDATE ON {schema}.levels TO {role}",
-            f"GRANT SELECT, INSERT ON {schema}.contributions, {schema}.awards TO {role}"]
-
-
 def claim_key(table_id: str, round_id: int, seat: int, progressive: str, level: str) -> str:
     return f"{table_id}/{round_id}/{seat}/{progressive}/{level}"
 
@@ -109,8 +70,7 @@ class LinkedLedger:
 
     def __init__(self, dsn: str, schema: str, group: str, table_id: str, *,
                  timeout_s: float = 5.0, connect: Callable[..., Any] | None = None) -> None:
-        if not _IDENT.match(schema):
-            raise ValueError(f"schema {schema!r} is not a plain SQL identifier")
+        identifier(schema)
         self.dsn, self.schema, self.group, self.table_id = dsn, schema, group, table_id
         self.timeout_s = timeout_s
         self._connect = connect
@@ -184,20 +144,30 @@ class LinkedLedger:
         wanted = list(levels)
 
         def work(conn: Any) -> None:
-            # The DDL only where the schema is missing: a casino's table role may use the
-            # schema its administrator made but not create one (docs/deployment.md).
-            made = conn.execute("SELECT to_regclass(%s)", (f"{self.schema}.awards",)).fetchone()
-            if made is None or made[0] is None:
+            # The DDL only where the schema or its functions are missing (a ledger made by an
+            # earlier release has no functions): a casino's table role may use the schema its
+            # administrator made but not create one (docs/deployment.md). Tables starting at
+            # once take their turn here.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.ddl",))
+            made = conn.execute("SELECT to_regclass(%s), to_regproc(%s)",
+                                (f"{self.schema}.awards", f"{self.schema}.claim")).fetchone()
+            if made is None or made[0] is None or made[1] is None:
+                if made is not None and made[0] is not None and not conn.execute(
+                        "SELECT has_schema_privilege(%s, 'CREATE')", (self.schema,)
+                        ).fetchone()[0]:
+                    self.down_reason = (
+                        f"linked ledger {self.schema} has no functions (made by an earlier "
+                        "release, when a table's role wrote the meters itself): its "
+                        "administrator applies the schema and the grants again "
+                        "(docs/deployment.md, 'A pit of tables')")
+                    raise LinkDown(self.down_reason)
                 for statement in schema_sql(self.schema):
                     conn.execute(statement)
             for progressive, level, reset in wanted:
-                conn.execute(
-                    f"INSERT INTO {self.schema}.levels(grp, progressive, level, amount_cents,"
-                    " frac_num, frac_den, seed_cents, reset_cents, version)"
-                    " VALUES (%s,%s,%s,%s,0,1,%s,%s,1) ON CONFLICT DO NOTHING",
-                    (self.group, progressive, level, reset, reset, reset))
+                conn.execute(f"SELECT {self.schema}.seed_level(%s, %s, %s, %s)",
+                             (self.group, progressive, level, reset))
 
-        # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogue; retry once.
+        # A start that meets a server restarting is tried once more before the link is down.
         try:
             self._run(work)
         except LinkDown:
@@ -223,41 +193,17 @@ class LinkedLedger:
         return int(applied)
 
     def _apply(self, conn: Any, outbox: Sequence[dict[str, Any]]) -> int:
-        s = self.schema
-        new: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in outbox:
-            inserted = conn.execute(
-                f"INSERT INTO {s}.contributions(grp, table_id, seq, progressive, level, delta_num,"
-                " delta_den, wagers_count, wagers_cents, round_id) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,"
-                "%s,%s) ON CONFLICT DO NOTHING RETURNING seq",
-                (self.group, self.table_id, row["seq"], row["progressive"], row["level"],
-                 row["delta_num"], row["delta_den"], row["wagers_count"], row["wagers_cents"],
-                 row["round_id"])).fetchone()
-            if inserted is not None:
-                new.setdefault((row["progressive"], row["level"]), []).append(row)
-        # Lock levels in one global order so two tables flushing never deadlock.
-        for progressive, level in sorted(new):
-            locked = self._lock(conn, progressive, level)
-            delta = sum((Fraction(r["delta_num"], r["delta_den"]) for r in new[(progressive, level)]),
-                        Fraction(0))
-            cents, num, den = split(locked["value"] + delta)
-            conn.execute(
-                f"UPDATE {s}.levels SET amount_cents = %s, frac_num = %s, frac_den = %s,"
-                " version = version + 1, contributed = %s WHERE grp = %s AND progressive = %s"
-                " AND level = %s",
-                (cents, num, den, str(Fraction(locked["contributed"]) + delta), self.group,
-                 progressive, level))
-        return sum(len(v) for v in new.values())
-
-    def _lock(self, conn: Any, progressive: str, level: str) -> dict[str, Any]:
-        row = conn.execute(
-            f"SELECT amount_cents, frac_num, frac_den, reset_cents, version, contributed"
-            f" FROM {self.schema}.levels WHERE grp = %s AND progressive = %s AND level = %s"
-            " FOR UPDATE", (self.group, progressive, level)).fetchone()
-        if row is None:
-            raise LinkDown(f"linked level {self.group}/{progressive}/{level} does not exist")
-        return {"value": row[0] + Fraction(row[1], row[2]), "reset": row[3], "version": row[4],
-                "contributed": row[5]}
+        """The rows to the ledger's `contribute`; how many it had not held before."""
+        if not outbox:
+            return 0
+        columns = ("seq", "progressive", "level", "delta_num", "delta_den", "wagers_count",
+                   "wagers_cents", "round_id")
+        applied = conn.execute(
+            f"SELECT {self.schema}.contribute(%s, %s, %s::bigint[], %s::text[], %s::text[],"
+            " %s::bigint[], %s::bigint[], %s::integer[], %s::bigint[], %s::bigint[])",
+            (self.group, self.table_id,
+             *([row[column] for row in outbox] for column in columns))).fetchone()
+        return int(applied[0])
 
     # --- awards -------------------------------------------------------------------------
 
@@ -270,41 +216,18 @@ class LinkedLedger:
         into the reseed, under the same transaction.
         """
         key = claim_key(self.table_id, round_id, seat, progressive, level)
-        s = self.schema
 
         def work(conn: Any) -> Claim:
             self._apply(conn, outbox)
-            locked = self._lock(conn, progressive, level)  # queue behind any other claimant
-            done = conn.execute(f"SELECT amount_cents, level_version FROM {s}.awards WHERE grp = %s"
-                                " AND claim_key = %s", (self.group, key)).fetchone()
-            if done is not None:
-                return Claim(key, int(done[0]), int(done[1]))
-            value: Fraction = locked["value"]
-            whole = value.numerator // value.denominator
-            amount = int(fraction * whole) if fraction != 1 else whole
-            reserve = Fraction(0)
-            if reserve_level is not None and fraction == 1:
-                # Locked after the level itself: the same (progressive, level) order as flush().
-                reserve = self._lock(conn, progressive, reserve_level)["value"]
-                conn.execute(
-                    f"UPDATE {s}.levels SET amount_cents = 0, frac_num = 0, frac_den = 1,"
-                    " version = version + 1 WHERE grp = %s AND progressive = %s AND level = %s",
-                    (self.group, progressive, reserve_level))
-            after = value - amount + (locked["reset"] + reserve if fraction == 1 else 0)
-            cents, num, den = split(after)
-            version = locked["version"] + 1
-            conn.execute(
-                f"UPDATE {s}.levels SET amount_cents = %s, frac_num = %s, frac_den = %s,"
-                " version = %s, awards_count = awards_count + 1, awarded_cents = awarded_cents + %s"
-                " WHERE grp = %s AND progressive = %s AND level = %s",
-                (cents, num, den, version, amount, self.group, progressive, level))
-            conn.execute(
-                f"INSERT INTO {s}.awards(grp, claim_key, progressive, level, table_id, round_id,"
-                " seat, amount_cents, reseed_cents, reserve_level, reserve_used, level_version)"
-                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (self.group, key, progressive, level, self.table_id, round_id, seat, amount,
-                 locked["reset"] if fraction == 1 else 0, reserve_level, str(reserve), version))
-            return Claim(key, amount, version)
+            # The ledger's `claim` queues behind any other claimant of the level, pays it
+            # and reseeds it (with `reserve_level`, 627b.6(j)), or gives back this key's
+            # award if it was claimed before.
+            amount, version = conn.execute(
+                f"SELECT amount_cents, level_version FROM {self.schema}.claim(%s, %s, %s, %s,"
+                " %s, %s::bigint, %s::integer, %s::bigint, %s::bigint, %s::text)",
+                (self.group, key, progressive, level, self.table_id, round_id, seat,
+                 fraction.numerator, fraction.denominator, reserve_level)).fetchone()
+            return Claim(key, int(amount), int(version))
 
         with self._mutex:  # the gate and the claim back to back: no sync between them
             if self.claim_gate is not None and self.claim_gate.holds(seat):

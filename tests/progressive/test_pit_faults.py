@@ -118,8 +118,14 @@ def test_605a_8_one_table_cut_off_only_that_table_loses_the_wager(
         proxy.close()
 
 
-def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_deletes_nothing(
+def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_meter_itself(
         tmp_path: Path, postgres: PrivatePostgres) -> None:
+    """With the documented grants a table plays, and its role can change the shared ledger
+    only through its functions: it cannot set a meter, write a contribution or an award
+    itself, delete or rewrite one; the functions refuse a contribution larger than the
+    wagers it names and a claim of more than the whole meter; a login role outside the
+    tables' group cannot call them. Before, the role held UPDATE on the levels: one
+    statement set the pit's shared meter to any amount."""
     import psycopg
 
     from controller.progressive.linked import schema_sql, table_grants_sql
@@ -127,6 +133,8 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_deletes_not
     with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # the administrator, once
         for statement in [*schema_sql("granted"), "CREATE ROLE granted_tables NOLOGIN",
                           "CREATE ROLE granted_t_bac_01 LOGIN IN ROLE granted_tables",
+                          "CREATE ROLE granted_stranger LOGIN",
+                          "GRANT USAGE ON SCHEMA granted TO granted_stranger",
                           *table_grants_sql("granted", "granted_tables")]:
             admin.execute(statement)
     dsn = postgres.dsn.replace("user=postgres", "user=granted_t_bac_01")
@@ -136,11 +144,84 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_deletes_not
         assert play_round(system, 1) == 3
         assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER
         with psycopg.connect(dsn, autocommit=True) as table_role:
-            for statement in ("DELETE FROM granted.contributions",
-                              "UPDATE granted.awards SET amount_cents = 0",
-                              "TRUNCATE granted.levels"):
+            for statement in (
+                    "DELETE FROM granted.contributions",
+                    "UPDATE granted.awards SET amount_cents = 0",
+                    "TRUNCATE granted.levels",
+                    "UPDATE granted.levels SET amount_cents = 100000000",
+                    "INSERT INTO granted.levels VALUES ('pit', 'h9', 'x', 9, 0, 1, 9, 9, 1)",
+                    "INSERT INTO granted.contributions(grp, table_id, seq, progressive, level,"
+                    " delta_num, delta_den, wagers_count, wagers_cents) VALUES"
+                    " ('pit', 'BAC-01', 999, 'h9', 'progressive', 100000000, 1, 1, 500)",
+                    "INSERT INTO granted.awards(grp, claim_key, progressive, level, table_id,"
+                    " round_id, seat, amount_cents, reseed_cents, level_version) VALUES"
+                    " ('pit', 'k', 'h9', 'progressive', 'BAC-01', 1, 1, 5, 0, 99)"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     table_role.execute(statement)
+            with pytest.raises(psycopg.DatabaseError, match=(
+                    r"linked contribution 999 of table BAC-01 refused: 100000000/1 cents is "
+                    r"not a share of its 500 cents of wagers")) as refused:
+                table_role.execute(
+                    "SELECT granted.contribute('pit', 'BAC-01', '{999}', '{h9}',"
+                    " '{progressive}', '{100000000}', '{1}', '{1}', '{500}', '{NULL}')")
+            assert refused.value.sqlstate == "LK002"
+            with pytest.raises(psycopg.DatabaseError, match=(
+                    r"linked claim k refused: a share of 3/2 of the meter: allowed: from 0 "
+                    r"to 1")) as refused:
+                table_role.execute("SELECT * FROM granted.claim('pit', 'k', 'h9',"
+                                   " 'progressive', 'BAC-01', 1, 1, 3, 2, NULL)")
+            assert refused.value.sqlstate == "LK004"
+        assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER  # nothing moved
+        stranger = postgres.dsn.replace("user=postgres", "user=granted_stranger")
+        with psycopg.connect(stranger, autocommit=True) as outsider:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                outsider.execute("SELECT * FROM granted.claim('pit', 'k', 'h9',"
+                                 " 'progressive', 'BAC-01', 1, 1, 1, 1, NULL)")
+        assert system.verify() == []
+    finally:
+        close(system)
+
+
+def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administrator_updates_it(
+        tmp_path: Path, postgres: PrivatePostgres) -> None:
+    """A ledger an earlier release made has its tables but not its functions, and its
+    tables' role held UPDATE on the levels. A table whose role may not create them offers
+    no linked wager and says what to do; once the administrator applies the schema and
+    the grants again it plays, and the meters it held are kept."""
+    import psycopg
+
+    from controller.progressive.linked import schema_sql, table_grants_sql
+
+    tables_only = [statement for statement in schema_sql("earlier")
+                   if "FUNCTION" not in statement]
+    with psycopg.connect(postgres.dsn, autocommit=True) as admin:
+        for statement in [*tables_only, "CREATE ROLE earlier_tables NOLOGIN",
+                          "CREATE ROLE earlier_t_bac_02 LOGIN IN ROLE earlier_tables",
+                          "GRANT USAGE ON SCHEMA earlier TO earlier_tables",
+                          "GRANT SELECT, INSERT, UPDATE ON earlier.levels TO earlier_tables",
+                          "GRANT SELECT, INSERT ON earlier.contributions, earlier.awards"
+                          " TO earlier_tables",
+                          "INSERT INTO earlier.levels VALUES ('pit', 'h9', 'progressive',"
+                          " 1000775, 1, 4, 1000000, 1000000, 4)"]:
+            admin.execute(statement)
+    dsn = postgres.dsn.replace("user=postgres", "user=earlier_t_bac_02")
+    system = table(tmp_path, dsn, "BAC-02", "earlier")
+    try:
+        assert system.availability() == {"h9": (
+            "linked ledger earlier has no functions (made by an earlier release, when a "
+            "table's role wrote the meters itself): its administrator applies the schema "
+            "and the grants again (docs/deployment.md, 'A pit of tables')")}
+        assert play_round(system, 1) == 0  # the linked wager is refused, the round plays
+        with psycopg.connect(postgres.dsn, autocommit=True) as admin:
+            for statement in [*schema_sql("earlier"),
+                              "REVOKE ALL ON earlier.levels, earlier.contributions,"
+                              " earlier.awards FROM earlier_tables",
+                              *table_grants_sql("earlier", "earlier_tables")]:
+                admin.execute(statement)
+        system.sync()
+        assert system.availability() == {"h9": None}
+        assert play_round(system, 2) == 3
+        assert shared_amount(system) == Fraction(1_000_775_25, 100) + 3 * H9_PER_WAGER
     finally:
         close(system)
 

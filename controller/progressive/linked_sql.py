@@ -1,0 +1,262 @@
+"""The shared ledger's schema on the casino's PostgreSQL (605a.8, docs/progressive.md
+"Linked progressives"): its tables, the three functions through which a table changes it,
+and the grants of the tables' group role (docs/deployment.md, "A pit of tables").
+
+A table's role writes nothing in the ledger directly. It seeds a level, adds its
+contributions and claims a hit through `seed_level`, `contribute` and `claim`, which run
+as the schema's owner (SECURITY DEFINER) and are the only code that moves a meter: each
+contribution row and each award row is written together with the meter change it makes,
+so a meter always equals its seed plus its contributions less its awards and reseeds, the
+sum `LinkedLedger.verify` recomputes. Before, the role held UPDATE on the levels, and
+whoever held one table's box could set the pit's shared meter to any amount with one
+statement; the other tables saw it only at their next start.
+
+The arithmetic is exact, as the table's own (controller/progressive/core.py `split`): a
+meter is whole cents plus a reduced sub-cent fraction; the running `contributed` total is
+a fraction written as Python writes a Fraction ("7" or "27/20").
+"""
+
+from __future__ import annotations
+
+import re
+
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+# The functions' signatures, as GRANT and REVOKE name them.
+FUNCTIONS = (
+    "seed_level(text, text, text, bigint)",
+    "contribute(text, text, bigint[], text[], text[], bigint[], bigint[], integer[], bigint[],"
+    " bigint[])",
+    "claim(text, text, text, text, text, bigint, integer, bigint, bigint, text)",
+)
+
+
+def identifier(word: str, what: str = "schema") -> str:
+    if not _IDENT.match(word):
+        raise ValueError(f"{what} {word!r} is not a plain SQL identifier")
+    return word
+
+
+def schema_sql(schema: str) -> list[str]:
+    """Every statement that makes (or brings up to date) the ledger's schema: idempotent."""
+    s = identifier(schema)
+    return [
+        f"CREATE SCHEMA IF NOT EXISTS {s}",
+        f"""CREATE TABLE IF NOT EXISTS {s}.levels (
+            grp text NOT NULL, progressive text NOT NULL, level text NOT NULL,
+            amount_cents bigint NOT NULL, frac_num bigint NOT NULL, frac_den bigint NOT NULL,
+            seed_cents bigint NOT NULL, reset_cents bigint NOT NULL, version bigint NOT NULL,
+            contributed text NOT NULL DEFAULT '0', awards_count bigint NOT NULL DEFAULT 0,
+            awarded_cents bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (grp, progressive, level))""",
+        f"""CREATE TABLE IF NOT EXISTS {s}.contributions (
+            grp text NOT NULL, table_id text NOT NULL, seq bigint NOT NULL,
+            progressive text NOT NULL, level text NOT NULL,
+            delta_num bigint NOT NULL, delta_den bigint NOT NULL,
+            wagers_count integer NOT NULL, wagers_cents bigint NOT NULL, round_id bigint,
+            received_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (grp, table_id, seq))""",
+        f"""CREATE TABLE IF NOT EXISTS {s}.awards (
+            grp text NOT NULL, claim_key text NOT NULL, progressive text NOT NULL,
+            level text NOT NULL, table_id text NOT NULL, round_id bigint NOT NULL,
+            seat integer NOT NULL, amount_cents bigint NOT NULL, reseed_cents bigint NOT NULL,
+            reserve_level text, reserve_used text NOT NULL DEFAULT '0',
+            level_version bigint NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (grp, claim_key))""",
+        _SEED_LEVEL.replace("@s@", s),
+        _CONTRIBUTE.replace("@s@", s),
+        _CLAIM.replace("@s@", s),
+        # A function is executable by PUBLIC unless revoked: only the tables' role may.
+        *(f"REVOKE ALL ON FUNCTION {s}.{signature} FROM PUBLIC" for signature in FUNCTIONS),
+    ]
+
+
+def table_grants_sql(schema: str, role: str) -> list[str]:
+    """What a pit's tables' group role may do on the shared ledger (docs/deployment.md):
+    read it, and change it only through its functions."""
+    s, r = identifier(schema), identifier(role, "role")
+    return [f"GRANT USAGE ON SCHEMA {s} TO {r}",
+            f"GRANT SELECT ON {s}.levels, {s}.contributions, {s}.awards TO {r}",
+            *(f"GRANT EXECUTE ON FUNCTION {s}.{signature} TO {r}" for signature in FUNCTIONS)]
+
+
+# Helpers are written out in each function (a numeric fraction reduced by gcd; a fraction's
+# text as Python's str(Fraction)): a helper function would be one more object to grant.
+
+_SEED_LEVEL = """
+CREATE OR REPLACE FUNCTION @s@.seed_level(p_grp text, p_progressive text, p_level text,
+                                          p_seed bigint)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    IF p_seed IS NULL OR p_seed < 0 THEN
+        RAISE EXCEPTION 'linked level %/%/%: seed % refused: allowed: 0 cents or more',
+            p_grp, p_progressive, p_level, p_seed USING ERRCODE = 'LK001';
+    END IF;
+    -- A level that exists keeps its meter: only the first table to start seeds it.
+    INSERT INTO @s@.levels(grp, progressive, level, amount_cents, frac_num, frac_den,
+                           seed_cents, reset_cents, version)
+        VALUES (p_grp, p_progressive, p_level, p_seed, 0, 1, p_seed, p_seed, 1)
+        ON CONFLICT DO NOTHING;
+END
+$fn$"""
+
+_CONTRIBUTE = """
+CREATE OR REPLACE FUNCTION @s@.contribute(
+    p_grp text, p_table text, p_seq bigint[], p_progressive text[], p_level text[],
+    p_num bigint[], p_den bigint[], p_wagers integer[], p_cents bigint[], p_round bigint[])
+RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    k_progressive text[]; k_level text[]; k_num bigint[]; k_den bigint[];
+    i integer; n integer; applied integer := 0;
+    s_num numeric; s_den numeric; v_num numeric; v_den numeric; c_num numeric;
+    c_den numeric; g numeric; lv record;
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(p_seq), 0) LOOP
+        IF p_den[i] IS NULL OR p_den[i] <= 0 OR p_num[i] IS NULL OR p_num[i] < 0
+                OR p_cents[i] IS NULL OR p_num[i]::numeric > p_cents[i]::numeric * p_den[i] THEN
+            RAISE EXCEPTION 'linked contribution % of table % refused: %/% cents is not a '
+                'share of its % cents of wagers', p_seq[i], p_table, p_num[i], p_den[i],
+                p_cents[i] USING ERRCODE = 'LK002';
+        END IF;
+    END LOOP;
+    -- Rows already held (a send whose acknowledgement was lost) are not counted again;
+    -- the new ones, by level in one order at every table, so two flushes never deadlock.
+    WITH sent AS (
+        SELECT * FROM unnest(p_seq, p_progressive, p_level, p_num, p_den, p_wagers, p_cents,
+                             p_round)
+            AS u(seq, progressive, level, num, den, wagers, cents, round_id)),
+    inserted AS (
+        INSERT INTO @s@.contributions(grp, table_id, seq, progressive, level, delta_num,
+                                      delta_den, wagers_count, wagers_cents, round_id)
+        SELECT p_grp, p_table, seq, progressive, level, num, den, wagers, cents, round_id
+            FROM sent
+        ON CONFLICT DO NOTHING
+        RETURNING progressive, level, delta_num, delta_den, seq)
+    SELECT array_agg(progressive ORDER BY progressive COLLATE "C", level COLLATE "C", seq),
+           array_agg(level ORDER BY progressive COLLATE "C", level COLLATE "C", seq),
+           array_agg(delta_num ORDER BY progressive COLLATE "C", level COLLATE "C", seq),
+           array_agg(delta_den ORDER BY progressive COLLATE "C", level COLLATE "C", seq)
+        INTO k_progressive, k_level, k_num, k_den FROM inserted;
+    n := coalesce(cardinality(k_progressive), 0);
+    i := 1;
+    WHILE i <= n LOOP
+        s_num := 0;
+        s_den := 1;
+        LOOP  -- the sum of this level's new shares, exactly
+            s_num := s_num * k_den[i] + k_num[i]::numeric * s_den;
+            s_den := s_den * k_den[i];
+            g := gcd(s_num, s_den);
+            s_num := div(s_num, g);
+            s_den := div(s_den, g);
+            applied := applied + 1;
+            i := i + 1;
+            EXIT WHEN i > n OR k_progressive[i] <> k_progressive[i - 1]
+                OR k_level[i] <> k_level[i - 1];
+        END LOOP;
+        SELECT amount_cents, frac_num, frac_den, contributed INTO lv FROM @s@.levels
+            WHERE grp = p_grp AND progressive = k_progressive[i - 1]
+              AND level = k_level[i - 1]
+            FOR UPDATE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'linked level %/%/% does not exist', p_grp, k_progressive[i - 1],
+                k_level[i - 1] USING ERRCODE = 'LK003';
+        END IF;
+        v_num := lv.frac_num::numeric * s_den + s_num * lv.frac_den;
+        v_den := lv.frac_den::numeric * s_den;
+        g := gcd(v_num, v_den);
+        v_num := div(v_num, g);
+        v_den := div(v_den, g);
+        c_num := split_part(lv.contributed, '/', 1)::numeric;
+        c_den := coalesce(nullif(split_part(lv.contributed, '/', 2), ''), '1')::numeric;
+        c_num := c_num * s_den + s_num * c_den;
+        c_den := c_den * s_den;
+        g := gcd(c_num, c_den);
+        c_num := div(c_num, g);
+        c_den := div(c_den, g);
+        UPDATE @s@.levels SET amount_cents = amount_cents + div(v_num, v_den)::bigint,
+                frac_num = mod(v_num, v_den)::bigint, frac_den = v_den::bigint,
+                version = version + 1,
+                contributed = CASE WHEN c_den = 1 THEN c_num::text
+                                   ELSE c_num::text || '/' || c_den::text END
+            WHERE grp = p_grp AND progressive = k_progressive[i - 1]
+              AND level = k_level[i - 1];
+    END LOOP;
+    RETURN applied;
+END
+$fn$"""
+
+_CLAIM = """
+CREATE OR REPLACE FUNCTION @s@.claim(
+    p_grp text, p_key text, p_progressive text, p_level text, p_table text, p_round bigint,
+    p_seat integer, p_share_num bigint, p_share_den bigint, p_reserve_level text)
+RETURNS TABLE (amount_cents bigint, level_version bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    lv record; rv record; whole bigint; paid bigint; reseed bigint := 0; whole_meter boolean;
+    r_num numeric := 0; r_den numeric := 1; a_num numeric; a_den numeric; g numeric;
+    next_version bigint;
+BEGIN
+    IF p_share_den IS NULL OR p_share_den <= 0 OR p_share_num IS NULL OR p_share_num < 0
+            OR p_share_num > p_share_den THEN
+        RAISE EXCEPTION 'linked claim % refused: a share of %/% of the meter: allowed: '
+            'from 0 to 1', p_key, p_share_num, p_share_den USING ERRCODE = 'LK004';
+    END IF;
+    -- Queue behind any other claimant of the level (605a.8: each hit paid once, in order).
+    SELECT * INTO lv FROM @s@.levels
+        WHERE grp = p_grp AND progressive = p_progressive AND level = p_level FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'linked level %/%/% does not exist', p_grp, p_progressive, p_level
+            USING ERRCODE = 'LK003';
+    END IF;
+    RETURN QUERY SELECT a.amount_cents, a.level_version FROM @s@.awards a
+        WHERE a.grp = p_grp AND a.claim_key = p_key;
+    IF FOUND THEN
+        RETURN;  -- claimed before (its acknowledgement was lost): the same award
+    END IF;
+    whole_meter := p_share_num = p_share_den;
+    whole := lv.amount_cents;  -- the sub-cent part is below one cent: the whole cents
+    paid := CASE WHEN whole_meter THEN whole
+                 ELSE div(p_share_num::numeric * whole, p_share_den)::bigint END;
+    IF whole_meter THEN
+        reseed := lv.reset_cents;
+        IF p_reserve_level IS NOT NULL THEN  -- 627b.6(j): the reserve goes into the reseed
+            SELECT * INTO rv FROM @s@.levels
+                WHERE grp = p_grp AND progressive = p_progressive AND level = p_reserve_level
+                FOR UPDATE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'linked level %/%/% does not exist', p_grp, p_progressive,
+                    p_reserve_level USING ERRCODE = 'LK003';
+            END IF;
+            r_num := rv.amount_cents::numeric * rv.frac_den + rv.frac_num;
+            r_den := rv.frac_den;
+            g := gcd(r_num, r_den);
+            r_num := div(r_num, g);
+            r_den := div(r_den, g);
+            UPDATE @s@.levels SET amount_cents = 0, frac_num = 0, frac_den = 1,
+                    version = version + 1
+                WHERE grp = p_grp AND progressive = p_progressive AND level = p_reserve_level;
+        END IF;
+    END IF;
+    a_num := (whole - paid + reseed)::numeric * lv.frac_den * r_den + lv.frac_num * r_den
+             + r_num * lv.frac_den;
+    a_den := lv.frac_den::numeric * r_den;
+    g := gcd(a_num, a_den);
+    a_num := div(a_num, g);
+    a_den := div(a_den, g);
+    next_version := lv.version + 1;
+    UPDATE @s@.levels SET amount_cents = div(a_num, a_den)::bigint,
+            frac_num = mod(a_num, a_den)::bigint, frac_den = a_den::bigint,
+            version = next_version, awards_count = awards_count + 1,
+            awarded_cents = awarded_cents + paid
+        WHERE grp = p_grp AND progressive = p_progressive AND level = p_level;
+    INSERT INTO @s@.awards(grp, claim_key, progressive, level, table_id, round_id, seat,
+                           amount_cents, reseed_cents, reserve_level, reserve_used,
+                           level_version)
+        VALUES (p_grp, p_key, p_progressive, p_level, p_table, p_round, p_seat, paid, reseed,
+                p_reserve_level, CASE WHEN r_den = 1 THEN r_num::text
+                                      ELSE r_num::text || '/' || r_den::text END,
+                next_version);
+    RETURN QUERY SELECT paid, next_version;
+END
+$fn$"""
