@@ -7,7 +7,8 @@ contributions and claims a hit through `seed_level`, `contribute` and `claim`, w
 as the schema's owner (SECURITY DEFINER) and are the only code that moves a meter: each
 contribution row and each award row is written together with the meter change it makes,
 so a meter always equals its seed plus its contributions less its awards and reseeds, the
-sum `LinkedLedger.verify` recomputes. Before, the role held UPDATE on the levels, and
+sum `LinkedLedger.verify` recomputes. Each row also records the login that wrote it.
+Before, the role held UPDATE on the levels, and
 whoever held one table's box could set the pit's shared meter to any amount with one
 statement; the other tables saw it only at their next start.
 
@@ -63,6 +64,13 @@ def schema_sql(schema: str) -> list[str]:
             reserve_level text, reserve_used text NOT NULL DEFAULT '0',
             level_version bigint NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (grp, claim_key))""",
+        # Which login wrote each row (the session's, not the functions' owner): the table id
+        # a row names is the caller's word, its login is the server's. Rows written before
+        # these columns existed have none (not the administrator's who added them).
+        f"ALTER TABLE {s}.contributions ADD COLUMN IF NOT EXISTS sent_by text",
+        f"ALTER TABLE {s}.contributions ALTER COLUMN sent_by SET DEFAULT session_user",
+        f"ALTER TABLE {s}.awards ADD COLUMN IF NOT EXISTS claimed_by text",
+        f"ALTER TABLE {s}.awards ALTER COLUMN claimed_by SET DEFAULT session_user",
         _SEED_LEVEL.replace("@s@", s),
         _CONTRIBUTE.replace("@s@", s),
         _CLAIM.replace("@s@", s),

@@ -172,6 +172,9 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                                    " 'progressive', 'BAC-01', 1, 1, 3, 2, NULL)")
             assert refused.value.sqlstate == "LK004"
         assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER  # nothing moved
+        with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # who wrote each row
+            assert admin.execute("SELECT table_id, sent_by FROM granted.contributions"
+                                 ).fetchall() == [("BAC-01", "granted_t_bac_01")]
         stranger = postgres.dsn.replace("user=postgres", "user=granted_stranger")
         with psycopg.connect(stranger, autocommit=True) as outsider:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
