@@ -7,11 +7,13 @@ SHA-256 of the rest of the line): the link signs a head only when it sends it, s
 the disk damaged into another readable head (one hex digit of its MAC, a digit of its
 commit number) would otherwise reach the witness signed, as a head this table never had,
 and the table's next genuine head would be refused or its store called diverging. A line
-without a check was written by an earlier release and is read as it was then. A line cut by a power cut (the last one, half written) is dropped
-when the file is read: it was never acknowledged, and the next durable commit's head
-covers it (a head names the whole log up to its entry). Any other line that cannot be read
-was damaged, not cut: it is dropped too (a later head covers it, as for a cut one), and
-its line number kept in `damaged` for the table to name in its journal. A file a power cut
+without a check was written by an earlier release and is read as it was then.
+
+A line cut by a power cut (the last one, half written) is dropped when the file is read:
+it was never acknowledged, and the next durable commit's head covers it (a head names the
+whole log up to its entry). Any other line that cannot be read, or fails its check, was
+damaged, not cut: it is dropped too (a later head covers it, as for a cut one), and its
+line number kept in `damaged` for the table to name in its journal. A file a power cut
 left without its last line end is rewritten whole when it is opened: a head appended after
 the cut-short line would otherwise join it, and be dropped with it at the next start.
 """
@@ -90,7 +92,7 @@ def _parse(text: str) -> tuple[list[Head], list[int]]:
             continue
         try:
             heads.append(_head(json.loads(line)))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # deep nesting: not a head
             if number < len(lines):  # a whole line, ended: damaged, not cut short
                 damaged.append(number)
     return heads, damaged

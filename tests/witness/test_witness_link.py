@@ -280,7 +280,8 @@ def test_a_damaged_line_inside_the_outbox_is_named_and_a_cut_last_line_is_not(tm
 def test_an_outbox_line_damaged_into_another_readable_head_is_not_taken(tmp_path):
     """A digit of a head's commit number or MAC changed on the disk still reads as a head:
     its line's check says it is not the head written (the link would sign and send it as
-    one this table had). A line of an earlier release, without a check, is read as before."""
+    one this table had). A line of an earlier release, without a check, is read as before;
+    a line nested too deep to decode is damaged, not a crash."""
     from controller.witness.heads import Head
 
     heads = [Head("T1", 0, n, 10 * n, f"{n:064x}", "d" * 64) for n in (1, 2, 3)]
@@ -290,10 +291,11 @@ def test_an_outbox_line_damaged_into_another_readable_head_is_not_taken(tmp_path
     lines[0] = lines[0].replace('"commit_no": 1,', '"commit_no": 7,')
     lines[1] = lines[1].replace(f"{2:064x}", f"{2:064x}"[:-1] + "3")
     earlier = json.dumps(Head("T1", 0, 4, 40, f"{4:064x}", "d" * 64).as_dict(), sort_keys=True)
-    path.write_text("".join(lines) + earlier + "\n", encoding="utf-8")
-    opened = Outbox(path)
+    nested = "[" * 100_000  # an edit no decoder reads without running out of stack
+    path.write_text("".join(lines) + earlier + "\n" + nested + "\n", encoding="utf-8")
+    opened = Outbox(path)  # the old code raised RecursionError here, in the daemon's start
     assert (opened.pending, opened.damaged) == (
-        [heads[2], Head("T1", 0, 4, 40, f"{4:064x}", "d" * 64)], [1, 2])
+        [heads[2], Head("T1", 0, 4, 40, f"{4:064x}", "d" * 64)], [1, 2, 5])
 
 
 def test_an_outbox_campaign_of_random_damage_never_takes_a_head_not_written(tmp_path):
