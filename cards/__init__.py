@@ -80,18 +80,27 @@ class Card:
         """Parse 'K♠', 'KS', '10h', 'Th' into a card; raises ValueError naming what is allowed."""
         raw = text.strip()
         if len(raw) < 2:
-            raise ValueError(f"card {text!r}: expected rank then suit, e.g. 'K♠', 'KS' or '10h'")
+            raise ValueError(f"card {_quoted(text)}: expected rank then suit, e.g. 'K♠', 'KS' "
+                             "or '10h'")
         rank_text, suit_text = raw[:-1].upper(), raw[-1]
         rank_text = "10" if rank_text == "T" else rank_text
         ranks = {label: rank for rank, label in _RANK_LABELS.items()}
         suits = {"♣": Suit.CLUBS, "C": Suit.CLUBS, "♦": Suit.DIAMONDS, "D": Suit.DIAMONDS,
                  "♥": Suit.HEARTS, "H": Suit.HEARTS, "♠": Suit.SPADES, "S": Suit.SPADES}
         if rank_text not in ranks:
-            raise ValueError(f"card {text!r}: rank {rank_text!r} is not one of A,2-10,J,Q,K")
+            raise ValueError(f"card {_quoted(text)}: rank {_quoted(rank_text)} is not one of "
+                             "A,2-10,J,Q,K")
         suit = suits.get(suit_text.upper()) or suits.get(suit_text)
         if suit is None:
-            raise ValueError(f"card {text!r}: suit {suit_text!r} is not one of ♣♦♥♠ or C,D,H,S")
+            raise ValueError(f"card {_quoted(text)}: suit {suit_text!r} is not one of ♣♦♥♠ or "
+                             "C,D,H,S")
         return cls(ranks[rank_text], suit)
+
+
+def _quoted(text: str) -> str:
+    """repr(text), or its start and end if it is long: a card is a few characters, and a
+    line of a card list pasted wrong (a megabyte on one line) was quoted whole, twice."""
+    return repr(text) if len(text) <= 40 else f"{text[:24]!r}...{text[-8:]!r} ({len(text)} characters)"
 
 
 # Each card's text, rank then suit symbol ("10♥", "A♠"), by rank * 4 + suit.

@@ -28,6 +28,7 @@ from typing import Any
 
 from controller.errors import ControllerError
 from controller.software import MANIFEST_NAME, SIGNATURE_SUFFIX, load_manifest
+from controller.text_files import loads_json
 
 DEFAULT_BASE = "/opt/tabled"
 # The tree's links into the current release: (link, target relative to the base).
@@ -81,8 +82,8 @@ class Layout:
 
     def pending(self) -> dict[str, Any] | None:
         try:
-            return dict(json.loads((self.base / PENDING).read_text()))
-        except (OSError, ValueError):
+            return dict(loads_json((self.base / PENDING).read_text()))
+        except (OSError, ValueError, TypeError):  # TypeError: JSON, but not an object
             return None
 
 

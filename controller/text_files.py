@@ -1,5 +1,7 @@
 """Reading a text file a person wrote (a configuration, a Rules Submission, a card list):
-the one place that turns its bytes into text, and a TOML file's text into a document.
+the one place that turns its bytes into text, and a TOML file's text into a document; and
+JSON text that came from outside the process (a file beside the store, a broker's message,
+a value read from a store before its check) into a value.
 
 Such files are UTF-8 (TOML's specification says so), and a file saved in another encoding
 (a comment with an "é" from a Windows editor) raised UnicodeDecodeError, which no reader
@@ -10,6 +12,7 @@ as "not valid TOML".
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -49,3 +52,19 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     except ValueError:  # Python's own limit on converting a number's digits
         raise tomllib.TOMLDecodeError(
             "a number of more than 4,300 digits, which no setting takes") from None
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        raise tomllib.TOMLDecodeError(NESTED_TOO_DEEPLY) from None
+
+
+NESTED_TOO_DEEPLY = "arrays or tables nested too deeply to read (no setting nests more than a few)"
+
+
+def loads_json(text: str | bytes) -> Any:
+    """json.loads, with a value nested too deeply to decode raised as the ValueError every
+    reader of such text already answers, not as RecursionError: the decoder recurses once
+    a level, and a line of 100,000 '[' (an edit, a damaged file, a hostile peer) stopped
+    the daemon's start, `tablectl` and the pit page's handler on a traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None

@@ -35,6 +35,7 @@ from controller.errors import shown
 from controller.logsetup import configure_logging
 from controller.rules.submission import MAX_TABLE_ID_CHARS
 from controller.text_files import read_toml
+from controller.text_files import loads_json
 
 log = structlog.get_logger("display.pit")
 
@@ -70,8 +71,8 @@ class PitBoard:
         if leaf is None:
             return None
         try:
-            body = json.loads(payload)
-        except ValueError:  # not UTF-8, not JSON, or a number of over 4,300 digits
+            body = loads_json(payload)
+        except ValueError:  # not UTF-8, not JSON, a number of over 4,300 digits, too deep
             log.warning("pit_message_unreadable", topic=topic[:200])
             return None
         wrong = _what_is_wrong(parts[0], leaf, body)

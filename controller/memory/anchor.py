@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from typing import Any, Generic, TypeVar
 
 from controller.memory.errors import ACTION_UNUSABLE, IntegrityError
 from controller.memory.macs import canonical
+from controller.text_files import loads_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +154,7 @@ def _genuine(text: bytes, key: bytes) -> Anchor | None:
     fields = fields[1:] if fields.startswith(b"{") else fields
     fields = fields[:-1] if fields.endswith((b",", b"}")) else fields
     try:
-        data = json.loads(b"{" + fields + b"}")
+        data = loads_json(b"{" + fields + b"}")
         anchor = Anchor(str(data["key_id"]), int(data["commit_no"]), int(data["log_seq"]),
                         str(data["seal_mac"]))
         if hmac.compare_digest(str(data["mac"]), anchor_mac(key, anchor)):

@@ -29,6 +29,7 @@ from controller.memory.errors import STORE_ERRORS, IntegrityError, unusable
 from controller.memory.keys import CriticalPaths
 from controller.memory.tables import DEFINITIONS, SCHEMA_VERSION, as_stored, stored_schema_number
 from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
+from controller.text_files import loads_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +255,7 @@ def _checkpoint(db: sqlite3.Connection, key: bytes) -> tuple[int, str]:
     if row is None:
         return 1, GENESIS_MAC
     try:
-        data = json.loads(row[0])
+        data = loads_json(row[0])
         seq, mac, tag = int(data["seq"]), str(data["mac"]), str(data["tag"])
     except (ValueError, KeyError, TypeError):
         raise IntegrityError("checkpoint", "the chain checkpoint is unreadable") from None

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from controller.memory.errors import IntegrityError
 from controller.memory.macs import GENESIS_MAC, MODULUS, mac_of, seal_mac
+from controller.text_files import loads_json
 
 
 def digest_text(total: int) -> str:
@@ -161,7 +162,7 @@ def _sealed_rows(db: sqlite3.Connection, key: bytes, table: str, columns: Sequen
     if row is None:
         return (*digest_of(db, key, table, columns), None)
     try:
-        known = json.loads(row[0])
+        known = loads_json(row[0])
         last, known_rows, known_acc = int(known["last_rowid"]), int(known["rows"]), known["acc"]
     except (ValueError, KeyError, TypeError):
         raise IntegrityError(f"table {table}", "its settled-prefix record is unreadable") from None

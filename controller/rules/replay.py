@@ -10,7 +10,6 @@ alike. Everything here is pure: the CLI (controller/cli/replay_command.py) reads
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from controller.rules.dealing import Action, Bet, Cover, Draw, RoundProgressive,
 from controller.rules.game import Game
 from controller.rules.procedure import Phase, base_wager_missing
 from controller.rules.settlement import PlacedWager, check_wager
+from controller.text_files import loads_json
 
 WAGER_FORM = "SEAT:WAGER:CENTS, e.g. 1:banker:2500"
 # What a replayed round is compared on with the table's record: the money of each wager.
@@ -135,7 +135,7 @@ def rounds_from_simulate(lines: Iterable[str], source: str) -> list[RecordedRoun
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line)
             shoe = int(record["shoe"])
             index = taken.get(shoe, 0)
             cards: list[tuple[int, Card]] = []
