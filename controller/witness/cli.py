@@ -61,13 +61,18 @@ def verify_heads(registrations: Sequence[Registration], heads: Sequence[Head]) -
 
 def store_epoch(db: sqlite3.Connection) -> int | None:
     """The witness epoch the store's first record names (its registration), if any."""
-    import json
+    from controller.text_files import loads_json
 
     row = db.execute("SELECT payload FROM events ORDER BY seq LIMIT 1").fetchone()
     if row is None:
         return None
-    witness = json.loads(row[0]).get("witness")
-    return int(witness["epoch"]) if isinstance(witness, dict) and "epoch" in witness else None
+    try:  # an exported store is not checked with the key: its first record may be damaged
+        record = loads_json(row[0])
+    except (ValueError, TypeError):  # TypeError: a payload that is not text
+        return None  # no epoch read: the witness's current registration is compared
+    witness = record.get("witness") if isinstance(record, dict) else None
+    return int(witness["epoch"]) if isinstance(witness, dict) and isinstance(
+        witness.get("epoch"), int) else None
 
 
 def verify_store(db: sqlite3.Connection, heads: Sequence[Head]) -> str:

@@ -98,3 +98,22 @@ def test_a_card_list_line_is_quoted_by_its_start_and_end() -> None:
         "A,2-10,J,Q,K")
     with pytest.raises(ValueError, match=r"^card 'K': expected rank then suit"):
         Card.parse("K")
+
+
+@pytest.mark.parametrize("payload", ["not json", "[1]", DEEP, b"\xff\xfe"])
+def test_an_exported_stores_damaged_first_record_names_no_epoch(
+        tmp_path: Path, payload: str | bytes) -> None:
+    """`tablewitness verify --store` reads the epoch from an exported store's first record,
+    without the key: a damaged record (not JSON, not an object, nested too deeply, not
+    UTF-8) raised out of the auditor's tool; it now names no epoch, and the witness's
+    current registration is compared."""
+    from controller.witness.cli import store_epoch
+
+    store = init_store(str(tmp_path / "table.sqlite"), operator="test", table_id="T1")
+    store.close()
+    db = sqlite3.connect(tmp_path / "table.sqlite")
+    try:
+        db.execute("UPDATE events SET payload = ? WHERE seq = 1", (payload,))
+        assert store_epoch(db) is None
+    finally:
+        db.close()
