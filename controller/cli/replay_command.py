@@ -21,8 +21,10 @@ from typing import Any
 from controller.cli import exitcodes
 from controller.cli.output import fit  # every line of text fits the terminal
 from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
+from controller.errors import shown
 from controller.events import EventDecodeError, decode
 from controller.events.records import CoverCard, ShoeLoaded
+from controller.text_files import loads_json
 
 
 def register(subparsers: Any) -> None:
@@ -207,11 +209,18 @@ def _store_rounds(args: argparse.Namespace, progressive: Any) -> list[Any]:
         if row["simulated"]:
             raise ReplayError(f"{source}: round id {row['round_id']} is a 631a.15(d) "
                               "simulated round: no wager counts in it")
-        for name in ("wagers", "cards", "settlements"):
-            row[name] = json.loads(row[name]) if row[name] else []
         mine = [PlacedWager(seat, progressive.wager_key, cents)
                 for seat, cents in accepted.get(row["round_id"], [])]
-        rounds.append(round_from_store(row, covers.get(row["shoe_no"]), mine))
+        # The copy is read without the key: a damaged or edited row is named, not a traceback.
+        try:
+            for name in ("wagers", "cards", "settlements"):
+                row[name] = loads_json(row[name]) if row[name] else []
+            rounds.append(round_from_store(row, covers.get(row["shoe_no"]), mine))
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise ReplayError(
+                f"{source}: round id {row['round_id']} cannot be read from the store "
+                f"({type(exc).__name__}: {shown(str(exc))}); the store may be damaged or "
+                f"edited: check it with 'tablectl events verify --store {source}'") from None
     return rounds
 
 
@@ -223,9 +232,13 @@ def _covers(db: sqlite3.Connection) -> dict[int, int]:
     for kind, payload in db.execute("SELECT kind, payload FROM events WHERE kind IN "
                                     "('shoe_loaded', 'cover_card') ORDER BY seq"):
         try:
-            record = decode(kind, json.loads(payload))
+            record = decode(kind, loads_json(payload))
         except EventDecodeError as exc:
             raise ReplayError(f"the store's log: {exc}") from None
+        except (ValueError, TypeError):  # not JSON, or not text: read without the key
+            raise ReplayError(f"the store's log: a {kind} entry cannot be read; the store may "
+                              "be damaged or edited: check it with 'tablectl events verify "
+                              "--store'") from None
         if isinstance(record, ShoeLoaded):
             shoe = record.shoe_no
         elif isinstance(record, CoverCard):

@@ -274,3 +274,40 @@ def test_replay_refuses_a_tie_alone_in_21_baccarat_681a_6_c_d(tmp_path: Path) ->
     assert out.returncode == exitcodes.BAD_ARGUMENTS, out.stdout
     assert "seat 2 must first place a Player or Banker wager before the optional wager 'tie' " \
            "(681a.6(c)-(d))" in out.stderr
+
+
+@pytest.mark.parametrize(("column", "value"), [("cards", "not json"), ("wagers", "[1]"),
+                                               ("settlements", "[" * 100_000)])
+def test_a_damaged_round_in_a_store_is_named_not_a_traceback(
+        tmp_path: Path, column: str, value: str) -> None:
+    """`replay --store` reads a copy of the evidence without the key: a round whose row was
+    damaged or edited (here with plain sqlite3 around the digest triggers) stopped it on a
+    JSONDecodeError, TypeError or RecursionError; it names the round and the check to run."""
+    import sqlite3
+
+    path = tmp_path / "table.sqlite"
+    store = Store(path)
+    try:
+        table, dealer = betting(store)
+        table.cmd_place_wager(1, "banker", 1000)
+        table.cmd_no_more_bets()
+        dealer.draw("2♣", "3♦", "4♥", "4♠")
+    finally:
+        store.close()
+    db = sqlite3.connect(path)
+    triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND "
+                          "tbl_name = 'rounds'").fetchall()
+    for name, _ in triggers:
+        db.execute(f'DROP TRIGGER "{name}"')
+    db.execute(f"UPDATE rounds SET {column} = ? WHERE round_id = 1", (value,))
+    for _, sql in triggers:
+        db.execute(sql)
+    db.commit()
+    db.close()
+    out = replay(str(CONFIG / "simulated-table.toml"), "--store", str(path), "--round", "1")
+    assert out.returncode == exitcodes.BAD_ARGUMENTS, out.stderr
+    said = " ".join(out.stderr.split())
+    assert f"{path}: round id 1 cannot be read from the store (" in said, said
+    assert said.endswith(f"the store may be damaged or edited: check it with 'tablectl "
+                         f"events verify --store {path}'"), said
+    assert "Traceback" not in out.stderr
