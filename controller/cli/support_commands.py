@@ -141,11 +141,8 @@ def _from_store(source: Path, critical_dir: str | None, events: int
     import tempfile
 
     from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
-    from controller.cli.event_commands import event_line
-    from controller.control import event_json
     from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
     from controller.memory.lifecycle import verify_file
-    from controller.memory.store import Store
 
     if not is_store_file(source):
         return [("store", f"(not collected: no store file at {source}; give --store PATH)")]
@@ -156,11 +153,7 @@ def _from_store(source: Path, critical_dir: str | None, events: int
             refused = not_a_table_store(copy)
             if refused is not None:
                 return [("store", f"(not collected: {refused.replace(str(copy), str(source))})")]
-            store = Store(copy, create=False, check=False, read_only=True)
-            try:
-                read = [event_json(e) for e in store.events(limit=events)]
-            finally:
-                store.close()
+            read, lines = _last_events(copy, events)
             try:
                 result = as_mapping(verify_file(str(copy), load_key(paths), paths, full=True,
                                                 private_copy=True))
@@ -172,11 +165,46 @@ def _from_store(source: Path, critical_dir: str | None, events: int
         return [("store", f"(not collected: cannot read {exc.filename or source}: "
                           f"{exc.strerror or exc}; run as a member of the tabled group or "
                           "with sudo)")]
-    return [(f"last {len(read)} events, read from the store {source}",
-             "\n".join(event_line(e, BUNDLE_WIDTH) for e in read)),
+    return [(f"last {len(read)} events, read from the store {source}", "\n".join(lines)),
             ("events read from the store, as JSON", json.dumps(read, indent=1,
                                                                  ensure_ascii=False)),
             ("critical-memory check of the store (offline, every entry)", check)]
+
+
+def _last_events(copy: Path, count: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The last `count` log entries of a store copy, as JSON-ready entries and as lines. The
+    copy is read before (and whatever) its check says: an entry damaged or edited so that
+    its fields cannot be read (payload not JSON, a time no clock has) is listed as such,
+    where it stopped the whole bundle on a traceback, on the table that most needed one."""
+    import sqlite3
+
+    from controller.cli.event_commands import event_line
+    from controller.control import event_json
+    from controller.errors import shown
+    from controller.memory.schema import event_of
+
+    db = sqlite3.connect(f"file:{copy.absolute()}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        rows = db.execute("SELECT * FROM (SELECT * FROM events ORDER BY seq DESC LIMIT ?)"
+                          " ORDER BY seq", (count,)).fetchall()
+    finally:
+        db.close()
+    read, lines = [], []
+    for row in rows:
+        try:
+            entry = event_json(event_of(row))
+            line = event_line(entry, BUNDLE_WIDTH)
+        except (ValueError, TypeError, AttributeError, OverflowError, OSError, RecursionError):
+            entry = {"seq": row["seq"], "at": None, "kind": shown(row["kind"]),
+                     "severity": "error", "device": None, "round_id": None,
+                     "payload": {"unreadable": "this entry's fields cannot be read (damaged "
+                                               "or edited): see the check below"},
+                     "hash": shown(row["hash"])}
+            line = event_line(entry, BUNDLE_WIDTH)
+        read.append(entry)
+        lines.append(line)
+    return read, lines
 
 
 def build_bundle(args: argparse.Namespace) -> tuple[str, str]:

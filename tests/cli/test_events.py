@@ -201,3 +201,27 @@ def test_offline_verify_in_a_subprocess_with_the_daemon_down(store_file):
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == exitcodes.INTEGRITY_FAILURE
     assert "entry 5 (card) was altered" in done.stdout
+
+
+@pytest.mark.parametrize(("column", "value"), [("payload", "not json"), ("payload", "[1]"),
+                                               ("at", 1e300), ("payload", "[" * 100_000)])
+def test_the_support_bundle_lists_an_entry_it_cannot_read_and_checks_the_store(
+        store_file, tmp_path, column, value):
+    """The bundle is taken from the table that most needs one: an entry damaged or edited so
+    that its fields cannot be read (a payload not JSON or not an object, a time no clock
+    has) stopped the whole bundle on a traceback. It is listed as unreadable, the entries
+    around it as they are, and the offline check names the damage."""
+    db = sqlite3.connect(store_file)
+    db.execute(f"UPDATE events SET {column} = ? WHERE seq = 5", (value,))
+    db.commit()
+    db.close()
+    bundle = tmp_path / "bundle.txt"
+    assert main(["support-bundle", "--socket", str(tmp_path / "x.sock"), "--config",
+                 str(tmp_path / "none.toml"), "--log", str(tmp_path / "none.log"),
+                 "--store", str(store_file), "-o", str(bundle)]) == exitcodes.OK
+    text = " ".join(bundle.read_text(encoding="utf-8").split())
+    assert "5 - error - 'card' unreadable=this entry's fields cannot be read (damaged or " \
+           "edited): see the check below" in text
+    assert "6 " in text and "card=9H" in text  # the entries around it
+    assert f"CRITICAL MEMORY CHECK FAILED ({store_file}): event chain: entry 5 (card) was " \
+           "altered: its MAC does not match its contents" in text
