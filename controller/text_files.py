@@ -53,10 +53,9 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise tomllib.TOMLDecodeError(
             "a number of more than 4,300 digits, which no setting takes") from None
     except RecursionError:  # tomllib reads nested arrays and tables by recursion
-        raise tomllib.TOMLDecodeError(NESTED_TOO_DEEPLY) from None
-
-
-NESTED_TOO_DEEPLY = "arrays or tables nested too deeply to read (no setting nests more than a few)"
+        raise tomllib.TOMLDecodeError(
+            "arrays or tables nested too deeply to read (no setting nests more than a few)"
+        ) from None
 
 
 def loads_json(text: str | bytes) -> Any:

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from controller.memory.critical import replace_durably
+from controller.text_files import loads_json
 from controller.witness.heads import Head
 
 OUTBOX_FILE = "witness_outbox"
@@ -91,8 +92,8 @@ def _parse(text: str) -> tuple[list[Head], list[int]]:
         if not line:
             continue
         try:
-            heads.append(_head(json.loads(line)))
-        except (ValueError, KeyError, TypeError, RecursionError):  # deep nesting: not a head
+            heads.append(_head(loads_json(line)))
+        except (ValueError, KeyError, TypeError):
             if number < len(lines):  # a whole line, ended: damaged, not cut short
                 damaged.append(number)
     return heads, damaged
