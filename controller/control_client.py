@@ -8,6 +8,26 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from controller.control_wire import IDLE_CLOSED, ControlError
+from controller.errors import shown
+from controller.text_files import loads_json
+
+
+class NotAControlSocket(ConnectionError):
+    """What answered on the socket does not speak the control protocol: not tabled (a
+    wrong --socket, another program's socket at the path)."""
+
+
+def _answer(line: bytes, *wanted: str) -> dict[str, Any]:
+    """One line the daemon sent: a JSON object holding one of the `wanted` keys, else
+    NotAControlSocket (it was a traceback in tablectl: JSONDecodeError, AttributeError)."""
+    try:
+        answer = loads_json(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not any(key in answer for key in wanted):
+        raise NotAControlSocket(f"it answered {shown(line.decode('utf-8', 'replace'))}, which "
+                                "is not the control protocol")
+    return answer
 
 
 class ControlClient:
@@ -39,6 +59,8 @@ class ControlClient:
             request["auth"] = dict(auth)
         try:
             response = await self._exchange(request)
+        except NotAControlSocket:
+            raise
         except ConnectionError:
             # Writing to a connection the daemon already closed can fail before the line it
             # left (why it closed) is read: read that line now, if there is one.
@@ -46,7 +68,7 @@ class ControlClient:
             left = await self._reader.readline()
             if not left:
                 raise
-            response = json.loads(left)
+            response = _answer(left, "ok")
         if response.get("id") is None and str(response.get("error", "")).startswith(IDLE_CLOSED):
             # The daemon closed this connection for idleness before reading the request:
             # nothing was done, so asking again on a new connection is safe.
@@ -75,7 +97,7 @@ class ControlClient:
             line = await self._reader.readline()
             if not line:
                 raise ConnectionError("the daemon closed the control connection")
-            response = json.loads(line)
+            response = _answer(line, "ok")
             yield (response.get("result") if response.get("ok") else
                    ControlError(response.get("error", "refused"), response.get("code", "refused")))
 
@@ -86,8 +108,7 @@ class ControlClient:
         line = await self._reader.readline()
         if not line:
             raise ConnectionError("the daemon closed the control connection")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+        return _answer(line, "ok")
 
     async def subscribe(self, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Yield committed events (dicts) from after_seq on, until the daemon ends the stream
@@ -98,7 +119,7 @@ class ControlClient:
             line = await self._reader.readline()
             if not line:
                 return
-            item = json.loads(line)
+            item = _answer(line, "event", "closed")
             if "closed" in item:
                 raise ConnectionError(f"the daemon ended the stream: {item['closed']}")
             yield item["event"]

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.control import ControlClient, ControlError
+from controller.control_client import NotAControlSocket
 from controller.errors import LinkError
 
 DEFAULT_SOCKET = "/run/tabled/control.sock"
@@ -32,7 +33,7 @@ def default_socket() -> str:
 
 class DaemonUnavailable(LinkError):
     """tabled cannot be reached on its control socket; `reason` is one of
-    missing, not_a_socket, permission_denied, refused, closed, error."""
+    missing, not_a_socket, not_tabled, permission_denied, refused, closed, error."""
 
     def __init__(self, path: str, reason: str, message: str) -> None:
         super().__init__(message)
@@ -109,6 +110,10 @@ class Daemon:
             if exc.code == "bad_request" and str(exc).startswith(f"unknown command {cmd!r}"):
                 raise UnsupportedCommand(cmd, str(exc)) from exc
             raise
+        except NotAControlSocket as exc:
+            raise DaemonUnavailable(self.path, "not_tabled", (
+                f"{self.path} is not tabled's control socket: {exc}\n"
+                "  (check --socket / the [control] socket setting)")) from exc
         except (ConnectionError, OSError) as exc:
             raise DaemonUnavailable(self.path, "closed", (
                 f"the daemon closed the control connection on {self.path} during '{cmd}' "

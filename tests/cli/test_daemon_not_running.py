@@ -45,6 +45,46 @@ def test_path_that_is_not_a_socket(tmp_path, capsys):
     assert f"{path} exists but is not a socket" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("answer", [b"HTTP/1.0 400 Bad Request\r\n\r\n", b"[1, 2]\n",
+                                    b"{\"hello\": 1}\n", b"[" * 100_000 + b"\n"])
+def test_a_socket_that_is_not_tabled_is_named(tmp_path, capsys, answer):
+    """--socket at another program's socket (a web server, a stale path reused): its answer
+    is not the control protocol. tablectl stopped on a JSONDecodeError, AttributeError or
+    RecursionError traceback; it says the socket is not tabled's, exit 3, and JSON names
+    the reason."""
+    import json
+    import threading
+
+    path = tmp_path / "other.sock"
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.bind(str(path))
+    other.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = other.accept()
+            except OSError:
+                return  # closed: the test is over
+            with connection:
+                connection.recv(65536)
+                connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        assert main(["status", "--socket", str(path)]) == exitcodes.DAEMON_NOT_RUNNING
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"tablectl: {path} is not tabled's control socket: it answered " in err, err
+        assert ", which is not the control protocol (check --socket / the [control] socket " \
+               "setting)" in err, err
+        assert main(["--json", "status", "--socket", str(path)]) == \
+            exitcodes.DAEMON_NOT_RUNNING
+        answer_json = json.loads(capsys.readouterr().out)
+        assert (answer_json["reason"], answer_json["socket"]) == ("not_tabled", str(path))
+    finally:
+        other.close()
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores socket permissions")
 def test_permission_denied(fake, capsys):
     os.chmod(fake.socket, 0o000)
