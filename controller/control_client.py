@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from controller.control_wire import IDLE_CLOSED, ControlError
-from controller.errors import shown
+from controller.errors import ControllerError, shown
 from controller.text_files import loads_json
 
 
-class NotAControlSocket(ConnectionError):
+class NotAControlSocket(ControllerError, ConnectionError):
     """What answered on the socket does not speak the control protocol: not tabled (a
     wrong --socket, another program's socket at the path)."""
 
