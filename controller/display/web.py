@@ -193,7 +193,11 @@ class WebServer:
             if request is None:
                 return
             method, target = request
-            url = urlsplit(target)
+            try:
+                url = urlsplit(target)
+            except ValueError:  # '//[x': a bracketed host that is not an address
+                await _write(writer, Response(400, b"bad request target\n"))
+                return
             query = parse_qs(url.query)
             if url.path == "/events":
                 await self._stream(reader, writer, query, address)

@@ -169,3 +169,18 @@ def test_metrics_text() -> None:
         "# TYPE tabled_faults_total counter",
     ]:
         assert expected in lines, expected
+
+
+@pytest.mark.parametrize("target", [b"//[x", b"http://[::1", b"//a]b[/"])
+async def test_a_request_target_no_url_parser_reads_is_400_not_a_traceback(
+        server: tuple[WebServer, int], target: bytes) -> None:
+    """A bracketed host that is not an address makes urlsplit raise: the connection was
+    closed with no answer and the journal got an exception trace for each such request
+    (any host on the LAN could fill it). It is a 400 like any bad request line."""
+    import structlog
+
+    _, port = server
+    with structlog.testing.capture_logs() as logs:
+        status, _, body = await request(port, b"GET " + target + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert (status, body) == ("HTTP/1.1 400 Bad Request", b"bad request target\n")
+    assert [entry["event"] for entry in logs] == []
