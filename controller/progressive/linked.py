@@ -32,10 +32,15 @@ from typing import Any
 
 from controller.progressive import link_seams
 from controller.progressive.errors import LinkDown
-from controller.progressive.linked_sql import identifier, schema_sql, table_grants_sql
+from controller.progressive.linked_sql import (
+    identifier,
+    schema_sql,
+    table_grants_sql,
+    table_login_sql,
+)
 
 __all__ = ["Claim", "LinkedLedger", "LinkedLevel", "claim_key", "schema_sql",
-           "table_grants_sql"]
+           "table_grants_sql", "table_login_sql"]
 
 CONNECT_TIMEOUT_S = 3  # libpq's connect_timeout: a LAN server answers in milliseconds
 

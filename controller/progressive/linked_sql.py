@@ -7,7 +7,8 @@ contributions and claims a hit through `seed_level`, `contribute` and `claim`, w
 as the schema's owner (SECURITY DEFINER) and are the only code that moves a meter: each
 contribution row and each award row is written together with the meter change it makes,
 so a meter always equals its seed plus its contributions less its awards and reseeds, the
-sum `LinkedLedger.verify` recomputes. Each row also records the login that wrote it.
+sum `LinkedLedger.verify` recomputes. Each row also records the login that wrote it, and a
+login writes only for the table id its administrator registered it for (`table_logins`).
 Before, the role held UPDATE on the levels, and
 whoever held one table's box could set the pit's shared meter to any amount with one
 statement; the other tables saw it only at their next start.
@@ -71,12 +72,28 @@ def schema_sql(schema: str) -> list[str]:
         f"ALTER TABLE {s}.contributions ALTER COLUMN sent_by SET DEFAULT session_user",
         f"ALTER TABLE {s}.awards ADD COLUMN IF NOT EXISTS claimed_by text",
         f"ALTER TABLE {s}.awards ALTER COLUMN claimed_by SET DEFAULT session_user",
+        # Which table each login may write for (`table_login_sql`): the administrator's list.
+        # The schema's owner (a ledger a table made for itself: one role for everything)
+        # may write for any table.
+        f"""CREATE TABLE IF NOT EXISTS {s}.table_logins (
+            login text PRIMARY KEY, table_id text NOT NULL)""",
         _SEED_LEVEL.replace("@s@", s),
         _CONTRIBUTE.replace("@s@", s),
         _CLAIM.replace("@s@", s),
         # A function is executable by PUBLIC unless revoked: only the tables' role may.
         *(f"REVOKE ALL ON FUNCTION {s}.{signature} FROM PUBLIC" for signature in FUNCTIONS),
     ]
+
+
+def table_login_sql(schema: str, login: str, table_id: str) -> str:
+    """The administrator's registration of one table's login: `contribute` and `claim` take
+    rows from that login for that table id only (the table id a row names is otherwise the
+    caller's word). Idempotent; a login moved to another table is moved."""
+    s, who = identifier(schema), identifier(login, "login")
+    if not table_id or len(table_id) > 64 or "'" in table_id:
+        raise ValueError(f"table id {table_id!r}: allowed: 1 to 64 characters, no quote")
+    return (f"INSERT INTO {s}.table_logins(login, table_id) VALUES ('{who}', '{table_id}') "
+            "ON CONFLICT (login) DO UPDATE SET table_id = excluded.table_id")
 
 
 def table_grants_sql(schema: str, role: str) -> list[str]:
@@ -119,6 +136,14 @@ DECLARE
     s_num numeric; s_den numeric; v_num numeric; v_den numeric; c_num numeric;
     c_den numeric; g numeric; lv record;
 BEGIN
+    IF NOT pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
+                                      WHERE nspname = '@s@'), 'MEMBER')
+            AND NOT EXISTS (SELECT 1 FROM @s@.table_logins t
+                            WHERE t.login = session_user AND t.table_id = p_table) THEN
+        RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
+            'registers each table''s login for its table id', session_user, p_table
+            USING ERRCODE = 'LK005';
+    END IF;
     FOR i IN 1 .. coalesce(cardinality(p_seq), 0) LOOP
         IF p_den[i] IS NULL OR p_den[i] <= 0 OR p_num[i] IS NULL OR p_num[i] < 0
                 OR p_cents[i] IS NULL OR p_num[i]::numeric > p_cents[i]::numeric * p_den[i] THEN
@@ -205,6 +230,14 @@ DECLARE
     r_num numeric := 0; r_den numeric := 1; a_num numeric; a_den numeric; g numeric;
     next_version bigint;
 BEGIN
+    IF NOT pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
+                                      WHERE nspname = '@s@'), 'MEMBER')
+            AND NOT EXISTS (SELECT 1 FROM @s@.table_logins t
+                            WHERE t.login = session_user AND t.table_id = p_table) THEN
+        RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
+            'registers each table''s login for its table id', session_user, p_table
+            USING ERRCODE = 'LK005';
+    END IF;
     IF p_share_den IS NULL OR p_share_den <= 0 OR p_share_num IS NULL OR p_share_num < 0
             OR p_share_num > p_share_den THEN
         RAISE EXCEPTION 'linked claim % refused: a share of %/% of the meter: allowed: '

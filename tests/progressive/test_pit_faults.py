@@ -123,19 +123,20 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
     """With the documented grants a table plays, and its role can change the shared ledger
     only through its functions: it cannot set a meter, write a contribution or an award
     itself, delete or rewrite one; the functions refuse a contribution larger than the
-    wagers it names and a claim of more than the whole meter; a login role outside the
-    tables' group cannot call them. Before, the role held UPDATE on the levels: one
+    wagers it names, a claim of more than the whole meter, and a claim in another table's
+    name; a login role outside the tables' group cannot call them. Before, the role held UPDATE on the levels: one
     statement set the pit's shared meter to any amount."""
     import psycopg
 
-    from controller.progressive.linked import schema_sql, table_grants_sql
+    from controller.progressive.linked import schema_sql, table_grants_sql, table_login_sql
 
     with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # the administrator, once
         for statement in [*schema_sql("granted"), "CREATE ROLE granted_tables NOLOGIN",
                           "CREATE ROLE granted_t_bac_01 LOGIN IN ROLE granted_tables",
                           "CREATE ROLE granted_stranger LOGIN",
                           "GRANT USAGE ON SCHEMA granted TO granted_stranger",
-                          *table_grants_sql("granted", "granted_tables")]:
+                          *table_grants_sql("granted", "granted_tables"),
+                          table_login_sql("granted", "granted_t_bac_01", "BAC-01")]:
             admin.execute(statement)
     dsn = postgres.dsn.replace("user=postgres", "user=granted_t_bac_01")
     system = table(tmp_path, dsn, "BAC-01", "granted")
@@ -171,6 +172,12 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                 table_role.execute("SELECT * FROM granted.claim('pit', 'k', 'h9',"
                                    " 'progressive', 'BAC-01', 1, 1, 3, 2, NULL)")
             assert refused.value.sqlstate == "LK004"
+            with pytest.raises(psycopg.DatabaseError, match=(
+                    r"linked ledger: login granted_t_bac_01 may not write for table BAC-02: "
+                    r"its administrator registers each table's login for its table id")) as refused:
+                table_role.execute("SELECT * FROM granted.claim('pit', 'BAC-02/1/1/h9/progressive',"
+                                   " 'h9', 'progressive', 'BAC-02', 1, 1, 1, 1, NULL)")
+            assert refused.value.sqlstate == "LK005"
         assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER  # nothing moved
         with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # who wrote each row
             assert admin.execute("SELECT table_id, sent_by FROM granted.contributions"
@@ -193,10 +200,10 @@ def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administr
     the grants again it plays, and the meters it held are kept."""
     import psycopg
 
-    from controller.progressive.linked import schema_sql, table_grants_sql
+    from controller.progressive.linked import schema_sql, table_grants_sql, table_login_sql
 
     tables_only = [statement for statement in schema_sql("earlier")
-                   if "FUNCTION" not in statement]
+                   if "FUNCTION" not in statement and "table_logins" not in statement]
     with psycopg.connect(postgres.dsn, autocommit=True) as admin:
         for statement in [*tables_only, "CREATE ROLE earlier_tables NOLOGIN",
                           "CREATE ROLE earlier_t_bac_02 LOGIN IN ROLE earlier_tables",
@@ -219,7 +226,8 @@ def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administr
             for statement in [*schema_sql("earlier"),
                               "REVOKE ALL ON earlier.levels, earlier.contributions,"
                               " earlier.awards FROM earlier_tables",
-                              *table_grants_sql("earlier", "earlier_tables")]:
+                              *table_grants_sql("earlier", "earlier_tables"),
+                              table_login_sql("earlier", "earlier_t_bac_02", "BAC-02")]:
                 admin.execute(statement)
         system.sync()
         assert system.availability() == {"h9": None}
