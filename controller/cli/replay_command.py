@@ -119,10 +119,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _meter(text: str) -> tuple[str, int]:
-    level, _, cents = text.partition("=")
-    if not level.strip() or not cents.strip().isdecimal():
-        raise ValueError(f"--meter {text!r}: expected LEVEL=CENTS, e.g. minor=200000")
-    return level.strip(), int(cents)
+    from controller.rules.replay import MAX_CENTS_DIGITS, MAX_WAGER_CHARS
+
+    level, _, cents = (part.strip() for part in text.partition("="))
+    if not (0 < len(level) <= MAX_WAGER_CHARS and cents.isdecimal()
+            and len(cents) <= MAX_CENTS_DIGITS):
+        raise ValueError(f"--meter {shown(text)}: expected LEVEL=CENTS, a level's name and "
+                         f"at most {MAX_CENTS_DIGITS} digits, e.g. minor=200000")
+    return level, int(cents)
 
 
 def _read(path: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cards import Card
-from controller.errors import RulesError
+from controller.errors import RulesError, shown
 from controller.rules.dealing import Action, Bet, Cover, Draw, RoundProgressive, ShoeDealing
 from controller.rules.game import Game
 from controller.rules.procedure import Phase, base_wager_missing
@@ -23,6 +23,9 @@ from controller.rules.settlement import PlacedWager, check_wager
 from controller.text_files import loads_json
 
 WAGER_FORM = "SEAT:WAGER:CENTS, e.g. 1:banker:2500"
+MAX_SEAT_DIGITS = 3  # a table has at most a few dozen seats
+MAX_CENTS_DIGITS = 12  # $10 billion: beyond any table's limit, within any int
+MAX_WAGER_CHARS = 64  # a wager's name (banker, dragon_bonus) is a word
 # What a replayed round is compared on with the table's record: the money of each wager.
 COMPARED = ("seat", "wager", "amount_cents", "outcome", "win_cents", "vigorish_cents")
 # The hands of the simulate format whose cards belong to a round (a burn, discard or lost
@@ -71,12 +74,20 @@ def parse_wager(text: str, where: str = "--wager") -> PlacedWager:
     """'1:banker:2500' -> seat 1, banker, 2500 cents."""
     parts = text.strip().split(":")
     if len(parts) != 3:
-        raise ReplayError(f"{where} {text!r}: expected {WAGER_FORM}")
-    seat, wager, cents = parts
-    if not seat.strip().isdecimal() or not cents.strip().isdecimal():
-        raise ReplayError(f"{where} {text!r}: the seat and the cents are whole numbers "
+        raise ReplayError(f"{where} {shown(text)}: expected {WAGER_FORM}")
+    seat, wager, cents = (part.strip() for part in parts)
+    # Digits only, and few enough to be a seat and an amount: a 5,000-digit amount raised
+    # Python's own ValueError out of int() (a traceback), and a wager name is a word.
+    if not (seat.isdecimal() and cents.isdecimal() and len(seat) <= MAX_SEAT_DIGITS
+            and len(cents) <= MAX_CENTS_DIGITS):
+        raise ReplayError(f"{where} {shown(text)}: the seat and the cents are whole numbers "
+                          f"of at most {MAX_SEAT_DIGITS} and {MAX_CENTS_DIGITS} digits "
                           f"({WAGER_FORM})")
-    return PlacedWager(int(seat), wager.strip(), int(cents))
+    if not wager or len(wager) > MAX_WAGER_CHARS:
+        raise ReplayError(f"{where} {shown(text)}: the wager is a name of 1 to "
+                          f"{MAX_WAGER_CHARS} characters ({WAGER_FORM})")
+    return PlacedWager(int(seat), wager, int(cents))
+
 
 
 def _numbered_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:

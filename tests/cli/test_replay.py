@@ -311,3 +311,24 @@ def test_a_damaged_round_in_a_store_is_named_not_a_traceback(
     assert said.endswith(f"the store may be damaged or edited: check it with 'tablectl "
                          f"events verify --store {path}'"), said
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("1:banker:" + "9" * 5000, "'1:banker:999999999999999999...9999999999999999999999999999': "
+     "the seat and the cents are whole numbers of at most 3 and 12 digits (SEAT:WAGER:CENTS, "
+     "e.g. 1:banker:2500)"),
+    ("1:" + "x" * 100_000 + ":100", "'1:xxxxxxxxxxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxxxxxxxx:100':"
+     " the wager is a name of 1 to 64 characters (SEAT:WAGER:CENTS, e.g. 1:banker:2500)"),
+    ("1::100", "'1::100': the wager is a name of 1 to 64 characters"),
+    ("\u00b9:banker:100", "'\u00b9:banker:100': the seat and the cents are whole numbers")])
+def test_a_wager_line_too_long_to_be_one_is_refused_by_its_start_and_end(
+        tmp_path: Path, line: str, said: str) -> None:
+    """A wagers file's line: an amount of 5,000 digits raised Python's own int() limit (a
+    traceback), and a 100,000-character wager name was quoted whole in the refusal."""
+    wagers = tmp_path / "wagers.txt"
+    wagers.write_text(line + "\n", encoding="utf-8")
+    out = replay(str(CONFIG / "simulated-table.toml"), "--cards",
+                 card_file(tmp_path, "KS", "QH", "2C", "3D", "4S", "5H"), "--wagers", str(wagers))
+    assert out.returncode == exitcodes.BAD_ARGUMENTS, out.stderr
+    assert f"tablectl replay: {wagers}:1: {said}" in " ".join(out.stderr.split())
+    assert len(out.stderr) < 400 and "Traceback" not in out.stderr
