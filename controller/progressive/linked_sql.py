@@ -113,6 +113,13 @@ CREATE OR REPLACE FUNCTION @s@.seed_level(p_grp text, p_progressive text, p_leve
                                           p_seed bigint)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
+    IF NOT pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
+                                      WHERE nspname = '@s@'), 'MEMBER')
+            AND NOT EXISTS (SELECT 1 FROM @s@.table_logins t WHERE t.login = session_user) THEN
+        RAISE EXCEPTION 'linked ledger: login % is not registered for any table: its '
+            'administrator registers each table''s login for its table id', session_user
+            USING ERRCODE = 'LK005';
+    END IF;
     IF p_seed IS NULL OR p_seed < 0 THEN
         RAISE EXCEPTION 'linked level %/%/%: seed % refused: allowed: 0 cents or more',
             p_grp, p_progressive, p_level, p_seed USING ERRCODE = 'LK001';

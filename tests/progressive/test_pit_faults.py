@@ -134,6 +134,7 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
         for statement in [*schema_sql("granted"), "CREATE ROLE granted_tables NOLOGIN",
                           "CREATE ROLE granted_t_bac_01 LOGIN IN ROLE granted_tables",
                           "CREATE ROLE granted_stranger LOGIN",
+                          "CREATE ROLE granted_t_bac_09 LOGIN IN ROLE granted_tables",
                           "GRANT USAGE ON SCHEMA granted TO granted_stranger",
                           *table_grants_sql("granted", "granted_tables"),
                           table_login_sql("granted", "granted_t_bac_01", "BAC-01")]:
@@ -182,6 +183,13 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
         with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # who wrote each row
             assert admin.execute("SELECT table_id, sent_by FROM granted.contributions"
                                  ).fetchall() == [("BAC-01", "granted_t_bac_01")]
+        unregistered = postgres.dsn.replace("user=postgres", "user=granted_t_bac_09")
+        with psycopg.connect(unregistered, autocommit=True) as table_role:
+            with pytest.raises(psycopg.DatabaseError, match=(
+                    r"linked ledger: login granted_t_bac_09 is not registered for any table"
+                    )) as refused:
+                table_role.execute("SELECT granted.seed_level('pit', 'h9', 'new', 99900000)")
+            assert refused.value.sqlstate == "LK005"
         stranger = postgres.dsn.replace("user=postgres", "user=granted_stranger")
         with psycopg.connect(stranger, autocommit=True) as outsider:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
