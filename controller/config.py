@@ -324,8 +324,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
                                        "shoe.url=/dev/ttyUSB1"])
         try:
             value = tomllib.loads(f"v = {text}")["v"]
-        except ValueError:  # not TOML (or a number of over 4,300 digits): a bare word
-            value = text
+        except (ValueError, RecursionError):  # not TOML, a number of over 4,300 digits or
+            value = text  # arrays nested too deeply to read: a bare word (refused by its key)
         node = data
         parts = key.split(".")
         for part in parts[:-1]:

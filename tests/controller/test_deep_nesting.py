@@ -48,6 +48,19 @@ def test_a_configuration_nested_too_deeply_is_named_by_tablectl_and_tabled(
         capsys.readouterr().err)
 
 
+def test_a_set_override_nested_too_deeply_is_a_bare_word_refused_by_its_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--set KEY=VALUE` reads VALUE as TOML, else as a bare word: a value of 100,000 '['
+    raised RecursionError out of the override (a traceback); it is a bare word, refused by
+    its key like any other, quoted by its start and end."""
+    config = Path(__file__).resolve().parents[2] / "config" / "simulated-table.toml"
+    assert tabled(["--config", str(config), "--set", f"store.path={tmp_path / 't.sqlite'}",
+                   "--set", f"table.seats={DEEP}"]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "  - table.seats = '[[[[" in err and "...[[[[" in err
+    assert max(len(line) for line in err.splitlines()) < 1000
+
+
 def test_an_anchor_nested_too_deeply_is_a_damaged_anchor(tmp_path: Path) -> None:
     store = init_store(str(tmp_path / "table.sqlite"), operator="test", table_id="T1")
     store.close()
