@@ -21,6 +21,7 @@ from controller.cli.client import Daemon
 from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
 from controller.cli.output import fit, paint, print_json, record_width, when, with_progress, wrap
 from controller.control import ControlError
+from controller.errors import shown
 from controller.cli.daemon_call import call_daemon, emit_json, json_error, socket_path, wants_json
 from controller.cli.status_view import action_lines
 
@@ -34,15 +35,23 @@ def parse_since(text: str, now: float | None = None) -> float:
     as seconds since the epoch; ValueError with an example otherwise."""
     relative = _RELATIVE.match(text.strip())
     if relative:
-        return (time.time() if now is None else now) - float(relative[1]) * _UNIT_S[relative[2]]
-    try:
-        stamp = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"--since {text!r}: not a time; use e.g. 2026-11-21T20:00:00Z "
-                         "or 30m / 2h / 1d") from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=dt.timezone.utc)
-    return stamp.timestamp()
+        since = (time.time() if now is None else now) - float(
+            relative[1]) * _UNIT_S[relative[2]]
+    else:
+        try:
+            stamp = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"--since {shown(text)}: not a time; use e.g. "
+                             "2026-11-21T20:00:00Z or 30m / 2h / 1d") from None
+        if stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=dt.timezone.utc)
+        since = stamp.timestamp()
+    # No log entry is older than 1970 (the daemon takes seconds since the epoch, >= 0), and
+    # 10**5000 days ago is an infinite float, which went to the daemon as -Infinity.
+    if not since >= 0:
+        raise ValueError(f"--since {shown(text)}: before 1970-01-01, older than any log; use "
+                         "e.g. 30m / 2h / 1d or 2026-11-21T20:00:00Z")
+    return since
 
 
 def _compact(value: Any) -> str:

@@ -80,11 +80,29 @@ def test_bad_since_is_a_bad_argument(fake, capsys, text):
     assert "use e.g. 2026-11-21T20:00:00Z or 30m / 2h / 1d" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("text", "said"), [
+    ("9" * 5000 + "d", "--since '999999999999999999999999999...999999999999999999999999999d': "
+     "before 1970-01-01, older than any log"),
+    ("36500d", "--since '36500d': before 1970-01-01, older than any log"),
+    ("1969-12-31T23:59:59Z", "--since '1969-12-31T23:59:59Z': before 1970-01-01"),
+    ("9" * 5000, "--since '999999999999999999999999999...9999999999999999999999999999': not a "
+     "time")])
+def test_a_since_too_far_back_or_too_long_is_refused_by_its_start_and_end(fake, capsys, text,
+                                                                          said):
+    """A time before 1970 went to the daemon, which refused it in its own words ('since' =
+    -inf for 10**5000 days: an infinite float); a 5,000-digit --since was quoted whole."""
+    assert main(["events", "--since", text, "--socket", fake.socket]) == exitcodes.BAD_ARGUMENTS
+    err = " ".join(capsys.readouterr().err.split())
+    assert said in err, err
+    assert len(err) < 500
+
+
 def test_since_forms():
     assert parse_since("2025-11-21T21:00:00Z") == 1763758800.0
     assert parse_since("2025-11-21T21:00:00") == 1763758800.0  # the log's UTC
     assert parse_since("2025-11-21T22:00:00+01:00") == 1763758800.0
     assert parse_since("90m", now=10_000.0) == 10_000.0 - 5400
+    assert parse_since("1d", now=86_400.0) == 0.0  # the furthest back: 1970-01-01
 
 
 def test_verify_through_the_daemon(fake, capsys):
