@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from controller.cli.arg_types import seconds, whole
 from controller.cli.daemon_call import supervisor_arguments
 from controller.cli.device_tests import (
     SHOE_TEST_TIMEOUT_S, SHUFFLER_TEST_TIMEOUT_S, cmd_test_shoe, cmd_test_shuffler,
@@ -28,6 +29,11 @@ from controller.cli.seat_tests import (
     cmd_test_sensors,
 )
 from controller.cli.status_view import cmd_devices, cmd_status
+from controller.config import MAX_SEATS
+
+# A guided test waits up to this long for the technician (a sensor round of a whole table,
+# a batch through the shuffler): a day at most, and nan, inf or a negative wait not at all.
+TEST_SECONDS = seconds(0.1, 86_400)
 
 
 def register(subparsers: Any) -> None:
@@ -59,25 +65,28 @@ def register(subparsers: Any) -> None:
     tests = test.add_subparsers(dest="test_device", metavar="DEVICE")
     tests.required = True
     t = tests.add_parser("shoe", parents=[read], help="self-test, then show cards as they are read")
-    t.add_argument("--cards", type=int, default=0, metavar="N",
+    t.add_argument("--cards", type=whole(0, 10_000, "a number of cards, 0 for no limit"),
+                   default=0, metavar="N",
                    help="stop after N cards (default: until Ctrl-C or --timeout)")
-    t.add_argument("--timeout", type=float, default=SHOE_TEST_TIMEOUT_S, metavar="S")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=SHOE_TEST_TIMEOUT_S, metavar="S")
     t.set_defaults(handler=cmd_test_shoe)
     t = tests.add_parser("shuffler", parents=[read],
                          help="self-test; with --shuffle, count and verify a batch")
     t.add_argument("--shuffle", metavar="BACK", choices=["red", "blue", "green", "black"],
                    help="shuffle, count and verify the batch with this back colour (only when "
                         "the table is opening or at the end of a shoe)")
-    t.add_argument("--timeout", type=float, default=SHUFFLER_TEST_TIMEOUT_S, metavar="S")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=SHUFFLER_TEST_TIMEOUT_S,
+                   metavar="S")
     t.set_defaults(handler=cmd_test_shuffler)
     t = tests.add_parser("sensors", parents=[read],
                          help="show every seat's sensor live while you touch each spot")
-    t.add_argument("--seats", type=int, default=None, metavar="N",
+    t.add_argument("--seats", type=whole(1, MAX_SEATS, "a number of seats"), default=None,
+                   metavar="N",
                    help="number of seats (default: from the daemon's status, else 14)")
-    t.add_argument("--timeout", type=float, default=SENSOR_TEST_TIMEOUT_S, metavar="S")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=SENSOR_TEST_TIMEOUT_S, metavar="S")
     t.set_defaults(handler=cmd_test_sensors)
     t = tests.add_parser("lockout", parents=[read], help="self-test, then press the button")
-    t.add_argument("--timeout", type=float, default=LOCKOUT_TEST_TIMEOUT_S, metavar="S")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=LOCKOUT_TEST_TIMEOUT_S, metavar="S")
     t.set_defaults(handler=cmd_test_lockout)
     t = tests.add_parser("lights", parents=[read],
                          help="run a light pattern and confirm what you see")
