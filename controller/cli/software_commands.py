@@ -14,20 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli import exitcodes
+from controller.cli.arg_types import seconds
 
 
 RESTART_COMMAND = "systemctl restart tabled"
-
-
-def _wait_seconds(text: str) -> float:
-    """--wait: a number of seconds a daemon's start can take (nan and inf are not)."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 1 <= seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed: 1 to 3600 seconds")
-    return seconds
 
 
 def _restart_words(args: argparse.Namespace) -> list[str] | None:
@@ -95,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                          help=f"how the daemon is restarted (default: '{RESTART_COMMAND}')")
     restart.add_argument("--no-restart", action="store_true",
                          help="only move the links; restart the daemon yourself")
-    restart.add_argument("--wait", type=_wait_seconds, default=60.0, metavar="SECONDS",
+    restart.add_argument("--wait", type=seconds(1, 3600), default=60.0, metavar="SECONDS",
                          help="how long to wait for the daemon to start the release "
                               "(1 to 3600; default 60)")
     stage = sub.add_parser("stage", parents=[common],
