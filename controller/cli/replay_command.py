@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli import exitcodes
+from controller.cli.arg_types import whole
 from controller.cli.output import fit  # every line of text fits the terminal
 from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
 from controller.errors import shown
@@ -46,9 +47,10 @@ def register(subparsers: Any) -> None:
     source.add_argument("--store", metavar="PATH", help="a table's store file (read from a "
                         "copy; the daemon may be running)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--round", type=int, metavar="ID",
+    # An id SQLite can hold: 10**20 raised OverflowError out of the store's query.
+    which.add_argument("--round", type=whole(1, 10**12, "a round id"), metavar="ID",
                        help="with --store: the round with this id (tablectl rounds shows it)")
-    which.add_argument("--shoe", type=int, metavar="N",
+    which.add_argument("--shoe", type=whole(1, 10**12, "a shoe number"), metavar="N",
                        help="with --store: every live round of shoe N")
     p.add_argument("--wager", action="append", default=[], metavar="SEAT:WAGER:CENTS",
                    help="a wager placed before every round, e.g. 1:banker:2500 (repeat it); "

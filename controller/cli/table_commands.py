@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
     v = jps.add_parser("validate", parents=[read], help="a supervisor validates an award",
                        description="Validate a progressive award; needs a floor supervisor's "
                                    "name and PIN (prompted, or one line on stdin).")
-    v.add_argument("award_id", metavar="AWARD_ID", type=int,
+    v.add_argument("award_id", metavar="AWARD_ID", type=whole(1, 10**12, "an award id"),
                    help="the award's number, as the win light's event or 'tablectl meters' shows")
     supervisor_arguments(v)
     v.set_defaults(handler=cmd_jackpot_validate)

@@ -23,7 +23,12 @@ from controller.cli import exitcodes, main
     (["test", "shoe", "--cards", "9" * 5000], "argument --cards: '99999999999999999999999999"),
     (["test", "sensors", "--seats", "0"], "argument --seats: '0': allowed: a number of seats, "
                                           "1 to 14"),
-    (["test", "sensors", "--seats", "\u0661\u0662"], "argument --seats: '\u0661\u0662': allowed:")])
+    (["test", "sensors", "--seats", "\u0661\u0662"], "argument --seats: '\u0661\u0662': allowed:"),
+    # 10**20 raised OverflowError out of the store's query (a traceback).
+    (["replay", "--store", "x.sqlite", "--round", "9" * 20, "config.toml"],
+     "argument --round: '99999999999999999999': allowed: a round id, 1 to 1000000000000"),
+    (["replay", "--store", "x.sqlite", "--shoe", "0", "config.toml"],
+     "argument --shoe: '0': allowed: a shoe number, 1 to 1000000000000")])
 def test_a_guided_tests_number_out_of_range_is_a_bad_argument(tmp_path, capsys, argv, said):
     """Refused with no daemon at the socket: the arguments are read first."""
     assert main([*argv, "--socket", str(tmp_path / "none.sock")]) == exitcodes.BAD_ARGUMENTS

@@ -132,7 +132,8 @@ def test_jackpot_on_a_daemon_without_progressives(fake, capsys, monkeypatch):
 def test_jackpot_award_id_is_a_number(capsys):
     assert main(["jackpot", "validate", "A-17", "--supervisor", "ana"]) == \
         exitcodes.BAD_ARGUMENTS
-    assert "invalid int value: 'A-17'" in capsys.readouterr().err
+    assert "argument AWARD_ID: 'A-17': allowed: an award id, 1 to 1000000000000" in \
+        capsys.readouterr().err
 
 
 def test_jackpot_pending_awards(fake, capsys):
