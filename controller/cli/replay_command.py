@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
                         "one unit of every wager offered at seat 1 as simulate places them")
     p.add_argument("--wagers", metavar="FILE", help="wagers from a file, one SEAT:WAGER:CENTS "
                                                     "a line")
-    p.add_argument("--unit-cents", type=int, default=10000,
+    p.add_argument("--unit-cents", type=whole(1, 10**12, "cents"), default=10000,
                    help="the unit of the default wagers (default 10000)")
     p.add_argument("--burn", action="store_true",
                    help="the card file starts with the shoe's first card, exposed and burned "
@@ -86,8 +86,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _fail("--round and --shoe take their round from a table's store: give --store")
     if args.store is not None and args.round is None and args.shoe is None:
         return _fail("--store needs --round ID or --shoe N (which rounds to replay)")
-    if args.unit_cents < 1:
-        return _fail("--unit-cents must be at least 1")
     game = _load(args.config)
     if game is None:
         return exitcodes.BAD_CONFIGURATION

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from controller.cli import exitcodes
+from controller.cli.arg_types import whole
 from controller.cli.output import fit  # every line of text fits the terminal
 
 
@@ -26,9 +27,10 @@ def register(subparsers: Any) -> None:
         description="Deal complete shuffled shoes (cut, burn, cover card, last hand) and "
                     "print every round; format in docs/simulate-format.md.")
     sim.add_argument("config", metavar="CONFIG", help="the table's Rules Submission (TOML)")
-    sim.add_argument("--shoes", type=int, default=1, help="number of shoes (default 1)")
+    sim.add_argument("--shoes", type=whole(1, 100_000, "a number of shoes"), default=1,
+                     help="number of shoes (default 1)")
     sim.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    sim.add_argument("--unit-cents", type=int, default=10000,
+    sim.add_argument("--unit-cents", type=whole(1, 10**12, "cents"), default=10000,
                      help="amount of each wager in cents (default 10000), kept within each "
                           "wager's min_cents..max_cents; Royal 9 at its denomination")
     sim.add_argument("--json", action="store_true", help="one JSON object per round")
@@ -132,9 +134,6 @@ def _simulate(args: argparse.Namespace) -> int:
     from controller.cli.output import ProgressBar
     from controller.rules.simulate import SimulationOptions, human_line, signed_dollars, simulate
 
-    if args.shoes < 1 or args.unit_cents < 1:
-        print("--shoes and --unit-cents must be at least 1", file=sys.stderr)
-        return exitcodes.BAD_ARGUMENTS
     game = _load(args.config)
     if game is None:
         return exitcodes.BAD_CONFIGURATION

@@ -28,7 +28,12 @@ from controller.cli import exitcodes, main
     (["replay", "--store", "x.sqlite", "--round", "9" * 20, "config.toml"],
      "argument --round: '99999999999999999999': allowed: a round id, 1 to 1000000000000"),
     (["replay", "--store", "x.sqlite", "--shoe", "0", "config.toml"],
-     "argument --shoe: '0': allowed: a shoe number, 1 to 1000000000000")])
+     "argument --shoe: '0': allowed: a shoe number, 1 to 1000000000000"),
+    # 100 million shoes ran for days; a unit of 0 cents was refused only after the parse.
+    (["simulate", "--shoes", "100000000", "config.toml"],
+     "argument --shoes: '100000000': allowed: a number of shoes, 1 to 100000"),
+    (["replay", "--cards", "cards.txt", "--unit-cents", "0", "config.toml"],
+     "argument --unit-cents: '0': allowed: cents, 1 to 1000000000000")])
 def test_a_guided_tests_number_out_of_range_is_a_bad_argument(tmp_path, capsys, argv, said):
     """Refused with no daemon at the socket: the arguments are read first."""
     assert main([*argv, "--socket", str(tmp_path / "none.sock")]) == exitcodes.BAD_ARGUMENTS
