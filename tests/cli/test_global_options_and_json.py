@@ -47,13 +47,13 @@ def test_json_before_an_offline_command_that_offers_it(capsys):
 
 
 @pytest.mark.parametrize(("argv", "said"), [
-    (["simulate", "--shoes", "9" * 5000, "config/simulated-table.toml"],
-     "tablectl simulate: error: argument --shoes: invalid int value: "
+    (["simulate", "--seed", "9" * 5000, "config/simulated-table.toml"],
+     "tablectl simulate: error: argument --seed: invalid int value: "
      "'999999999999999999999999'...'99999999' (5000 characters)\n"),
     (["z" * 5000], "tablectl: error: argument COMMAND: invalid choice: "
      "'zzzzzzzzzzzzzzzzzzzzzzzz'...'zzzzzzzz' (5000 characters) (choose from 'par-sheet', ")])
 def test_a_huge_argument_is_quoted_by_its_start_and_end(capsys, argv, said):
-    """argparse quotes the value it refuses: a 5,000-digit --shoes or a 5,000-letter command
+    """argparse quotes the value it refuses: a 5,000-digit --seed or a 5,000-letter command
     printed a 5,000-character line (and JSON answer)."""
     assert main(argv) == exitcodes.BAD_ARGUMENTS
     err = capsys.readouterr().err
