@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import ControllerError, shown_setting
+from controller.text_files import read_regular_file
 
 DIST_NAME = "baccarat-table-controller"
 PACKAGES = ("cards", "controller", "drivers", "firmware_bridge", "hil")
@@ -209,7 +210,7 @@ def _load_public_key(pem: bytes) -> Any:
 
 def _read(path: Path, what: str, allowed: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular_file(path)  # not /dev/zero read until memory runs out
     except OSError as exc:
         raise SoftwareError(f"{what} {path}: cannot be read ({exc.strerror or exc}); "
                             f"allowed: {allowed}") from None

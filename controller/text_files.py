@@ -12,7 +12,10 @@ as "not valid TOML".
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -24,10 +27,31 @@ class NotUtf8(ControllerError, ValueError):
     """The file's bytes are not UTF-8 text; the message names the first byte that is not."""
 
 
+MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024
+"""Far beyond any configuration, Rules Submission or card list (a few KiB; a card list of a
+hundred shoes under 1 MiB)."""
+
+
+def read_regular_file(path: str | Path, limit: int = MAX_TEXT_FILE_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit`; OSError naming what is wrong otherwise."""
+    # O_NONBLOCK: opening a named pipe must not wait for a writer before it is refused (a
+    # regular file's reads ignore the flag).
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, a pipe or a socket); "
+                                        "allowed: a file")
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise OSError(errno.EFBIG, f"over {limit:,} bytes; allowed: a file of at most "
+                                   f"{limit:,} bytes")
+    return raw
+
+
 def read_utf8(path: str | Path) -> str:
-    """The file's text. OSError when it cannot be read; NotUtf8 when it is not UTF-8."""
-    with open(path, "rb") as handle:
-        raw = handle.read()
+    """The file's text. OSError when it cannot be read: also when it is not a regular file
+    (`/dev/zero` was read until the process ran out of memory, a named pipe waited for a
+    writer for ever) or is over MAX_TEXT_FILE_BYTES; NotUtf8 when it is not UTF-8."""
+    raw = read_regular_file(path)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

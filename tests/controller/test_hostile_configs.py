@@ -369,3 +369,32 @@ def test_a_file_that_is_not_utf8_is_named_by_every_reader(tmp_path, capsys):
     rig.write_bytes(b"# Ren\xe9's bench\n")
     with pytest.raises(RigConfigError, match=r"byte 0xe9 at line 1, column 6"):
         load_rig(rig)
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "huge"])
+def test_a_configuration_that_is_a_device_a_pipe_or_huge_is_named(tmp_path, capsys, kind):
+    """`tablectl config validate /dev/zero` read until the process ran out of memory
+    (MemoryError, a traceback; on a Pi the kernel's OOM killer picks a process), a named
+    pipe waited for a writer for ever, a 16 MiB file was read whole. Each is refused by
+    tablectl and tabled, naming what is allowed (controller/text_files.py)."""
+    if kind == "/dev/zero":
+        path, said = Path("/dev/zero"), "not a regular file (a device, a pipe or a socket)"
+    elif kind == "fifo":
+        path, said = tmp_path / "table.toml", "not a regular file (a device, a pipe or a socket)"
+        os.mkfifo(path)
+    else:
+        path, said = tmp_path / "table.toml", "over 16,777,216 bytes; allowed: a file of at most"
+        path.write_bytes(SIMULATED.encode() + b"#" * (16 * 1024 * 1024))
+    assert tablectl(["config", "validate", str(path)]) == exitcodes.BAD_CONFIGURATION
+    assert f"{path}: cannot read: {said}" in " ".join(capsys.readouterr().out.split())
+    assert tabled(["--config", str(path)]) == EXIT_CONFIG
+    assert said in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_release_manifest_that_is_a_device_is_named(tmp_path):
+    from controller.software import SoftwareError, load_manifest
+
+    with pytest.raises(SoftwareError, match=r"^manifest /dev/zero: cannot be read \(not a "
+                                            r"regular file \(a device, a pipe or a socket\); "
+                                            r"allowed: a file\)"):
+        load_manifest(Path("/dev/zero"), tmp_path / "key.pem")
