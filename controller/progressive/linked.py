@@ -154,10 +154,11 @@ class LinkedLedger:
             # administrator made but not create one (docs/deployment.md). Tables starting at
             # once take their turn here.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.ddl",))
-            made = conn.execute("SELECT to_regclass(%s), to_regproc(%s)",
-                                (f"{self.schema}.awards", f"{self.schema}.claim")).fetchone()
-            if made is None or made[0] is None or made[1] is None:
-                if made is not None and made[0] is not None and not conn.execute(
+            tables, functions = conn.execute(
+                "SELECT to_regclass(%s), to_regproc(%s)",
+                (f"{self.schema}.awards", f"{self.schema}.claim")).fetchone()
+            if functions is None:  # no schema at all, or an earlier release's tables alone
+                if tables is not None and not conn.execute(
                         "SELECT has_schema_privilege(%s, 'CREATE')", (self.schema,)
                         ).fetchone()[0]:
                     self.down_reason = (

@@ -9,9 +9,10 @@ contribution row and each award row is written together with the meter change it
 so a meter always equals its seed plus its contributions less its awards and reseeds, the
 sum `LinkedLedger.verify` recomputes. Each row also records the login that wrote it, and a
 login writes only for the table id its administrator registered it for (`table_logins`).
-Before, the role held UPDATE on the levels, and
-whoever held one table's box could set the pit's shared meter to any amount with one
-statement; the other tables saw it only at their next start.
+Before, the role held UPDATE on the levels, and whoever held one table's box could set the
+pit's shared meter to any amount with one statement; the other tables saw it only at their
+next start. The three share helpers (`check_writer`, `reduced`, `fraction_text`) that only
+they call: run inside a function of the owner's, a helper needs no grant of its own.
 
 The arithmetic is exact, as the table's own (controller/progressive/core.py `split`): a
 meter is whole cents plus a reduced sub-cent fraction; the running `contributed` total is
@@ -24,6 +25,13 @@ import re
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
+# The helpers' signatures: revoked from PUBLIC, granted to no one (the functions below run
+# as the owner, who may call them).
+HELPERS = (
+    "check_writer(text)",
+    "reduced(numeric, numeric)",
+    "fraction_text(numeric, numeric)",
+)
 # The functions' signatures, as GRANT and REVOKE name them.
 FUNCTIONS = (
     "seed_level(text, text, text, bigint)",
@@ -77,11 +85,11 @@ def schema_sql(schema: str) -> list[str]:
         # may write for any table.
         f"""CREATE TABLE IF NOT EXISTS {s}.table_logins (
             login text PRIMARY KEY, table_id text NOT NULL)""",
-        _SEED_LEVEL.replace("@s@", s),
-        _CONTRIBUTE.replace("@s@", s),
-        _CLAIM.replace("@s@", s),
+        *(text.replace("@s@", s) for text in (_CHECK_WRITER, _REDUCED, _FRACTION_TEXT,
+                                               _SEED_LEVEL, _CONTRIBUTE, _CLAIM)),
         # A function is executable by PUBLIC unless revoked: only the tables' role may.
-        *(f"REVOKE ALL ON FUNCTION {s}.{signature} FROM PUBLIC" for signature in FUNCTIONS),
+        *(f"REVOKE ALL ON FUNCTION {s}.{signature} FROM PUBLIC"
+          for signature in HELPERS + FUNCTIONS),
     ]
 
 
@@ -105,21 +113,53 @@ def table_grants_sql(schema: str, role: str) -> list[str]:
             *(f"GRANT EXECUTE ON FUNCTION {s}.{signature} TO {r}" for signature in FUNCTIONS)]
 
 
-# Helpers are written out in each function (a numeric fraction reduced by gcd; a fraction's
-# text as Python's str(Fraction)): a helper function would be one more object to grant.
+_CHECK_WRITER = """
+CREATE OR REPLACE FUNCTION @s@.check_writer(p_table text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    -- The schema's owner (a ledger a table made for itself) writes for any table.
+    IF pg_has_role(session_user, (SELECT nspowner FROM pg_namespace WHERE nspname = '@s@'),
+                   'MEMBER') THEN
+        RETURN;
+    END IF;
+    IF p_table IS NULL THEN  -- seeding a level: any table's registered login
+        IF NOT EXISTS (SELECT 1 FROM @s@.table_logins t WHERE t.login = session_user) THEN
+            RAISE EXCEPTION 'linked ledger: login % is not registered for any table: its '
+                'administrator registers each table''s login for its table id', session_user
+                USING ERRCODE = 'LK005';
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM @s@.table_logins t
+                      WHERE t.login = session_user AND t.table_id = p_table) THEN
+        RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
+            'registers each table''s login for its table id', session_user, p_table
+            USING ERRCODE = 'LK005';
+    END IF;
+END
+$fn$"""
+
+_REDUCED = """
+CREATE OR REPLACE FUNCTION @s@.reduced(INOUT num numeric, INOUT den numeric)
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    g numeric := gcd(num, den);
+BEGIN
+    num := div(num, g);
+    den := div(den, g);
+END
+$fn$"""
+
+_FRACTION_TEXT = """
+CREATE OR REPLACE FUNCTION @s@.fraction_text(num numeric, den numeric) RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+    SELECT CASE WHEN den = 1 THEN num::text ELSE num::text || '/' || den::text END
+$fn$"""
 
 _SEED_LEVEL = """
 CREATE OR REPLACE FUNCTION @s@.seed_level(p_grp text, p_progressive text, p_level text,
                                           p_seed bigint)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-    IF NOT pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
-                                      WHERE nspname = '@s@'), 'MEMBER')
-            AND NOT EXISTS (SELECT 1 FROM @s@.table_logins t WHERE t.login = session_user) THEN
-        RAISE EXCEPTION 'linked ledger: login % is not registered for any table: its '
-            'administrator registers each table''s login for its table id', session_user
-            USING ERRCODE = 'LK005';
-    END IF;
+    PERFORM @s@.check_writer(NULL);
     IF p_seed IS NULL OR p_seed < 0 THEN
         RAISE EXCEPTION 'linked level %/%/%: seed % refused: allowed: 0 cents or more',
             p_grp, p_progressive, p_level, p_seed USING ERRCODE = 'LK001';
@@ -141,16 +181,9 @@ DECLARE
     k_progressive text[]; k_level text[]; k_num bigint[]; k_den bigint[];
     i integer; n integer; applied integer := 0;
     s_num numeric; s_den numeric; v_num numeric; v_den numeric; c_num numeric;
-    c_den numeric; g numeric; lv record;
+    c_den numeric; lv record;
 BEGIN
-    IF NOT pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
-                                      WHERE nspname = '@s@'), 'MEMBER')
-            AND NOT EXISTS (SELECT 1 FROM @s@.table_logins t
-                            WHERE t.login = session_user AND t.table_id = p_table) THEN
-        RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
-            'registers each table''s login for its table id', session_user, p_table
-            USING ERRCODE = 'LK005';
-    END IF;
+    PERFORM @s@.check_writer(p_table);
     FOR i IN 1 .. coalesce(cardinality(p_seq), 0) LOOP
         IF p_den[i] IS NULL OR p_den[i] <= 0 OR p_num[i] IS NULL OR p_num[i] < 0
                 OR p_cents[i] IS NULL OR p_num[i]::numeric > p_cents[i]::numeric * p_den[i] THEN
@@ -183,11 +216,9 @@ BEGIN
         s_num := 0;
         s_den := 1;
         LOOP  -- the sum of this level's new shares, exactly
-            s_num := s_num * k_den[i] + k_num[i]::numeric * s_den;
-            s_den := s_den * k_den[i];
-            g := gcd(s_num, s_den);
-            s_num := div(s_num, g);
-            s_den := div(s_den, g);
+            SELECT * INTO s_num, s_den FROM @s@.reduced(s_num * k_den[i]
+                                                      + k_num[i]::numeric * s_den,
+                                                      s_den * k_den[i]);
             applied := applied + 1;
             i := i + 1;
             EXIT WHEN i > n OR k_progressive[i] <> k_progressive[i - 1]
@@ -201,23 +232,16 @@ BEGIN
             RAISE EXCEPTION 'linked level %/%/% does not exist', p_grp, k_progressive[i - 1],
                 k_level[i - 1] USING ERRCODE = 'LK003';
         END IF;
-        v_num := lv.frac_num::numeric * s_den + s_num * lv.frac_den;
-        v_den := lv.frac_den::numeric * s_den;
-        g := gcd(v_num, v_den);
-        v_num := div(v_num, g);
-        v_den := div(v_den, g);
+        SELECT * INTO v_num, v_den FROM @s@.reduced(lv.frac_num::numeric * s_den
+                                                    + s_num * lv.frac_den,
+                                                    lv.frac_den::numeric * s_den);
         c_num := split_part(lv.contributed, '/', 1)::numeric;
         c_den := coalesce(nullif(split_part(lv.contributed, '/', 2), ''), '1')::numeric;
-        c_num := c_num * s_den + s_num * c_den;
-        c_den := c_den * s_den;
-        g := gcd(c_num, c_den);
-        c_num := div(c_num, g);
-        c_den := div(c_den, g);
+        SELECT * INTO c_num, c_den FROM @s@.reduced(c_num * s_den + s_num * c_den,
+                                                    c_den * s_den);
         UPDATE @s@.levels SET amount_cents = amount_cents + div(v_num, v_den)::bigint,
                 frac_num = mod(v_num, v_den)::bigint, frac_den = v_den::bigint,
-                version = version + 1,
-                contributed = CASE WHEN c_den = 1 THEN c_num::text
-                                   ELSE c_num::text || '/' || c_den::text END
+                version = version + 1, contributed = @s@.fraction_text(c_num, c_den)
             WHERE grp = p_grp AND progressive = k_progressive[i - 1]
               AND level = k_level[i - 1];
     END LOOP;
@@ -234,17 +258,10 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
     lv record; rv record; whole bigint; paid bigint; reseed bigint := 0; whole_meter boolean;
-    r_num numeric := 0; r_den numeric := 1; a_num numeric; a_den numeric; g numeric;
+    r_num numeric := 0; r_den numeric := 1; a_num numeric; a_den numeric;
     next_version bigint;
 BEGIN
-    IF NOT pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
-                                      WHERE nspname = '@s@'), 'MEMBER')
-            AND NOT EXISTS (SELECT 1 FROM @s@.table_logins t
-                            WHERE t.login = session_user AND t.table_id = p_table) THEN
-        RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
-            'registers each table''s login for its table id', session_user, p_table
-            USING ERRCODE = 'LK005';
-    END IF;
+    PERFORM @s@.check_writer(p_table);
     IF p_share_den IS NULL OR p_share_den <= 0 OR p_share_num IS NULL OR p_share_num < 0
             OR p_share_num > p_share_den THEN
         RAISE EXCEPTION 'linked claim % refused: a share of %/% of the meter: allowed: '
@@ -276,22 +293,17 @@ BEGIN
                 RAISE EXCEPTION 'linked level %/%/% does not exist', p_grp, p_progressive,
                     p_reserve_level USING ERRCODE = 'LK003';
             END IF;
-            r_num := rv.amount_cents::numeric * rv.frac_den + rv.frac_num;
-            r_den := rv.frac_den;
-            g := gcd(r_num, r_den);
-            r_num := div(r_num, g);
-            r_den := div(r_den, g);
+            SELECT * INTO r_num, r_den FROM @s@.reduced(
+                rv.amount_cents::numeric * rv.frac_den + rv.frac_num, rv.frac_den);
             UPDATE @s@.levels SET amount_cents = 0, frac_num = 0, frac_den = 1,
                     version = version + 1
                 WHERE grp = p_grp AND progressive = p_progressive AND level = p_reserve_level;
         END IF;
     END IF;
-    a_num := (whole - paid + reseed)::numeric * lv.frac_den * r_den + lv.frac_num * r_den
-             + r_num * lv.frac_den;
-    a_den := lv.frac_den::numeric * r_den;
-    g := gcd(a_num, a_den);
-    a_num := div(a_num, g);
-    a_den := div(a_den, g);
+    SELECT * INTO a_num, a_den FROM @s@.reduced(
+        (whole - paid + reseed)::numeric * lv.frac_den * r_den + lv.frac_num * r_den
+        + r_num * lv.frac_den,
+        lv.frac_den::numeric * r_den);
     next_version := lv.version + 1;
     UPDATE @s@.levels SET amount_cents = div(a_num, a_den)::bigint,
             frac_num = mod(a_num, a_den)::bigint, frac_den = a_den::bigint,
@@ -302,9 +314,7 @@ BEGIN
                            amount_cents, reseed_cents, reserve_level, reserve_used,
                            level_version)
         VALUES (p_grp, p_key, p_progressive, p_level, p_table, p_round, p_seat, paid, reseed,
-                p_reserve_level, CASE WHEN r_den = 1 THEN r_num::text
-                                      ELSE r_num::text || '/' || r_den::text END,
-                next_version);
+                p_reserve_level, @s@.fraction_text(r_num, r_den), next_version);
     RETURN QUERY SELECT paid, next_version;
 END
 $fn$"""
