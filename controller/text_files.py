@@ -48,9 +48,9 @@ def read_regular_file(path: str | Path, limit: int = MAX_TEXT_FILE_BYTES) -> byt
 
 
 def read_utf8(path: str | Path) -> str:
-    """The file's text. OSError when it cannot be read: also when it is not a regular file
-    (`/dev/zero` was read until the process ran out of memory, a named pipe waited for a
-    writer for ever) or is over MAX_TEXT_FILE_BYTES; NotUtf8 when it is not UTF-8."""
+    """The file's text. OSError when it cannot be read (`read_regular_file`: `/dev/zero` was
+    read until the process ran out of memory, a named pipe waited for a writer for ever);
+    NotUtf8 when it is not UTF-8."""
     raw = read_regular_file(path)
     try:
         return raw.decode("utf-8")

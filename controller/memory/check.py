@@ -164,11 +164,12 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     try:
         state_rows = 0
         settled: dict[str, dict[str, Any]] = {}
+        columns_of: dict[str, list[str]] = {}  # each protected table's sealed columns
         for name, columns_json, rows, acc in sealed:
             if name not in tables:
                 raise IntegrityError(f"table {name}", f"the table is missing (dropped); it held "
                                      f"{rows} rows")
-            columns = json.loads(columns_json)
+            columns = columns_of[name] = json.loads(columns_json)
             if table_columns(db, name) != columns:
                 raise IntegrityError(f"table {name}", "its columns differ from the sealed ones")
             found, found_acc, prefix = _sealed_rows(db, key, name, columns, full)
@@ -192,8 +193,8 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     finally:
         if run is not None:
             run.stop()
-    for name, columns_json, _rows, _acc in sealed:  # the data first: it names the edit better
-        if triggers.get(name, []) != sorted(_trigger_sql(name, json.loads(columns_json))):
+    for name, columns in columns_of.items():  # the data first: it names the edit better
+        if triggers.get(name, []) != sorted(_trigger_sql(name, columns)):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
     # A newer release's store may define its tables otherwise and hold more: it is refused by
     # its schema number as soon as the check passes (Store.upgrade), naming both numbers.

@@ -20,6 +20,7 @@ the cut-short line would otherwise join it, and be dropped with it at the next s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -47,16 +48,17 @@ class Outbox:
                 pass  # left as it was: the next head appended joins the cut line, as before
 
     def append(self, heads: Iterable[Head]) -> None:
-        lines = "".join(_line(h) for h in heads)
-        if not lines:
+        new = list(heads)
+        if not new:
             return
+        lines = "".join(_line(h) for h in new)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, lines.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.pending.extend(_parse(lines)[0])
+        self.pending.extend(new)  # the heads themselves: what a read of the lines gives back
 
     def drop_through(self, commit_no: int) -> int:
         """Forget the heads up to this commit (the witness holds them). Returns how many."""
@@ -108,8 +110,7 @@ def _check(fields: dict[str, object]) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
-_FIELDS = frozenset(("table_id", "epoch", "commit_no", "log_seq", "entry_mac", "state_digest",
-                     "signature"))
+_FIELDS = frozenset(field.name for field in dataclasses.fields(Head))
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 

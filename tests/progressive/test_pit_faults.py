@@ -118,14 +118,23 @@ def test_605a_8_one_table_cut_off_only_that_table_loses_the_wager(
         proxy.close()
 
 
+def refused_by_the_ledger(connection: Any, statement: str, sqlstate: str, message: str) -> None:
+    """`statement` is refused by the ledger's own functions, with this code and message."""
+    import psycopg
+
+    with pytest.raises(psycopg.DatabaseError, match=message) as refused:
+        connection.execute(statement)
+    assert refused.value.sqlstate == sqlstate
+
+
 def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_meter_itself(
         tmp_path: Path, postgres: PrivatePostgres) -> None:
     """With the documented grants a table plays, and its role can change the shared ledger
     only through its functions: it cannot set a meter, write a contribution or an award
     itself, delete or rewrite one; the functions refuse a contribution larger than the
     wagers it names, a claim of more than the whole meter, and a claim in another table's
-    name; a login role outside the tables' group cannot call them. Before, the role held UPDATE on the levels: one
-    statement set the pit's shared meter to any amount."""
+    name; a login role outside the tables' group cannot call them. Before, the role held
+    UPDATE on the levels: one statement set the pit's shared meter to any amount."""
     import psycopg
 
     from controller.progressive.linked import schema_sql, table_grants_sql, table_login_sql
@@ -160,36 +169,29 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                     " ('pit', 'k', 'h9', 'progressive', 'BAC-01', 1, 1, 5, 0, 99)"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     table_role.execute(statement)
-            with pytest.raises(psycopg.DatabaseError, match=(
-                    r"linked contribution 999 of table BAC-01 refused: 100000000/1 cents is "
-                    r"not a share of its 500 cents of wagers")) as refused:
-                table_role.execute(
-                    "SELECT granted.contribute('pit', 'BAC-01', '{999}', '{h9}',"
-                    " '{progressive}', '{100000000}', '{1}', '{1}', '{500}', '{NULL}')")
-            assert refused.value.sqlstate == "LK002"
-            with pytest.raises(psycopg.DatabaseError, match=(
-                    r"linked claim k refused: a share of 3/2 of the meter: allowed: from 0 "
-                    r"to 1")) as refused:
-                table_role.execute("SELECT * FROM granted.claim('pit', 'k', 'h9',"
-                                   " 'progressive', 'BAC-01', 1, 1, 3, 2, NULL)")
-            assert refused.value.sqlstate == "LK004"
-            with pytest.raises(psycopg.DatabaseError, match=(
-                    r"linked ledger: login granted_t_bac_01 may not write for table BAC-02: "
-                    r"its administrator registers each table's login for its table id")) as refused:
-                table_role.execute("SELECT * FROM granted.claim('pit', 'BAC-02/1/1/h9/progressive',"
-                                   " 'h9', 'progressive', 'BAC-02', 1, 1, 1, 1, NULL)")
-            assert refused.value.sqlstate == "LK005"
+            refused_by_the_ledger(
+                table_role, "SELECT granted.contribute('pit', 'BAC-01', '{999}', '{h9}',"
+                " '{progressive}', '{100000000}', '{1}', '{1}', '{500}', '{NULL}')", "LK002",
+                r"linked contribution 999 of table BAC-01 refused: 100000000/1 cents is not a "
+                r"share of its 500 cents of wagers")
+            refused_by_the_ledger(
+                table_role, "SELECT * FROM granted.claim('pit', 'k', 'h9', 'progressive',"
+                " 'BAC-01', 1, 1, 3, 2, NULL)", "LK004",
+                r"linked claim k refused: a share of 3/2 of the meter: allowed: from 0 to 1")
+            refused_by_the_ledger(
+                table_role, "SELECT * FROM granted.claim('pit', 'BAC-02/1/1/h9/progressive',"
+                " 'h9', 'progressive', 'BAC-02', 1, 1, 1, 1, NULL)", "LK005",
+                r"linked ledger: login granted_t_bac_01 may not write for table BAC-02: its "
+                r"administrator registers each table's login for its table id")
         assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER  # nothing moved
         with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # who wrote each row
             assert admin.execute("SELECT table_id, sent_by FROM granted.contributions"
                                  ).fetchall() == [("BAC-01", "granted_t_bac_01")]
         unregistered = postgres.dsn.replace("user=postgres", "user=granted_t_bac_09")
         with psycopg.connect(unregistered, autocommit=True) as table_role:
-            with pytest.raises(psycopg.DatabaseError, match=(
-                    r"linked ledger: login granted_t_bac_09 is not registered for any table"
-                    )) as refused:
-                table_role.execute("SELECT granted.seed_level('pit', 'h9', 'new', 99900000)")
-            assert refused.value.sqlstate == "LK005"
+            refused_by_the_ledger(
+                table_role, "SELECT granted.seed_level('pit', 'h9', 'new', 99900000)", "LK005",
+                r"linked ledger: login granted_t_bac_09 is not registered for any table")
         stranger = postgres.dsn.replace("user=postgres", "user=granted_stranger")
         with psycopg.connect(stranger, autocommit=True) as outsider:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

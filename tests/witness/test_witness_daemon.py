@@ -27,6 +27,7 @@ from tests.controller.test_daemon import CONFIG, running
 from tests.witness.conftest import TABLE_ID, WitnessDb
 
 PIN = "2468"  # the simulated table's supervisor "floor" (config/simulated-table.toml)
+WITNESS_AWAY = "host=127.0.0.1 port=1 dbname=test user=nobody"  # nothing listens on port 1
 
 
 def witnessed_config(tmp_path: Path, witness_db: WitnessDb, dsn: str | None = None,
@@ -295,11 +296,8 @@ async def test_without_its_witness_the_table_plays_then_stops_new_rounds_after_t
         tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch) -> None:
     config = witnessed_config(tmp_path, witness_db)
     assert init_store(config, monkeypatch) == 0
-    gone = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
-                                f"control.socket={tmp_path / 'control.sock'}",
-                                "witness.dsn=host=127.0.0.1 port=1 dbname=test user=nobody",
-                                f"witness.schema={witness_db.schema}",
-                                "witness.max_unwitnessed_minutes=0.001"])  # 60 ms
+    gone = witnessed_config(tmp_path, witness_db, WITNESS_AWAY,
+                            "witness.max_unwitnessed_minutes=0.001")  # 60 ms
     async with running(gone) as client:
         status = await client.call("status")
         assert status["state"] == "closed"
@@ -366,10 +364,7 @@ async def test_a_store_put_back_with_its_anchor_while_the_witness_is_away_is_cau
         tmp_path: Path, witness_db: WitnessDb, monkeypatch: pytest.MonkeyPatch) -> None:
     config = witnessed_config(tmp_path, witness_db)
     assert init_store(config, monkeypatch) == 0
-    away = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
-                                f"control.socket={tmp_path / 'control.sock'}",
-                                "witness.dsn=host=127.0.0.1 port=1 dbname=test user=nobody",
-                                f"witness.schema={witness_db.schema}"])
+    away = witnessed_config(tmp_path, witness_db, WITNESS_AWAY)
     await play(away)
     shutil.copy2(tmp_path / "table.sqlite", tmp_path / "old.sqlite")
     shutil.copy2(tmp_path / "table.critical" / "anchor", tmp_path / "old.anchor")
@@ -399,10 +394,7 @@ async def test_a_damaged_outbox_line_is_named_and_never_reaches_the_witness(
 
     config = witnessed_config(tmp_path, witness_db)
     assert init_store(config, monkeypatch) == 0
-    away = load_config(CONFIG, [f"store.path={tmp_path / 'table.sqlite'}",
-                                f"control.socket={tmp_path / 'control.sock'}",
-                                "witness.dsn=host=127.0.0.1 port=1 dbname=test user=nobody",
-                                f"witness.schema={witness_db.schema}"])
+    away = witnessed_config(tmp_path, witness_db, WITNESS_AWAY)
     assert (await play(away))["witness"]["link"] == "down"
     outbox = tmp_path / "table.critical" / "witness_outbox"
     lines = outbox.read_text(encoding="utf-8").splitlines(keepends=True)
