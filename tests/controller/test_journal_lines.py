@@ -4,6 +4,7 @@ so that with group commit they are made while the step's flush runs, not in fron
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,12 @@ from controller.table.state import SavedState
 
 def test_a_steps_lines_are_written_after_it_with_the_round_bound_when_recorded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(logsetup, "debug_enabled", True)  # whatever another test configured
+    # Debug lines written, whatever another test in this process configured: the flag the
+    # journal reads and structlog's own level filter (configure_logging sets both, and
+    # capture_logs replaces only the processors).
+    monkeypatch.setattr(logsetup, "debug_enabled", True)
+    saved = structlog.get_config()["wrapper_class"]
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
     store = Store(tmp_path / "t.sqlite")
     journal = Journal(Ports(store), SavedState())
     try:
@@ -38,6 +44,7 @@ def test_a_steps_lines_are_written_after_it_with_the_round_bound_when_recorded(
             assert logs[0]["wagers"] == [{"amount_cents": 500, "seat": 4, "wager": "banker"}]
     finally:
         structlog.contextvars.clear_contextvars()
+        structlog.configure(wrapper_class=saved)
         store.close()
 
 
