@@ -282,11 +282,12 @@ async def start_page(pit: Pit, stack: contextlib.AsyncExitStack) -> None:
 
 # --- the tables' play ----------------------------------------------------------------------
 
-def read_store(store_path: str, sql: str) -> list[tuple[Any, ...]]:
+def read_store(store_path: str, sql: str, parameters: tuple[Any, ...] = ()
+               ) -> list[tuple[Any, ...]]:
     """A table's store, read-only beside its running daemon (SQLite's WAL allows it)."""
     db = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=10)
     try:
-        return db.execute(sql).fetchall()
+        return db.execute(sql, parameters).fetchall()
     finally:
         db.close()
 

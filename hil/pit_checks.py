@@ -33,6 +33,7 @@ from hil.pit_campaign import (
     HIT_SEAT, Pit, inject_faults, play_table, read_store, start_page, start_servers,
     start_tables, unsent_rows, validate_awards,
 )
+from controller.progressive.ledger import LINK_STORE_META
 from hil.pit_race import START_BOUND_MS, PairRace, pair_races, replay_levels
 
 
@@ -110,8 +111,9 @@ def server_rows(pit: Pit) -> ServerRows:
         replayed, problems = replay_levels(conn, s, group) if tracked else (0, [])
         levels = conn.execute(f"SELECT progressive, level, amount_cents, frac_num, frac_den,"
                               f" seed_cents FROM {s}.levels WHERE grp = %s", (group,)).fetchall()
-        contributions = conn.execute(f"SELECT table_id, seq, progressive, level, delta_num,"
-                                     f" delta_den FROM {s}.contributions WHERE grp = %s",
+        contributions = conn.execute(f"SELECT table_id, store, seq, progressive, level,"
+                                     f" delta_num, delta_den FROM {s}.contributions"
+                                     " WHERE grp = %s",
                                      (group,)).fetchall()
         awards = conn.execute(f"SELECT claim_key, table_id, progressive, level, amount_cents,"
                               f" reseed_cents, claimed_at FROM {s}.awards WHERE grp = %s",
@@ -119,17 +121,26 @@ def server_rows(pit: Pit) -> ServerRows:
     return ServerRows(levels, contributions, awards, races, replayed, problems)
 
 
+def link_store(table: Any) -> str:
+    """A table's store's name in the ledger's keys (MeterLedger.link_store)."""
+    (name,), = read_store(table.harness.store_path, "SELECT value FROM meta WHERE key = ?",
+                          (LINK_STORE_META,))
+    return str(name)
+
+
 def check_meter(report: PitReport, pit: Pit, levels: list[Any], contributions: list[Any],
                 awards: list[Any]) -> None:
     """605a.8: the shared meter is its seed + the tables' acknowledged contributions - awards
     + reseeds, exactly; the server's contributions are exactly the tables' acknowledged ones."""
-    acked: dict[tuple[str, int], tuple[str, str, int, int]] = {}
+    acked: dict[tuple[str, str, int], tuple[str, str, int, int]] = {}
     for table in pit.tables:
+        store = link_store(table)
         for seq, progressive, level, num, den in read_store(
                 table.harness.store_path, "SELECT seq, progressive, level, delta_num, delta_den"
                 " FROM progressive_outbox WHERE acked_at IS NOT NULL"):
-            acked[(table.table_id, seq)] = (progressive, level, num, den)
-    on_server = {(t, seq): (p, lvl, n, d) for t, seq, p, lvl, n, d in contributions}
+            acked[(table.table_id, store, seq)] = (progressive, level, num, den)
+    on_server = {(t, store, seq): (p, lvl, n, d)
+                 for t, store, seq, p, lvl, n, d in contributions}
     report.counts["contributions acknowledged by the tables"] = len(acked)
     report.counts["contributions on the server"] = len(on_server)
     report.check(acked == on_server,
@@ -215,7 +226,8 @@ def check_kills(report: PitReport, pit: Pit, contributions: list[Any]) -> None:
     unsent = pit.faults.unsent_at_kills
     if not pit.plan.faults or not pit.plan.kills:
         return
-    on_server = {(t, seq) for t, seq, *_ in contributions}
+    stores = {table.table_id: link_store(table) for table in pit.tables}
+    on_server = {(t, seq) for t, store, seq, *_ in contributions if stores.get(t) == store}
     acked = {(table.table_id, int(seq)) for table in pit.tables for (seq,) in read_store(
         table.harness.store_path, "SELECT seq FROM progressive_outbox WHERE acked_at IS NOT "
         "NULL")}
@@ -225,7 +237,7 @@ def check_kills(report: PitReport, pit: Pit, contributions: list[Any]) -> None:
                  and all(n >= 1 for _, n in pit.faults.kills),
                  f"the {len(unsent)} contributions unsent when the tables were killed reached "
                  "the server after the restarts and are acknowledged (none lost; the server "
-                 "holds each once, its key (group, table, seq))",
+                 "holds each once, its key (group, table, store, seq))",
                  f"kills {pit.faults.kills} of {pit.plan.kills} planned (each with >= 1 "
                  f"contribution unsent); of those unsent then, {missing} are not on the server "
                  "and acknowledged")

@@ -13,6 +13,7 @@ lose a remainder; a Fraction never does (docs/progressive.md).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -43,6 +44,10 @@ __all__ = [
     "PROTECTED_TABLES", "RESEED", "RESERVE_TRANSFER", "SEED", "VALIDATED",
     "WAGERS_EVENT", "Award", "MeterLedger", "MeterRow", "ensure_schema", "verify_meters",
 ]
+
+
+# The store's name in the shared ledger's keys (`link_store`), kept in its meta table.
+LINK_STORE_META = "progressive_link_store"
 
 
 class MeterLedger:
@@ -314,6 +319,23 @@ class MeterLedger:
                 progressive, level, seq, delta.numerator, delta.denominator, wagers_count,
                 wagers_cents), round_id=round_id)
             return seq
+
+    def link_store(self) -> str:
+        """This store's name in the shared ledger's keys (605a.8): a store numbers its
+        contributions and rounds from 1, so the ledger tells a replaced store's rows from
+        the old one's by it (controller/progressive/linked_sql.py). Made once, at random,
+        for a store that has told the ledger nothing; a store that has (an earlier release's,
+        whose rows the ledger holds under no name) keeps the empty name, so none of its rows
+        or claims changes its key."""
+        with self.store.transaction() as db:
+            named = self.store.meta(LINK_STORE_META)
+            if named is None:
+                spoke = db.execute(
+                    "SELECT EXISTS (SELECT 1 FROM progressive_outbox) OR EXISTS (SELECT 1"
+                    " FROM progressive_awards WHERE linked_claim IS NOT NULL)").fetchone()[0]
+                named = "" if spoke else secrets.token_hex(8)
+                self.store.put_meta(LINK_STORE_META, named)
+            return named
 
     def unacked(self, limit: int = 500) -> list[dict[str, Any]]:
         with self.store.transaction() as db:

@@ -31,6 +31,8 @@ class LinkSync:
         self.config = config
         self.ledger = ledger
         self.linked = linked
+        if linked is not None:  # the store's name in the ledger's keys, before anything is sent
+            linked.store = ledger.link_store()
         self._on_synced = on_synced  # after a catch-up that reached the server: the feeds
         self.hold = link_seams.sync_hold()  # the pit campaign's only; None in service
 
@@ -62,14 +64,15 @@ class LinkSync:
               section: str, round_id: int, seat: int) -> Award:
         """A linked hit: claimed now, or recorded unclaimed (amount 0) while the link is
         down and claimed by the next catch-up. Runs inside the table's transaction."""
-        key = claim_key(self.config.table_id, round_id, seat, spec.name, level)
         order = self.ledger.next_pay_order(round_id)
         if self.linked is None:
+            key = claim_key(self.config.table_id, "", round_id, seat, spec.name, level)
             return self.ledger.create_award(spec.name, level, round_id, seat, 0, label, section,
                                             order, linked_claim=key, claimed=False)
+        key = self.linked.claim_key(round_id, seat, spec.name, level)
         try:
             # No outbox rows here: this runs inside a local transaction (see on_lock).
-            claim = self.linked.claim([], self.ledger.ack, spec.name, level,
+            claim = self.linked.claim([], self.ledger.ack, key, spec.name, level,
                                       round_id, seat, fraction, spec.level(level).reseed_from)
         except LinkDown:
             # The hit stands; its amount is claimed when the link returns (sync()).
@@ -102,9 +105,10 @@ class LinkSync:
                 if award.claimed or award.linked_claim is None:
                     continue
                 spec = self.config.get(award.progressive)
-                claim = await call(linked.claim, [], _no_ack, award.progressive, award.level,
-                                   award.round_id, award.seat, Fraction(1),
-                                   spec.level(award.level).reseed_from)
+                # Under the key it was recorded with (an earlier release's store's included).
+                claim = await call(linked.claim, [], _no_ack, award.linked_claim,
+                                   award.progressive, award.level, award.round_id, award.seat,
+                                   Fraction(1), spec.level(award.level).reseed_from)
                 self.ledger.set_claimed(award.award_id, claim.amount_cents)
         except LinkDown:
             return  # unavailable() says why; the next catch-up retries

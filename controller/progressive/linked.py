@@ -6,14 +6,17 @@ Protocol (docs/progressive.md, "Linked progressives"):
   (controller/progressive/linked_sql.py), run as the schema's owner, and a table's role may
   only call them and read. Its contributions go first into its own SQLite outbox (same
   transaction as the wager acceptance), each with a per-table sequence number. `flush()`
-  sends unacknowledged rows to `contribute`, which inserts `(group, table_id, seq)` with
-  ON CONFLICT DO NOTHING and applies only the rows it inserted, in one PostgreSQL
+  sends unacknowledged rows to `contribute`, which inserts `(group, table_id, store, seq)`
+  with ON CONFLICT DO NOTHING and applies only the rows it inserted, in one PostgreSQL
   transaction, so a row re-sent after a dropped connection (or after the table crashed
-  between the server's commit and its local acknowledgement) is never counted twice.
+  between the server's commit and its local acknowledgement) is never counted twice. The
+  store (`MeterLedger.link_store`) names which of the table's stores sent it: a replaced
+  store numbers its rows from 1 again. A row held under the same key with other content is
+  refused, not ignored (a store rewound to an earlier copy).
 - An award is claimed in one PostgreSQL transaction that first applies the table's
   pending contributions, then calls `claim`, which locks the level row, pays the meter's
-  whole cents, reseeds it and records the claim under a unique key (group, table, round,
-  seat, level). Two tables hitting at once queue on the row lock: the first is paid the
+  whole cents, reseeds it and records the claim under a unique key (group, table, store,
+  round, seat, level). Two tables hitting at once queue on the row lock: the first is paid the
   meter, the second the reseeded meter. Re-claiming the same key returns the recorded
   amount.
 - Every table reads the levels after each flush and claim, so all of them
@@ -33,6 +36,7 @@ from typing import Any
 from controller.progressive import link_seams
 from controller.progressive.errors import LinkDown
 from controller.progressive.linked_sql import (
+    FUNCTIONS,
     identifier,
     schema_sql,
     table_grants_sql,
@@ -65,8 +69,13 @@ class Claim:
     level_version: int  # the level's version after the reseed: the order of simultaneous hits
 
 
-def claim_key(table_id: str, round_id: int, seat: int, progressive: str, level: str) -> str:
-    return f"{table_id}/{round_id}/{seat}/{progressive}/{level}"
+def claim_key(table_id: str, store: str, round_id: int, seat: int, progressive: str,
+              level: str) -> str:
+    """A hit's key in the shared ledger: unique per table, store, round, seat and level. A
+    store numbers its rounds from 1, so a replaced store's round 5 is not the old store's;
+    an earlier release's store (`store` '') keeps the keys it made."""
+    where = f"{table_id}@{store}" if store else table_id
+    return f"{where}/{round_id}/{seat}/{progressive}/{level}"
 
 
 class LinkedLedger:
@@ -77,6 +86,9 @@ class LinkedLedger:
                  timeout_s: float = 5.0, connect: Callable[..., Any] | None = None) -> None:
         identifier(schema)
         self.dsn, self.schema, self.group, self.table_id = dsn, schema, group, table_id
+        # Which of the table's stores speaks (`MeterLedger.link_store`): set by the table's
+        # LinkSync before anything is sent; a row's key in the ledger carries it.
+        self.store = ""
         self.timeout_s = timeout_s
         self._connect = connect
         self._conn: Any = None
@@ -108,7 +120,12 @@ class LinkedLedger:
         return self._conn
 
     def _fail(self, exc: BaseException) -> None:
-        reason = f"linked ledger unreachable: {type(exc).__name__}: {str(exc).strip()[:200]}"
+        code = getattr(exc, "sqlstate", None) or ""
+        if code.startswith("LK"):  # the ledger's own functions refused (linked_sql.py)
+            said = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
+            reason = f"linked ledger refused this table's request ({code}): {said.strip()[:400]}"
+        else:
+            reason = f"linked ledger unreachable: {type(exc).__name__}: {str(exc).strip()[:200]}"
         self.down_reason = reason
         if self._conn is not None:
             try:
@@ -154,16 +171,17 @@ class LinkedLedger:
             # administrator made but not create one (docs/deployment.md). Tables starting at
             # once take their turn here.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.ddl",))
+            # The current `contribute` (it takes the store's name): the last change made.
             tables, functions = conn.execute(
-                "SELECT to_regclass(%s), to_regproc(%s)",
-                (f"{self.schema}.awards", f"{self.schema}.claim")).fetchone()
-            if functions is None:  # no schema at all, or an earlier release's tables alone
+                "SELECT to_regclass(%s), to_regprocedure(%s)",
+                (f"{self.schema}.awards", f"{self.schema}.{FUNCTIONS[1]}")).fetchone()
+            if functions is None:  # no schema at all, or an earlier release's
                 if tables is not None and not conn.execute(
                         "SELECT has_schema_privilege(%s, 'CREATE')", (self.schema,)
                         ).fetchone()[0]:
                     self.down_reason = (
-                        f"linked ledger {self.schema} has no functions (made by an earlier "
-                        "release, when a table's role wrote the meters itself): its "
+                        f"linked ledger {self.schema} was made by an earlier release (its "
+                        "functions are missing or older than this table's): its "
                         "administrator applies the schema and the grants again "
                         "(docs/deployment.md, 'A pit of tables')")
                     raise LinkDown(self.down_reason)
@@ -205,23 +223,28 @@ class LinkedLedger:
         columns = ("seq", "progressive", "level", "delta_num", "delta_den", "wagers_count",
                    "wagers_cents", "round_id")
         applied = conn.execute(
-            f"SELECT {self.schema}.contribute(%s, %s, %s::bigint[], %s::text[], %s::text[],"
-            " %s::bigint[], %s::bigint[], %s::integer[], %s::bigint[], %s::bigint[])",
-            (self.group, self.table_id,
+            f"SELECT {self.schema}.contribute(%s, %s, %s, %s::bigint[], %s::text[],"
+            " %s::text[], %s::bigint[], %s::bigint[], %s::integer[], %s::bigint[],"
+            " %s::bigint[])",
+            (self.group, self.table_id, self.store,
              *([row[column] for row in outbox] for column in columns))).fetchone()
         return int(applied[0])
 
     # --- awards -------------------------------------------------------------------------
 
+    def claim_key(self, round_id: int, seat: int, progressive: str, level: str) -> str:
+        """This table's (and store's) key for a hit."""
+        return claim_key(self.table_id, self.store, round_id, seat, progressive, level)
+
     def claim(self, outbox: Sequence[dict[str, Any]], ack: Callable[[Sequence[int]], None],
-              progressive: str, level: str, round_id: int, seat: int,
+              key: str, progressive: str, level: str, round_id: int, seat: int,
               fraction: Fraction = Fraction(1), reserve_level: str | None = None) -> Claim:
-        """Claim a hit: apply pending contributions, lock the level, pay it, reseed it.
+        """Claim a hit under `key` (`claim_key`, or the key the hit was recorded with):
+        apply pending contributions, lock the level, pay it, reseed it.
 
         With `reserve_level` (Harmony, 627b.6(j)) the reserve's whole balance is moved
         into the reseed, under the same transaction.
         """
-        key = claim_key(self.table_id, round_id, seat, progressive, level)
 
         def work(conn: Any) -> Claim:
             self._apply(conn, outbox)

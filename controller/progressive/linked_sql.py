@@ -35,9 +35,16 @@ HELPERS = (
 # The functions' signatures, as GRANT and REVOKE name them.
 FUNCTIONS = (
     "seed_level(text, text, text, bigint)",
+    "contribute(text, text, text, bigint[], text[], text[], bigint[], bigint[], integer[],"
+    " bigint[], bigint[])",
+    "claim(text, text, text, text, text, bigint, integer, bigint, bigint, text)",
+)
+# Signatures this release no longer has: dropped when the schema is applied again, so a
+# table of this release never calls what an older build left (`contribute` before it took
+# the store's name).
+RETIRED = (
     "contribute(text, text, bigint[], text[], text[], bigint[], bigint[], integer[], bigint[],"
     " bigint[])",
-    "claim(text, text, text, text, text, bigint, integer, bigint, bigint, text)",
 )
 
 
@@ -66,6 +73,16 @@ def schema_sql(schema: str) -> list[str]:
             wagers_count integer NOT NULL, wagers_cents bigint NOT NULL, round_id bigint,
             received_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (grp, table_id, seq))""",
+        # Which of the table's stores sent a row (`MeterLedger.link_store`): a store
+        # numbers its rows from 1, so a table whose store was replaced (a new SD card) sent
+        # rows the ledger already held under the same numbers, and they were ignored as
+        # re-sent: the shared meter went short with every wager acknowledged. The key takes
+        # the store; a ledger made before (key without it) is brought to it here, its rows
+        # under the store '' that an earlier release's store keeps. One path for every
+        # ledger: the CREATE above is the first release's, this is the change since.
+        f"ALTER TABLE {s}.contributions ADD COLUMN IF NOT EXISTS store text NOT NULL"
+        " DEFAULT ''",
+        _STORE_IN_KEY.replace("@s@", s),
         f"""CREATE TABLE IF NOT EXISTS {s}.awards (
             grp text NOT NULL, claim_key text NOT NULL, progressive text NOT NULL,
             level text NOT NULL, table_id text NOT NULL, round_id bigint NOT NULL,
@@ -85,6 +102,7 @@ def schema_sql(schema: str) -> list[str]:
         # may write for any table.
         f"""CREATE TABLE IF NOT EXISTS {s}.table_logins (
             login text PRIMARY KEY, table_id text NOT NULL)""",
+        *(f"DROP FUNCTION IF EXISTS {s}.{signature}" for signature in RETIRED),
         *(text.replace("@s@", s) for text in (_CHECK_WRITER, _REDUCED, _FRACTION_TEXT,
                                                _SEED_LEVEL, _CONTRIBUTE, _CLAIM)),
         # A function is executable by PUBLIC unless revoked: only the tables' role may.
@@ -112,6 +130,24 @@ def table_grants_sql(schema: str, role: str) -> list[str]:
             f"GRANT SELECT ON {s}.levels, {s}.contributions, {s}.awards TO {r}",
             *(f"GRANT EXECUTE ON FUNCTION {s}.{signature} TO {r}" for signature in FUNCTIONS)]
 
+
+_STORE_IN_KEY = """
+DO $do$
+DECLARE
+    old_key name;
+BEGIN
+    -- The contributions' key without the store (a ledger made before it): replaced.
+    SELECT c.conname INTO old_key FROM pg_constraint c
+        WHERE c.conrelid = '@s@.contributions'::regclass AND c.contype = 'p'
+          AND NOT EXISTS (SELECT 1 FROM pg_attribute a
+                          WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+                            AND a.attname = 'store');
+    IF FOUND THEN
+        EXECUTE format('ALTER TABLE @s@.contributions DROP CONSTRAINT %I', old_key);
+        ALTER TABLE @s@.contributions ADD PRIMARY KEY (grp, table_id, store, seq);
+    END IF;
+END
+$do$"""
 
 _CHECK_WRITER = """
 CREATE OR REPLACE FUNCTION @s@.check_writer(p_table text) RETURNS void
@@ -174,16 +210,21 @@ $fn$"""
 
 _CONTRIBUTE = """
 CREATE OR REPLACE FUNCTION @s@.contribute(
-    p_grp text, p_table text, p_seq bigint[], p_progressive text[], p_level text[],
-    p_num bigint[], p_den bigint[], p_wagers integer[], p_cents bigint[], p_round bigint[])
+    p_grp text, p_table text, p_store text, p_seq bigint[], p_progressive text[],
+    p_level text[], p_num bigint[], p_den bigint[], p_wagers integer[], p_cents bigint[],
+    p_round bigint[])
 RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     k_progressive text[]; k_level text[]; k_num bigint[]; k_den bigint[];
     i integer; n integer; applied integer := 0;
     s_num numeric; s_den numeric; v_num numeric; v_den numeric; c_num numeric;
-    c_den numeric; lv record;
+    c_den numeric; lv record; clash record;
 BEGIN
     PERFORM @s@.check_writer(p_table);
+    IF p_store IS NULL OR length(p_store) > 64 THEN
+        RAISE EXCEPTION 'linked contributions of table % refused: store %: allowed: a name '
+            'of up to 64 characters', p_table, p_store USING ERRCODE = 'LK002';
+    END IF;
     FOR i IN 1 .. coalesce(cardinality(p_seq), 0) LOOP
         IF p_den[i] IS NULL OR p_den[i] <= 0 OR p_num[i] IS NULL OR p_num[i] < 0
                 OR p_cents[i] IS NULL OR p_num[i]::numeric > p_cents[i]::numeric * p_den[i] THEN
@@ -192,6 +233,27 @@ BEGIN
                 p_cents[i] USING ERRCODE = 'LK002';
         END IF;
     END LOOP;
+    -- A row already held is a send whose acknowledgement was lost, and must be the same
+    -- row: under the same key with other content it is another row (a store rewound to an
+    -- earlier copy numbers its rows again), which ignoring would lose. Refused, named.
+    SELECT u.seq, c.round_id AS held_round, c.wagers_count AS held_wagers,
+           u.round_id AS sent_round, u.wagers AS sent_wagers INTO clash
+        FROM unnest(p_seq, p_progressive, p_level, p_num, p_den, p_wagers, p_cents, p_round)
+            AS u(seq, progressive, level, num, den, wagers, cents, round_id)
+        JOIN @s@.contributions c ON c.grp = p_grp AND c.table_id = p_table
+            AND c.store = p_store AND c.seq = u.seq
+        WHERE (c.progressive, c.level, c.delta_num, c.delta_den, c.wagers_count,
+               c.wagers_cents, c.round_id)
+            IS DISTINCT FROM (u.progressive, u.level, u.num, u.den, u.wagers, u.cents,
+                              u.round_id)
+        ORDER BY u.seq LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'linked contribution % of table % (store %) refused: the ledger holds '
+            'another row under that number (round %, % wagers there; round %, % wagers sent): '
+            'the table''s store was rewound or copied', clash.seq, p_table, p_store,
+            clash.held_round, clash.held_wagers, clash.sent_round, clash.sent_wagers
+            USING ERRCODE = 'LK006';
+    END IF;
     -- Rows already held (a send whose acknowledgement was lost) are not counted again;
     -- the new ones, by level in one order at every table, so two flushes never deadlock.
     WITH sent AS (
@@ -199,9 +261,11 @@ BEGIN
                              p_round)
             AS u(seq, progressive, level, num, den, wagers, cents, round_id)),
     inserted AS (
-        INSERT INTO @s@.contributions(grp, table_id, seq, progressive, level, delta_num,
-                                      delta_den, wagers_count, wagers_cents, round_id)
-        SELECT p_grp, p_table, seq, progressive, level, num, den, wagers, cents, round_id
+        INSERT INTO @s@.contributions(grp, table_id, store, seq, progressive, level,
+                                      delta_num, delta_den, wagers_count, wagers_cents,
+                                      round_id)
+        SELECT p_grp, p_table, p_store, seq, progressive, level, num, den, wagers, cents,
+               round_id
             FROM sent
         ON CONFLICT DO NOTHING
         RETURNING progressive, level, delta_num, delta_den, seq)

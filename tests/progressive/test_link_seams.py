@@ -81,8 +81,8 @@ def server_awards(schema: str) -> list[tuple[str, int, int]]:
     import psycopg
 
     with psycopg.connect(PG_DSN) as conn:
-        return [(k.split("/")[0], int(a), int(v)) for k, a, v in conn.execute(
-            f"SELECT claim_key, amount_cents, level_version FROM {schema}.awards "
+        return [(table, int(a), int(v)) for table, a, v in conn.execute(
+            f"SELECT table_id, amount_cents, level_version FROM {schema}.awards "
             "ORDER BY level_version")]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import shutil
 import threading
 from collections.abc import Iterator
 from fractions import Fraction
@@ -300,3 +301,78 @@ def test_a_table_login_registration_takes_only_plain_names(login: str, table_id:
     assert table_login_sql("tabled_linked", "linked_t_bac_01", "BAC-01") == (
         "INSERT INTO tabled_linked.table_logins(login, table_id) VALUES ('linked_t_bac_01', "
         "'BAC-01') ON CONFLICT (login) DO UPDATE SET table_id = excluded.table_id")
+
+
+def _copy_store(source: Path, target: Path) -> None:
+    """A stopped table's store file (and its write-ahead log) copied, as to a new card."""
+    target.mkdir()
+    for path in source.glob("*.sqlite*"):
+        shutil.copy2(path, target / path.name)
+
+
+def test_605a_8_a_replaced_store_is_counted_and_claims_its_own_hits(tmp_path: Path,
+                                                                      schema: str) -> None:
+    """A table whose store is replaced (a new SD card, the same table id) numbers its
+    contributions and rounds from 1 again. The ledger keyed a contribution by table and
+    number alone, so the new store's first rows were taken for the old store's re-sent and
+    ignored (the shared meter short by every wager, each acknowledged), and a hit at the
+    same round and seat was given the old store's award back instead of the meter."""
+    old_card, new_card = tmp_path / "old", tmp_path / "new"
+    old_card.mkdir(), new_card.mkdir()
+    first = _table(old_card, schema, "T-SD")
+    first.on_lock(LockedOut("button", 0.0, frozenset({5})), base([5]), 1)
+    (old_award,) = first.on_round_result(1, SUITED_NINES, [])
+    assert old_award.amount_cents == H9_SEED + 50
+    _close(first)
+    second = _table(new_card, schema, "T-SD")
+    assert second.ledger.link_store() != ""
+    second.on_lock(LockedOut("button", 0.0, frozenset({5, 6})), base([5, 6]), 1)
+    second.sync()
+    assert second.ledger.unacked() == []
+    assert _level(second)["amount_cents"] == H9_SEED + 100  # was H9_SEED: both ignored
+    awards = second.on_round_result(1, SUITED_NINES, [])
+    # One seat takes the meter, the other the reseeded one (before: seat 5 was given the
+    # old store's award again, 50 cents, and the meter was not paid).
+    assert sorted(a.seat for a in awards) == [5, 6]
+    assert sorted(a.amount_cents for a in awards) == [H9_SEED, H9_SEED + 100]
+    assert _level(second)["amount_cents"] == H9_SEED
+    assert _level(second)["awards_count"] == 3
+    assert second.verify() == []
+    _close(second)
+
+
+def test_605a_8_a_store_rewound_to_an_earlier_copy_is_refused_by_name_not_lost(
+        tmp_path: Path, schema: str) -> None:
+    """A store put back to an earlier copy of itself (the same name in the ledger) numbers
+    again rows the ledger holds: one with other content is refused, with the reason shown
+    at the table, never ignored as a re-send; the ledger's meter keeps what it had."""
+    card, backup = tmp_path / "card", tmp_path / "backup"
+    card.mkdir()
+    system = _table(card, schema, "T-RW")
+    system.on_lock(LockedOut("button", 0.0, frozenset({5})), base([5]), 1)
+    system.sync()
+    _close(system)
+    _copy_store(card, backup)  # the copy: round 1 sent
+    system = _table(card, schema, "T-RW")
+    system.on_lock(LockedOut("button", 0.0, frozenset({5})), base([5]), 2)
+    system.sync()
+    name = system.ledger.link_store()
+    _close(system)
+    rewound = _table(backup, schema, "T-RW")
+    assert rewound.ledger.link_store() == name
+    rewound.on_lock(LockedOut("button", 0.0, frozenset({5, 6})), base([5, 6]), 2)
+    rewound.sync()
+    reason = rewound.availability()["h9"]
+    assert reason == (
+        f"linked ledger refused this table's request (LK006): linked contribution 2 of table "
+        f"T-RW (store {name}) refused: the ledger holds another row under "
+        "that number (round 2, 1 wagers there; round 2, 2 wagers sent): the table's store was "
+        "rewound or copied")
+    assert set(rewound.open_betting().values()) == {LedState.UNAVAILABLE}
+    assert len(rewound.ledger.unacked()) == 1  # kept, not acknowledged
+    import psycopg
+
+    with psycopg.connect(PG_DSN) as admin:
+        assert admin.execute(f"SELECT amount_cents FROM {schema}.levels").fetchone() == (
+            H9_SEED + 100,)
+    _close(rewound)

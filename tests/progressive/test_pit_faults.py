@@ -170,7 +170,7 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     table_role.execute(statement)
             refused_by_the_ledger(
-                table_role, "SELECT granted.contribute('pit', 'BAC-01', '{999}', '{h9}',"
+                table_role, "SELECT granted.contribute('pit', 'BAC-01', 'x', '{999}', '{h9}',"
                 " '{progressive}', '{100000000}', '{1}', '{1}', '{500}', '{NULL}')", "LK002",
                 r"linked contribution 999 of table BAC-01 refused: 100000000/1 cents is not a "
                 r"share of its 500 cents of wagers")
@@ -202,35 +202,66 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
         close(system)
 
 
+# The linked ledger release 0.2.0 made: no functions, no logins, contributions keyed
+# (grp, table_id, seq); its tables' role wrote the meters itself.
+LEDGER_0_2_0 = [
+    "CREATE SCHEMA earlier",
+    """CREATE TABLE earlier.levels (
+        grp text NOT NULL, progressive text NOT NULL, level text NOT NULL,
+        amount_cents bigint NOT NULL, frac_num bigint NOT NULL, frac_den bigint NOT NULL,
+        seed_cents bigint NOT NULL, reset_cents bigint NOT NULL, version bigint NOT NULL,
+        contributed text NOT NULL DEFAULT '0', awards_count bigint NOT NULL DEFAULT 0,
+        awarded_cents bigint NOT NULL DEFAULT 0, PRIMARY KEY (grp, progressive, level))""",
+    """CREATE TABLE earlier.contributions (
+        grp text NOT NULL, table_id text NOT NULL, seq bigint NOT NULL,
+        progressive text NOT NULL, level text NOT NULL,
+        delta_num bigint NOT NULL, delta_den bigint NOT NULL,
+        wagers_count integer NOT NULL, wagers_cents bigint NOT NULL, round_id bigint,
+        received_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (grp, table_id, seq))""",
+    """CREATE TABLE earlier.awards (
+        grp text NOT NULL, claim_key text NOT NULL, progressive text NOT NULL,
+        level text NOT NULL, table_id text NOT NULL, round_id bigint NOT NULL,
+        seat integer NOT NULL, amount_cents bigint NOT NULL, reseed_cents bigint NOT NULL,
+        reserve_level text, reserve_used text NOT NULL DEFAULT '0',
+        level_version bigint NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (grp, claim_key))""",
+]
+
+
 def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administrator_updates_it(
         tmp_path: Path, postgres: PrivatePostgres) -> None:
-    """A ledger an earlier release made has its tables but not its functions, and its
-    tables' role held UPDATE on the levels. A table whose role may not create them offers
-    no linked wager and says what to do; once the administrator applies the schema and
-    the grants again it plays, and the meters it held are kept."""
+    """A ledger release 0.2.0 made has its tables but not its functions, and its tables'
+    role held UPDATE on the levels. A table whose role may not create them offers no linked
+    wager and says what to do; once the administrator applies the schema and the grants
+    again it plays, the meters and rows it held are kept (under the store '' an earlier
+    release's store keeps), and this table's new store's first row, numbered 1 as the old
+    store's was, is counted, not taken for the old one re-sent."""
     import psycopg
 
     from controller.progressive.linked import schema_sql, table_grants_sql, table_login_sql
 
-    tables_only = [statement for statement in schema_sql("earlier")
-                   if "FUNCTION" not in statement and "table_logins" not in statement]
     with psycopg.connect(postgres.dsn, autocommit=True) as admin:
-        for statement in [*tables_only, "CREATE ROLE earlier_tables NOLOGIN",
+        for statement in [*LEDGER_0_2_0, "CREATE ROLE earlier_tables NOLOGIN",
                           "CREATE ROLE earlier_t_bac_02 LOGIN IN ROLE earlier_tables",
                           "GRANT USAGE ON SCHEMA earlier TO earlier_tables",
                           "GRANT SELECT, INSERT, UPDATE ON earlier.levels TO earlier_tables",
                           "GRANT SELECT, INSERT ON earlier.contributions, earlier.awards"
                           " TO earlier_tables",
+                          # BAC-02's old store sent its round 1: three $5 wagers, 150 cents.
                           "INSERT INTO earlier.levels VALUES ('pit', 'h9', 'progressive',"
-                          " 1000775, 1, 4, 1000000, 1000000, 4)"]:
+                          " 1000150, 0, 1, 1000000, 1000000, 2, '150')",
+                          "INSERT INTO earlier.contributions(grp, table_id, seq, progressive,"
+                          " level, delta_num, delta_den, wagers_count, wagers_cents, round_id)"
+                          " VALUES ('pit', 'BAC-02', 1, 'h9', 'progressive', 150, 1, 3, 1500,"
+                          " 1)"]:
             admin.execute(statement)
     dsn = postgres.dsn.replace("user=postgres", "user=earlier_t_bac_02")
     system = table(tmp_path, dsn, "BAC-02", "earlier")
     try:
         assert system.availability() == {"h9": (
-            "linked ledger earlier has no functions (made by an earlier release, when a "
-            "table's role wrote the meters itself): its administrator applies the schema "
-            "and the grants again (docs/deployment.md, 'A pit of tables')")}
+            "linked ledger earlier was made by an earlier release (its functions are missing "
+            "or older than this table's): its administrator applies the schema and the "
+            "grants again (docs/deployment.md, 'A pit of tables')")}
         assert play_round(system, 1) == 0  # the linked wager is refused, the round plays
         with psycopg.connect(postgres.dsn, autocommit=True) as admin:
             for statement in [*schema_sql("earlier"),
@@ -242,7 +273,12 @@ def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administr
         system.sync()
         assert system.availability() == {"h9": None}
         assert play_round(system, 2) == 3
-        assert shared_amount(system) == Fraction(1_000_775_25, 100) + 3 * H9_PER_WAGER
+        assert shared_amount(system) == 1_000_150 + 3 * H9_PER_WAGER
+        assert system.verify() == []
+        with psycopg.connect(postgres.dsn, autocommit=True) as admin:
+            assert admin.execute("SELECT store, seq, round_id FROM earlier.contributions"
+                                 " ORDER BY round_id").fetchall() == [
+                ("", 1, 1), (system.ledger.link_store(), 1, 2)]
     finally:
         close(system)
 
