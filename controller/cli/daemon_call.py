@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.cli import exitcodes
 from controller.cli.client import Daemon, DaemonUnavailable, UnsupportedCommand, default_socket
-from controller.cli.output import fit, print_json, wrap
+from controller.cli.output import print_json, wrap
 from controller.control import ControlError
 
 
@@ -38,11 +38,11 @@ def call_daemon(args: argparse.Namespace, body: Callable[[Daemon], Awaitable[int
     try:
         return asyncio.run(go())
     except DaemonUnavailable as exc:
-        print(fit(exc.explain()), file=sys.stderr)
+        print(exc.explain(), file=sys.stderr)
         json_error(args, str(exc), exc.reason, socket=exc.path)
         return exitcodes.DAEMON_NOT_RUNNING
     except UnsupportedCommand as exc:
-        print(fit(f"tablectl: {exc}"), file=sys.stderr)
+        print(f"tablectl: {exc}", file=sys.stderr)
         json_error(args, str(exc), "unsupported")
         return exitcodes.UNSUPPORTED
     except ControlError as exc:

@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str, code: int = exitcodes.BAD_ARGUMENTS) -> int:
-    print(fit(f"tablectl replay: {message}"), file=sys.stderr)
+    print(f"tablectl replay: {message}", file=sys.stderr)
     return code
 
 

@@ -54,7 +54,7 @@ def _load(path: str) -> Any:
         return load_game(path)
     except SubmissionError as exc:
         for line in exc.errors:
-            print(fit(line), file=sys.stderr)
+            print(line, file=sys.stderr)
         return None
 
 
@@ -72,7 +72,7 @@ def _progressive_config(path: str) -> Any:
         return load_progressive_config(path)
     except ProgressiveConfigError as exc:
         for line in exc.problems:
-            print(fit(f"{path}: {line}"), file=sys.stderr)
+            print(f"{path}: {line}", file=sys.stderr)
         return None
 
 
@@ -99,7 +99,7 @@ def simulated_progressive(path: str, seed: int) -> Any:
     try:
         return SimulatedProgressive(config, random.Random(seed * 1_000_003 + 29))
     except ValueError as exc:
-        print(fit(f"{path}: {exc.args[0]}"), file=sys.stderr)
+        print(f"{path}: {exc.args[0]}", file=sys.stderr)
         return None
 
 

@@ -100,6 +100,22 @@ def test_a_command_that_fails_without_saying_so_in_json_still_answers_json(fake,
         "reason": "failed"}
 
 
+def test_a_long_refusal_with_json_is_the_whole_message_not_its_last_wrapped_line(
+        capsys, monkeypatch):
+    """A refusal longer than the terminal is wrapped for people on stderr; --json's error
+    is the whole of it. Commands wrapped it themselves before writing it, and the JSON
+    answer took the last wrapped line (at 40 columns: "database")."""
+    monkeypatch.setenv("COLUMNS", "40")
+    assert main(["--json", "replay", "config/simulated-table.toml", "--store", "README.md",
+                 "--round", "1"]) == exitcodes.BAD_ARGUMENTS
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "ok": False, "exit_code": 2, "reason": "failed",
+        "error": "tablectl replay: README.md is not a table store: it is not an SQLite database"}
+    assert err == ("tablectl replay: README.md is not a\n  table store: it is not an SQLite\n"
+                   "  database\n")
+
+
 def test_an_unknown_filter_value_is_the_daemons_bad_request_exit_2(fake, capsys, at_80_columns):
     rc = main(["events", "--severity", "loud", "--socket", fake.socket])
     assert rc == exitcodes.BAD_ARGUMENTS
