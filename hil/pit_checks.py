@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import io
 import json
+import sqlite3
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -221,6 +222,34 @@ def check_order(report: PitReport, pit: Pit, rows: ServerRows) -> None:
                  f"released together: {unraced}; apart and not overlapping: {apart}")
 
 
+def check_reconciled(report: PitReport, pit: Pit) -> None:
+    """`tablectl linked reconcile`'s comparison for every table: its store and the ledger
+    agree row for row (controller/progressive/reconcile.py), read in one snapshot."""
+    import psycopg
+
+    from controller.progressive.reconcile import read_ledger_side, read_store_side, reconcile
+
+    group, agreed, findings = f"pit-{pit.tag}", 0, []
+    with psycopg.connect(pit.admin_dsn) as conn:
+        conn.read_only = True
+        for table in pit.tables:
+            db = sqlite3.connect(f"file:{table.harness.store_path}?mode=ro", uri=True,
+                                 timeout=10)
+            try:
+                store = read_store_side(db)
+            finally:
+                db.close()
+            ledger = read_ledger_side(conn, pit.linked_schema, group, table.table_id)
+            result = reconcile(table.table_id, group, store, ledger)
+            agreed += not result.findings and not result.contributions_pending
+            findings += [f"{table.table_id}: {finding}" for finding in result.findings[:3]]
+    report.check(agreed == len(pit.tables),
+                 f"every table's store reconciles with the ledger row for row ({agreed}, "
+                 "tablectl linked reconcile's comparison)",
+                 f"{len(pit.tables) - agreed} tables' stores differ from the ledger: "
+                 + "; ".join(findings[:5]))
+
+
 def check_kills(report: PitReport, pit: Pit, contributions: list[Any]) -> None:
     """The contributions a killed table had not sent: on the server once, acknowledged."""
     unsent = pit.faults.unsent_at_kills
@@ -309,6 +338,7 @@ async def check_pit(pit: Pit, played_s: float) -> PitReport:
     report.races = rows.races
     check_order(report, pit, rows)
     check_kills(report, pit, contributions)
+    await asyncio.to_thread(check_reconciled, report, pit)
     await check_tally(report, pit)
     check_page(report, pit)
     return report

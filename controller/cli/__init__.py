@@ -22,7 +22,7 @@ from controller.interrupted import wants_json
 _COMMAND_MODULES = ("controller.cli.rules_commands", "controller.cli.table_commands",
                     "controller.cli.supervisor_commands", "controller.cli.support_commands",
                     "controller.cli.conformance_commands", "controller.cli.replay_command",
-                    "controller.cli.software_commands")
+                    "controller.cli.software_commands", "controller.cli.linked_command")
 
 # Which module registers each command, so that a command imports only its own module
 # (`tablectl par-sheet` never loads asyncio or the control client). A command missing here
@@ -37,6 +37,7 @@ COMMAND_MODULE = {
     "conformance": "controller.cli.conformance_commands",
     "software": "controller.cli.software_commands",
     "replay": "controller.cli.replay_command",
+    "linked": "controller.cli.linked_command",
     **{name: "controller.cli.table_commands" for name in (
         "status", "devices", "test", "rounds", "meters", "jackpot", "fault", "irregularity",
         "events")},

@@ -13,3 +13,4 @@ BAD_CONFIGURATION = 6
 UNSUPPORTED = 7  # the daemon does not offer the command (it is older than this tablectl)
 REFUSED = 8  # the daemon refused the request: wrong supervisor PIN, or not allowed now
 NO_DEVICE = 9  # tablectl conformance: not one byte came back from the port (nothing attached)
+UNREACHABLE = 10  # a server the command reads (the linked ledger) cannot be reached or read

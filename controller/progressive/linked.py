@@ -43,7 +43,7 @@ from controller.progressive.linked_sql import (
     table_login_sql,
 )
 
-__all__ = ["Claim", "LinkedLedger", "LinkedLevel", "claim_key", "schema_sql",
+__all__ = ["Claim", "LinkedLedger", "LinkedLevel", "claim_key", "claim_prefix", "schema_sql",
            "table_grants_sql", "table_login_sql"]
 
 CONNECT_TIMEOUT_S = 3  # libpq's connect_timeout: a LAN server answers in milliseconds
@@ -74,8 +74,12 @@ def claim_key(table_id: str, store: str, round_id: int, seat: int, progressive: 
     """A hit's key in the shared ledger: unique per table, store, round, seat and level. A
     store numbers its rounds from 1, so a replaced store's round 5 is not the old store's;
     an earlier release's store (`store` '') keeps the keys it made."""
-    where = f"{table_id}@{store}" if store else table_id
-    return f"{where}/{round_id}/{seat}/{progressive}/{level}"
+    return f"{claim_prefix(table_id, store)}{round_id}/{seat}/{progressive}/{level}"
+
+
+def claim_prefix(table_id: str, store: str) -> str:
+    """How every claim key of this table's store begins (`claim_key`)."""
+    return f"{table_id}@{store}/" if store else f"{table_id}/"
 
 
 class LinkedLedger:
