@@ -39,8 +39,10 @@ class LinkSync:
     def specs(self) -> list[ProgressiveSpec]:
         return [s for s in self.config.progressives if s.linked]
 
-    def seeds(self) -> list[tuple[str, str, int]]:
-        return [(s.name, lvl.level, lvl.reset_cents) for s in self.specs() for lvl in s.levels]
+    def seeds(self) -> list[tuple[str, str, int, Fraction]]:
+        """Each linked level's terms: (progressive, level, reset cents, increment rate)."""
+        return [(s.name, lvl.level, lvl.reset_cents, lvl.increment_rate)
+                for s in self.specs() for lvl in s.levels]
 
     def unavailable(self, spec: ProgressiveSpec) -> str | None:
         """605a.8: None when the linked wager can be offered, else why not."""

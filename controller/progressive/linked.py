@@ -165,8 +165,11 @@ class LinkedLedger:
 
     # --- set-up -----------------------------------------------------------------------
 
-    def ensure_levels(self, levels: Iterable[tuple[str, str, int]]) -> None:
-        """Create the schema and any missing level at its seed (first table to start)."""
+    def ensure_levels(self, levels: Iterable[tuple[str, str, int, Fraction]]) -> None:
+        """Create the schema and any missing level at its seed and rate (first table to
+        start); then this table's terms (each level's reset and increment rate) must be its
+        group's, or the link is down saying which differ: the tables of a group share one
+        meter, and a table with other terms would pay into it, or reseed it, by its own."""
         wanted = list(levels)
 
         def work(conn: Any) -> None:
@@ -175,11 +178,13 @@ class LinkedLedger:
             # administrator made but not create one (docs/deployment.md). Tables starting at
             # once take their turn here.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.ddl",))
-            # The current `contribute` (it takes the store's name): the last change made.
+            # This release's functions, each by its signature (a change of one is a new one).
             tables, functions = conn.execute(
-                "SELECT to_regclass(%s), to_regprocedure(%s)",
-                (f"{self.schema}.awards", f"{self.schema}.{FUNCTIONS[1]}")).fetchone()
-            if functions is None:  # no schema at all, or an earlier release's
+                "SELECT to_regclass(%s), bool_and(to_regprocedure(f) IS NOT NULL)"
+                " FROM unnest(%s::text[]) AS f",
+                (f"{self.schema}.awards", [f"{self.schema}.{f}" for f in FUNCTIONS])
+            ).fetchone()
+            if not functions:  # no schema at all, or an earlier release's
                 if tables is not None and not conn.execute(
                         "SELECT has_schema_privilege(%s, 'CREATE')", (self.schema,)
                         ).fetchone()[0]:
@@ -191,9 +196,10 @@ class LinkedLedger:
                     raise LinkDown(self.down_reason)
                 for statement in schema_sql(self.schema):
                     conn.execute(statement)
-            for progressive, level, reset in wanted:
-                conn.execute(f"SELECT {self.schema}.seed_level(%s, %s, %s, %s)",
-                             (self.group, progressive, level, reset))
+            for progressive, level, reset, rate in wanted:
+                conn.execute(f"SELECT {self.schema}.seed_level(%s, %s, %s, %s, %s)",
+                             (self.group, progressive, level, reset, str(rate)))
+            self._check_terms(conn, wanted)
 
         # A start that meets a server restarting is tried once more before the link is down.
         try:
@@ -201,6 +207,21 @@ class LinkedLedger:
         except LinkDown:
             self._run(work)
         self.refresh()
+
+    def _check_terms(self, conn: Any, wanted: Sequence[tuple[str, str, int, Fraction]]) -> None:
+        """LinkDown naming each level whose reset or rate is not the group's."""
+        group = {(p, lvl): (int(reset), Fraction(rate)) for p, lvl, reset, rate in conn.execute(
+            f"SELECT progressive, level, reset_cents, increment_rate FROM {self.schema}.levels"
+            " WHERE grp = %s", (self.group,))}
+        differ = [f"{p}/{lvl}: this table's reset {reset} cents and rate {rate}, the group's "
+                  f"{group[(p, lvl)][0]} cents and {group[(p, lvl)][1]}"
+                  for p, lvl, reset, rate in wanted if group[(p, lvl)] != (reset, rate)]
+        if differ:
+            self.down_reason = (
+                f"linked group {self.group}: this table's terms are not its group's ("
+                + "; ".join(differ) + "): every table of a group plays one Rules "
+                "Submission's meters; correct the configuration")
+            raise LinkDown(self.down_reason)
 
     # --- contributions ------------------------------------------------------------------
 

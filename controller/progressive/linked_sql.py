@@ -34,7 +34,7 @@ HELPERS = (
 )
 # The functions' signatures, as GRANT and REVOKE name them.
 FUNCTIONS = (
-    "seed_level(text, text, text, bigint)",
+    "seed_level(text, text, text, bigint, text)",
     "contribute(text, text, text, bigint[], text[], text[], bigint[], bigint[], integer[],"
     " bigint[], bigint[])",
     "claim(text, text, text, text, text, bigint, integer, bigint, bigint, text)",
@@ -45,6 +45,7 @@ FUNCTIONS = (
 RETIRED = (
     "contribute(text, text, bigint[], text[], text[], bigint[], bigint[], integer[], bigint[],"
     " bigint[])",
+    "seed_level(text, text, text, bigint)",
 )
 
 
@@ -96,6 +97,11 @@ def schema_sql(schema: str) -> list[str]:
         f"ALTER TABLE {s}.contributions ADD COLUMN IF NOT EXISTS sent_by text",
         f"ALTER TABLE {s}.contributions ALTER COLUMN sent_by SET DEFAULT session_user",
         f"ALTER TABLE {s}.awards ADD COLUMN IF NOT EXISTS claimed_by text",
+        # A level's increment rate, the share of each wager's cents it takes (an exact
+        # fraction as Python writes it): the group's term, which `contribute` holds every
+        # row to and every table's own terms are compared with at its start. NULL: a level
+        # an earlier release seeded, until the first table of this release names it.
+        f"ALTER TABLE {s}.levels ADD COLUMN IF NOT EXISTS increment_rate text",
         f"ALTER TABLE {s}.awards ALTER COLUMN claimed_by SET DEFAULT session_user",
         # Which table each login may write for (`table_login_sql`): the administrator's list.
         # The schema's owner (a ledger a table made for itself: one role for everything)
@@ -192,7 +198,7 @@ $fn$"""
 
 _SEED_LEVEL = """
 CREATE OR REPLACE FUNCTION @s@.seed_level(p_grp text, p_progressive text, p_level text,
-                                          p_seed bigint)
+                                          p_seed bigint, p_rate text)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
     PERFORM @s@.check_writer(NULL);
@@ -200,11 +206,19 @@ BEGIN
         RAISE EXCEPTION 'linked level %/%/%: seed % refused: allowed: 0 cents or more',
             p_grp, p_progressive, p_level, p_seed USING ERRCODE = 'LK001';
     END IF;
-    -- A level that exists keeps its meter: only the first table to start seeds it.
+    IF p_rate IS NULL OR p_rate !~ '^[0-9]{1,18}(/[1-9][0-9]{0,17})?$' THEN
+        RAISE EXCEPTION 'linked level %/%/%: increment rate % refused: allowed: a fraction '
+            'such as 1/10', p_grp, p_progressive, p_level, p_rate USING ERRCODE = 'LK001';
+    END IF;
+    -- A level that exists keeps its meter and its terms: only the first table to start
+    -- seeds it; a level an earlier release seeded takes the first rate named.
     INSERT INTO @s@.levels(grp, progressive, level, amount_cents, frac_num, frac_den,
-                           seed_cents, reset_cents, version)
-        VALUES (p_grp, p_progressive, p_level, p_seed, 0, 1, p_seed, p_seed, 1)
+                           seed_cents, reset_cents, version, increment_rate)
+        VALUES (p_grp, p_progressive, p_level, p_seed, 0, 1, p_seed, p_seed, 1, p_rate)
         ON CONFLICT DO NOTHING;
+    UPDATE @s@.levels SET increment_rate = p_rate
+        WHERE grp = p_grp AND progressive = p_progressive AND level = p_level
+          AND increment_rate IS NULL;
 END
 $fn$"""
 
@@ -218,7 +232,7 @@ DECLARE
     k_progressive text[]; k_level text[]; k_num bigint[]; k_den bigint[];
     i integer; n integer; applied integer := 0;
     s_num numeric; s_den numeric; v_num numeric; v_den numeric; c_num numeric;
-    c_den numeric; lv record; clash record;
+    c_den numeric; lv record; clash record; rate text;
 BEGIN
     PERFORM @s@.check_writer(p_table);
     IF p_store IS NULL OR length(p_store) > 64 THEN
@@ -231,6 +245,18 @@ BEGIN
             RAISE EXCEPTION 'linked contribution % of table % refused: %/% cents is not a '
                 'share of its % cents of wagers', p_seq[i], p_table, p_num[i], p_den[i],
                 p_cents[i] USING ERRCODE = 'LK002';
+        END IF;
+        -- The group's rate of the wagers it names, exactly (`seed_level`): a table may not
+        -- put more (or less) of a wager on the shared meter than every other table does.
+        SELECT l.increment_rate INTO rate FROM @s@.levels l
+            WHERE l.grp = p_grp AND l.progressive = p_progressive[i] AND l.level = p_level[i];
+        IF rate IS NOT NULL AND p_num[i]::numeric
+                * coalesce(nullif(split_part(rate, '/', 2), ''), '1')::numeric
+                <> split_part(rate, '/', 1)::numeric * p_cents[i] * p_den[i] THEN
+            RAISE EXCEPTION 'linked contribution % of table % refused: %/% cents is not the '
+                'group''s rate % of its % cents of wagers on %/%', p_seq[i], p_table, p_num[i],
+                p_den[i], rate, p_cents[i], p_progressive[i], p_level[i]
+                USING ERRCODE = 'LK007';
         END IF;
     END LOOP;
     -- A row already held is a send whose acknowledgement was lost, and must be the same

@@ -25,7 +25,7 @@ from controller.progressive.system import ProgressiveSystem
 from controller.memory.store import Store
 from drivers.protocols import LedState, LockedOut
 from tests.progressive.conftest import (
-    HARMONY, HEAVENLY_9, PG_DSN, PG_HOST, PG_PORT, base, config, package_required,
+    HARMONY, HEAVENLY_9, PG_DSN, ROYAL_9, PG_HOST, PG_PORT, base, config, package_required,
     service_required, view,
 )
 
@@ -376,3 +376,32 @@ def test_605a_8_a_store_rewound_to_an_earlier_copy_is_refused_by_name_not_lost(
         assert admin.execute(f"SELECT amount_cents FROM {schema}.levels").fetchone() == (
             H9_SEED + 100,)
     _close(rewound)
+
+
+def test_605a_8_a_table_whose_terms_are_not_its_groups_offers_no_linked_wager(
+        tmp_path: Path, schema: str) -> None:
+    """The tables of a group share one meter per level; a table configured with another
+    reset or another increment rate would reseed it, or pay into it, by its own terms. It
+    offers no linked wager and says which terms differ; the group's table plays on."""
+    first = _table(tmp_path, schema, "T-TERMS-1", {**ROYAL_9})
+    meters = {**ROYAL_9["meters"], "minor": {"reset_cents": 50_000, "increment_percent": "1.5"},
+              "major": {"reset_cents": 45_000, "increment_percent": "2"}}
+    other = _table(tmp_path, schema, "T-TERMS-2", {**ROYAL_9, "meters": meters})
+    try:
+        assert first.availability() == {"h9": None}
+        assert other.availability() == {"h9": (
+            "linked group floor-1: this table's terms are not its group's (h9/major: this "
+            "table's reset 45000 cents and rate 1/50, the group's 45000 cents and 3/200; "
+            "h9/minor: this table's reset 50000 cents and rate 3/200, the group's 45000 "
+            "cents and 3/200): every table of a group plays one Rules Submission's meters; "
+            "correct the configuration")}
+        refused = other.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+        assert not refused.accepted
+        other.sync()  # a catch-up does not clear it
+        assert other.availability()["h9"] is not None
+        accepted = first.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+        assert [w.seat for w in accepted.accepted] == [1]
+        assert first.verify() == []
+    finally:
+        _close(first)
+        _close(other)

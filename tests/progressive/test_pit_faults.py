@@ -174,6 +174,12 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                 " '{progressive}', '{100000000}', '{1}', '{1}', '{500}', '{NULL}')", "LK002",
                 r"linked contribution 999 of table BAC-01 refused: 100000000/1 cents is not a "
                 r"share of its 500 cents of wagers")
+            # All of a $5 wager on the meter: within the wager, but not the group's 10%.
+            refused_by_the_ledger(
+                table_role, "SELECT granted.contribute('pit', 'BAC-01', 'x', '{999}', '{h9}',"
+                " '{progressive}', '{500}', '{1}', '{1}', '{500}', '{NULL}')", "LK007",
+                r"linked contribution 999 of table BAC-01 refused: 500/1 cents is not the "
+                r"group's rate 1/10 of its 500 cents of wagers on h9/progressive")
             refused_by_the_ledger(
                 table_role, "SELECT * FROM granted.claim('pit', 'k', 'h9', 'progressive',"
                 " 'BAC-01', 1, 1, 3, 2, NULL)", "LK004",
@@ -190,7 +196,8 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
         unregistered = postgres.dsn.replace("user=postgres", "user=granted_t_bac_09")
         with psycopg.connect(unregistered, autocommit=True) as table_role:
             refused_by_the_ledger(
-                table_role, "SELECT granted.seed_level('pit', 'h9', 'new', 99900000)", "LK005",
+                table_role, "SELECT granted.seed_level('pit', 'h9', 'new', 99900000, '1/10')",
+                "LK005",
                 r"linked ledger: login granted_t_bac_09 is not registered for any table")
         stranger = postgres.dsn.replace("user=postgres", "user=granted_stranger")
         with psycopg.connect(stranger, autocommit=True) as outsider:
@@ -279,6 +286,9 @@ def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administr
             assert admin.execute("SELECT store, seq, round_id FROM earlier.contributions"
                                  " ORDER BY round_id").fetchall() == [
                 ("", 1, 1), (system.ledger.link_store(), 1, 2)]
+            # The level 0.2.0 seeded takes the rate the first table of this release names.
+            assert admin.execute("SELECT increment_rate FROM earlier.levels").fetchall() == [
+                ("1/10",)]
     finally:
         close(system)
 
