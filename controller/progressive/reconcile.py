@@ -67,7 +67,7 @@ class LedgerSide:
 @dataclass(slots=True)
 class Reconciliation:
     table_id: str
-    store: str
+    store: str | None  # None: the store never spoke to a linked ledger
     group: str
     contributions_matched: int = 0
     contributions_pending: list[int] = field(default_factory=list)
@@ -148,11 +148,11 @@ def read_ledger_side(conn: Any, schema: str, group: str, table_id: str) -> Ledge
 def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
               ) -> Reconciliation:
     """The store's rows against the ledger's under its name (module docstring)."""
-    name = store.name if store.name is not None else ""
+    name = store.name
     result = Reconciliation(table_id, name, group)
-    held = ledger.contributions.get(name, {}) if store.name is not None else {}
+    held = ledger.contributions.get(name, {}) if name is not None else {}
     result.other_stores = {other: len(rows) for other, rows in ledger.contributions.items()
-                           if other != name or store.name is None}
+                           if other != name}
     for seq in sorted(set(held) | set(store.contributions)):
         on_ledger, ours = held.get(seq), store.contributions.get(seq)
         if on_ledger is None and ours is not None:
@@ -178,9 +178,9 @@ def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
     return result
 
 
-def _reconcile_awards(result: Reconciliation, table_id: str, name: str, store: StoreSide,
-                      ledger: LedgerSide) -> None:
-    ours = _keys_of(ledger.awards, table_id, name) if store.name is not None else set()
+def _reconcile_awards(result: Reconciliation, table_id: str, name: str | None,
+                      store: StoreSide, ledger: LedgerSide) -> None:
+    ours = _keys_of(ledger.awards, table_id, name) if name is not None else set()
     for key in sorted(ours | set(store.awards)):
         on_ledger, mine = ledger.awards.get(key), store.awards.get(key)
         if mine is None and on_ledger is not None:
@@ -214,7 +214,8 @@ _EARLIER = "'' (an earlier release's store)"
 
 def summary_lines(result: Reconciliation) -> Iterable[str]:
     """The reconciliation for a person."""
-    shown = result.store or _EARLIER
+    shown = ("none (it never sent the ledger a row)" if result.store is None
+             else result.store or _EARLIER)
     yield (f"Linked ledger reconciliation: table {result.table_id}, store {shown}, group "
            f"{result.group}")
     yield (f"contributions: {result.contributions_matched} on both, the same; "

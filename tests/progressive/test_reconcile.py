@@ -216,3 +216,27 @@ def test_bad_inputs_are_named_with_their_exit_codes(
     assert code == exitcodes.BAD_CONFIGURATION
     assert " ".join(err.split()) == (f"tablectl linked reconcile: {no_linked} has no [linked]"
                                      " section: the table offers no linked progressive (605a.8)")
+
+
+def test_605a_8_a_store_that_never_spoke_to_the_ledger_has_no_rows_of_its_own(
+        tmp_path: Path, schema: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table's new store, before its first linked wager: the ledger's rows of the table
+    are all its earlier stores', counted apart, and nothing is a finding."""
+    played, fresh = tmp_path / "played", tmp_path / "fresh"
+    played.mkdir(), fresh.mkdir()
+    old = _table(played, schema)
+    _play(old, 2)
+    old_name = old.ledger.link_store()
+    close(old)
+    init_store(str(fresh / "T-REC.sqlite"), operator="test", table_id="T-REC").close()
+    code, out, _ = _reconcile(capsys, str(_config(fresh, schema)),
+                              "--store", str(fresh / "T-REC.sqlite"))
+    assert code == exitcodes.OK
+    assert out.splitlines() == [
+        f"Linked ledger reconciliation: table T-REC, store none (it never sent the ledger a "
+        f"row), group {GROUP}",
+        "contributions: 0 on both, the same; 0 not sent yet",
+        "awards: 0 on both, the same; 0 not claimed or not recorded yet",
+        f"this table's other stores on the ledger (contributions): {old_name} (2): reconcile "
+        "each with its own store",
+        "findings: none"]
