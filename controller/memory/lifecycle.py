@@ -200,8 +200,16 @@ def _last_values(store_file: Path) -> Mapping[str, Any]:
                               " version, awarded_cents, paid_count FROM progressive_meters",
         "seat_totals": "SELECT seat, net_cents, wagered_cents, vig_owed_cents FROM seat_totals",
         "seal": "SELECT commit_no, log_seq FROM critical_seal",
-        "pending_awards": "SELECT award_id, progressive, level, seat, amount_cents, state FROM"
-                          " progressive_awards WHERE state != 'paid'",
+        "pending_awards": "SELECT award_id, progressive, level, round_id, seat, amount_cents,"
+                          " state, linked_claim, claimed FROM progressive_awards"
+                          " WHERE state != 'paid'",
+        # Linked contributions the old store never got onto the shared ledger (605a.8): a
+        # new store starts an outbox of its own, so these are the casino's to credit at the
+        # server (docs/progressive.md), and its name there tells its rows from the new one's.
+        "linked_unsent": "SELECT seq, progressive, level, delta_num, delta_den, wagers_count,"
+                         " wagers_cents, round_id FROM progressive_outbox"
+                         " WHERE acked_at IS NULL",
+        "linked_store": "SELECT value FROM meta WHERE key = 'progressive_link_store'",
     }
     try:
         for name, sql in queries.items():
@@ -212,6 +220,23 @@ def _last_values(store_file: Path) -> Mapping[str, Any]:
     finally:
         db.close()
     return found
+
+
+def linked_left_behind(last: Mapping[str, Any]) -> str:
+    """What a cleared store left off the shared ledger (its unsent contributions and its
+    unclaimed linked hits), in a line for the supervisor; '' if nothing."""
+    unsent = last.get("linked_unsent")
+    awards = last.get("pending_awards")
+    rows = unsent if isinstance(unsent, list) else []
+    hits = [a for a in awards if a.get("linked_claim") and not a.get("claimed")] if isinstance(
+        awards, list) else []
+    if not rows and not hits:
+        return ""
+    cents = sum(int(row.get("wagers_cents") or 0) for row in rows)
+    return (f"the old store left {len(rows)} linked contribution(s) ({cents} cents of wagers) "
+            f"unsent and {len(hits)} linked hit(s) unclaimed on the shared ledger: they are in "
+            "the new store's first record (last_values); the casino credits them at the "
+            "server (tablectl linked reconcile on the old store lists them as not sent)")
 
 
 def describe(exc: IntegrityError) -> str:
@@ -292,6 +317,9 @@ def run_once(config: Any, args: Any) -> int:
         print(f"tabled: critical memory of table {config.table_id} cleared by {name}; the old "
               f"files are kept in {evidence}; the new store's first record carries the last "
               "meter values")
+        left = linked_left_behind(store.events()[0].payload["last_values"])
+        if left:
+            print(f"tabled: {left}")
         store.close()
         return os.EX_OK
     except IntegrityError as exc:

@@ -217,6 +217,44 @@ def test_a_clear_records_the_meters_found_in_a_damaged_store(tmp_path):
     new.close()
 
 
+def test_a_clear_records_what_the_store_left_off_the_shared_ledger(tmp_path):
+    """605a.8: a cleared store's linked contributions not yet sent and its linked hits not
+    yet claimed would be lost to the shared meter without a word (the new store starts an
+    outbox of its own); the clear's record names each, and the old store's name in the
+    ledger's keys, and the supervisor is told."""
+    from fractions import Fraction
+
+    from controller.memory.lifecycle import linked_left_behind
+    from controller.progressive.ledger import MeterLedger
+
+    store = _initialised(tmp_path)
+    ledger = MeterLedger(store)
+    name = ledger.link_store()
+    with store.transaction():
+        ledger.enqueue("h9", "progressive", Fraction(100), 2, 1000, 7)
+        ledger.create_award("h9", "progressive", 7, 5, 0, "suited nines", "631c.2(g)(1)", 1,
+                            linked_claim=f"T1@{name}/7/5/h9/progressive", claimed=False)
+    store.close()
+    new, _ = clear_store(store.path, supervisor="ana", reason="card replaced", table_id="T1",
+                         authorised=lambda: True)
+    last = new.events()[0].payload["last_values"]
+    new.close()
+    assert last["linked_unsent"] == [
+        {"seq": 1, "progressive": "h9", "level": "progressive", "delta_num": 100,
+         "delta_den": 1, "wagers_count": 2, "wagers_cents": 1000, "round_id": 7}]
+    assert last["linked_store"] == [{"value": name}]
+    assert last["pending_awards"] == [
+        {"award_id": 1, "progressive": "h9", "level": "progressive", "round_id": 7, "seat": 5,
+         "amount_cents": 0, "state": "pending", "linked_claim": f"T1@{name}/7/5/h9/progressive",
+         "claimed": 0}]
+    assert linked_left_behind(last) == (
+        "the old store left 1 linked contribution(s) (1000 cents of wagers) unsent and 1 "
+        "linked hit(s) unclaimed on the shared ledger: they are in the new store's first "
+        "record (last_values); the casino credits them at the server (tablectl linked "
+        "reconcile on the old store lists them as not sent)")
+    assert linked_left_behind({"linked_unsent": [], "pending_awards": []}) == ""
+
+
 def test_clear_store_needs_the_supervisors_pin(tmp_path):
     """The simulated table's supervisor "floor" has the PIN 2468 (its configuration)."""
     config = config_for(tmp_path)
