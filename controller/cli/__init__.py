@@ -14,6 +14,7 @@ from typing import IO, Any, NoReturn
 
 from controller import __version__
 from controller.cli import exitcodes
+from controller.cli.arg_types import cut_long_values
 from controller.cli.output import fit, print_json
 from controller.errors import CommandError
 from controller.interrupted import wants_json
@@ -64,21 +65,7 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are BadArguments (its subparsers are of this class too)."""
 
     def error(self, message: str) -> NoReturn:
-        raise BadArguments(self, _cut_long_values(message))
-
-
-def _cut_long_values(message: str) -> str:
-    """argparse's refusal with each long value it quotes cut to its start and end: '--shoes
-    99...9' (5,000 digits, "invalid int value: '...'") printed a 5,000-character line, as a
-    word it does not recognise still would (that part cut to 200 characters)."""
-    import re
-
-    def cut(match: re.Match[str]) -> str:
-        value = match.group(1)
-        return f"{value[:24]!r}...{value[-8:]!r} ({len(value)} characters)"
-
-    message = re.sub(r"'([^']{61,})'", cut, message)
-    return message if len(message) <= 1000 else f"{message[:600]} ... {message[-200:]}"
+        raise BadArguments(self, cut_long_values(message))
 
 
 def _command_named(argv: Sequence[str]) -> str | None:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from controller.cli.arg_types import CuttingParser, whole
 from controller.memory.critical import IntegrityError
 from controller.memory.errors import STORE_ERRORS, store_error_text
 from controller.errors import ControllerError
@@ -153,7 +154,7 @@ def _verify_store(args: argparse.Namespace, registrations: Sequence[Registration
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tablewitness", description=__doc__.splitlines()[0])
+    parser = CuttingParser(prog="tablewitness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="create or update the witness's schema, roles and "
                                          "grants (idempotent)")
@@ -168,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--table", required=True, help="the table's id")
     add.add_argument("--role", help="the login role's name (default: SCHEMA_t_TABLE)")
     verify.add_argument("--store", help="a copy of the table's store (table.sqlite)")
-    verify.add_argument("--epoch", type=int, help="the store's registration epoch (default: "
+    verify.add_argument("--epoch", type=whole(1, 10**12, "an epoch"),
+                        help="the store's registration epoch (default: "
                                                   "the one its first record names)")
     args = parser.parse_args(argv)
     try:

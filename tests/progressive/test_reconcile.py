@@ -190,6 +190,8 @@ def test_bad_inputs_are_named_with_their_exit_codes(
     other = _config(tmp_path, schema, "T-OTHER")
     (tmp_path / "down").mkdir()
     unreachable = _config(tmp_path / "down", schema, dsn=BAD_DSN)
+    (tmp_path / "elsewhere").mkdir()
+    no_ledger = _config(tmp_path / "elsewhere", "tabled_no_such_ledger")
     cases: list[tuple[list[str], int, str]] = [
         ([str(other), "--store", store], exitcodes.BAD_ARGUMENTS,
          f"tablectl linked reconcile: {store} is table T-REC's store, {other} table "
@@ -202,6 +204,10 @@ def test_bad_inputs_are_named_with_their_exit_codes(
         ([str(unreachable), "--store", store], exitcodes.UNREACHABLE,
          f"tablectl linked reconcile: the linked ledger {schema} could not be read: "
          "OperationalError: "),
+        ([str(no_ledger), "--store", store], exitcodes.UNREACHABLE,
+         "tablectl linked reconcile: the linked ledger tabled_no_such_ledger could not be "
+         "read: UndefinedTable: relation \"tabled_no_such_ledger.contributions\" does not "
+         "exist"),
         ([config, "--store", store, "--dsn", BAD_DSN], exitcodes.UNREACHABLE,
          f"tablectl linked reconcile: the linked ledger {schema} could not be read: "
          "OperationalError: "),

@@ -192,3 +192,17 @@ def test_tablewitness_sets_up_adds_a_table_and_says_when_it_cannot_read(
     assert tablewitness(["verify", *admin, "--table", "BAC-07"]) == 1
     assert ("the witness has no registration of table BAC-07"
             in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(("epoch", "said"), [
+    ("9" * 5000, "argument --epoch: '999999999999999999999999999...9999999999999999999999999999':"
+                 " allowed: an epoch, 1 to 1000000000000"),
+    ("0", "argument --epoch: '0': allowed: an epoch, 1 to 1000000000000"),
+])
+def test_tablewitness_refuses_an_epoch_no_registration_has_by_its_start_and_end(
+        capsys: pytest.CaptureFixture[str], epoch: str, said: str) -> None:
+    """An epoch is 1 or more; 5,000 digits were printed whole in argparse's refusal."""
+    with pytest.raises(SystemExit) as stopped:
+        tablewitness(["verify", "--dsn", "host=127.0.0.1", "--table", "T", "--epoch", epoch])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"tablewitness verify: error: {said}"
