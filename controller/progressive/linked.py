@@ -125,7 +125,7 @@ class LinkedLedger:
 
     def _fail(self, exc: BaseException) -> None:
         code = getattr(exc, "sqlstate", None) or ""
-        if code.startswith("LK"):  # the ledger's own functions refused (linked_sql.py)
+        if code.startswith("LK"):  # the ledger's own functions refused (linked_functions.py)
             said = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
             reason = f"linked ledger refused this table's request ({code}): {said.strip()[:400]}"
         else:
