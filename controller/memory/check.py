@@ -25,7 +25,7 @@ from controller.memory.digests import (
     log_head,
     table_columns,
 )
-from controller.memory.errors import STORE_ERRORS, IntegrityError, unusable
+from controller.memory.errors import ACTION_UNUSABLE, STORE_ERRORS, IntegrityError, unusable
 from controller.memory.keys import CriticalPaths
 from controller.memory.tables import DEFINITIONS, SCHEMA_VERSION, as_stored, stored_schema_number
 from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
@@ -205,7 +205,21 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
                                      "this software creates (a column's type or a constraint "
                                      "changed)")
         _refuse_foreign_objects(foreign)
+    if full:
+        _sqlite_check(db)
     return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled)
+
+
+def _sqlite_check(db: sqlite3.Connection) -> None:
+    """SQLite's own check of every page of the file (quick_check), in a full check only:
+    the check above reads each record, but not the pages no record lives on (an index's,
+    the free list), where damage would stop a query mid-shift rather than at the daily
+    check, which finds it at a quiet hour (0.3 s for a 280 MiB store here)."""
+    found = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)")]
+    if found != ["ok"]:
+        raise IntegrityError("store unusable", "SQLite's own check of the file found damaged "
+                             f"pages no record is read from: {'; '.join(found)}",
+                             ACTION_UNUSABLE)
 
 
 # A store's schema: its tables, whose definitions the check compares with this software's

@@ -330,11 +330,6 @@ class Store:
         raises IntegrityError naming the first entry where the chain breaks."""
         return critical.verify_chain(self._db, self.key, 1, GENESIS_MAC)
 
-    def quick_check(self) -> None:
-        result = [r[0] for r in self._db.execute("PRAGMA quick_check")]
-        if result != ["ok"]:
-            raise IntegrityError("sqlite quick_check", "; ".join(result[:5]))
-
     # --- table state ------------------------------------------------------------
 
     def save_table_state(self, state: str, data: Mapping[str, Any]) -> None:

@@ -22,6 +22,7 @@ from controller.memory.lifecycle import (
     INITIALISED_EVENT,
     clear_store,
     init_store,
+    load_key_for,
     open_store,
 )
 from controller.memory.store import Store
@@ -758,3 +759,33 @@ def test_a_definition_damaged_under_its_constraint_gets_the_boots_words_offline(
     assert tablectl_main(["events", "verify", "--json", "--store", str(store)]) == (
         exitcodes.INTEGRITY_FAILURE)
     assert json.loads(capsys.readouterr().out)["error"] == ": ".join(boot)
+
+
+def test_the_full_check_finds_damage_on_pages_no_record_is_read_from(tmp_path):
+    """An index's page damaged on the disk: every record still reads, so the check at start
+    passes, but a query through that index would fail mid-shift. The full (daily) check
+    also runs SQLite's own check of every page and names it (before: it passed)."""
+    from controller.memory.check import verify_file
+    from controller.progressive.ledger import MeterLedger
+
+    store = _initialised(tmp_path)
+    MeterLedger(store).record_wagers(1, "h9", [(seat, 500, True, None) for seat in range(1, 8)])
+    store.close()
+    db = sqlite3.connect(store.path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size, = db.execute("PRAGMA page_size").fetchone()
+    root, = db.execute("SELECT rootpage FROM sqlite_master WHERE name ="
+                       " 'sqlite_autoindex_progressive_wagers_1'").fetchone()
+    db.close()
+    with open(store.path, "r+b") as file:  # the index page's type byte: no b-tree page's
+        file.seek((root - 1) * page_size)
+        file.write(b"\x00")
+    paths = CriticalPaths.for_store(Path(store.path))
+    key = load_key_for(store.path)
+    assert verify_file(store.path, key, paths, full=False).log_seq > 0  # the start's: passes
+    with pytest.raises(IntegrityError) as found:
+        verify_file(store.path, key, paths, full=True)
+    assert found.value.check == "store unusable"
+    assert found.value.detail.startswith(
+        "SQLite's own check of the file found damaged pages no record is read from: "
+        f"*** in database main ***\nPage {root}: ")

@@ -122,10 +122,6 @@ def test_marked_vigorish_is_owed_until_collected(store):
     assert store.events()[-1].kind == "vigorish_collected"
 
 
-def test_quick_check_passes_on_a_healthy_file(store):
-    store.quick_check()
-
-
 def test_table_state_round_trips(store):
     store.save_table_state("betting_open", {"round_no": 4})
     store.save_table_state("dealing", {"round_no": 5})
