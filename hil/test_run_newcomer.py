@@ -38,7 +38,9 @@ def test_the_same_workdir_twice_continues_the_table(tmp_path):
     assert second.returncode == 0, second.stdout + second.stderr
     assert (f"Continuing the table in {workdir} (state end_of_shoe, 1 shoe(s) played): 1 more, "
             "dealt with seed '3/1'") in second.stdout
-    assert "wager refused" not in second.stdout and "409" not in second.stdout
+    # Every refusal is printed as one (table_harness: "wager refused at seat N: reply"). No
+    # search for a bare "409": the dashboard's random port was once 40949.
+    assert "wager refused" not in second.stdout
     shoes = re.search(r"^Shoes: (\d+)\s+Rounds: (\d+)", second.stdout, re.M)
     assert shoes is not None and shoes[1] == "1" and int(shoes[2]) > 0
     assert "Balance check (table + seats): $0.00 OK" in second.stdout
