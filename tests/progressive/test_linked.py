@@ -405,3 +405,38 @@ def test_605a_8_a_table_whose_terms_are_not_its_groups_offers_no_linked_wager(
     finally:
         _close(first)
         _close(other)
+
+
+def test_605a_8_the_administrators_seed_sets_the_groups_terms_before_any_table(
+        tmp_path: Path, schema: str) -> None:
+    """docs/deployment.md: the administrator seeds each level with the Rules Submission's
+    terms before the tables start (ruling P8), so the first table to start cannot set
+    them: a misconfigured one, though first, offers no linked wager; a table with the
+    seeded terms plays, and its meter starts at the administrator's seed."""
+    import psycopg
+
+    from controller.progressive.linked import schema_sql
+
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        for statement in schema_sql(schema):
+            admin.execute(statement)
+        for level, reset, rate in (("mega", 5_000_000, "1/50"), ("major", 45_000, "3/200"),
+                                   ("minor", 45_000, "3/200")):
+            admin.execute(f"SELECT {schema}.seed_level('floor-1', 'h9', %s, %s, %s)",
+                          (level, reset, rate))
+    meters = {**ROYAL_9["meters"], "minor": {"reset_cents": 50_000, "increment_percent": "1.5"}}
+    first = _table(tmp_path, schema, "T-SEEDED-1", {**ROYAL_9, "meters": meters})
+    second = _table(tmp_path, schema, "T-SEEDED-2", {**ROYAL_9})
+    try:
+        assert first.availability() == {"h9": (
+            "linked group floor-1: this table's terms are not its group's (h9/minor: this "
+            "table's reset 50000 cents and rate 3/200, the group's 45000 cents and 3/200): "
+            "every table of a group plays one Rules Submission's meters; correct the "
+            "configuration")}
+        assert second.availability() == {"h9": None}
+        second.sync()
+        assert {m["level"]: m["amount_cents"] for m in second.meters()} == {
+            "mega": 5_000_000, "major": 45_000, "minor": 45_000}
+    finally:
+        _close(first)
+        _close(second)
