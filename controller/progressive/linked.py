@@ -37,6 +37,7 @@ from controller.progressive import link_seams
 from controller.progressive.errors import LinkDown
 from controller.progressive.linked_sql import (
     FUNCTIONS,
+    HELPERS,
     identifier,
     schema_sql,
     table_grants_sql,
@@ -178,11 +179,13 @@ class LinkedLedger:
             # administrator made but not create one (docs/deployment.md). Tables starting at
             # once take their turn here.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.ddl",))
-            # This release's functions, each by its signature (a change of one is a new one).
+            # This release's functions and their helpers, each by its signature (a change
+            # of one is a new one).
             tables, functions = conn.execute(
                 "SELECT to_regclass(%s), bool_and(to_regprocedure(f) IS NOT NULL)"
                 " FROM unnest(%s::text[]) AS f",
-                (f"{self.schema}.awards", [f"{self.schema}.{f}" for f in FUNCTIONS])
+                (f"{self.schema}.awards",
+                 [f"{self.schema}.{f}" for f in FUNCTIONS + HELPERS])
             ).fetchone()
             if not functions:  # no schema at all, or an earlier release's
                 if tables is not None and not conn.execute(

@@ -13,7 +13,7 @@ from __future__ import annotations
 # The helpers' signatures: revoked from PUBLIC, granted to no one (the functions below run
 # as the owner, who may call them).
 HELPERS = (
-    "check_writer(text)",
+    "check_writer(text, text)",
     "reduced(numeric, numeric)",
     "fraction_text(numeric, numeric)",
 )
@@ -26,8 +26,9 @@ FUNCTIONS = (
 )
 # Signatures this release no longer has: dropped when the schema is applied again, so a
 # table of this release never calls what an older build left (`contribute` before it took
-# the store's name).
+# the store's name, `check_writer` before it took the group).
 RETIRED = (
+    "check_writer(text)",
     "contribute(text, text, bigint[], text[], text[], bigint[], bigint[], integer[], bigint[],"
     " bigint[])",
     "seed_level(text, text, text, bigint)",
@@ -42,7 +43,7 @@ def function_sql(schema: str) -> list[str]:
 
 
 _CHECK_WRITER = """
-CREATE OR REPLACE FUNCTION @s@.check_writer(p_table text) RETURNS void
+CREATE OR REPLACE FUNCTION @s@.check_writer(p_table text, p_grp text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
     -- The schema's owner (a ledger a table made for itself) writes for any table.
@@ -50,7 +51,7 @@ BEGIN
                    'MEMBER') THEN
         RETURN;
     END IF;
-    IF p_table IS NULL THEN  -- seeding a level: any table's registered login
+    IF p_table IS NULL THEN  -- seeding a level: any table's login registered for the group
         IF NOT EXISTS (SELECT 1 FROM @s@.table_logins t WHERE t.login = session_user) THEN
             RAISE EXCEPTION 'linked ledger: login % is not registered for any table: its '
                 'administrator registers each table''s login for its table id', session_user
@@ -60,6 +61,16 @@ BEGIN
                       WHERE t.login = session_user AND t.table_id = p_table) THEN
         RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
             'registers each table''s login for its table id', session_user, p_table
+            USING ERRCODE = 'LK005';
+    END IF;
+    -- A login registered with its group writes in that group only (NULL: registered
+    -- before logins had one, any group), so a table cannot pay into, claim from or seed
+    -- another pit's meter.
+    IF EXISTS (SELECT 1 FROM @s@.table_logins t
+               WHERE t.login = session_user AND t.grp IS NOT NULL AND t.grp <> p_grp) THEN
+        RAISE EXCEPTION 'linked ledger: login % may not write in group %: its administrator '
+            'registered it for group %', session_user, p_grp,
+            (SELECT t.grp FROM @s@.table_logins t WHERE t.login = session_user)
             USING ERRCODE = 'LK005';
     END IF;
 END
@@ -87,7 +98,7 @@ CREATE OR REPLACE FUNCTION @s@.seed_level(p_grp text, p_progressive text, p_leve
                                           p_seed bigint, p_rate text)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-    PERFORM @s@.check_writer(NULL);
+    PERFORM @s@.check_writer(NULL, p_grp);
     IF p_seed IS NULL OR p_seed < 0 THEN
         RAISE EXCEPTION 'linked level %/%/%: seed % refused: allowed: 0 cents or more',
             p_grp, p_progressive, p_level, p_seed USING ERRCODE = 'LK001';
@@ -120,7 +131,7 @@ DECLARE
     s_num numeric; s_den numeric; v_num numeric; v_den numeric; c_num numeric;
     c_den numeric; lv record; clash record; rate text;
 BEGIN
-    PERFORM @s@.check_writer(p_table);
+    PERFORM @s@.check_writer(p_table, p_grp);
     IF p_store IS NULL OR length(p_store) > 64 THEN
         RAISE EXCEPTION 'linked contributions of table % refused: store %: allowed: a name '
             'of up to 64 characters', p_table, p_store USING ERRCODE = 'LK002';
@@ -237,7 +248,7 @@ DECLARE
     r_num numeric := 0; r_den numeric := 1; a_num numeric; a_den numeric;
     next_version bigint;
 BEGIN
-    PERFORM @s@.check_writer(p_table);
+    PERFORM @s@.check_writer(p_table, p_grp);
     IF p_share_den IS NULL OR p_share_den <= 0 OR p_share_num IS NULL OR p_share_num < 0
             OR p_share_num > p_share_den THEN
         RAISE EXCEPTION 'linked claim % refused: a share of %/% of the meter: allowed: '

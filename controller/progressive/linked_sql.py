@@ -8,8 +8,8 @@ as the schema's owner (SECURITY DEFINER) and are the only code that moves a mete
 contribution row and each award row is written together with the meter change it makes,
 so a meter always equals its seed plus its contributions less its awards and reseeds, the
 sum `LinkedLedger.verify` recomputes. Each row also records the login that wrote it, and a
-login writes only for the table id its administrator registered it for (`table_logins`).
-Before, the role held UPDATE on the levels, and whoever held one table's box could set the
+login writes only for the table id and the link group its administrator registered it for
+(`table_logins`). Before, the role held UPDATE on the levels, and whoever held one table's box could set the
 pit's shared meter to any amount with one statement; the other tables saw it only at their
 next start. The three share helpers (`check_writer`, `reduced`, `fraction_text`) that only
 they call: run inside a function of the owner's, a helper needs no grant of its own. The
@@ -27,7 +27,7 @@ import re
 
 from controller.progressive.linked_functions import FUNCTIONS, HELPERS, RETIRED, function_sql
 
-__all__ = ["FUNCTIONS", "identifier", "schema_sql", "table_grants_sql", "table_login_sql"]
+__all__ = ["FUNCTIONS", "HELPERS", "identifier", "schema_sql", "table_grants_sql", "table_login_sql"]
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -90,6 +90,8 @@ def schema_sql(schema: str) -> list[str]:
         # may write for any table.
         f"""CREATE TABLE IF NOT EXISTS {s}.table_logins (
             login text PRIMARY KEY, table_id text NOT NULL)""",
+        # ... and in which group (NULL: a login registered before logins had one).
+        f"ALTER TABLE {s}.table_logins ADD COLUMN IF NOT EXISTS grp text",
         *(f"DROP FUNCTION IF EXISTS {s}.{signature}" for signature in RETIRED),
         *function_sql(s),
         # A function is executable by PUBLIC unless revoked: only the tables' role may.
@@ -98,15 +100,18 @@ def schema_sql(schema: str) -> list[str]:
     ]
 
 
-def table_login_sql(schema: str, login: str, table_id: str) -> str:
+def table_login_sql(schema: str, login: str, table_id: str, group: str) -> str:
     """The administrator's registration of one table's login: `contribute` and `claim` take
-    rows from that login for that table id only (the table id a row names is otherwise the
-    caller's word). Idempotent; a login moved to another table is moved."""
+    rows from that login for that table id and that link group only, and `seed_level` seeds
+    that group's levels only (the table id and the group a row names are otherwise the
+    caller's word). Idempotent; a login moved to another table or group is moved."""
     s, who = identifier(schema), identifier(login, "login")
-    if not table_id or len(table_id) > 64 or "'" in table_id:
-        raise ValueError(f"table id {table_id!r}: allowed: 1 to 64 characters, no quote")
-    return (f"INSERT INTO {s}.table_logins(login, table_id) VALUES ('{who}', '{table_id}') "
-            "ON CONFLICT (login) DO UPDATE SET table_id = excluded.table_id")
+    for what, value in (("table id", table_id), ("group", group)):
+        if not value or len(value) > 64 or "'" in value:
+            raise ValueError(f"{what} {value!r}: allowed: 1 to 64 characters, no quote")
+    return (f"INSERT INTO {s}.table_logins(login, table_id, grp) VALUES ('{who}', "
+            f"'{table_id}', '{group}') ON CONFLICT (login) DO UPDATE SET table_id = "
+            "excluded.table_id, grp = excluded.grp")
 
 
 def table_grants_sql(schema: str, role: str) -> list[str]:

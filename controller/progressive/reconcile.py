@@ -12,7 +12,9 @@ name (`MeterLedger.link_store`) with the store's outbox and its linked awards. A
 ledger only, a row acknowledged at the table but not on the ledger, and a row on both with
 other content are findings; a row the table has not sent yet (or a hit not yet claimed) is
 pending, not a finding. Rows of the same table from its other stores (a store replaced) are
-counted and left to those stores' own reconciliation.
+counted and left to those stores' own reconciliation. Rows of the table in another group
+than its configuration's are findings: a table plays one group (a table moved from one
+group to another shows its rows in the old one so, for the auditor to account for).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class LedgerSide:
 
     contributions: dict[str, dict[int, tuple[Contribution, str | None]]]  # store -> seq -> row, login
     awards: dict[str, tuple[int, str | None]]  # claim key -> (amount, login)
+    # Rows under this table id in groups other than its configuration's, by group:
+    # (contributions, awards, the logins that wrote them).
+    other_groups: dict[str, tuple[int, int, tuple[str, ...]]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -142,7 +147,28 @@ def read_ledger_side(conn: Any, schema: str, group: str, table_id: str) -> Ledge
     awards = {str(key): (int(amount), login) for key, amount, login in conn.execute(
         f"SELECT claim_key, amount_cents, {claimed_by} FROM {s}.awards"
         " WHERE grp = %s AND table_id = %s", (group, table_id))}
-    return LedgerSide(contributions, awards)
+    return LedgerSide(contributions, awards, _other_groups(conn, s, group, table_id,
+                                                           sent_by, claimed_by))
+
+
+def _other_groups(conn: Any, s: str, group: str, table_id: str, sent_by: str,
+                  claimed_by: str) -> dict[str, tuple[int, int, tuple[str, ...]]]:
+    """This table's rows in the groups its configuration does not name: a table plays one
+    group, and its store does not say which group a row went to, so a row elsewhere (a
+    contribution to another pit's meter, a hit claimed from it) is not matched, only
+    counted, with the logins that wrote it."""
+    found: dict[str, tuple[int, int, set[str]]] = {}
+    for table, login_column, contributions in (("contributions", sent_by, True),
+                                                ("awards", claimed_by, False)):
+        for grp, login, count in conn.execute(
+                f"SELECT grp, {login_column}, count(*) FROM {s}.{table}"
+                " WHERE table_id = %s AND grp <> %s GROUP BY 1, 2", (table_id, group)):
+            rows, hits, logins = found.get(str(grp), (0, 0, set()))
+            found[str(grp)] = ((rows + int(count), hits) if contributions
+                               else (rows, hits + int(count))) + (
+                logins | {str(login) if login is not None else "an unrecorded login"},)
+    return {grp: (rows, hits, tuple(sorted(logins)))
+            for grp, (rows, hits, logins) in sorted(found.items())}
 
 
 def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
@@ -175,6 +201,11 @@ def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
             else:
                 result.contributions_matched += 1
     _reconcile_awards(result, table_id, name, store, ledger)
+    for other, (rows, hits, logins) in ledger.other_groups.items():
+        result.findings.append(
+            f"the ledger holds {rows} contributions and {hits} awards of table {table_id} in "
+            f"group {other} (written by {', '.join(logins)}), which this table does not play "
+            f"(its group is {group})")
     return result
 
 

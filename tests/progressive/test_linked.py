@@ -286,21 +286,23 @@ async def test_605a_8_sync_async_keeps_network_io_off_the_loop(tmp_path: Path,
     _close(system)
 
 
-@pytest.mark.parametrize(("login", "table_id", "wrong"), [
-    ("Robert'); DROP", "T1", "login"), ("t1", "", "table id"), ("t1", "x" * 65, "table id"),
-    ("t1", "O'Brien", "table id")])
+@pytest.mark.parametrize(("login", "table_id", "group", "wrong"), [
+    ("Robert'); DROP", "T1", "pit", "login"), ("t1", "", "pit", "table id"),
+    ("t1", "x" * 65, "pit", "table id"), ("t1", "O'Brien", "pit", "table id"),
+    ("t1", "T1", "", "group"), ("t1", "T1", "pit'; DROP", "group")])
 def test_a_table_login_registration_takes_only_plain_names(login: str, table_id: str,
-                                                           wrong: str) -> None:
+                                                           group: str, wrong: str) -> None:
     """The administrator's registration line is built from plain names only: a login that is
-    not an identifier, a table id empty, over 64 characters or holding a quote is refused
-    before any SQL is written."""
+    not an identifier, a table id or a group empty, over 64 characters or holding a quote is
+    refused before any SQL is written."""
     from controller.progressive.linked import table_login_sql
 
     with pytest.raises(ValueError, match=f"^{wrong} "):
-        table_login_sql("tabled_linked", login, table_id)
-    assert table_login_sql("tabled_linked", "linked_t_bac_01", "BAC-01") == (
-        "INSERT INTO tabled_linked.table_logins(login, table_id) VALUES ('linked_t_bac_01', "
-        "'BAC-01') ON CONFLICT (login) DO UPDATE SET table_id = excluded.table_id")
+        table_login_sql("tabled_linked", login, table_id, group)
+    assert table_login_sql("tabled_linked", "linked_t_bac_01", "BAC-01", "pit-a") == (
+        "INSERT INTO tabled_linked.table_logins(login, table_id, grp) VALUES ("
+        "'linked_t_bac_01', 'BAC-01', 'pit-a') ON CONFLICT (login) DO UPDATE SET table_id = "
+        "excluded.table_id, grp = excluded.grp")
 
 
 def _copy_store(source: Path, target: Path) -> None:

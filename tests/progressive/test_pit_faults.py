@@ -132,8 +132,9 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
     """With the documented grants a table plays, and its role can change the shared ledger
     only through its functions: it cannot set a meter, write a contribution or an award
     itself, delete or rewrite one; the functions refuse a contribution larger than the
-    wagers it names, a claim of more than the whole meter, and a claim in another table's
-    name; a login role outside the tables' group cannot call them. Before, the role held
+    wagers it names, a claim of more than the whole meter, a claim in another table's name
+    and any write in another link group than the login's; a login role outside the tables'
+    group cannot call them. Before, the role held
     UPDATE on the levels: one statement set the pit's shared meter to any amount."""
     import psycopg
 
@@ -146,7 +147,7 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                           "CREATE ROLE granted_t_bac_09 LOGIN IN ROLE granted_tables",
                           "GRANT USAGE ON SCHEMA granted TO granted_stranger",
                           *table_grants_sql("granted", "granted_tables"),
-                          table_login_sql("granted", "granted_t_bac_01", "BAC-01")]:
+                          table_login_sql("granted", "granted_t_bac_01", "BAC-01", "pit")]:
             admin.execute(statement)
     dsn = postgres.dsn.replace("user=postgres", "user=granted_t_bac_01")
     system = table(tmp_path, dsn, "BAC-01", "granted")
@@ -189,6 +190,16 @@ def test_605a_8_the_tables_role_plays_with_the_documented_grants_and_moves_no_me
                 " 'h9', 'progressive', 'BAC-02', 1, 1, 1, 1, NULL)", "LK005",
                 r"linked ledger: login granted_t_bac_01 may not write for table BAC-02: its "
                 r"administrator registers each table's login for its table id")
+            # Another pit's meter: not paid into, claimed from or seeded by this login.
+            other_pit = r"linked ledger: login granted_t_bac_01 may not write in group pit-b: " \
+                r"its administrator registered it for group pit"
+            for statement in (
+                    "SELECT granted.seed_level('pit-b', 'h9', 'progressive', 100, '1/10')",
+                    "SELECT granted.contribute('pit-b', 'BAC-01', 'x', '{999}', '{h9}',"
+                    " '{progressive}', '{50}', '{1}', '{1}', '{500}', '{NULL}')",
+                    "SELECT * FROM granted.claim('pit-b', 'BAC-01@x/1/1/h9/progressive', 'h9',"
+                    " 'progressive', 'BAC-01', 1, 1, 1, 1, NULL)"):
+                refused_by_the_ledger(table_role, statement, "LK005", other_pit)
         assert shared_amount(system) == H9_SEED + 3 * H9_PER_WAGER  # nothing moved
         with psycopg.connect(postgres.dsn, autocommit=True) as admin:  # who wrote each row
             assert admin.execute("SELECT table_id, sent_by FROM granted.contributions"
@@ -275,7 +286,7 @@ def test_605a_8_a_ledger_made_by_an_earlier_release_is_named_until_its_administr
                               "REVOKE ALL ON earlier.levels, earlier.contributions,"
                               " earlier.awards FROM earlier_tables",
                               *table_grants_sql("earlier", "earlier_tables"),
-                              table_login_sql("earlier", "earlier_t_bac_02", "BAC-02")]:
+                              table_login_sql("earlier", "earlier_t_bac_02", "BAC-02", "pit")]:
                 admin.execute(statement)
         system.sync()
         assert system.availability() == {"h9": None}

@@ -98,6 +98,28 @@ def test_605a_8_a_table_that_played_honestly_reconciles_row_for_row(
         "findings: none"]
 
 
+def _two_rounds_played(tmp_path: Path, schema: str) -> str:
+    """T-REC plays two rounds, two wagers each, and stops; its store's name on the ledger."""
+    system = _table(tmp_path, schema)
+    _play(system, 2)
+    name = system.ledger.link_store()
+    close(system)
+    return name
+
+
+def _findings_after_two_rounds(capsys: pytest.CaptureFixture[str], tmp_path: Path
+                               ) -> list[str]:
+    """T-REC's reconciliation after `_two_rounds_played` and a forger's rows: exit 5, both
+    rounds' rows matched; the report's findings lines."""
+    code, out, _ = _reconcile(capsys, str(tmp_path / "T-REC.toml"),
+                              "--store", str(tmp_path / "T-REC.sqlite"))
+    assert code == exitcodes.INTEGRITY_FAILURE
+    lines = out.splitlines()
+    assert lines[1:3] == ["contributions: 2 on both, the same; 0 not sent yet",
+                          "awards: 0 on both, the same; 0 not claimed or not recorded yet"]
+    return lines[3:]
+
+
 def test_605a_8_rows_a_table_login_wrote_in_its_own_name_are_found(
         tmp_path: Path, schema: str, capsys: pytest.CaptureFixture[str]) -> None:
     """What ruling P6 leaves a compromised table: contributions for wagers it never took
@@ -105,27 +127,42 @@ def test_605a_8_rows_a_table_login_wrote_in_its_own_name_are_found(
     both (they are within its rules); the reconciliation names each, with its login."""
     import psycopg
 
-    system = _table(tmp_path, schema)
-    _play(system, 2)
-    name = system.ledger.link_store()
-    close(system)
+    name = _two_rounds_played(tmp_path, schema)
     with psycopg.connect(PG_DSN, autocommit=True) as forger:
         forger.execute(f"SELECT {schema}.contribute(%s, 'T-REC', %s, '{{3}}', '{{h9}}',"
                        " '{progressive}', '{50}', '{1}', '{1}', '{500}', '{9}')",
                        (GROUP, name))
         forger.execute(f"SELECT * FROM {schema}.claim(%s, %s, 'h9', 'progressive', 'T-REC',"
                        " 9, 7, 1, 1, NULL)", (GROUP, f"T-REC@{name}/9/7/h9/progressive"))
-    code, out, _ = _reconcile(capsys, str(tmp_path / "T-REC.toml"),
-                              "--store", str(tmp_path / "T-REC.sqlite"))
-    assert code == exitcodes.INTEGRITY_FAILURE
-    assert out.splitlines()[1:] == [
-        "contributions: 2 on both, the same; 0 not sent yet",
-        "awards: 0 on both, the same; 0 not claimed or not recorded yet",
+    assert _findings_after_two_rounds(capsys, tmp_path) == [
         "findings: 2",
         "  contribution 3 on the ledger (h9/progressive 50 cents from 1 wagers of 500 cents,"
         " round 9; sent by postgres) is not in this store",
         f"  award T-REC@{name}/9/7/h9/progressive on the ledger ({H9_SEED + 250} cents;"
         " claimed by postgres) is not in this store"]
+
+
+def test_605a_8_rows_of_the_table_in_another_group_are_found(
+        tmp_path: Path, schema: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table plays one group; its login may still write under its table id in another
+    pit's group (a contribution to that meter, a hit claimed from it). The store does not
+    say which group a row went to, so those rows were outside the comparison, which read
+    the configuration's group only: they are findings, counted by group with their login
+    (before: 'findings: none', exit 0)."""
+    import psycopg
+
+    name = _two_rounds_played(tmp_path, schema)
+    with psycopg.connect(PG_DSN, autocommit=True) as forger:
+        forger.execute(f"SELECT {schema}.seed_level('pit-b', 'h9', 'progressive', 100000,"
+                       " '1/10')")
+        forger.execute(f"SELECT {schema}.contribute('pit-b', 'T-REC', %s, '{{1}}', '{{h9}}',"
+                       " '{progressive}', '{50}', '{1}', '{1}', '{500}', '{9}')", (name,))
+        forger.execute(f"SELECT * FROM {schema}.claim('pit-b', %s, 'h9', 'progressive',"
+                       " 'T-REC', 9, 7, 1, 1, NULL)", (f"T-REC@{name}/9/7/h9/progressive",))
+    assert _findings_after_two_rounds(capsys, tmp_path) == [
+        "findings: 1",
+        "  the ledger holds 1 contributions and 1 awards of table T-REC in group pit-b "
+        f"(written by postgres), which this table does not play (its group is {GROUP})"]
 
 
 def test_605a_8_a_row_lost_or_changed_on_the_ledger_and_rows_not_sent_yet(
