@@ -213,9 +213,12 @@ class LinkedLedger:
 
     def _check_terms(self, conn: Any, wanted: Sequence[tuple[str, str, int, Fraction]]) -> None:
         """LinkDown naming each level whose reset or rate is not the group's."""
+        # The group's other levels are not this table's to judge (one an earlier release
+        # seeded has no rate until a table of this release names it).
         group = {(p, lvl): (int(reset), Fraction(rate)) for p, lvl, reset, rate in conn.execute(
             f"SELECT progressive, level, reset_cents, increment_rate FROM {self.schema}.levels"
-            " WHERE grp = %s", (self.group,))}
+            " WHERE grp = %s AND (progressive, level) IN (SELECT * FROM unnest(%s::text[],"
+            " %s::text[]))", (self.group, [w[0] for w in wanted], [w[1] for w in wanted]))}
         differ = [f"{p}/{lvl}: this table's reset {reset} cents and rate {rate}, the group's "
                   f"{group[(p, lvl)][0]} cents and {group[(p, lvl)][1]}"
                   for p, lvl, reset, rate in wanted if group[(p, lvl)] != (reset, rate)]

@@ -409,6 +409,31 @@ def test_605a_8_a_table_whose_terms_are_not_its_groups_offers_no_linked_wager(
         _close(other)
 
 
+def test_605a_8_a_level_of_the_group_this_table_does_not_play_is_not_its_to_judge(
+        tmp_path: Path, schema: str) -> None:
+    """A group's level that an earlier release seeded has no rate until a table of this
+    release that plays it names it; a table that plays other levels of the group starts and
+    plays (before: its terms check read that level's missing rate and the start failed)."""
+    import psycopg
+
+    from controller.progressive.linked import schema_sql
+
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        for statement in schema_sql(schema):
+            admin.execute(statement)
+        admin.execute(f"INSERT INTO {schema}.levels(grp, progressive, level, amount_cents,"
+                      " frac_num, frac_den, seed_cents, reset_cents, version) VALUES"
+                      " ('floor-1', 'royal', 'mega', 5000000, 0, 1, 5000000, 5000000, 1)")
+    system = _table(tmp_path, schema, "T-OTHER-LEVEL")
+    try:
+        assert system.availability() == {"h9": None}
+        accepted = system.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 1)
+        assert [w.seat for w in accepted.accepted] == [1]
+        assert _level(system)["amount_cents"] == H9_SEED + 50
+    finally:
+        _close(system)
+
+
 def test_605a_8_the_administrators_seed_sets_the_groups_terms_before_any_table(
         tmp_path: Path, schema: str) -> None:
     """docs/deployment.md: the administrator seeds each level with the Rules Submission's
