@@ -68,7 +68,10 @@ class LinkSync:
         down and claimed by the next catch-up. Runs inside the table's transaction."""
         order = self.ledger.next_pay_order(round_id)
         if self.linked is None:
-            key = claim_key(self.config.table_id, "", round_id, seat, spec.name, level)
+            # Under this store's name, as a claim made now would be: the catch-up of a
+            # later start claims it under this key.
+            key = claim_key(self.config.table_id, self.ledger.link_store(), round_id, seat,
+                            spec.name, level)
             return self.ledger.create_award(spec.name, level, round_id, seat, 0, label, section,
                                             order, linked_claim=key, claimed=False)
         key = self.linked.claim_key(round_id, seat, spec.name, level)
