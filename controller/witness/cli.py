@@ -170,8 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument("--role", help="the login role's name (default: SCHEMA_t_TABLE)")
     verify.add_argument("--store", help="a copy of the table's store (table.sqlite)")
     verify.add_argument("--epoch", type=whole(1, 10**12, "an epoch"),
-                        help="the store's registration epoch (default: "
-                                                  "the one its first record names)")
+                        help="the store's registration epoch (default: the one its first "
+                             "record names)")
     args = parser.parse_args(argv)
     try:
         if args.command == "setup":
