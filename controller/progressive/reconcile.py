@@ -14,7 +14,9 @@ other content are findings; a row the table has not sent yet (or a hit not yet c
 pending, not a finding. Rows of the same table from its other stores (a store replaced) are
 counted and left to those stores' own reconciliation. Rows of the table in another group
 than its configuration's are findings: a table plays one group (a table moved from one
-group to another shows its rows in the old one so, for the auditor to account for).
+group to another shows its rows in the old one so, for the auditor to account for). So is
+another store of the table whose rows reached the ledger while this store's did: a store
+replaced stops before its successor starts.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
@@ -67,6 +70,8 @@ class LedgerSide:
     # Rows under this table id in groups other than its configuration's, by group:
     # (contributions, awards, the logins that wrote them).
     other_groups: dict[str, tuple[int, int, tuple[str, ...]]] = field(default_factory=dict)
+    # When the ledger received each store's first and last contribution (server time).
+    spans: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -147,8 +152,11 @@ def read_ledger_side(conn: Any, schema: str, group: str, table_id: str) -> Ledge
     awards = {str(key): (int(amount), login) for key, amount, login in conn.execute(
         f"SELECT claim_key, amount_cents, {claimed_by} FROM {s}.awards"
         " WHERE grp = %s AND table_id = %s", (group, table_id))}
+    spans = {str(name): (first, last) for name, first, last in conn.execute(
+        f"SELECT {store}, min(received_at), max(received_at) FROM {s}.contributions"
+        " WHERE grp = %s AND table_id = %s GROUP BY 1", (group, table_id))}
     return LedgerSide(contributions, awards, _other_groups(conn, s, group, table_id,
-                                                           sent_by, claimed_by))
+                                                           sent_by, claimed_by), spans)
 
 
 def _other_groups(conn: Any, s: str, group: str, table_id: str, sent_by: str,
@@ -201,12 +209,35 @@ def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
             else:
                 result.contributions_matched += 1
     _reconcile_awards(result, table_id, name, store, ledger)
+    _reconcile_spans(result, table_id, name, ledger)
     for other, (rows, hits, logins) in ledger.other_groups.items():
         result.findings.append(
             f"the ledger holds {rows} contributions and {hits} awards of table {table_id} in "
             f"group {other} (written by {', '.join(logins)}), which this table does not play "
             f"(its group is {group})")
     return result
+
+
+def _reconcile_spans(result: Reconciliation, table_id: str, name: str | None,
+                     ledger: LedgerSide) -> None:
+    """A replaced store's rows all come before its successor's first: another store of this
+    table whose rows reached the ledger while this one's did is a second box playing as this
+    table at once (a copy of it, or two tables configured with one id), whose rows no store
+    at hand accounts for."""
+    ours = ledger.spans.get(name) if name is not None else None
+    if ours is None:
+        return
+    for other, (first, last) in sorted(ledger.spans.items()):
+        if other != name and first <= ours[1] and last >= ours[0]:
+            result.findings.append(
+                f"store {other or _EARLIER} of table {table_id} sent contributions from "
+                f"{_when(first)} to {_when(last)}, while this store sent its own ("
+                f"{_when(ours[0])} to {_when(ours[1])}): two boxes played as this table at "
+                "once (a copy of this one, or two tables configured with one id)")
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone().isoformat(sep=" ", timespec="seconds")
 
 
 def _reconcile_awards(result: Reconciliation, table_id: str, name: str | None,

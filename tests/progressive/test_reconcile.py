@@ -9,6 +9,7 @@ plays a table, changes one side as an attacker or a fault would, and reads the v
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,6 +217,39 @@ def test_605a_8_a_replaced_stores_rows_are_its_own_and_the_old_ones_counted_apar
     assert lines[1] == "contributions: 1 on both, the same; 0 not sent yet"
     assert lines[3] == (f"this table's other stores on the ledger (contributions): "
                         f"{old_name} (3): reconcile each with its own store")
+
+
+def test_605a_8_two_stores_of_one_table_sending_at_once_are_found(
+        tmp_path: Path, schema: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store replaced stops before its successor starts. Two boxes playing as one table at
+    the same time (a copy of the table's box with a store of its own, or two tables given
+    one id) each sent rows that their own store accounts for, so each reconciled clean, the
+    other counted apart; the overlap is the finding, from either store (before: exit 0)."""
+    first_box, second_box = tmp_path / "first", tmp_path / "second"
+    first_box.mkdir(), second_box.mkdir()
+    first = _table(first_box, schema)
+    second = _table(second_box, schema)
+    try:
+        _play(first, 2)
+        _play(second, 1)
+        first.on_lock(LockedOut("button", 0.0, frozenset({1})), base([1]), 3)
+        first.sync()
+        names = first.ledger.link_store(), second.ledger.link_store()
+    finally:
+        close(first)
+        close(second)
+    moment = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[+-]\d\d:\d\d"
+    for box, other in ((first_box, names[1]), (second_box, names[0])):
+        code, out, _ = _reconcile(capsys, str(box / "T-REC.toml"),
+                                  "--store", str(box / "T-REC.sqlite"))
+        assert code == exitcodes.INTEGRITY_FAILURE
+        findings = out.splitlines()[-2:]
+        assert findings[0] == "findings: 1"
+        assert re.fullmatch(
+            rf"  store {other} of table T-REC sent contributions from {moment} to {moment}, "
+            rf"while this store sent its own \({moment} to {moment}\): two boxes played as "
+            r"this table at once \(a copy of this one, or two tables configured with one "
+            r"id\)", findings[1]), findings[1]
 
 
 def test_bad_inputs_are_named_with_their_exit_codes(
