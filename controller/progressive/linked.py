@@ -35,9 +35,8 @@ from typing import Any
 
 from controller.progressive import link_seams
 from controller.progressive.errors import LinkDown
+from controller.progressive.linked_functions import FUNCTIONS, HELPERS
 from controller.progressive.linked_sql import (
-    FUNCTIONS,
-    HELPERS,
     identifier,
     schema_sql,
     table_grants_sql,

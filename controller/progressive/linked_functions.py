@@ -45,20 +45,21 @@ def function_sql(schema: str) -> list[str]:
 _CHECK_WRITER = """
 CREATE OR REPLACE FUNCTION @s@.check_writer(p_table text, p_grp text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    registered record;
 BEGIN
     -- The schema's owner (a ledger a table made for itself) writes for any table.
     IF pg_has_role(session_user, (SELECT nspowner FROM pg_namespace WHERE nspname = '@s@'),
                    'MEMBER') THEN
         RETURN;
     END IF;
-    IF p_table IS NULL THEN  -- seeding a level: any table's login registered for the group
-        IF NOT EXISTS (SELECT 1 FROM @s@.table_logins t WHERE t.login = session_user) THEN
-            RAISE EXCEPTION 'linked ledger: login % is not registered for any table: its '
-                'administrator registers each table''s login for its table id', session_user
-                USING ERRCODE = 'LK005';
-        END IF;
-    ELSIF NOT EXISTS (SELECT 1 FROM @s@.table_logins t
-                      WHERE t.login = session_user AND t.table_id = p_table) THEN
+    SELECT t.table_id, t.grp INTO registered FROM @s@.table_logins t
+        WHERE t.login = session_user;
+    IF NOT FOUND AND p_table IS NULL THEN  -- seeding a level: any table's registered login
+        RAISE EXCEPTION 'linked ledger: login % is not registered for any table: its '
+            'administrator registers each table''s login for its table id', session_user
+            USING ERRCODE = 'LK005';
+    ELSIF NOT FOUND OR registered.table_id <> p_table THEN
         RAISE EXCEPTION 'linked ledger: login % may not write for table %: its administrator '
             'registers each table''s login for its table id', session_user, p_table
             USING ERRCODE = 'LK005';
@@ -66,11 +67,9 @@ BEGIN
     -- A login registered with its group writes in that group only (NULL: registered
     -- before logins had one, any group), so a table cannot pay into, claim from or seed
     -- another pit's meter.
-    IF EXISTS (SELECT 1 FROM @s@.table_logins t
-               WHERE t.login = session_user AND t.grp IS NOT NULL AND t.grp <> p_grp) THEN
+    IF registered.grp <> p_grp THEN
         RAISE EXCEPTION 'linked ledger: login % may not write in group %: its administrator '
-            'registered it for group %', session_user, p_grp,
-            (SELECT t.grp FROM @s@.table_logins t WHERE t.login = session_user)
+            'registered it for group %', session_user, p_grp, registered.grp
             USING ERRCODE = 'LK005';
     END IF;
 END

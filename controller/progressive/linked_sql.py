@@ -9,9 +9,9 @@ contribution row and each award row is written together with the meter change it
 so a meter always equals its seed plus its contributions less its awards and reseeds, the
 sum `LinkedLedger.verify` recomputes. Each row also records the login that wrote it, and a
 login writes only for the table id and the link group its administrator registered it for
-(`table_logins`). Before, the role held UPDATE on the levels, and whoever held one table's box could set the
-pit's shared meter to any amount with one statement; the other tables saw it only at their
-next start. The three share helpers (`check_writer`, `reduced`, `fraction_text`) that only
+(`table_logins`). Before, the role held UPDATE on the levels, and whoever held one table's
+box could set the pit's shared meter to any amount with one statement; the other tables saw
+it only at their next start. The three share helpers (`check_writer`, `reduced`, `fraction_text`) that only
 they call: run inside a function of the owner's, a helper needs no grant of its own. The
 functions' text is controller/progressive/linked_functions.py; this module applies it
 with the tables and the grants.
@@ -27,9 +27,10 @@ import re
 
 from controller.progressive.linked_functions import FUNCTIONS, HELPERS, RETIRED, function_sql
 
-__all__ = ["FUNCTIONS", "HELPERS", "identifier", "schema_sql", "table_grants_sql", "table_login_sql"]
+__all__ = ["identifier", "schema_sql", "table_grants_sql", "table_login_sql"]
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
 
 def identifier(word: str, what: str = "schema") -> str:
     if not _IDENT.match(word):

@@ -131,30 +131,27 @@ def _first_record_table(db: sqlite3.Connection) -> str | None:
 def read_ledger_side(conn: Any, schema: str, group: str, table_id: str) -> LedgerSide:
     """This table's rows in the ledger, on a psycopg connection (read only)."""
     s = identifier(schema)
-    columns = {row[0] for row in conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-        " AND table_name = 'contributions'", (s,))}
-    # A ledger not yet brought up to date has neither column: its rows are the '' store's.
-    store = "store" if "store" in columns else "''"
-    sent_by = "sent_by" if "sent_by" in columns else "NULL"
+    columns = {(table, column) for table, column in conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name IN ('contributions', 'awards')", (s,))}
+    # A ledger not yet brought up to date has none of these: its rows are the '' store's.
+    store = "store" if ("contributions", "store") in columns else "''"
+    sent_by = "sent_by" if ("contributions", "sent_by") in columns else "NULL"
+    claimed_by = "claimed_by" if ("awards", "claimed_by") in columns else "NULL"
     contributions: dict[str, dict[int, tuple[Contribution, str | None]]] = {}
-    for name, seq, progressive, level, num, den, count, cents, rid, login in conn.execute(
+    spans: dict[str, tuple[datetime, datetime]] = {}
+    for name, seq, progressive, level, num, den, count, cents, rid, login, at in conn.execute(
             f"SELECT {store}, seq, progressive, level, delta_num, delta_den, wagers_count,"
-            f" wagers_cents, round_id, {sent_by} FROM {s}.contributions"
+            f" wagers_cents, round_id, {sent_by}, received_at FROM {s}.contributions"
             " WHERE grp = %s AND table_id = %s", (group, table_id)):
         contributions.setdefault(str(name), {})[int(seq)] = (
             Contribution(int(seq), progressive, level, Fraction(int(num), int(den)), int(count),
                          int(cents), None if rid is None else int(rid)), login)
-    award_columns = {row[0] for row in conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-        " AND table_name = 'awards'", (s,))}
-    claimed_by = "claimed_by" if "claimed_by" in award_columns else "NULL"
+        first, last = spans.get(str(name), (at, at))
+        spans[str(name)] = (min(first, at), max(last, at))
     awards = {str(key): (int(amount), login) for key, amount, login in conn.execute(
         f"SELECT claim_key, amount_cents, {claimed_by} FROM {s}.awards"
         " WHERE grp = %s AND table_id = %s", (group, table_id))}
-    spans = {str(name): (first, last) for name, first, last in conn.execute(
-        f"SELECT {store}, min(received_at), max(received_at) FROM {s}.contributions"
-        " WHERE grp = %s AND table_id = %s GROUP BY 1", (group, table_id))}
     return LedgerSide(contributions, awards, _other_groups(conn, s, group, table_id,
                                                            sent_by, claimed_by), spans)
 
@@ -165,18 +162,17 @@ def _other_groups(conn: Any, s: str, group: str, table_id: str, sent_by: str,
     group, and its store does not say which group a row went to, so a row elsewhere (a
     contribution to another pit's meter, a hit claimed from it) is not matched, only
     counted, with the logins that wrote it."""
-    found: dict[str, tuple[int, int, set[str]]] = {}
-    for table, login_column, contributions in (("contributions", sent_by, True),
-                                                ("awards", claimed_by, False)):
+    counts: dict[str, list[int]] = {}  # group -> [contributions, awards]
+    logins: dict[str, set[str]] = {}
+    for index, (table, login_column) in enumerate((("contributions", sent_by),
+                                                   ("awards", claimed_by))):
         for grp, login, count in conn.execute(
                 f"SELECT grp, {login_column}, count(*) FROM {s}.{table}"
                 " WHERE table_id = %s AND grp <> %s GROUP BY 1, 2", (table_id, group)):
-            rows, hits, logins = found.get(str(grp), (0, 0, set()))
-            found[str(grp)] = ((rows + int(count), hits) if contributions
-                               else (rows, hits + int(count))) + (
-                logins | {str(login) if login is not None else "an unrecorded login"},)
-    return {grp: (rows, hits, tuple(sorted(logins)))
-            for grp, (rows, hits, logins) in sorted(found.items())}
+            counts.setdefault(grp, [0, 0])[index] += int(count)
+            logins.setdefault(grp, set()).add(login or _UNRECORDED)
+    return {grp: (rows, hits, tuple(sorted(logins[grp])))
+            for grp, (rows, hits) in sorted(counts.items())}
 
 
 def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
@@ -199,12 +195,12 @@ def reconcile(table_id: str, group: str, store: StoreSide, ledger: LedgerSide
         elif ours is None and on_ledger is not None:
             result.findings.append(
                 f"contribution {seq} on the ledger ({on_ledger[0].describe()}; sent by "
-                f"{on_ledger[1] or 'an unrecorded login'}) is not in this store")
+                f"{on_ledger[1] or _UNRECORDED}) is not in this store")
         elif ours is not None and on_ledger is not None:
             if ours[0] != on_ledger[0]:
                 result.findings.append(
                     f"contribution {seq} differs: the ledger holds {on_ledger[0].describe()} "
-                    f"(sent by {on_ledger[1] or 'an unrecorded login'}), the store "
+                    f"(sent by {on_ledger[1] or _UNRECORDED}), the store "
                     f"{ours[0].describe()}")
             else:
                 result.contributions_matched += 1
@@ -248,7 +244,7 @@ def _reconcile_awards(result: Reconciliation, table_id: str, name: str | None,
         if mine is None and on_ledger is not None:
             result.findings.append(
                 f"award {key} on the ledger ({on_ledger[0]} cents; claimed by "
-                f"{on_ledger[1] or 'an unrecorded login'}) is not in this store")
+                f"{on_ledger[1] or _UNRECORDED}) is not in this store")
         elif mine is not None and on_ledger is None:
             if mine[1]:
                 result.findings.append(f"award {key} ({mine[0]} cents) was claimed at the "
@@ -272,6 +268,7 @@ def _keys_of(awards: Mapping[str, Any], table_id: str, name: str) -> set[str]:
 
 
 _EARLIER = "'' (an earlier release's store)"
+_UNRECORDED = "an unrecorded login"  # a row written before the ledger recorded logins
 
 
 def summary_lines(result: Reconciliation) -> Iterable[str]:
