@@ -761,6 +761,21 @@ def test_a_definition_damaged_under_its_constraint_gets_the_boots_words_offline(
     assert json.loads(capsys.readouterr().out)["error"] == ": ".join(boot)
 
 
+def _damage_an_index_page(path: str) -> int:
+    """The progressive wagers' index page made no b-tree page (its type byte), after a
+    checkpoint put it in the file; returns its page number. Every record still reads."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size, = db.execute("PRAGMA page_size").fetchone()
+    root, = db.execute("SELECT rootpage FROM sqlite_master WHERE name ="
+                       " 'sqlite_autoindex_progressive_wagers_1'").fetchone()
+    db.close()
+    with open(path, "r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\x00")
+    return int(root)
+
+
 def test_the_full_check_finds_damage_on_pages_no_record_is_read_from(tmp_path):
     """An index's page damaged on the disk: every record still reads, so the check at start
     passes, but a query through that index would fail mid-shift. The full (daily) check
@@ -771,15 +786,7 @@ def test_the_full_check_finds_damage_on_pages_no_record_is_read_from(tmp_path):
     store = _initialised(tmp_path)
     MeterLedger(store).record_wagers(1, "h9", [(seat, 500, True, None) for seat in range(1, 8)])
     store.close()
-    db = sqlite3.connect(store.path)
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    page_size, = db.execute("PRAGMA page_size").fetchone()
-    root, = db.execute("SELECT rootpage FROM sqlite_master WHERE name ="
-                       " 'sqlite_autoindex_progressive_wagers_1'").fetchone()
-    db.close()
-    with open(store.path, "r+b") as file:  # the index page's type byte: no b-tree page's
-        file.seek((root - 1) * page_size)
-        file.write(b"\x00")
+    root = _damage_an_index_page(store.path)
     paths = CriticalPaths.for_store(Path(store.path))
     key = load_key_for(store.path)
     assert verify_file(store.path, key, paths, full=False).log_seq > 0  # the start's: passes
@@ -789,3 +796,48 @@ def test_the_full_check_finds_damage_on_pages_no_record_is_read_from(tmp_path):
     assert found.value.detail.startswith(
         "SQLite's own check of the file found damaged pages no record is read from: "
         f"*** in database main ***\nPage {root}: ")
+
+
+def test_the_page_check_runs_beside_the_chain_and_is_named_after_it(tmp_path, monkeypatch):
+    """Issue 31: SQLite's page check (a full check's) runs while the chain's workers check the
+    log, not after them, where it ran alone on one of two cores (a tenth of the full check);
+    what it finds is still named after what the chain finds. Before the change the order
+    of the calls was chain, then pages."""
+    import controller.memory.check as check
+    from controller.progressive.ledger import MeterLedger
+
+    store = _initialised(tmp_path)
+    MeterLedger(store).record_wagers(1, "h9", [(seat, 500, True, None) for seat in range(1, 8)])
+    store.close()
+    calls: list[str] = []
+    page_check, chain_run = check._sqlite_check, check.ChainRun
+
+    class RecordedRun(chain_run):  # type: ignore[misc, valid-type]
+        def result(self, progress=None):
+            calls.append("chain's result awaited")
+            return super().result(progress)
+
+    def recorded_pages(db):
+        calls.append("pages checked")
+        return page_check(db)
+
+    monkeypatch.setattr(check, "ChainRun", RecordedRun)
+    monkeypatch.setattr(check, "_sqlite_check", recorded_pages)
+    paths = CriticalPaths.for_store(Path(store.path))
+    key = load_key_for(store.path)
+    assert check.verify_file(store.path, key, paths, full=True).log_seq > 0
+    assert calls == ["pages checked", "chain's result awaited"]
+
+    # A log entry edited without the key and a damaged page: the chain's finding is named,
+    # as it was when the pages were checked last.
+    db = sqlite3.connect(store.path)
+    db.execute("UPDATE events SET payload = '{}' WHERE seq = 2")
+    db.commit()
+    db.close()
+    _damage_an_index_page(store.path)
+    calls.clear()
+    with pytest.raises(IntegrityError) as found:
+        check.verify_file(store.path, key, paths, full=True)
+    assert calls == ["pages checked", "chain's result awaited"]
+    assert (found.value.check, found.value.detail.split(" was altered")[0]) == (
+        "event chain", "entry 2 (critical_memory_verified)")
