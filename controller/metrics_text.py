@@ -49,6 +49,19 @@ class MetricsWriter:
             self.lines.append(f"{name}{labels(table=self.table_id, **sample_labels)} "
                               f"{number(value)}")
 
+    def histogram(self, name: str, help_text: str, bounds: Sequence[float],
+                  counts: Sequence[int], total: float) -> None:
+        """A histogram family: `counts` per bucket (one more than `bounds`: the last is past
+        every bound), written as Prometheus' cumulative `_bucket{le=...}`, `_sum`, `_count`."""
+        self.lines.append(f"# HELP {name} {help_text}")
+        self.lines.append(f"# TYPE {name} histogram")
+        seen = 0
+        for bound, count in zip([*map(number, bounds), "+Inf"], counts):
+            seen += count
+            self.lines.append(f"{name}_bucket{labels(table=self.table_id, le=bound)} {seen}")
+        self.lines.append(f"{name}_sum{labels(table=self.table_id)} {number(total)}")
+        self.lines.append(f"{name}_count{labels(table=self.table_id)} {seen}")
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 

@@ -11,7 +11,16 @@ from typing import Any
 
 from controller.cli import exitcodes
 from controller.cli.client import Daemon
-from controller.cli.output import duration, key_values, money, paint, table, terminal_width, wrap
+from controller.cli.output import (
+    duration,
+    key_values,
+    money,
+    paint,
+    table,
+    terminal_width,
+    when,
+    wrap,
+)
 from controller.cli.daemon_call import call_daemon, emit_json
 from controller.memory.errors import ACTION_INIT
 
@@ -71,6 +80,28 @@ def _history_check(check: Any) -> str | None:
     return state if state != "failed" else "FAILED (see OUT OF ORDER below)"
 
 
+def _milliseconds(value: Any) -> str:
+    """A figure and its unit kept on one line when the view wraps (a no-break space)."""
+    return f"{float(value):g}\u00a0ms"
+
+
+def _storage(flushes: Any) -> str | None:
+    """The store's flush times (controller/memory/flush_times.py): each money step's report
+    waits for a flush, so slow storage is a slow table."""
+    if not isinstance(flushes, Mapping) or not flushes.get("flushes"):
+        return None if not isinstance(flushes, Mapping) else "no flush yet"
+    half, most = flushes.get("half_within_ms"), flushes.get("p99_within_ms")
+    text = (f"{int(flushes['flushes']):,} flushes since the start; half within "
+            f"{_milliseconds(half) if half is not None else 'over 5 s'}, 99 % within "
+            f"{_milliseconds(most) if most is not None else 'over 5 s'}; slowest "
+            f"{_milliseconds(flushes.get('slowest_ms'))} at {when(flushes.get('slowest_at'))}")
+    slow = int(flushes.get("slow") or 0)
+    if slow:
+        text += paint(f"; SLOW: {slow:,} took {_milliseconds(flushes.get('slow_threshold_ms'))}"
+                      " or more (docs/technician-guide.md, 'Slow storage')", "yellow", "bold")
+    return text
+
+
 def _software(check: Any) -> str | None:
     """The start's check of the program against the release's manifest (controller/software.py)."""
     if not isinstance(check, Mapping):
@@ -96,7 +127,8 @@ def render_status(s: Mapping[str, Any]) -> str:
                                ("software", _software(s.get("software"))),
                                ("daemon uptime", duration(s.get("uptime_s"))
                                 if s.get("uptime_s") is not None else None),
-                               ("history check", _history_check(s.get("history_check")))],
+                               ("history check", _history_check(s.get("history_check"))),
+                               ("storage", _storage(s.get("storage")))],
                               "  ", _LABEL_WIDTH, wrap_to=width)]
     shoe = s.get("shoe") or {}
     if shoe.get("shoe_no"):

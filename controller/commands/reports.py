@@ -108,6 +108,7 @@ class Reports:
     def metrics_text(self) -> str:
         """The daemon's Prometheus text: the table's families (controller/metrics_text.py)
         and the control socket's, every counter since the daemon started."""
+        from controller.memory.flush_times import BUCKETS_S
         from controller.metrics_text import MetricsWriter, table_families
 
         daemon = self._daemon
@@ -128,4 +129,8 @@ class Reports:
                  [({"kind": k}, n) for k, n in sorted(control.refusals.totals.items())])
         w.family("tabled_daemon_uptime_seconds", "gauge", "seconds since the daemon started",
                  [({}, round(time.monotonic() - daemon.started_monotonic, 3))])
+        flushes = daemon.store.durability.flush_times
+        w.histogram("tabled_store_flush_seconds", "how long the store's flushes took, each "
+                    "money step's report waits for one (the SD card's flush on a Pi)",
+                    BUCKETS_S, flushes.counts, flushes.total_s)
         return w.text()

@@ -246,18 +246,20 @@ class Delivery:
         One callback, not an executor future's two (its state copied to an asyncio future,
         whose done callback runs a loop turn later): a money step's report waits for it."""
         error: BaseException | None = None
+        seconds = 0.0
         try:
-            self._durability.flush_in_thread(self._flush_started.set)
+            seconds = self._durability.flush_in_thread(self._flush_started.set)
         except BaseException as exc:  # noqa: BLE001 - the loop decides what a failed flush means
             error = exc
         try:
-            loop.call_soon_threadsafe(self._flushed, error, mark)
+            loop.call_soon_threadsafe(self._flushed, error, mark, seconds)
         except RuntimeError:  # the loop closed meanwhile: close() flushes what is held
             pass
 
-    def _flushed(self, error: BaseException | None, mark: str | None) -> None:
-        """On the loop's thread: the flush returned (`error`: it failed). Give out what it
-        covered, then start the next one for what was committed meanwhile."""
+    def _flushed(self, error: BaseException | None, mark: str | None, seconds: float) -> None:
+        """On the loop's thread: the flush returned after `seconds` (`error`: it failed).
+        Give out what it covered, then start the next one for what was committed
+        meanwhile."""
         if self._in_flight is None:
             return  # the store closed meanwhile and flushed it itself
         covered, waiters = self._in_flight, self._in_flight_waiters
@@ -270,7 +272,7 @@ class Delivery:
             waiters, self._waiters = waiters + self._waiters, []
             self._settle_waiters(waiters, error)
             return
-        self._durability.flushed_in_thread(mark)
+        self._durability.flushed_in_thread(mark, seconds)
         if not self._held:  # nothing committed meanwhile: the later waiters are answered too
             waiters, self._waiters = waiters + self._waiters, []
         self._give_out_all(covered, waiters, durable=True)

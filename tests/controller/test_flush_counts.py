@@ -351,11 +351,11 @@ async def test_the_collection_between_rounds_waits_for_the_settlements_report(
     gate = threading.Event()
     real_flush = store.durability.flush_in_thread
 
-    def gated_flush(at_flush: Callable[[], object] | None = None) -> None:
+    def gated_flush(at_flush: Callable[[], object] | None = None) -> float:
         if at_flush is not None:
             at_flush()  # the thread is at its flush: the gate stands for the disk
         gate.wait(30)
-        real_flush()
+        return real_flush()
 
     monkeypatch.setattr(store.durability, "flush_in_thread", gated_flush)
     collector, table = RoundCollector(), Table()

@@ -39,7 +39,7 @@ class GatedFlushes:
         self._real = store._durability.flush_in_thread
         store._durability.flush_in_thread = self._flush  # type: ignore[method-assign]
 
-    def _flush(self, at_flush: Callable[[], object] | None = None) -> None:
+    def _flush(self, at_flush: Callable[[], object] | None = None) -> float:
         self.started += 1
         if at_flush is not None:
             at_flush()  # the thread is at its flush: the gate stands for the disk
@@ -47,7 +47,7 @@ class GatedFlushes:
         if self.fail_next is not None:
             failure, self.fail_next = self.fail_next, None
             raise failure
-        self._real()
+        return self._real()
 
 
 @pytest.fixture
@@ -225,12 +225,13 @@ async def test_the_flush_is_under_way_before_the_loop_runs_anything_else(
     order: list[str] = []
     gate = threading.Event()
 
-    def flush(at_flush: Callable[[], object] | None = None) -> None:
+    def flush(at_flush: Callable[[], object] | None = None) -> float:
         if at_flush is None:  # the store's own flush in the caller's thread, as it closes
-            return
+            return 0.0
         order.append("at its flush")
         at_flush()
         gate.wait(30)
+        return 0.0
 
     store._durability.flush_in_thread = flush  # type: ignore[method-assign]
     store.subscribe(lambda event: None, prepare=lambda event: order.append("prepared"))
@@ -255,7 +256,11 @@ async def test_a_flusher_thread_that_cannot_start_does_not_hold_up_the_loop(
     given: list[Event] = []
     store.subscribe(given.append)
     gate = threading.Event()
-    store._durability.flush_in_thread = lambda at_flush=None: gate.wait(30)  # type: ignore[method-assign]
+    def flush(at_flush: Callable[[], object] | None = None) -> float:
+        gate.wait(30)  # never says it is at its flush
+        return 0.0
+
+    store._durability.flush_in_thread = flush  # type: ignore[method-assign]
     store.group_commits(asyncio.get_running_loop())
     try:
         _step(store, "wager_accepted", WAGER)

@@ -20,7 +20,7 @@ def store(tmp_path, monkeypatch):
     s = Store(tmp_path / "t.sqlite")
     flushes: list[int] = []
     real_flush = s._durability.flush_in_thread
-    monkeypatch.setattr(s._durability, "flush_in_thread", lambda *at_flush: (flushes.append(1), real_flush(*at_flush)))
+    monkeypatch.setattr(s._durability, "flush_in_thread", lambda *at_flush: (flushes.append(1), real_flush(*at_flush))[1])
     s.flushes = flushes  # type: ignore[attr-defined]
     yield s
     s.close()
