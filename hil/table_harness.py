@@ -224,7 +224,7 @@ class TableHarness:
                     # A crash point (controller/crash_points.py) fires in the first start as
                     # in any other, as a power cut may come while a table starts: started
                     # again, as `_restart` does. Any other failure is the test's.
-                    if attempt > START_CRASHES_ALLOWED or not self._crash_point_fired(
+                    if attempt > START_CRASHES_ALLOWED or not await self._crash_point_fired(
                             log_before):
                         raise
                     self.result.crash_kills += 1
@@ -240,12 +240,19 @@ class TableHarness:
         except FileNotFoundError:
             return 0
 
-    def _crash_point_fired(self, log_before: int) -> bool:
+    async def _crash_point_fired(self, log_before: int) -> bool:
         """The daemon killed itself at a crash point since its log held `log_before` bytes
-        (it writes crash_points.MARK just before)."""
+        (it writes crash_points.MARK just before); a daemon that died and is not yet reaped
+        is waited for a moment."""
         from controller.crash_points import MARK
 
-        if self.daemon is None or self.daemon.returncode != -signal.SIGKILL:
+        if self.daemon is None:
+            return False
+        try:
+            await asyncio.wait_for(self.daemon.wait(), 2.0)
+        except TimeoutError:
+            return False  # alive: the start failed otherwise
+        if self.daemon.returncode != -signal.SIGKILL:
             return False
         with open(self.daemon_log, "rb") as log:
             log.seek(log_before)

@@ -1,8 +1,8 @@
 """How long the store's flushes take: the one figure that says whether the table's storage
 keeps up. Every money step's report waits for a flush (a wager's reply, the lock-out, a
 settlement: docs/architecture.md, "Durable writes"), and on a Pi that flush is the SD
-card's. A card that wears out or is failing grows slow long before it returns an error,
-and the dealer sees it as a table that answers late. The technician sees it here
+card's. A card that wears out or is failing can grow slow long before it returns an
+error, and the dealer sees it as a table that answers late. The technician sees it here
 (`tablectl status`, the metrics' `tabled_store_flush_seconds`), and the journal names a
 flush slow enough for the dealer to notice (`store_flush_slow`).
 
@@ -25,8 +25,8 @@ log = structlog.get_logger("tabled.store")
 
 BUCKETS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 """Upper bounds of the histogram's buckets, seconds (a flush equal to a bound is in it, as
-Prometheus' `le` says). An SSD or this project's CI disk flushes within 1 ms, a good SD card
-within a few, a failing one in hundreds."""
+Prometheus' `le` says): from this project's CI disk, whose flushes take well under 1 ms
+(docs/performance.md), to a flush slower than any dealer would wait for."""
 
 SLOW_FLUSH_S = 0.5
 """A flush at least this long is named in the journal: a money step's reply half a second
