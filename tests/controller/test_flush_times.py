@@ -133,14 +133,17 @@ async def test_the_daemon_reports_its_flushes_in_status_and_metrics(tmp_path):
         await client.call("open")
         storage = (await client.call("status"))["storage"]
         assert before["flushes"] >= 1  # the start's own entries
-        assert storage["flushes"] == durability.flush_times.count == durability.flushed_commits
-        assert storage["flushes"] > before["flushes"]
+        assert storage["flushes"] > before["flushes"]  # the opening's (C26)
         assert storage["slowest_ms"] >= 5.0 and storage["half_within_ms"] >= 10.0
         assert (storage["slow"], storage["slow_threshold_ms"]) == (0, 500.0)
-        # None within 5 ms: a bound holds its equal, and each took a little more.
-        assert durability.flush_times.counts[:3] == [0, 0, 0]
+        # Read together, with no await between (a flush may end after the reply above):
+        # every flush the store made is counted, none within 5 ms (a bound holds its
+        # equal, and each took a little more), and the metrics say the same.
         metrics = daemons[0].commands.reports.metrics_text()
+        times, flushed = durability.flush_times, durability.flushed_commits
+        assert times.count == flushed >= storage["flushes"]
+        assert times.counts[:3] == [0, 0, 0]
     count = next(s.value for family in text_string_to_metric_families(metrics)
                  if family.name == "tabled_store_flush_seconds" for s in family.samples
                  if s.name == "tabled_store_flush_seconds_count")
-    assert count == storage["flushes"]
+    assert count == flushed
