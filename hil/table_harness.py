@@ -172,6 +172,7 @@ class TableHarness:
         self.shuffler_socket = str(self.workdir / "shuffler.sock")
         self.store_path = str(self.workdir / "table.sqlite")
         self.daemon_log = daemon_log or self.workdir / "tabled.log"
+        self._log_at_start = 0  # the log's length when the running daemon was started
         self.extra_overrides = list(extra_overrides)
         # How the daemon is started: this interpreter's controller.daemon, or an installed
         # release's `tabled` (tests/test_release.py's upgrades).
@@ -215,48 +216,20 @@ class TableHarness:
         self.shoe = SimulatedShoe([], self.back, 0, card_commit=self.card_commit)
         await self.shoe.start()
         try:
-            for attempt in range(1, START_CRASHES_ALLOWED + 2):
-                log_before = self._log_size()
+            for attempt in range(START_CRASHES_ALLOWED + 1):
                 try:
                     await self.start_daemon_ready()
                     break
                 except (ConnectionError, OSError, RuntimeError):
-                    # A crash point (controller/crash_points.py) fires in the first start as
-                    # in any other, as a power cut may come while a table starts: started
-                    # again, as `_restart` does. Any other failure is the test's.
-                    if attempt > START_CRASHES_ALLOWED or not await self._crash_point_fired(
-                            log_before):
+                    # A crash point fires in the first start as in any other (a power cut may
+                    # come while a table starts): started again, as `_restart` does.
+                    if attempt == START_CRASHES_ALLOWED or not await self._died_by_itself():
                         raise
-                    self.result.crash_kills += 1
                     await self.stop_daemon(signal.SIGKILL)  # already dead: just reaped
         except BaseException:
             await self.__aexit__(None, None, None)  # never leave a daemon or a pty behind
             raise
         return self
-
-    def _log_size(self) -> int:
-        try:
-            return os.path.getsize(self.daemon_log)
-        except FileNotFoundError:
-            return 0
-
-    async def _crash_point_fired(self, log_before: int) -> bool:
-        """The daemon killed itself at a crash point since its log held `log_before` bytes
-        (it writes crash_points.MARK just before); a daemon that died and is not yet reaped
-        is waited for a moment."""
-        from controller.crash_points import MARK
-
-        if self.daemon is None:
-            return False
-        try:
-            await asyncio.wait_for(self.daemon.wait(), 2.0)
-        except TimeoutError:
-            return False  # alive: the start failed otherwise
-        if self.daemon.returncode != -signal.SIGKILL:
-            return False
-        with open(self.daemon_log, "rb") as log:
-            log.seek(log_before)
-            return MARK in log.read()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop_daemon()
@@ -290,6 +263,7 @@ class TableHarness:
         if initialise:
             self.init_store()
         log_file = open(self.daemon_log, "ab")  # noqa: SIM115 - handed to the child
+        self._log_at_start = log_file.tell()  # where this daemon's own lines begin
         self.daemon = await asyncio.create_subprocess_exec(
             *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1",
@@ -479,13 +453,24 @@ class TableHarness:
         raise ConnectionError("the daemon died while the dealer was acting")
 
     async def _died_by_itself(self) -> bool:
-        """The daemon went away without the harness killing it: a crash point fired."""
+        """The daemon went away without the harness killing it: a crash point fired (it
+        writes crash_points.MARK to its log just before). A daemon that died otherwise (a
+        traceback, an exit status) is a failure of the test, raised with its log's tail, not
+        a kill to restart after."""
+        from controller.crash_points import MARK
+
         if self.daemon is None:
             return False
         try:
             await asyncio.wait_for(self.daemon.wait(), DAEMON_READY_TIMEOUT_S)
         except TimeoutError:
             return False
+        with open(self.daemon_log, "rb") as log:
+            log.seek(self._log_at_start)
+            marked = MARK in log.read()
+        if self.daemon.returncode != -signal.SIGKILL or not marked:
+            raise RuntimeError(f"tabled exited with {self.daemon.returncode}, not at a crash "
+                               f"point; see {self.daemon_log}:\n{_tail(self.daemon_log)}")
         self.result.crash_kills += 1
         return True
 

@@ -88,8 +88,10 @@ def _milliseconds(value: Any) -> str:
 def _storage(flushes: Any) -> str | None:
     """The store's flush times (controller/memory/flush_times.py): each money step's report
     waits for a flush, so slow storage is a slow table."""
-    if not isinstance(flushes, Mapping) or not flushes.get("flushes"):
-        return None if not isinstance(flushes, Mapping) else "no flush yet"
+    if not isinstance(flushes, Mapping):
+        return None
+    if not flushes.get("flushes"):
+        return "no flush yet"
     half, most = flushes.get("half_within_ms"), flushes.get("p99_within_ms")
     text = (f"{int(flushes['flushes']):,} flushes since the start; half within "
             f"{_milliseconds(half) if half is not None else 'over 5 s'}, 99 % within "

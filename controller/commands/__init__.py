@@ -56,9 +56,9 @@ class Commands:
 
         # The storage's flush times with the status command only: the status that answers
         # every command changing the table (a wager's) does without them.
-        reg("status", lambda a: {**status(), "storage": daemon.store.durability.flush_times
-                                 .status()},
-            role=READ, description="table state, shoe, round, fault, the storage's flushes")
+        flush_times = daemon.store.durability.flush_times
+        reg("status", lambda a: {**status(), "storage": flush_times.status()}, role=READ,
+            description="table state, shoe, round, fault, the storage's flushes")
         reg("devices", lambda a: reports.device_report(), role=READ,
             description="each device's health")
         reg("rounds", reports.rounds, role=READ, description="game recall of the last rounds")

@@ -272,12 +272,13 @@ class Delivery:
             waiters, self._waiters = waiters + self._waiters, []
             self._settle_waiters(waiters, error)
             return
-        self._durability.flushed_in_thread(mark, seconds)
+        self._durability.flushed_in_thread(mark)
         if not self._held:  # nothing committed meanwhile: the later waiters are answered too
             waiters, self._waiters = waiters + self._waiters, []
         self._give_out_all(covered, waiters, durable=True)
         if self._held:
             self._start_flush()
+        self._durability.flush_times.record(seconds)  # behind the report and the next flush
 
     def _give_out_all(self, covered: list[tuple[list[Event], Seal | None, bool]],
                       waiters: list[Waiter], *, durable: bool) -> None:

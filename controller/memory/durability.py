@@ -92,7 +92,8 @@ class Durability:
         """The flushes SQLite made for them: the WAL before its pages are copied, the
         database after, and the WAL's header when the next write starts it over."""
         self.flush_times = FlushTimes()
-        """How long the steps' flushes took (`tablectl status`, the metrics)."""
+        """How long the steps' flushes took (`tablectl status`, the metrics), each recorded
+        once what it covered is reported."""
 
     def close(self) -> None:
         """Write the last durable commit's anchor (before the store closes)."""
@@ -113,7 +114,9 @@ class Durability:
     def flush_now(self) -> None:
         """Flush the WAL in this thread: every commit made so far is on the disk."""
         mark = self.flush_mark()
-        self.flushed_in_thread(mark, self.flush_in_thread())
+        seconds = self.flush_in_thread()
+        self.flushed_in_thread(mark)
+        self.flush_times.record(seconds)
 
     def flush_mark(self) -> str | None:
         """Before a flush, on the store's thread: how far the WAL is (only when traced,
@@ -136,7 +139,7 @@ class Durability:
         synchronous=FULL does at a WAL commit: flush the WAL, and with it every commit
         before. ``at_flush`` is called just before the flush's own call, when nothing is
         left between this thread and the disk but that call. Returns the seconds it took
-        (for `flushed_in_thread`)."""
+        (for `flush_times`)."""
         started = time.perf_counter()
         if self._path == ":memory:":
             at_flush()
@@ -150,11 +153,9 @@ class Durability:
         self._slow_storage(1, started)
         return time.perf_counter() - started
 
-    def flushed_in_thread(self, mark: str | None, seconds: float) -> None:
-        """Back on the store's thread: count the flush and its time (`seconds`, as
-        `flush_in_thread` returned it); trace how far it reached."""
+    def flushed_in_thread(self, mark: str | None) -> None:
+        """Back on the store's thread: count the flush; trace how far it reached."""
         self.flushed_commits += 1
-        self.flush_times.record(seconds)
         if mark is not None:
             # Test seam (TABLE_STORE_FLUSH_TRACE): the HIL power-cut test cuts the WAL back
             # to exactly what a power cut would leave. The WAL header's salt names the WAL's
