@@ -278,7 +278,7 @@ class Delivery:
         self._give_out_all(covered, waiters, durable=True)
         if self._held:
             self._start_flush()
-        self._durability.flush_times.record(seconds)  # behind the report and the next flush
+        self._durability.flush_times.add(seconds)  # behind the report and the next flush
 
     def _give_out_all(self, covered: list[tuple[list[Event], Seal | None, bool]],
                       waiters: list[Waiter], *, durable: bool) -> None:

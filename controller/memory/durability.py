@@ -116,7 +116,7 @@ class Durability:
         mark = self.flush_mark()
         seconds = self.flush_in_thread()
         self.flushed_in_thread(mark)
-        self.flush_times.record(seconds)
+        self.flush_times.add(seconds)
 
     def flush_mark(self) -> str | None:
         """Before a flush, on the store's thread: how far the WAL is (only when traced,

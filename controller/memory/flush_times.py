@@ -54,7 +54,7 @@ class FlushTimes:
         self._slow_since_line = 0
         self._last_line: float | None = None  # monotonic
 
-    def record(self, seconds: float) -> None:
+    def add(self, seconds: float) -> None:
         """One flush that took `seconds` (a negative one, a clock's step, counts as 0)."""
         seconds = max(0.0, seconds)
         self.counts[bisect_left(BUCKETS_S, seconds)] += 1

@@ -33,7 +33,7 @@ def test_each_flush_lands_in_the_least_bucket_that_holds_it():
     times, clocks = _times()
     for seconds in (0.0004, 0.001, 0.0011, 0.7, 6.0, -0.002):  # the last, a clock's step
         clocks.wall += 1
-        times.record(seconds)
+        times.add(seconds)
     # <=1 ms: 0.0004, 0.001 (a bound holds its equal, as Prometheus' le), and the -0.002
     # counted as 0; <=2 ms: 0.0011; <=1 s: 0.7; past 5 s: 6.0.
     assert times.counts == [3, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1]
@@ -49,13 +49,13 @@ def test_the_figures_shown_are_the_bounds_the_flushes_kept_within():
         "flushes": 0, "half_within_ms": None, "p99_within_ms": None, "slowest_ms": None,
         "slowest_at": None, "slow": 0, "slow_threshold_ms": 500.0}
     for seconds in [0.0003] * 60 + [0.0015] * 39 + [0.03]:
-        times.record(seconds)
+        times.add(seconds)
     assert (times.within(0.5), times.within(0.6), times.within(0.99), times.within(1.0)) == (
         0.001, 0.001, 0.002, 0.05)
     assert times.status() == {"flushes": 100, "half_within_ms": 1.0, "p99_within_ms": 2.0,
                               "slowest_ms": 30.0, "slowest_at": 1_790_000_000.0, "slow": 0,
                               "slow_threshold_ms": 500.0}
-    times.record(7.5)  # past the last bound: all 101 are not within 5 s, 99 % (100) are
+    times.add(7.5)  # past the last bound: all 101 are not within 5 s, 99 % (100) are
     assert times.within(1.0) is None and times.status()["p99_within_ms"] == 50.0
     for bad in (0, -0.5, 1.5):
         with pytest.raises(ValueError, match=f"share = {bad}: must be over 0 and at most 1"):
@@ -65,14 +65,14 @@ def test_the_figures_shown_are_the_bounds_the_flushes_kept_within():
 def test_slow_flushes_are_named_in_the_journal_at_most_once_a_minute():
     times, clocks = _times()
     with capture_logs() as lines:
-        times.record(SLOW_FLUSH_S)  # at the threshold: slow
+        times.add(SLOW_FLUSH_S)  # at the threshold: slow
         clocks.monotonic += 10
-        times.record(0.9)
-        times.record(0.2)  # not slow
+        times.add(0.9)
+        times.add(0.2)  # not slow
         clocks.monotonic += 50  # a minute after the first line
-        times.record(2.5)
+        times.add(2.5)
         clocks.monotonic += 1
-        times.record(0.6)
+        times.add(0.6)
     slow = [(line["seconds"], line["slow_flushes"], line["log_level"]) for line in lines
             if line["event"] == "store_flush_slow"]
     assert slow == [(0.5, 1, "warning"), (2.5, 2, "warning")]
@@ -82,7 +82,7 @@ def test_slow_flushes_are_named_in_the_journal_at_most_once_a_minute():
 def test_the_metrics_histogram_is_cumulative_as_prometheus_reads_it():
     times, _ = _times()
     for seconds in (0.0004, 0.003, 0.003, 0.3, 9.0):
-        times.record(seconds)
+        times.add(seconds)
     w = MetricsWriter("BAC-01")
     w.histogram("tabled_store_flush_seconds", "how long the store's flushes took",
                 BUCKETS_S, times.counts, times.total_s)
