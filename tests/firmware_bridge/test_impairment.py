@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from firmware_bridge.errors import LinkBusyError, LinkDownError
@@ -109,23 +109,115 @@ def test_impairments_are_actually_exercised() -> None:
     assert all(v > 0 for v in totals.values()), totals
 
 
+def exchange_accounted(sim: LinkSimulation, to_host: list[Message],
+                       to_device: list[Message], timeout: float = 600) -> dict[str, object]:
+    """Stream both lists at once, as `exchange`, on a channel bad enough to end sessions:
+    a side sends only while UP, and the stream ends when every message was sent and each
+    side has accounted for each of its tickets, acknowledged or reported unconfirmed by a
+    LinkDown (docs/protocol.md 5.6: no valid frame for SILENCE_TIMEOUT fails the link).
+    Returns, per side, the index each ticket was sent for."""
+    pending = {"a": list(range(len(to_device))), "b": list(range(len(to_host)))}
+    messages = {"a": to_device, "b": to_host}
+    sent: dict[str, dict[int, int]] = {"a": {}, "b": {}}
+
+    def feed() -> None:
+        for name, endpoint in (("a", sim.a), ("b", sim.b)):
+            queue = pending[name]
+            while queue and endpoint.state is LinkState.UP:
+                try:
+                    ticket = endpoint.send(messages[name][queue[0]], sim.now)
+                except LinkBusyError:
+                    break
+                sent[name][ticket] = queue.pop(0)
+
+    def done() -> bool:
+        feed()
+        return not pending["a"] and not pending["b"] and all(
+            set(acked(events)) | unconfirmed(events) == set(sent[name])
+            for name, events in (("a", sim.events_a), ("b", sim.events_b)))
+
+    assert sim.run_until(done, timeout=timeout), (sim.a.state, sim.b.state,
+                                                    sim.a.counters, sim.b.counters)
+    return {"a": sent["a"], "b": sent["b"]}
+
+
+def acked(events: Sequence[object]) -> list[int]:
+    return [e.ticket for e in events if isinstance(e, MessageAcked)]
+
+
+def unconfirmed(events: Sequence[object]) -> set[int]:
+    return {u.ticket for e in events if isinstance(e, LinkDown) for u in e.unconfirmed}
+
+
+def check_accounted(sim: LinkSimulation, sent: dict[str, dict[int, int]],
+                    to_host: list[Message], to_device: list[Message]) -> None:
+    """At most once and in order on each side; every ticket acknowledged or unconfirmed,
+    never both; every acknowledged message received; and exactly once when no session
+    ended."""
+    for name, events, peer_events, messages in (
+            ("a", sim.events_a, sim.events_b, to_device),
+            ("b", sim.events_b, sim.events_a, to_host)):
+        got_acked, lost = acked(events), unconfirmed(events)
+        assert len(got_acked) == len(set(got_acked)), f"{name}: a ticket acknowledged twice"
+        assert not set(got_acked) & lost, f"{name}: a ticket both acknowledged and unconfirmed"
+        assert set(got_acked) | lost == set(sent[name])
+        positions = [messages.index(m) for m in received(peer_events)]
+        assert positions == sorted(set(positions)), f"{name}'s messages repeated or reordered"
+        assert {sent[name][t] for t in got_acked} <= set(positions)
+    ended = [e for e in sim.events_a + sim.events_b if isinstance(e, LinkDown)]
+    if not ended:
+        assert received(sim.events_a) == to_host
+        assert received(sim.events_b) == to_device
+
+
+# The channel hypothesis found (seed 463): a bit flip in a frame's closing delimiter joins
+# it to the next frame, which is then lost with it, so a side that sends one keepalive a
+# second can go three seconds without a valid frame, and the link fails as 5.6 requires.
+# It ends sessions in this run: the accounting, not exactly-once, is what holds then.
+SESSIONS_END = dict(seed=463, loss=0.0625, duplicate=0.0625, corrupt=0.0625,
+                    jitter=0.046875, byte_at_a_time=True)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
     loss=st.floats(0, 0.12), duplicate=st.floats(0, 0.3), corrupt=st.floats(0, 0.12),
     jitter=st.floats(0, 0.05), byte_at_a_time=st.booleans(),
 )
+@example(**SESSIONS_END)
 def test_exactly_once_property(seed: int, loss: float, duplicate: float, corrupt: float,
                                jitter: float, byte_at_a_time: bool) -> None:
+    """Any channel of these: every message is accounted for, received at most once and in
+    order, and exactly once while no session ends (the fixed scenarios above end none)."""
     imp = Impairments(loss=loss, duplicate=duplicate, corrupt=corrupt, jitter=jitter,
                       byte_at_a_time=byte_at_a_time, random_splits=not byte_at_a_time)
     sim = make_pair(imp, seed=seed)
     sim.a.connect(sim.now)
     assert sim.run_until(lambda: both_up(sim), timeout=120)
     to_host, to_device = cards(25), prompts(8)
-    exchange(sim, to_host, to_device)
+    sent = exchange_accounted(sim, to_host, to_device)
+    check_accounted(sim, sent, to_host, to_device)
+
+
+def test_sessions_that_end_on_a_bad_channel_lose_nothing_unaccounted() -> None:
+    """The channel of SESSIONS_END does end sessions (so the accounting's branch runs), and
+    each side's tickets come out as the core reported them."""
+    params = dict(SESSIONS_END)
+    seed = params.pop("seed")
+    sim = make_pair(Impairments(**params), seed=seed)
+    sim.a.connect(sim.now)
+    assert sim.run_until(lambda: both_up(sim), timeout=120)
+    to_host, to_device = cards(25), prompts(8)
+    sent = exchange_accounted(sim, to_host, to_device)
+    check_accounted(sim, sent, to_host, to_device)
+    # The device's session ends on silence with its last card unconfirmed, a card the host
+    # did receive: "unconfirmed" says the sender cannot know, not that it was lost.
+    assert [e.reason for e in sim.events_b if isinstance(e, LinkDown)] == [
+        "peer silent for 3.0 s"]
+    assert (len(acked(sim.events_b)), len(unconfirmed(sim.events_b))) == (24, 1)
+    assert {sent["b"][t] for t in unconfirmed(sim.events_b)} == {24}
     assert received(sim.events_a) == to_host
-    assert received(sim.events_b) == to_device
+    assert (len(acked(sim.events_a)), received(sim.events_b)) == (8, to_device)
 
 
 @pytest.mark.parametrize("seed", range(4))
