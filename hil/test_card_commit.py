@@ -1,44 +1,66 @@
 """Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6) against a power cut in
-the one window it closes, forced: the daemon dies after the link acknowledged a card's frame
-and before the table's step for that card committed (controller/crash_points.py,
-TABLE_CRASH_AT_CARD: the kill just before that step's COMMIT).
+the window it closes, forced: the link has acknowledged a card's frame and the table's step
+for it has committed, but no flush has yet put that commit on the disk (a card inside a
+round is grouped: docs/architecture.md, "Durable writes"). The daemon dies just before the
+COMMIT of the next card's step (controller/crash_points.py, TABLE_CRASH_AT_CARD), and the
+store is then left as a power cut leaves it, the WAL cut back to its last flush
+(hil/unflushed.py): the round's cards dealt since its lock's flush are gone from it.
 
-* A 1.2 shoe (CAP_CARD_COMMIT) still holds the card, sends it again after the restarted
-  daemon's handshake [M-6.6c], and the round goes on with it: settled, no void, every card
-  of the round the one the shoe dealt at that index.
-* A 1.1 shoe forgot the card when its frame was acknowledged: the table sees the next
-  index and voids the round by the lost-card ruling (docs/rulings.md C7), as before.
+* A 1.2 shoe (CAP_CARD_COMMIT) still holds those cards, sends them again after the
+  restarted daemon's handshake [M-6.6c], and the round goes on with them: settled, no void,
+  every card of the round the one the shoe dealt at that index.
+* A 1.1 shoe forgot each card when its frame was acknowledged: the table sees a later index
+  than it knows and voids the round by the lost-card ruling (docs/rulings.md C7).
 
-The harness's seed and the card index are fixed so that the card is the third card of a
-round (a card inside a round, whose step is grouped: the ack must wait for a flush).
+The link writes a frame's ACK a loop turn after the frame is handed to the table
+(firmware_bridge/aio.py), so a kill inside the card's own step finds it unacknowledged and
+any shoe sends it again: the window is the one between the ACK and the flush, which only a
+power cut reaches. The harness's seed and the card index are fixed so that the card is the
+third card of a round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controller.crash_points import CARD_CRASH_ENV
+from controller.memory.store import FLUSH_TRACE_ENV
 from hil.table_harness import HarnessResult, TableHarness
+from hil.unflushed import cut_to_last_flush
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(600)]
 
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 SEED = 7
-CUT_AT = 13  # the shoe's card index whose step the daemon dies in (a round's third card)
+CUT_AT = 13  # the shoe's card index acknowledged and then lost (a round's third card)
+ROUND_FIRST = 11  # that round's first card: the cards since the lock's flush are 11-13
 
 
-def rounds_with(result: HarnessResult, index: int) -> list[dict[str, Any]]:
-    return [r for r in result.rounds + result.void_rounds
-            if any(c["index"] == index for c in r.get("cards", []))]
+class CutAfterTheAck(TableHarness):
+    """A harness whose crash point's kill is a power cut: the WAL cut to its last flush."""
+
+    def __init__(self, *args: Any, trace: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.trace = trace
+        self.bytes_cut = 0
+
+    async def stop_daemon(self, sig: int = signal.SIGTERM) -> int | None:
+        code = await super().stop_daemon(sig)
+        if code == -signal.SIGKILL and self.result.crash_kills and not self.bytes_cut:
+            self.bytes_cut = cut_to_last_flush(Path(self.store_path), self.trace)
+        return code
 
 
 async def cut_at_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
-                      card_commit: bool) -> tuple[TableHarness, list[dict[str, Any]]]:
-    monkeypatch.setenv(CARD_CRASH_ENV, f"{CUT_AT}:{tmp_path / 'cut-once'}")
+                      card_commit: bool) -> tuple[CutAfterTheAck, list[dict[str, Any]]]:
+    # The kill comes in the next card's step: the lost card's ACK went out after its own.
+    monkeypatch.setenv(CARD_CRASH_ENV, f"{CUT_AT + 1}:{tmp_path / 'cut-once'}")
+    monkeypatch.setenv(FLUSH_TRACE_ENV, str(tmp_path / "flushes.txt"))
 
     def round_closed_after_cut(result: HarnessResult) -> bool:
         return result.crash_kills > 0 and any(
@@ -51,36 +73,40 @@ async def cut_at_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
             cut_seen[0] = len(result.events)
         return round_closed_after_cut(result)
 
-    async with TableHarness(CONFIG, tmp_path / "table", seed=SEED,
-                            card_commit=card_commit) as table:
+    async with CutAfterTheAck(CONFIG, tmp_path / "table", seed=SEED, card_commit=card_commit,
+                              trace=tmp_path / "flushes.txt") as table:
         await table.play(shoes=1, until=until)
         stored = await table.call("rounds", limit=100_000)
         return table, stored
 
 
-def test_a_1_2_shoe_replays_the_card_the_cut_lost_and_the_round_goes_on(tmp_path, monkeypatch):
+def test_a_1_2_shoe_replays_the_cards_the_cut_lost_and_the_round_goes_on(tmp_path, monkeypatch):
     table, stored = asyncio.run(cut_at_card(tmp_path, monkeypatch, card_commit=True))
     assert table.result.crash_kills == 1
-    assert (tmp_path / "cut-once").read_text() == f"{CUT_AT}\n"
-    assert table.shoe.replayed >= 1  # [M-6.6c]: the kept card went out again
+    assert (tmp_path / "cut-once").read_text() == f"{CUT_AT + 1}\n"
+    assert table.bytes_cut > 0  # the round's unflushed cards were cut from the WAL
+    # [M-6.6c]: the kept cards went out again: the three the cut lost and the one whose
+    # step the kill interrupted.
+    assert table.shoe.replayed == CUT_AT + 2 - ROUND_FIRST
     assert table.result.void_rounds == []
     stack, _ = table.result.stacks[0]
     [record] = [r for r in stored if any(c["index"] == CUT_AT for c in r["cards"])]
     assert record["state"] == "settled"
     indexes = [c["index"] for c in record["cards"]]
-    assert indexes[2] == CUT_AT  # the round's third card
+    assert indexes[:3] == [ROUND_FIRST, ROUND_FIRST + 1, CUT_AT]  # the round's third card
     assert indexes == list(range(indexes[0], indexes[0] + len(indexes)))
     # Exact cards: each is the one the shoe dealt at its index (no misreads here, so the
     # index is the card's position in the stack).
     assert [c["card"] for c in record["cards"]] == [str(stack[i]) for i in indexes]
 
 
-def test_a_1_1_shoe_loses_the_card_and_the_round_is_void_by_the_ruling(tmp_path, monkeypatch):
+def test_a_1_1_shoe_loses_the_cards_and_the_round_is_void_by_the_ruling(tmp_path, monkeypatch):
     table, stored = asyncio.run(cut_at_card(tmp_path, monkeypatch, card_commit=False))
     assert table.result.crash_kills == 1
+    assert table.bytes_cut > 0
     assert table.shoe.replayed == 0
     [void] = table.result.void_rounds
-    assert f"card(s) {CUT_AT} left the shoe unseen" in void["reason"]  # C7
+    assert void["reason"] == "card(s) 11, 12, 13 left the shoe unseen by the controller"  # C7
     [record] = [r for r in stored if r["round_id"] == void["round_id"]]
     assert record["state"] == "void"
-    assert CUT_AT not in [c["index"] for c in record["cards"]]
+    assert not {ROUND_FIRST, ROUND_FIRST + 1, CUT_AT} & {c["index"] for c in record["cards"]}

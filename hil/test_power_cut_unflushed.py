@@ -25,7 +25,6 @@ import asyncio
 import os
 import random
 import signal
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -33,41 +32,13 @@ import pytest
 
 from controller.memory.store import FLUSH_TRACE_ENV, GROUPED_KINDS
 from hil.table_harness import PowerCuts, TableHarness
+from hil.unflushed import cut_to_last_flush, last_seq
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 CUTS = int(os.environ.get("TABLE_UNFLUSHED_CUTS", "12"))
 SEED = int(os.environ.get("TABLE_UNFLUSHED_SEED", str(random.SystemRandom().randrange(10**6))))
-WAL_HEADER_BYTES, FRAME_HEADER_BYTES = 32, 24
-
-
-def cut_to_last_flush(store: Path, trace: Path) -> int:
-    """Leave the store as a power cut would after the last flush; returns the bytes cut."""
-    wal = Path(f"{store}-wal")
-    lines = trace.read_text(encoding="ascii").split()
-    salt, frames, page_size = lines[-3], int(lines[-2]), int(lines[-1])
-    size = wal.stat().st_size
-    with wal.open("r+b") as f:
-        f.seek(16)
-        current_salt = f.read(8).hex()
-        # A WAL that restarted after the last flush holds nothing flushed of its new cycle
-        # (the checkpoint before the restart put every flushed frame in the database file).
-        keep = (WAL_HEADER_BYTES + frames * (FRAME_HEADER_BYTES + page_size)
-                if current_salt == salt else 0)
-        f.truncate(min(keep, size))
-    Path(f"{store}-shm").unlink(missing_ok=True)
-    return size - min(keep, size)
-
-
-def last_seq(store: Path) -> int:
-    db = sqlite3.connect(store)
-    try:
-        return db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
-    finally:
-        db.close()
-
-
 class PowerCutTable(TableHarness):
     """The simulated table whose power cuts lose the unflushed end of the WAL."""
 

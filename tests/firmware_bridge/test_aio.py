@@ -299,3 +299,75 @@ async def test_close_fails_pending_send_and_receive(pty_pair: tuple[int, str]) -
         await sending
     with pytest.raises(LinkDownError):
         await receiving
+
+
+async def test_an_answer_in_the_frames_turn_carries_its_ack(pty_pair: tuple[int, str]) -> None:
+    """The host's application gets a frame before the host writes the ACK it owes, so an
+    answer sent as soon as the message is received carries the ACK (docs/protocol.md 5.10):
+    the device sees one frame for the exchange, not an ACK and then the answer."""
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
+    try:
+        await _up(host, device)
+        card = CardDrawn(0, 1, 0, 0, False)
+        for _ in range(3):
+            before = device.counters["frames_in"]
+
+            async def answer() -> None:
+                assert await host.receive() == card
+                await host.send(StatusRequest())
+
+            answering = asyncio.ensure_future(answer())
+            await device.send(card)  # acknowledged by the answer's frame
+            assert await device.receive() == StatusRequest()
+            await answering
+            assert device.counters["frames_in"] - before == 1
+    finally:
+        await host.close()
+        await device.close()
+
+
+async def test_frames_received_do_not_re_arm_the_links_timer(pty_pair: tuple[int, str]) -> None:
+    """Each frame moves the keepalive's and the silence's deadlines later; the timer armed
+    at the earlier deadline is kept (no timer made and cancelled per card), and it still
+    sends the keepalives when the line goes idle."""
+    from firmware_bridge.link import LinkTiming
+
+    master, slave_path = pty_pair
+    timing = LinkTiming(keepalive_idle=0.1, silence_timeout=5.0)
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO, timing=timing)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, timing=timing)
+    loop = asyncio.get_running_loop()
+    armed, fired = [0], [0]
+    call_at, on_timer = loop.call_at, host._on_timer
+
+    def counting_call_at(when, callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+        armed[0] += callback is counting_on_timer  # the link's own timer, as replaced below
+        return call_at(when, callback, *args, **kwargs)
+
+    def counting_on_timer() -> None:
+        fired[0] += 1
+        on_timer()
+
+    try:
+        await _up(host, device)
+        loop.call_at = counting_call_at  # type: ignore[method-assign]
+        host._on_timer = counting_on_timer  # type: ignore[method-assign]
+        cards = [CardDrawn(i, i % 13 + 1, i % 4, 0, False) for i in range(20)]
+        started = loop.time()
+        for card in cards:
+            await device.send(card)
+            assert await host.receive() == card
+        # A timer is armed again only after the kept one fired (none at all when the cards
+        # came within its 0.1 s), never once a frame: 20 timers before this change.
+        assert armed[0] <= fired[0]
+        keepalives = host.counters["keepalives_sent"]
+        while host.counters["keepalives_sent"] < keepalives + 3:
+            assert loop.time() - started < 4.0, "no keepalive from the kept timer"
+            await asyncio.sleep(0.05)
+        assert host.state is LinkState.UP and device.state is LinkState.UP
+    finally:
+        loop.call_at = call_at  # type: ignore[method-assign]
+        await host.close()
+        await device.close()

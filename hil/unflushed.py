@@ -1,0 +1,41 @@
+"""What a power cut leaves of a table's store: the WAL up to its last flush.
+
+SIGKILL alone loses nothing that reached the operating system; a real power cut also loses
+what was written but not flushed. With TABLE_STORE_FLUSH_TRACE set, the daemon notes how
+far the WAL is on the disk at every flush; after a kill, `cut_to_last_flush` cuts the WAL
+back to exactly that and deletes SQLite's shared-memory index, which is the disk a power
+cut leaves (hil/test_power_cut_unflushed.py, hil/test_card_commit.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+WAL_HEADER_BYTES, FRAME_HEADER_BYTES = 32, 24
+
+
+def cut_to_last_flush(store: Path, trace: Path) -> int:
+    """Leave the store as a power cut would after the last flush; returns the bytes cut."""
+    wal = Path(f"{store}-wal")
+    lines = trace.read_text(encoding="ascii").split()
+    salt, frames, page_size = lines[-3], int(lines[-2]), int(lines[-1])
+    size = wal.stat().st_size
+    with wal.open("r+b") as f:
+        f.seek(16)
+        current_salt = f.read(8).hex()
+        # A WAL that restarted after the last flush holds nothing flushed of its new cycle
+        # (the checkpoint before the restart put every flushed frame in the database file).
+        keep = (WAL_HEADER_BYTES + frames * (FRAME_HEADER_BYTES + page_size)
+                if current_salt == salt else 0)
+        f.truncate(min(keep, size))
+    Path(f"{store}-shm").unlink(missing_ok=True)
+    return size - min(keep, size)
+
+
+def last_seq(store: Path) -> int:
+    db = sqlite3.connect(store)
+    try:
+        return db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+    finally:
+        db.close()
