@@ -128,7 +128,6 @@ class AsyncLink:
         self._transport_error: BridgeError | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
-        self._write_due = False  # `_write_out` is scheduled (a received frame's ACK waits)
         self._closed = False
         self._rx_dropped = 0
         self.on_event: Callable[[LinkEvent], None] | None = None
@@ -340,24 +339,7 @@ class AsyncLink:
         if self._closed:
             return
         self._core.receive(data, self._loop.time())
-        # What was received goes to the application first and the ACK it owes is written
-        # a loop turn later (`_write_out`): a card's step starts without waiting behind the
-        # ACK's encoding and write and the timer's re-arm (22 of the 44 us of thread CPU
-        # the link spent on a card frame here), and an answer the application sends in
-        # that turn carries the ACK instead of following it (docs/protocol.md 5.10). The
-        # ACK's stamp is still the frame's (`LinkEndpoint.outgoing`); the peer's
-        # retransmission timeout is milliseconds, a loop turn a fraction of one.
-        for event in self._core.events():
-            self._dispatch(event)
-        self._notify()
-        if not self._write_due:
-            self._write_due = True
-            self._loop.call_soon(self._write_out)
-
-    def _write_out(self) -> None:
-        self._write_due = False
-        if not self._closed:
-            self._service()
+        self._service()
 
     def _on_transport_lost(self, exc: BaseException | None) -> None:
         if self._closed or self._transport_error is not None:

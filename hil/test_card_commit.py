@@ -1,22 +1,19 @@
 """Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6) against a power cut in
-the window it closes, forced: the link has acknowledged a card's frame and the table's step
-for it has committed, but no flush has yet put that commit on the disk (a card inside a
-round is grouped: docs/architecture.md, "Durable writes"). The daemon dies just before the
-COMMIT of the next card's step (controller/crash_points.py, TABLE_CRASH_AT_CARD), and the
-store is then left as a power cut leaves it, the WAL cut back to its last flush
-(hil/unflushed.py): the round's cards dealt since its lock's flush are gone from it.
+the windows it closes, forced. The daemon dies just before the COMMIT of the step for the
+card after CUT_AT (controller/crash_points.py, TABLE_CRASH_AT_CARD): the link has
+acknowledged that card's frame and its step never committed. The store is then left as a
+power cut leaves it, the WAL cut back to its last flush (hil/unflushed.py): the cards of the
+round dealt since its lock's flush, CUT_AT among them, were committed, acknowledged and not
+yet on the disk (a card inside a round is grouped: docs/architecture.md, "Durable writes"),
+and are gone from it.
 
-* A 1.2 shoe (CAP_CARD_COMMIT) still holds those cards, sends them again after the
-  restarted daemon's handshake [M-6.6c], and the round goes on with them: settled, no void,
-  every card of the round the one the shoe dealt at that index.
+* A 1.2 shoe (CAP_CARD_COMMIT) still holds all four, sends them again after the restarted
+  daemon's handshake [M-6.6c], and the round goes on with them: settled, no void, every
+  card of the round the one the shoe dealt at that index.
 * A 1.1 shoe forgot each card when its frame was acknowledged: the table sees a later index
   than it knows and voids the round by the lost-card ruling (docs/rulings.md C7).
 
-The link writes a frame's ACK a loop turn after the frame is handed to the table
-(firmware_bridge/aio.py), so a kill inside the card's own step finds it unacknowledged and
-any shoe sends it again: the window is the one between the ACK and the flush, which only a
-power cut reaches. The harness's seed and the card index are fixed so that the card is the
-third card of a round.
+The harness's seed and the card index are fixed so that CUT_AT is a round's third card.
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(600)]
 
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 SEED = 7
-CUT_AT = 13  # the shoe's card index acknowledged and then lost (a round's third card)
+CUT_AT = 13  # a round's third card: acknowledged, committed and lost with the WAL's end
 ROUND_FIRST = 11  # that round's first card: the cards since the lock's flush are 11-13
 
 
@@ -58,7 +55,7 @@ class CutAfterTheAck(TableHarness):
 
 async def cut_at_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
                       card_commit: bool) -> tuple[CutAfterTheAck, list[dict[str, Any]]]:
-    # The kill comes in the next card's step: the lost card's ACK went out after its own.
+    # The kill comes in the next card's step, after CUT_AT's own step committed.
     monkeypatch.setenv(CARD_CRASH_ENV, f"{CUT_AT + 1}:{tmp_path / 'cut-once'}")
     monkeypatch.setenv(FLUSH_TRACE_ENV, str(tmp_path / "flushes.txt"))
 
@@ -86,7 +83,7 @@ def test_a_1_2_shoe_replays_the_cards_the_cut_lost_and_the_round_goes_on(tmp_pat
     assert (tmp_path / "cut-once").read_text() == f"{CUT_AT + 1}\n"
     assert table.bytes_cut > 0  # the round's unflushed cards were cut from the WAL
     # [M-6.6c]: the kept cards went out again: the three the cut lost and the one whose
-    # step the kill interrupted.
+    # step the kill interrupted (acknowledged by the link, never committed).
     assert table.shoe.replayed == CUT_AT + 2 - ROUND_FIRST
     assert table.result.void_rounds == []
     stack, _ = table.result.stacks[0]
@@ -106,7 +103,8 @@ def test_a_1_1_shoe_loses_the_cards_and_the_round_is_void_by_the_ruling(tmp_path
     assert table.bytes_cut > 0
     assert table.shoe.replayed == 0
     [void] = table.result.void_rounds
-    assert void["reason"] == "card(s) 11, 12, 13 left the shoe unseen by the controller"  # C7
+    # C7: the three cut from the WAL and the one whose step the kill interrupted.
+    assert void["reason"] == "card(s) 11, 12, 13, 14 left the shoe unseen by the controller"
     [record] = [r for r in stored if r["round_id"] == void["round_id"]]
     assert record["state"] == "void"
-    assert not {ROUND_FIRST, ROUND_FIRST + 1, CUT_AT} & {c["index"] for c in record["cards"]}
+    assert not set(range(ROUND_FIRST, CUT_AT + 2)) & {c["index"] for c in record["cards"]}

@@ -301,33 +301,6 @@ async def test_close_fails_pending_send_and_receive(pty_pair: tuple[int, str]) -
         await receiving
 
 
-async def test_an_answer_in_the_frames_turn_carries_its_ack(pty_pair: tuple[int, str]) -> None:
-    """The host's application gets a frame before the host writes the ACK it owes, so an
-    answer sent as soon as the message is received carries the ACK (docs/protocol.md 5.10):
-    the device sees one frame for the exchange, not an ACK and then the answer."""
-    master, slave_path = pty_pair
-    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
-    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO)
-    try:
-        await _up(host, device)
-        card = CardDrawn(0, 1, 0, 0, False)
-        for _ in range(3):
-            before = device.counters["frames_in"]
-
-            async def answer() -> None:
-                assert await host.receive() == card
-                await host.send(StatusRequest())
-
-            answering = asyncio.ensure_future(answer())
-            await device.send(card)  # acknowledged by the answer's frame
-            assert await device.receive() == StatusRequest()
-            await answering
-            assert device.counters["frames_in"] - before == 1
-    finally:
-        await host.close()
-        await device.close()
-
-
 async def test_frames_received_do_not_re_arm_the_links_timer(pty_pair: tuple[int, str]) -> None:
     """Each frame moves the keepalive's and the silence's deadlines later; the timer armed
     at the earlier deadline is kept (no timer made and cancelled per card), and it still
