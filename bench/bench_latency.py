@@ -19,11 +19,12 @@ as `./run-simulated-table` runs it) and three figures are taken:
   publishes only after the lock's step is flushed: p99 <= 7 ms with 5 ms flushes.
 * the floor, same run: a frame of the same size written to a pseudo-terminal at a
   dealer's pace, read by a bare relay process that answers it on the pty and writes one
-  line to its socket, read by the same watcher. That is the path's hops and wake-ups
-  with no daemon work at all; the card -> decision percentiles are also printed as a
-  ratio to it, which says what the daemon adds on this machine on this day. Half its
-  frames go just before the daemon's shoes with normal storage and half just after, so
-  that a VM whose speed drifts during the run moves the floor with the daemon.
+  line to its socket, read by a watcher of the same kind. That is the path's hops and
+  wake-ups with no daemon work at all; the card -> decision percentiles are also printed
+  as a ratio to it, which says what the daemon adds on this machine on this day. Its
+  frames go in segments, one just before each of the daemon's shoes with normal storage
+  (as many frames as the shoe's decided cards), so that a VM whose speed drifts or slows
+  for a stretch during the run moves the floor with the daemon.
 * one flush alone, same run: a few pages written and fdatasync'd in the same directory,
   as is and made to take `--flush-delay-ms` in all, as the daemon's own flushes are made to
   (an SD card's flush replaces this disk's; it does not come after it).
@@ -218,7 +219,7 @@ while True:
 conn.close()
 """
 FLOOR_FRAME = bytes(16)  # a CardDrawn frame's size on the wire (COBS, header, CRC)
-FLOOR_FRAMES_A_SHOE = 160  # half a shoe's decided cards: the floor's half before the daemon's
+FLOOR_FRAMES_A_SHOE = 320  # about a shoe's decided cards (323 at the bench's seed): one segment
 
 
 async def floor(frames: int, workdir: Path, seed: int = 7) -> list[int]:
@@ -285,11 +286,14 @@ class Figures:
     lock_ns: list[int] = field(default_factory=list)
     watcher_scheduling: str = ""
     storage: dict[str, Any] = field(default_factory=dict)  # the daemon's own flush times
+    floor_segments: list[list[int]] = field(default_factory=list)  # one before each shoe
 
 
 async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
-                    count_flushes: bool, extra_overrides: list[str] | None = None
-                    ) -> tuple[Figures, dict[str, int]]:
+                    count_flushes: bool, extra_overrides: list[str] | None = None, *,
+                    floor_frames: int = 0) -> tuple[Figures, dict[str, int]]:
+    """`floor_frames`: a segment of that many floor frames (`floor`) before each shoe,
+    while the daemon waits between shoes, kept in `Figures.floor_segments`."""
     timings = Timings()
     overrides = [f"store.flush_delay_ms={flush_delay_ms}"] if flush_delay_ms else []
     overrides += extra_overrides or []
@@ -308,7 +312,11 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
                  "-p", str(table.daemon.pid)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             await asyncio.sleep(1.0)  # attached to every thread before the shoe starts
-        result = await table.play(shoes=shoes)
+        segments: list[list[int]] = []
+        for shoe in range(shoes):
+            if floor_frames:
+                segments.append(await floor(floor_frames, workdir / f"floor-{shoe}", seed=shoe))
+            result = await table.play(shoes=1)
         counts = {"shoes": shoes, "rounds": len(result.rounds) + len(result.void_rounds),
                   "money_steps": sum(1 for e in result.events if is_money(e["kind"])),
                   "shoe_steps": sum(1 for e in result.events if e["kind"] in SHOE_STEP_KINDS),
@@ -327,7 +335,7 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
         storage = (await table.call("status"))["storage"]
     seen_json, _ = await asyncio.to_thread(watcher.communicate, timeout=30)  # daemon gone: EOF
     seen = json.loads(seen_json)
-    figures = Figures(watcher_scheduling=scheduling, storage=storage)
+    figures = Figures(watcher_scheduling=scheduling, storage=storage, floor_segments=segments)
     for (spent, action), shoe in zip(answers(timings.card_sent, seen, ("prompt",)),
                                      timings.card_shoe):
         decided_card = action in ("deal", "burn", "set_aside")
@@ -475,21 +483,21 @@ def main() -> int:
         os.environ["BENCH_REALTIME_OBSERVER"] = "1"  # the watcher process inherits it
     header("bench_latency: through the daemon process, the pseudo-terminal and the GPIO bridge")
     with tempfile.TemporaryDirectory() as tmp:
-        # The floor straddles the daemon's shoes with normal storage, half before and half
-        # after, so that a VM whose speed drifts within the run moves both sides of the
-        # ratio (the halves' p99 are printed: far apart, the run drifted).
-        before = asyncio.run(floor(FLOOR_FRAMES_A_SHOE * args.shoes, Path(tmp) / "before"))
-        normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False))
-        after = asyncio.run(floor(max(1, len(normal.card_ns) - len(before)), Path(tmp) / "after",
-                                  seed=8))
+        # The floor is taken in segments, one just before each of the daemon's shoes with
+        # normal storage (while the daemon waits between shoes), so that a VM whose speed
+        # drifts within the run, or slows for a stretch, moves both sides of the ratio
+        # (each segment's p99 is printed: far apart, the host moved during the run).
+        normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False,
+                                          floor_frames=FLOOR_FRAMES_A_SHOE))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
                                         False))
         print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
-        bare = before + after
+        bare = [spent for segment in normal.floor_segments for spent in segment]
         bare_p50, bare_p99 = p50_p99_ms(bare)
+        segment_p99 = sorted(p50_p99_ms(segment)[1] for segment in normal.floor_segments)
         print(line("floor: pty -> bare relay process -> watcher", bare, None,
-                   f"(same run, no daemon work; before / after the daemon's shoes p99 "
-                   f"{p50_p99_ms(before)[1]:.2f} / {p50_p99_ms(after)[1]:.2f} ms)"))
+                   f"(same run, no daemon work; a segment before each of the daemon's shoes, "
+                   f"their p99 {segment_p99[0]:.2f} to {segment_p99[-1]:.2f} ms)"))
         flush = flush_reference(Path(tmp) / "probe", 0)
         slow_flush = flush_reference(Path(tmp) / "probe", args.flush_delay_ms)
         flush_p99, slow_flush_p99 = p50_p99_ms(flush)[1], p50_p99_ms(slow_flush)[1]
