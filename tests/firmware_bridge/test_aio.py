@@ -333,8 +333,9 @@ async def test_frames_received_do_not_re_arm_the_links_timer(pty_pair: tuple[int
             await device.send(card)
             assert await host.receive() == card
         # A timer is armed again only after the kept one fired (none at all when the cards
-        # came within its 0.1 s), never once a frame: 20 timers before this change.
-        assert armed[0] <= fired[0]
+        # came within its 0.1 s), never once a frame: 20 timers before this change. The
+        # timer armed before the counting began may fire uncounted and arm one: the + 1.
+        assert armed[0] <= fired[0] + 1
         keepalives = host.counters["keepalives_sent"]
         while host.counters["keepalives_sent"] < keepalives + 3:
             assert loop.time() - started < 4.0, "no keepalive from the kept timer"
