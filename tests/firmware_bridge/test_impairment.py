@@ -110,7 +110,8 @@ def test_impairments_are_actually_exercised() -> None:
 
 
 def exchange_accounted(sim: LinkSimulation, to_host: list[Message],
-                       to_device: list[Message], timeout: float = 600) -> dict[str, object]:
+                       to_device: list[Message], timeout: float = 600
+                       ) -> dict[str, dict[int, int]]:
     """Stream both lists at once, as `exchange`, on a channel bad enough to end sessions:
     a side sends only while UP, and the stream ends when every message was sent and each
     side has accounted for each of its tickets, acknowledged or reported unconfirmed by a
@@ -138,7 +139,7 @@ def exchange_accounted(sim: LinkSimulation, to_host: list[Message],
 
     assert sim.run_until(done, timeout=timeout), (sim.a.state, sim.b.state,
                                                     sim.a.counters, sim.b.counters)
-    return {"a": sent["a"], "b": sent["b"]}
+    return sent
 
 
 def acked(events: Sequence[object]) -> list[int]:
