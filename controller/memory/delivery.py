@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 
+from controller.events.records import RoundSettled, RoundVoid
 from controller.memory.digests import Seal
 from controller.memory.durability import Durability
 from controller.memory.schema import Event
@@ -39,6 +40,10 @@ error that kept them from the disk."""
 
 WhenDurable = Callable[[Waiter], None]
 """`Store.when_durable`: registers a waiter."""
+
+ROUND_ENDS = frozenset({RoundSettled.KIND, RoundVoid.KIND})
+"""The entries that end a round: a due checkpoint waits for a flush that gives one out
+(`Durability.checkpoint_if_due`)."""
 
 FLUSH_START_WAIT_S = 0.02
 """The most the loop waits for the flusher's thread to reach its flush (`_start_flush`):
@@ -83,6 +88,7 @@ class Delivery:
         self._start_due = False  # a flush is to start at the end of this loop turn
         # A checkpoint's turn is scheduled: True if a flush it follows was durable.
         self._checkpoint_after: bool | None = None
+        self._round_ended = False  # a round's end was given out since the last checkpoint turn
         # Work steps left for after their commit (`later`), and whether its turn is due.
         self._later: list[Callable[[], None]] = []
         self._later_due = False
@@ -288,8 +294,11 @@ class Delivery:
         witness's digest of the money, the shoe's card acknowledgement), and a step held
         meanwhile is not on the disk. The flush that covers it hands over its own seal."""
         seals = [seal for _, seal, _ in covered if seal is not None]
+        given = [event for events, _, _ in covered for event in events]
+        self._round_ended = self._round_ended or (
+            durable and any(event.kind in ROUND_ENDS for event in given))
         try:
-            self._give_out([event for events, _, _ in covered for event in events])
+            self._give_out(given)
         finally:
             # The replies before the anchor's hand-off and the durable listeners (the
             # witness's digest of the money): neither is needed to acknowledge what is on
@@ -322,8 +331,9 @@ class Delivery:
 
     def _checkpoint_if_due(self) -> None:
         flushed, self._checkpoint_after = bool(self._checkpoint_after), None
+        round_ended, self._round_ended = self._round_ended, False
         if self._loop is not None:  # else the store closed meanwhile
-            self._durability.checkpoint_if_due(flushed)
+            self._durability.checkpoint_if_due(flushed, round_ended=round_ended)
 
     @staticmethod
     def _settle_waiters(waiters: list[Waiter], error: BaseException | None) -> None:

@@ -34,6 +34,16 @@ reading SQLite's files (docs/rulings.md C25). The WAL stays bounded: a commit is
 pages (16 KiB), so its file holds at most about 32 MiB (the 500 before: 8 MiB), which a
 restart reads once and `checkpoint_at_open` copies in."""
 
+CHECKPOINT_WAITS_FOR_A_ROUND_END = 1000
+"""Commits a due checkpoint may wait, in a daemon, for a flushed step that ends a round.
+A checkpoint holds the loop for three flushes and its copy (15-30 ms here with 5 ms
+flushes; on an SD card three of its flushes): after a wager's flush the lock-out that came
+next waited for it (the slowest lock-out of every benchmark run, 26-34 ms), after a lock's
+flush the round's first cards. After a settlement it holds only the next round's first
+wagers, while the dealer pays. A round ends every dozen commits or so; a table whose rounds
+stop ending (no play, only a dealer's commands) checkpoints at any flushed step after this
+many more."""
+
 CHECKPOINT_AFTER_GROUPED_COMMITS = 5000
 """A table that only records grouped steps for hours (a chattering sensor: a page or two a
 commit) still checkpoints, after this many commits with no flushed step among them (as
@@ -179,12 +189,17 @@ class Durability:
         self.anchor_writer.submit(Anchor(self._key_id, seal.commit_no, seal.log_seq,
                                          seal.mac))
 
-    def checkpoint_if_due(self, flushed: bool) -> None:
+    def checkpoint_if_due(self, flushed: bool, *, round_ended: bool = True) -> None:
         """The WAL copied into the database, after a flushed step every CHECKPOINT_AFTER_COMMITS
-        commits (never in a card's step). A table that only records grouped steps for hours
-        (a chattering sensor) still checkpoints, after CHECKPOINT_AFTER_GROUPED_COMMITS."""
+        commits (never in a card's step), and in a daemon after one that ended a round
+        (`round_ended`) if one comes within CHECKPOINT_WAITS_FOR_A_ROUND_END commits more. A
+        table that only records grouped steps for hours (a chattering sensor) still
+        checkpoints, after CHECKPOINT_AFTER_GROUPED_COMMITS."""
         due = CHECKPOINT_AFTER_COMMITS if flushed else CHECKPOINT_AFTER_GROUPED_COMMITS
         if self._commits_since_checkpoint < due:
+            return
+        if flushed and not round_ended and (
+                self._commits_since_checkpoint < due + CHECKPOINT_WAITS_FOR_A_ROUND_END):
             return
         # PASSIVE: copies what no reader needs; it flushes the WAL and the database file
         # (when it copied anything).

@@ -286,8 +286,10 @@ async def test_the_checkpoint_a_flush_makes_due_runs_after_the_replies_waiting_f
     monkeypatch.setattr(store.durability, "_checkpoint", checkpoint)
     try:
         store.group_commits(asyncio.get_running_loop())
-        for seat in (1, 2, 4):  # three commits since the store opened: the checkpoint is due
+        for seat in (1, 2):
             _step(store, "wager_accepted", {**WAGER, "seat": seat})
+        # The third commit since the store opened, a round's end: the checkpoint is due.
+        _step(store, "round_settled", {"round_id": 1})
 
         async def reply() -> None:
             assert await until_durable(store.when_durable) is None
@@ -298,6 +300,60 @@ async def test_the_checkpoint_a_flush_makes_due_runs_after_the_replies_waiting_f
             await asyncio.sleep(0)
         assert order == ["reply", "checkpoint"]
         assert store.durability.checkpoints == 1
+    finally:
+        store.close()
+
+
+async def test_a_daemons_due_checkpoint_waits_for_a_rounds_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With group commit (the daemon), a due checkpoint runs after the flush that gives out
+    a round's end (its settlement or void), not after a wager's or a lock's, whose next
+    lock-out or cards would wait for its flushes; after CHECKPOINT_WAITS_FOR_A_ROUND_END
+    commits more with no round ending, at the next flushed step."""
+    from controller.memory import durability as durability_module
+
+    monkeypatch.setattr(durability_module, "CHECKPOINT_AFTER_COMMITS", 2)
+    monkeypatch.setattr(durability_module, "CHECKPOINT_WAITS_FOR_A_ROUND_END", 3)
+    store = Store(tmp_path / "t.sqlite")
+
+    async def flushed(kind: str, payload: dict[str, Any]) -> int:
+        """One flushed step, then the loop's turns after it: the checkpoints run so far."""
+        _step(store, kind, payload)
+        await _durable(store)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return store.durability.checkpoints
+
+    try:
+        store.group_commits(asyncio.get_running_loop())
+        # The store's opening committed once: due from the first wager, waiting for a
+        # round's end.
+        after = [await flushed("wager_accepted", {**WAGER, "seat": seat}) for seat in (1, 2)]
+        assert after == [0, 0]
+        assert await flushed("no_more_bets", {"round_id": 1}) == 0
+        assert await flushed("round_void", {"round_id": 1, "reason": "test"}) == 1
+        # No round ends now: due after 2 commits, then 3 more waited for one (the bound).
+        after = [await flushed("wager_accepted", {**WAGER, "seat": seat})
+                 for seat in (1, 2, 4, 6, 8)]
+        assert after == [1, 1, 1, 1, 2]
+    finally:
+        store.close()
+
+
+def test_a_store_without_a_loop_checkpoints_when_due(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without group commit (tablectl, tools, a store's tests) nothing waits for a round:
+    the checkpoint runs at the flushed step that makes it due, as before."""
+    from controller.memory import durability as durability_module
+
+    monkeypatch.setattr(durability_module, "CHECKPOINT_AFTER_COMMITS", 2)
+    store = Store(tmp_path / "t.sqlite")
+    try:
+        counts = []
+        for seat in (1, 2, 4, 6):
+            _step(store, "wager_accepted", {**WAGER, "seat": seat})
+            counts.append(store.durability.checkpoints)
+        assert counts == [1, 1, 2, 2]  # the store's opening committed once
     finally:
         store.close()
 
