@@ -80,6 +80,8 @@ class SimulatedShoe(PtyDevice):
         """6.6 [M-6.6b]: the cards sent and not yet covered by a CardsCommitted, by index."""
         self.replayed = 0
         """Kept cards sent again after a handshake (6.6 [M-6.6c])."""
+        self.replayed_indexes: list[int] = []
+        """Their indexes, in the order they went."""
         self._stack: list[Card] = []
         self._back = BackColour.RED
         self._cover_card_at = 0
@@ -160,6 +162,7 @@ class SimulatedShoe(PtyDevice):
         if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
             kept = [self._kept[index] for index in sorted(self._kept)]
             self.replayed += len(kept)
+            self.replayed_indexes.extend(sorted(self._kept))
             messages.extend(kept)
         return messages
 

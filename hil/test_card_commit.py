@@ -83,8 +83,12 @@ def test_a_1_2_shoe_replays_the_cards_the_cut_lost_and_the_round_goes_on(tmp_pat
     assert (tmp_path / "cut-once").read_text() == f"{CUT_AT + 1}\n"
     assert table.bytes_cut > 0  # the round's unflushed cards were cut from the WAL
     # [M-6.6c]: the kept cards went out again: the three the cut lost and the one whose
-    # step the kill interrupted (acknowledged by the link, never committed).
-    assert table.shoe.replayed == CUT_AT + 2 - ROUND_FIRST
+    # step the kill interrupted (acknowledged by the link, never committed). A card before
+    # them may go again too, when the table's CardsCommitted for it had not reached the
+    # shoe before the kill (a busy machine's timing); the table drops it (M-6.6d).
+    replayed = table.shoe.replayed_indexes
+    assert [i for i in replayed if i >= ROUND_FIRST] == list(range(ROUND_FIRST, CUT_AT + 2))
+    assert replayed == sorted(set(replayed))
     assert table.result.void_rounds == []
     stack, _ = table.result.stacks[0]
     [record] = [r for r in stored if any(c["index"] == CUT_AT for c in r["cards"])]
