@@ -31,8 +31,9 @@ flushes never land on a card's decision. A checkpoint costs three flushes; a ben
 is about 830 commits, so 2,000 make it one in about 2.4 shoes (1.2 flushes a shoe, where
 500 cost 5), counted, not sized, because the count is known on the store's thread without
 reading SQLite's files (docs/rulings.md C25). The WAL stays bounded: a commit is about four
-pages (16 KiB), so its file holds at most about 32 MiB (the 500 before: 8 MiB), which a
-restart reads once and `checkpoint_at_open` copies in."""
+pages (16 KiB), so its file holds about 32 MiB (the 500 before: 8 MiB; 48 MiB at most with
+CHECKPOINT_WAITS_FOR_A_ROUND_END), which a restart reads once and `checkpoint_at_open`
+copies in."""
 
 CHECKPOINT_WAITS_FOR_A_ROUND_END = 1000
 """Commits a due checkpoint may wait, in a daemon, for a flushed step that ends a round.
