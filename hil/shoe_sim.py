@@ -78,10 +78,9 @@ class SimulatedShoe(PtyDevice):
             self.capabilities |= wire.CAP_CARD_COMMIT
         self._kept: dict[int, wire.CardDrawn] = {}
         """6.6 [M-6.6b]: the cards sent and not yet covered by a CardsCommitted, by index."""
-        self.replayed = 0
-        """Kept cards sent again after a handshake (6.6 [M-6.6c])."""
         self.replayed_indexes: list[int] = []
-        """Their indexes, in the order they went."""
+        """The indexes of the kept cards sent again after a handshake (6.6 [M-6.6c]), in
+        the order they went."""
         self._stack: list[Card] = []
         self._back = BackColour.RED
         self._cover_card_at = 0
@@ -151,6 +150,11 @@ class SimulatedShoe(PtyDevice):
     # --- protocol 1.2: the card commit acknowledgement (docs/protocol.md 6.6) -----------------
 
     @property
+    def replayed(self) -> int:
+        """Kept cards sent again after a handshake, in all."""
+        return len(self.replayed_indexes)
+
+    @property
     def kept_indexes(self) -> list[int]:
         """Indexes of the cards the host has not yet said it committed."""
         return sorted(self._kept)
@@ -160,10 +164,9 @@ class SimulatedShoe(PtyDevice):
         when the host announced CAP_CARD_COMMIT too (a 1.1 host gets what 1.1 says)."""
         messages = super().session_start_messages(peer)
         if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
-            kept = [self._kept[index] for index in sorted(self._kept)]
-            self.replayed += len(kept)
-            self.replayed_indexes.extend(sorted(self._kept))
-            messages.extend(kept)
+            indexes = sorted(self._kept)
+            self.replayed_indexes.extend(indexes)
+            messages.extend(self._kept[index] for index in indexes)
         return messages
 
     async def on_message(self, message: wire.Message) -> None:

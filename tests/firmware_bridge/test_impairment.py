@@ -45,28 +45,43 @@ def both_up(sim: LinkSimulation) -> bool:
 
 
 def exchange(sim: LinkSimulation, to_host: list[Message], to_device: list[Message],
-             timeout: float = 600) -> None:
-    """Stream both lists at once, feeding the send queues as they drain."""
-    pending = {"b": list(to_host), "a": list(to_device)}
+             timeout: float = 600) -> dict[str, dict[int, int]]:
+    """Stream both lists at once, feeding the send queues as they drain (a side sends only
+    while UP); the stream ends when every message was sent and each side has accounted for
+    each of its tickets, acknowledged or, on a channel bad enough to end a session, reported
+    unconfirmed by a LinkDown (docs/protocol.md 5.6: no valid frame for SILENCE_TIMEOUT
+    fails the link). Returns, per side, the index each ticket was sent for."""
+    pending = {"a": list(range(len(to_device))), "b": list(range(len(to_host)))}
+    messages = {"a": to_device, "b": to_host}
+    sent: dict[str, dict[int, int]] = {"a": {}, "b": {}}
 
     def feed() -> None:
         for name, endpoint in (("a", sim.a), ("b", sim.b)):
             queue = pending[name]
             while queue and endpoint.state is LinkState.UP:
                 try:
-                    endpoint.send(queue[0], sim.now)
+                    ticket = endpoint.send(messages[name][queue[0]], sim.now)
                 except LinkBusyError:
                     break
-                queue.pop(0)
+                sent[name][ticket] = queue.pop(0)
 
     def done() -> bool:
         feed()
-        acked_a = sum(isinstance(e, MessageAcked) for e in sim.events_a)
-        acked_b = sum(isinstance(e, MessageAcked) for e in sim.events_b)
-        return acked_a == len(to_device) and acked_b == len(to_host)
+        return not pending["a"] and not pending["b"] and all(
+            set(acked(events)) | unconfirmed(events) == set(sent[name])
+            for name, events in (("a", sim.events_a), ("b", sim.events_b)))
 
     assert sim.run_until(done, timeout=timeout), (sim.a.state, sim.b.state,
                                                     sim.a.counters, sim.b.counters)
+    return sent
+
+
+def acked(events: Sequence[object]) -> list[int]:
+    return [e.ticket for e in events if isinstance(e, MessageAcked)]
+
+
+def unconfirmed(events: Sequence[object]) -> set[int]:
+    return {u.ticket for e in events if isinstance(e, LinkDown) for u in e.unconfirmed}
 
 
 def received(events: Sequence[object]) -> list[Message]:
@@ -103,51 +118,11 @@ def test_impairments_are_actually_exercised() -> None:
     sim.a.connect(sim.now)
     sim.run_until(lambda: both_up(sim), timeout=60)
     exchange(sim, cards(80), prompts(20))
+    assert (len(acked(sim.events_a)), len(acked(sim.events_b))) == (20, 80)  # every one
     totals = {k: sim.a.counters.as_dict()[k] + sim.b.counters.as_dict()[k]
               for k in ("crc_errors", "resyncs", "retransmits", "duplicates", "timeouts",
                         "naks_sent")}
     assert all(v > 0 for v in totals.values()), totals
-
-
-def exchange_accounted(sim: LinkSimulation, to_host: list[Message],
-                       to_device: list[Message], timeout: float = 600
-                       ) -> dict[str, dict[int, int]]:
-    """Stream both lists at once, as `exchange`, on a channel bad enough to end sessions:
-    a side sends only while UP, and the stream ends when every message was sent and each
-    side has accounted for each of its tickets, acknowledged or reported unconfirmed by a
-    LinkDown (docs/protocol.md 5.6: no valid frame for SILENCE_TIMEOUT fails the link).
-    Returns, per side, the index each ticket was sent for."""
-    pending = {"a": list(range(len(to_device))), "b": list(range(len(to_host)))}
-    messages = {"a": to_device, "b": to_host}
-    sent: dict[str, dict[int, int]] = {"a": {}, "b": {}}
-
-    def feed() -> None:
-        for name, endpoint in (("a", sim.a), ("b", sim.b)):
-            queue = pending[name]
-            while queue and endpoint.state is LinkState.UP:
-                try:
-                    ticket = endpoint.send(messages[name][queue[0]], sim.now)
-                except LinkBusyError:
-                    break
-                sent[name][ticket] = queue.pop(0)
-
-    def done() -> bool:
-        feed()
-        return not pending["a"] and not pending["b"] and all(
-            set(acked(events)) | unconfirmed(events) == set(sent[name])
-            for name, events in (("a", sim.events_a), ("b", sim.events_b)))
-
-    assert sim.run_until(done, timeout=timeout), (sim.a.state, sim.b.state,
-                                                    sim.a.counters, sim.b.counters)
-    return sent
-
-
-def acked(events: Sequence[object]) -> list[int]:
-    return [e.ticket for e in events if isinstance(e, MessageAcked)]
-
-
-def unconfirmed(events: Sequence[object]) -> set[int]:
-    return {u.ticket for e in events if isinstance(e, LinkDown) for u in e.unconfirmed}
 
 
 def check_accounted(sim: LinkSimulation, sent: dict[str, dict[int, int]],
@@ -196,7 +171,7 @@ def test_exactly_once_property(seed: int, loss: float, duplicate: float, corrupt
     sim.a.connect(sim.now)
     assert sim.run_until(lambda: both_up(sim), timeout=120)
     to_host, to_device = cards(25), prompts(8)
-    sent = exchange_accounted(sim, to_host, to_device)
+    sent = exchange(sim, to_host, to_device)
     check_accounted(sim, sent, to_host, to_device)
 
 
@@ -209,7 +184,7 @@ def test_sessions_that_end_on_a_bad_channel_lose_nothing_unaccounted() -> None:
     sim.a.connect(sim.now)
     assert sim.run_until(lambda: both_up(sim), timeout=120)
     to_host, to_device = cards(25), prompts(8)
-    sent = exchange_accounted(sim, to_host, to_device)
+    sent = exchange(sim, to_host, to_device)
     check_accounted(sim, sent, to_host, to_device)
     # The device's session ends on silence with its last card unconfirmed, a card the host
     # did receive: "unconfirmed" says the sender cannot know, not that it was lost.
@@ -252,17 +227,16 @@ def test_device_reboot_mid_stream_never_duplicates(seed: int) -> None:
             sim.b.connect(sim.now)
         sim.step()
     received_by_device += received(sim.events_b)
-    acked = {e.ticket for e in sim.events_a if isinstance(e, MessageAcked)}
-    unconfirmed = {u.ticket for e in sim.events_a if isinstance(e, LinkDown) for u in e.unconfirmed}
+    confirmed, lost = set(acked(sim.events_a)), unconfirmed(sim.events_a)
     tickets = {t for t, _ in sent}
-    assert acked | unconfirmed == tickets
-    assert not acked & unconfirmed
+    assert confirmed | lost == tickets
+    assert not confirmed & lost
     # at most once, in order: the received list is a subsequence of what was sent, no repeats
-    assert unconfirmed or seed != 0  # seed 0 reboots with frames in flight
+    assert lost or seed != 0  # seed 0 reboots with frames in flight
     positions = [to_device.index(m) for m in received_by_device]
     assert positions == sorted(set(positions))
     for ticket, message in sent:
-        if ticket in acked:
+        if ticket in confirmed:
             assert message in received_by_device
 
 
