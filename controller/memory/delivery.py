@@ -295,8 +295,6 @@ class Delivery:
         meanwhile is not on the disk. The flush that covers it hands over its own seal."""
         seals = [seal for _, seal, _ in covered if seal is not None]
         given = [event for events, _, _ in covered for event in events]
-        self._round_ended = self._round_ended or (
-            durable and any(event.kind in ROUND_ENDS for event in given))
         try:
             self._give_out(given)
         finally:
@@ -304,6 +302,9 @@ class Delivery:
             # witness's digest of the money): neither is needed to acknowledge what is on
             # the disk (the anchor may lag the store, ruling C24), so neither delays a reply.
             self._settle_waiters(waiters, None)
+            # After the report too: whether a round ended, for the checkpoint's turn.
+            self._round_ended = self._round_ended or (
+                durable and any(event.kind in ROUND_ENDS for event in given))
             if self._loop is not None:
                 # A callback of its own, after those the waiters just scheduled: the replies
                 # they send do not wait for the checkpoint's flushes. Flushes before it runs
