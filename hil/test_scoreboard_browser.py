@@ -550,6 +550,76 @@ async def test_a_progressive_table_shows_every_meter_and_every_panel(browser: An
         await check_limits(turned, table["limits"])
 
 
+# The table name's room and the width its text needs at the largest size (34 px), in the
+# name's own font, measured by the browser's text engine.
+NAME_ROOM = "() => document.getElementById('table-name').clientWidth"
+NAME_AT_34_PX = """(text) => {
+  const cs = getComputedStyle(document.getElementById('table-name'));
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${cs.fontStyle} ${cs.fontWeight} 34px ${cs.fontFamily}`;
+  return ctx.measureText(text).width;
+}"""
+NAME_SHOWN = """() => { const n = document.getElementById('table-name');
+  return [n.style.fontSize, n.classList.contains('wraps')]; }"""
+
+
+async def landscape_board(browser: Any, served: Served) -> Any:
+    page = await display_watch.open_page(browser, served.url("/scoreboard"), LANDSCAPE,
+                                         PAGE_ERRORS, clock=True)
+    await until(page, "document.getElementById('connection').dataset.ok === '1'")
+    return page
+
+
+def name_entry(measured: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(m for m in measured if m["id"] == "table-name")
+
+
+async def test_a_long_name_is_fitted_again_when_the_header_leaves_it_less_room(
+        browser: Any, tmp_path: Path) -> None:
+    """The table's name is fitted to the room the header's other columns leave it, not to
+    the screen: a name whole at 34 px when the table opens (no round yet) takes a smaller
+    size once the round's number has four digits and needs more of the width. It was fitted
+    once per screen size, so such a name stayed at 34 px and was cut off; the same fault cut
+    the name off, now and then, on a screen turned to portrait."""
+    table, _ = table_info(str(ROYAL_9))
+    status = {"state": "closed", "shoe": {"cards_left": 416}, "round": {}, "fault": None}
+    record = shoe(ROYAL_9, seed=5)[0]
+
+    async def header_rounds(daemon: Any, page: Any) -> None:
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        play_round(daemon, record, 1000)
+        await until(page, "document.getElementById('round-no').textContent === '1000'")
+
+    # The room with no round and with round 1000, found with a short name (the name's
+    # column is minmax(0, 1fr): its room does not depend on the name).
+    short = {**table, "number": "7", "name": "T"}
+    for where in ("short", "long"):
+        (tmp_path / where).mkdir()
+    async with ScriptedDisplay(tmp_path / "short", short, status) as (daemon, served):
+        page = await landscape_board(browser, served)
+        opened = await page.evaluate(NAME_ROOM)
+        await header_rounds(daemon, page)
+        later = await page.evaluate(NAME_ROOM)
+        words = "Heavenly 9 with Must-Hit-By Mystery and Royal 9 at the Grand Salon of the " \
+                "Riverside Casino".split()
+        names = [" ".join(words[:n]) for n in range(1, len(words) + 1)]
+        widths = {name: await page.evaluate(NAME_AT_34_PX, name) for name in names}
+    assert later + 30 < opened, (opened, later)  # four digits take the room of a word or so
+    name = next(n for n in names if later + 4 < widths[n] < opened - 4)
+
+    async with ScriptedDisplay(tmp_path / "long", {**short, "name": name}, status) as (
+            daemon, served):
+        page = await landscape_board(browser, served)
+        assert await page.evaluate(NAME_SHOWN) == ["34px", False]
+        assert name_entry(await page.evaluate(MEASURE))["whole"], name
+        await header_rounds(daemon, page)
+        size, wraps = await page.evaluate(NAME_SHOWN)
+        entry = name_entry(await page.evaluate(MEASURE))
+        assert entry["whole"], (name, size, wraps, later)
+        assert entry["text"] == name and not wraps
+        assert 28 <= int(size.removesuffix("px")) < 34, size
+
+
 async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path) -> None:
     """681a: the results view lists the latest hands with their 21-point totals and the
     winner; the counts, percentages and sizes hold as in Baccarat."""

@@ -241,11 +241,14 @@
   }
 
   // The table's name at 34 px, or as large as fits down to the floor's 28 px (the size
-  // rule), or on two lines: an operator's long name is never cut off. Fitted again only
-  // when the name or the screen changes.
+  // rule), or on two lines: an operator's long name is never cut off. Its room is what the
+  // header's other columns leave it, so it is fitted again whenever that room changes: a
+  // wider announcement, a turned screen, a font loaded (its box is watched). The name's own
+  // size does not move its width (the column is minmax(0, 1fr)), so a fit never re-fits.
   let fittedFor = "";
-  function fitName(name) {
-    const key = `${name.textContent}|${innerWidth}x${innerHeight}`;
+  function fitName() {
+    const name = document.getElementById("table-name");
+    const key = `${name.textContent}|${name.clientWidth}`;
     if (key === fittedFor) return;
     fittedFor = key;
     name.classList.remove("wraps");
@@ -255,6 +258,7 @@
     }
     name.classList.add("wraps");
   }
+  new ResizeObserver(fitName).observe(document.getElementById("table-name"));
 
   function drawLive(live) {
     const table = live.table || {};
@@ -266,7 +270,6 @@
     document.body.classList.toggle("game-21", table.game === "21-baccarat");
     setText("table-number", table.number || table.table_id || "\u2013");
     setText("table-name", table.name || table.table_id || "Table");
-    fitName(document.getElementById("table-name"));
     setText("table-game", (table.game === "21-baccarat" ? "21 Baccarat" : "Baccarat") +
       (table.decks ? ` \u00b7 ${table.decks} decks` : ""));
     document.getElementById("dealer-line").hidden = !live.dealer;
@@ -292,13 +295,13 @@
     }
     setText("daemon-state", live.daemon_connected ? `${table.table_id || ""} \u00b7 ${live.state}`
                                                   : "daemon offline: showing the last known state");
+    fitName();  // after the announcement: its width is the name's room
   }
 
   // A screen turned or resized: the roads show as many columns as now fit.
   window.addEventListener("resize", () => {
     for (const road of document.querySelectorAll(".road")) scrollRoad(road);
-    fitName(document.getElementById("table-name"));
-    fitHands21();  // (the limits' and meters' pagers watch their own boxes)
+    fitHands21();  // (the name and the limits' and meters' pagers watch their own boxes)
   });
   Display.follow(["roads", "live"], {roads: drawRoads, live: drawLive});
 })();
