@@ -208,6 +208,7 @@ def cmd_events_verify(args: argparse.Namespace) -> int:
 def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: str,
                      source: str) -> int:
     entries = int(result.get("entries", 0))
+    not_compared = newer_store_note(result)
     if not emit_json(args, {"ok": True, **result, "source": source}):
         first = int(result.get("from_seq", 1))
         span = (f" (entries {first} to {result['log_seq']}; the earlier ones passed the last "
@@ -216,7 +217,34 @@ def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: st
                 if "state_rows" in result else "")
         print(fit(paint("critical memory OK", "green", "bold")
                   + f": {entries} log entries verified {where}{span}{rows}"))
-    return exitcodes.OK
+        if not_compared is not None:
+            print(fit(paint("NOT CHECKED", "yellow", "bold") + f": {not_compared}"))
+    # Not a pass a script may take as whole: the same code as a daemon older than tablectl.
+    return exitcodes.OK if not_compared is None else exitcodes.UNSUPPORTED
+
+
+def offline_result(verified: Any) -> dict[str, Any]:
+    """An offline check's verdict (controller.memory.check.Verified) as tablectl reports it:
+    the daemon's fields, and for a store a newer release wrote its schema and this one's."""
+    from controller.memory.critical import as_mapping
+    from controller.memory.tables import SCHEMA_VERSION
+
+    result = dict(as_mapping(verified))
+    if verified.newer_schema is not None:
+        result.update(newer_schema=verified.newer_schema, known_schema=SCHEMA_VERSION)
+    return result
+
+
+def newer_store_note(result: Mapping[str, Any]) -> str | None:
+    """What an offline check of a store a newer release wrote did not compare (its tables'
+    definitions and the objects it holds, docs/rulings.md C28), or None for a whole check."""
+    if "newer_schema" not in result:
+        return None
+    return (f"the store was written by a newer release (store schema {result['newer_schema']}; "
+            f"this tablectl knows schema {result['known_schema']} and older), so its tables' "
+            "definitions and any trigger, view or index added to it were not compared. The "
+            "log and the sealed rows above were. Check it again with the tablectl of the "
+            "release that wrote it.")
 
 
 def _report_broken(args: argparse.Namespace, detail: str, *, source: str) -> int:
@@ -251,7 +279,7 @@ def _no_store_file(args: argparse.Namespace, source: Path) -> int:
 def _verify_offline(args: argparse.Namespace) -> int:
     """Verify a store file without the daemon. The file is copied first (with its WAL) so
     the check can never change the evidence; the key and anchor are read where they are."""
-    from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.memory.critical import CriticalPaths, IntegrityError, load_key
     from controller.memory.lifecycle import verify_file
 
     source = Path(args.store)
@@ -274,8 +302,8 @@ def _verify_offline(args: argparse.Namespace) -> int:
             # Offline it is always the whole history: whoever checks a store without its
             # daemon (a technician after a fault, an auditor) cannot take the checkpoint,
             # which a running daemon moves at every start, as evidence of anything.
-            result = as_mapping(verify_file(str(copy), key, paths, full=True, private_copy=True,
-                                            workers=os.cpu_count() or 1))
+            result = offline_result(verify_file(str(copy), key, paths, full=True,
+                                                private_copy=True, workers=os.cpu_count() or 1))
     except PermissionError as exc:
         print(f"tablectl: permission denied reading {exc.filename or source}; run as a member "
               "of the tabled group or with sudo", file=sys.stderr)

@@ -10,7 +10,8 @@ DAEMON_NOT_RUNNING = 3
 DEVICE_FAULT = 4
 INTEGRITY_FAILURE = 5
 BAD_CONFIGURATION = 6
-UNSUPPORTED = 7  # the daemon does not offer the command (it is older than this tablectl)
+UNSUPPORTED = 7  # the daemon does not offer the command (it is older than this tablectl),
+# or an offline check met a store a newer release wrote and could not compare its schema
 REFUSED = 8  # the daemon refused the request: wrong supervisor PIN, or not allowed now
 NO_DEVICE = 9  # tablectl conformance: not one byte came back from the port (nothing attached)
 UNREACHABLE = 10  # a server the command reads (the linked ledger) cannot be reached or read

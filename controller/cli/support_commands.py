@@ -140,8 +140,9 @@ def _from_store(source: Path, critical_dir: str | None, events: int
     offline critical-memory check (as `tablectl events verify --store`), as sections."""
     import tempfile
 
+    from controller.cli.event_commands import newer_store_note, offline_result
     from controller.cli.storefile import copy_store, is_store_file, not_a_table_store
-    from controller.memory.critical import CriticalPaths, IntegrityError, as_mapping, load_key
+    from controller.memory.critical import CriticalPaths, IntegrityError, load_key
     from controller.memory.lifecycle import verify_file
 
     if not is_store_file(source):
@@ -155,10 +156,13 @@ def _from_store(source: Path, critical_dir: str | None, events: int
                 return [("store", f"(not collected: {refused.replace(str(copy), str(source))})")]
             read, lines = _last_events(copy, events)
             try:
-                result = as_mapping(verify_file(str(copy), load_key(paths), paths, full=True,
-                                                private_copy=True))
+                result = offline_result(verify_file(str(copy), load_key(paths), paths,
+                                                    full=True, private_copy=True))
                 check = (f"critical memory OK: {result.get('entries')} log entries verified "
                          f"in {source} (every entry)")
+                not_compared = newer_store_note(result)
+                if not_compared is not None:
+                    check += f"\nNOT CHECKED: {not_compared}"
             except IntegrityError as exc:
                 check = f"CRITICAL MEMORY CHECK FAILED ({source}): {exc.check}: {exc.detail}"
     except OSError as exc:

@@ -42,6 +42,10 @@ class Verified:
     anchor_behind: int    # durable commits the anchor had not yet recorded (power cut)
     log_mac: str = GENESIS_MAC  # the MAC of entry `log_seq`, read in the same snapshot
     settled: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # full check only
+    # The store's schema number when a newer release wrote it: its tables' definitions and
+    # the objects it holds (rulings C28) were not compared, which only that release can do.
+    # The daemon refuses such a store (Store.upgrade); an offline check says what it skipped.
+    newer_schema: int | None = None
 
 
 def _read_seal(db: sqlite3.Connection) -> Seal | None:
@@ -201,8 +205,10 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         if triggers.get(name, []) != sorted(_trigger_sql(name, columns)):
             raise IntegrityError(f"table {name}", "its digest triggers were removed or changed")
     # A newer release's store may define its tables otherwise and hold more: it is refused by
-    # its schema number as soon as the check passes (Store.upgrade), naming both numbers.
-    if stored_schema_number(db) <= SCHEMA_VERSION:
+    # its schema number as soon as the check passes (Store.upgrade), naming both numbers;
+    # an offline check says it did not compare it (`Verified.newer_schema`).
+    schema_number = stored_schema_number(db)
+    if schema_number <= SCHEMA_VERSION:
         for name, stored in definitions.items():
             if name in DEFINITIONS and as_stored(stored) != DEFINITIONS[name]:
                 raise IntegrityError(f"table {name}", "its definition differs from the one "
@@ -211,7 +217,8 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         _refuse_foreign_objects(foreign)
     if pages_failure is not None:
         raise pages_failure
-    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled)
+    return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled,
+                    schema_number if schema_number > SCHEMA_VERSION else None)
 
 
 def _sqlite_check(db: sqlite3.Connection) -> Exception | None:

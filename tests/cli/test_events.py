@@ -11,6 +11,7 @@ import pytest
 from controller.cli import exitcodes, main
 from controller.cli.event_commands import parse_since
 from controller.memory.lifecycle import init_store, open_store
+from controller.memory.store import SCHEMA_VERSION
 
 
 def _fill(fake) -> None:
@@ -219,6 +220,57 @@ def test_offline_verify_in_a_subprocess_with_the_daemon_down(store_file):
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == exitcodes.INTEGRITY_FAILURE
     assert "entry 5 (card) was altered" in done.stdout
+
+
+def test_offline_verify_of_a_store_a_newer_release_wrote_says_what_it_did_not_compare(
+        store_file, tmp_path, capsys):
+    """A tablectl older than the store checks the log and the sealed rows, but cannot compare
+    the tables' definitions or the objects the store holds (rulings C28): a trigger added to
+    such a store would pass unseen. It said "critical memory OK" and exited 0; it now says
+    what it did not check and exits UNSUPPORTED, in its text, its JSON and the support
+    bundle. (The daemon refuses such a store at boot: tests/controller/test_store_schema.)"""
+    store = open_store(str(store_file))
+    store.put_meta("schema_version", str(SCHEMA_VERSION + 1))  # as that release writes it
+    store.close()
+    raw = sqlite3.connect(store_file)  # and what the check would refuse in a store of its own
+    raw.execute("CREATE TRIGGER credit AFTER INSERT ON events BEGIN SELECT 1; END")
+    raw.commit()
+    raw.close()
+    assert main(["events", "verify", "--store", str(store_file)]) == exitcodes.UNSUPPORTED
+    out = " ".join(capsys.readouterr().out.split())
+    assert out == (
+        f"critical memory OK: 9 log entries verified in {store_file}; 2 sealed rows match "
+        f"NOT CHECKED: the store was written by a newer release (store schema "
+        f"{SCHEMA_VERSION + 1}; this tablectl knows schema {SCHEMA_VERSION} and older), so "
+        "its tables' definitions and any trigger, view or index added to it were not "
+        "compared. The log and the sealed rows above were. Check it again with the tablectl "
+        "of the release that wrote it.")
+    assert main(["events", "verify", "--json", "--store", str(store_file)]) == \
+        exitcodes.UNSUPPORTED
+    found = json.loads(capsys.readouterr().out)
+    assert (found["ok"], found["entries"], found["newer_schema"], found["known_schema"]) == (
+        True, 9, SCHEMA_VERSION + 1, SCHEMA_VERSION)
+    bundle = tmp_path / "bundle.txt"
+    assert main(["support-bundle", "--socket", str(tmp_path / "x.sock"), "--config",
+                 str(tmp_path / "none.toml"), "--log", str(tmp_path / "none.log"),
+                 "--store", str(store_file), "-o", str(bundle)]) == exitcodes.OK
+    text = bundle.read_text(encoding="utf-8")
+    assert (f"critical memory OK: 9 log entries verified in {store_file} (every entry)\n"
+            f"NOT CHECKED: the store was written by a newer release (store schema "
+            f"{SCHEMA_VERSION + 1};") in text
+
+
+def test_offline_verify_of_a_store_of_this_release_refuses_an_added_trigger(store_file,
+                                                                              capsys):
+    """The same trigger in a store of this release's schema: refused by name (C28)."""
+    raw = sqlite3.connect(store_file)
+    raw.execute("CREATE TRIGGER credit AFTER INSERT ON events BEGIN SELECT 1; END")
+    raw.commit()
+    raw.close()
+    assert main(["events", "verify", "--store", str(store_file)]) == \
+        exitcodes.INTEGRITY_FAILURE
+    assert "schema: trigger 'credit' on 'events' is not one of the store's own" in \
+        " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize(("column", "value"), [("payload", "not json"), ("payload", "[1]"),
