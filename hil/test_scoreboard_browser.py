@@ -620,6 +620,72 @@ async def test_a_long_name_is_fitted_again_when_the_header_leaves_it_less_room(
         assert 28 <= int(size.removesuffix("px")) < 34, size
 
 
+# The longest name a configuration may give (controller/rules/submission.py,
+# MAX_TABLE_NAME_CHARS) in the widest letters: Latin capitals, and CJK ideographs.
+LONGEST_NAMES = ("W" * 48, "\u9f8d" * 48)
+DEALER_BAR = ("table-name", "lockout", "shoe-no", "round-no", "cards-left")
+ON_THE_SCREEN = """(ids) => ids.filter((id) => {
+  const r = document.getElementById(id).getBoundingClientRect();
+  return r.width > 0 && r.left >= 0 && r.top >= 0 && r.right <= innerWidth && r.bottom <= innerHeight;
+})"""
+NAME_LINES = """() => { const n = document.getElementById('table-name'), cs = getComputedStyle(n);
+  const line = cs.lineHeight === 'normal' ? 1.2 * parseFloat(cs.fontSize) : parseFloat(cs.lineHeight);
+  return Math.round(n.getBoundingClientRect().height / line); }"""
+
+
+async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
+                                                                  tmp_path: Path) -> None:
+    """A table id may be 64 characters and is the corner's number unless one is configured
+    (settings.DisplayServiceConfig.corner_number): one longer than the corner holds is not
+    shown there, and every text of the header stays whole; a short one is."""
+    table, _ = table_info(str(ROYAL_9))
+    status = {"state": "betting_open", "shoe": {"cards_left": 416}, "round": {},
+              "fault": None}
+    for number, table_id, shown in ((None, "B" * 64, None), ("12", "B" * 64, "12")):
+        (tmp_path / table_id[:1] / (number or "none")).mkdir(parents=True)
+        async with ScriptedDisplay(tmp_path / table_id[:1] / (number or "none"),
+                                   {**table, "table_id": table_id, "number": number},
+                                   status) as (daemon, served):
+            for where, page in (await open_pages(browser, served, "/scoreboard")).items():
+                await until(page, "document.getElementById('connection').dataset.ok === '1'")
+                corner = await page.evaluate(
+                    "() => document.querySelector('.table-number').hidden ? null : "
+                    "document.getElementById('table-number').textContent")
+                assert corner == shown, where
+                check_sizes(await page.evaluate(MEASURE), where, marks=0)
+
+
+@pytest.mark.parametrize("name", LONGEST_NAMES, ids=("latin", "cjk"))
+async def test_the_longest_name_a_table_may_have_is_whole_on_every_screen(
+        browser: Any, tmp_path: Path, name: str) -> None:
+    """48 characters, the most a configuration may give (a longer name, or one with a line
+    break, is refused: tests/controller/test_hostile_configs.py): whole on the scoreboard in
+    at most two lines in both orientations, with every other text of the board still whole;
+    and whole on the dealer's screen with the shoe's figures beside it still on the screen."""
+    table, _ = table_info(str(ROYAL_9))
+    table = {**table, "number": "7", "languages": ["en", "zh-hans"], "name": name}
+    status = {"state": "betting_open", "shoe": {"cards_left": 416}, "round": {},
+              "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.meters = [dict(m) for m in ROYAL_9_METERS]
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        play_round(daemon, shoe(ROYAL_9, seed=5)[0], 1000)
+        for path in ("/scoreboard", "/dealer"):
+            for where, page in (await open_pages(browser, served, path)).items():
+                await until(page, "document.getElementById('round-no').textContent === '1000'")
+                assert await page.inner_text("#table-name") == name
+                await screenshot(page, f"longest-name{path.replace('/', '-')}-{where}", tmp_path)
+                measured = await page.evaluate(MEASURE)
+                if path == "/scoreboard":  # the size rule is the floor's screen's
+                    check_sizes(measured, where, marks=0)
+                    assert await page.evaluate(NAME_LINES) <= 2, (where, name)
+                else:
+                    cut = [(m["id"], m["text"]) for m in measured if not m["whole"]]
+                    assert not cut, (f"dealer {where}: cut off or out of its panel", cut)
+                    # A text pushed wholly off the screen is not measured: these must be on it.
+                    assert await page.evaluate(ON_THE_SCREEN, DEALER_BAR) == list(DEALER_BAR)
+
+
 async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path) -> None:
     """681a: the results view lists the latest hands with their 21-point totals and the
     winner; the counts, percentages and sizes hold as in Baccarat."""

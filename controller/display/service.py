@@ -265,7 +265,7 @@ async def serve(args: argparse.Namespace) -> int:
     table, socket_path = table_info(args.config)
     config = service_config(args.config)
     table = {**table, "languages": list(config.languages),
-             "number": config.table_number or table["table_id"]}
+             "number": config.corner_number(table["table_id"])}
     service = DisplayService(args.socket or socket_path, table, config.limits)
     host, port = args.listen = args.listen or config.listen
     bound = await service.web.start(host, port)

@@ -9,6 +9,7 @@
     header_timeout_s = 10                 # a request's line and headers must arrive in this
     languages = ["en", "zh-hans"]         # the scoreboard's labels, one or two languages
     table_number = "12"                   # shown large on the scoreboard; default [table] id
+                                          # (when it is at most 12 characters)
 
 The daemon checks this section with the rest of the file (controller/config.py) and
 the display service reads it (controller/display/service.py); both call
@@ -54,7 +55,15 @@ class DisplayServiceConfig:
     listen: tuple[str, int] = DEFAULT_LISTEN
     limits: ClientLimits = ClientLimits()
     languages: tuple[str, ...] = DEFAULT_LANGUAGES
-    table_number: str | None = None  # None: the table's id
+    table_number: str | None = None  # None: the table's id (`corner_number`)
+
+    def corner_number(self, table_id: str) -> str | None:
+        """What the scoreboard's corner shows: the configured number, else the table's id
+        when it fits there (a table id may be 64 characters); None: no corner, the id is in
+        the footer."""
+        if self.table_number is not None:
+            return self.table_number
+        return table_id if len(table_id) <= TABLE_NUMBER_MAX else None
 
 
 _COUNTS = {  # key -> (lowest, highest) allowed

@@ -75,6 +75,7 @@ class SubmissionError(ConfigurationError):
 
 
 MAX_TABLE_ID_CHARS = 64
+MAX_TABLE_NAME_CHARS = 48
 
 
 def seat_rule(family: str | None) -> tuple[int, int, str]:
@@ -103,6 +104,14 @@ def _parse_table(c: ConfigProblems, data: Mapping[str, Any], family: str | None)
     name = t.get("name", "")
     if not isinstance(name, str):
         c.wrong("table.name", name, "must be a string")
+        name = ""
+    elif len(name) > MAX_TABLE_NAME_CHARS or not name.isprintable():
+        # The screens show it whole (docs/display.md): at most two lines at the scoreboard's
+        # smallest size in portrait, whatever its letters, and one line of the dealer's.
+        shown = name if len(name) <= 64 else f"{name[:40]}... ({len(name)} characters)"
+        c.wrong("table.name", shown, f"not allowed; allowed: at most {MAX_TABLE_NAME_CHARS} "
+                                     "printable characters (no line breaks), e.g. 'Main floor "
+                                     "baccarat 1'")
         name = ""
     lo, hi, section = seat_rule(family)
     seats = get_int(c, t, "seats", "table.seats", MISSING, lo, hi,

@@ -76,6 +76,13 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
      lambda tmp: _sub('id = "SIM-BAC-01"', f'id = "{"T" * 10_000}"'),
      "table.id = 'TTTTTTTTTTTTTTTT... (10000 characters)': not allowed; allowed: 1 to 64 "
      "printable characters, e.g. 'BAC-01'"),
+    ("table-name-with-a-line-break",
+     lambda tmp: _sub('name = "Simulated baccarat table"', 'name = "Salon\\nPrive"'),
+     "table.name = 'Salon\\nPrive': not allowed; allowed: at most 48 printable characters "
+     "(no line breaks), e.g. 'Main floor baccarat 1'"),
+    ("table-name-49-characters",
+     lambda tmp: _sub('name = "Simulated baccarat table"', f'name = "{"N" * 49}"'),
+     f"table.name = '{'N' * 49}': not allowed; allowed: at most 48 printable characters"),
     ("store-path-unwritable", _store_under_a_file,
      "store.path = '{tmp}/not-a-folder/table.sqlite': not allowed; allowed: a writable file "
      "path whose folder exists or can be made, e.g. /var/lib/tabled/table.sqlite "

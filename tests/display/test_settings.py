@@ -141,3 +141,13 @@ def test_the_scoreboards_languages_and_table_number() -> None:
     assert (config.languages, config.table_number, problems) == (("zh-hant", "en"), "12", [])
     config, _ = parse_display_service({"languages": ["en"]})
     assert config.languages == ("en",)
+
+
+def test_the_corner_shows_the_configured_number_else_an_id_that_fits_there() -> None:
+    """A table id may be 64 characters; the scoreboard's corner holds 12 at its size (a long
+    id there pushed the header's other texts out of their boxes): no corner then."""
+    configured, _ = parse_display_service({"table_number": "7"})
+    default, _ = parse_display_service({})
+    assert [configured.corner_number("B" * 64), default.corner_number("BAC-PIT-3-12"),
+            default.corner_number("BAC-PIT-3-123"), default.corner_number("B" * 64)] == [
+        "7", "BAC-PIT-3-12", None, None]
