@@ -70,6 +70,16 @@ def text(allowed: str, *, max_chars: int = MAX_TEXT_CHARS, required: bool = Fals
                default, required)
 
 
+def printable_name(allowed: str, *, max_chars: int, default: str | None = None) -> Arg:
+    """A name the screens show (a dealer's): printable, so one line, and short enough to be
+    shown whole there."""
+    def accepts(value: Any) -> bool:
+        return (isinstance(value, str) and 0 < len(value) <= max_chars
+                and value.isprintable() and not value.isspace())
+    return Arg(f"{allowed} (1 to {max_chars} printable characters, no line breaks)", accepts,
+               default)
+
+
 def choice(values: Sequence[str] | Callable[[], Sequence[str]], *,
            required: bool = False) -> Arg:
     """One of `values` (or of what the callable names at the time: the configured devices)."""

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from controller.commands.args import MAX_DEALER_CHARS
 from controller.display.service import table_info
 from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
@@ -620,9 +621,13 @@ async def test_a_long_name_is_fitted_again_when_the_header_leaves_it_less_room(
         assert 28 <= int(size.removesuffix("px")) < 34, size
 
 
-# The longest name a configuration may give (controller/rules/submission.py,
-# MAX_TABLE_NAME_CHARS) in the widest letters: Latin capitals, and CJK ideographs.
-LONGEST_NAMES = ("W" * 48, "\u9f8d" * 48)
+# The longest table name a configuration may give (controller/rules/submission.py,
+# MAX_TABLE_NAME_CHARS) and the longest dealer's name (MAX_DEALER_CHARS), in the widest
+# letters: Latin capitals in words, as names are written; one word of them (a name with no
+# space, with no dealer's name); CJK ideographs, which have no spaces.
+WIDE_WORDS = " ".join(["W" * 11] * 4) + "W"
+LONGEST_NAMES = ((WIDE_WORDS, " ".join(["W" * 13] * 3)[:MAX_DEALER_CHARS]),
+                 ("W" * 48, None), ("\u9f8d" * 48, "\u9f8d" * MAX_DEALER_CHARS))
 DEALER_BAR = ("table-name", "lockout", "shoe-no", "round-no", "cards-left")
 ON_THE_SCREEN = """(ids) => ids.filter((id) => {
   const r = document.getElementById(id).getBoundingClientRect();
@@ -655,13 +660,16 @@ async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
                 check_sizes(await page.evaluate(MEASURE), where, marks=0)
 
 
-@pytest.mark.parametrize("name", LONGEST_NAMES, ids=("latin", "cjk"))
+@pytest.mark.parametrize(("name", "dealer"), LONGEST_NAMES, ids=("latin", "one-word", "cjk"))
 async def test_the_longest_name_a_table_may_have_is_whole_on_every_screen(
-        browser: Any, tmp_path: Path, name: str) -> None:
+        browser: Any, tmp_path: Path, name: str, dealer: str | None) -> None:
     """48 characters, the most a configuration may give (a longer name, or one with a line
     break, is refused: tests/controller/test_hostile_configs.py): whole on the scoreboard in
     at most two lines in both orientations, with every other text of the board still whole;
-    and whole on the dealer's screen with the shoe's figures beside it still on the screen."""
+    and whole on the dealer's screen with the shoe's figures beside it still on the screen.
+    The dealer's name at its longest (40 characters, controller/commands/args.py) in the
+    same letters, whole beside the game on the scoreboard; the roads give the header the
+    room (scoreboard.css, tall-header)."""
     table, _ = table_info(str(ROYAL_9))
     table = {**table, "number": "7", "languages": ["en", "zh-hans"], "name": name}
     status = {"state": "betting_open", "shoe": {"cards_left": 416}, "round": {},
@@ -669,11 +677,15 @@ async def test_the_longest_name_a_table_may_have_is_whole_on_every_screen(
     async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
         daemon.meters = [dict(m) for m in ROYAL_9_METERS]
         daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        if dealer is not None:
+            daemon.emit("new_dealer", {"dealer": dealer, "burn": False})
         play_round(daemon, shoe(ROYAL_9, seed=5)[0], 1000)
         for path in ("/scoreboard", "/dealer"):
             for where, page in (await open_pages(browser, served, path)).items():
                 await until(page, "document.getElementById('round-no').textContent === '1000'")
                 assert await page.inner_text("#table-name") == name
+                if path == "/scoreboard" and dealer is not None:
+                    assert await page.inner_text("#dealer-name") == dealer
                 await screenshot(page, f"longest-name{path.replace('/', '-')}-{where}", tmp_path)
                 measured = await page.evaluate(MEASURE)
                 if path == "/scoreboard":  # the size rule is the floor's screen's

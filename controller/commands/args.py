@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cards import BackColour
-from controller.control_args import FLAG, Arg, choice, number, text, whole
+from controller.control_args import FLAG, Arg, choice, number, printable_name, text, whole
 from controller.events import SEVERITIES
 
+MAX_DEALER_CHARS = 40
 BACK_COLOURS = tuple(colour.name.lower() for colour in BackColour)
 _SEAT = whole(1, 14, required=True)
 _RELEASE = text("a release tag, e.g. v0.2.0", max_chars=64, required=True)
@@ -29,7 +30,9 @@ COMMAND_ARGS: Mapping[str, Mapping[str, Arg]] = {
                     "wager": text("a wager the rules offer, e.g. banker, player, tie",
                                   required=True),
                     "amount_cents": whole(1, 10**9, required=True)},
-    "new_dealer": {"dealer": text("the dealer's name", default="")},
+    # The scoreboard's header shows it whole beside the game (hil/test_scoreboard_browser).
+    "new_dealer": {"dealer": printable_name("the dealer's name", max_chars=MAX_DEALER_CHARS,
+                                              default="")},
     "self_test": {"device": text("a configured device (tablectl devices)", max_chars=64,
                                  required=True)},
     "seat_leaves": {"seat": _SEAT},

@@ -59,8 +59,18 @@ BAD_REQUESTS = [
     # Before issue 33 these were `internal`: a lone surrogate cannot be encoded for the log
     # or the store, and Python reads no integer of more than 4,300 digits.
     ({"cmd": "new_dealer", "args": {"dealer": "\ud800"}},
-     "'dealer' = '\\ud800': allowed: the dealer's name (text of 1 to 256 characters, no lone "
-     "surrogates)"),
+     "'dealer' = '\\ud800': allowed: the dealer's name (1 to 40 printable characters, no line "
+     "breaks)"),
+    # The screens show the name whole: one line, and short enough.
+    ({"cmd": "new_dealer", "args": {"dealer": "Ana\nBelle"}},
+     "'dealer' = 'Ana\\nBelle': allowed: the dealer's name (1 to 40 printable characters, no "
+     "line breaks)"),
+    ({"cmd": "new_dealer", "args": {"dealer": "A" * 41}},
+     f"'dealer' = '{'A' * 41}': allowed: the dealer's name (1 to 40 printable characters, "
+     "no line breaks)"),
+    ({"cmd": "new_dealer", "args": {"dealer": "   "}},
+     "'dealer' = '   ': allowed: the dealer's name (1 to 40 printable characters, no line "
+     "breaks)"),
     ({"cmd": "events", "args": {"kind": "card\udfff"}},
      "'kind' = 'card\\udfff': allowed: an event kind, e.g. card, device_fault, prompt"
      + SHORT_TEXT),

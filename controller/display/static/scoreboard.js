@@ -260,6 +260,19 @@
   }
   new ResizeObserver(fitName).observe(document.getElementById("table-name"));
 
+  // The name and the game's line on more than three lines (the longest name and dealer's
+  // name allowed take four; one line each is 75 px, a wrapped name 100) take their room
+  // from the roads (scoreboard.css, tall-header), whose columns are counted again. Their
+  // height does not depend on the board, so this settles at once.
+  const TALL_ID_PX = 110;
+  const id = document.querySelector(".table-id");
+  new ResizeObserver(() => {
+    const tall = id.offsetHeight > TALL_ID_PX;
+    if (tall === document.body.classList.contains("tall-header")) return;
+    document.body.classList.toggle("tall-header", tall);
+    for (const road of document.querySelectorAll(".road")) scrollRoad(road);
+  }).observe(id);
+
   function drawLive(live) {
     const table = live.table || {};
     Labels.use(table.languages);
