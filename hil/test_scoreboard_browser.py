@@ -638,6 +638,47 @@ NAME_LINES = """() => { const n = document.getElementById('table-name'), cs = ge
   return Math.round(n.getBoundingClientRect().height / line); }"""
 
 
+# Each shown meter's amount, its text's own extent (a Range's) against its meter's box:
+# MEASURE finds a text cut off by a box that clips it, but a meter clips nothing, and its
+# amount's text ran over its edge into the next meter.
+AMOUNTS_OUTSIDE = """() => [...document.querySelectorAll('#meters .meter')].filter((m) => !m.hidden)
+  .filter((m) => { const box = m.getBoundingClientRect(), range = document.createRange();
+                   range.selectNodeContents(m.querySelector('.meter-amount'));
+                   const r = range.getBoundingClientRect();
+                   return r.left < box.left || r.right > box.right - 1; })
+  .map((m) => m.querySelector('.meter-amount').textContent)"""
+
+
+async def test_a_meter_of_millions_stays_inside_its_box(browser: Any, tmp_path: Path) -> None:
+    """A progressive's meter has no ceiling: in portrait three meters share the screen's
+    width, and $9,999,999.99 at 40 px ran into the next meter. An amount is drawn as large
+    as its meter holds it, down to the floor's 28 px, in both orientations."""
+    table, _ = table_info(str(ROYAL_9))
+    table = {**table, "number": "7", "languages": ["en", "zh-hans"]}
+    status = {"state": "betting_open", "shoe": {"cards_left": 416}, "round": {},
+              "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.meters = [meter("mega", 9_999_999_999_99), meter("major", 9_999_999_99),
+                         meter("minor", 45_015)]
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        for where, page in (await open_pages(browser, served, "/scoreboard")).items():
+            await until(page, "document.querySelectorAll('#meters .meter').length === 3")
+            await screenshot(page, f"scoreboard-meters-millions-{where}", tmp_path)
+
+            async def inside(number: str, _: Any) -> None:
+                assert await page.evaluate(AMOUNTS_OUTSIDE) == [], (where, number)
+                check_sizes(await page.evaluate(MEASURE), f"{where} page {number}", marks=0)
+            pages = await each_page(page, "meters", f"() => [document.getElementById('meters')"
+                                                    f".dataset.page, ({METERS_SHOWN})()]", inside)
+            assert [m for number in sorted(pages, key=int) for m in pages[number]] == [
+                ["Royal 9 \u00b7 Mega", "$9,999,999,999.99"],
+                ["Royal 9 \u00b7 Major", "$9,999,999.99"],
+                ["Royal 9 \u00b7 Minor", "$450.15"]], where
+            sizes = await page.evaluate("() => [...document.querySelectorAll('.meter-amount')]"
+                                        ".map((n) => parseFloat(getComputedStyle(n).fontSize))")
+            assert all(28 <= px <= 40 for px in sizes) and sizes[2] == 40, (where, sizes)
+
+
 async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
                                                                   tmp_path: Path) -> None:
     """A table id may be 64 characters and is the corner's number unless one is configured

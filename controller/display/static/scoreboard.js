@@ -229,14 +229,21 @@
     limitsPages.first();
   }
 
+  // An amount's size follows its length (scoreboard.css, .meter-amount): set through the
+  // style object, which the pages' Content-Security-Policy allows (a style attribute not).
+  function meterAmount(cents) {
+    const amount = el("b", {class: "meter-amount", text: money(cents)});
+    amount.style.setProperty("--chars", String(amount.textContent.length));
+    return amount;
+  }
+
   function drawMeters(meters) {
     document.getElementById("meters-panel").hidden = meters.length === 0;
     document.body.classList.toggle("has-meters", meters.length > 0);
     document.getElementById("meters").replaceChildren(...meters.map((m) => el("div", {
         class: "meter" + (m.stale ? " stale" : ""), "data-progressive": m.progressive,
         "data-level": m.level, "data-amount": m.amount_cents, "data-sequence": m.sequence},
-      el("span", {class: "meter-name", text: meterName(m)}),
-      el("b", {class: "meter-amount", text: money(m.amount_cents)}))));
+      el("span", {class: "meter-name", text: meterName(m)}), meterAmount(m.amount_cents))));
     if (meters.length) metersPages.show();  // the same page: a meter moves every wager
   }
 
