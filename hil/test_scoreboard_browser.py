@@ -679,6 +679,52 @@ async def test_a_meter_of_millions_stays_inside_its_box(browser: Any, tmp_path: 
             assert all(28 <= px <= 40 for px in sizes) and sizes[2] == 40, (where, sizes)
 
 
+# Each pay line on the dealer's screen: its seat, wager, text, and whether it is wholly on
+# the screen (MEASURE leaves out a text pushed wholly off it).
+PAY_LINES = """() => [...document.querySelectorAll('#seats .pay-line')].map((n) => {
+  const r = n.getBoundingClientRect();
+  return {seat: Number(n.closest('.seat').dataset.seat), wager: n.dataset.wager,
+          text: n.textContent, on_screen: r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight
+                                           && r.right <= innerWidth};
+})"""
+
+
+async def test_a_full_tables_pay_list_is_whole_on_the_dealers_screen(browser: Any,
+                                                                    tmp_path: Path) -> None:
+    """631a.12(b): the dealer pays from this list. Fourteen seats of three wagers each, a
+    Banker win with its commission and a Perfect Pairs win among them at the table's
+    largest amounts: in landscape a seventh of the width cut the amounts off, and in
+    portrait seats 11 to 14 were pushed off the bottom of the screen. They are drawn
+    smaller until every line is whole (dealer.js, fitSeats), in both orientations."""
+    from hil.test_display_browser import pay_text
+
+    table, _ = table_info(str(SIDE_WAGERS))
+    record = next(r for r in simulate(load_game(SIDE_WAGERS), SimulationOptions(
+        shoes=1, seed=5, unit_cents=15_000_000)) if r["round"] == 12)
+    chosen = {s["wager"]: s for s in record["settlements"]}
+    assert (chosen["banker"]["win_cents"], chosen["banker"]["vigorish_cents"],
+            chosen["perfect_pairs_player"]["win_cents"]) == (1_000_000, 50_000, 1_250_000)
+    settlements = [{**chosen[wager], "seat": seat, "vig_marked_cents": 0}
+                   for seat in range(14, 0, -1)
+                   for wager in ("banker", "perfect_pairs_player", "player")]
+    status = {"state": "betting_open", "shoe": {"cards_left": 416}, "round": {},
+              "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        play_round(daemon, {**record, "settlements_json": settlements}, 12)
+        for where, page in (await open_pages(browser, served, "/dealer")).items():
+            await until(page, "document.querySelectorAll('#seats .pay-line').length === 42")
+            await screenshot(page, f"dealer-full-pay-list-{where}", tmp_path)
+            lines = await page.evaluate(PAY_LINES)
+            assert [(line["seat"], line["wager"], line["text"]) for line in lines] == [
+                (s["seat"], s["wager"], "".join(pay_text(s)))
+                for s in sorted(settlements, key=lambda s: s["seat"])], where
+            assert [line for line in lines if not line["on_screen"]] == [], where
+            cut = [(m["id"], m["text"]) for m in await page.evaluate(MEASURE)
+                   if not m["whole"]]
+            assert cut == [], (where, cut)
+
+
 async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
                                                                   tmp_path: Path) -> None:
     """A table id may be 64 characters and is the corner's number unless one is configured

@@ -77,6 +77,21 @@
     return box;
   }
 
+  // Every seat's wagers and pay list whole on the screen, whatever the table: fourteen seats
+  // of three wagers each, or six-figure amounts in a seventh of the width, are drawn smaller
+  // (display.css, --seat-scale) rather than cut off or pushed off the screen: the dealer
+  // pays from this list (631a.12(b)). The largest scale that fits; the last if none does.
+  const SEAT_SCALES = [1, 0.9, 0.8, 0.7, 0.6];
+  function fitSeats() {
+    const box = document.getElementById("seats");
+    for (const scale of SEAT_SCALES) {
+      box.style.setProperty("--seat-scale", String(scale));
+      if (box.scrollHeight <= box.clientHeight + 1 &&
+          [...box.children].every((seat) => seat.scrollWidth <= seat.clientWidth + 1)) return;
+    }
+  }
+  window.addEventListener("resize", fitSeats);
+
   function drawLive(live) {
     const table = live.table || {};
     setText("table-name", table.name || table.table_id || "Table");
@@ -168,6 +183,7 @@
       if (live.award && live.award.seat === seat.seat) node.classList.add("won");
       return node;
     }));
+    fitSeats();
 
     const light = document.getElementById("win-light");
     light.hidden = !live.award;
