@@ -94,6 +94,11 @@ MAX_RETRIES = 5
 link gives up ~6 s after a frame stops getting through (bellows' ASH gives up after
 a similar handful of ACK timeouts)."""
 
+QUIET_LINE = 0.010
+"""A line quiet this long (at 115200 baud; longer on slower lines, as the timeouts are)
+when a frame is sent: the frame opens with a delimiter (3.3). About 23 bytes' time: the
+frames of one burst (a window of cards, a DATA and the ACK it carries) are queued within
+it and share their delimiters as before."""
 KEEPALIVE_IDLE = 1.0
 """Send an ACK as keepalive after this long without sending, at EVERY baud rate (protocol
 1.1, 5.9): an ACK is 9 bytes on the wire, 1 % of a 9600-baud line, so it never needs
@@ -422,6 +427,7 @@ class LinkEndpoint:
         self.last_down: LinkDown | None = None
         self._decoder = FrameDecoder()
         self._out = bytearray()
+        self._quiet_line = QUIET_LINE * (self.timing.min_rto / MIN_RTO)  # scaled by the baud
         self._events: deque[LinkEvent] = deque()
         self._next_ticket = 1
         self._own_session: int | None = None  # id of the RESET we sent
@@ -931,6 +937,11 @@ class LinkEndpoint:
         if frame.kind in (FrameKind.DATA, FrameKind.ACK, FrameKind.NAK):
             self._ack_due = False  # every one of these carries the current ack
         wire = frame.encode()
+        if not self._out and now - self._last_tx >= self._quiet_line:
+            # The first frame after a quiet line opens with a delimiter (3.3 allows extra
+            # ones): noise on the idle line, or a closing delimiter the line corrupted,
+            # would otherwise join the peer's partial frame to this one and lose both.
+            self._out += b"\x00"
         if len(self._out) + len(wire) > OUTGOING_LIMIT:
             self.counters.dropped_output += len(self._out)
             self._out.clear()  # nobody is writing: old bytes are worthless, retransmission recovers

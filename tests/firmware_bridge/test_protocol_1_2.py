@@ -6,8 +6,15 @@ from __future__ import annotations
 import pytest
 
 from firmware_bridge.frame import Frame, FrameKind, decode_frame
-from firmware_bridge.link import BadMessage, LinkEndpoint, LinkState, MessageReceived, Role
-from firmware_bridge.messages import Refuse, RefuseCode, StatusRequest, encode_message
+from firmware_bridge.link import (
+    BadMessage,
+    LinkEndpoint,
+    LinkState,
+    LinkTiming,
+    MessageReceived,
+    Role,
+)
+from firmware_bridge.messages import CardDrawn, Refuse, RefuseCode, StatusRequest, encode_message
 
 from .conftest import HOST_HELLO, SHOE_HELLO
 
@@ -111,3 +118,29 @@ def test_the_first_keepalive_is_due_one_second_after_the_last_handshake_frame() 
     assert _frames(device) == []
     device.poll(1.2)
     assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.ACK, 1)]
+
+
+def _up_device(timing: LinkTiming | None = None) -> LinkEndpoint:
+    """A shoe UP at t = 0.0, its last frame (the ACK of the host's Hello) sent then."""
+    device = LinkEndpoint(Role.DEVICE, SHOE_HELLO, session_ids=lambda: 7, timing=timing)
+    device.receive(Frame(FrameKind.RESET, 0, 0, SESSION).encode(), 0.0)
+    device.receive(_data(0, 1, encode_message(HOST_HELLO)), 0.0)
+    assert device.state is LinkState.UP
+    device.outgoing()
+    return device
+
+
+@pytest.mark.parametrize(("baud", "quiet_s"), [(115200, 0.010), (9600, 0.120)])
+def test_a_frame_after_a_quiet_line_opens_with_a_delimiter(baud: int, quiet_s: float) -> None:
+    # 3.3: a sender may send extra delimiters; the reference opens a frame that follows
+    # QUIET_LINE of quiet (10 ms at 115200, scaled with the line as the timeouts are) with
+    # one, so noise on the idle line, or a closing delimiter the line corrupted, cannot join
+    # the peer's partial frame to it. The frames of one burst share their delimiters.
+    device = _up_device(LinkTiming.for_baudrate(baud))
+    first, second = CardDrawn(0, 9, 2, 0, False), CardDrawn(1, 5, 1, 0, False)
+    device.send(first, quiet_s * 0.9)
+    assert device.outgoing() == _data(1, 1, encode_message(first))  # after the Hello, seq 0
+    device.send(second, quiet_s * 2.0)  # the line quiet 1.1 x QUIET_LINE: a delimiter first
+    device.send(CardDrawn(2, 1, 0, 0, False), quiet_s * 2.0)  # the same burst: none
+    assert device.outgoing() == (b"\x00" + _data(2, 1, encode_message(second))
+                                 + _data(3, 1, encode_message(CardDrawn(2, 1, 0, 0, False))))
