@@ -96,9 +96,9 @@ a similar handful of ACK timeouts)."""
 
 QUIET_LINE = 0.010
 """A line quiet this long (at 115200 baud; longer on slower lines, as the timeouts are)
-when a frame is sent: the frame opens with a delimiter (3.3). About 23 bytes' time: the
-frames of one burst (a window of cards, a DATA and the ACK it carries) are queued within
-it and share their delimiters as before."""
+when a frame is sent: the frame opens with a delimiter (3.3). About 115 bytes' time at
+115200: the frames of one burst (a window of cards, a DATA and the ACK it carries) are
+queued well within it and share their delimiters as before."""
 KEEPALIVE_IDLE = 1.0
 """Send an ACK as keepalive after this long without sending, at EVERY baud rate (protocol
 1.1, 5.9): an ACK is 9 bytes on the wire, 1 % of a 9600-baud line, so it never needs
