@@ -108,8 +108,7 @@ def _parse_table(c: ConfigProblems, data: Mapping[str, Any], family: str | None)
     elif len(name) > MAX_TABLE_NAME_CHARS or not name.isprintable():
         # The screens show it whole (docs/display.md): at most two lines at the scoreboard's
         # smallest size in portrait whatever its letters, and wrapped in the dealer's bar.
-        shown = name if len(name) <= 64 else f"{name[:40]}... ({len(name)} characters)"
-        c.wrong("table.name", shown, f"not allowed; allowed: at most {MAX_TABLE_NAME_CHARS} "
+        c.wrong("table.name", name, f"not allowed; allowed: at most {MAX_TABLE_NAME_CHARS} "
                                      "printable characters (no line breaks), e.g. 'Main floor "
                                      "baccarat 1'")
         name = ""

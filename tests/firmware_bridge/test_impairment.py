@@ -158,6 +158,21 @@ SESSIONS_END = dict(seed=348, loss=0.12, duplicate=0.0625, corrupt=0.12,
                     jitter=0.046875, byte_at_a_time=True)
 
 
+def stream_over(seed: int, *, byte_at_a_time: bool, **channel: float
+                ) -> tuple[LinkSimulation, dict[str, dict[int, int]], list[Message],
+                           list[Message]]:
+    """25 cards to the host and 8 prompts to the device over a channel of these impairments
+    (whole writes split at random unless one byte at a time), once both sides are UP: the
+    simulation, each side's tickets (`exchange`) and the two lists."""
+    imp = Impairments(byte_at_a_time=byte_at_a_time, random_splits=not byte_at_a_time,
+                      **channel)
+    sim = make_pair(imp, seed=seed)
+    sim.a.connect(sim.now)
+    assert sim.run_until(lambda: both_up(sim), timeout=120)
+    to_host, to_device = cards(25), prompts(8)
+    return sim, exchange(sim, to_host, to_device), to_host, to_device
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
@@ -170,26 +185,16 @@ def test_exactly_once_property(seed: int, loss: float, duplicate: float, corrupt
                                jitter: float, byte_at_a_time: bool) -> None:
     """Any channel of these: every message is accounted for, received at most once and in
     order, and exactly once while no session ends (the fixed scenarios above end none)."""
-    imp = Impairments(loss=loss, duplicate=duplicate, corrupt=corrupt, jitter=jitter,
-                      byte_at_a_time=byte_at_a_time, random_splits=not byte_at_a_time)
-    sim = make_pair(imp, seed=seed)
-    sim.a.connect(sim.now)
-    assert sim.run_until(lambda: both_up(sim), timeout=120)
-    to_host, to_device = cards(25), prompts(8)
-    sent = exchange(sim, to_host, to_device)
+    sim, sent, to_host, to_device = stream_over(
+        seed, loss=loss, duplicate=duplicate, corrupt=corrupt, jitter=jitter,
+        byte_at_a_time=byte_at_a_time)
     check_accounted(sim, sent, to_host, to_device)
 
 
 def test_sessions_that_end_on_a_bad_channel_lose_nothing_unaccounted() -> None:
     """The channel of SESSIONS_END does end sessions (so the accounting's branch runs), and
     each side's tickets come out as the core reported them."""
-    params = dict(SESSIONS_END)
-    seed = params.pop("seed")
-    sim = make_pair(Impairments(**params), seed=seed)
-    sim.a.connect(sim.now)
-    assert sim.run_until(lambda: both_up(sim), timeout=120)
-    to_host, to_device = cards(25), prompts(8)
-    sent = exchange(sim, to_host, to_device)
+    sim, sent, to_host, to_device = stream_over(**SESSIONS_END)
     check_accounted(sim, sent, to_host, to_device)
     # The device's session ends on silence with its last nine cards unconfirmed, four of
     # which the host did receive: "unconfirmed" says the sender cannot know, not that it
@@ -206,13 +211,7 @@ def test_a_corrupted_delimiter_no_longer_ends_the_session() -> None:
     """DELIMITER_FLIPPED's channel ended the device's session on silence, its last card
     unconfirmed: a closing delimiter flipped joined a frame to the next. The next frame
     now opens with a delimiter of its own after a quiet line, and nothing is lost."""
-    params = dict(DELIMITER_FLIPPED)
-    seed = params.pop("seed")
-    sim = make_pair(Impairments(**params), seed=seed)
-    sim.a.connect(sim.now)
-    assert sim.run_until(lambda: both_up(sim), timeout=120)
-    to_host, to_device = cards(25), prompts(8)
-    exchange(sim, to_host, to_device)
+    sim, _, to_host, to_device = stream_over(**DELIMITER_FLIPPED)
     assert [e for e in sim.events_a + sim.events_b if isinstance(e, LinkDown)] == []
     assert (received(sim.events_a), received(sim.events_b)) == (to_host, to_device)
     assert (len(acked(sim.events_b)), len(acked(sim.events_a))) == (25, 8)

@@ -288,11 +288,10 @@
       if (lastRoads) drawRoads(lastRoads);  // the beads' and the result's words
     }
     document.body.classList.toggle("game-21", table.game === "21-baccarat");
-    // The service sends the corner's number, or null when the table's id is too long for
-    // it (then no corner: the id is in the footer); a table without one shows its id.
-    const number = "number" in table ? table.number : table.table_id;
-    document.querySelector(".table-number").hidden = !number;
-    setText("table-number", number || "");
+    // The corner's number as the service chose it (DisplayServiceConfig.corner_number), or
+    // none when the table's id is too long for it: no corner then, the id is in the footer.
+    document.querySelector(".table-number").hidden = !table.number;
+    setText("table-number", table.number || "");
     setText("table-name", table.name || table.table_id || "Table");
     setText("table-game", (table.game === "21-baccarat" ? "21 Baccarat" : "Baccarat") +
       (table.decks ? ` \u00b7 ${table.decks} decks` : ""));
