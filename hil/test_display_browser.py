@@ -196,6 +196,10 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
         event = result.events[-1]
         await check_pay_list(dealer, event["payload"]["round_no"], event["payload"]["settlements"],
                              event["at"])
+        for page in (dealer, board):  # every text whole and clear of the others (MEASURE)
+            cut = [(m["id"], m["text"], m["why"])
+                   for m in await display_watch.settled_measure(page) if not m["whole"]]
+            assert cut == [], cut
         await take_screenshots(browser, display, tmp_path, pages=("dealer",), name="dealer-pay")
         played = len(settled(result.events))
 

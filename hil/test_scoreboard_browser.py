@@ -27,11 +27,12 @@ import pytest_asyncio
 
 from controller.commands.args import MAX_DEALER_CHARS
 from controller.display.service import table_info
+from controller.faults import CATALOGUE
 from controller.rules.game import load_game
 from controller.rules.simulate import SimulationOptions, simulate
 from hil.scripted_daemon import ScriptedDisplay, Served, play_round, result_of, settled_wager
 from hil import display_watch
-from hil.display_watch import LANDSCAPE, PORTRAIT
+from hil.display_watch import LANDSCAPE, MEASURE, PORTRAIT, settled_measure
 from hil.test_display_browser import check_pay_list, launched_chromium
 # What the pages' own scripts threw: every test here ends with none (an autouse fixture).
 from hil.test_display_browser import PAGE_ERRORS, no_page_errors  # noqa: F401
@@ -51,52 +52,6 @@ PAGE_MS = 6000  # scoreboard.js: each page of limits or meters is shown this lon
 MIN_GLYPH_PX = 20.0
 ROADS = ("big-road", "bead-plate", "big-eye-boy", "small-road", "cockroach-pig")
 
-# Every visible text of the header and the board (not the technician's footer): the
-# height of a capital H in the element's own font, measured by the browser's text
-# engine; and every road mark's box.
-MEASURE = """() => {
-  const ctx = document.createElement("canvas").getContext("2d");
-  const out = [];
-  const visible = (n) => { const r = n.getBoundingClientRect();
-    return r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 &&
-           r.top < innerHeight && r.left < innerWidth && getComputedStyle(n).visibility !== "hidden"; };
-  for (const n of document.querySelectorAll("header *, main *")) {
-    const own = [...n.childNodes].filter((c) => c.nodeType === 3 && c.textContent.trim());
-    if (!own.length || !visible(n) || n.closest("[hidden]")) continue;
-    const road = n.closest(".road");
-    if (road) { const rr = road.getBoundingClientRect(), r = n.getBoundingClientRect();
-                if (r.right <= rr.left || r.left >= rr.right) continue; }  // scrolled away
-    // Wholly on the screen and in its panel, not cut off by the panel or its own box.
-    const r = n.getBoundingClientRect(), panel = (n.closest(".panel, .bar")).getBoundingClientRect();
-    // Nor by a box on the way that hides what overflows it (a heading, a count's label).
-    const clipped = (a) => { const c = a.getBoundingClientRect();
-      return getComputedStyle(a).overflowX !== "visible" && (r.left < c.left - 1
-        || r.right > c.right + 1 || r.top < c.top - 1 || r.bottom > c.bottom + 1); };
-    let inside = true;
-    for (let a = n.parentElement; a && !a.matches(".panel, .bar"); a = a.parentElement)
-      if (clipped(a)) inside = false;
-    const whole = inside && r.left >= panel.left - 1 && r.right <= panel.right + 1
-      && r.top >= panel.top - 1 && r.bottom <= panel.bottom + 1 && r.right <= innerWidth
-      && r.bottom <= innerHeight
-      && (getComputedStyle(n).overflowX === "visible" || n.scrollWidth <= n.clientWidth + 1);
-    const cs = getComputedStyle(n);
-    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
-    const m = ctx.measureText("H");
-    out.push({what: "text", id: n.id || n.className || n.tagName,
-              text: own.map((c) => c.textContent.trim()).join(" "),
-              px: m.actualBoundingBoxAscent + m.actualBoundingBoxDescent, whole});
-  }
-  for (const n of document.querySelectorAll(".road .strip > div, .predict i.mark")) {
-    if (!visible(n)) continue;
-    const road = n.closest(".road");
-    if (road) { const rr = road.getBoundingClientRect(), r = n.getBoundingClientRect();
-                if (r.right <= rr.left + 1 || r.left >= rr.right - 1) continue; }
-    const r = n.getBoundingClientRect();
-    out.push({what: "mark", id: n.className, text: "", px: Math.min(r.width, r.height),
-              whole: true});
-  }
-  return out;
-}"""
 
 # Where each road's cells are against the road's own box: the newest column (the road's
 # highest `col`) must be wholly inside it; a column left of the scroll offset is outside.
@@ -228,8 +183,8 @@ def check_sizes(measured: list[dict[str, Any]], where: str, *, marks: int = 60) 
     assert not small, f"{where}: smaller than {MIN_GLYPH_PX} px: " + "; ".join(
         f"{m['what']} {m['id']!r} {m['text']!r} {m['px']:.1f} px" for m in small[:12])
     cut = [m for m in measured if not m["whole"]]
-    assert not cut, f"{where}: cut off or out of its panel: " + "; ".join(
-        f"{m['id']!r} {m['text']!r}" for m in cut[:12])
+    assert not cut, f"{where}: not whole: " + "; ".join(
+        f"{m['id']!r} {m['text']!r} {m['why']}" for m in cut[:12])
     assert sum(m["what"] == "text" for m in measured) > 40, measured
     assert sum(m["what"] == "mark" for m in measured) > marks, measured
 
@@ -246,6 +201,53 @@ def check_road_in_view(view: dict[str, Any], road: str, where: str) -> None:
         if c["col"] < view["offset"]:
             assert c["right"] <= 0.5, (where, road, c)
     assert view["offset"] == max(0, columns + 1 - view["visible"]), (where, road, view)
+
+
+# A page of known faults for MEASURE itself: each text's id says what is wrong with it.
+FAULTS_PAGE = """<!doctype html><html><body style="margin:0">
+<header class="bar" style="display:flex;width:600px;height:80px">
+  <div id="whole" style="width:200px;font-size:40px">Banker</div>
+  <div id="runs-over" style="width:60px;font-size:40px;white-space:nowrap">$9,999,999.99</div>
+  <div id="neighbour" style="width:200px;font-size:40px">Player</div>
+</header>
+<main>
+  <section class="panel" style="position:relative;width:600px;height:300px">
+    <p id="clipped" style="width:80px;overflow:hidden;white-space:nowrap;font-size:40px">
+      Tie pays 8 to 1</p>
+    <div style="width:80px;overflow:hidden"><span id="cut-around"
+      style="white-space:nowrap;font-size:40px">Player pair</span></div>
+    <div style="display:flex;width:400px">
+      <div style="width:150px"><span id="over-next" style="font-size:40px;white-space:nowrap"
+        >$9,999,999.99</span></div>
+      <div style="width:150px"><span id="next" style="font-size:40px">Major</span></div>
+    </div>
+    <div id="off-panel" style="position:absolute;top:360px;font-size:40px">Hand 12</div>
+    <div id="tiny" style="font-size:8px">small print</div>
+    <div id="hidden-one" hidden style="font-size:40px">not shown</div>
+  </section>
+  <section class="panel" style="position:relative;width:4000px;height:80px">
+    <div id="off-screen" style="position:absolute;left:3000px;font-size:40px">Shoe 3</div>
+  </section>
+</main></body></html>"""
+
+
+async def test_the_measure_finds_each_kind_of_text_that_is_not_whole(browser: Any) -> None:
+    """MEASURE (hil/display_watch.py) is what every screen test trusts: a text running out
+    of its own box or a box around it into the next one (boxes that clip nothing), one cut
+    by a box around it, one out of its panel, one pushed wholly off the screen and one too
+    small are each found and named; a whole text and a hidden one are not."""
+    page = await browser.new_page(viewport=LANDSCAPE)
+    try:
+        await page.set_content(FAULTS_PAGE)
+        measured = {m["id"]: m for m in await page.evaluate(MEASURE)}
+    finally:
+        await page.close()
+    assert {name: m["why"] for name, m in measured.items()} == {
+        "whole": "", "runs-over": "out of its own box", "neighbour": 'over "$9,999,999.99"',
+        "clipped": "out of its own box", "cut-around": "cut by a box around it",
+        "over-next": 'over "Major"', "next": 'over "$9,999,999.99"',
+        "off-panel": "out of its panel", "off-screen": "off the screen", "tiny": ""}
+    assert [name for name, m in measured.items() if m["px"] < MIN_GLYPH_PX] == ["tiny"]
 
 
 async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
@@ -308,7 +310,7 @@ async def test_a_whole_shoe_then_the_cut_and_a_void_on_the_scoreboard(
             assert big["offset"] > 0, f"{where}: {big_road_columns(winners)} Big Road columns, " \
                                       f"{big['visible']} fit: the test needs them to scroll"
             await screenshot(page, f"scoreboard-{where}", tmp_path)
-            check_sizes(await page.evaluate(MEASURE), where)
+            check_sizes(await settled_measure(page), where)
             await check_limits(page, table["limits"])
 
         # The end of the shoe, then the cut: no announcement of a round that is not there,
@@ -490,7 +492,7 @@ METERS_SHOWN = """() => [...document.querySelectorAll('#meters .meter')].filter(
 async def meter_pages(page: Any) -> dict[str, list[list[str]]]:
     """Each page of the meters' panel, its sizes checked, the page's clock moved on."""
     async def sizes(number: str, _: Any) -> None:
-        check_sizes(await page.evaluate(MEASURE), f"meters page {number}", marks=0)
+        check_sizes(await settled_measure(page), f"meters page {number}", marks=0)
     return await each_page(page, "meters", f"() => [document.getElementById('meters')"
                                            f".dataset.page, ({METERS_SHOWN})()]", sizes)
 
@@ -523,7 +525,7 @@ async def test_a_progressive_table_shows_every_meter_and_every_panel(browser: An
             assert await page.get_attribute("#meters", "data-pages") == "1", where
             assert await page.inner_text("#table-name") == table["name"]
             await screenshot(page, f"scoreboard-royal9-{where}", tmp_path)
-            check_sizes(await page.evaluate(MEASURE), where, marks=30)
+            check_sizes(await settled_measure(page), where, marks=30)
             for road in ROADS:
                 check_road_in_view(await page.evaluate(ROAD_VIEW, road), road, where)
             await check_limits(page, table["limits"])
@@ -612,10 +614,10 @@ async def test_a_long_name_is_fitted_again_when_the_header_leaves_it_less_room(
             daemon, served):
         page = await landscape_board(browser, served)
         assert await page.evaluate(NAME_SHOWN) == ["34px", False]
-        assert name_entry(await page.evaluate(MEASURE))["whole"], name
+        assert name_entry(await settled_measure(page))["whole"], name
         await header_rounds(daemon, page)
         size, wraps = await page.evaluate(NAME_SHOWN)
-        entry = name_entry(await page.evaluate(MEASURE))
+        entry = name_entry(await settled_measure(page))
         assert entry["whole"], (name, size, wraps, later)
         assert entry["text"] == name and not wraps
         assert 28 <= int(size.removesuffix("px")) < 34, size
@@ -638,17 +640,6 @@ NAME_LINES = """() => { const n = document.getElementById('table-name'), cs = ge
   return Math.round(n.getBoundingClientRect().height / line); }"""
 
 
-# Each shown meter's amount, its text's own extent (a Range's) against its meter's box:
-# MEASURE finds a text cut off by a box that clips it, but a meter clips nothing, and its
-# amount's text ran over its edge into the next meter.
-AMOUNTS_OUTSIDE = """() => [...document.querySelectorAll('#meters .meter')].filter((m) => !m.hidden)
-  .filter((m) => { const box = m.getBoundingClientRect(), range = document.createRange();
-                   range.selectNodeContents(m.querySelector('.meter-amount'));
-                   const r = range.getBoundingClientRect();
-                   return r.left < box.left || r.right > box.right - 1; })
-  .map((m) => m.querySelector('.meter-amount').textContent)"""
-
-
 async def test_a_meter_of_millions_stays_inside_its_box(browser: Any, tmp_path: Path) -> None:
     """A progressive's meter has no ceiling: in portrait three meters share the screen's
     width, and $9,999,999.99 at 40 px ran into the next meter. An amount is drawn as large
@@ -666,8 +657,7 @@ async def test_a_meter_of_millions_stays_inside_its_box(browser: Any, tmp_path: 
             await screenshot(page, f"scoreboard-meters-millions-{where}", tmp_path)
 
             async def inside(number: str, _: Any) -> None:
-                assert await page.evaluate(AMOUNTS_OUTSIDE) == [], (where, number)
-                check_sizes(await page.evaluate(MEASURE), f"{where} page {number}", marks=0)
+                check_sizes(await settled_measure(page), f"{where} page {number}", marks=0)
             pages = await each_page(page, "meters", f"() => [document.getElementById('meters')"
                                                     f".dataset.page, ({METERS_SHOWN})()]", inside)
             assert [m for number in sorted(pages, key=int) for m in pages[number]] == [
@@ -679,14 +669,10 @@ async def test_a_meter_of_millions_stays_inside_its_box(browser: Any, tmp_path: 
             assert all(28 <= px <= 40 for px in sizes) and sizes[2] == 40, (where, sizes)
 
 
-# Each pay line on the dealer's screen: its seat, wager, text, and whether it is wholly on
-# the screen (MEASURE leaves out a text pushed wholly off it).
-PAY_LINES = """() => [...document.querySelectorAll('#seats .pay-line')].map((n) => {
-  const r = n.getBoundingClientRect();
-  return {seat: Number(n.closest('.seat').dataset.seat), wager: n.dataset.wager,
-          text: n.textContent, on_screen: r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight
-                                           && r.right <= innerWidth};
-})"""
+# Each pay line on the dealer's screen: its seat, wager and text (MEASURE says whether
+# each of its texts is whole and on the screen).
+PAY_LINES = """() => [...document.querySelectorAll('#seats .pay-line')].map((n) => (
+  {seat: Number(n.closest('.seat').dataset.seat), wager: n.dataset.wager, text: n.textContent}))"""
 
 
 async def test_a_full_tables_pay_list_is_whole_on_the_dealers_screen(browser: Any,
@@ -719,10 +705,48 @@ async def test_a_full_tables_pay_list_is_whole_on_the_dealers_screen(browser: An
             assert [(line["seat"], line["wager"], line["text"]) for line in lines] == [
                 (s["seat"], s["wager"], "".join(pay_text(s)))
                 for s in sorted(settlements, key=lambda s: s["seat"])], where
-            assert [line for line in lines if not line["on_screen"]] == [], where
-            cut = [(m["id"], m["text"]) for m in await page.evaluate(MEASURE)
+            measured = await settled_measure(page)
+            cut = [(m["id"], m["text"], m["why"]) for m in measured if not m["whole"]]
+            assert cut == [], (where, cut)
+            assert sum(m["id"] == "pay-amount" for m in measured) == 42, where
+
+
+# The catalogue's longest ways out of a fault (controller/faults.py), with a device's
+# detail as long as its link's frame carries (240 bytes, firmware_bridge/frame.py).
+LONGEST_FAULTS = sorted(CATALOGUE, key=lambda row: len(row.clears), reverse=True)[:3]
+DEVICE_DETAIL = ("the device reports: " + "motor current over limit at the feed roller, "
+                 "retry 3 of 3 failed; sensor B reads 0x3F, expected 0x00; " * 3)[:240]
+
+
+@pytest.mark.parametrize("row", LONGEST_FAULTS, ids=[r.code for r in LONGEST_FAULTS])
+async def test_the_longest_fault_is_whole_on_the_dealers_screen(browser: Any, tmp_path: Path,
+                                                                row: Any) -> None:
+    """A fault stops the game until what clears it is done, and the dealer's screen is where
+    the dealer reads it: the device, the code, the device's own detail at its longest and
+    the catalogue's longest words for what to do are each whole, in both orientations, and
+    the scoreboard shows the table paused with every text of its board still whole."""
+    table, _ = table_info(str(SIDE_WAGERS))
+    table = {**table, "number": "12", "languages": ["en", "zh-hans"]}
+    device = "shuffler" if row.device == "any" else row.device
+    fault = {"device": device, "code": row.code, "detail": DEVICE_DETAIL, "action": row.clears}
+    status = {"state": "device_fault", "shoe": {"cards_left": 300}, "round": {},
+              "fault": fault}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        daemon.emit("device_fault", {"code": row.code, "detail": DEVICE_DETAIL,
+                                     "action": row.clears}, device=device)
+        for where, page in (await open_pages(browser, served, "/dealer")).items():
+            await page.locator("#fault").wait_for(state="visible", timeout=WAIT_MS)
+            assert (await page.inner_text("#fault-code"), await page.inner_text("#fault-detail"),
+                    await page.inner_text("#fault-action")) == (
+                row.code, DEVICE_DETAIL, row.clears), where
+            await screenshot(page, f"dealer-fault-{row.code}-{where}", tmp_path)
+            cut = [(m["id"], m["text"], m["why"]) for m in await settled_measure(page)
                    if not m["whole"]]
             assert cut == [], (where, cut)
+        for where, page in (await open_pages(browser, served, "/scoreboard")).items():
+            await until(page, "document.getElementById('announce').dataset.kind === 'paused'")
+            check_sizes(await settled_measure(page), where, marks=0)
 
 
 async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
@@ -744,7 +768,7 @@ async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
                     "() => document.querySelector('.table-number').hidden ? null : "
                     "document.getElementById('table-number').textContent")
                 assert corner == shown, where
-                check_sizes(await page.evaluate(MEASURE), where, marks=0)
+                check_sizes(await settled_measure(page), where, marks=0)
 
 
 @pytest.mark.parametrize(("name", "dealer"), LONGEST_NAMES, ids=("latin", "one-word", "cjk"))
@@ -774,14 +798,14 @@ async def test_the_longest_name_a_table_may_have_is_whole_on_every_screen(
                 if path == "/scoreboard" and dealer is not None:
                     assert await page.inner_text("#dealer-name") == dealer
                 await screenshot(page, f"longest-name{path.replace('/', '-')}-{where}", tmp_path)
-                measured = await page.evaluate(MEASURE)
+                measured = await settled_measure(page)
                 if path == "/scoreboard":  # the size rule is the floor's screen's
                     check_sizes(measured, where, marks=0)
                     assert await page.evaluate(NAME_LINES) <= 2, (where, name)
                 else:
-                    cut = [(m["id"], m["text"]) for m in measured if not m["whole"]]
+                    cut = [(m["id"], m["text"], m["why"]) for m in measured if not m["whole"]]
                     assert not cut, (f"dealer {where}: cut off or out of its panel", cut)
-                    # A text pushed wholly off the screen is not measured: these must be on it.
+                    # MEASURE skips what is not shown at all: these must be shown, on it.
                     assert await page.evaluate(ON_THE_SCREEN, DEALER_BAR) == list(DEALER_BAR)
 
 
@@ -821,4 +845,4 @@ async def test_a_21_baccarat_shoe_on_the_scoreboard(browser: Any, tmp_path: Path
             assert not await page.locator("#bead-plate").is_visible()
             check_road_in_view(await page.evaluate(ROAD_VIEW, "big-road"), "big-road", where)
             await screenshot(page, f"scoreboard-21-{where}", tmp_path)
-            check_sizes(await page.evaluate(MEASURE), where, marks=30)
+            check_sizes(await settled_measure(page), where, marks=30)

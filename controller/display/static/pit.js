@@ -48,9 +48,13 @@
     node.append(el("div", {class: "results"}, ...(t.results || []).map((r) =>
       el("span", {class: "result", "data-winner": r.winner, "data-round": r.round_id,
                   text: WINNER_LETTER[r.winner] || "?"}))));
+    // Why the witness is not up (its last error, or the check that failed), for the call to
+    // a technician: heads pending are unwitnessed play.
+    const why = witness.link && witness.link !== "up" && witness.detail ? " · " + witness.detail : "";
     node.append(el("div", {class: "witness muted", "data-link": witness.link || "",
                            text: "witness: " + (witness.link || "–") +
-                                 (witness.pending_heads ? ` (${witness.pending_heads} pending)` : "")}));
+                                 (witness.pending_heads ? ` (${witness.pending_heads} pending)` : "") +
+                                 why}));
     return node;
   }
 
@@ -65,10 +69,14 @@
         main.insertBefore(fresh, after || null);
       }
     }
-    const all = [...tables.values()];
-    const lost = all.filter((t) => t.alive !== "online").length;
-    const faulted = all.filter((t) => (t.faults || []).length).length;
-    Display.setText("summary", `${all.length} tables · ${lost} not live · ${faulted} with faults`);
+    // The tables to look at, by name: on a screen too small for the whole pit the header
+    // stays in view (pit.css) while the cards scroll, so none of them is out of sight.
+    const all = [...tables.values()].sort((a, b) => (a.table_id < b.table_id ? -1 : 1));
+    const lost = all.filter((t) => t.alive !== "online").map((t) => t.table_id);
+    const faulted = all.filter((t) => (t.faults || []).length).map((t) => t.table_id);
+    Display.setText("summary", `${all.length} tables · ` +
+      (lost.length ? `not live: ${lost.join(", ")}` : "all live") + " · " +
+      (faulted.length ? `faults: ${faulted.join(", ")}` : "no faults"));
   }
 
   connect(["pit"], {
