@@ -164,7 +164,7 @@ def check_keeps_up(delays_ms: Mapping[str, float], requirement_ms: float, what: 
 # engine; whether the text itself (its glyphs' extent, a Range's) is whole: inside its own
 # box, every box on the way to its panel that clips, its panel and the screen (a text
 # pushed wholly off the screen, or running out of its box into a neighbour, is not); and
-# every road mark's box. Options: `panels`, what a panel is on the page (the scoreboard's
+# every road mark's box; every seat's and meter's box in its panel. Options: `panels`, what a panel is on the page (the scoreboard's
 # and the dealer's unless given); `scrolls`, the page may scroll down (the pit page: below
 # the screen is not off it, beside it still is).
 MEASURE = """(options) => {
@@ -240,6 +240,16 @@ MEASURE = """(options) => {
     const on = within(r, screen, 0);
     out.push({what: "mark", id: n.className, text: "", px: Math.min(r.width, r.height),
               whole: on, why: on ? "" : "off the screen"});
+  }
+  // The boxes a dealer or a player reads a figure in (a seat, a meter): wholly in their
+  // panel and on the screen, even while empty.
+  for (const n of document.querySelectorAll("main .seat, main .meter")) {
+    if (!shown(n) || n.closest("[hidden]")) continue;
+    const r = n.getBoundingClientRect(), panelNode = n.closest(panels);
+    const why = panelNode && !within(r, panelNode.getBoundingClientRect(), 1) ? "out of its panel"
+      : !within(r, screen, 0) ? "off the screen" : "";
+    out.push({what: "box", id: n.className, text: n.dataset.seat || "", px: Infinity,
+              whole: !why, why});
   }
   return out;
 }"""

@@ -723,8 +723,9 @@ async def test_the_longest_fault_is_whole_on_the_dealers_screen(browser: Any, tm
                                                                 row: Any) -> None:
     """A fault stops the game until what clears it is done, and the dealer's screen is where
     the dealer reads it: the device, the code, the device's own detail at its longest and
-    the catalogue's longest words for what to do are each whole, in both orientations, and
-    the scoreboard shows the table paused with every text of its board still whole."""
+    the catalogue's longest words for what to do are each whole, in both orientations, once
+    (the stop prompt above the fault panel does not repeat them), with every seat's box in
+    its panel; the scoreboard shows the table paused with every text of its board whole."""
     table, _ = table_info(str(SIDE_WAGERS))
     table = {**table, "number": "12", "languages": ["en", "zh-hans"]}
     device = "shuffler" if row.device == "any" else row.device
@@ -735,11 +736,16 @@ async def test_the_longest_fault_is_whole_on_the_dealers_screen(browser: Any, tm
         daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
         daemon.emit("device_fault", {"code": row.code, "detail": DEVICE_DETAIL,
                                      "action": row.clears}, device=device)
+        # And what the table tells the dealer to do now (controller/table/faults.py).
+        stop = f"{device}: {DEVICE_DETAIL}. {row.clears}"
+        daemon.emit("prompt", {"action": "stop", "detail": stop})
         for where, page in (await open_pages(browser, served, "/dealer")).items():
             await page.locator("#fault").wait_for(state="visible", timeout=WAIT_MS)
             assert (await page.inner_text("#fault-code"), await page.inner_text("#fault-detail"),
-                    await page.inner_text("#fault-action")) == (
-                row.code, DEVICE_DETAIL, row.clears), where
+                    await page.inner_text("#fault-action"), await page.inner_text("#prompt"),
+                    await page.inner_text("#prompt-detail")) == (
+                row.code, DEVICE_DETAIL, row.clears, "STOP: do not deal",
+                "until the fault below is cleared"), where
             await screenshot(page, f"dealer-fault-{row.code}-{where}", tmp_path)
             cut = [(m["id"], m["text"], m["why"]) for m in await settled_measure(page)
                    if not m["whole"]]

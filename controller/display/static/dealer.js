@@ -117,7 +117,11 @@
     const prompt = document.getElementById("prompt");
     prompt.dataset.action = live.prompt ? live.prompt.action : "";
     setText("prompt", text);
-    setText("prompt-detail", detail);
+    // A fault's "stop" prompt carries the fault's detail and what clears it, which the fault
+    // panel shows in full just below: said twice, the two took the seats' room (a long one
+    // pushed fourteen seats out of their panel in landscape).
+    const stopped = live.prompt && live.prompt.action === "stop" && live.fault;
+    setText("prompt-detail", stopped ? "until the fault below is cleared" : detail);
     document.getElementById("last-hand").hidden = !live.last_hand;
     const notice = document.getElementById("notice");
     notice.hidden = !live.notice;
