@@ -100,6 +100,14 @@ async def browser() -> AsyncIterator[Any]:
         yield launched
 
 
+async def assert_whole(page: Any, where: str) -> None:
+    """Every text on `page` whole and clear of the others, every seat in its panel
+    (display_watch.MEASURE, once the page has settled)."""
+    cut = [(m["id"], m["text"], m["why"])
+           for m in await display_watch.settled_measure(page) if not m["whole"]]
+    assert cut == [], (where, cut)
+
+
 async def wait_for_rounds(page: Any, rounds: int) -> None:
     await page.wait_for_function(
         f"document.querySelectorAll('#bead-plate [data-round]').length === {rounds}",
@@ -196,10 +204,8 @@ async def test_pages_follow_the_shoe_in_time_and_recover_from_restarts(
         event = result.events[-1]
         await check_pay_list(dealer, event["payload"]["round_no"], event["payload"]["settlements"],
                              event["at"])
-        for page in (dealer, board):  # every text whole and clear of the others (MEASURE)
-            cut = [(m["id"], m["text"], m["why"])
-                   for m in await display_watch.settled_measure(page) if not m["whole"]]
-            assert cut == [], cut
+        await assert_whole(dealer, "dealer, a real settlement")
+        await assert_whole(board, "scoreboard, a real shoe")
         await take_screenshots(browser, display, tmp_path, pages=("dealer",), name="dealer-pay")
         played = len(settled(result.events))
 
@@ -389,6 +395,7 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         await dealer.locator("#fault").wait_for(state="visible", timeout=PAGE_WAIT_MS)
         assert await dealer.inner_text("#fault-action") == \
             "close the lid; the game resumes by itself"
+        await assert_whole(dealer, "dealer, a fault")
         await board.wait_for_function(
             "document.getElementById('announce').dataset.kind === 'paused'", timeout=PAGE_WAIT_MS)
         daemon.status = {**daemon.status, "state": "betting_open", "fault": None}
@@ -417,6 +424,7 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
                 "banker_natural": False}})
         await check_pay_list(dealer, 2, settlements, at)
         assert await dealer.inner_text("#round-result") == "PLAYER WINS 19 to 18"
+        await assert_whole(dealer, "dealer, a 21 Baccarat pay list")
         assert (await dealer.inner_text("#player-total"),
                 await dealer.inner_text("#banker-total")) == ("19", "18")
         daemon.emit("prompt", {"action": "place_bets", "round_no": 3})
@@ -439,6 +447,8 @@ async def test_21_baccarat_results_fault_and_win_light_in_the_pages(browser: Any
         await check_pay_list(dealer, 3, returned, at, void=True)
         assert await dealer.inner_text("#round-result") == \
             "VOID \u2013 the shoe cannot complete the round: return the wagers"
+        await assert_whole(dealer, "dealer, a void round's returns")
+        await assert_whole(board, "scoreboard, 21 Baccarat")
         await take_screenshots(browser, Served(port), tmp_path, pages=("dealer",),
                                name="dealer-void")
     finally:
