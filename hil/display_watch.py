@@ -3,8 +3,9 @@ next card and pay list first appears in a page's DOM, against the event that cau
 and whether every text on a page is whole, clear of every other and big enough (MEASURE).
 
 Shared by the browser tests (hil/test_display_browser.py, hil/test_scoreboard_browser.py,
-hil/test_pit.py, hil/test_pit_browser.py) and the display's benchmark (bench/bench_display.py): one observer, one
-way of pairing what a page showed with the daemon's events.
+hil/test_pit.py, hil/test_pit_browser.py) and the display's benchmark (bench/
+bench_display.py): one observer, one way of pairing what a page showed with the daemon's
+events, one measure of a page's texts.
 """
 
 from __future__ import annotations
@@ -159,14 +160,16 @@ def check_keeps_up(delays_ms: Mapping[str, float], requirement_ms: float, what: 
         f"{what}: {late} {delay:.0f} ms late, over the stall bound {STALL_BOUND_MS} ms")
 
 
-# What the screen tests check of a page's layout: every shown text of its header and main
-# (not the technician's footer): the height of a capital H in the element's own font, measured by the browser's text
-# engine; whether the text itself (its glyphs' extent, a Range's) is whole: inside its own
-# box, every box on the way to its panel that clips, its panel and the screen (a text
-# pushed wholly off the screen, or running out of its box into a neighbour, is not); and
-# every road mark's box; every seat's and meter's box in its panel. Options: `panels`, what a panel is on the page (the scoreboard's
-# and the dealer's unless given); `scrolls`, the page may scroll down (the pit page: below
-# the screen is not off it, beside it still is).
+# What the screen tests check of a page's layout. Every shown text of its header and main
+# (not the technician's footer): the height of a capital H in the element's own font,
+# measured by the browser's text engine, and whether the text itself (its glyphs' extent, a
+# Range's) is whole: inside its own box, every box on the way to its panel that clips, its
+# panel and the screen, and clear of every other text (a text pushed wholly off the
+# screen, or running out of its box into a neighbour, is not). Every road mark's box, on the
+# screen; every seat's and meter's box, in its panel. Options: `panels`, what a panel is on
+# the page (the scoreboard's and the dealer's unless given; the screen where a text has
+# none); `scrolls`, the page may scroll down (the pit page: below the screen is not off it,
+# beside it still is).
 MEASURE = """(options) => {
   const panels = (options && options.panels) || ".panel, .bar";
   const screen = {left: 0, top: 0, right: innerWidth,
@@ -200,7 +203,7 @@ MEASURE = """(options) => {
     // a quarter of the font's size is the glyphs', not an overflow.
     const slack = 1 + parseFloat(cs.fontSize) / 4;
     const panelNode = n.closest(panels);
-    const panel = panelNode.getBoundingClientRect();
+    const panel = panelNode ? panelNode.getBoundingClientRect() : screen;
     // A box on the way that hides what overflows it (a heading, a count's label).
     let clipped = false;
     for (let a = n.parentElement; a && a !== panelNode; a = a.parentElement)

@@ -83,12 +83,12 @@ def pit_tables() -> dict[str, dict[str, Any]]:
         table_id = LONGEST_ID if number == 7 else f"PIT-{number:02d}"
         tables[table_id] = {"status": daemon_status(table_id, number), "meters": meters(number),
                             "link": {"h9": None}, "alive": ONLINE, "results": results(number)}
-    shoe_cut = tables["PIT-02"]["status"]
-    shoe_cut["state"] = "dealing"
-    shoe_cut["fault"] = {"device": "shoe", "code": "link_down",
+    shoe_down = tables["PIT-02"]["status"]
+    shoe_down["state"] = "dealing"
+    shoe_down["fault"] = {"device": "shoe", "code": "link_down",
                          "detail": "no answer from /dev/baccarat-shoe for 2.0 s",
                          "action": how_it_clears("shoe", "link_down")}
-    shoe_cut["faults_holding"] = [
+    shoe_down["faults_holding"] = [
         {"device": "shoe", "code": "link_down", "clears": how_it_clears("shoe", "link_down")},
         {"device": "shuffler", "code": "shuffler_jam",
          "clears": how_it_clears("shuffler", "shuffler_jam")}]
@@ -183,6 +183,8 @@ CARDS = """() => [...document.querySelectorAll('#tables .table')].map((t) => ({
   meters: [...t.querySelectorAll('.meter')].map((m) => m.textContent),
   results: [...t.querySelectorAll('.result')].map((r) => r.textContent),
   witness: t.querySelector('.witness').textContent}))"""
+# The pit page for MEASURE: its bar and each table's card are its panels; it scrolls down.
+PIT_PAGE = {"panels": ".pit-bar, .table", "scrolls": True}
 IN_VIEW = """(selectors) => selectors.map((q) => {
   const r = document.querySelector(q).getBoundingClientRect();
   return r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth; })"""
@@ -219,8 +221,7 @@ async def test_a_pit_of_twenty_tables_on_the_pit_bosss_screen(browser: Any, brok
             assert await page.inner_text("#summary") == summary
             assert await page.inner_text("#feed") == "broker: connected"
             await screenshot(page, f"pit-{name}", tmp_path)
-            cut = [(m["id"], m["text"], m["why"])
-                   for m in await settled_measure(page, {"panels": ".pit-bar, .table", "scrolls": True})
+            cut = [(m["id"], m["text"], m["why"]) for m in await settled_measure(page, PIT_PAGE)
                    if not m["whole"]]
             assert cut == [], (name, cut)
             # The faults' ages from the tables' own first sight, on a page whose clock
