@@ -755,6 +755,42 @@ async def test_the_longest_fault_is_whole_on_the_dealers_screen(browser: Any, tm
             check_sizes(await settled_measure(page), where, marks=0)
 
 
+def dollars_and_cents(cents: int) -> str:
+    return f"${cents // 100:,}.{cents % 100:02d}"
+
+
+async def test_marked_commission_at_every_seat_is_whole_on_the_dealers_screen(
+        browser: Any, tmp_path: Path) -> None:
+    """631a.13(d)(2)(i): marked commission is collected at the shuffle; the daemon's prompt
+    names each seat and its amount (controller/table/table.py). Fourteen seats owing
+    four-figure amounts: the prompt says how many seats and how much in all, each seat's
+    box its own amount, and every text and seat is whole on the screen in both
+    orientations (the amounts listed in the prompt pushed seats 8-14 off a landscape
+    screen)."""
+    table, _ = table_info(str(SIDE_WAGERS))
+    owed = [{"seat": seat, "cents": 123_450 + seat} for seat in range(1, 15)]
+    status = {"state": "shuffling", "shoe": {"cards_left": 0}, "round": {}, "fault": None}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        daemon.emit("prompt", {"action": "collect_vigorish", "reason": "shuffle",
+                               "seats": owed})
+        for where, page in (await open_pages(browser, served, "/dealer")).items():
+            await until(page, "document.getElementById('prompt').dataset.action === "
+                              "'collect_vigorish'")
+            total = sum(o["cents"] for o in owed)
+            assert (await page.inner_text("#prompt"), await page.inner_text("#prompt-detail")) \
+                == (f"Collect the marked vigorish: 14 seats, {dollars_and_cents(total)}",
+                    "each seat's amount is in its box below"), where
+            assert await page.eval_on_selector_all(
+                ".seat .seat-vig", "ns => ns.map((n) => [Number(n.closest('.seat').dataset.seat),"
+                                   " n.querySelector('b').textContent])") == [
+                [o["seat"], dollars_and_cents(o["cents"])] for o in owed], where
+            await screenshot(page, f"dealer-collect-vigorish-{where}", tmp_path)
+            cut = [(m["id"], m["text"], m["why"]) for m in await settled_measure(page)
+                   if not m["whole"]]
+            assert cut == [], (where, cut)
+
+
 async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
                                                                   tmp_path: Path) -> None:
     """A table id may be 64 characters and is the corner's number unless one is configured

@@ -47,8 +47,13 @@
       text = `Deal to the ${d.label}` + (d.detail ? ` (${d.detail})` : "");
     }
     if (action === "jackpot") text += ` \u2013 seat ${prompt.seat}, ${money(prompt.amount_cents)}`;
+    // 631a.13(d)(2)(i): each seat's marked commission is in its seat's box (below); the
+    // line above says how many and how much in all. Listed here, fourteen seats' amounts
+    // took a landscape screen's height and pushed half the seats off it.
     if (action === "collect_vigorish" && prompt.seats) {
-      text += ": " + prompt.seats.map((s) => `seat ${s.seat} ${money(s.cents)}`).join(", ");
+      const total = prompt.seats.reduce((sum, s) => sum + s.cents, 0);
+      const seats = prompt.seats.length === 1 ? "1 seat" : `${prompt.seats.length} seats`;
+      return [`${text}: ${seats}, ${money(total)}`, "each seat's amount is in its box below"];
     }
     return [text, prompt.detail || ""];
   }
@@ -164,6 +169,8 @@
     payTitle.textContent = !pay ? "" : `\u00b7 ${pay.void ? "void hand" : "pay hand"} ` +
       `${pay.round_no}, highest seat first`;
     const payBySeat = new Map((pay ? pay.seats : []).map((s, order) => [s.seat, {order, ...s}]));
+    const collecting = live.prompt && live.prompt.action === "collect_vigorish" ?
+      new Map((live.prompt.seats || []).map((s) => [s.seat, s.cents])) : new Map();
 
     const seatsBox = document.getElementById("seats");
     seatsBox.style.setProperty("--seat-cols", String(Math.ceil(live.seats.length / 2) || 7));
@@ -181,6 +188,10 @@
           el("span", {text: "Progressive"}), el("b", {text: money(seat.progressive_cents)})));
       } else if (seat.sensor) {
         node.append(el("div", {class: "seat-sensor", text: "chip on sensor"}));
+      }
+      if (collecting.has(seat.seat)) {
+        node.append(el("div", {class: "seat-vig", "data-cents": collecting.get(seat.seat)},
+          el("span", {text: "Collect commission"}), el("b", {text: money(collecting.get(seat.seat))})));
       }
       const owed = payBySeat.get(seat.seat);
       if (owed) node.append(payLines(owed, pay.void));
