@@ -9,9 +9,10 @@ published, worked out here: its id and liveness, its state, shoe, hand and cards
 each fault holding it with its age, detail and what clears it (the fault catalogue's
 words), the linked wager's availability (605a.8), its meters, its last results and its
 witness; then the page's summary, a fault's age as the page's clock moves on, and a table
-lost. Every text of every card is whole and clear of every other (the scoreboard's
-measure), at a desk monitor's size and a tablet's. hil/test_pit.py times the same page
-against real daemons (each change within 2 s, a killed daemon lost).
+lost. Every text of every card is whole and clear of every other (the screens' measure,
+hil/display_watch.py), at a desk monitor's size, a tablet's and a phone's.
+hil/test_pit.py times the same page against real daemons (each change within 2 s, a
+killed daemon lost).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ SITE = f"pit-page-{uuid.uuid4().hex[:8]}"  # this run's own: no other pit's tabl
 WAIT_MS = 15_000
 DESK = {"width": 1920, "height": 1080}
 TABLET = {"width": 800, "height": 1280}
+PHONE = {"width": 390, "height": 844}  # a pit boss's phone on the floor
 LONGEST_ID = "PIT-" + "9" * (MAX_TABLE_ID_CHARS - 4)  # a table id at its longest
 LINK_DOWN = "the shared meter could not be read (PostgreSQL at 10.20.30.5:5432 unreachable)"
 WINNER_LETTER = {"banker": "B", "player": "P", "tie": "T"}
@@ -210,7 +212,7 @@ async def test_a_pit_of_twenty_tables_on_the_pit_bosss_screen(browser: Any, brok
             assert feed.update(table["status"], table["meters"], table["link"])
         expected = [expected_card(t, tables[t], since) for t in sorted(tables)]
         summary = "20 tables · not live: PIT-04, PIT-05 · faults: PIT-02, PIT-03"
-        for name, viewport in (("desk", DESK), ("tablet", TABLET)):
+        for name, viewport in (("desk", DESK), ("tablet", TABLET), ("phone", PHONE)):
             page = await display_watch.open_page(browser, f"http://127.0.0.1:{port}/pit",
                                                  viewport, PAGE_ERRORS, clock=True,
                                                  clock_from=since)
