@@ -791,6 +791,52 @@ async def test_marked_commission_at_every_seat_is_whole_on_the_dealers_screen(
             assert cut == [], (where, cut)
 
 
+async def test_a_full_table_stopped_by_a_fault_is_whole_on_the_dealers_screen(
+        browser: Any, tmp_path: Path) -> None:
+    """The dealer's screen at its fullest before a settlement: fourteen seats of three
+    wagers at the table's largest amounts, each with a progressive wager, locked out, and a
+    fault stopping the deal with the catalogue's longest action for a device. Every wager,
+    every progressive wager and the fault are whole, in both orientations."""
+    table, _ = table_info(str(ROYAL_9))
+    table = {**table, "seats": 14}  # 631a.2(a): the most a table may have
+    row = max((r for r in CATALOGUE if r.device != "table"), key=lambda r: len(r.clears))
+    wagers = [(seat, wager, cents) for seat in range(1, 15)
+              for wager, cents in (("banker", 500_000), ("player", 499_999), ("tie", 100_000))]
+    fault = {"device": row.device, "code": row.code, "detail": DEVICE_DETAIL,
+             "action": row.clears}
+    status = {"state": "device_fault", "shoe": {"cards_left": 300}, "round": {},
+              "fault": fault}
+    async with ScriptedDisplay(tmp_path, table, status) as (daemon, served):
+        daemon.emit("shoe_loaded", {"shoe_no": 1, "back": "red"})
+        for seat, wager, cents in wagers:
+            daemon.emit("wager_accepted", {"seat": seat, "wager": wager, "amount_cents": cents})
+        daemon.emit("no_more_bets", {
+            "cause": "lockout_button", "round_no": 12, "progressive_seats": list(range(1, 15)),
+            "wagers": [{"seat": seat, "wager": wager, "amount_cents": cents}
+                       for seat, wager, cents in wagers]})
+        daemon.emit("progressive_accepted", {
+            "progressive": "royal9", "accepted": [{"seat": seat, "amount_cents": 500}
+                                                  for seat in range(1, 15)],
+            "refused": [], "leds": {}, "awards": []})
+        daemon.emit("device_fault", {"code": row.code, "detail": DEVICE_DETAIL,
+                                     "action": row.clears}, device=row.device)
+        daemon.emit("prompt", {"action": "stop",
+                               "detail": f"{row.device}: {DEVICE_DETAIL}. {row.clears}"})
+        for where, page in (await open_pages(browser, served, "/dealer")).items():
+            await page.locator("#fault").wait_for(state="visible", timeout=WAIT_MS)
+            await until(page, "document.querySelectorAll('.seat-progressive').length === 14")
+            shown = await page.eval_on_selector_all(
+                ".seat .seat-wager", "ns => ns.map((n) => [Number(n.closest('.seat')"
+                                     ".dataset.seat), n.dataset.wager, n.querySelector('b')"
+                                     ".textContent])")
+            assert shown == [[seat, wager, dollars_and_cents(cents)]
+                             for seat, wager, cents in wagers], where
+            await screenshot(page, f"dealer-full-table-fault-{where}", tmp_path)
+            cut = [(m["id"], m["text"], m["why"]) for m in await settled_measure(page)
+                   if not m["whole"]]
+            assert cut == [], (where, cut)
+
+
 async def test_a_table_id_too_long_for_the_corner_leaves_no_corner(browser: Any,
                                                                   tmp_path: Path) -> None:
     """A table id may be 64 characters and is the corner's number unless one is configured
