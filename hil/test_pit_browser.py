@@ -8,9 +8,10 @@ as it does on the floor and serves `/pit`. Each table's card is compared with wh
 published, worked out here: its id and liveness, its state, shoe, hand and cards left,
 each fault holding it with its age, detail and what clears it (the fault catalogue's
 words), the linked wager's availability (605a.8), its meters, its last results and its
-witness; then the page's summary, a fault's age as the page's clock moves on, and a table
-lost. Every text of every card is whole and clear of every other (the screens' measure,
-hil/display_watch.py), at a desk monitor's size, a tablet's and a phone's.
+witness; then the page's summary, a fault's age as the page's clock moves on, a table
+lost, and a whole pit lost on a phone (the summary names five, the bar leaves the cards
+the screen). Every text of every card is whole and clear of every other (the screens'
+measure, hil/display_watch.py), at a desk monitor's size, a tablet's and a phone's.
 hil/test_pit.py times the same page against real daemons (each change within 2 s, a
 killed daemon lost).
 """
@@ -254,6 +255,30 @@ async def test_a_pit_of_twenty_tables_on_the_pit_bosss_screen(browser: Any, brok
         assert await page.inner_text(".table[data-table='PIT-01'] .alive") == "LOST"
         assert await page.inner_text("#summary") == (
             "20 tables · not live: PIT-01, PIT-04, PIT-05 · faults: PIT-02, PIT-03")
+        await page.close()
+
+        # The whole pit lost at once (its switch, the broker's host): on a phone the bar that
+        # stays in view names five and counts the rest, and leaves the cards the screen.
+        page = await display_watch.open_page(browser, f"http://127.0.0.1:{port}/pit", PHONE,
+                                             PAGE_ERRORS)
+        await page.wait_for_function("document.querySelectorAll('#tables .table').length === 20",
+                                     timeout=WAIT_MS)
+        for table_id in tables:
+            publish(alive_message(PREFIX, SITE, table_id, LOST))
+        await page.wait_for_function(
+            "document.querySelectorAll('#tables .table[data-alive=\"lost\"]').length === 20",
+            timeout=WAIT_MS)
+        await page.wait_for_function(
+            "document.getElementById('summary').textContent.includes('15 more')", timeout=WAIT_MS)
+        assert await page.inner_text("#summary") == (
+            "20 tables · not live: PIT-01, PIT-02, PIT-03, PIT-04, PIT-05 and 15 more · "
+            "faults: PIT-02, PIT-03")
+        bar = await page.evaluate("document.querySelector('.pit-bar').getBoundingClientRect()"
+                                  ".height")
+        assert bar <= PHONE["height"] / 6, bar  # 101 px here; 844 / 6 is 140
+        cut = [(m["id"], m["text"], m["why"]) for m in await settled_measure(page, PIT_PAGE)
+               if not m["whole"]]
+        assert cut == [], cut
         await page.close()
     finally:
         pusher.cancel()

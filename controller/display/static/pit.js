@@ -58,6 +58,15 @@
     return node;
   }
 
+  // At most NAMED tables by name in the bar, then how many more: a whole pit lost at once
+  // (its switch, the broker) named in full would fill a phone's screen with the bar that
+  // stays in view, and leave no room for the cards (each lost card is marked itself).
+  const NAMED = 5;
+  function named(ids) {
+    return ids.length <= NAMED ? ids.join(", ") :
+      `${ids.slice(0, NAMED).join(", ")} and ${ids.length - NAMED} more`;
+  }
+
   function render(changed) {
     const main = document.getElementById("tables");
     for (const id of changed) {
@@ -75,8 +84,8 @@
     const lost = all.filter((t) => t.alive !== "online").map((t) => t.table_id);
     const faulted = all.filter((t) => (t.faults || []).length).map((t) => t.table_id);
     Display.setText("summary", `${all.length} tables · ` +
-      (lost.length ? `not live: ${lost.join(", ")}` : "all live") + " · " +
-      (faulted.length ? `faults: ${faulted.join(", ")}` : "no faults"));
+      (lost.length ? `not live: ${named(lost)}` : "all live") + " · " +
+      (faulted.length ? `faults: ${named(faulted)}` : "no faults"));
   }
 
   connect(["pit"], {
