@@ -470,11 +470,12 @@ async def start_to_ready(workdir: Path, seed: int) -> tuple[float, float, dict]:
 def rows_read_and_maced(path: str, key: bytes, lo: int, hi: int) -> int:
     """The whole history's check's floor in Python, for one range of the log: every column
     of entries `lo`..`hi` read as the chain's check reads them (controller/memory/chain.py),
-    and one HMAC-SHA256 each over stored texts about as long as the entry's MAC material
-    (its MAC, its previous MAC and its payload: 145-167 bytes on the benchmark's store,
-    against the material's 138-165, so as many SHA-256 blocks), by the same `mac_of`. What the check adds is the material written out
-    (the time's repr, the JSON strings), the links and MACs compared, and the protected
-    tables and SQLite's page check in the check's own process. Returns the rows read."""
+    and one HMAC-SHA256 each, by the same `mac_of`, over stored texts about as long as the
+    entry's MAC material (its MAC, its previous MAC and its payload: 145-167 bytes on the
+    benchmark's store against the material's 138-165, as many SHA-256 blocks). What the
+    check adds is the material written out (the time's repr, the JSON strings), the links
+    and MACs compared, and the protected tables and SQLite's page check in the check's own
+    process. Returns the rows read."""
     import sqlite3
 
     from controller.memory.macs import mac_of

@@ -1,6 +1,6 @@
 """The whole history's check's floor in bench/bench_daemon.py (`rows_read_and_maced`): the
 ratio it prints is only honest if the floor reads every entry exactly once, whatever the
-split into worker processes, and MACs as many bytes as the check does."""
+split into worker processes, and MACs as many SHA-256 blocks as the check does."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from bench.bench_daemon import build_large_store, rows_read_and_maced, rows_read
 from controller.memory.lifecycle import load_key_for
 from controller.memory.macs import entry_material
 
-ENTRIES = 1_001  # not a multiple of the workers: the last range is one entry longer
+ENTRIES = 1_001  # not a multiple of three: the three workers' ranges differ by one entry
 
 
 @pytest.fixture(scope="module")
