@@ -478,14 +478,13 @@ def rows_read_and_maced(path: str, key: bytes, lo: int, hi: int) -> int:
     process. Returns the rows read."""
     import sqlite3
 
+    from controller.memory.chain import _ROWS  # the check's own query: the same columns
     from controller.memory.macs import mac_of
 
     db = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True)
     try:
         rows = 0
-        for row in db.execute("SELECT seq, at, kind, severity, device, round_id, payload,"
-                              " prev_hash, hash FROM events WHERE seq >= ? AND seq <= ?"
-                              " ORDER BY seq", (lo, hi)):
+        for row in db.execute(_ROWS, (lo, hi)):
             mac_of(key, (row[8] + row[7] + row[6]).encode("utf-8"))
             rows += 1
         return rows
@@ -495,14 +494,16 @@ def rows_read_and_maced(path: str, key: bytes, lo: int, hi: int) -> int:
 
 def rows_read_and_maced_s(path: str, key: bytes, entries: int, workers: int) -> float:
     """Wall seconds for `rows_read_and_maced` over the whole log, split into `workers`
-    ranges each in a fresh process of its own, started at once, as the daemon's full check
-    starts its chain's workers (controller/memory/chain.py, `ChainRun`)."""
+    ranges each in a fresh process of its own, started at once, split as the daemon's full
+    check splits the log among its chain's workers (controller/memory/chain.py, `ranges`).
+    Meant for the benchmark's million entries: below `PARALLEL_CHAIN_ENTRIES` the check reads
+    the log in one pass of its own, and process starts are most of either figure."""
     from controller.fresh_process import FreshProcess
+    from controller.memory.chain import ranges
 
     started = time.perf_counter()
-    bounds = [1 + entries * n // workers for n in range(workers + 1)]
-    running = [FreshProcess("bench.bench_daemon:rows_read_and_maced", path, key, lo, hi - 1)
-               for lo, hi in zip(bounds, bounds[1:])]
+    running = [FreshProcess("bench.bench_daemon:rows_read_and_maced", path, key, lo, hi)
+               for lo, hi in ranges(1, entries, workers)]
     read = sum(process.result() for process in running)
     took = time.perf_counter() - started
     if read != entries:
@@ -518,18 +519,19 @@ async def measure_large(entries: int) -> dict[str, float]:
         large_dir = Path(tmp) / "large"
         build_s = build_large_store(large_dir, entries)
         large = [await start_to_ready(large_dir, n) for n in range(3)]
-        size = (large_dir / "table.sqlite").stat().st_size
-        store = str(large_dir / "table.sqlite")
+        store = large_dir / "table.sqlite"
+        size = store.stat().st_size
+        checked = large[0][2]["entries"]  # the whole history's check's entries
         workers = os.cpu_count() or 1  # the daemon's full check uses as many (offload.py)
-        floor = [rows_read_and_maced_s(store, load_key_for(store), large[0][2]["entries"],
-                                       workers) for _ in range(3)]
+        floor = [rows_read_and_maced_s(str(store), load_key_for(str(store)), checked, workers)
+                 for _ in range(3)]
     return {"empty_s": statistics.median(t for t, _, _ in empty),
             "large_s": statistics.median(t for t, _, _ in large),
             "large_first_s": large[0][0],  # its last full check a day's entries back
             "empty_cpu_s": statistics.median(c for _, c, _ in empty),
             "large_cpu_s": statistics.median(c for _, c, _ in large),
             "history_s": statistics.median(h["seconds"] for _, _, h in large),
-            "history_entries": large[0][2]["entries"],
+            "history_entries": checked,
             "build_s": build_s, "size_mib": size / 2**20,
             "floor_s": statistics.median(floor), "floor_workers": workers}
 

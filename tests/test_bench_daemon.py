@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.bench_daemon import build_large_store, rows_read_and_maced, rows_read_and_maced_s
+from controller.memory.chain import _ROWS
 from controller.memory.lifecycle import load_key_for
 from controller.memory.macs import entry_material
 
@@ -39,8 +40,7 @@ def test_a_floor_that_read_another_count_is_refused(store: str) -> None:
 def test_the_floor_macs_as_many_sha256_blocks_as_the_entries_materials(store: str) -> None:
     db = sqlite3.connect(f"{Path(store).as_uri()}?mode=ro", uri=True)
     try:
-        rows = db.execute("SELECT seq, at, kind, severity, device, round_id, payload,"
-                          " prev_hash, hash FROM events WHERE seq > 10").fetchall()
+        rows = db.execute(_ROWS, (11, ENTRIES)).fetchall()
     finally:
         db.close()
 

@@ -58,14 +58,11 @@ class ChainRun:
                 self._start_workers(str(Path(path).absolute()), workers)
 
     def _start_workers(self, path: str, workers: int) -> None:
-        start, end = self._start, self._end
-        bounds = [start + (end - start + 1) * n // workers for n in range(workers + 1)]
         try:
-            for lo, hi in zip(bounds, bounds[1:]):
-                if lo < hi:
-                    self._workers.append(FreshProcess(
-                        "controller.memory.chain:check_range", path, self._key, lo, hi - 1,
-                        self._prev if lo == start else None))
+            for lo, hi in ranges(self._start, self._end, workers):
+                self._workers.append(FreshProcess(
+                    "controller.memory.chain:check_range", path, self._key, lo, hi,
+                    self._prev if lo == self._start else None))
         except OSError:  # no processes to be had here (limits): one pass in `result`
             self.stop()
 
@@ -89,6 +86,13 @@ class ChainRun:
         for worker in self._workers:
             worker.stop()
         self._workers = []
+
+
+def ranges(start: int, end: int, workers: int) -> list[tuple[int, int]]:
+    """Entries `start`..`end` split into at most `workers` ranges (first, last) of nearly
+    equal length, in log order: the workers' shares of a long stretch (`ChainRun`)."""
+    bounds = [start + (end - start + 1) * n // workers for n in range(workers + 1)]
+    return [(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
 
 
 def check_range(path: str, key: bytes, lo: int, hi: int, prev: str | None) -> int:
