@@ -512,6 +512,7 @@ def rows_read_and_maced_s(path: str, key: bytes, entries: int, workers: int) -> 
 
 
 async def measure_large(entries: int) -> dict[str, float]:
+    from controller.memory.chain import full_check_workers
     from controller.memory.lifecycle import load_key_for
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -522,9 +523,9 @@ async def measure_large(entries: int) -> dict[str, float]:
         store = large_dir / "table.sqlite"
         size = store.stat().st_size
         checked = large[0][2]["entries"]  # the whole history's check's entries
-        workers = os.cpu_count() or 1  # the daemon's full check uses as many (offload.py)
-        floor = [rows_read_and_maced_s(str(store), load_key_for(str(store)), checked, workers)
-                 for _ in range(3)]
+        workers = full_check_workers()  # as many as the daemon's full check
+        key = load_key_for(str(store))
+        floor = [rows_read_and_maced_s(str(store), key, checked, workers) for _ in range(3)]
     return {"empty_s": statistics.median(t for t, _, _ in empty),
             "large_s": statistics.median(t for t, _, _ in large),
             "large_first_s": large[0][0],  # its last full check a day's entries back

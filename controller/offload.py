@@ -22,11 +22,11 @@ daemon again, 0.3-0.4 s), so it can stall the loop for less than that.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 from controller.fresh_process import FreshProcess
+from controller.memory.chain import full_check_workers
 from controller.memory.store import Store
 
 T = TypeVar("T")
@@ -72,7 +72,7 @@ class StoreWork:
             # caller: a worker thread does both.
             child = await asyncio.to_thread(
                 FreshProcess, "controller.memory.check:verify_file", store_path, key, paths,
-                full=full, workers=os.cpu_count() or 1)
+                full=full, workers=full_check_workers())
             try:
                 return await asyncio.to_thread(child.result)  # its IntegrityError raised here
             finally:

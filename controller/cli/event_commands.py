@@ -279,6 +279,7 @@ def _no_store_file(args: argparse.Namespace, source: Path) -> int:
 def _verify_offline(args: argparse.Namespace) -> int:
     """Verify a store file without the daemon. The file is copied first (with its WAL) so
     the check can never change the evidence; the key and anchor are read where they are."""
+    from controller.memory.chain import full_check_workers
     from controller.memory.critical import CriticalPaths, IntegrityError, load_key
     from controller.memory.lifecycle import verify_file
 
@@ -303,7 +304,7 @@ def _verify_offline(args: argparse.Namespace) -> int:
             # daemon (a technician after a fault, an auditor) cannot take the checkpoint,
             # which a running daemon moves at every start, as evidence of anything.
             result = offline_result(verify_file(str(copy), key, paths, full=True,
-                                                private_copy=True, workers=os.cpu_count() or 1))
+                                                private_copy=True, workers=full_check_workers()))
     except PermissionError as exc:
         print(f"tablectl: permission denied reading {exc.filename or source}; run as a member "
               "of the tabled group or with sudo", file=sys.stderr)

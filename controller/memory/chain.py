@@ -10,6 +10,7 @@ child, which imported the whole daemon again before it read an entry.
 from __future__ import annotations
 
 import hmac
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -86,6 +87,13 @@ class ChainRun:
         for worker in self._workers:
             worker.stop()
         self._workers = []
+
+
+def full_check_workers() -> int:
+    """The processes a full check's chain is split over (`verify_chain`'s `workers`): one a
+    core, as the daemon's start, `tablectl events verify --full` offline and the benchmark's
+    floor all use; one pass where the count is unknown."""
+    return os.cpu_count() or 1
 
 
 def ranges(start: int, end: int, workers: int) -> list[tuple[int, int]]:
