@@ -215,8 +215,11 @@ def _report_verified(args: argparse.Namespace, result: dict[str, Any], where: st
                 "full check)" if first > 1 and "log_seq" in result else "")
         rows = (f"; {result['state_rows']} sealed rows match"
                 if "state_rows" in result else "")
+        unsealed = int(result.get("unsealed", 0))
+        tail = (f"; the last {unsealed} (cards and prompts waiting for the next flush) are "
+                "not sealed yet, as ruling C29 allows" if unsealed else "")
         print(fit(paint("critical memory OK", "green", "bold")
-                  + f": {entries} log entries verified {where}{span}{rows}"))
+                  + f": {entries} log entries verified {where}{span}{rows}{tail}"))
         if not_compared is not None:
             print(fit(paint("NOT CHECKED", "yellow", "bold") + f": {not_compared}"))
     # Not a pass a script may take as whole: the same code as a daemon older than tablectl.

@@ -212,6 +212,9 @@ class CriticalMemoryVerified(EventRecord):
     state_rows: int
     commit_no: int
     anchor_behind: int
+    # Entries after the sealed one that a kill or a power cut left (cards and prompts that
+    # wait for the next flush), sealed as the store opened (docs/rulings.md C29).
+    unsealed: int = 0
 
 
 @dataclass(frozen=True)

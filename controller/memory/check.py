@@ -15,7 +15,7 @@ from typing import Any
 
 from controller.errors import shown
 from controller.memory.anchor import read_anchor
-from controller.memory.chain import ChainRun
+from controller.memory.chain import ChainRun, verify_chain
 from controller.memory.digests import (
     Seal,
     _sealed_rows,
@@ -27,7 +27,9 @@ from controller.memory.digests import (
 )
 from controller.memory.errors import ACTION_UNUSABLE, STORE_ERRORS, IntegrityError, unusable
 from controller.memory.keys import CriticalPaths
-from controller.memory.tables import DEFINITIONS, SCHEMA_VERSION, as_stored, stored_schema_number
+from controller.memory.tables import (
+    DEFINITIONS, GROUPED_KINDS, SCHEMA_VERSION, as_stored, stored_schema_number,
+)
 from controller.memory.macs import CHECKPOINT_META, GENESIS_MAC, KEY_ID_META, canonical, checkpoint_mac, key_id, seal_mac
 from controller.text_files import loads_json
 
@@ -46,6 +48,9 @@ class Verified:
     # the objects it holds (rulings C28) were not compared, which only that release can do.
     # The daemon refuses such a store (Store.upgrade); an offline check says what it skipped.
     newer_schema: int | None = None
+    # Entries after the sealed one, all of kinds that may wait for a flush (a power cut or a
+    # kill left them; `_unsealed_tail`): the store seals them when it opens.
+    unsealed: int = 0
 
 
 def _read_seal(db: sqlite3.Connection) -> Seal | None:
@@ -136,10 +141,8 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
         behind = seal.commit_no - anchor.commit_no
 
     head_seq, head_mac = log_head(db)
-    if head_seq != seal.log_seq:
-        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
-                             f"records entry {seal.log_seq}: entries were removed or added")
-    if head_mac != seal.log_mac:
+    unsealed = _unsealed_tail(db, key, seal, head_seq)
+    if not unsealed and head_mac != seal.log_mac:
         raise IntegrityError("event log", f"the last entry, {head_seq}, is not the one sealed "
                              "(its MAC differs): the log was rewritten")
     # The chain's workers start here, so that the protected tables are checked while they
@@ -218,7 +221,36 @@ def verify_store(db: sqlite3.Connection, key: bytes, *, anchor_path: Path | None
     if pages_failure is not None:
         raise pages_failure
     return Verified(checked, head_seq, start, state_rows, seal.commit_no, behind, head_mac, settled,
-                    schema_number if schema_number > SCHEMA_VERSION else None)
+                    schema_number if schema_number > SCHEMA_VERSION else None, unsealed)
+
+
+def _unsealed_tail(db: sqlite3.Connection, key: bytes, seal: Seal, head_seq: int) -> int:
+    """How many entries follow the sealed one, after checking them: a step that only
+    appends entries that may wait for the next flush is sealed by the next step that may
+    not (controller/memory/sealing.py, ruling C29), so a store the daemon did not close (a
+    power cut, a kill) may end in entries of GROUPED_KINDS that no seal covers yet. They
+    must follow the sealed entry, be of those kinds only and each carry its MAC: what a
+    power cut may lose anyway, and nothing else. The few of them are chain-checked here
+    whatever the caller's `chain_limit`, since the table restores its open round from them."""
+    if head_seq == seal.log_seq:
+        return 0
+    if head_seq < seal.log_seq:
+        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
+                             f"records entry {seal.log_seq}: entries were removed")
+    sealed = db.execute("SELECT hash FROM events WHERE seq = ?", (seal.log_seq,)).fetchone()
+    if seal.log_seq and (sealed is None or sealed[0] != seal.log_mac):
+        raise IntegrityError("event log", f"entry {seal.log_seq}, the last one sealed, is "
+                             + ("missing" if sealed is None else "not the one sealed (its MAC "
+                                "differs)") + ": the log was rewritten")
+    for seq, kind in db.execute("SELECT seq, kind FROM events WHERE seq > ? AND kind NOT IN"
+                                f" ({','.join('?' * len(GROUPED_KINDS))}) ORDER BY seq LIMIT 1",
+                                (seal.log_seq, *sorted(GROUPED_KINDS))):
+        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
+                             f"records entry {seal.log_seq}, and entry {seq} after it is a "
+                             f"{kind}, which is always sealed: entries were added or the seal "
+                             "put back")
+    verify_chain(db, key, seal.log_seq + 1, seal.log_mac, end=head_seq)
+    return head_seq - seal.log_seq
 
 
 def _sqlite_check(db: sqlite3.Connection) -> Exception | None:
@@ -336,5 +368,6 @@ def reason_text(exc: IntegrityError) -> str:
 def as_mapping(verified: Verified) -> Mapping[str, Any]:
     return {"entries": verified.entries, "log_seq": verified.log_seq,
             "from_seq": verified.from_seq, "state_rows": verified.state_rows,
-            "commit_no": verified.commit_no, "anchor_behind": verified.anchor_behind}
+            "commit_no": verified.commit_no, "anchor_behind": verified.anchor_behind,
+            "unsealed": verified.unsealed}
 

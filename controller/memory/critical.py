@@ -13,7 +13,10 @@ Design (docs/architecture.md, "Critical memory"):
   write path can forget them; the sum is order-free, so an insert, update or delete costs
   one or two MACs, however large the table.
 - One seal row binds the digests, the head of the log and a commit counter under the key.
-  `Store.transaction()` re-seals every transaction that wrote something.
+  `Store.transaction()` re-seals every transaction that wrote something, except one that
+  only appends entries that may wait for the next flush (a card inside a round): the next
+  step that must be flushed seals it, and the check accepts such an unsealed tail
+  (controller/memory/sealing.py, docs/rulings.md C29).
 - An anchor file outside the store, next to the key, holds the counter and seal of the last
   durable commit, written atomically. A store behind its anchor was rolled back (an older
   copy put back, the WAL lost or cut); a store ahead of it is a power cut between the

@@ -210,7 +210,7 @@ def seal_mac(key: bytes, commit_no: int, log_seq: int, log_mac: str,
 def seal_material(commit_no: int, log_seq: int, log_mac: str,
                   digests: Iterable[tuple[str, str, int, str]]) -> str:
     """The text seal_mac covers: canonical(["seal", commit_no, log_seq, log_mac,
-    sorted(digests)]), written out field by field because every commit seals (the same
+    sorted(digests)]), written out field by field because every money step seals (the same
     text: tests/controller/test_critical_memory.py compares them)."""
     return seal_head(commit_no, log_seq, log_mac) + digests_material(digests)
 
@@ -223,7 +223,7 @@ def seal_head(commit_no: int, log_seq: int, log_mac: str) -> str:
 
 def digests_material(digests: Iterable[tuple[str, str, int, str]]) -> str:
     """The seal's material from its digests on (`seal_material`): the same while the
-    digests are, which they are for every step that only appends log entries (a card's)."""
+    digests are, which they are for every step that only appends log entries."""
     rows = ",".join(f"{_digest_head(name, columns)}{int_text(rows)},"
                     f"{_json_string(acc)}]" for name, columns, rows, acc in sorted(digests))
     return f"[{rows}]]"

@@ -1,6 +1,6 @@
 """The store's schema and its log entries: creating and migrating its tables (their
-definitions and number are controller/memory/tables.py's), which event kinds may wait for
-the next flush, and one entry as readers get it back."""
+definitions and number, and which event kinds may wait for the next flush, are
+controller/memory/tables.py's), and one entry as readers get it back."""
 
 from __future__ import annotations
 
@@ -24,17 +24,6 @@ store's check passed, in one transaction with the new number. A release that add
 or column adds SCHEMA_VERSION + 1 here (docs/deployment.md, "Upgrade and roll back")."""
 GENESIS_HASH = critical.GENESIS_MAC
 STORE_TABLES = ("meta", "rounds", "table_state", "seat_totals")
-
-GROUPED_KINDS = frozenset({"card", "burn_card", "prompt", "seat_sensor", "shuffle_progress",
-                           "late_sensor_change"})
-"""Event kinds whose step may wait for the next flush. A lost card is found by the shoe's
-card index: inside a round it voids the round, a lost burn card counts as burned (ruling
-C7, docs/rulings.md); a lost prompt is issued again by the restored state; sensor and
-shuffler progress are shown live, not relied on. Nothing here moves money or decides a
-wager. None of a shoe's own steps is grouped (docs/rulings.md C26): the table's opening and
-the shuffle requested are answered commands, the shuffle complete, the shoe loaded and the
-cover card are reported once and kept by no device, and the shoe's first card says how many
-to burn (631a.5(f)), which a shoe that lost power with the table would not send again."""
 
 OPEN_ROUND_CARDS = "round_cards"
 """The key of the table's saved state (`save_table_state`) holding the open round's cards

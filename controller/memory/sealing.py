@@ -6,7 +6,18 @@ tables' digests; `StepSeal` keeps them as this connection's last commit left the
 step does not read them back. They hold until a step of ours rolls back or another
 connection commits (SQLite's data_version says so); either forgets them and the next step
 reads. The digests also hold while our steps only append log entries (the log has no
-digest triggers), which is every card that does not save the table's state.
+digest triggers).
+
+A step that only appends entries of kinds that may wait for the next flush (GROUPED_KINDS:
+a card inside a round and its prompt) is not sealed at all: the next step that must be
+flushed seals the log's head with it, so every flush that something is reported or
+acknowledged on (a money step's, the shoe's `CardsCommitted`, the witness's heads, the
+anchor) covers a seal over all it holds. Such an unsealed tail is what a power cut may
+lose anyway (ruling C7): a store whose tail is gone, even one a checkpoint or the system's
+writeback had put on the disk, is the store a power cut just before that tail would have
+left. So the check accepts one, chain-checked and of those kinds only, and the store seals
+it when it opens and when it closes (docs/rulings.md C29). Not sealing a card saves its
+seal's MAC and the seal row's write: a sixth of a card's instructions.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ class StepSeal:
         self._appended = 0  # log entries appended by the step in progress
         self._changes = 0  # the connection's total_changes when the step began
         self._data_version = -1
+        self.owed = False  # log entries of ours (or found at open) that no seal covers yet
 
     def begin(self) -> None:
         """A step began (its BEGIN IMMEDIATE ran)."""
@@ -53,13 +65,23 @@ class StepSeal:
         self._log_head = (seq, mac)
         self._appended += 1
 
-    def seal(self) -> Seal | None:
-        """Re-seal what this step wrote, just before its COMMIT (a step that only read
-        seals nothing)."""
+    def owe(self) -> None:
+        """The log holds entries no seal covers (the check found them at open): the next
+        step seals, even one that writes nothing."""
+        self.owed = True
+
+    def seal(self, *, may_wait: bool) -> Seal | None:
+        """Re-seal what this step wrote, just before its COMMIT: nothing for a step that only
+        read, unless entries before it are owed a seal; nothing for a step that only appended
+        log entries and `may_wait` (all of GROUPED_KINDS: the next sealed step covers them)."""
         written = self._db.total_changes - self._changes  # trigger writes count too
-        if not written:
-            return None
-        if written != self._appended:  # a row besides the log's: digests moved
+        if written == self._appended:  # only log entries, if anything: the digests hold
+            if may_wait and written:
+                self.owed = True
+                return None
+            if not written and not self.owed:
+                return None
+        else:  # a row besides the log's: digests moved
             self._digests = None
         if self._digests is None:
             self._digests = digests(self._db)
@@ -71,6 +93,7 @@ class StepSeal:
     def committed(self, seal: Seal | None) -> None:
         if seal is not None:
             self._commit_no = seal.commit_no
+            self.owed = False
 
     def forget(self) -> None:
         """A step that did not commit leaves nothing it wrote to be trusted: the log's head,

@@ -58,12 +58,13 @@ class Steps:
         try:
             while self.hooks:  # a hook may ask for another: run until none is left
                 self.hooks.pop(next(iter(self.hooks)))()
-            seal = self._seal.seal()  # what this step wrote, in the same transaction
+            # A step that records nothing is flushed too: only a known kind may wait, and a
+            # step that may wait is sealed by the next one that may not (sealing.py).
+            must_flush = self.must_flush or not self.pending
+            seal = self._seal.seal(may_wait=not must_flush)  # in the same transaction
         except BaseException:
             self._roll_back()
             raise
-        # A step that records nothing is flushed too: only a known kind may wait.
-        must_flush = self.must_flush or not self.pending
         delivery = self._delivery
         try:
             flushed = self._durability.commit(must_flush and not (
@@ -77,6 +78,13 @@ class Steps:
         delivery.committed(pending, seal, flushed=flushed, must_flush=must_flush)
         if self.after:  # tested by the caller: nearly every card's step leaves nothing
             self._hand_over_after()
+
+    def seal_owed(self) -> None:
+        """Seal the log's entries that no seal covers yet, in a step of its own, flushed (a
+        step that writes nothing seals them: `StepSeal.seal`); nothing if none is owed."""
+        if self._seal.owed and not self.open:
+            with self:
+                pass
 
     def _hand_over_after(self) -> None:
         """After the step's commit (and its flush's start, which `committed` scheduled

@@ -44,10 +44,10 @@ from controller.memory.macs import keep_mac_json
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
-    GENESIS_HASH, GROUPED_KINDS, OPEN_ROUND_CARDS, SAVED_AT_SEQ, STORE_TABLES,
+    GENESIS_HASH, OPEN_ROUND_CARDS, SAVED_AT_SEQ, STORE_TABLES,
     Event, as_read_back, entry_hash, state_json,
 )
-from controller.memory.tables import SCHEMA_VERSION
+from controller.memory.tables import GROUPED_KINDS, SCHEMA_VERSION
 
 __all__ = [  # the store's own names, and those its users import from here
     "CHECKPOINT_AFTER_COMMITS", "Event", "FLUSH_TRACE_ENV", "GENESIS_HASH", "GENESIS_MAC",
@@ -111,7 +111,9 @@ class Store:
                 self._create()
             elif check:
                 self.verified = self.verify(chain_limit=chain_limit)
-                self.upgrade()
+                if self.verified.unsealed:  # a power cut or a kill left them: sealed now
+                    self._seal.owe()
+                self.upgrade()  # its step seals what is owed, flushed
             if not fresh and check and self.path != ":memory:":
                 self._durability.checkpoint_at_open()
         except BaseException:
@@ -155,6 +157,10 @@ class Store:
                            " UPDATE SET value = excluded.value", rows)
 
     def close(self) -> None:
+        try:  # a store the daemon closes ends sealed (C29): an entry removed later is found
+            self._steps.seal_owed()
+        except sqlite3.Error as exc:  # a broken store: its check says so at the next open
+            log.error("store_seal_at_close_failed", error=str(exc))
         self._delivery.close()  # what is held is flushed: its waiters are answered
         self._durability.close()  # the last durable commit's anchor, before the store
         self._db.close()

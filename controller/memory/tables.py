@@ -2,9 +2,10 @@
 digests' and seal's, and the progressive ledger's (controller/progressive/ledger_schema.py
 creates those when a progressive is configured). One text each, so that what creates a
 table and what checks a store's schema against it (controller/memory/check.py) cannot
-differ. A numbered migration that changes a table's definition (controller/memory/
-schema.py, MIGRATIONS) gives the check that schema number's definition too: the check runs
-before a store is migrated."""
+differ; and which log entries may wait for the next flush, unsealed until then (the check
+accepts only those after the seal). A numbered migration that changes a table's definition
+(controller/memory/schema.py, MIGRATIONS) gives the check that schema number's definition
+too: the check runs before a store is migrated."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ import re
 import sqlite3
 
 SCHEMA_VERSION = 2  # 2: keyed MACs, table digests and the seal (critical memory)
+
+GROUPED_KINDS = frozenset({"card", "burn_card", "prompt", "seat_sensor", "shuffle_progress",
+                           "late_sensor_change"})
+"""Event kinds whose step may wait for the next flush. A lost card is found by the shoe's
+card index: inside a round it voids the round, a lost burn card counts as burned (ruling
+C7, docs/rulings.md); a lost prompt is issued again by the restored state; sensor and
+shuffler progress are shown live, not relied on. Nothing here moves money or decides a
+wager. None of a shoe's own steps is grouped (docs/rulings.md C26): the table's opening and
+the shuffle requested are answered commands, the shuffle complete, the shoe loaded and the
+cover card are reported once and kept by no device, and the shoe's first card says how many
+to burn (631a.5(f)), which a shoe that lost power with the table would not send again."""
 
 STORE_TABLES_SQL = """
 CREATE TABLE IF NOT EXISTS meta (

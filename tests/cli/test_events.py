@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -142,6 +143,26 @@ def test_offline_verify_of_an_intact_store(store_file, capsys):
     assert f"critical memory OK: 8 log entries verified in {store_file}; 2 sealed rows match" \
         in capsys.readouterr().out
     assert store_file.read_bytes() == before  # the evidence is never written to
+
+
+def test_offline_verify_of_a_killed_tables_store_names_its_unsealed_cards(store_file,
+                                                                          tmp_path, capsys):
+    """A kill leaves a round's last card steps unsealed (ruling C29): the check passes
+    and says how many entries wait for the seal the next money step would have written."""
+    store = open_store(str(store_file))  # entry 9: this boot's check
+    for n in range(6, 9):
+        store.append_entry("card", {"index": n, "card": "9H"}, device="shoe")
+    killed = tmp_path / "killed.sqlite"
+    for suffix in ("", "-wal"):  # the files as a kill leaves them, nothing closed
+        Path(f"{killed}{suffix}").write_bytes(Path(f"{store_file}{suffix}").read_bytes())
+    shutil.copytree(store_file.with_suffix(".critical"), killed.with_suffix(".critical"))
+    store.close()
+    assert main(["events", "verify", "--store", str(killed)]) == exitcodes.OK
+    assert (f"critical memory OK: 12 log entries verified in {killed}; 2 sealed rows match; "
+            "the last 3 (cards and prompts waiting for the next flush) are not sealed yet, as "
+            "ruling C29 allows") in capsys.readouterr().out
+    assert main(["events", "verify", "--json", "--store", str(killed)]) == exitcodes.OK
+    assert json.loads(capsys.readouterr().out)["unsealed"] == 3
 
 
 def test_offline_verify_finds_an_edited_entry(store_file, capsys):

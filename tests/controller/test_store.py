@@ -131,14 +131,15 @@ def test_table_state_round_trips(store):
 def test_a_step_rolled_back_leaves_the_next_step_reading_the_store_again(store):
     """The store keeps the log's head and the seal's commit counter from its own commits
     instead of reading them back at every step; a step that rolls back must not leave its
-    entries' head or counter behind for the next one."""
-    store.append_entry("card", {"index": 0})
+    entries' head or counter behind for the next one. (Wagers: a card inside a round is
+    not sealed by its own step, ruling C29.)"""
+    store.append_entry("wager_accepted", {"index": 0})
     sealed = store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0]
     with pytest.raises(RuntimeError, match="cut short"):
         with store.transaction():
-            store.append_entry("card", {"index": 1})
+            store.append_entry("wager_accepted", {"index": 1})
             raise RuntimeError("cut short")
-    after = store.append_entry("card", {"index": 1})
+    after = store.append_entry("wager_accepted", {"index": 1})
     assert [e.payload["index"] for e in store.events()] == [0, 1]
     assert after.seq == 2  # the rolled-back entry is gone
     assert store._db.execute("SELECT commit_no FROM critical_seal").fetchone()[0] == sealed + 1
@@ -209,7 +210,7 @@ def test_an_open_rounds_cards_logged_after_the_saved_state_are_its_cards_too(sto
 
 def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read(store):
     """The seal covers the protected tables' digests. A step that only appends log entries
-    (the log has no digest triggers: most cards) changes none, so the store seals it with
+    (the log has no digest triggers: a wager's) changes none, so the store seals it with
     the digests its last seal read instead of reading them again; a step that writes any
     other row (its triggers move a digest) reads them. Each seal verifies in full."""
     statements: list[str] = []
@@ -220,20 +221,20 @@ def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read
         statements.clear()
         return found
 
-    store.append_entry("card", {"index": 0})
+    store.append_entry("wager_accepted", {"index": 0})
     assert digest_reads() == 0  # as the store's creation step left them
     with store.transaction():
-        store.append_entry("card", {"index": 1})
+        store.append_entry("wager_accepted", {"index": 1})
         store.append_entry("prompt", {"action": "deal"})
     assert digest_reads() == 0
     assert store.verify(full=True).log_seq == 3
     statements.clear()
     store.save_table_state("dealing", {"round_id": None})  # a protected row
     assert digest_reads() == 1
-    store.append_entry("card", {"index": 2})
+    store.append_entry("wager_accepted", {"index": 2})
     assert digest_reads() == 0
     with store.transaction():
-        store.append_entry("card", {"index": 3})
+        store.append_entry("wager_accepted", {"index": 3})
         store.open_round(1, 1, [])  # the log and a protected row in one step
     assert digest_reads() == 1
     with pytest.raises(RuntimeError):
@@ -241,6 +242,6 @@ def test_a_step_that_only_appends_to_the_log_seals_with_the_digests_it_last_read
             store.save_table_state("betting_open", {"round_id": None})
             raise RuntimeError("rolled back")
     statements.clear()
-    store.append_entry("card", {"index": 4})  # after a rollback nothing kept is trusted
+    store.append_entry("wager_accepted", {"index": 4})  # after a rollback nothing kept is trusted
     assert digest_reads() == 1
     assert store.verify(full=True).log_seq == 6

@@ -1,0 +1,158 @@
+"""A step that only appends entries that may wait for the next flush is sealed by the next
+step that may not (docs/rulings.md C29; controller/memory/sealing.py): what the seal then
+covers, what the check accepts after it, and what it still refuses."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from controller.memory.critical import IntegrityError
+from controller.memory.store import Store
+
+
+def _seal(path: Path) -> tuple[int, int]:
+    """(commit_no, log_seq) of the store's seal row, read as any reader would."""
+    db = sqlite3.connect(path)
+    try:
+        commit_no, log_seq = db.execute("SELECT commit_no, log_seq FROM critical_seal").fetchone()
+        return int(commit_no), int(log_seq)
+    finally:
+        db.close()
+
+
+def _deal(store: Store, first: int, count: int) -> None:
+    """`count` card steps inside a round, each a card and its prompt (two entries)."""
+    for index in range(first, first + count):
+        with store.transaction():
+            store.append_entry("card", {"index": index})
+            store.append_entry("prompt", {"action": "deal"})
+
+
+def _killed_copy(path: Path, copy: Path) -> None:
+    """The store's files as a kill leaves them (the WAL as it stands, nothing closed)."""
+    for suffix in ("", "-wal"):
+        Path(f"{copy}{suffix}").write_bytes(Path(f"{path}{suffix}").read_bytes())
+
+
+def _edit(path: Path, sql: str, *args: object) -> None:
+    """A write with plain sqlite3, without the key (what anyone holding the card can do)."""
+    db = sqlite3.connect(path)
+    db.execute(sql, args)
+    db.commit()
+    db.close()
+
+
+@pytest.fixture
+def dealt(tmp_path: Path) -> tuple[Store, Path]:
+    """A store with one money step sealed (entry 1) and three card steps after it."""
+    path = tmp_path / "t.sqlite"
+    store = Store(path)
+    with store.transaction():
+        store.append_entry("no_more_bets", {"round_id": 1})
+    _deal(store, 0, 3)
+    yield store, path
+    store.close()
+
+
+def test_card_steps_are_not_sealed_and_the_next_money_step_seals_them(dealt):
+    store, path = dealt
+    opened, sealed = _seal(path)
+    assert (store.log_seq, sealed) == (7, 1)  # entries 2-7: three cards and their prompts
+    with store.transaction():
+        store.append_entry("round_settled", {"round": 1})
+    assert _seal(path) == (opened + 1, 8)
+    assert store.verify().unsealed == 0
+
+
+def test_a_store_the_daemon_closes_ends_sealed_and_a_removed_entry_is_found(dealt, tmp_path):
+    store, path = dealt
+    commit_no, _ = _seal(path)
+    store.close()
+    assert _seal(path) == (commit_no + 1, 7)  # one step of its own, flushed, at close
+    _edit(path, "DELETE FROM events WHERE seq = 7")
+    with pytest.raises(IntegrityError, match="entries were removed"):
+        Store(path)
+
+
+def test_a_killed_store_opens_with_its_tail_checked_and_then_sealed(dealt, tmp_path):
+    store, path = dealt
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    commit_no, _ = _seal(copy)
+    again = Store(copy)
+    try:
+        assert (again.verified.unsealed, again.verified.log_seq) == (6, 7)
+        assert _seal(copy) == (commit_no + 1, 7)  # sealed as the store opened
+        assert [e.kind for e in again.events()] == ["no_more_bets"] + ["card", "prompt"] * 3
+    finally:
+        again.close()
+    reopened = Store(copy)  # nothing is owed any more: the next open finds no tail
+    assert (reopened.verified.unsealed, _seal(copy)) == (0, (commit_no + 1, 7))
+    reopened.close()
+
+
+def test_an_unsealed_tail_cut_short_opens_as_a_power_cut_that_lost_it_would(dealt, tmp_path):
+    """The tail's last entries are what a power cut before the next flush loses (ruling
+    C7 voids the round at the shoe's next card): removing them is accepted as that loss."""
+    store, path = dealt
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    _edit(copy, "DELETE FROM events WHERE seq >= 6")
+    again = Store(copy)
+    assert (again.verified.unsealed, again.log_seq) == (4, 5)
+    again.close()
+
+
+def test_a_tail_entry_edited_without_the_key_is_refused_even_when_the_chain_is_left_for_later(
+        dealt, tmp_path):
+    """The table restores its open round from the tail, so the tail is always checked, also
+    at a start that leaves the rest of the log to the full check that follows it."""
+    store, path = dealt
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    _edit(copy, "UPDATE events SET payload = ? WHERE seq = 4", '{"index":9}')
+    with pytest.raises(IntegrityError, match=r"entry 4 \(card\) was altered"):
+        Store(copy, chain_limit=0)
+
+
+def test_a_tail_holding_an_entry_that_is_always_sealed_is_refused(dealt, tmp_path):
+    """An earlier seal put back under a log that went on to a money step: the money step's
+    entry is never left unsealed, so the tail is not one a power cut could leave."""
+    store, path = dealt
+    db = sqlite3.connect(path)
+    earlier = db.execute("SELECT * FROM critical_seal").fetchone()
+    db.close()
+    with store.transaction():
+        store.append_entry("round_settled", {"round": 1})  # a log entry only: digests unmoved
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    _edit(copy, "UPDATE critical_seal SET commit_no = ?, log_seq = ?, log_mac = ?, mac = ?",
+          *earlier[1:])
+    with pytest.raises(IntegrityError, match="entry 8 after it is a round_settled, which is "
+                                             "always sealed"):
+        Store(copy)
+
+
+def test_the_sealed_entry_under_a_tail_rewritten_is_refused(dealt, tmp_path):
+    store, path = dealt
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    _edit(copy, "UPDATE events SET hash = ? WHERE seq = 1", "0" * 64)
+    with pytest.raises(IntegrityError, match="entry 1, the last one sealed, is not the one "
+                                             "sealed"):
+        Store(copy)
+
+
+def test_a_log_cut_below_its_seal_is_refused(dealt, tmp_path):
+    store, path = dealt
+    with store.transaction():
+        store.append_entry("round_settled", {"round": 1})
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    _edit(copy, "DELETE FROM events WHERE seq = 8")
+    with pytest.raises(IntegrityError, match="the log ends at entry 7 but the seal records "
+                                             "entry 8: entries were removed"):
+        Store(copy)
