@@ -242,6 +242,12 @@ def _unsealed_tail(db: sqlite3.Connection, key: bytes, seal: Seal, head_seq: int
         raise IntegrityError("event log", f"entry {seal.log_seq}, the last one sealed, is "
                              + ("missing" if sealed is None else "not the one sealed (its MAC "
                                 "differs)") + ": the log was rewritten")
+    after = int(db.execute("SELECT COUNT(*) FROM events WHERE seq > ?",
+                           (seal.log_seq,)).fetchone()[0])
+    if after != head_seq - seal.log_seq:
+        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
+                             f"records entry {seal.log_seq}, and {after} entries follow it: "
+                             "entries were removed or added")
     for seq, kind in db.execute("SELECT seq, kind FROM events WHERE seq > ? AND kind NOT IN"
                                 f" ({','.join('?' * len(GROUPED_KINDS))}) ORDER BY seq LIMIT 1",
                                 (seal.log_seq, *sorted(GROUPED_KINDS))):

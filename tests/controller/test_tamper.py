@@ -96,6 +96,7 @@ class Bases:
     closed: Snapshot   # the daemon stopped cleanly: everything in the database file
     crashed: Snapshot  # power cut: the last commits only in the WAL
     older: Snapshot    # a copy taken one round earlier
+    dealt: Snapshot    # a kill after the crashed copy and two cards: an unsealed tail (C29)
 
 
 def _build(workdir: Path) -> Bases:
@@ -140,9 +141,14 @@ def _build(workdir: Path) -> Bases:
     # copy is taken once the running writer has had its time (never by the close).
     _wait_for_the_anchor(store, ANCHOR_INTERVAL_RANGE_S[0] + 5)
     crashed = _snapshot(Path(config.store_path), workdir / "crashed")
+    for index in (0, 1):  # steps that may wait: no seal of their own (ruling C29)
+        with store.transaction():
+            store.append_entry("card", {"index": index, "card": "9H"}, device="shoe")
+            store.append_entry("prompt", {"action": "deal"})
+    dealt = _snapshot(Path(config.store_path), workdir / "dealt")
     store.close()
     closed = _snapshot(Path(config.store_path), workdir / "closed")
-    return Bases(closed, crashed, older)
+    return Bases(closed, crashed, older, dealt)
 
 
 def _wait_for_the_anchor(store: Any, seconds: float) -> None:
@@ -450,6 +456,19 @@ def cases(older: str) -> list[Case]:
              "schema"),
         Case("store deleted", "closed", _delete_store, "store missing"),
         Case("older copy put back", "closed", _put_back(older), "rollback"),
+        # A kill after two cards: their entries follow the seal unsealed (ruling C29), which
+        # the check accepts only as what it is.
+        Case("an unsealed card edited", "dealt", _sql(
+            "UPDATE events SET payload = '{\"index\":0,\"card\":\"KS\"}'"
+            " WHERE seq = (SELECT MAX(seq) - 1 FROM events)"), "event chain"),
+        Case("an unsealed card made a settlement", "dealt", _sql(
+            "UPDATE events SET kind = 'round_settled' WHERE seq = (SELECT MAX(seq) FROM events)"),
+             "event log"),
+        Case("the sealed entry under unsealed cards rewritten", "dealt", _sql(
+            "UPDATE events SET hash = '" + "0" * 64 + "' WHERE seq = "
+            "(SELECT log_seq FROM critical_seal)"), "event log"),
+        Case("the sealed entry under unsealed cards deleted", "dealt", _sql(
+            "DELETE FROM events WHERE seq = (SELECT log_seq FROM critical_seal)"), "event log"),
         Case("WAL truncated", "crashed", _truncate_wal, "rollback"),
         Case("WAL corrupted", "crashed", _corrupt_wal, "rollback"),
         Case("header zeroed", "closed", _zero_header, "store unusable"),
@@ -514,12 +533,13 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> Bases:
 def test_the_untouched_store_opens(bases: Bases, tmp_path: Path) -> None:
     """The control: both bases (clean stop, power cut) pass, so every refusal below is the
     edit's doing. The crashed one is ahead of nothing: its anchor is its last commit."""
-    for base in (bases.closed, bases.crashed):
+    for base in (bases.closed, bases.crashed, bases.dealt):
         case_dir = tmp_path / base.directory.name
         config = config_for(case_dir)
         base.restore_to(Path(config.store_path))
         store = open_store(config.store_path)
         assert store.verified is not None and store.verified.anchor_behind == 0
+        assert store.verified.unsealed == (4 if base is bases.dealt else 0)
         # meta 2, rounds 2, table_state 1, seat_totals 1; progressive: meters 1, wagers 2,
         # awards 1, rounds 2, mystery 1, outbox 1
         assert store.verified.state_rows == 14

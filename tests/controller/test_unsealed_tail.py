@@ -146,6 +146,17 @@ def test_the_sealed_entry_under_a_tail_rewritten_is_refused(dealt, tmp_path):
         Store(copy)
 
 
+def test_an_entry_renumbered_past_an_unsealed_tail_is_refused(dealt, tmp_path):
+    store, path = dealt
+    copy = tmp_path / "killed.sqlite"
+    _killed_copy(path, copy)
+    _edit(copy, "UPDATE events SET seq = 500006 WHERE seq = 6")
+    with pytest.raises(IntegrityError, match="the log ends at entry 500006 but the seal records "
+                                             "entry 1, and 6 entries follow it: entries were "
+                                             "removed or added"):
+        Store(copy)
+
+
 def test_a_log_cut_below_its_seal_is_refused(dealt, tmp_path):
     store, path = dealt
     with store.transaction():
