@@ -4,6 +4,7 @@ covers, what the check accepts after it, and what it still refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -75,6 +76,33 @@ def test_a_store_the_daemon_closes_ends_sealed_and_a_removed_entry_is_found(deal
     _edit(path, "DELETE FROM events WHERE seq = 7")
     with pytest.raises(IntegrityError, match="entries were removed"):
         Store(path)
+
+
+async def test_a_store_in_group_commit_closed_in_its_loop_seals_its_tail(tmp_path):
+    """The daemon's store (group commit): the seal's step at close is held for its flush,
+    which the close itself makes."""
+    path = tmp_path / "t.sqlite"
+    store = Store(path)
+    store.group_commits(asyncio.get_running_loop())
+    _deal(store, 0, 2)
+    commit_no, sealed = _seal(path)
+    store.close()
+    assert (sealed, _seal(path)) == (0, (commit_no + 1, 4))
+
+
+def test_a_store_whose_loop_is_gone_still_closes_and_reopens_whole(tmp_path):
+    """A daemon that fails after its loop closed: the seal's step cannot hand its flush to
+    the loop, and the close goes on (its own flush takes the step); nothing is lost."""
+    path = tmp_path / "t.sqlite"
+    loop = asyncio.new_event_loop()
+    store = Store(path)
+    store.group_commits(loop)
+    _deal(store, 0, 2)
+    loop.close()
+    store.close()  # logs store_seal_at_close_failed; does not raise
+    again = Store(path)
+    assert (again.log_seq, again.verified.unsealed) == (4, 0)
+    again.close()
 
 
 def test_a_killed_store_opens_with_its_tail_checked_and_then_sealed(dealt, tmp_path):
