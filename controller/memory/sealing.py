@@ -67,19 +67,25 @@ class StepSeal:
 
     def owe(self) -> None:
         """The log holds entries no seal covers (the check found them at open): the next
-        step seals, even one that writes nothing."""
+        step that writes seals them, or `Steps.seal_owed`'s."""
         self.owed = True
 
-    def seal(self, *, may_wait: bool) -> Seal | None:
+    @property
+    def wrote(self) -> bool:
+        """The step in progress wrote something (a trigger's write counts too)."""
+        return self._db.total_changes != self._changes
+
+    def seal(self, *, may_wait: bool, settle: bool = False) -> Seal | None:
         """Re-seal what this step wrote, just before its COMMIT: nothing for a step that only
-        read, unless entries before it are owed a seal; nothing for a step that only appended
-        log entries and `may_wait` (all of GROUPED_KINDS: the next sealed step covers them)."""
+        read, unless it is to `settle` entries owed a seal (`Steps.seal_owed`); nothing for a
+        step that only appended log entries and `may_wait` (all of GROUPED_KINDS: the next
+        sealed step covers them)."""
         written = self._db.total_changes - self._changes  # trigger writes count too
         if written == self._appended:  # only log entries, if anything: the digests hold
             if may_wait and written:
                 self.owed = True
                 return None
-            if not written and not self.owed:
+            if not written and not (settle and self.owed):
                 return None
         else:  # a row besides the log's: digests moved
             self._digests = None

@@ -35,6 +35,7 @@ class Steps:
         self.pending: list[Event] = []  # the open step's entries
         self.hooks: dict[str, Callable[[], None]] = {}  # `Store.before_commit`'s
         self.after: list[Callable[[], None]] = []  # `Store.after_step`'s
+        self.settling = False  # the open step seals entries owed a seal (`seal_owed`)
         self._joined = nullcontext(db)
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -58,10 +59,13 @@ class Steps:
         try:
             while self.hooks:  # a hook may ask for another: run until none is left
                 self.hooks.pop(next(iter(self.hooks)))()
-            # A step that records nothing is flushed too: only a known kind may wait, and a
-            # step that may wait is sealed by the next one that may not (sealing.py).
-            must_flush = self.must_flush or not self.pending
-            seal = self._seal.seal(may_wait=not must_flush)  # in the same transaction
+            # A step that records nothing but writes is flushed too: only a known kind may
+            # wait, and a step that may wait is sealed by the next one that may not
+            # (sealing.py). One that wrote nothing (a read in a step of its own: the
+            # progressive meters after every device event) has nothing to flush or seal.
+            settle, self.settling = self.settling, False
+            must_flush = self.must_flush or (not self.pending and (self._seal.wrote or settle))
+            seal = self._seal.seal(may_wait=not must_flush, settle=settle)  # same transaction
         except BaseException:
             self._roll_back()
             raise
@@ -80,11 +84,11 @@ class Steps:
             self._hand_over_after()
 
     def seal_owed(self) -> None:
-        """Seal the log's entries that no seal covers yet, in a step of its own, flushed (a
-        step that writes nothing seals them: `StepSeal.seal`); nothing if none is owed."""
+        """Seal the log's entries that no seal covers yet, in a step of its own, flushed
+        (`StepSeal.seal`'s `settle`); nothing if none is owed."""
         if self._seal.owed and not self.open:
             with self:
-                pass
+                self.settling = True
 
     def _hand_over_after(self) -> None:
         """After the step's commit (and its flush's start, which `committed` scheduled
@@ -94,6 +98,7 @@ class Steps:
         self._delivery.later(after)
 
     def _roll_back(self) -> None:
+        self.settling = False
         self._seal.forget()
         self._db.execute("ROLLBACK")
         self.pending.clear()

@@ -113,7 +113,8 @@ class Store:
                 self.verified = self.verify(chain_limit=chain_limit)
                 if self.verified.unsealed:  # a power cut or a kill left them: sealed now
                     self._seal.owe()
-                self.upgrade()  # its step seals what is owed, flushed
+                    self._steps.seal_owed()
+                self.upgrade()
             if not fresh and check and self.path != ":memory:":
                 self._durability.checkpoint_at_open()
         except BaseException:
@@ -159,8 +160,7 @@ class Store:
     def close(self) -> None:
         try:  # a store the daemon closes ends sealed (C29): an entry removed later is found
             self._steps.seal_owed()
-        except Exception as exc:  # noqa: BLE001 - the close goes on; the tail stays as a
-            # kill leaves it, which the check accepts (a broken store, a loop already closed)
+        except Exception as exc:  # noqa: BLE001 - goes on; the check accepts the tail as it is
             log.error("store_seal_at_close_failed", error=str(exc))
         self._delivery.close()  # what is held is flushed: its waiters are answered
         self._durability.close()  # the last durable commit's anchor, before the store

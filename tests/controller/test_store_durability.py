@@ -96,6 +96,37 @@ def test_a_step_that_records_nothing_is_flushed(store):
     assert (len(store.flushes), store.durability.grouped_commits) == (1, 0)
 
 
+def test_a_step_that_writes_nothing_is_neither_flushed_nor_sealed(store):
+    """A read in a step of its own (the progressive meters are read so after every device
+    event) has nothing to put on the disk: no flush, no seal, not even for the cards before
+    it, which wait for the next step that must be flushed (ruling C29)."""
+    def seal() -> tuple[int, int]:
+        return tuple(store._db.execute("SELECT commit_no, log_seq FROM critical_seal").fetchone())
+
+    with store.transaction():
+        store.append_entry("card", {"index": 0})
+        store.append_entry("prompt", {"action": "deal"})
+    before = seal()
+    with store.transaction() as db:
+        assert db.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 2
+    assert (store.flushes, seal(), store.log_seq) == ([], before, 2)
+    with store.transaction():
+        store.append_entry("round_settled", {"round": 1})
+    assert (len(store.flushes), seal()) == (1, (before[0] + 1, 3))
+
+
+def test_the_progressive_meters_read_after_a_card_flush_nothing(tmp_path):
+    from controller.progressive.ledger import MeterLedger
+
+    store = Store(tmp_path / "p.sqlite")
+    ledger = MeterLedger(store)  # its tables and their digests: a step of its own
+    flushed = store.durability.flushed_commits
+    with store.transaction():
+        store.append_entry("card", {"index": 0})
+    assert (ledger.all_meters(), store.durability.flushed_commits) == ([], flushed)
+    store.close()
+
+
 def test_a_failed_step_is_neither_committed_nor_counted(store):
     with pytest.raises(RuntimeError):
         with store.transaction():
