@@ -291,15 +291,17 @@ class Figures:
 
 async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
                     count_flushes: bool, extra_overrides: list[str] | None = None, *,
-                    floor_frames: int = 0) -> tuple[Figures, dict[str, int]]:
+                    floor_frames: int = 0, config: Path = CONFIG
+                    ) -> tuple[Figures, dict[str, int]]:
     """`floor_frames`: a segment of that many floor frames (`floor`) before each shoe,
-    while the daemon waits between shoes, kept in `Figures.floor_segments`."""
+    while the daemon waits between shoes, kept in `Figures.floor_segments`. `config`: the
+    table dealt (`--config`; the simulated table's by default)."""
     timings = Timings()
     overrides = [f"store.flush_delay_ms={flush_delay_ms}"] if flush_delay_ms else []
     overrides += extra_overrides or []
     # The table's default anchor interval ([store] anchor_interval_s, docs/rulings.md C24)
     # is what is counted: a benchmark shoe takes seconds, a real one most of an hour.
-    table = TimedTable(CONFIG, workdir, seed=7, extra_overrides=overrides)
+    table = TimedTable(config, workdir, seed=7, extra_overrides=overrides)
     table.timings = timings
     async with table:
         assert table.daemon is not None
@@ -441,6 +443,9 @@ def main() -> int:
     parser.add_argument("--shoes", type=int, default=12)
     parser.add_argument("--flush-delay-ms", type=float, default=5.0)
     parser.add_argument("--no-strace", action="store_true", help="skip the flush count")
+    parser.add_argument("--config", type=Path, default=CONFIG,
+                        help="the table to deal (default: the simulated table's; e.g. "
+                             "config/progressive-heavenly9-mystery.toml, a progressive one)")
     parser.add_argument("--traced-shoes", type=int, default=3,
                         help="shoes whose flushes are counted (at least 3: a checkpoint or an "
                              "anchor write is amortised over them)")
@@ -454,6 +459,9 @@ def main() -> int:
                         help="run the watcher at SCHED_FIFO priority (default: normal, the "
                              "figures the targets are stated for)")
     args = parser.parse_args()
+    if not args.config.is_file():
+        parser.error(f"--config {args.config}: no such file (a table's configuration, such "
+                     "as config/simulated-table.toml)")
     if args.traced_shoes < 3:
         parser.error(f"--traced-shoes {args.traced_shoes}: at least 3 (one shoe's count "
                      "holds a whole checkpoint or none)")
@@ -469,11 +477,11 @@ def main() -> int:
             if absent is not None:
                 parser.error(f"--witness needs the witness's PostgreSQL: {absent}")
             witness = SimulatedWitness()
-            overrides = witness.set_up(load_config(CONFIG).table_id)
+            overrides = witness.set_up(load_config(args.config).table_id)
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 _, counts = asyncio.run(run_shoes(args.traced_shoes, Path(tmp) / "traced", 0,
-                                                  True, overrides))
+                                                  True, overrides, config=args.config))
         finally:
             if witness is not None:
                 witness.drop()
@@ -488,9 +496,10 @@ def main() -> int:
         # drifts within the run, or slows for a stretch, moves both sides of the ratio
         # (each segment's p99 is printed: far apart, the host moved during the run).
         normal, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "normal", 0, False,
-                                          floor_frames=FLOOR_FRAMES_A_SHOE))
+                                          floor_frames=FLOOR_FRAMES_A_SHOE,
+                                          config=args.config))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
-                                        False))
+                                        False, config=args.config))
         print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
         bare = [spent for segment in normal.floor_segments for spent in segment]
         bare_p50, bare_p99 = p50_p99_ms(bare)
@@ -528,7 +537,8 @@ def main() -> int:
         if args.no_strace or shutil.which("strace") is None:
             print("flushes per shoe: not counted (strace absent or --no-strace)")
             return 0
-        _, counts = asyncio.run(run_shoes(args.traced_shoes, Path(tmp) / "traced", 0, True))
+        _, counts = asyncio.run(run_shoes(args.traced_shoes, Path(tmp) / "traced", 0, True,
+                                          config=args.config))
     print(flush_lines(counts))
     return 0
 
