@@ -234,9 +234,9 @@ def _unsealed_tail(db: sqlite3.Connection, key: bytes, seal: Seal, head_seq: int
     whatever the caller's `chain_limit`, since the table restores its open round from them."""
     if head_seq == seal.log_seq:
         return 0
+    ends = f"the log ends at entry {head_seq} but the seal records entry {seal.log_seq}"
     if head_seq < seal.log_seq:
-        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
-                             f"records entry {seal.log_seq}: entries were removed")
+        raise IntegrityError("event log", f"{ends}: entries were removed")
     sealed = db.execute("SELECT hash FROM events WHERE seq = ?", (seal.log_seq,)).fetchone()
     if seal.log_seq and (sealed is None or sealed[0] != seal.log_mac):
         raise IntegrityError("event log", f"entry {seal.log_seq}, the last one sealed, is "
@@ -245,16 +245,13 @@ def _unsealed_tail(db: sqlite3.Connection, key: bytes, seal: Seal, head_seq: int
     after = int(db.execute("SELECT COUNT(*) FROM events WHERE seq > ?",
                            (seal.log_seq,)).fetchone()[0])
     if after != head_seq - seal.log_seq:
-        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
-                             f"records entry {seal.log_seq}, and {after} entries follow it: "
-                             "entries were removed or added")
+        raise IntegrityError("event log", f"{ends}, and {after} entries follow it: entries "
+                             "were removed or added")
     for seq, kind in db.execute("SELECT seq, kind FROM events WHERE seq > ? AND kind NOT IN"
                                 f" ({','.join('?' * len(GROUPED_KINDS))}) ORDER BY seq LIMIT 1",
                                 (seal.log_seq, *sorted(GROUPED_KINDS))):
-        raise IntegrityError("event log", f"the log ends at entry {head_seq} but the seal "
-                             f"records entry {seal.log_seq}, and entry {seq} after it is a "
-                             f"{kind}, which is always sealed: entries were added or the seal "
-                             "put back")
+        raise IntegrityError("event log", f"{ends}, and entry {seq} after it is a {kind}, "
+                             "which is always sealed: entries were added or the seal put back")
     verify_chain(db, key, seal.log_seq + 1, seal.log_mac, end=head_seq)
     return head_seq - seal.log_seq
 

@@ -75,17 +75,17 @@ class StepSeal:
         """The step in progress wrote something (a trigger's write counts too)."""
         return self._db.total_changes != self._changes
 
-    def seal(self, *, may_wait: bool, settle: bool = False) -> Seal | None:
-        """Re-seal what this step wrote, just before its COMMIT: nothing for a step that only
-        read, unless it is to `settle` entries owed a seal (`Steps.seal_owed`); nothing for a
-        step that only appended log entries and `may_wait` (all of GROUPED_KINDS: the next
-        sealed step covers them)."""
+    def seal(self, *, may_wait: bool) -> Seal | None:
+        """Re-seal what this step wrote, just before its COMMIT. A step that `may_wait` for
+        the next flush and wrote only log entries (GROUPED_KINDS), or nothing, is not sealed:
+        the next step that may not wait seals them, even one that wrote nothing itself
+        (`Steps.seal_owed`'s), so every flushed step carries a seal over what it flushes."""
         written = self._db.total_changes - self._changes  # trigger writes count too
         if written == self._appended:  # only log entries, if anything: the digests hold
-            if may_wait and written:
-                self.owed = True
+            if may_wait:
+                self.owed = self.owed or bool(written)
                 return None
-            if not written and not (settle and self.owed):
+            if not written and not self.owed:
                 return None
         else:  # a row besides the log's: digests moved
             self._digests = None

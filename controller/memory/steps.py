@@ -35,12 +35,18 @@ class Steps:
         self.pending: list[Event] = []  # the open step's entries
         self.hooks: dict[str, Callable[[], None]] = {}  # `Store.before_commit`'s
         self.after: list[Callable[[], None]] = []  # `Store.after_step`'s
-        self.settling = False  # the open step seals entries owed a seal (`seal_owed`)
         self._joined = nullcontext(db)
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A new step, or the open one joined: nested use only hands over the connection."""
         return self._joined if self.open else self
+
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        """The connection for reads: the open step's, joined (its writes are seen), or
+        outside any step the connection itself, each statement reading what is committed.
+        Never a step of its own, which would take the write lock to commit nothing: a
+        progressive table reads its meters after every device event (35-40 us a read)."""
+        return self._joined
 
     def __enter__(self) -> sqlite3.Connection:
         self.writes.execute("BEGIN IMMEDIATE")
@@ -61,11 +67,9 @@ class Steps:
                 self.hooks.pop(next(iter(self.hooks)))()
             # A step that records nothing but writes is flushed too: only a known kind may
             # wait, and a step that may wait is sealed by the next one that may not
-            # (sealing.py). One that wrote nothing (a read in a step of its own: the
-            # progressive meters after every device event) has nothing to flush or seal.
-            settle, self.settling = self.settling, False
-            must_flush = self.must_flush or (not self.pending and (self._seal.wrote or settle))
-            seal = self._seal.seal(may_wait=not must_flush, settle=settle)  # same transaction
+            # (sealing.py). One that wrote nothing has nothing to flush or seal.
+            must_flush = self.must_flush or (not self.pending and self._seal.wrote)
+            seal = self._seal.seal(may_wait=not must_flush)  # in the same transaction
         except BaseException:
             self._roll_back()
             raise
@@ -84,11 +88,11 @@ class Steps:
             self._hand_over_after()
 
     def seal_owed(self) -> None:
-        """Seal the log's entries that no seal covers yet, in a step of its own, flushed
-        (`StepSeal.seal`'s `settle`); nothing if none is owed."""
+        """Seal the log's entries that no seal covers yet, in a step of its own that must be
+        flushed (so `StepSeal.seal` seals it, writing nothing else); nothing if none is owed."""
         if self._seal.owed and not self.open:
             with self:
-                self.settling = True
+                self.must_flush = True
 
     def _hand_over_after(self) -> None:
         """After the step's commit (and its flush's start, which `committed` scheduled
@@ -98,7 +102,6 @@ class Steps:
         self._delivery.later(after)
 
     def _roll_back(self) -> None:
-        self.settling = False
         self._seal.forget()
         self._db.execute("ROLLBACK")
         self.pending.clear()

@@ -1,20 +1,18 @@
 """The table's durable state: SQLite in WAL mode.
 
-Every step that changes money or state is one transaction together with its
-entry in the append-only event log. Each log entry carries HMAC-SHA256 over the
-entry before it and its own contents, keyed with the table's secret key, and
-every other critical table is covered by keyed digests and a seal
-(controller/memory/critical.py, docs/architecture.md "Critical memory"): an edit, a
-deletion or a rollback anywhere is found by `verify()`, which names where.
+Every step that changes money or state is one transaction together with its entry in the
+append-only event log. Each log entry carries HMAC-SHA256 over the entry before it and its
+own contents, keyed with the table's secret key, and every other critical table is covered
+by keyed digests and a seal (controller/memory/critical.py, docs/architecture.md "Critical
+memory"): an edit, a deletion or a rollback anywhere is found by `verify()`, naming where.
 
-Durability follows what a step records (docs/architecture.md, "Durable writes"):
-a step whose events are all of GROUPED_KINDS (a card inside a round, a prompt,
-seat-sensor and shuffler progress) is committed to the WAL and reaches the disk
-with the next flush; every other step (money, locks, awards, meters, faults,
-round open and close, shoe changes) is flushed before the transaction returns, or,
-with group commit (the daemon, `group_commits`), before anything reports it
-(controller/memory/durability.py, delivery.py). A power cut can lose only what no one
-was told of, and always a suffix of the log.
+Durability follows what a step records (docs/architecture.md, "Durable writes"): a step
+whose events are all of GROUPED_KINDS (a card inside a round, a prompt, seat-sensor and
+shuffler progress) is committed to the WAL and reaches the disk with the next flush; every
+other step (money, locks, awards, meters, faults, round open and close, shoe changes) is
+flushed before the transaction returns, or, with group commit (the daemon, `group_commits`),
+before anything reports it (controller/memory/durability.py, delivery.py). A power cut can
+lose only what no one was told of, and always a suffix of the log.
 """
 
 from __future__ import annotations
@@ -174,9 +172,12 @@ class Store:
         return self._steps.open
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One atomic step (controller/memory/steps.py). Nested use joins the outer
-        transaction: it only hands over the connection (a card's step nests several)."""
+        """One atomic step (steps.py); nested use joins the open one (a card's nests several)."""
         return self._steps.transaction()
+
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        """The connection for reads, never a step of its own (`Steps.reading`)."""
+        return self._steps.reading()
 
     def before_commit(self, name: str, write: Callable[[], None]) -> None:
         """Run ``write`` once, as the last thing of the current step before it commits (the
@@ -190,9 +191,8 @@ class Store:
         self._steps.hooks[name] = write
 
     def after_step(self, work: Callable[[], None]) -> None:
-        """Run `work` once the current step has ended (committed or rolled back), with group
-        commit once its flush is on its way: what only tells people of it (the journal's
-        lines) is done while the disk works (`Delivery.later`)."""
+        """Run `work` once the current step has ended (committed or rolled back; with group
+        commit, once its flush is on its way): what only tells of it, while the disk works."""
         if self._steps.open:
             self._steps.after.append(work)
         else:

@@ -61,18 +61,18 @@ class MeterLedger:
     # --- reads ---------------------------------------------------------------------------
 
     def meter(self, progressive: str, level: str) -> MeterRow | None:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT * FROM progressive_meters WHERE progressive = ? AND level = ?",
                              (progressive, level)).fetchone()
         return _meter(row) if row else None
 
     def all_meters(self) -> list[MeterRow]:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             rows = db.execute("SELECT * FROM progressive_meters ORDER BY progressive, level")
             return [_meter(r) for r in rows]
 
     def award(self, award_id: int) -> Award:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT * FROM progressive_awards WHERE award_id = ?",
                              (award_id,)).fetchone()
         if row is None:
@@ -87,7 +87,7 @@ class MeterLedger:
         if round_id is not None:
             sql += " AND round_id = ?"
             args.append(round_id)
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             return [_award(r) for r in db.execute(sql + " ORDER BY award_id", args)]
 
     # --- meter changes (call inside store.transaction()) -------------------------------------
@@ -173,7 +173,7 @@ class MeterLedger:
             return self.award(award_id)
 
     def find_award(self, progressive: str, level: str, round_id: int, seat: int) -> Award | None:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT * FROM progressive_awards WHERE progressive = ? AND level = ?"
                              " AND round_id = ? AND seat = ?",
                              (progressive, level, round_id, seat)).fetchone()
@@ -191,7 +191,7 @@ class MeterLedger:
             return award
 
     def next_pay_order(self, round_id: int) -> int:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT COALESCE(MAX(pay_order), 0) AS n FROM progressive_awards"
                              " WHERE round_id = ?", (round_id,)).fetchone()
         return int(row["n"]) + 1
@@ -209,14 +209,14 @@ class MeterLedger:
                        (round_id, progressive))
 
     def is_void(self, round_id: int, progressive: str) -> bool:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT void FROM progressive_rounds WHERE round_id = ? AND"
                              " progressive = ?", (round_id, progressive)).fetchone()
         return bool(row and row["void"])
 
     def round_wagers(self, round_id: int, progressive: str
                      ) -> list[tuple[int, int, bool, str | None]]:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             rows = db.execute("SELECT * FROM progressive_wagers WHERE round_id = ? AND"
                               " progressive = ? ORDER BY seat", (round_id, progressive))
             return [(r["seat"], r["amount_cents"], bool(r["accepted"]), r["reason"]) for r in rows]
@@ -264,7 +264,7 @@ class MeterLedger:
 
     def armed_mystery(self, progressive: str, level: str) -> tuple[int, int, str, str] | None:
         """(epoch, trigger cents, nonce hex, commitment) of the armed trigger, if any."""
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT * FROM progressive_mystery WHERE progressive = ? AND level = ?"
                              " AND state = 'armed' ORDER BY epoch DESC LIMIT 1",
                              (progressive, level)).fetchone()
@@ -273,7 +273,7 @@ class MeterLedger:
         return row["epoch"], row["trigger_cents"], row["nonce_hex"], row["commitment"]
 
     def last_epoch(self, progressive: str, level: str) -> int:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             row = db.execute("SELECT MAX(epoch) AS e FROM progressive_mystery WHERE progressive = ?"
                              " AND level = ?", (progressive, level)).fetchone()
         return int(row["e"] or 0)
@@ -301,7 +301,7 @@ class MeterLedger:
                  for seat, cents, ok, reason in rows])
 
     def accepted_wagers(self, round_id: int, progressive: str) -> dict[int, int]:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             rows = db.execute("SELECT seat, amount_cents FROM progressive_wagers WHERE round_id = ?"
                               " AND progressive = ? AND accepted = 1", (round_id, progressive))
             return {r["seat"]: r["amount_cents"] for r in rows}
@@ -338,7 +338,7 @@ class MeterLedger:
             return named
 
     def unacked(self, limit: int = 500) -> list[dict[str, Any]]:
-        with self.store.transaction() as db:
+        with self.store.reading() as db:
             rows = db.execute("SELECT * FROM progressive_outbox WHERE acked_at IS NULL"
                               " ORDER BY seq LIMIT ?", (limit,))
             return [dict(r) for r in rows]

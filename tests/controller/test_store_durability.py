@@ -127,6 +127,27 @@ def test_the_progressive_meters_read_after_a_card_flush_nothing(tmp_path):
     store.close()
 
 
+def test_the_progressive_ledger_reads_without_a_step_of_its_own(tmp_path):
+    """A read is no step (`Store.reading`): outside one it takes no write lock and commits
+    nothing; inside one it sees what the step wrote so far."""
+    from fractions import Fraction
+
+    from controller.progressive.ledger import MeterLedger
+
+    store = Store(tmp_path / "p.sqlite")
+    ledger = MeterLedger(store)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    assert (ledger.all_meters(), ledger.awards(), ledger.armed_mystery("h9", "grand")) == (
+        [], [], None)
+    assert [sql for sql in statements if sql.startswith(("BEGIN", "COMMIT"))] == []
+    with store.transaction():
+        ledger.seed("h9", "grand", 1_000_000, Fraction(1, 100))
+        seeded = ledger.meter("h9", "grand")
+    assert seeded is not None and seeded.amount_cents == 1_000_000
+    store.close()
+
+
 def test_a_failed_step_is_neither_committed_nor_counted(store):
     with pytest.raises(RuntimeError):
         with store.transaction():

@@ -32,10 +32,11 @@ def _deal(store: Store, first: int, count: int) -> None:
             store.append_entry("prompt", {"action": "deal"})
 
 
-def _killed_copy(path: Path, copy: Path) -> None:
+def _killed_copy(path: Path, copy: Path) -> Path:
     """The store's files as a kill leaves them (the WAL as it stands, nothing closed)."""
     for suffix in ("", "-wal"):
         Path(f"{copy}{suffix}").write_bytes(Path(f"{path}{suffix}").read_bytes())
+    return copy
 
 
 def _edit(path: Path, sql: str, *args: object) -> None:
@@ -107,8 +108,7 @@ def test_a_store_whose_loop_is_gone_still_closes_and_reopens_whole(tmp_path):
 
 def test_a_killed_store_opens_with_its_tail_checked_and_then_sealed(dealt, tmp_path):
     store, path = dealt
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
+    copy = _killed_copy(path, tmp_path / "killed.sqlite")
     commit_no, _ = _seal(copy)
     again = Store(copy)
     try:
@@ -126,8 +126,7 @@ def test_an_unsealed_tail_cut_short_opens_as_a_power_cut_that_lost_it_would(deal
     """The tail's last entries are what a power cut before the next flush loses (ruling
     C7 voids the round at the shoe's next card): removing them is accepted as that loss."""
     store, path = dealt
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
+    copy = _killed_copy(path, tmp_path / "killed.sqlite")
     _edit(copy, "DELETE FROM events WHERE seq >= 6")
     again = Store(copy)
     assert (again.verified.unsealed, again.log_seq) == (4, 5)
@@ -139,8 +138,7 @@ def test_a_tail_entry_edited_without_the_key_is_refused_even_when_the_chain_is_l
     """The table restores its open round from the tail, so the tail is always checked, also
     at a start that leaves the rest of the log to the full check that follows it."""
     store, path = dealt
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
+    copy = _killed_copy(path, tmp_path / "killed.sqlite")
     _edit(copy, "UPDATE events SET payload = ? WHERE seq = 4", '{"index":9}')
     with pytest.raises(IntegrityError, match=r"entry 4 \(card\) was altered"):
         Store(copy, chain_limit=0)
@@ -155,8 +153,7 @@ def test_a_tail_holding_an_entry_that_is_always_sealed_is_refused(dealt, tmp_pat
     db.close()
     with store.transaction():
         store.append_entry("round_settled", {"round": 1})  # a log entry only: digests unmoved
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
+    copy = _killed_copy(path, tmp_path / "killed.sqlite")
     _edit(copy, "UPDATE critical_seal SET commit_no = ?, log_seq = ?, log_mac = ?, mac = ?",
           *earlier[1:])
     with pytest.raises(IntegrityError, match="entry 8 after it is a round_settled, which is "
@@ -164,24 +161,20 @@ def test_a_tail_holding_an_entry_that_is_always_sealed_is_refused(dealt, tmp_pat
         Store(copy)
 
 
-def test_the_sealed_entry_under_a_tail_rewritten_is_refused(dealt, tmp_path):
+@pytest.mark.parametrize(("edit", "refused"), [
+    pytest.param(("UPDATE events SET hash = ? WHERE seq = 1", "0" * 64),
+                 "entry 1, the last one sealed, is not the one sealed",
+                 id="the sealed entry under a tail rewritten"),
+    pytest.param(("UPDATE events SET seq = 500006 WHERE seq = 6",),
+                 "the log ends at entry 500006 but the seal records entry 1, and 6 entries "
+                 "follow it: entries were removed or added",
+                 id="an entry renumbered past an unsealed tail"),
+])
+def test_a_tail_edited_without_the_key_is_refused(dealt, tmp_path, edit, refused):
     store, path = dealt
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
-    _edit(copy, "UPDATE events SET hash = ? WHERE seq = 1", "0" * 64)
-    with pytest.raises(IntegrityError, match="entry 1, the last one sealed, is not the one "
-                                             "sealed"):
-        Store(copy)
-
-
-def test_an_entry_renumbered_past_an_unsealed_tail_is_refused(dealt, tmp_path):
-    store, path = dealt
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
-    _edit(copy, "UPDATE events SET seq = 500006 WHERE seq = 6")
-    with pytest.raises(IntegrityError, match="the log ends at entry 500006 but the seal records "
-                                             "entry 1, and 6 entries follow it: entries were "
-                                             "removed or added"):
+    copy = _killed_copy(path, tmp_path / "killed.sqlite")
+    _edit(copy, *edit)
+    with pytest.raises(IntegrityError, match=refused):
         Store(copy)
 
 
@@ -189,8 +182,7 @@ def test_a_log_cut_below_its_seal_is_refused(dealt, tmp_path):
     store, path = dealt
     with store.transaction():
         store.append_entry("round_settled", {"round": 1})
-    copy = tmp_path / "killed.sqlite"
-    _killed_copy(path, copy)
+    copy = _killed_copy(path, tmp_path / "killed.sqlite")
     _edit(copy, "DELETE FROM events WHERE seq = 8")
     with pytest.raises(IntegrityError, match="the log ends at entry 7 but the seal records "
                                              "entry 8: entries were removed"):
