@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import random
 import re
@@ -201,6 +202,8 @@ def main() -> int:
     parser.add_argument("--callgrind", action="store_true",
                         help="also count instructions per card under valgrind's callgrind "
                              "(one more shoe, about a minute)")
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the figures to PATH (bench/done_when.py reads them)")
     parser.add_argument("--counted-child", choices=("cards", "bare"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.counted_child:
@@ -222,6 +225,8 @@ def main() -> int:
     print(f"reference: bare commit      n={len(bare):5d}  p10 {b10:7.1f} us  p50 {b50:7.1f} us  "
           f"p99 {b99:7.1f} us")
     print(f"card step / bare commit: p50 {p50 / b50:.1f}x  p10 {p10 / b10:.1f}x")
+    figures: dict[str, float] = {"card_step_p50_us": p50, "bare_commit_p50_us": b50,
+                                 "card_steps": len(steps)}
     if args.callgrind:
         if shutil.which("valgrind") is None:
             print("callgrind: valgrind is not installed (apt install valgrind): not counted")
@@ -232,6 +237,9 @@ def main() -> int:
               f"(n={cards}); bare commit {bare_ir / bares:,.0f} (n={bares}); ratio "
               f"{card_ir / cards / (bare_ir / bares):.1f}x (deterministic: the same code gives "
               "the same count on any load)")
+        figures.update(card_instructions=card_ir / cards, bare_instructions=bare_ir / bares)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import signal
@@ -548,6 +549,8 @@ def main() -> int:
                         help="only the HIL shoe's figures (wall / wire, CPU), no large store")
     parser.add_argument("--wait-each-card", action="store_true",
                         help="the dealer waits for every card's prompt, the first four too")
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the figures to PATH (bench/done_when.py reads them)")
     parser.add_argument("--profile", type=int, metavar="N", default=0,
                         help="with --shoe-only: the daemon's loop under cProfile during the "
                              "shoe; print its parts and the N functions that cost the most")
@@ -579,6 +582,7 @@ def main() -> int:
                       f"instructions during the shoe, {loop_thread / m['rounds']:,.0f} a round "
                       f"({m['rounds']} rounds); all its threads {threads:,} (its simulators' "
                       f"threads among them)")
+        write_figures(args.json, shoe_figures(m))
         return 0
     large = asyncio.run(measure_large(args.entries))
     print(f"start-to-ready, {args.entries:,}-entry store, median of 3:   "
@@ -602,7 +606,11 @@ def main() -> int:
           f" {large['floor_s'] * 1000:5.0f} ms = {floor_us:.2f} us an entry"
           f" ({large['floor_workers']} fresh processes, as the check's chain workers)"
           f"   the check's ratio {per_entry_us / floor_us:4.2f}x")
+    start = {"ready_ms": large["large_s"] * 1000, "entries": args.entries,
+             "ready_first_ms": large["large_first_s"] * 1000,
+             "history_us_an_entry": per_entry_us}
     if args.start_only:
+        write_figures(args.json, start)
         return 0
     bare_start, bare_rss = bare_interpreter()
     m = asyncio.run(measure(args.idle_seconds, deal_ahead=not args.wait_each_card))
@@ -616,7 +624,21 @@ def main() -> int:
           f"{m['idle_cpu_fraction'] * 100:8.2f} %   of one core (100 %)"
           f"   ratio {m['idle_cpu_fraction']:.4f}")
     print_shoe(m)
+    write_figures(args.json, {**start, **shoe_figures(m)})
     return 0
+
+
+def shoe_figures(m: dict[str, float]) -> dict[str, float]:
+    """A shoe's wall time against the issue's wire time (both directions one after the
+    other), for the whole shoe and from the shuffle's end."""
+    return {"shoe_wall_s": m["shoe_wall_s"],
+            "shoe_wire_s": traffic_seconds(m["shoe_bytes_in"], m["shoe_bytes_out"]),
+            "dealt_wall_s": m["dealt_wall_s"], "dealt_wire_s": m["dealt_traffic_s"]}
+
+
+def write_figures(path: Path | None, figures: dict[str, float]) -> None:
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
 
 
 def print_shoe(m: dict[str, float]) -> None:

@@ -455,6 +455,9 @@ def main() -> int:
                         help="with --flushes-only: the table witnessed, as "
                              "./run-simulated-table sets it up on the PostgreSQL at "
                              "127.0.0.1:5432, so that its outbox's flushes are counted too")
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the timed figures and the flush count to PATH "
+                             "(bench/done_when.py reads them)")
     parser.add_argument("--realtime-observer", action="store_true",
                         help="run the watcher at SCHED_FIFO priority (default: normal, the "
                              "figures the targets are stated for)")
@@ -486,6 +489,7 @@ def main() -> int:
             if witness is not None:
                 witness.drop()
         print(flush_lines(counts))
+        write_figures(args.json, flush_figures(counts))
         return 0
     if args.realtime_observer:
         os.environ["BENCH_REALTIME_OBSERVER"] = "1"  # the watcher process inherits it
@@ -534,13 +538,35 @@ def main() -> int:
                    flush_p99=flush_p99))
         print(line(f"lock-out -> saved and reported, {args.flush_delay_ms:g} ms flushes",
                    slow.lock_ns, 2 + args.flush_delay_ms, flush_p99=slow_flush_p99))
+        figures = {"floor_p99_ms": bare_p99, "card_p99_ms": card_p99,
+                   "last_card_p99_ms": p50_p99_ms(normal.round_end_ns)[1],
+                   "flush_delay_ms": args.flush_delay_ms,
+                   "slow_round_end_p99_ms": p50_p99_ms(slow.round_end_ns)[1],
+                   "slow_lock_p99_ms": p50_p99_ms(slow.lock_ns)[1],
+                   "slow_flush_p99_ms": slow_flush_p99}
         if args.no_strace or shutil.which("strace") is None:
             print("flushes per shoe: not counted (strace absent or --no-strace)")
+            write_figures(args.json, figures)
             return 0
         _, counts = asyncio.run(run_shoes(args.traced_shoes, Path(tmp) / "traced", 0, True,
                                           config=args.config))
     print(flush_lines(counts))
+    write_figures(args.json, {**figures, **flush_figures(counts)})
     return 0
+
+
+def flush_figures(counts: dict[str, int]) -> dict[str, float]:
+    """The traced shoes' flushes as issue 31 counts them (the table's own, not its witness's
+    outbox), with the bound `flush_lines` prints."""
+    shoes = counts["shoes"]
+    return {"flushes_a_shoe": (counts["flushes"] - counts.get("witness", 0)) / shoes,
+            "flush_bound_a_shoe": 3 * counts["rounds"] / shoes,
+            "shoe_steps_a_shoe": counts["shoe_steps"] / shoes}
+
+
+def write_figures(path: Path | None, figures: dict[str, float]) -> None:
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
 
 
 def flush_lines(counts: dict[str, int]) -> str:

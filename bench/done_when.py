@@ -1,0 +1,140 @@
+"""Issue 31's Done-when items in one sitting: each benchmark in turn, then one table.
+
+    .venv/bin/python bench/done_when.py [--shoes 12] [--entries 1000000]
+
+The issue asks for its figures "in one run on this machine, by the benchmarks". This runs
+them one after the other, each in a process of its own as a user would run it (their own
+output passes through, each headed by the host's speed), and ends with a table of every
+item: the figure, the target, and whether it held. The timed items are ratios to floors
+taken in the same run, or milliseconds beside the same run's flush; still, take the sitting
+on a quiet machine, since a second load on two cores moves the daemon and its floor apart.
+
+The power-cut item is a campaign, not a benchmark: the table ends with its command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import header  # noqa: E402
+
+Figures = dict[str, float]
+
+POWER_CUTS = ("TABLE_POWER_CUTS=1000 TABLE_POWER_CUT_SEED=<seed> "
+              "./run-tests hil/test_power_cuts.py -s")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One Done-when item as this sitting found it."""
+
+    name: str
+    figure: str
+    target: str
+    held: bool
+
+
+def items(card: Figures, latency: Figures, shoe: Figures, start: Figures) -> list[Item]:
+    """The Done-when items, in the issue's order, from the benchmarks' figures (`--json`)."""
+    floor = latency["floor_p99_ms"]
+    delay = latency["flush_delay_ms"]
+    card_ratio = latency["card_p99_ms"] / floor
+    last_ratio = latency["last_card_p99_ms"] / floor
+    shoe_ratio = shoe["shoe_wall_s"] / shoe["shoe_wire_s"]
+    ready_ms = max(start["ready_ms"], start["ready_first_ms"])
+    flushes, bound = latency["flushes_a_shoe"], latency["flush_bound_a_shoe"]
+    return [
+        Item("card -> decision p99", f"{latency['card_p99_ms']:.2f} ms = {card_ratio:.1f}x the "
+             f"floor's {floor:.2f} ms", "<= 2x the floor", card_ratio <= 2),
+        Item("the round's last card p99", f"{latency['last_card_p99_ms']:.2f} ms = "
+             f"{last_ratio:.1f}x the floor", "<= 3x the floor", last_ratio <= 3),
+        Item(f"lock-out -> reported p99, {delay:g} ms flushes",
+             f"{latency['slow_lock_p99_ms']:.2f} ms", "<= 7 ms",
+             latency["slow_lock_p99_ms"] <= 7),
+        Item(f"round end p99, {delay:g} ms flushes", f"{latency['slow_round_end_p99_ms']:.2f} ms",
+             "<= 7 ms", latency["slow_round_end_p99_ms"] <= 7),
+        Item("a HIL shoe / its wire time at 115200",
+             f"{shoe['shoe_wall_s']:.2f} s / {shoe['shoe_wire_s']:.2f} s = {shoe_ratio:.2f}x "
+             f"(from the shuffle's end {shoe['dealt_wall_s'] / shoe['dealt_wire_s']:.2f}x)",
+             "<= 1.0x", shoe_ratio <= 1.0),
+        Item(f"ready at {start['entries']:,.0f} entries", f"{ready_ms:.0f} ms (the slower of "
+             "a start a day after the full check and the median of three)", "<= 1000 ms",
+             ready_ms <= 1000),
+        Item("card step, thread CPU p50", f"{card['card_step_p50_us']:.1f} us = "
+             f"{card['card_step_p50_us'] / card['bare_commit_p50_us']:.1f}x a bare commit",
+             "<= 50 us", card["card_step_p50_us"] <= 50),
+        Item("flushes a shoe", f"{flushes:.1f} (the shoe's own durable steps "
+             f"{latency['shoe_steps_a_shoe']:.1f} of them)",
+             f"<= {bound:.1f} (3 a round)", flushes <= bound),
+    ]
+
+
+def table(found: list[Item]) -> str:
+    width = max(len(item.name) for item in found)
+    lines = [f"{'item':{width}}  verdict  figure   (target)"]
+    lines += [f"{item.name:{width}}  {'held   ' if item.held else 'OVER   '}  {item.figure}   "
+              f"({item.target})" for item in found]
+    held = sum(item.held for item in found)
+    lines.append(f"{held} of {len(found)} held. The power-cut campaign is a test campaign, "
+                 f"not a benchmark: {POWER_CUTS}")
+    return "\n".join(lines)
+
+
+def run(script: str, arguments: list[str], out: Path) -> Figures:
+    """One benchmark in a process of its own, its output passed through; its figures."""
+    command = [sys.executable, str(ROOT / "bench" / script), *arguments, "--json", str(out)]
+    print(f"\n$ {' '.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    subprocess.run(command, check=True, cwd=ROOT)
+    print(f"({time.monotonic() - started:.0f} s)", flush=True)
+    figures: Figures = json.loads(out.read_text(encoding="utf-8"))
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shoes", type=int, default=12,
+                        help="shoes of each kind in bench_latency.py (default 12)")
+    parser.add_argument("--entries", type=int, default=1_000_000,
+                        help="the large store's log entries for the start (default 1,000,000)")
+    args = parser.parse_args()
+    if args.shoes < 1:
+        parser.error(f"--shoes {args.shoes}: at least 1")
+    if args.entries < 1:
+        parser.error(f"--entries {args.entries}: at least 1")
+    if shutil.which("strace") is None:
+        parser.error("strace is not installed: bench_latency.py counts the flushes with it "
+                     "(apt install strace)")
+    header("done_when: issue 31's Done-when items, one benchmark after another")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        try:
+            card = run("bench_card_step.py", ["--shoes", "3"], folder / "card.json")
+            latency = run("bench_latency.py", ["--shoes", str(args.shoes)],
+                          folder / "latency.json")
+            shoe = run("bench_daemon.py", ["--shoe-only"], folder / "shoe.json")
+            start = run("bench_daemon.py", ["--start-only", "--entries", str(args.entries)],
+                        folder / "start.json")
+        except subprocess.CalledProcessError as failed:
+            print(f"done_when: {' '.join(failed.cmd[1:])} failed (exit {failed.returncode}); "
+                  "no verdicts", file=sys.stderr)
+            return 1
+    print(f"\nissue 31's Done-when items, one sitting of {time.monotonic() - started:.0f} s:")
+    print(table(items(card, latency, shoe, start)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""bench/done_when.py's verdicts: issue 31's Done-when items from the benchmarks' figures.
+
+A benchmark sitting is too long and too load-bound for the suite; what the suite holds is
+that each item is judged against the issue's own target, on the edge as well as either side
+of it, and that the flush count is the table's own (its witness's outbox apart).
+"""
+
+from __future__ import annotations
+
+from bench.bench_latency import flush_figures
+from bench.done_when import items, table
+
+CARD = {"card_step_p50_us": 150.0, "bare_commit_p50_us": 20.0}
+LATENCY = {"floor_p99_ms": 0.40, "card_p99_ms": 0.80, "last_card_p99_ms": 1.30,
+           "flush_delay_ms": 5.0, "slow_lock_p99_ms": 7.0, "slow_round_end_p99_ms": 7.01,
+           "flushes_a_shoe": 236.25, "flush_bound_a_shoe": 230.25, "shoe_steps_a_shoe": 5.5}
+SHOE = {"shoe_wall_s": 0.88, "shoe_wire_s": 0.88, "dealt_wall_s": 0.66, "dealt_wire_s": 0.80}
+START = {"ready_ms": 400.0, "ready_first_ms": 1000.0, "entries": 1_000_000}
+
+
+def test_each_item_is_judged_against_the_issues_target() -> None:
+    found = {item.name: item for item in items(CARD, LATENCY, SHOE, START)}
+    assert [(name, item.held) for name, item in found.items()] == [
+        ("card -> decision p99", True),  # 0.80 / 0.40 = 2.0x: on the edge, held
+        ("the round's last card p99", False),  # 3.25x
+        ("lock-out -> reported p99, 5 ms flushes", True),  # 7.00 ms: on the edge
+        ("round end p99, 5 ms flushes", False),  # 7.01 ms
+        ("a HIL shoe / its wire time at 115200", True),  # 1.00x
+        ("ready at 1,000,000 entries", True),  # the slower start, 1000 ms
+        ("card step, thread CPU p50", False),  # 150 us
+        ("flushes a shoe", False),  # 236.25 against 230.25
+    ]
+    assert found["card -> decision p99"].figure == "0.80 ms = 2.0x the floor's 0.40 ms"
+    assert found["the round's last card p99"].figure == "1.30 ms = 3.2x the floor"
+    assert found["a HIL shoe / its wire time at 115200"].figure == (
+        "0.88 s / 0.88 s = 1.00x (from the shuffle's end 0.82x)")
+    assert found["card step, thread CPU p50"].figure == "150.0 us = 7.5x a bare commit"
+    assert found["flushes a shoe"].target == "<= 230.2 (3 a round)"
+
+
+def test_the_slower_start_decides_the_ready_item() -> None:
+    late = {**START, "ready_ms": 1000.5, "ready_first_ms": 300.0}
+    ready = next(item for item in items(CARD, LATENCY, SHOE, late) if "ready" in item.name)
+    assert (ready.held, ready.figure.split(" ms")[0]) == (False, "1000")
+
+
+def test_the_table_counts_what_held_and_names_the_campaign() -> None:
+    lines = table(items(CARD, LATENCY, SHOE, START)).splitlines()
+    assert len(lines) == 10  # a heading, eight items, the tally
+    assert lines[1].split()[-1] == "floor)" and "held" in lines[1]
+    assert lines[-1].startswith("4 of 8 held.")
+    assert "TABLE_POWER_CUTS=1000" in lines[-1]
+
+
+def test_the_flush_count_is_the_tables_own() -> None:
+    counts = {"shoes": 4, "rounds": 307, "flushes": 1900, "witness": 955, "shoe_steps": 21}
+    assert flush_figures(counts) == {"flushes_a_shoe": 236.25, "flush_bound_a_shoe": 230.25,
+                                     "shoe_steps_a_shoe": 5.25}
+    assert flush_figures({**counts, "witness": 0})["flushes_a_shoe"] == 475.0
