@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import random
 import re
@@ -38,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import header, pi4  # noqa: E402
+from bench.machine import header, pi4, write_figures  # noqa: E402
 from cards import BackColour, Card, Rank, Suit  # noqa: E402
 from controller.collector import RoundCollector  # noqa: E402
 from controller.config import load_config  # noqa: E402
@@ -238,8 +237,7 @@ def main() -> int:
               f"{card_ir / cards / (bare_ir / bares):.1f}x (deterministic: the same code gives "
               "the same count on any load)")
         figures.update(card_instructions=card_ir / cards, bare_instructions=bare_ir / bares)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    write_figures(args.json, figures)
     return 0
 
 

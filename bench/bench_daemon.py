@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import signal
@@ -60,7 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import header, pi4  # noqa: E402
+from bench.machine import header, pi4, write_figures  # noqa: E402
 from bench.bench_idle import thread_cpu  # noqa: E402
 from hil.os_threads import SIMULATOR_THREAD_PREFIX  # noqa: E402
 from hil.usb_shuffler import CARD_TIME_S  # noqa: E402
@@ -634,11 +633,6 @@ def shoe_figures(m: dict[str, float]) -> dict[str, float]:
     return {"shoe_wall_s": m["shoe_wall_s"],
             "shoe_wire_s": traffic_seconds(m["shoe_bytes_in"], m["shoe_bytes_out"]),
             "dealt_wall_s": m["dealt_wall_s"], "dealt_wire_s": m["dealt_traffic_s"]}
-
-
-def write_figures(path: Path | None, figures: dict[str, float]) -> None:
-    if path is not None:
-        path.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
 
 
 def print_shoe(m: dict[str, float]) -> None:

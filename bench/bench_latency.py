@@ -83,7 +83,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import header, pi4  # noqa: E402
+from bench.machine import header, pi4, write_figures  # noqa: E402
 from firmware_bridge import messages as wire  # noqa: E402
 from controller.config import load_config  # noqa: E402
 from controller.memory.anchor import ANCHOR_INTERVAL_S  # noqa: E402
@@ -562,11 +562,6 @@ def flush_figures(counts: dict[str, int]) -> dict[str, float]:
     return {"flushes_a_shoe": (counts["flushes"] - counts.get("witness", 0)) / shoes,
             "flush_bound_a_shoe": 3 * counts["rounds"] / shoes,
             "shoe_steps_a_shoe": counts["shoe_steps"] / shoes}
-
-
-def write_figures(path: Path | None, figures: dict[str, float]) -> None:
-    if path is not None:
-        path.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
 
 
 def flush_lines(counts: dict[str, int]) -> str:

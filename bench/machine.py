@@ -17,10 +17,12 @@ card's flush is modelled separately with `[store] flush_delay_ms`.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 _factor: float | None = None
 
@@ -88,3 +90,10 @@ def header(title: str) -> None:
     print(f"Pi 4 estimates below are this machine's figure x {pi4_factor():.1f}, the factor "
           "measured in this run against a published Pi 4 n-body run (bench/pi_factor.py); "
           "they are estimates, not measurements.")
+
+
+def write_figures(path: Path | None, figures: dict[str, float]) -> None:
+    """A benchmark's figures as JSON to `path` (its `--json`; bench/done_when.py reads them),
+    if it was given."""
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
