@@ -42,7 +42,7 @@ from cards import BackColour, Card, Rank, Suit  # noqa: E402
 from controller.collector import RoundCollector  # noqa: E402
 from controller.config import load_config  # noqa: E402
 from controller.control import ControlServer  # noqa: E402
-from controller.memory.lifecycle import init_store  # noqa: E402
+from controller.memory.lifecycle import init_store, open_store  # noqa: E402
 from controller.logsetup import configure_logging  # noqa: E402
 from controller.rules.game import build_game  # noqa: E402
 from controller.table.machine import TableState  # noqa: E402
@@ -57,13 +57,17 @@ IN_ROUND = (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS)
 SUBSCRIBERS = 2  # bench_latency's: the simulated dealer and the benchmark's watcher
 
 
-def card_steps(folder: Path, seed: int, counted: frozenset[int] | None = None
-               ) -> tuple[list[int], list[int]]:
+def card_steps(folder: Path, seed: int, counted: frozenset[int] | None = None, *,
+               seal_every_step: bool = False) -> tuple[list[int], list[int]]:
     """Thread CPU ns of every decided card step of one shoe, on a new table's store, and
     those cards' indexes. With `counted` (indexes a first deal of the same seed found
     decided), each of those steps runs inside `functools.reduce`, the C function that
-    callgrind counts instructions in (`--toggle-collect`), and nothing else does."""
+    callgrind counts instructions in (`--toggle-collect`), and nothing else does.
+    `seal_every_step`: the store opened with `[store] seal_every_step` (docs/rulings.md C29)."""
     store = init_store(str(folder / "table.sqlite"), operator="bench", table_id="T1")
+    if seal_every_step:
+        store.close()
+        store = open_store(str(folder / "table.sqlite"), seal_every_step=True)
     config = load_config(CONFIG)
     table = Table(table_id="T1", seats=14, rules=RulesAdapter(build_game(config.submission)),
                   store=store, lock_seats=lambda cause: LockedOut(cause, 0.0, frozenset()))
@@ -164,28 +168,31 @@ def quantiles(samples: list[int]) -> tuple[float, float, float]:
             ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1e3)
 
 
-def counted_child(kind: str, seed: int) -> int:
+def counted_child(kind: str, seed: int, seal_every_step: bool) -> int:
     """Under callgrind: the steps to count, each inside functools.reduce; prints how many."""
     configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     with tempfile.TemporaryDirectory() as tmp:
         if kind == "cards":
             (Path(tmp) / "dry").mkdir()
             (Path(tmp) / "counted").mkdir()
-            _, decided = card_steps(Path(tmp) / "dry", seed)  # not counted: outside reduce
-            card_steps(Path(tmp) / "counted", seed, frozenset(decided))
+            _, decided = card_steps(Path(tmp) / "dry", seed,  # not counted: outside reduce
+                                    seal_every_step=seal_every_step)
+            card_steps(Path(tmp) / "counted", seed, frozenset(decided),
+                       seal_every_step=seal_every_step)
             print(f"steps {len(decided)}")
         else:
             print(f"steps {len(bare_commit_ns(Path(tmp), 200, counted=True))}")
     return 0
 
 
-def instructions(kind: str, seed: int) -> tuple[int, int]:
+def instructions(kind: str, seed: int, seal_every_step: bool = False) -> tuple[int, int]:
     """(instructions, steps) counted by callgrind in a child that runs `kind`'s steps."""
     with tempfile.TemporaryDirectory() as tmp:
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", "--toggle-collect=functools_reduce",
              f"--callgrind-out-file={tmp}/callgrind.out", sys.executable, __file__,
-             "--counted-child", kind, "--seed", str(seed)],
+             "--counted-child", kind, "--seed", str(seed),
+             *(["--seal-every-step"] if seal_every_step else [])],
             capture_output=True, text=True, check=True)
     collected = re.search(r"Collected : (\d+)", run.stderr)
     steps = re.search(r"steps (\d+)", run.stdout)
@@ -201,13 +208,17 @@ def main() -> int:
     parser.add_argument("--callgrind", action="store_true",
                         help="also count instructions per card under valgrind's callgrind "
                              "(one more shoe, about a minute)")
+    parser.add_argument("--seal-every-step", action="store_true",
+                        help="the store with [store] seal_every_step = true: a card's step "
+                             "sealed by itself (docs/rulings.md C29's option)")
     parser.add_argument("--json", type=Path, metavar="PATH",
                         help="also write the figures to PATH (bench/done_when.py reads them)")
     parser.add_argument("--counted-child", choices=("cards", "bare"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.counted_child:
-        return counted_child(args.counted_child, args.seed)
-    header("bench_card_step: the daemon's CPU for one card, in-process")
+        return counted_child(args.counted_child, args.seed, args.seal_every_step)
+    header("bench_card_step: the daemon's CPU for one card, in-process" + (
+        ", every step sealed ([store] seal_every_step)" if args.seal_every_step else ""))
     # The daemon's logging (a card's entries are below its level), written nowhere.
     configure_logging(level="info", stream=open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     steps: list[int] = []
@@ -215,7 +226,8 @@ def main() -> int:
         for shoe in range(args.shoes):
             folder = Path(tmp) / f"shoe{shoe}"
             folder.mkdir()
-            steps += card_steps(folder, args.seed + shoe)[0]
+            steps += card_steps(folder, args.seed + shoe,
+                                seal_every_step=args.seal_every_step)[0]
         bare = bare_commit_ns(Path(tmp))
     p10, p50, p99 = quantiles(steps)
     b10, b50, b99 = quantiles(bare)
@@ -230,7 +242,7 @@ def main() -> int:
         if shutil.which("valgrind") is None:
             print("callgrind: valgrind is not installed (apt install valgrind): not counted")
             return 1
-        card_ir, cards = instructions("cards", args.seed)
+        card_ir, cards = instructions("cards", args.seed, args.seal_every_step)
         bare_ir, bares = instructions("bare", args.seed)
         print(f"callgrind instructions: card step {card_ir / cards:,.0f} per decided card "
               f"(n={cards}); bare commit {bare_ir / bares:,.0f} (n={bares}); ratio "

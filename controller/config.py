@@ -220,7 +220,8 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     )
 
     store_t = c.table("store")
-    c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir", "anchor_interval_s"})
+    c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir", "anchor_interval_s",
+                                 "seal_every_step"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
     if store_path:
@@ -238,6 +239,11 @@ def parse_config(data: Mapping[str, Any], source: str, *,
                               f"{low:g} to {high:g} seconds (how far the anchor may lag the "
                               "store; docs/rulings.md C24)", ANCHOR_INTERVAL_S,
                               check=lambda v: low <= v <= high)
+    # docs/rulings.md C29: a card's step inside a round waits for the next flush's seal,
+    # unless the operator's regulator wants every step sealed by itself.
+    seal_every_step = c.get(store_t, "store", "seal_every_step", bool, "true or false (true: "
+                            "every step sealed by itself, a card's too; docs/rulings.md C29)",
+                            False)
 
     ctl_t = c.table("control")
     c.unknown(ctl_t, "control", {"socket", "mode"})
@@ -288,6 +294,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         access=access,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
         store_anchor_interval_s=float(anchor_interval_s),
+        store_seal_every_step=bool(seal_every_step),
         metrics_listen=metrics_listen,
         witness=witness,
         software=software,

@@ -83,6 +83,9 @@ class TableConfig:
     store_anchor_interval_s: float = ANCHOR_INTERVAL_S
     """`[store] anchor_interval_s`: the most the anchor lags the store (docs/rulings.md C24;
     controller.memory.anchor.ANCHOR_INTERVAL_S)."""
+    store_seal_every_step: bool = False
+    """`[store] seal_every_step`: every step sealed by itself, a card's inside a round too
+    (docs/rulings.md C29 lets those wait for the next flushed step's seal)."""
     access: AccessConfig = AccessConfig()
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""

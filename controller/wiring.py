@@ -98,6 +98,7 @@ def open_checked_store(config: TableConfig) -> tuple[Store, IntegrityError | Non
         return open_store(config.store_path, config.critical_dir,
                           flush_delay_s=config.store_flush_delay_ms / 1000,
                           anchor_interval_s=config.store_anchor_interval_s,
+                          seal_every_step=config.store_seal_every_step,
                           chain_limit=BOOT_CHAIN_LIMIT), None
     except IntegrityError as exc:
         return Store(":memory:"), exc

@@ -43,12 +43,13 @@ def paths_for(store_path: str, critical_dir: str = "") -> CriticalPaths:
 
 def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float = 0.0,
                chain_limit: int | None = None,
-               anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> Store:
+               anchor_interval_s: float = critical.ANCHOR_INTERVAL_S,
+               seal_every_step: bool = False) -> Store:
     """The boot check: open and verify the table's store, or raise IntegrityError naming
     what failed and what the technician does next. Nothing is written before the check.
     `chain_limit`: past that many entries since the last full check, the log's entries are
     left to the full check that the caller runs next (the daemon, which holds play until it
-    passes)."""
+    passes). `seal_every_step`: `[store] seal_every_step` (docs/rulings.md C29)."""
     paths = paths_for(store_path, critical_dir)
     key = critical.load_key(paths)
     store_file = paths.store
@@ -62,7 +63,7 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
     try:
         store = Store(store_file, key=key, paths=paths, create=False,
                       flush_delay_s=flush_delay_s, chain_limit=chain_limit,
-                      anchor_interval_s=anchor_interval_s)
+                      anchor_interval_s=anchor_interval_s, seal_every_step=seal_every_step)
     except IntegrityError:
         raise
     except STORE_ERRORS as exc:

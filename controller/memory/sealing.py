@@ -31,8 +31,11 @@ from controller.memory.macs import digests_material
 class StepSeal:
     """The seal of the step in progress on one writing connection."""
 
-    def __init__(self, db: sqlite3.Connection, key: bytes) -> None:
+    def __init__(self, db: sqlite3.Connection, key: bytes, *, every_step: bool = False) -> None:
+        """``every_step``: seal every step that writes, a step that may wait for the next
+        flush too (`[store] seal_every_step`; docs/rulings.md C29 lets such a step wait)."""
         self._db = db
+        self._every_step = every_step
         self._cursor = db.cursor()  # one for every step's reads and seal, not one each time
         self._key = key
         self._log_head: tuple[int, str] | None = None
@@ -82,7 +85,7 @@ class StepSeal:
         (`Steps.seal_owed`'s), so every flushed step carries a seal over what it flushes."""
         written = self._db.total_changes - self._changes  # trigger writes count too
         if written == self._appended:  # only log entries, if anything: the digests hold
-            if may_wait:
+            if may_wait and not self._every_step:
                 self.owed = self.owed or bool(written)
                 return None
             if not written and not self.owed:

@@ -74,14 +74,15 @@ class Store:
                  key: bytes | None = None, paths: critical.CriticalPaths | None = None,
                  create: bool = True, check: bool = True, flush_delay_s: float = 0.0,
                  read_only: bool = False, chain_limit: int | None = None,
-                 anchor_interval_s: float = critical.ANCHOR_INTERVAL_S) -> None:
+                 anchor_interval_s: float = critical.ANCHOR_INTERVAL_S,
+                 seal_every_step: bool = False) -> None:
         """``flush_delay_s``: the least a step's flush takes, an SD card's stand-in in
         benchmarks and tests (0 at a table; `Durability`). ``anchor_interval_s``: the most
         the anchor lags the store (`[store] anchor_interval_s`, docs/rulings.md C24).
+        ``seal_every_step``: no step waits for the next one's seal (`[store]`, C29).
         ``read_only`` opens an existing store on a read-only connection with no check and no
-        anchor (``reader``). ``chain_limit``:
-        past that many entries since the last full check, the check leaves the log's entries
-        to a full check the caller runs next (critical.verify_store)."""
+        anchor (``reader``). ``chain_limit``: past that many entries since the last full
+        check, the check leaves the log's entries to a full check the caller runs next."""
         if read_only and (paths is not None or create or check):
             raise ValueError("a read-only Store has no critical paths and neither creates "
                              "nor checks the store")
@@ -92,7 +93,7 @@ class Store:
         self.verified: critical.Verified | None = None
         self._db = schema.connect(self.path, create=create, read_only=read_only)
         self._records = RecordEntries()
-        self._seal = StepSeal(self._db, self.key)
+        self._seal = StepSeal(self._db, self.key, every_step=seal_every_step)
         self._durability = Durability(self._db, self.path, self.key, paths,
                                       flush_delay_s=flush_delay_s,
                                       anchor_interval_s=anchor_interval_s)
@@ -397,4 +398,3 @@ class Store:
             if owed := round_rows.collect_vigorish(db, seat):
                 self.append_event(VigorishCollected(seat, owed))
             return owed
-

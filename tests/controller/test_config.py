@@ -41,7 +41,8 @@ def test_the_shipped_simulated_table_is_valid():
     (("shuffler", "vendor_id"), 0, "shuffler.vendor_id = 0: not allowed; allowed: a USB vendor "
                                    "id 0x0001-0xFFFF"),
     (("store", "colour"), "red", "store.colour: unknown key; allowed keys: "
-                                 "anchor_interval_s, critical_dir, flush_delay_ms, path"),
+                                 "anchor_interval_s, critical_dir, flush_delay_ms, path, "
+                                 "seal_every_step"),
     (("store", "flush_delay_ms"), -5, "store.flush_delay_ms = -5: not allowed; allowed: 0 to "
                                       "1000 milliseconds"),
     (("shuffler", "batches"), ["red", "red"], "shuffler.batches = ['red', 'red']: not allowed; "
@@ -57,13 +58,21 @@ def test_a_bad_device_value_is_named(path, value, message):
     assert any(p.startswith(message) for p in problems(data)), problems(data)
 
 
-@pytest.mark.parametrize("value", [0, 0.5, 3601, -60, "60", True])
-def test_an_anchor_interval_outside_a_second_to_an_hour_is_refused(value):
-    """docs/rulings.md C24: `[store] anchor_interval_s` is a number, 1 to 3600 seconds."""
+ANCHOR_ALLOWED = "1 to 3600 seconds (how far the anchor may lag the store; docs/rulings.md C24)"
+SEAL_ALLOWED = ("true or false (true: every step sealed by itself, a card's too; "
+                "docs/rulings.md C29)")
+
+
+@pytest.mark.parametrize(("key", "value", "allowed"), [
+    *(("anchor_interval_s", value, ANCHOR_ALLOWED) for value in (0, 0.5, 3601, -60, "60", True)),
+    *(("seal_every_step", value, SEAL_ALLOWED) for value in ("yes", 1, 0)),
+])
+def test_a_store_option_out_of_its_range_is_refused(key, value, allowed):
+    """docs/rulings.md C24: `[store] anchor_interval_s` is a number, 1 to 3600 seconds;
+    C29's option `seal_every_step` is a boolean, nothing that passes for one."""
     data = simulated()
-    data["store"]["anchor_interval_s"] = value
-    assert f"store.anchor_interval_s = {value!r}: not allowed; allowed: 1 to 3600 seconds " \
-           "(how far the anchor may lag the store; docs/rulings.md C24)" in problems(data)
+    data["store"][key] = value
+    assert f"store.{key} = {value!r}: not allowed; allowed: {allowed}" in problems(data)
 
 
 def test_the_anchor_interval_is_a_minute_unless_set_and_reaches_the_store(tmp_path):
@@ -86,6 +95,27 @@ def test_the_anchor_interval_is_a_minute_unless_set_and_reaches_the_store(tmp_pa
         assert writer is not None and writer._interval_s == 7.0
     finally:
         store.close()
+
+
+def test_seal_every_step_is_off_unless_set_and_reaches_the_store(tmp_path):
+    """docs/rulings.md C29: a card's step waits for the next flushed step's seal by default;
+    with `[store] seal_every_step = true` the daemon's store seals it by itself."""
+    from controller.memory.lifecycle import init_store
+    from controller.wiring import open_checked_store
+
+    assert load_config(SIMULATED).store_seal_every_step is False
+    for value, card_sealed in (("false", False), ("true", True)):
+        config = load_config(SIMULATED, [f"store.path={tmp_path / value / 'table.sqlite'}",
+                                         f"store.seal_every_step={value}"])
+        Path(config.store_path).parent.mkdir()
+        init_store(config.store_path, operator="test", table_id=config.table_id).close()
+        store, failure = open_checked_store(config)
+        try:
+            assert failure is None and store.verify().unsealed == 0
+            store.append_entry("card", {"index": 0})  # a grouped kind: may wait for a seal
+            assert (store.verify().unsealed == 0) is card_sealed, value
+        finally:
+            store.close()
 
 
 def test_the_shoes_reconnect_cap_reaches_its_driver():

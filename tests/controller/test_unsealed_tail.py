@@ -187,3 +187,36 @@ def test_a_log_cut_below_its_seal_is_refused(dealt, tmp_path):
     with pytest.raises(IntegrityError, match="the log ends at entry 7 but the seal records "
                                              "entry 8: entries were removed"):
         Store(copy)
+
+
+def test_with_seal_every_step_each_card_step_is_sealed_and_a_cut_card_is_found(tmp_path):
+    """`[store] seal_every_step` (C29's option): a card step inside a round seals itself, as
+    every step did before C29; a kill leaves no unsealed tail, and the last card's entries
+    removed without the key are refused, not taken for a power cut's loss."""
+    path = tmp_path / "t.sqlite"
+    store = Store(path, seal_every_step=True)
+    with store.transaction():
+        store.append_entry("no_more_bets", {"round_id": 1})
+    opened, _ = _seal(path)
+    _deal(store, 0, 3)
+    assert _seal(path) == (opened + 3, 7)  # each card step its own seal, over its prompt
+    again = Store(_killed_copy(path, tmp_path / "killed.sqlite"), seal_every_step=True)
+    assert (again.verified.unsealed, again.log_seq) == (0, 7)
+    again.close()
+    cut = _killed_copy(path, tmp_path / "cut.sqlite")
+    _edit(cut, "DELETE FROM events WHERE seq > 5")  # without C29's option: a power cut's loss
+    with pytest.raises(IntegrityError, match="entries were removed"):
+        Store(cut)
+    store.close()
+
+
+def test_a_step_that_writes_nothing_is_not_sealed_with_seal_every_step(tmp_path):
+    path = tmp_path / "t.sqlite"
+    store = Store(path, seal_every_step=True)
+    with store.transaction():
+        store.append_entry("no_more_bets", {"round_id": 1})
+    sealed = _seal(path)
+    with store.transaction():
+        pass
+    assert _seal(path) == sealed
+    store.close()
