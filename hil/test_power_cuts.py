@@ -24,6 +24,11 @@ restart, so no round is voided for a card the shoe delivered (counted and assert
 `TABLE_POWER_CUT_SHOE=1.1` runs a 1.1 shoe instead, which loses such cards and voids their
 rounds by the lost-card ruling (docs/rulings.md C7; counted, not asserted).
 
+A kill keeps what the daemon wrote but did not flush, so a restart may find the log ending
+in cards no seal covers yet (docs/rulings.md C29): the test counts the starts that did.
+`TABLE_POWER_CUT_SEAL_EVERY_STEP=1` runs the table with `[store] seal_every_step = true`
+(C29's option), and then asserts that no start found one.
+
 Soak: `TABLE_POWER_CUTS=1000 ./run-tests hil/test_power_cuts.py` (default 20). The seeds
 are random and printed; `TABLE_POWER_CUT_SEED=N` replays a run's choices.
 """
@@ -57,6 +62,10 @@ SHOE_PROTOCOL = os.environ.get("TABLE_POWER_CUT_SHOE", "1.2")
 if SHOE_PROTOCOL not in ("1.1", "1.2"):
     raise ValueError(f"TABLE_POWER_CUT_SHOE = {SHOE_PROTOCOL!r}: allowed are 1.2 (default) and 1.1")
 LOST_CARD = "left the shoe unseen"  # the void reason of the lost-card ruling (C7)
+SEAL_EVERY_STEP = os.environ.get("TABLE_POWER_CUT_SEAL_EVERY_STEP", "0")
+if SEAL_EVERY_STEP not in ("0", "1"):
+    raise ValueError(f"TABLE_POWER_CUT_SEAL_EVERY_STEP = {SEAL_EVERY_STEP!r}: allowed are 0 "
+                     "(default: ruling C29) and 1 ([store] seal_every_step = true)")
 
 
 def expected_meters(events) -> dict[str, tuple[int, int]]:
@@ -151,25 +160,31 @@ async def acknowledged_wagers_are_stored(harness: TableHarness) -> None:
 
 def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monkeypatch):
     print(f"power cuts: {POWER_CUTS}, seed {SEED} (replay: TABLE_POWER_CUT_SEED={SEED}), "
-          f"protocol {SHOE_PROTOCOL} shoe")
+          f"protocol {SHOE_PROTOCOL} shoe"
+          f"{', [store] seal_every_step = true' if SEAL_EVERY_STEP == '1' else ''}")
     rng = random.Random(SEED)
     monkeypatch.setenv(CRASH_ENV, f"{CRASH_IN_COMMIT}:{rng.randrange(2**32)}")
     tally = Tally()
     cuts = PowerCuts(random.Random(rng.randrange(2**32)), rate=0.12, limit=POWER_CUTS,
                      checks=[tally.check])
 
-    async def run() -> TableHarness:
+    async def run() -> tuple[TableHarness, list[int]]:
         async with TableHarness(CONFIG, tmp_path, seed=rng.randrange(2**32),
-                                players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2") as table:
+                                players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2",
+                                extra_overrides=["store.seal_every_step=true"]
+                                if SEAL_EVERY_STEP == "1" else []) as table:
             while cuts.done < POWER_CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await table.wait_for_state("betting_open", "end_of_shoe", "cut", "burn",
                                        "shuffling")
             await tally.check(table)
             await acknowledged_wagers_are_stored(table)
-            return table
+            # What each start's check found after the sealed entry (C29), kept in the log.
+            starts = await table.call("events", after_seq=0, kind="critical_memory_verified",
+                                      limit=100_000)
+            return table, [e["payload"].get("unsealed", 0) for e in starts]
 
-    table = asyncio.run(run())
+    table, unsealed = asyncio.run(run())
     tally.chain_entries = verify_whole_chain(table)
     result = table.result
     settled = [r for r in result.rounds if not r.get("simulated")]
@@ -181,6 +196,11 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     print(f"protocol {SHOE_PROTOCOL} shoe: {len(lost_card_voids)} rounds void for a lost card, "
           f"{table.shoe.replayed} cards sent again after a handshake, "
           f"{table.shoe.lost_reports} reports lost")
+    print(f"starts {len(unsealed)}, of which found the log ending in entries no seal covers "
+          f"(C29) {sum(1 for n in unsealed if n)}, {sum(unsealed)} entries in all")
+    assert len(unsealed) >= POWER_CUTS + 1  # the first start and one after every cut
+    if SEAL_EVERY_STEP == "1":
+        assert sum(unsealed) == 0, unsealed
     assert result.power_cuts == POWER_CUTS
     # One check per restart, the last one after play; a crash point firing during a check
     # restarts the daemon and checks again.
