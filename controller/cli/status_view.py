@@ -90,8 +90,11 @@ def _storage(flushes: Any) -> str | None:
     waits for a flush, so slow storage is a slow table."""
     if not isinstance(flushes, Mapping):
         return None
+    # [store] seal_every_step (docs/rulings.md C29): said only when it is set.
+    sealing = "; every step sealed by itself ([store] seal_every_step)" if flushes.get(
+        "seal_every_step") else ""
     if not flushes.get("flushes"):
-        return "no flush yet"
+        return "no flush yet" + sealing
     half, most = flushes.get("half_within_ms"), flushes.get("p99_within_ms")
     text = (f"{int(flushes['flushes']):,} flushes since the start; half within "
             f"{_milliseconds(half) if half is not None else 'over 5 s'}, 99 % within "
@@ -101,7 +104,7 @@ def _storage(flushes: Any) -> str | None:
     if slow:
         text += paint(f"; SLOW: {slow:,} took {_milliseconds(flushes.get('slow_threshold_ms'))}"
                       " or more (docs/technician-guide.md, 'Slow storage')", "yellow", "bold")
-    return text
+    return text + sealing
 
 
 def _software(check: Any) -> str | None:

@@ -55,9 +55,12 @@ class Commands:
             return [w.as_dict() for w in progressive.pending_awards()] if progressive else []
 
         # The storage's flush times with the status command only: the status that answers
-        # every command changing the table (a wager's) does without them.
+        # every command changing the table (a wager's) does without them. Beside them, the
+        # sealing the store applies (docs/rulings.md C29; its option is the operator's).
         flush_times = daemon.store.durability.flush_times
-        reg("status", lambda a: {**status(), "storage": flush_times.status()}, role=READ,
+        sealing = {"seal_every_step": daemon.config.store_seal_every_step}
+        reg("status", lambda a: {**status(), "storage": {**flush_times.status(), **sealing}},
+            role=READ,
             description="table state, shoe, round, fault, the storage's flushes")
         reg("devices", lambda a: reports.device_report(), role=READ,
             description="each device's health")

@@ -118,6 +118,11 @@ def test_status_view_names_the_bounds_and_slow_storage(monkeypatch):
         "12,345 flushes since the start; half within 1 ms, 99 % within over 5 s; slowest "
         "7200 ms at 2026-09-21T14:13:20.250Z; SLOW: 3 took 500 ms or more "
         "(docs/technician-guide.md, 'Slow storage')")
+    shown.update(slow=0, seal_every_step=True)  # docs/rulings.md C29's option, when set
+    assert _storage(shown).endswith(
+        "; every step sealed by itself ([store] seal_every_step)")
+    assert _storage({"flushes": 0, "seal_every_step": True}) == (
+        "no flush yet; every step sealed by itself ([store] seal_every_step)")
 
 
 async def test_the_daemon_reports_its_flushes_in_status_and_metrics(tmp_path):
@@ -136,6 +141,7 @@ async def test_the_daemon_reports_its_flushes_in_status_and_metrics(tmp_path):
         assert storage["flushes"] > before["flushes"]  # the opening's (C26)
         assert storage["slowest_ms"] >= 5.0 and storage["half_within_ms"] >= 10.0
         assert (storage["slow"], storage["slow_threshold_ms"]) == (0, 500.0)
+        assert storage["seal_every_step"] is False  # the default (docs/rulings.md C29)
         # Read together, with no await between (a flush may end after the reply above):
         # every flush the store made is counted, none within 5 ms (a bound holds its
         # equal, and each took a little more), and the metrics say the same.
