@@ -140,7 +140,10 @@ async def test_the_daemon_reports_its_flushes_in_status_and_metrics(tmp_path):
         assert before["flushes"] >= 1  # the start's own entries
         assert storage["flushes"] > before["flushes"]  # the opening's (C26)
         assert storage["slowest_ms"] >= 5.0 and storage["half_within_ms"] >= 10.0
-        assert (storage["slow"], storage["slow_threshold_ms"]) == (0, 500.0)
+        # A loaded machine may take a real flush past the threshold (523 ms once, with two
+        # test runs on two cores): counted as slow exactly when the slowest one is.
+        assert storage["slow_threshold_ms"] == 500.0
+        assert (storage["slow"] > 0) == (storage["slowest_ms"] >= 500.0), storage
         assert storage["seal_every_step"] is False  # the default (docs/rulings.md C29)
         # Read together, with no await between (a flush may end after the reply above):
         # every flush the store made is counted, none within 5 ms (a bound holds its
