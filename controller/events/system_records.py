@@ -215,6 +215,9 @@ class CriticalMemoryVerified(EventRecord):
     # Entries after the sealed one that a kill or a power cut left (cards and prompts that
     # wait for the next flush), sealed as the store opened (docs/rulings.md C29).
     unsealed: int = 0
+    # This start's `[store] seal_every_step` (C29's option), recorded so that the log says
+    # from which start a card's step was sealed by itself; left out while false.
+    seal_every_step: bool = False
 
 
 @dataclass(frozen=True)

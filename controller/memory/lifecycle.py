@@ -73,7 +73,8 @@ def open_store(store_path: str, critical_dir: str = "", *, flush_delay_s: float 
         # the middle of a round.
         assert store.verified is not None
         with store.transaction():
-            store.append_event(CriticalMemoryVerified(**critical.as_mapping(store.verified)))
+            store.append_event(CriticalMemoryVerified(**critical.as_mapping(store.verified),
+                                                      seal_every_step=seal_every_step))
     except STORE_ERRORS as exc:
         store.close()
         raise critical.unusable(store_file, exc) from None

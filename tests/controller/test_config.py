@@ -99,7 +99,8 @@ def test_the_anchor_interval_is_a_minute_unless_set_and_reaches_the_store(tmp_pa
 
 def test_seal_every_step_is_off_unless_set_and_reaches_the_store(tmp_path):
     """docs/rulings.md C29: a card's step waits for the next flushed step's seal by default;
-    with `[store] seal_every_step = true` the daemon's store seals it by itself."""
+    with `[store] seal_every_step = true` the daemon's store seals it by itself, and its start
+    says so in the log."""
     from controller.memory.lifecycle import init_store
     from controller.wiring import open_checked_store
 
@@ -112,6 +113,10 @@ def test_seal_every_step_is_off_unless_set_and_reaches_the_store(tmp_path):
         store, failure = open_checked_store(config)
         try:
             assert failure is None and store.verify().unsealed == 0
+            # The start records the option in the log, left out while false.
+            started = store.events(kind="critical_memory_verified")[-1].payload
+            assert ("seal_every_step" in started, started.get("seal_every_step")) == (
+                (True, True) if card_sealed else (False, None)), started
             store.append_entry("card", {"index": 0})  # a grouped kind: may wait for a seal
             assert (store.verify().unsealed == 0) is card_sealed, value
         finally:
