@@ -55,6 +55,7 @@ WAGERS = ((1, "banker", 1000), (2, "player", 2500), (4, "tie", 500), (6, "banker
           (8, "player", 1000))
 IN_ROUND = (TableState.NO_MORE_BETS, TableState.DEALING, TableState.THIRD_CARDS)
 SUBSCRIBERS = 2  # bench_latency's: the simulated dealer and the benchmark's watcher
+TARGET_US = 50  # issue 31: a decided card's step, thread CPU p50 (bench/done_when.py too)
 
 
 def card_steps(folder: Path, seed: int, counted: frozenset[int] | None = None, *,
@@ -235,7 +236,8 @@ def main() -> int:
           f"p99 {p99:7.1f} us   (Pi 4 estimate p50 {pi4(p50):7.1f} us)")
     print(f"reference: bare commit      n={len(bare):5d}  p10 {b10:7.1f} us  p50 {b50:7.1f} us  "
           f"p99 {b99:7.1f} us")
-    print(f"card step / bare commit: p50 {p50 / b50:.1f}x  p10 {p10 / b10:.1f}x")
+    print(f"card step / bare commit: p50 {p50 / b50:.1f}x  p10 {p10 / b10:.1f}x   (target p50 "
+          f"<= {TARGET_US} us {'OK' if p50 <= TARGET_US else 'OVER'})")
     figures: dict[str, float] = {"card_step_p50_us": p50, "bare_commit_p50_us": b50,
                                  "card_steps": len(steps)}
     if args.callgrind:

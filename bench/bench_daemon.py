@@ -174,6 +174,7 @@ async def measure(idle_seconds: float, starts: int = 3, *,
                 "wire_s": wire_s, "shoe_bytes_in": shoe_bytes[0], "shoe_bytes_out": shoe_bytes[1],
                 "dealt_wall_s": dealt_wall, "dealt_wire_s": dealt_wire_s,
                 "dealt_traffic_s": traffic_seconds(*dealt_bytes),
+                "traffic_s": traffic_seconds(*shoe_bytes),
                 "shuffle_s": at - started, "own_wakes": own_wakes, "rig_wakes": rig_wakes,
                 "deal_ahead": deal_ahead, "betting_s": phases.betting_s,
                 "dealing_s": phases.dealing_s, "phased_rounds": phases.rounds,
@@ -369,6 +370,9 @@ class WireCount:
 
 ENTRIES_PER_ROUND = 20     # wagers, locks, cards, prompts, settlement: a round's log entries
 ENTRIES_PER_DAY = 24_000   # 60 rounds an hour for 20 hours
+# Issue 31's targets for what this benchmark measures (bench/done_when.py judges by them too).
+READY_TARGET_MS = 1000  # start-to-ready at 1,000,000 entries, with or without a recent check
+SHOE_TARGET_WIRES = 1.0  # a HIL shoe's wall time, in its traffic's time at BAUD
 
 
 def build_large_store(workdir: Path, entries: int) -> float:
@@ -587,14 +591,14 @@ def main() -> int:
     print(f"start-to-ready, {args.entries:,}-entry store, median of 3:   "
           f"{large['large_s'] * 1000:8.0f} ms   empty store: {large['empty_s'] * 1000:6.0f} ms"
           f"   ratio {large['large_s'] / large['empty_s']:6.2f}x   (store {large['size_mib']:.0f}"
-          f" MiB, built in {large['build_s']:.0f} s; target <= 1000 ms)")
+          f" MiB, built in {large['build_s']:.0f} s; target <= {READY_TARGET_MS} ms)")
     print(f"  the daemon's CPU time to ready, same starts:               "
           f"{large['large_cpu_s'] * 1000:8.0f} ms   empty store: "
           f"{large['empty_cpu_s'] * 1000:6.0f} ms   ratio "
           f"{large['large_cpu_s'] / large['empty_cpu_s']:6.2f}x   (Pi 4 estimate "
           f"{pi4(large['large_cpu_s']) * 1000:.0f} ms)")
     print(f"  the first start, {ENTRIES_PER_DAY:,} entries after its last full check:     "
-          f"{large['large_first_s'] * 1000:8.0f} ms   (target <= 1000 ms)")
+          f"{large['large_first_s'] * 1000:8.0f} ms   (target <= {READY_TARGET_MS} ms)")
     per_entry_us = large["history_s"] / large["history_entries"] * 1e6
     print(f"  then the whole history checked before play, median of 3: "
           f"{large['history_s'] * 1000:8.0f} ms   for {large['history_entries']:,} entries"
@@ -631,7 +635,7 @@ def shoe_figures(m: dict[str, float]) -> dict[str, float]:
     """A shoe's wall time against the issue's wire time (both directions one after the
     other), for the whole shoe and from the shuffle's end."""
     return {"shoe_wall_s": m["shoe_wall_s"],
-            "shoe_wire_s": traffic_seconds(m["shoe_bytes_in"], m["shoe_bytes_out"]),
+            "shoe_wire_s": m["traffic_s"],
             "dealt_wall_s": m["dealt_wall_s"], "dealt_wire_s": m["dealt_traffic_s"]}
 
 
@@ -639,11 +643,11 @@ def print_shoe(m: dict[str, float]) -> None:
     print(f"one shoe: {m['rounds']} rounds in {m['shoe_wall_s']:.2f} s wall, daemon CPU "
           f"{m['shoe_cpu_s']:.2f} s ({m['shoe_cpu_s'] / m['rounds'] * 1000:.1f} ms a round; "
           f"Pi 4 estimate {pi4(m['shoe_cpu_s']) / m['rounds'] * 1000:.0f} ms)")
-    traffic_s = traffic_seconds(m['shoe_bytes_in'], m['shoe_bytes_out'])
+    traffic_s = m["traffic_s"]
     print(f"the shoe's serial traffic: {m['shoe_bytes_out']:,} bytes to the daemon, "
           f"{m['shoe_bytes_in']:,} from it: {traffic_s:.2f} s on a {BAUD}-baud 8N1 line, both "
           f"directions one after the other (issue 31's wire time); wall / wire "
-          f"{m['shoe_wall_s'] / traffic_s:.2f}x (target <= 1.0)")
+          f"{m['shoe_wall_s'] / traffic_s:.2f}x (target <= {SHOE_TARGET_WIRES:.1f})")
     print(f"  against the busier direction alone ({m['wire_s']:.2f} s: reports and acks never "
           f"waiting for each other, stricter than the issue's): "
           f"{m['shoe_wall_s'] / m['wire_s']:.2f}x")
