@@ -62,10 +62,11 @@ SHOE_PROTOCOL = os.environ.get("TABLE_POWER_CUT_SHOE", "1.2")
 if SHOE_PROTOCOL not in ("1.1", "1.2"):
     raise ValueError(f"TABLE_POWER_CUT_SHOE = {SHOE_PROTOCOL!r}: allowed are 1.2 (default) and 1.1")
 LOST_CARD = "left the shoe unseen"  # the void reason of the lost-card ruling (C7)
-SEAL_EVERY_STEP = os.environ.get("TABLE_POWER_CUT_SEAL_EVERY_STEP", "0")
-if SEAL_EVERY_STEP not in ("0", "1"):
-    raise ValueError(f"TABLE_POWER_CUT_SEAL_EVERY_STEP = {SEAL_EVERY_STEP!r}: allowed are 0 "
+_SEAL_EVERY_STEP = os.environ.get("TABLE_POWER_CUT_SEAL_EVERY_STEP", "0")
+if _SEAL_EVERY_STEP not in ("0", "1"):
+    raise ValueError(f"TABLE_POWER_CUT_SEAL_EVERY_STEP = {_SEAL_EVERY_STEP!r}: allowed are 0 "
                      "(default: ruling C29) and 1 ([store] seal_every_step = true)")
+SEAL_EVERY_STEP = _SEAL_EVERY_STEP == "1"
 
 
 def expected_meters(events) -> dict[str, tuple[int, int]]:
@@ -161,7 +162,7 @@ async def acknowledged_wagers_are_stored(harness: TableHarness) -> None:
 def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monkeypatch):
     print(f"power cuts: {POWER_CUTS}, seed {SEED} (replay: TABLE_POWER_CUT_SEED={SEED}), "
           f"protocol {SHOE_PROTOCOL} shoe"
-          f"{', [store] seal_every_step = true' if SEAL_EVERY_STEP == '1' else ''}")
+          f"{', [store] seal_every_step = true' if SEAL_EVERY_STEP else ''}")
     rng = random.Random(SEED)
     monkeypatch.setenv(CRASH_ENV, f"{CRASH_IN_COMMIT}:{rng.randrange(2**32)}")
     tally = Tally()
@@ -172,7 +173,7 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
         async with TableHarness(CONFIG, tmp_path, seed=rng.randrange(2**32),
                                 players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2",
                                 extra_overrides=["store.seal_every_step=true"]
-                                if SEAL_EVERY_STEP == "1" else []) as table:
+                                if SEAL_EVERY_STEP else []) as table:
             while cuts.done < POWER_CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await table.wait_for_state("betting_open", "end_of_shoe", "cut", "burn",
@@ -199,7 +200,7 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     print(f"starts {len(unsealed)}, of which found the log ending in entries no seal covers "
           f"(C29) {sum(1 for n in unsealed if n)}, {sum(unsealed)} entries in all")
     assert len(unsealed) >= POWER_CUTS + 1  # the first start and one after every cut
-    if SEAL_EVERY_STEP == "1":
+    if SEAL_EVERY_STEP:
         assert sum(unsealed) == 0, unsealed
     assert result.power_cuts == POWER_CUTS
     # One check per restart, the last one after play; a crash point firing during a check
