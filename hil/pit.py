@@ -37,6 +37,7 @@ from pathlib import Path
 from hil.pit_campaign import CAMPAIGN, SHORT, Pit, PitPlan
 from hil.pit_checks import run_pit
 from hil.pit_servers import private_servers_missing
+from hil.witness_sim import clients_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--shoes {args.shoes}: allowed: 1 or more")
     if args.pace is not None and not 0 <= args.pace <= 60:
         parser.error(f"--pace {args.pace}: allowed: 0 to 60 seconds")
+    if why := clients_missing("psycopg", "paho.mqtt.client"):
+        print(f"run-pit: {why}", file=sys.stderr)
+        return 2
     plan = plan_from(args)
     if plan.private and (why := private_servers_missing()):
         print(f"run-pit: cannot run the pit's own servers: {why}", file=sys.stderr)

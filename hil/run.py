@@ -31,7 +31,7 @@ from controller.config import ConfigError, TableConfig
 from hil.display_process import DisplayProcess
 from hil.table_harness import PlayerPlan, TableHarness, render_summary
 from hil.practice_service import PracticeWitness
-from hil.witness_sim import SimulatedWitness, postgres_answers
+from hil.witness_sim import SimulatedWitness, clients_missing, postgres_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_LOG = ROOT / "var" / "simulated-table.log"  # without --workdir: kept after the run
@@ -74,7 +74,7 @@ def _witness(args: argparse.Namespace, continuing: bool, say: Any
     from controller.text_files import read_toml
     from controller.witness.server import WitnessRefused, WitnessUnreachable
 
-    absent = postgres_answers()
+    absent = postgres_answers() or clients_missing("psycopg")
     if continuing or absent is not None:
         why = absent or "a continued table keeps the witness of its first run, which is gone"
         say(f"The table is unwitnessed: {why}; its heads are kept by no one off the table")

@@ -6,6 +6,7 @@ unwitnessed and says so."""
 
 from __future__ import annotations
 
+import importlib
 import secrets
 import socket
 from dataclasses import dataclass, field
@@ -13,6 +14,27 @@ from dataclasses import dataclass, field
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 ADMIN_DSN = f"host={PG_HOST} port={PG_PORT} dbname=test user=postgres"
 PROBE_TIMEOUT_S = 2.0
+
+
+CLIENTS = {"psycopg": ("psycopg", "the PostgreSQL client"),
+           "paho.mqtt.client": ("paho-mqtt", "the MQTT client")}
+"""Module -> (its distribution, what it is): what the simulated tables' services need beyond
+the daemon's own dependencies, in the `simulated` extra that ./run-simulated-table and
+./run-pit install (pyproject.toml; tests/test_quickstart_installs.py holds the two equal)."""
+
+
+def clients_missing(*modules: str) -> str | None:
+    """None when each of `modules` (keys of CLIENTS) imports; otherwise which does not, why,
+    and what installs it. Pure-Python psycopg without the system's libpq (32-bit Raspberry Pi
+    OS) is installed and still fails here, with psycopg's own reason."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            distribution, what = CLIENTS[module]
+            return (f"{distribution}, {what}, cannot be imported ({exc}); the simulated "
+                    "tables' extra installs it: .venv/bin/pip install -e '.[simulated]'")
+    return None
 
 
 def postgres_answers() -> str | None:

@@ -1,6 +1,6 @@
-# Sourced by ./run-simulated-table and ./run-tests: make .venv and install the
+# Sourced by ./run-simulated-table, ./run-pit and ./run-tests: make .venv and install the
 # project into it, once. A second run reuses it unless pyproject.toml changed.
-# Usage: ensure_venv EXTRA   (EXTRA is "" or "test")
+# Usage: ensure_venv EXTRA   (EXTRA is "", "simulated" or "test")
 
 ensure_venv() {
     local extra="$1" python="${PYTHON:-python3}"
@@ -22,11 +22,12 @@ ensure_venv() {
         fi
     fi
     # One stamp per extra, named after pyproject.toml's hash: an edit reinstalls, and
-    # the test install (a superset) also serves the plain one.
+    # the test install (a superset: tests/test_quickstart_installs.py) also serves the
+    # plain one and the simulated tables'.
     local digest
     digest=$(sha256sum pyproject.toml | cut -c1-16)
     stamp=".venv/.installed-${extra:-base}-$digest"
-    if [ -z "$extra" ] && [ -f ".venv/.installed-test-$digest" ]; then
+    if [ "$extra" != test ] && [ -f ".venv/.installed-test-$digest" ]; then
         stamp=".venv/.installed-test-$digest"
     fi
     if [ ! -f "$stamp" ]; then

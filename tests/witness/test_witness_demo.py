@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
@@ -22,6 +23,20 @@ def test_with_no_server_the_table_is_said_to_be_unwitnessed(
     assert hil.run._witness(ARGS, False, said.append) == (None, [])
     assert said == ["The table is unwitnessed: no PostgreSQL on 127.0.0.1:5432 (Connection "
                     "refused); its heads are kept by no one off the table"]
+
+
+def test_without_its_client_the_table_is_said_to_be_unwitnessed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL answers but psycopg does not import (an install without the `simulated`
+    extra; pure-Python psycopg without libpq): the table runs unwitnessed and says why."""
+    said: list[str] = []
+    monkeypatch.setattr(hil.run, "postgres_answers", lambda: None)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # an import of it fails
+    assert hil.run._witness(ARGS, False, said.append) == (None, [])
+    assert said == ["The table is unwitnessed: psycopg, the PostgreSQL client, cannot be "
+                    "imported (import of psycopg halted; None in sys.modules); the simulated "
+                    "tables' extra installs it: .venv/bin/pip install -e '.[simulated]'; its "
+                    "heads are kept by no one off the table"]
 
 
 def test_with_the_server_a_throwaway_witness_is_set_up() -> None:
