@@ -8,7 +8,7 @@ of it, and that the flush count is the table's own (its witness's outbox apart).
 from __future__ import annotations
 
 from bench.bench_latency import flush_figures
-from bench.done_when import items, table
+from bench.done_when import Sitting, items, table, tally
 
 CARD = {"card_step_p50_us": 150.0, "bare_commit_p50_us": 20.0}
 LATENCY = {"floor_p99_ms": 0.40, "card_p99_ms": 0.80, "last_card_p99_ms": 1.30,
@@ -57,3 +57,21 @@ def test_the_flush_count_is_the_tables_own() -> None:
     assert flush_figures(counts) == {"flushes_a_shoe": 236.25, "flush_bound_a_shoe": 230.25,
                                      "shoe_steps_a_shoe": 5.25}
     assert flush_figures({**counts, "witness": 0})["flushes_a_shoe"] == 475.0
+
+
+def test_several_sittings_end_with_each_items_tally() -> None:
+    slow = {**LATENCY, "floor_p99_ms": 0.25, "slow_lock_p99_ms": 8.5}  # 3.2x, 8.5 ms: over
+    lines = tally([Sitting(14.2, items(CARD, LATENCY, SHOE, START)),
+                   Sitting(28.4, items(CARD, slow, SHOE, START))]).splitlines()
+    assert lines[0] == ("issue 31's Done-when items over 2 sittings (interpreter speed 14.2, "
+                        "28.4 ms):")
+    assert len(lines) == 10  # the speeds, a heading, eight items
+    rows = {line.split("  ")[0].strip(): line for line in lines[2:]}
+    assert rows["card -> decision p99"].endswith(
+        "1 of 2   2.00, 3.20 x the floor   (<= 2x the floor)")
+    assert rows["lock-out -> reported p99, 5 ms flushes"].endswith(
+        "1 of 2   7.00, 8.50 ms   (<= 7 ms)")
+    assert rows["ready at 1,000,000 entries"].endswith(
+        "2 of 2   1000.00, 1000.00 ms   (<= 1000 ms)")
+    assert rows["flushes a shoe"].endswith(
+        "0 of 2   236.25, 236.25 a shoe   (<= 230.2 (3 a round))")
