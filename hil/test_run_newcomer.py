@@ -4,26 +4,78 @@ running for tablectl, the log path it prints, and no retained MQTT messages left
 from __future__ import annotations
 
 import asyncio
+import atexit
+import functools
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
 from hil.mqtt_cleanup import clear_retained
 from hil.table_harness import TableHarness
+from hil.witness_sim import postgres_answers
 from tests.progressive.conftest import MQTT_HOST, MQTT_PORT, service_required
+from tests.test_quickstart_installs import modules_only_the_tests_install
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT_S = 240  # one 8-deck shoe takes about 10 s here; generous for a loaded machine
 
 
+REFUSER = """import sys
+
+REFUSED = frozenset({refused!r})
+
+
+class RefuseTheTestsOwnPackages:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] in REFUSED:
+            raise ModuleNotFoundError(
+                f"No module named {{name!r}} (only the test extra installs it)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, RefuseTheTestsOwnPackages)
+"""
+
+
+@functools.cache
+def _as_installed_by_the_demo() -> dict[str, str]:
+    """The environment of a demo run as a fresh clone's ./run-simulated-table installs it:
+    a sitecustomize.py on PYTHONPATH refuses, in every Python process started with it (the
+    daemon and the display service too), the modules of the packages only the test extra
+    installs. Before 2026-12-07 the demo imported psycopg, which only the test extra had,
+    and these tests, run with the test install, could not see it."""
+    folder = Path(tempfile.mkdtemp(prefix="demo-install-"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / "sitecustomize.py").write_text(
+        REFUSER.format(refused=modules_only_the_tests_install()), encoding="utf-8")
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "NO_COLOR": "1", "PYTHONPATH": path}
+
+
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hil.run", *argv], cwd=ROOT, text=True,
                           capture_output=True, timeout=RUN_TIMEOUT_S,
-                          env={**os.environ, "NO_COLOR": "1"})
+                          env=_as_installed_by_the_demo())
+
+
+def test_the_demos_environment_refuses_the_tests_own_packages():
+    assert "pytest" in modules_only_the_tests_install()
+    done = subprocess.run([sys.executable, "-c", "import pytest"], capture_output=True,
+                          text=True, timeout=60, env=_as_installed_by_the_demo())
+    assert done.returncode == 1
+    assert done.stderr.rstrip().endswith(
+        "ModuleNotFoundError: No module named 'pytest' (only the test extra installs it)")
+    fine = subprocess.run([sys.executable, "-c", "import psycopg, gpiozero, serial"],
+                          capture_output=True, text=True, timeout=60,
+                          env=_as_installed_by_the_demo())
+    assert fine.returncode == 0, fine.stderr
 
 
 def test_the_same_workdir_twice_continues_the_table(tmp_path):
@@ -34,6 +86,15 @@ def test_the_same_workdir_twice_continues_the_table(tmp_path):
     assert first.stdout.splitlines()[0] == ("Simulated table from config/simulated-table.toml; "
                                             f"daemon log: {log}")
     assert log.stat().st_size > 0  # the log it named is there after the run
+    # With only the demo's own install, a new table is witnessed where PostgreSQL answers
+    # (without psycopg it ran unwitnessed, saying so: the run passed, the witness was gone).
+    absent = postgres_answers()
+    if absent is None:
+        assert "\nWitness (tablewitness verify): table SIM-BAC-01: 1 registration(s), " \
+            in first.stdout, first.stdout
+    else:
+        assert os.environ.get("CI") != "true", f"CI=true requires PostgreSQL: {absent}"
+        assert f"The table is unwitnessed: {absent}; " in first.stdout, first.stdout
     second = _run("--workdir", str(workdir), "--seed", "3")
     assert second.returncode == 0, second.stdout + second.stderr
     assert (f"Continuing the table in {workdir} (state end_of_shoe, 1 shoe(s) played): 1 more, "
@@ -79,7 +140,7 @@ def _as_from_a_terminal() -> None:
 def test_keep_running_prints_the_tablectl_line_that_works():
     process = subprocess.Popen([sys.executable, "-m", "hil.run", "--keep-running"], cwd=ROOT,
                                text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, "NO_COLOR": "1"},
+                               env=_as_installed_by_the_demo(),
                                preexec_fn=_as_from_a_terminal)
     assert process.stdout is not None
     try:
@@ -115,7 +176,7 @@ def test_keep_running_prints_the_tablectl_line_that_works():
 def test_sigterm_stops_the_kept_table_and_what_it_started():
     process = subprocess.Popen([sys.executable, "-m", "hil.run", "--keep-running"], cwd=ROOT,
                                text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, "NO_COLOR": "1"})
+                               env=_as_installed_by_the_demo())
     assert process.stdout is not None
     socket_path = ""
     try:

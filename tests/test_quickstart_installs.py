@@ -11,6 +11,7 @@ every one of its lines.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import sys
 import tomllib
@@ -34,6 +35,34 @@ def _installed_extra(script: str) -> str:
 
 def _distribution(requirement: str) -> str:
     return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
+
+
+def _name(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def modules_only_the_tests_install() -> list[str]:
+    """The modules of the packages only the test extra installs (neither the daemon's
+    dependencies nor the `simulated` extra): what a fresh clone's ./run-simulated-table does
+    not have. hil/test_run_newcomer.py runs the demo with each of them refused."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    others = {_name(_distribution(r)) for r in [*project["dependencies"], *EXTRAS["simulated"]]}
+    only = {_name(_distribution(r)) for r in EXTRAS["test"]} - others
+    return sorted(module for module, distributions in
+                  importlib.metadata.packages_distributions().items()
+                  if module.isidentifier() and not module.startswith("_")
+                  and any(_name(d) in only for d in distributions))
+
+
+def test_the_test_extras_own_modules_are_known() -> None:
+    """What the demo is run without (hil/test_run_newcomer.py): atheris and playwright are
+    there only on the platforms that have their wheels."""
+    expected = {"atheris", "atheris_no_libfuzzer", "hypothesis", "mypy", "mypyc", "playwright",
+                "prometheus_client", "py", "pytest", "pytest_asyncio", "pytest_timeout", "ruff",
+                "xdist"}
+    found = set(modules_only_the_tests_install())
+    assert {"pytest", "hypothesis", "mypy", "ruff", "prometheus_client"} <= found <= expected
+    assert not {"psycopg", "paho", "cryptography", "serial", "gpiozero"} & found
 
 
 def test_the_demo_commands_install_the_simulated_extra() -> None:
