@@ -22,7 +22,9 @@ Runs on a PostgreSQL and a Mosquitto of its own (hil/pit_servers.py). Each table
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import socket
 import statistics
 import subprocess
@@ -215,5 +217,16 @@ def main(seconds: float) -> None:
             page.wait()
 
 
+def arguments(argv: list[str] | None = None) -> float:
+    """The seconds each N runs for, from the command line: more than 0, finite."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seconds", nargs="?", type=float, default=DEFAULT_SECONDS,
+                        help=f"seconds each N runs for (default {DEFAULT_SECONDS:g}; more than 0)")
+    seconds: float = parser.parse_args(argv).seconds
+    if not (math.isfinite(seconds) and seconds > 0):
+        parser.error(f"seconds {seconds:g}: allowed: a number of seconds more than 0")
+    return seconds
+
+
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SECONDS)
+    main(arguments())

@@ -10,6 +10,7 @@ The same-run reference is the physical limit of the disk: the rounds' flushes
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import sys
@@ -83,5 +84,16 @@ def main(rounds: int) -> None:
           f"{floor:.2f} s; ratio to the floor {elapsed / floor:.1f}x")
 
 
+def arguments(argv: list[str] | None = None) -> int:
+    """The rounds to book, from the command line: a count of 1 or more."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rounds", nargs="?", type=int, default=DEFAULT_ROUNDS,
+                        help=f"rounds to book (default {DEFAULT_ROUNDS}; 1 or more)")
+    rounds: int = parser.parse_args(argv).rounds
+    if rounds < 1:
+        parser.error(f"rounds {rounds}: allowed: 1 or more")
+    return rounds
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_ROUNDS)
+    main(arguments())

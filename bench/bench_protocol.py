@@ -12,6 +12,7 @@ the ratio says how far that is from what a real UART would cost anyway.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import statistics
@@ -179,6 +180,8 @@ async def bench_pty() -> None:
 
 
 def main() -> None:
+    # No options: --help says so, and an argument it does not take is refused by name.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     header("bench_protocol: CRC, codec throughput, round trips over a pseudo-terminal")
     print(f"(a Pi 4 runs the pure-Python codec about {pi4_factor():.1f}x slower: divide the "
           "codec rates below by that for its estimate)\n")
