@@ -7,6 +7,7 @@ tests/controller/test_diagram.py fails when the committed diagram is out of date
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from controller.table.machine import TRANSITION_TABLE, TableState
@@ -43,4 +44,7 @@ def mermaid() -> str:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it does, an argument it does not take is refused.
+    argparse.ArgumentParser(prog="python -m controller.diagram",
+                            description=__doc__.splitlines()[0]).parse_args()
     sys.stdout.write(mermaid())

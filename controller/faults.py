@@ -19,6 +19,7 @@ the table; this module only says how each one ends.
 
 from __future__ import annotations
 
+import argparse
 import enum
 import sys
 from collections.abc import Iterable, Mapping
@@ -360,12 +361,20 @@ def render_markdown() -> str:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m controller.faults",
+                                     description="docs/faults.md from the fault catalogue: "
+                                     "printed, written, or checked")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--write", action="store_true", help=f"write {DOC.name}")
+    what.add_argument("--check", action="store_true",
+                      help=f"write nothing; exit 1 if {DOC.name} is stale")
+    args = parser.parse_args(argv[1:])
     text = render_markdown()
-    if argv[1:] == ["--write"]:
+    if args.write:
         DOC.write_text(text, encoding="utf-8")
         print(f"wrote {DOC}")
         return 0
-    if argv[1:] == ["--check"]:
+    if args.check:
         current = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
         if current != text:
             print(f"{DOC} is stale: run python -m controller.faults --write", file=sys.stderr)

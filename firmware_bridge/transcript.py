@@ -11,6 +11,7 @@ Run ``python -m firmware_bridge.transcript`` to print every scenario.
 
 from __future__ import annotations
 
+import argparse
 import enum
 import itertools
 from collections.abc import Callable, Iterator
@@ -232,6 +233,9 @@ SCENARIOS: dict[str, Callable[[], list[Line]]] = {
 
 
 def main() -> None:
+    # No options: --help says what it does, an argument it does not take is refused.
+    argparse.ArgumentParser(prog="python -m firmware_bridge.transcript",
+                            description=__doc__.splitlines()[0]).parse_args()
     for section, scenario in SCENARIOS.items():
         print(f"### {section}")
         for line in scenario():

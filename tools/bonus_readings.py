@@ -15,6 +15,7 @@ paytables fall inside it, and the script marks such a row.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -116,6 +117,8 @@ READINGS: Sequence[tuple[str, Lines, Third, dict[str, int] | None]] = (
 
 
 def main() -> int:
+    # No options: --help says what it does, an argument it does not take is refused.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     print("reading".ljust(78) + "".join(f"{t:>9}" for t in DECKS))
     for name, lines, third, decks in READINGS:
         holds = [hold((decks or DECKS)[t], t, lines, third) for t in DECKS]

@@ -11,6 +11,7 @@ controller/commands/__init__.py, one role per command), so the documents cannot 
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -87,6 +88,10 @@ def rewrite(text: str, table: str, path: Path, begin: str = BEGIN, end: str = EN
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if a table is stale")
+    check = parser.parse_args(argv).check
     table = role_table()
     stale = []
     for path in DOCS:
@@ -98,9 +103,9 @@ def main(argv: list[str]) -> int:
             new = rewrite(new, argument_table(), path, ARGS_BEGIN, ARGS_END)
         if new != text:
             stale.append(path)
-            if "--check" not in argv:
+            if not check:
                 path.write_text(new, encoding="utf-8")
-    if "--check" in argv and stale:
+    if check and stale:
         print("stale: " + ", ".join(str(p.relative_to(ROOT)) for p in stale)
               + "; run .venv/bin/python tools/control_roles.py")
         return 1

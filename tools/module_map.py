@@ -7,6 +7,7 @@ sentence of its docstring, so the map is the code's own account of itself and ca
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import sys
@@ -51,11 +52,15 @@ def rewrite(text: str, table: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the map is stale")
+    check = parser.parse_args(argv).check
     text = DOC.read_text(encoding="utf-8")
     new = rewrite(text, module_map())
     if new == text:
         return 0
-    if "--check" in argv:
+    if check:
         print(f"stale: {DOC.relative_to(ROOT)}; run .venv/bin/python tools/module_map.py")
         return 1
     DOC.write_text(new, encoding="utf-8")

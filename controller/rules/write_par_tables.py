@@ -10,6 +10,7 @@ so that the data modules import nothing and nothing imports this one.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -57,4 +58,7 @@ def write_tables() -> None:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it does, an argument it does not take is refused.
+    argparse.ArgumentParser(prog="python -m controller.rules.write_par_tables",
+                            description=__doc__.splitlines()[0]).parse_args()
     write_tables()
