@@ -219,7 +219,9 @@ def main(seconds: float) -> None:
 
 def arguments(argv: list[str] | None = None) -> float:
     """The seconds each N runs for, from the command line: more than 0, finite."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="A pit's shared servers under N tables: the "
+                                     "linked ledger's contributions a second, the meter's delay "
+                                     "to the pit page.")
     parser.add_argument("seconds", nargs="?", type=float, default=DEFAULT_SECONDS,
                         help=f"seconds each N runs for (default {DEFAULT_SECONDS:g}; more than 0)")
     seconds: float = parser.parse_args(argv).seconds

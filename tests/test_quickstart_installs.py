@@ -75,7 +75,7 @@ def test_the_simulated_extra_holds_each_client_the_simulated_services_import() -
     assert sorted(distribution for distribution, _ in CLIENTS.values()) == [
         "paho-mqtt", "psycopg"]
     # psycopg-binary has wheels for x86_64 and aarch64 only: elsewhere (32-bit Raspberry Pi
-    # OS) the pure-Python psycopg, which the binary's platforms do not get as well.
+    # OS) the pure-Python psycopg. The two markers never hold together.
     psycopg = [r for r in EXTRAS["simulated"] if _distribution(r) == "psycopg"]
     assert psycopg == [
         "psycopg[binary]>=3.1; platform_machine == 'x86_64' or platform_machine == 'aarch64'",

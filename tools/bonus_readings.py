@@ -118,7 +118,8 @@ READINGS: Sequence[tuple[str, Lines, Third, dict[str, int] | None]] = (
 
 def main() -> int:
     # No options: --help says what it does, an argument it does not take is refused.
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    argparse.ArgumentParser(description="Exact holds of the 21 Baccarat Bonus under the "
+                            "readings docs/par-sheets.md lists.").parse_args()
     print("reading".ljust(78) + "".join(f"{t:>9}" for t in DECKS))
     for name, lines, third, decks in READINGS:
         holds = [hold((decks or DECKS)[t], t, lines, third) for t in DECKS]

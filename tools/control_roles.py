@@ -88,7 +88,8 @@ def rewrite(text: str, table: str, path: Path, begin: str = BEGIN, end: str = EN
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Write each control command's role and "
+                                     "arguments, and the [access] keys, into the docs.")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a table is stale")
     check = parser.parse_args(argv).check

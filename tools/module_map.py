@@ -52,7 +52,8 @@ def rewrite(text: str, table: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Write the module map of controller/ into "
+                                     "docs/architecture.md.")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the map is stale")
     check = parser.parse_args(argv).check
