@@ -535,8 +535,7 @@ def main() -> int:
         card_p50, card_p99 = p50_p99_ms(normal.card_ns)
         print(f"card -> decision over the floor: p50 {card_p50 / bare_p50:.1f}x  "
               f"p99 {card_p99 / bare_p99:.1f}x (target <= {CARD_TARGET_FLOORS}x)   daemon's own "
-              f"share at p50 "
-              f"{card_p50 - bare_p50:.2f} ms")
+              f"share at p50 {card_p50 - bare_p50:.2f} ms")
         print(line("last card -> settled (one flush), normal", normal.round_end_ns,
                    LAST_CARD_TARGET_FLOORS * bare_p99, floor_p99=bare_p99, flush_p99=flush_p99))
         slow_target_ms = args.flush_delay_ms + BEYOND_SLOW_FLUSH_TARGET_MS
@@ -601,8 +600,7 @@ def flush_lines(counts: dict[str, int]) -> str:
         f"{total / max(1, rounds):.2f} a round)   rounds {rounds} ({rounds / shoes:.1f} a shoe)"
         f"   money-changing steps {counts['money_steps']}",
         f"  steps' (group commit)  {each('steps')}   bound {FLUSHES_A_ROUND} a round + the "
-        f"shoes' own "
-        f"durable steps ({counts['shoe_steps']}: {', '.join(SHOE_STEP_KINDS)}) = "
+        f"shoes' own durable steps ({counts['shoe_steps']}: {', '.join(SHOE_STEP_KINDS)}) = "
         f"{steps_bound} {steps_verdict}",
         f"  WAL checkpoints        {each('checkpoints')}   (3 each: the WAL, the database, "
         "the new WAL's header)",

@@ -15,10 +15,10 @@ import pytest
 from bench import bench_pit, bench_progressive
 
 ROOT = Path(__file__).resolve().parents[1]
-# A tool bench_daemon.py starts (`--profile`), not a benchmark: its arguments are tabled's.
-NOT_RUN_BY_HAND = {"daemon_profiled.py", "machine.py", "__init__.py"}
+# Not run by hand: the daemon under cProfile, which bench_daemon.py starts with tabled's own
+# arguments (`--profile`), and the helpers every benchmark imports.
+NOT_RUN_BY_HAND = {"daemon_profiled.py", "machine.py"}
 BENCHMARKS = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name not in NOT_RUN_BY_HAND)
-
 
 GENERATORS = [["tools/control_roles.py"], ["tools/module_map.py"], ["tools/bonus_readings.py"],
               ["-m", "controller.faults"], ["-m", "controller.diagram"],

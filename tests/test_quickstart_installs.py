@@ -23,8 +23,8 @@ import hil.pit
 from hil.witness_sim import CLIENTS, clients_missing
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
-    "project"]["optional-dependencies"]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+EXTRAS = PROJECT["optional-dependencies"]
 
 
 def _installed_extra(script: str) -> str:
@@ -45,8 +45,7 @@ def modules_only_the_tests_install() -> list[str]:
     """The modules of the packages only the test extra installs (neither the daemon's
     dependencies nor the `simulated` extra): what a fresh clone's ./run-simulated-table does
     not have. hil/test_run_newcomer.py runs the demo with each of them refused."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    others = {_name(_distribution(r)) for r in [*project["dependencies"], *EXTRAS["simulated"]]}
+    others = {_name(_distribution(r)) for r in [*PROJECT["dependencies"], *EXTRAS["simulated"]]}
     only = {_name(_distribution(r)) for r in EXTRAS["test"]} - others
     return sorted(module for module, distributions in
                   importlib.metadata.packages_distributions().items()
