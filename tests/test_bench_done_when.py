@@ -11,7 +11,8 @@ from bench.bench_latency import flush_figures
 from bench.done_when import Sitting, items, table, tally
 
 CARD = {"card_step_p50_us": 150.0, "bare_commit_p50_us": 20.0}
-LATENCY = {"floor_p99_ms": 0.40, "card_p99_ms": 0.80, "last_card_p99_ms": 1.30,
+LATENCY = {"floor_p99_ms": 0.40, "card_p99_ms": 0.80, "card_p99_without_c26_ms": 0.72,
+           "last_card_p99_ms": 1.30,
            "flush_delay_ms": 5.0, "slow_lock_p99_ms": 7.0, "slow_round_end_p99_ms": 7.01,
            "flushes_a_shoe": 236.25, "flush_bound_a_shoe": 230.25, "shoe_steps_a_shoe": 5.5}
 SHOE = {"shoe_wall_s": 0.88, "shoe_wire_s": 0.88, "dealt_wall_s": 0.66, "dealt_wire_s": 0.80}
@@ -30,7 +31,9 @@ def test_each_item_is_judged_against_the_issues_target() -> None:
         ("card step, thread CPU p50", False),  # 150 us
         ("flushes a shoe", False),  # 236.25 against 230.25
     ]
-    assert found["card -> decision p99"].figure == "0.80 ms = 2.0x the floor's 0.40 ms"
+    # The figure without C26's flushed cards is shown beside it; the verdict is on them all.
+    assert found["card -> decision p99"].figure == (
+        "0.80 ms = 2.0x the floor's 0.40 ms (without the cards C26 flushes before: 1.8x)")
     assert found["the round's last card p99"].figure == "1.30 ms = 3.2x the floor"
     assert found["a HIL shoe / its wire time at 115200"].figure == (
         "0.88 s / 0.88 s = 1.00x (from the shuffle's end 0.82x)")

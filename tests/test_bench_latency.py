@@ -18,7 +18,8 @@ import time
 import tty
 from pathlib import Path
 
-from bench.bench_latency import _RELAY, FLOOR_FRAME, answers, flush_lines, flushes_by_source
+from bench.bench_latency import (_RELAY, FLOOR_FRAME, FlushedCards, answers, flush_lines,
+                                 flushes_by_source)
 
 
 def test_the_relay_answers_each_frame_when_one_read_finds_several(tmp_path: Path) -> None:
@@ -120,3 +121,15 @@ def test_a_witnessed_tables_outbox_flushes_are_printed_apart_from_issue_31s_coun
     assert lines[4].startswith("  the witness's outbox      12 (   4.0 a shoe)   (its new "
                                "heads at each durable group")
     assert lines[7].endswith("= 18 (6.0 a shoe)   OK")  # the table's own 18, not 30
+
+
+def test_the_cards_ruling_c26_flushes_before_are_each_shoes_first_and_the_one_after_its_cover(
+        ) -> None:
+    """C26: a shoe's first burn card is a flushed step of its own, and the card after the
+    cover card waits behind the cover card's flush; no other card does."""
+    cards = FlushedCards()
+    drawn = [cards.card(0) for _ in range(3)]  # the first shoe: its first card, two more
+    cards.cover_card()
+    drawn += [cards.card(0), cards.card(0)]  # the card after the cover card, then another
+    drawn += [cards.card(1), cards.card(1)]  # the next shoe's first card, then another
+    assert drawn == [True, False, False, True, False, True, False]
