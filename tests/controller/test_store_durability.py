@@ -38,7 +38,7 @@ SHOE_STEPS_FLUSHED = {
     "shuffle_requested": "the dealer's `shuffle`: answered, and it collects marked vigorish",
     "shuffle_complete": "the shuffler reports it once: lost, the table waits in shuffling",
     "shoe_loaded": "the shoe does not keep it (protocol 6.6): lost, the table is at the cut",
-    "burn_first_card": "the burn count: lost with a shoe's power, the next card is taken for it",
+    "burn_first_card": "the burn count: lost with a shoe's power, the shoe ends unread (C27)",
     "cover_card": "not kept by the shoe (6.6): lost, the table deals past it with no last hand",
 }
 
