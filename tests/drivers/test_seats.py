@@ -249,6 +249,26 @@ async def test_sensor_reading_a_wager_when_betting_opens_is_a_fault_until_cleare
     assert panel.lock("button").wagers == frozenset({6})
 
 
+async def test_a_spot_cleared_in_the_same_betting_period_takes_a_wager_again_C10(
+        panel: GpioSeatPanel, recorder: Recorder, clock: FakeClock) -> None:
+    """docs/rulings.md C10: the seat is out only until its spot reads empty; a chip placed
+    after that, while betting is still open, is placed in the betting period (631c.2(d)(2))."""
+    place(panel, 6)
+    panel.open_betting(ALL)
+    assert panel.led(6) is LedState.UNAVAILABLE
+    lift(panel, 6)
+    clock.advance(0.01)
+    panel.tick()
+    assert panel.seat_status(6) is SeatStatus.PRESENT_AT_OPEN  # not yet settled empty
+    clock.advance(0.04)
+    panel.tick()
+    assert recorder.of(DeviceFaultCleared) == [
+        DeviceFaultCleared("seats", "seat_sensor_present_at_open:6")]
+    assert panel.is_open and panel.led(6) is LedState.AWAITING
+    place(panel, 6)
+    assert panel.lock("button").wagers == frozenset({6})
+
+
 async def test_chattering_sensor_is_taken_out_of_play(
         panel: GpioSeatPanel, recorder: Recorder, clock: FakeClock) -> None:
     panel.open_betting(ALL)
