@@ -32,7 +32,7 @@ class SoftwareCommands:
             raise ControlError(
                 f"a change of software is allowed only between shoes; the table is "
                 f"{daemon.table.state.value} (allowed: "
-                f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "not_allowed")
+                f"{', '.join(s.value for s in SOFTWARE_CHANGE_STATES)})", "refused")
         change = SoftwareActivated(release, daemon.software.get("release"),
                                    str(args.get("_supervisor", "")))
         if action == "activate":

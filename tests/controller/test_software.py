@@ -193,8 +193,11 @@ async def test_a_change_of_software_needs_a_supervisor_and_is_allowed_only_betwe
         assert (await client.call("open"))["state"] == "opening"
         with pytest.raises(ControlError, match=r"a change of software is allowed only between "
                                                r"shoes; the table is opening \(allowed: closed, "
-                                               r"end_of_shoe, out_of_order\)"):
+                                               r"end_of_shoe, out_of_order\)") as between:
             await client.call("software_change", auth=floor, action="rollback", release="v1")
+        # A state refusal, as docs/control-api.md's codes name it (it was `not_allowed`, a
+        # code no client knew).
+        assert between.value.code == "refused"
         with pytest.raises(ControlError) as unauthorised:
             await client.call("software_change", auth={"supervisor": "floor", "pin": "0000"},
                               action="activate", release="v9.9.9")
