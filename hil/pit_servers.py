@@ -16,6 +16,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 START_TIMEOUT_S = 60  # initdb and a first start on a loaded machine take a few seconds
@@ -55,18 +57,27 @@ def private_servers_missing() -> str | None:
     """None when a private PostgreSQL and Mosquitto can be run here; otherwise why not."""
     if postgres_bindir() is None:
         return "PostgreSQL's initdb and pg_ctl are not installed (Debian: postgresql)"
-    if shutil.which("mosquitto") is None and not Path("/usr/sbin/mosquitto").exists():
-        return "Mosquitto is not installed (Debian: mosquitto)"
+    if (broker := private_broker_missing()) is not None:
+        return broker
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         return "running as root without runuser to start PostgreSQL as its own user"
     return None
 
 
-def require_private_servers() -> None:
+def private_broker_missing() -> str | None:
+    """None when a private Mosquitto, with a password file, can be run here; otherwise why not."""
+    if shutil.which("mosquitto") is None and not Path("/usr/sbin/mosquitto").exists():
+        return "Mosquitto is not installed (Debian: mosquitto)"
+    if shutil.which("mosquitto_passwd") is None and not Path("/usr/bin/mosquitto_passwd").exists():
+        return "mosquitto_passwd is not installed (Debian: mosquitto)"
+    return None
+
+
+def require_private_servers(broker_only: bool = False) -> None:
     """For a test: skip with the reason when they cannot run here; under CI=true, fail."""
     import pytest
 
-    why = private_servers_missing()
+    why = private_broker_missing() if broker_only else private_servers_missing()
     if why is None:
         return
     if os.environ.get("CI") == "true":
@@ -139,12 +150,74 @@ class PrivatePostgres:
         self.restarts += 1
 
 
+@dataclass(frozen=True)
+class BrokerCertificates:
+    """A CA of a test's own and a broker certificate it signed, as PEM."""
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+
+def make_broker_certificates(hosts: tuple[str, ...] = ("127.0.0.1", "localhost")
+                             ) -> BrokerCertificates:
+    """A fresh CA and a certificate for `hosts` (addresses or names), valid for a day."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("tabled test CA"))
+          .issuer_name(name("tabled test CA")).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False,
+                                       False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
+                         critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    cert = (x509.CertificateBuilder().subject_name(name(hosts[0])).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    return BrokerCertificates(
+        ca.public_bytes(pem), cert.public_bytes(pem),
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                          serialization.NoEncryption()))
+
+
 class PrivateBroker:
     """A Mosquitto of the campaign's own, without persistence (a restart forgets every
-    retained message: the worst case the tables must repair)."""
+    retained message: the worst case the tables must repair). With `certificates` it speaks
+    only TLS; with `passwords` (user: password) it lets in only those users."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, *,
+                 certificates: BrokerCertificates | None = None,
+                 passwords: Mapping[str, str] | None = None) -> None:
         self.root = Path(root or tempfile.mkdtemp(prefix="tabled-pit-mqtt-"))
+        self.certificates = certificates
+        self.passwords = dict(passwords or {})
         self.port = free_port()
         self.config = self.root / "mosquitto.conf"
         self.log = self.root / "mosquitto.log"
@@ -153,10 +226,33 @@ class PrivateBroker:
 
     def __enter__(self) -> PrivateBroker:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
-                               "persistence false\n", encoding="utf-8")
+        lines = [f"listener {self.port} 127.0.0.1", "persistence false"]
+        if self.certificates is not None:
+            for file, pem in (("broker.pem", self.certificates.cert_pem),
+                              ("broker.key", self.certificates.key_pem)):
+                (self.root / file).write_bytes(pem)
+            lines += [f"certfile {self.root / 'broker.pem'}", f"keyfile {self.root / 'broker.key'}"]
+        if self.passwords:
+            self._write_password_file(self.root / "passwd")
+            lines += [f"password_file {self.root / 'passwd'}", "allow_anonymous false"]
+        else:
+            lines.append("allow_anonymous true")
+        if os.geteuid() == 0:
+            # Mosquitto started as root drops to its own user before it reads the files
+            # above; a scratch folder of the test's own is all it needs to read.
+            self.root.chmod(0o755)
+            for file in self.root.iterdir():
+                file.chmod(0o644)
+        self.config.write_text("\n".join(lines) + "\n", encoding="utf-8")
         self.start()
         return self
+
+    def _write_password_file(self, path: Path) -> None:
+        program = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
+        for user, password in self.passwords.items():
+            create = [] if path.exists() else ["-c"]
+            subprocess.run([program, *create, "-b", str(path), user, password], check=True,
+                           capture_output=True, timeout=START_TIMEOUT_S)
 
     def __exit__(self, *exc: object) -> None:
         self.kill()

@@ -24,6 +24,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ from controller.display.settings import parse_listen
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.errors import shown
 from controller.logsetup import configure_logging
+from controller.progressive.config import (
+    DEFAULT_MQTT_PORT, DEFAULT_MQTTS_PORT, BrokerLogin, read_password_file,
+)
 from controller.rules.submission import MAX_TABLE_ID_CHARS
 from controller.text_files import read_toml
 from controller.text_files import loads_json
@@ -190,8 +194,10 @@ def _what_is_wrong(table_id: str, leaf: str, body: Any) -> str | None:
 
 
 class PitService:
-    def __init__(self, host: str, port: int, prefix: str, site: str) -> None:
+    def __init__(self, host: str, port: int, prefix: str, site: str,
+                 login: BrokerLogin | None = None) -> None:
         self.broker = (host, port)
+        self.login = login or BrokerLogin()
         self.board = PitBoard(prefix, site)
         self.web = WebServer(self._route, self._snapshot, frozenset({TOPIC}))
         self._changed: set[str] = set()
@@ -203,12 +209,13 @@ class PitService:
     # --- the broker side (paho's thread hands every message to the loop) ------------------
 
     def start_feed(self) -> None:
-        import paho.mqtt.client as mqtt
+        from controller.progressive.mqtt import BrokerTrouble, broker_client
 
         self._loop = asyncio.get_running_loop()
-        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
-                             client_id=f"tabled-pit-{os.getpid()}")
+        client, context = broker_client(f"tabled-pit-{os.getpid()}", self.login)
+        self.trouble = BrokerTrouble(log, *self.broker, self.login, context)
         client.on_connect = self._on_connect
+        client.on_connect_fail = lambda client, userdata: self.trouble.failed()
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.reconnect_delay_set(min_delay=1, max_delay=RECONNECT_MAX_S)
@@ -224,7 +231,9 @@ class PitService:
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                     properties: Any = None) -> None:
         if getattr(reason, "is_failure", False):
+            self.trouble.refused(reason)  # /healthz answers 503 meanwhile
             return
+        self.trouble.connected()
         for topic in self.board.subscriptions():  # again on every reconnect: clean session
             client.subscribe(topic, qos=1)
         self._call(self._feed, True)
@@ -292,8 +301,19 @@ def _host_port(text: str, what: str) -> tuple[str, int]:
     return parsed
 
 
-def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
-    """Broker, prefix and site: the arguments, else a table configuration's [mqtt]."""
+@dataclass(frozen=True)
+class FeedSettings:
+    host: str
+    port: int
+    prefix: str
+    site: str
+    login: BrokerLogin = field(default_factory=BrokerLogin)
+
+
+def feed_settings(args: argparse.Namespace) -> FeedSettings:
+    """Broker, prefix, site and TLS: the arguments, else a table configuration's [mqtt]. The
+    login only from the arguments: the page has a user of its own on the broker, one that may
+    only read (docs/deployment.md), never a table's."""
     mqtt: dict[str, Any] = {}
     if args.config:
         try:
@@ -305,7 +325,12 @@ def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
         if not mqtt:
             raise SystemExit(f"tablepit: --config {args.config} has no [mqtt] section; "
                              "allowed: a table configuration with [mqtt], or --broker and --site")
-    host, port = args.broker or (mqtt.get("host"), mqtt.get("port", 1883))
+    tls = args.tls or mqtt.get("tls", False)
+    if not isinstance(tls, bool):
+        raise SystemExit(f"tablepit: --config {args.config}: [mqtt] tls = {shown(tls)}: "
+                         "allowed: true or false")
+    host, port = args.broker or (mqtt.get("host"),
+                                 mqtt.get("port", DEFAULT_MQTTS_PORT if tls else DEFAULT_MQTT_PORT))
     site = args.site or mqtt.get("site")
     prefix = args.prefix or mqtt.get("prefix", DEFAULT_PREFIX)
     if not host or not site:
@@ -316,15 +341,47 @@ def feed_settings(args: argparse.Namespace) -> tuple[str, int, str, str]:
         raise SystemExit(f"tablepit: --config {args.config}: [mqtt] host = {shown(host)}, port "
                          f"= {shown(port)}: allowed: a host name or address and a port 1 to "
                          "65535 (tabled's own check: tablectl config validate)")
-    return str(host), port, str(prefix), str(site)
+    login = BrokerLogin(args.username or "", _pit_password(args), tls,
+                        _pit_ca_file(args, mqtt, tls))
+    return FeedSettings(str(host), port, str(prefix), str(site), login)
+
+
+def _pit_password(args: argparse.Namespace) -> str:
+    if not args.password_file:
+        return ""
+    if not args.username:
+        raise SystemExit("tablepit: --password-file needs --username: allowed: the page's own "
+                         "user on the broker, e.g. --username pitpage")
+    password, problem = read_password_file(args.password_file)
+    if problem:
+        raise SystemExit(f"tablepit: --password-file {args.password_file}: allowed: {problem}")
+    return password
+
+
+def _pit_ca_file(args: argparse.Namespace, mqtt: Mapping[str, Any], tls: bool) -> str:
+    ca_file = args.ca_file or mqtt.get("ca_file", "")
+    if not isinstance(ca_file, str):
+        raise SystemExit(f"tablepit: --config {args.config}: [mqtt] ca_file = {shown(ca_file)}: "
+                         "allowed: the path of a PEM file of CA certificates")
+    if ca_file and not tls:
+        raise SystemExit(f"tablepit: a CA file ({ca_file}) without TLS: allowed: --tls (or "
+                         "[mqtt] tls = true) beside it, or no CA file")
+    try:
+        BrokerLogin(tls=tls, ca_file=ca_file).tls_context()
+    except OSError as exc:  # ssl.SSLError included
+        raise SystemExit(f"tablepit: CA file {ca_file}: allowed: a readable PEM file of CA "
+                         f"certificates (it could not be loaded: {exc})")
+    return ca_file
 
 
 async def serve(args: argparse.Namespace) -> int:
-    host, port, prefix, site = feed_settings(args)
-    service = PitService(host, port, prefix, site)
+    settings = feed_settings(args)
+    host, port = settings.host, settings.port
+    service = PitService(host, port, settings.prefix, settings.site, settings.login)
     listen_host, listen_port = args.listen
     bound = await service.web.start(listen_host, listen_port)
     log.info("pit_listening", page=f"http://{listen_host}:{bound}/pit", broker=f"{host}:{port}",
+             tls=settings.login.tls, username=settings.login.username or None,
              topics=service.board.base + "#")
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
@@ -356,6 +413,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", help="the site's topic level (default: from --config)")
     parser.add_argument("--prefix", help=f"the topic prefix (default: from --config, else "
                                          f"{DEFAULT_PREFIX!r})")
+    parser.add_argument("--tls", action="store_true", help="TLS to the broker (default: "
+                        "[mqtt] tls of --config; the port then defaults to 8883)")
+    parser.add_argument("--ca-file", help="with TLS: the CA certificates that sign the "
+                                          "broker's (default: [mqtt] ca_file, else the system's)")
+    parser.add_argument("--username", help="the page's own user on the broker, one that may "
+                                           "only read the tables' topics (default: anonymous)")
+    parser.add_argument("--password-file", help="a file holding that user's password alone, "
+                                                "mode 0600 or 0400")
     parser.add_argument("--listen", type=lambda t: _host_port(t, "--listen"),
                         default=("127.0.0.1", 8090), help="HOST:PORT to serve on "
                                                           "(default 127.0.0.1:8090; port 0: a free one)")

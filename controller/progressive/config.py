@@ -22,6 +22,8 @@ from controller.rules.side.common import MeterSpec, SideWagerConfigError
 from controller.rules.submission_wagers import MAX_WAGER_CENTS
 
 if TYPE_CHECKING:
+    import ssl
+
     from controller.rules.side.harmony import HarmonyProgressive
     from controller.rules.side.heavenly9 import Heavenly9Progressive
     from controller.rules.side.mystery import MysteryConfiguration
@@ -36,6 +38,9 @@ DEFAULT_SEATS = 14  # 631a.2(a)
 MYSTERY_LEVEL = "mystery"
 RESERVE_LEVEL = "reserve"
 DEFAULT_MQTT_PORT = 1883  # IANA port for MQTT without TLS
+DEFAULT_MQTTS_PORT = 8883  # IANA port for MQTT over TLS
+MQTT_KEYS = ("ca_file", "client_id", "host", "password_file", "port", "prefix", "site", "tls",
+             "username")
 DEFAULT_MQTT_PREFIX = "casino"
 DEFAULT_LINK_TIMEOUT_S = 5.0  # a PostgreSQL round trip on the casino LAN is milliseconds
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -97,6 +102,23 @@ class LinkedConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerLogin:
+    """`[mqtt]`'s login: how a client logs in to the broker and checks that it is the broker."""
+
+    username: str = ""  # "" logs in anonymously
+    password: str = field(default="", repr=False)  # from a password file; never in a repr
+    tls: bool = False
+    ca_file: str = ""  # with tls: the CA certificates that sign the broker's; "" = the system's
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The context every TLS connection uses: the broker's certificate must chain to a
+        trusted CA and name the host connected to (`ssl.create_default_context`)."""
+        import ssl  # here: a configuration without TLS never loads it
+
+        return ssl.create_default_context(cafile=self.ca_file or None) if self.tls else None
+
+
+@dataclass(frozen=True, slots=True)
 class MqttConfig:
     """`[mqtt]`: the meter display feed (the display is not the ledger)."""
 
@@ -105,6 +127,7 @@ class MqttConfig:
     site: str
     prefix: str = DEFAULT_MQTT_PREFIX
     client_id: str = ""
+    login: BrokerLogin = field(default_factory=BrokerLogin)  # the password read at start
 
 
 @dataclass(frozen=True)
@@ -303,24 +326,92 @@ def _parse_mqtt(raw: object, problems: _Problems) -> MqttConfig | None:
         return None
     before = len(problems.items)
     for key in raw:
-        if key not in {"host", "port", "site", "prefix", "client_id"}:
-            problems.unknown(f"mqtt.{key}", ("client_id", "host", "port", "prefix", "site"))
-    host, port = raw.get("host"), raw.get("port", DEFAULT_MQTT_PORT)
+        if key not in MQTT_KEYS:
+            problems.unknown(f"mqtt.{key}", MQTT_KEYS)
+    tls = raw.get("tls", False)
+    if not isinstance(tls, bool):
+        problems.add("mqtt.tls", tls, "true (TLS to the broker; port 8883 unless given) or false")
+    host = raw.get("host")
+    port = raw.get("port", DEFAULT_MQTTS_PORT if tls is True else DEFAULT_MQTT_PORT)
     site, prefix = raw.get("site"), raw.get("prefix", DEFAULT_MQTT_PREFIX)
     client_id = raw.get("client_id", "")
     if not isinstance(host, str) or not host:
         problems.add("mqtt.host", host, "the broker's host name or address, e.g. '127.0.0.1'")
     if not _int(port) or not 1 <= port <= 65535:
-        problems.add("mqtt.port", port, "a TCP port 1-65535 (1883 is MQTT's)")
+        problems.add("mqtt.port", port, "a TCP port 1-65535 (1883 is MQTT's, 8883 MQTT over TLS)")
     for key, value in (("site", site), ("prefix", prefix)):
         if not isinstance(value, str) or not _TOPIC_WORD.match(value):
             problems.add(f"mqtt.{key}", value, "one topic level: letters, digits, _ . - "
                          "(no '/', '+' or '#')")
     if not isinstance(client_id, str):
         problems.add("mqtt.client_id", client_id, "a string")
+    login = _parse_mqtt_login(raw, tls is True, problems)
+    if len(problems.items) > before or login is None:
+        return None
+    return MqttConfig(str(host), int(port), str(site), str(prefix), str(client_id), login)
+
+
+def _parse_mqtt_login(raw: Mapping[str, Any], tls: bool,
+                      problems: _Problems) -> BrokerLogin | None:
+    """`username`, `password_file` (read now: a table that cannot log in says so before it
+    starts, as a missing secrets file does) and `ca_file`."""
+    before = len(problems.items)
+    username, password_file = raw.get("username", ""), raw.get("password_file")
+    ca_file = raw.get("ca_file", "")
+    if not isinstance(username, str) or len(username.encode()) > 65535 \
+            or any(not ch.isprintable() for ch in username):
+        problems.add("mqtt.username", username, "the table's user on the broker, printable, "
+                     "e.g. 'table-BAC-01'")
+    password = ""
+    if password_file is not None:
+        if not isinstance(password_file, str) or not password_file:
+            problems.add("mqtt.password_file", password_file, "the path of a file holding the "
+                         "password alone, mode 0600 or 0400, e.g. /etc/tabled/mqtt-password")
+        elif not username:
+            problems.clash("mqtt.password_file", "a password without a username",
+                           "username = the table's user on the broker, beside it")
+        else:
+            password, problem = read_password_file(password_file)
+            if problem:
+                problems.add("mqtt.password_file", password_file, problem)
+    if not isinstance(ca_file, str):
+        problems.add("mqtt.ca_file", ca_file, "the path of a PEM file of CA certificates")
+    elif ca_file and not tls:
+        problems.clash("mqtt.ca_file", "a CA file without TLS", "tls = true beside it, or no "
+                       "ca_file")
+    elif ca_file:
+        import ssl
+
+        try:
+            ssl.create_default_context(cafile=ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            problems.add("mqtt.ca_file", ca_file, f"a readable PEM file of CA certificates "
+                         f"(it could not be loaded: {exc})")
     if len(problems.items) > before:
         return None
-    return MqttConfig(str(host), int(port), str(site), str(prefix), str(client_id))
+    return BrokerLogin(str(username), password, tls, str(ca_file))
+
+
+def read_password_file(path: str) -> tuple[str, str | None]:
+    """The password a file holds alone on its first line, or why it cannot be used: readable
+    only by its owner, as the supervisors' secrets file (controller/auth.py)."""
+    from controller.auth import secret_file_problem
+
+    allowed = "a file holding the password alone on one line, mode 0600 or 0400"
+    try:
+        problem = secret_file_problem(path)
+        if problem:
+            return "", problem
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except OSError as exc:
+        return "", f"{allowed} (it cannot be read: {exc.strerror or exc})"
+    except UnicodeDecodeError:
+        return "", f"{allowed} (it is not UTF-8 text)"
+    password = text.removesuffix("\n").removesuffix("\r")
+    if not password or "\n" in password:
+        return "", f"{allowed} (it holds {'nothing' if not password else 'more than one line'})"
+    return password, None
 
 
 def load_progressive_config(path: str) -> ProgressiveConfig:

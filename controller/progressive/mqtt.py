@@ -7,14 +7,26 @@ the current amount at once) and sent at QoS 1. `sequence` is the meter's
 version in its ledger, so a subscriber can drop an older message that arrives
 late. The display is not the ledger: a lost message changes no money, and the
 next change (or a restart, which republishes every meter) corrects it.
+
+A broker on the casino's network asks each client to log in and speaks TLS
+(docs/deployment.md, "The broker"): `BrokerLogin` carries both, and `broker_client`
+applies them to a paho client, for the tables and the pit page alike.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import structlog
+
+from controller.progressive.config import BrokerLogin
+
+log = structlog.get_logger("progressive.mqtt")
 
 QOS_AT_LEAST_ONCE = 1
 # The broker drops a silent client after 1.5 x this (MQTT 3.1.1 section 3.1.2.10) and then
@@ -22,6 +34,67 @@ QOS_AT_LEAST_ONCE = 1
 # within 1.5 x 5 s; a ping every 5 s per table is nothing to a broker.
 KEEPALIVE_S = 5
 CONNECT_TIMEOUT_S = 5.0  # bounded wait for the broker's CONNACK at start-up
+
+
+def broker_client(client_id: str, login: BrokerLogin) -> tuple[Any, ssl.SSLContext | None]:
+    """A paho client (MQTT 3.1.1) that logs in as `login` says, and its TLS context."""
+    import paho.mqtt.client as mqtt
+
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+    if login.username:
+        client.username_pw_set(login.username, login.password or None)
+    context = login.tls_context()
+    if context is not None:
+        client.tls_set_context(context)
+    return client, context
+
+
+class BrokerTrouble:
+    """Says in the journal why the broker cannot be used, once for each new reason, and when
+    it can be again: paho retries every 1-30 s, and a wrong password or an untrusted
+    certificate would otherwise write a line at every try, forever."""
+
+    def __init__(self, logger: Any, host: str, port: int, login: BrokerLogin,
+                 context: ssl.SSLContext | None) -> None:
+        self._log = logger
+        self._host, self._port = host, port
+        self._context = context
+        self._who = {"broker": f"{host}:{port}", "tls": login.tls,
+                     "username": login.username or None}
+        self.reason: str | None = None  # the last reason written; None while connected
+
+    def _say(self, event: str, reason: str, allowed: str) -> None:
+        if reason != self.reason:
+            self.reason = reason
+            self._log.error(event, reason=reason, allowed=allowed, **self._who)
+
+    def refused(self, reason: object) -> None:
+        """The broker answered the CONNECT with a refusal (MQTT 3.1.1 section 3.2.2.3)."""
+        self._say("mqtt_connect_refused", str(reason),
+                  "[mqtt] username and password_file as the broker's password_file has them, "
+                  "and the broker's ACL letting that user in")
+
+    def failed(self) -> None:
+        """paho could not connect (it keeps no reason): try once more, by hand, to say why."""
+        self._say("mqtt_connect_failed", self._why_not(),
+                  "a broker listening there; with tls, a certificate for that host name "
+                  "signed by a CA in [mqtt] ca_file (or the system's)")
+
+    def connected(self) -> None:
+        if self.reason is not None:
+            self.reason = None
+            self._log.info("mqtt_connected", **self._who)
+
+    def _why_not(self) -> str:
+        try:
+            with socket.create_connection((self._host, self._port),
+                                          timeout=CONNECT_TIMEOUT_S) as sock:
+                if self._context is not None:
+                    with self._context.wrap_socket(sock, server_hostname=self._host):
+                        pass
+        except OSError as exc:  # ssl.SSLError included
+            return str(exc) or type(exc).__name__
+        return "the connection failed, and a second try at once succeeded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +135,13 @@ class MqttMeterPublisher:
     """Publishes on paho's own network thread, so the table's event loop never blocks on it."""
 
     def __init__(self, host: str, port: int, *, client_id: str = "",
+                 login: BrokerLogin | None = None,
                  will: MeterMessage | None = None, goodbye: MeterMessage | None = None) -> None:
         """`will`: what the broker publishes if this connection dies without a DISCONNECT;
         `goodbye`: what `close()` publishes first (a clean stop is not a loss)."""
-        import paho.mqtt.client as mqtt
-
-        self._client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+        login = login or BrokerLogin()
+        self._client, context = broker_client(client_id, login)
+        self.trouble = BrokerTrouble(log, host, port, login, context)
         if will is not None:
             self._client.will_set(will.topic, will.payload, qos=will.qos, retain=will.retain)
         self._goodbye = goodbye
@@ -77,7 +151,7 @@ class MqttMeterPublisher:
         self._connected = threading.Event()
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
-        self.last_error: str | None = None
+        self._client.on_connect_fail = lambda client, userdata: self.trouble.failed()
         # paho queues QoS 1 messages while disconnected and reconnects by itself.
         self._client.reconnect_delay_set(min_delay=1, max_delay=30)
         self._client.connect_async(host, port, keepalive=KEEPALIVE_S)
@@ -88,8 +162,9 @@ class MqttMeterPublisher:
         if not getattr(reason, "is_failure", False):
             self.connections += 1
             self._connected.set()
+            self.trouble.connected()
         else:
-            self.last_error = f"broker refused the connection: {reason}"
+            self.trouble.refused(reason)
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                        properties: Any = None) -> None:

@@ -102,7 +102,7 @@ class ProgressiveSystem:
             mqtt = config.mqtt
             # The pit page's liveness: the broker says "lost" for a table that vanished.
             publisher = MqttMeterPublisher(
-                mqtt.host, mqtt.port, client_id=mqtt.client_id,
+                mqtt.host, mqtt.port, client_id=mqtt.client_id, login=mqtt.login,
                 will=alive_message(mqtt.prefix, mqtt.site, config.table_id, LOST),
                 goodbye=alive_message(mqtt.prefix, mqtt.site, config.table_id, OFFLINE))
         system = cls(config, store, linked=linked, publisher=publisher, win_light=win_light,

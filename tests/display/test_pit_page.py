@@ -6,10 +6,13 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from controller.display.pit import PitBoard, feed_settings
+from controller.display.pit import FeedSettings, PitBoard, feed_settings
+from controller.progressive.config import BrokerLogin
+from hil.pit_servers import make_broker_certificates
 
 BASE = "casino/pit-1/tables"
 
@@ -128,28 +131,69 @@ def test_one_message_carries_every_changed_table() -> None:
     assert (part["full"], [t["table_id"] for t in part["tables"]]) == (False, ["PIT-02"])
 
 
+def pit_args(**given: Any) -> argparse.Namespace:
+    """The page's arguments as its parser leaves them when only `given` are on the line."""
+    return argparse.Namespace(**{"config": None, "broker": None, "site": None, "prefix": None,
+                                 "tls": False, "ca_file": None, "username": None,
+                                 "password_file": None, **given})
+
+
 def test_the_broker_and_site_come_from_a_table_configuration_or_the_arguments(
         tmp_path: Path) -> None:
     config = tmp_path / "table.toml"
     config.write_text('[mqtt]\nhost = "10.0.0.5"\nport = 1884\nsite = "floor-2"\n')
-    args = argparse.Namespace(config=str(config), broker=None, site=None, prefix=None)
-    assert feed_settings(args) == ("10.0.0.5", 1884, "casino", "floor-2")
-    args = argparse.Namespace(config=str(config), broker=("127.0.0.1", 1883), site="pit-9",
-                              prefix="tabled")
-    assert feed_settings(args) == ("127.0.0.1", 1883, "tabled", "pit-9")
+    assert feed_settings(pit_args(config=str(config))) == FeedSettings(
+        "10.0.0.5", 1884, "casino", "floor-2")
+    args = pit_args(config=str(config), broker=("127.0.0.1", 1883), site="pit-9",
+                    prefix="tabled")
+    assert feed_settings(args) == FeedSettings("127.0.0.1", 1883, "tabled", "pit-9")
     config.write_text("[table]\nid = 'T'\n")
     with pytest.raises(SystemExit, match=r"has no \[mqtt\] section; allowed: a table "
                                          r"configuration with \[mqtt\], or --broker and --site"):
-        feed_settings(argparse.Namespace(config=str(config), broker=None, site=None,
-                                         prefix=None))
+        feed_settings(pit_args(config=str(config)))
     with pytest.raises(SystemExit, match="--broker HOST:PORT and --site NAME"):
-        feed_settings(argparse.Namespace(config=None, broker=("h", 1), site=None, prefix=None))
+        feed_settings(pit_args(broker=("h", 1)))
     # A port that is not a port in the table's [mqtt] raised ValueError out of int().
     config.write_text('[mqtt]\nhost = "10.0.0.5"\nport = "1884x"\nsite = "floor-2"\n')
     with pytest.raises(SystemExit, match=r"\[mqtt\] host = '10.0.0.5', port = '1884x': "
                                          "allowed: a host name or address and a port 1 to 65535"):
-        feed_settings(argparse.Namespace(config=str(config), broker=None, site=None,
-                                         prefix=None))
+        feed_settings(pit_args(config=str(config)))
+
+
+def test_the_page_takes_tls_from_the_table_and_logs_in_as_its_own_user(tmp_path: Path) -> None:
+    """A table's [mqtt] says how to reach the broker (TLS, its CA); the page's login is its
+    own, read-only user (docs/deployment.md, "The broker"), never the table's."""
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(make_broker_certificates().ca_pem)
+    table_password = tmp_path / "table-password"
+    table_password.write_text("the table's\n")
+    table_password.chmod(0o600)
+    config = tmp_path / "table.toml"
+    config.write_text(f'[mqtt]\nhost = "mqtt.casino.lan"\nsite = "floor-1"\ntls = true\n'
+                      f'ca_file = "{ca}"\nusername = "table-BAC-01"\n'
+                      f'password_file = "{table_password}"\n')
+    assert feed_settings(pit_args(config=str(config))) == FeedSettings(
+        "mqtt.casino.lan", 8883, "casino", "floor-1", BrokerLogin("", "", True, str(ca)))
+    own = tmp_path / "pit-password"
+    own.write_text("read only\n")
+    own.chmod(0o400)
+    assert feed_settings(pit_args(config=str(config), username="pitpage",
+                                  password_file=str(own))).login == BrokerLogin(
+        "pitpage", "read only", True, str(ca))
+    with pytest.raises(SystemExit, match="^tablepit: --password-file needs --username: allowed: "
+                                         "the page's own user on the broker"):
+        feed_settings(pit_args(config=str(config), password_file=str(own)))
+    own.chmod(0o644)
+    with pytest.raises(SystemExit, match=f"^tablepit: --password-file {own}: allowed: {own} has "
+                                         "mode 0644: group or others can read it"):
+        feed_settings(pit_args(config=str(config), username="pitpage", password_file=str(own)))
+    with pytest.raises(SystemExit, match=r"^tablepit: a CA file \(.*ca.pem\) without TLS: "
+                                         r"allowed: --tls \(or \[mqtt\] tls = true\)"):
+        feed_settings(pit_args(broker=("127.0.0.1", 1883), site="s", ca_file=str(ca)))
+    with pytest.raises(SystemExit, match="^tablepit: CA file .*nowhere.pem: allowed: a readable "
+                                         "PEM file of CA certificates"):
+        feed_settings(pit_args(broker=("127.0.0.1", 8883), site="s", tls=True,
+                               ca_file=str(tmp_path / "nowhere.pem")))
 
 
 @pytest.mark.parametrize("text", ["127.0.0.1:\u00b2", "a" * 70 + ":8090", ":8090", "[]:8090",
