@@ -35,7 +35,7 @@ from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.errors import shown
 from controller.logsetup import configure_logging
 from controller.progressive.config import (
-    DEFAULT_MQTT_PORT, DEFAULT_MQTTS_PORT, BrokerLogin, read_password_file,
+    DEFAULT_MQTT_PORT, DEFAULT_MQTTS_PORT, PASSWORD_FILE_ALLOWED, BrokerLogin, read_password_file,
 )
 from controller.rules.submission import MAX_TABLE_ID_CHARS
 from controller.text_files import read_toml
@@ -354,7 +354,7 @@ def _pit_password(args: argparse.Namespace) -> str:
                          "user on the broker, e.g. --username pitpage")
     password, problem = read_password_file(args.password_file)
     if problem:
-        raise SystemExit(f"tablepit: --password-file {args.password_file}: allowed: {problem}")
+        raise SystemExit(f"tablepit: --password-file {problem}; allowed: {PASSWORD_FILE_ALLOWED}")
     return password
 
 

@@ -373,7 +373,7 @@ def _parse_mqtt_login(raw: Mapping[str, Any], tls: bool,
         else:
             password, problem = read_password_file(password_file)
             if problem:
-                problems.add("mqtt.password_file", password_file, problem)
+                problems.clash("mqtt.password_file", problem, PASSWORD_FILE_ALLOWED)
     if not isinstance(ca_file, str):
         problems.add("mqtt.ca_file", ca_file, "the path of a PEM file of CA certificates")
     elif ca_file and not tls:
@@ -392,25 +392,30 @@ def _parse_mqtt_login(raw: Mapping[str, Any], tls: bool,
     return BrokerLogin(str(username), password, tls, str(ca_file))
 
 
-def read_password_file(path: str) -> tuple[str, str | None]:
-    """The password a file holds alone on its first line, or why it cannot be used: readable
-    only by its owner, as the supervisors' secrets file (controller/auth.py)."""
-    from controller.auth import secret_file_problem
+PASSWORD_FILE_ALLOWED = ("a file holding the password alone on one line, mode 0600 or 0400, "
+                         "owned by the daemon's user")
 
-    allowed = "a file holding the password alone on one line, mode 0600 or 0400"
+
+def read_password_file(path: str) -> tuple[str, str | None]:
+    """The password a file holds alone on its first line, or what is wrong with the file
+    (`PASSWORD_FILE_ALLOWED` says what is allowed): readable only by its owner, as the
+    supervisors' secrets file (controller/auth.py)."""
+    import os
+    import stat
+
     try:
-        problem = secret_file_problem(path)
-        if problem:
-            return "", problem
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if mode & 0o077:
+            return "", f"{path} has mode {mode:04o}: group or others can read it (chmod 0600 {path})"
         with open(path, encoding="utf-8") as file:
             text = file.read()
     except OSError as exc:
-        return "", f"{allowed} (it cannot be read: {exc.strerror or exc})"
+        return "", f"{path} cannot be read: {exc.strerror or exc}"
     except UnicodeDecodeError:
-        return "", f"{allowed} (it is not UTF-8 text)"
+        return "", f"{path} is not UTF-8 text"
     password = text.removesuffix("\n").removesuffix("\r")
     if not password or "\n" in password:
-        return "", f"{allowed} (it holds {'nothing' if not password else 'more than one line'})"
+        return "", f"{path} holds {'nothing' if not password else 'more than one line'}"
     return password, None
 
 

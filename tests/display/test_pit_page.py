@@ -184,8 +184,9 @@ def test_the_page_takes_tls_from_the_table_and_logs_in_as_its_own_user(tmp_path:
                                          "the page's own user on the broker"):
         feed_settings(pit_args(config=str(config), password_file=str(own)))
     own.chmod(0o644)
-    with pytest.raises(SystemExit, match=f"^tablepit: --password-file {own}: allowed: {own} has "
-                                         "mode 0644: group or others can read it"):
+    with pytest.raises(SystemExit, match=fr"^tablepit: --password-file {own} has mode 0644: group "
+                                         fr"or others can read it \(chmod 0600 {own}\); allowed: "
+                                         "a file holding the password alone on one line"):
         feed_settings(pit_args(config=str(config), username="pitpage", password_file=str(own)))
     with pytest.raises(SystemExit, match=r"^tablepit: a CA file \(.*ca.pem\) without TLS: "
                                          r"allowed: --tls \(or \[mqtt\] tls = true\)"):

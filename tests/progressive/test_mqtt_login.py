@@ -219,19 +219,18 @@ def test_the_login_settings_are_checked_before_the_table_starts(tmp_path: Path) 
     assert problems(password_file=str(readable)) == [
         "mqtt.password_file: a password without a username; allowed: username = the table's "
         "user on the broker, beside it"]
+    allowed = ("allowed: a file holding the password alone on one line, mode 0600 or 0400, "
+               "owned by the daemon's user")
     assert problems(username="u", password_file=str(readable)) == [
-        f"mqtt.password_file = '{readable}': not allowed; allowed: {readable} has mode 0644: "
-        f"group or others can read it; allowed: 0600 or 0400, owned by the daemon's user "
-        f"(chmod 0600 {readable})"]
-    allowed = "a file holding the password alone on one line, mode 0600 or 0400"
+        f"mqtt.password_file: {readable} has mode 0644: group or others can read it (chmod "
+        f"0600 {readable}); {allowed}"]
     assert problems(username="u", password_file=str(empty)) == [
-        f"mqtt.password_file = '{empty}': not allowed; allowed: {allowed} (it holds nothing)"]
+        f"mqtt.password_file: {empty} holds nothing; {allowed}"]
     assert problems(username="u", password_file=str(two)) == [
-        f"mqtt.password_file = '{two}': not allowed; allowed: {allowed} (it holds more than "
-        "one line)"]
+        f"mqtt.password_file: {two} holds more than one line; {allowed}"]
     assert problems(username="u", password_file=str(tmp_path / "absent")) == [
-        f"mqtt.password_file = '{tmp_path / 'absent'}': not allowed; allowed: {allowed} (it "
-        "cannot be read: No such file or directory)"]
+        f"mqtt.password_file: {tmp_path / 'absent'} cannot be read: No such file or directory; "
+        f"{allowed}"]
     assert problems(ca_file=str(ca)) == [
         "mqtt.ca_file: a CA file without TLS; allowed: tls = true beside it, or no ca_file"]
     [bad_ca] = problems(tls=True, ca_file=str(ca))
