@@ -173,6 +173,9 @@ def render_status(s: Mapping[str, Any]) -> str:
     witness = s.get("witness")
     if isinstance(witness, Mapping):
         lines.append(_witness_line(witness, width))
+    feed = s.get("display_feed")
+    if isinstance(feed, Mapping):
+        lines.append(_feed_line(feed, width))
     fault = s.get("fault")
     if fault:
         lines.append(paint(wrap(f"FAULT: {fault.get('device')}: {fault.get('detail')} "
@@ -222,6 +225,21 @@ def _witness_line(w: Mapping[str, Any], width: int | None = None) -> str:
                      "red", "bold")
     return paint(wrap(f"Witness: none, the table is unwitnessed ({w.get('detail')})", width,
                       hanging="  "), "yellow")
+
+
+def _feed_line(feed: Mapping[str, Any], width: int | None = None) -> str:
+    """The MQTT feed of the meters and the pit page ([mqtt]): not money, but a pit boss who
+    sees the table as lost asks the technician why."""
+    how = ", ".join(part for part in ("TLS" if feed.get("tls") else "",
+                                      f"as {feed['username']}" if feed.get("username") else "")
+                    if part)
+    where = f"{feed.get('broker')}" + (f" ({how})" if how else "")
+    if feed.get("connected"):
+        return wrap(f"Display feed: connected to {where}", width, hanging="  ")
+    return paint(wrap(f"Display feed: NOT CONNECTED to {where}: "
+                      f"{feed.get('reason') or 'not reached yet'}; the meter displays and the "
+                      "pit page miss this table's changes (money is not affected)", width,
+                      hanging="  "), "yellow", "bold")
 
 
 def cmd_status(args: argparse.Namespace) -> int:

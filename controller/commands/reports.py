@@ -59,6 +59,8 @@ class Reports:
             "witness": daemon.witness.status() if daemon.witness is not None else
             {"link": "unwitnessed", "detail": "no [witness] in the configuration"
              if config.witness is None else "the store failed its check"},
+            "display_feed": daemon.progressive.feed_state()
+            if daemon.progressive is not None else None,
             "uptime_s": round(time.monotonic() - daemon.started_monotonic, 1),
         }
 

@@ -59,14 +59,14 @@ class BrokerTrouble:
         self._log = logger
         self._host, self._port = host, port
         self._context = context
-        self._who = {"broker": f"{host}:{port}", "tls": login.tls,
-                     "username": login.username or None}
+        self.who = {"broker": f"{host}:{port}", "tls": login.tls,
+                    "username": login.username or None}
         self.reason: str | None = None  # the last reason written; None while connected
 
     def _say(self, event: str, reason: str, allowed: str) -> None:
         if reason != self.reason:
             self.reason = reason
-            self._log.error(event, reason=reason, allowed=allowed, **self._who)
+            self._log.error(event, reason=reason, allowed=allowed, **self.who)
 
     def refused(self, reason: object) -> None:
         """The broker answered the CONNECT with a refusal (MQTT 3.1.1 section 3.2.2.3)."""
@@ -83,7 +83,7 @@ class BrokerTrouble:
     def connected(self) -> None:
         if self.reason is not None:
             self.reason = None
-            self._log.info("mqtt_connected", **self._who)
+            self._log.info("mqtt_connected", **self.who)
 
     def _why_not(self) -> str:
         try:
@@ -169,6 +169,12 @@ class MqttMeterPublisher:
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                        properties: Any = None) -> None:
         self._connected.clear()
+
+    def state(self) -> dict[str, Any]:
+        """The feed as `tablectl status` shows it: while not connected, the pit page sees the
+        table as lost and the displays keep their last amounts (paho holds what is sent)."""
+        return {**self.trouble.who, "connected": self._connected.is_set(),
+                "reason": self.trouble.reason}
 
     def wait_connected(self, timeout: float = CONNECT_TIMEOUT_S) -> bool:
         return self._connected.wait(timeout)

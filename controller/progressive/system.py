@@ -381,6 +381,12 @@ class ProgressiveSystem:
         """Republish every meter (start-up): retained messages then show the current amounts."""
         self.feeds.publish_all()
 
+    def feed_state(self) -> dict[str, Any] | None:
+        """The MQTT feed's broker, whether it is connected and, if not, why; None without
+        [mqtt]."""
+        state = getattr(self.feeds.publisher, "state", None)
+        return state() if state is not None else None
+
     def feed_pit(self, status: Mapping[str, Any]) -> bool:
         """The pit page's status of this table (the daemon's `status`), sent when changed."""
         return self.feeds.update_pit(status, self.availability())

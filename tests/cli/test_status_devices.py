@@ -191,3 +191,23 @@ def test_fault_acknowledged_by_a_supervisor(fake, capsys, monkeypatch):
     assert rc == exitcodes.OK
     out = capsys.readouterr().out
     assert out.startswith("fault acknowledged by ana\nTable SIM-BAC-01: END OF SHOE")
+
+
+def test_status_says_whether_the_display_feed_reaches_its_broker(fake, capsys, monkeypatch):
+    """A pit boss who sees the table as lost asks why: the feed's broker, how it logs in,
+    and the broker's own reason (controller/progressive/mqtt.py)."""
+    fake.status["display_feed"] = {"broker": "mqtt.casino.lan:8883", "tls": True,
+                                   "username": "table-BAC-01", "connected": True,
+                                   "reason": None}
+    assert main(["status", "--socket", fake.socket]) == exitcodes.OK
+    assert "Display feed: connected to mqtt.casino.lan:8883 (TLS, as table-BAC-01)\n" \
+        in capsys.readouterr().out
+    fake.status["display_feed"].update(connected=False, reason="Not authorized")
+    monkeypatch.setenv("COLUMNS", "200")  # the line unwrapped
+    assert main(["status", "--socket", fake.socket]) == exitcodes.OK
+    assert ("Display feed: NOT CONNECTED to mqtt.casino.lan:8883 (TLS, as table-BAC-01): Not "
+            "authorized; the meter displays and the pit page miss this table's changes (money "
+            "is not affected)") in capsys.readouterr().out
+    fake.status["display_feed"] = None  # no [mqtt]: nothing to say
+    assert main(["status", "--socket", fake.socket]) == exitcodes.OK
+    assert "Display feed" not in capsys.readouterr().out

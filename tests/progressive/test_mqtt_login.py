@@ -114,7 +114,9 @@ def test_a_table_logs_in_over_tls_and_its_meters_reach_the_pit_pages_user(
         assert reader.wait_for("casino/secure/tables/T1/alive") == {"alive": "online",
                                                                     "table_id": "T1"}
         assert reader.wait_for("casino/secure/tables/T1/status")["state"] == "betting_open"
-        assert publisher.trouble.reason is None
+        assert system.feed_state() == {"broker": f"127.0.0.1:{broker.port}", "tls": True,
+                                       "username": TABLE_USER, "connected": True,
+                                       "reason": None}  # as `tablectl status` shows it
     finally:
         reader.close()
         system.close()
@@ -142,6 +144,9 @@ def test_a_wrong_password_is_said_once_however_often_paho_tries_again(
         try:
             assert wait_until(lambda: len(refusals) >= 2)  # paho tries again after 1 s
             assert not publisher.wait_connected(0)
+            assert publisher.state() == {"broker": f"127.0.0.1:{broker.port}", "tls": True,
+                                         "username": TABLE_USER, "connected": False,
+                                         "reason": "Not authorized"}
         finally:
             publisher.close()
     said = [entry for entry in logs if entry["event"].startswith("mqtt_")]
