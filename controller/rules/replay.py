@@ -18,7 +18,9 @@ from cards import Card
 from controller.errors import RulesError, shown
 from controller.rules.dealing import Action, Bet, Cover, Draw, RoundProgressive, ShoeDealing
 from controller.rules.game import Game
-from controller.rules.procedure import Phase, base_wager_missing
+from controller.rules.procedure import (
+    BASE_WAGERS, BASE_WAGERS_21, Phase, base_wager_missing,
+)
 from controller.rules.settlement import PlacedWager, check_wager
 from controller.text_files import loads_json
 
@@ -173,10 +175,14 @@ def rounds_from_simulate(lines: Iterable[str], source: str) -> list[RecordedRoun
 
 
 def _recorded_wagers(settlements: Iterable[Mapping[str, Any]]) -> list[PlacedWager]:
-    """The wagers a round's settlements were made on, base wagers first (as placed)."""
+    """The wagers a round's settlements were made on, base wagers first (as placed): Player
+    and Banker, then the Tie (a base wager in 631a, optional in 21 Baccarat, 681a.6(c)-(d)),
+    then the rest. Settlements come in payment order, where a Tie that won comes before
+    the Player and Banker wagers it pushed."""
     wagers = [PlacedWager(int(s.get("seat", 1)), str(s["wager"]), int(s["amount_cents"]))
               for s in settlements if int(s["amount_cents"]) > 0]
-    return sorted(wagers, key=lambda w: w.wager not in ("banker", "player", "tie"))
+    return sorted(wagers, key=lambda w: (w.wager not in BASE_WAGERS_21,
+                                         w.wager not in BASE_WAGERS))
 
 
 def round_from_store(row: Mapping[str, Any], cover_index: int | None,

@@ -16,7 +16,7 @@ from transitions import Machine
 
 
 class TableState(enum.Enum):
-    CLOSED = "closed"
+    CLOSED = "closed"  # until the table is first opened: no command closes it again
     OPENING = "opening"  # card inspection, 631a.4 / 681a.4
     SHUFFLING = "shuffling"
     CUT = "cut"  # cut and cover cards placed, waiting for the shoe to be loaded, 631a.5(b)-(d)
@@ -103,8 +103,6 @@ TRANSITION_TABLE: tuple[Transition, ...] = (
                "only card was a disclosed Player third card"),
     Transition("device_failed", OPERATING, S.DEVICE_FAULT, "nothing is dealt from a device "
                "in doubt"),
-    Transition("close_table", (S.OPENING, S.BETTING_OPEN, S.END_OF_SHOE, S.DEVICE_FAULT),
-               S.CLOSED, "no round in play"),
     Transition("integrity_failed", "*", S.OUT_OF_ORDER, "681a.9(d); the store's integrity"),
 ) + tuple(
     # Recovery returns to the state the fault interrupted, never further.
@@ -223,7 +221,6 @@ class TableMachine:
         def first_card_unknown(self) -> bool: ...
         def card_withdrawn(self) -> bool: ...
         def device_failed(self) -> bool: ...
-        def close_table(self) -> bool: ...
         def integrity_failed(self) -> bool: ...
         def device_recovered(self) -> bool: ...
 

@@ -276,6 +276,31 @@ def test_replay_refuses_a_tie_alone_in_21_baccarat_681a_6_c_d(tmp_path: Path) ->
            "(681a.6(c)-(d))" in out.stderr
 
 
+
+def test_a_21_baccarat_record_whose_tie_won_is_read_back_with_its_tie_after_the_player(
+        tmp_path: Path) -> None:
+    """docs/simulate-format.md: a file of round records is replayed with each record's
+    wagers. Settlements are in payment order, so a winning Tie comes before the Player
+    wager it pushed; read back in that order, the Tie was refused as placed before a base
+    wager (681a.6(c)-(d)) and a 21 Baccarat shoe of `tablectl simulate` could not be
+    replayed from its third round on."""
+    config = str(CONFIG / "21-baccarat-4deck.toml")
+    dealt = replay(config, "--cards", card_file(tmp_path, "9♠", "9♥", "9♦", "9♣"),
+                   "--wager", "2:player:1000", "--wager", "2:tie:500",
+                   "--wager", "2:bonus_player:500", "--json")
+    (record,) = records(dealt.stdout)
+    assert [s["wager"] for s in record["settlements"]] == ["tie", "bonus_player", "player"]
+    path = tmp_path / "record.jsonl"
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = replay(config, "--cards", str(path), "--json")
+    assert out.returncode == exitcodes.OK, out.stderr
+    (again,) = records(out.stdout)
+    assert money(again) == [
+        (2, "tie", 500, "win", 5_000, 5_000, "681a.8(b)"),
+        (2, "bonus_player", 500, "win", 1_500, 1_500, "681a.3(e)(5)"),
+        (2, "player", 1_000, "push", 0, 0, "681a.7(i)(4)")]
+    assert "alike" in replay(config, "--cards", str(path)).stdout
+
 @pytest.mark.parametrize(("column", "value"), [("cards", "not json"), ("wagers", "[1]"),
                                                ("settlements", "[" * 100_000)])
 def test_a_damaged_round_in_a_store_is_named_not_a_traceback(
