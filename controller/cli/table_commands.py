@@ -73,8 +73,10 @@ def register(subparsers: Any) -> None:
     t = tests.add_parser("shuffler", parents=[read],
                          help="self-test; with --shuffle, count and verify a batch")
     t.add_argument("--shuffle", metavar="BACK", choices=["red", "blue", "green", "black"],
-                   help="shuffle, count and verify the batch with this back colour (only when "
-                        "the table is opening or at the end of a shoe)")
+                   help="shuffle, count and verify the batch with this back colour (when the "
+                        "table is opening or at the end of a shoe, or in device_fault after a "
+                        "fault stopped a shuffle, if a verified shuffle ends every fault "
+                        "holding the table; needs the dealer role too)")
     t.add_argument("--timeout", type=TEST_SECONDS, default=SHUFFLER_TEST_TIMEOUT_S,
                    metavar="S")
     t.set_defaults(handler=cmd_test_shuffler)
@@ -121,11 +123,15 @@ def register(subparsers: Any) -> None:
     fas = fa.add_subparsers(dest="fault_action", metavar="ACTION")
     fas.required = True
     ack = fas.add_parser("acknowledge", parents=[read],
-                         help="a supervisor's ruling on a fault no device clears (misread)",
-                         description="Record a floor supervisor's acknowledgement of the "
-                                     "table's fault (a misread card, a wrong batch): the round "
-                                     "in play is void and the table resumes. Needs the "
-                                     "supervisor's name and PIN.")
+                         help="a supervisor's ruling on the faults holding the table",
+                         description="Record a floor supervisor's ruling on the faults holding "
+                                     "the table (device_fault only): every fault a ruling can "
+                                     "end is cleared (a misread card, a wrong batch, a shuffle "
+                                     "to redo: docs/faults.md), each fault that still holds "
+                                     "is named with what clears it, and the new status is "
+                                     "shown (exit as for status). Once no fault holds the "
+                                     "table resumes; a round a misread card was part of is "
+                                     "then void. Needs the supervisor's name and PIN.")
     supervisor_arguments(ack)
     ack.set_defaults(handler=cmd_fault_acknowledge)
 
