@@ -189,10 +189,15 @@ def _stage(args: argparse.Namespace) -> int:
 
 def _tell_log(args: argparse.Namespace, **call: Any) -> str:
     """A staging or an automatic rollback into the table's log; what became of it."""
+    from controller.cli.client import UnsupportedCommand
     from controller.control import ControlError
 
     try:
         recorded = _tell_daemon(args, "software_record", **call)
+    except UnsupportedCommand:
+        # Staging a new release is how an older table gets one: its daemon has no record.
+        return ("not recorded in the table's log: the running daemon is older than this "
+                "release's tablectl (it has no software_record)")
     except ControlError as exc:
         return f"not recorded in the table's log: the daemon refused: {exc}"
     return ("recorded in the table's log" if recorded else

@@ -211,3 +211,4 @@ def test_status_says_whether_the_display_feed_reaches_its_broker(fake, capsys, m
     fake.status["display_feed"] = None  # no [mqtt]: nothing to say
     assert main(["status", "--socket", fake.socket]) == exitcodes.OK
     assert "Display feed" not in capsys.readouterr().out
+
