@@ -34,7 +34,11 @@ from controller.text_files import read_toml
 # 631a.2(a): numbered positions for 10 to 14 seated players.
 MIN_SEATS, MAX_SEATS = 10, 14
 BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400)
-DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control", "simulation",
+# The sections this module (and the packages it calls) checks; the Rules Submission's are
+# `[table]`, `[game]` and `[wagers.*]`. Any other top-level section is refused as unknown.
+# controller.rules.submission.OTHER_OWNED_SECTIONS lists the same names (a test holds them
+# equal), so a Rules Submission tool reading a whole table configuration skips them.
+DEVICE_SECTIONS = ("shoe", "shuffler", "gpio", "display", "store", "control",
                    "progressive", "linked", "mqtt", "supervisors", "access", "metrics",
                    "witness", "software", "display_service")
 METRICS_HOSTS = ("127.0.0.1", "::1", "localhost")  # the daemon serves its metrics locally only

@@ -108,11 +108,13 @@ class ConfigProblems:
 
     def unknown_keys(self, path: str, table: Mapping[str, object],
                      allowed: tuple[str, ...]) -> None:
-        """Every key of `table` not `allowed`, in the Rules Submission's form and order."""
+        """Every key of `table` not `allowed`, in the Rules Submission's form and order; at
+        the top of the file (`path` empty) the keys are sections and are called so."""
+        what = "key" if path else "section"
         for key in table:
             if key not in allowed:
                 self.wrong(f"{path}.{key}" if path else key, table[key],
-                           f"unknown key; allowed here: {', '.join(allowed)}")
+                           f"unknown {what}; allowed here: {', '.join(allowed)}")
 
     def __len__(self) -> int:
         return len(self.items)

@@ -86,6 +86,9 @@ def test_the_one_collector_writes_every_form_and_names_the_file_when_given_one()
         "t.toml: game.colour = 'red': unknown key; allowed here: family, decks",
     ]
     assert len(submission) == 3
+    submission.unknown_keys("", {"table": {}, "simulation": {}}, ("table", "game"))
+    assert submission.items[-1] == ("t.toml: simulation = {}: unknown section; allowed here: "
+                                    "table, game")
 
 
 def test_the_rules_submission_reports_through_the_one_collector() -> None:

@@ -174,8 +174,7 @@ def _validate(args: argparse.Namespace) -> int:
         sections = set(read_toml(args.file))
     except (OSError, tomllib.TOMLDecodeError):
         sections = set()
-    if sections & {"shoe", "gpio", "store", "control"} or sections & set(DEVICE_SECTIONS) - {
-            "progressive", "simulation"}:
+    if sections & set(DEVICE_SECTIONS) - {"progressive"}:
         # A table's whole configuration: exactly the validation the daemon applies.
         try:
             config = load_config(args.file)

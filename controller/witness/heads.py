@@ -2,9 +2,10 @@
 
 A head is (table id, registration epoch, the seal's commit counter, the last log entry's seq
 and MAC, a digest of the meters and seat totals), signed with the table's own Ed25519 key.
-The key lives beside the critical-memory key (`<store>.critical/witness_key`, mode 0600);
-its public half is registered with the witness when the table is initialised, so anyone
-holding the witness's rows can check every head without the table (`tablewitness verify`).
+The key lives beside the critical-memory key (`table.critical/witness_key` beside a store
+`table.sqlite`, mode 0600); its public half is registered with the witness when the table
+is initialised, so anyone holding the witness's rows can check every head without the
+table (`tablewitness verify`).
 """
 
 from __future__ import annotations

@@ -202,3 +202,35 @@ def test_approved_firmware_lists_are_read_and_checked():
     data["shuffler"]["firmware_versions"] = "1.0"
     assert any(p.startswith("shuffler.firmware_versions = '1.0': not allowed; allowed: a "
                             "non-empty list") for p in problems(data))
+
+
+def test_an_empty_firmware_list_is_refused_and_a_missing_one_accepts_any():
+    """docs/wiring.md, docs/configuration.md: leave the key out to accept any version."""
+    data = simulated()
+    data["shoe"]["firmware_versions"] = []
+    assert problems(data) == ["shoe.firmware_versions = []: not allowed; allowed: a non-empty "
+                              "list of the approved firmware version strings, e.g. "
+                              "[\"shoe-fw 2.1\"]"]
+    del data["shoe"]["firmware_versions"]
+    assert parse_config(data, "table.toml").shoe.firmware_versions is None
+
+
+def test_a_simulation_section_is_refused_as_an_unknown_section():
+    """[simulation] was once listed among the device sections but nothing read it: a file
+    that has one is refused, naming every section a table's configuration may have."""
+    data = simulated()
+    data["simulation"] = {"speed": 2}
+    assert problems(data) == [
+        "simulation = {'speed': 2}: unknown section; allowed here: table, game, wagers, shoe, "
+        "shuffler, gpio, store, control, display, progressive, linked, mqtt, supervisors, "
+        "access, metrics, witness, software, display_service"]
+
+
+def test_the_rules_submission_skips_exactly_the_sections_the_configuration_checks():
+    """A Rules Submission tool (par-sheet, simulate, replay) reading a whole table
+    configuration skips the sections controller/config.py checks, and no other."""
+    from controller.config import DEVICE_SECTIONS
+    from controller.rules.submission import OTHER_OWNED_SECTIONS
+
+    assert sorted(DEVICE_SECTIONS) == sorted(OTHER_OWNED_SECTIONS)
+    assert len(set(DEVICE_SECTIONS)) == len(DEVICE_SECTIONS)

@@ -263,3 +263,15 @@ def test_631c_2_c_heavenly_9_minimum_refused_at_validation(min_cents: int | None
         "500 (631c.2(c): no less than $5)"]
     data["wagers"]["heavenly_9_progressive"] = {"min_cents": 500}
     parse_submission(data, "t.toml")
+
+
+def test_a_whole_table_configuration_is_read_as_its_rules_submission() -> None:
+    """`tablectl par-sheet`, `simulate` and `replay` take a table's configuration: its
+    [metrics], [witness], [software] and [display_service] are skipped like the devices'
+    (they were refused as unknown keys)."""
+    data = base()
+    data["metrics"] = {"listen": "127.0.0.1:9464"}
+    data["witness"] = {"dsn": "host=witness.casino.lan"}
+    data["software"] = {"verify": "warn"}
+    data["display_service"] = {"listen": "127.0.0.1:8080"}
+    assert parse_submission(data, "t.toml").table.id == "T1"

@@ -64,6 +64,16 @@ def test_lucky_nines_is_rejected_unless_fully_automated_631c_4_a() -> None:
     assert "lucky_nines" in load_rules_of(data)
 
 
+def test_lucky_nines_refusal_names_the_game_sections_key_631c_4_a() -> None:
+    """The key that offers it is `[game] fully_automated`, not one of `[table]`."""
+    data = base()
+    data["wagers"]["lucky_nines"] = {"paytable": "C"}
+    assert errors_of(data) == (
+        "t.toml: wagers.lucky_nines.fully_automated = False: 631c.4(a) offers Lucky Nines only "
+        "on a fully automated electronic gaming table; set [game] fully_automated = true or "
+        "remove the wager")
+
+
 def load_rules_of(data: dict[str, Any]) -> list[str]:
     return [w.key for w in parse_submission(data, "t.toml").wagers]
 

@@ -78,7 +78,7 @@ def make_lucky_nines(key: str, paytable: object, fully_automated: object,
         raise SideWagerConfigError(
             key, "fully_automated", fully_automated,
             "631c.4(a) offers Lucky Nines only on a fully automated electronic gaming table; "
-            "set [table] fully_automated = true or remove the wager")
+            "set [game] fully_automated = true or remove the wager")
     return LuckyNines(key, LUCKY_NINES_PAYTABLES[letter], rounding)
 
 
