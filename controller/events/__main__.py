@@ -1,4 +1,4 @@
-"""`python -m controller.events [--write]`: the event table of docs/control-api.md."""
+"""`python -m controller.events [--write | --check]`: the event table of docs/control-api.md."""
 
 import sys
 

@@ -84,8 +84,9 @@ CATALOGUE: tuple[EventKind, ...] = (
       "at start: supervisor PIN hashes are in the configuration file"),
     # --- access (who may do what) -------------------------------------------------------
     E(s.CommandRefused, "warning", "-",
-      "a command refused: the caller's role does not allow it, no or a wrong PIN, or a bad "
-      "request for a supervisor command; repeats aggregated (`count` in `window_s`)"),
+      "a command refused: the caller's role does not allow it, no or a wrong PIN, or a "
+      "supervisor command's arguments or `auth` text failed the check; repeats aggregated "
+      "(`count` in `window_s`)"),
     E(s.PinFailed, "warning", "-",
       "a wrong supervisor PIN"),
     E(s.PinLockout, "error", "-",
@@ -106,7 +107,8 @@ CATALOGUE: tuple[EventKind, ...] = (
     E(r.Prompt, "info", "-",
       "what the dealer must do next (`inspect_cards`, `cut`, `burn`, `place_bets`, `deal`, "
       "`set_aside`, `discard`, `last_hand`, `shoe_complete`, `collect_vigorish`, `jackpot`, "
-      "`stop`, `resume`)"),
+      "`stop`, `resume`, `reshuffle`: the shuffle a fault interrupted is done again, "
+      "681a.9(c))"),
     E(r.TableOpened, "info", "-",
       "the table opened (631a.4 card inspection follows)"),
     E(r.ShuffleRequested, "info", "-",
@@ -291,10 +293,18 @@ def document(text: str) -> str:
     return _SECTION.sub(lambda m: m[1] + markdown_table() + m[3], text, count=1)
 
 
+STALE = ("docs/control-api.md: the event table is stale; run "
+         "python -m controller.events --write")
+
+
 def main(argv: list[str]) -> None:
-    """`python -m controller.events [--write]`: print the table, or write it into the doc."""
+    """`python -m controller.events [--write | --check]`: print the table, write it into the
+    doc, or exit 1 (writing nothing) if the doc's table is not the catalogue's."""
     current = DOC.read_text(encoding="utf-8")
-    if "--write" in argv:
+    if "--check" in argv:
+        if document(current) != current:
+            sys.exit(STALE)
+    elif "--write" in argv:
         DOC.write_text(document(current), encoding="utf-8")
     else:
         sys.stdout.write(markdown_table())

@@ -356,3 +356,23 @@ def _built_name(call: ast.Call) -> str | None:
 def test_the_control_api_event_table_is_generated_from_the_catalogue():
     text = DOC.read_text(encoding="utf-8")
     assert text == document(text), "regenerate: python -m controller.events --write"
+
+
+def test_the_check_option_passes_a_current_table_and_fails_a_stale_one(tmp_path, monkeypatch,
+                                                                        capsys):
+    from controller.events import catalogue
+
+    doc = tmp_path / "control-api.md"
+    current = document(DOC.read_text(encoding="utf-8"))
+    doc.write_text(current, encoding="utf-8")
+    monkeypatch.setattr(catalogue, "DOC", doc)
+    catalogue.main(["--check"])  # current: nothing printed, nothing written
+    assert capsys.readouterr().out == ""
+    stale = current.replace("| `card` | info |", "| `card` | warning |")
+    assert stale != current
+    doc.write_text(stale, encoding="utf-8")
+    with pytest.raises(SystemExit) as failed:
+        catalogue.main(["--check"])
+    assert failed.value.code == ("docs/control-api.md: the event table is stale; run "
+                                 "python -m controller.events --write")
+    assert doc.read_text(encoding="utf-8") == stale
