@@ -17,13 +17,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from controller.config_checks import ConfigProblems
+from controller.progressive.broker import TOPIC_WORD, MqttConfig, parse_mqtt
 from controller.progressive.errors import ProgressiveConfigError
 from controller.rules.side.common import MeterSpec, SideWagerConfigError
 from controller.rules.submission_wagers import MAX_WAGER_CENTS
 
 if TYPE_CHECKING:
-    import ssl
-
     from controller.rules.side.harmony import HarmonyProgressive
     from controller.rules.side.heavenly9 import Heavenly9Progressive
     from controller.rules.side.mystery import MysteryConfiguration
@@ -37,14 +36,8 @@ DEFAULT_BASE_WAGERS = ("banker", "player", "tie")
 DEFAULT_SEATS = 14  # 631a.2(a)
 MYSTERY_LEVEL = "mystery"
 RESERVE_LEVEL = "reserve"
-DEFAULT_MQTT_PORT = 1883  # IANA port for MQTT without TLS
-DEFAULT_MQTTS_PORT = 8883  # IANA port for MQTT over TLS
-MQTT_KEYS = ("ca_file", "client_id", "host", "password_file", "port", "prefix", "site", "tls",
-             "username")
-DEFAULT_MQTT_PREFIX = "casino"
 DEFAULT_LINK_TIMEOUT_S = 5.0  # a PostgreSQL round trip on the casino LAN is milliseconds
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-_TOPIC_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 _COMMON_KEYS = {"game", "wager_cents", "base_wagers", "payment", "linked", "wager_key"}
 _GAME_KEYS = {
@@ -99,35 +92,6 @@ class LinkedConfig:
     schema: str
     group: str
     timeout_s: float = DEFAULT_LINK_TIMEOUT_S
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerLogin:
-    """`[mqtt]`'s login: how a client logs in to the broker and checks that it is the broker."""
-
-    username: str = ""  # "" logs in anonymously
-    password: str = field(default="", repr=False)  # from a password file; never in a repr
-    tls: bool = False
-    ca_file: str = ""  # with tls: the CA certificates that sign the broker's; "" = the system's
-
-    def tls_context(self) -> ssl.SSLContext | None:
-        """The context every TLS connection uses: the broker's certificate must chain to a
-        trusted CA and name the host connected to (`ssl.create_default_context`)."""
-        import ssl  # here: a configuration without TLS never loads it
-
-        return ssl.create_default_context(cafile=self.ca_file or None) if self.tls else None
-
-
-@dataclass(frozen=True, slots=True)
-class MqttConfig:
-    """`[mqtt]`: the meter display feed (the display is not the ledger)."""
-
-    host: str
-    port: int
-    site: str
-    prefix: str = DEFAULT_MQTT_PREFIX
-    client_id: str = ""
-    login: BrokerLogin = field(default_factory=BrokerLogin)  # the password read at start
 
 
 @dataclass(frozen=True)
@@ -286,7 +250,7 @@ def parse_progressive_config(data: Mapping[str, Any], source: str) -> Progressiv
     if any(s.linked for s in specs) and linked_cfg is None:
         problems.missing("linked", "a [linked] section with dsn and group when a progressive "
                          "sets linked = true (605a.8)")
-    mqtt_cfg = _parse_mqtt(data.get("mqtt"), problems)
+    mqtt_cfg = parse_mqtt(data.get("mqtt"), problems)
     if problems.items:
         raise ProgressiveConfigError(source, problems.items)
     return ProgressiveConfig(source, table_id, seats, tuple(specs), linked_cfg, mqtt_cfg)
@@ -308,7 +272,7 @@ def _parse_linked(raw: object, problems: _Problems) -> LinkedConfig | None:
                      "'host=10.0.0.5 dbname=progressive user=tabled'")
     if not isinstance(schema, str) or not re.match(r"^[a-z_][a-z0-9_]{0,62}$", schema):
         problems.add("linked.schema", schema, "a lower-case SQL identifier")
-    if not isinstance(group, str) or not _TOPIC_WORD.match(group):
+    if not isinstance(group, str) or not TOPIC_WORD.match(group):
         problems.add("linked.group", group, "the link group's name (letters, digits, _ . -): "
                      "tables with the same group share the meters")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
@@ -316,107 +280,6 @@ def _parse_linked(raw: object, problems: _Problems) -> LinkedConfig | None:
     if len(problems.items) and any(p.startswith("linked.") for p in problems.items):
         return None
     return LinkedConfig(str(dsn), str(schema), str(group), float(timeout))
-
-
-def _parse_mqtt(raw: object, problems: _Problems) -> MqttConfig | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        problems.add("mqtt", raw, "a table [mqtt]")
-        return None
-    before = len(problems.items)
-    for key in raw:
-        if key not in MQTT_KEYS:
-            problems.unknown(f"mqtt.{key}", MQTT_KEYS)
-    tls = raw.get("tls", False)
-    if not isinstance(tls, bool):
-        problems.add("mqtt.tls", tls, "true (TLS to the broker; port 8883 unless given) or false")
-    host = raw.get("host")
-    port = raw.get("port", DEFAULT_MQTTS_PORT if tls is True else DEFAULT_MQTT_PORT)
-    site, prefix = raw.get("site"), raw.get("prefix", DEFAULT_MQTT_PREFIX)
-    client_id = raw.get("client_id", "")
-    if not isinstance(host, str) or not host:
-        problems.add("mqtt.host", host, "the broker's host name or address, e.g. '127.0.0.1'")
-    if not _int(port) or not 1 <= port <= 65535:
-        problems.add("mqtt.port", port, "a TCP port 1-65535 (1883 is MQTT's, 8883 MQTT over TLS)")
-    for key, value in (("site", site), ("prefix", prefix)):
-        if not isinstance(value, str) or not _TOPIC_WORD.match(value):
-            problems.add(f"mqtt.{key}", value, "one topic level: letters, digits, _ . - "
-                         "(no '/', '+' or '#')")
-    if not isinstance(client_id, str):
-        problems.add("mqtt.client_id", client_id, "a string")
-    login = _parse_mqtt_login(raw, tls is True, problems)
-    if len(problems.items) > before or login is None:
-        return None
-    return MqttConfig(str(host), int(port), str(site), str(prefix), str(client_id), login)
-
-
-def _parse_mqtt_login(raw: Mapping[str, Any], tls: bool,
-                      problems: _Problems) -> BrokerLogin | None:
-    """`username`, `password_file` (read now: a table that cannot log in says so before it
-    starts, as a missing secrets file does) and `ca_file`."""
-    before = len(problems.items)
-    username, password_file = raw.get("username", ""), raw.get("password_file")
-    ca_file = raw.get("ca_file", "")
-    if not isinstance(username, str) or len(username.encode()) > 65535 \
-            or any(not ch.isprintable() for ch in username):
-        problems.add("mqtt.username", username, "the table's user on the broker, printable, "
-                     "e.g. 'table-BAC-01'")
-    password = ""
-    if password_file is not None:
-        if not isinstance(password_file, str) or not password_file:
-            problems.add("mqtt.password_file", password_file, "the path of a file holding the "
-                         "password alone, mode 0600 or 0400, e.g. /etc/tabled/mqtt-password")
-        elif not username:
-            problems.clash("mqtt.password_file", "a password without a username",
-                           "username = the table's user on the broker, beside it")
-        else:
-            password, problem = read_password_file(password_file)
-            if problem:
-                problems.clash("mqtt.password_file", problem, PASSWORD_FILE_ALLOWED)
-    if not isinstance(ca_file, str):
-        problems.add("mqtt.ca_file", ca_file, "the path of a PEM file of CA certificates")
-    elif ca_file and not tls:
-        problems.clash("mqtt.ca_file", "a CA file without TLS", "tls = true beside it, or no "
-                       "ca_file")
-    elif ca_file:
-        import ssl
-
-        try:
-            ssl.create_default_context(cafile=ca_file)
-        except (OSError, ssl.SSLError) as exc:
-            problems.add("mqtt.ca_file", ca_file, f"a readable PEM file of CA certificates "
-                         f"(it could not be loaded: {exc})")
-    if len(problems.items) > before:
-        return None
-    return BrokerLogin(str(username), password, tls, str(ca_file))
-
-
-PASSWORD_FILE_ALLOWED = ("a file holding the password alone on one line, mode 0600 or 0400, "
-                         "owned by the daemon's user")
-
-
-def read_password_file(path: str) -> tuple[str, str | None]:
-    """The password a file holds alone on its first line, or what is wrong with the file
-    (`PASSWORD_FILE_ALLOWED` says what is allowed): readable only by its owner, as the
-    supervisors' secrets file (controller/auth.py)."""
-    import os
-    import stat
-
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        if mode & 0o077:
-            return "", f"{path} has mode {mode:04o}: group or others can read it (chmod 0600 {path})"
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except OSError as exc:
-        return "", f"{path} cannot be read: {exc.strerror or exc}"
-    except UnicodeDecodeError:
-        return "", f"{path} is not UTF-8 text"
-    password = text.removesuffix("\n").removesuffix("\r")
-    if not password or "\n" in password:
-        return "", f"{path} holds {'nothing' if not password else 'more than one line'}"
-    return password, None
 
 
 def load_progressive_config(path: str) -> ProgressiveConfig:

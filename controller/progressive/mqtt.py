@@ -16,15 +16,15 @@ applies them to a paho client, for the tables and the pit page alike.
 from __future__ import annotations
 
 import json
-import socket
-import ssl
 import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
-from controller.progressive.config import BrokerLogin
+from controller.progressive.broker import (
+    CONNECT_TIMEOUT_S, BrokerLogin, BrokerTrouble, broker_client,
+)
 
 log = structlog.get_logger("progressive.mqtt")
 
@@ -33,68 +33,6 @@ QOS_AT_LEAST_ONCE = 1
 # publishes its last will: a table cut off from the network shows as lost on the pit page
 # within 1.5 x 5 s; a ping every 5 s per table is nothing to a broker.
 KEEPALIVE_S = 5
-CONNECT_TIMEOUT_S = 5.0  # bounded wait for the broker's CONNACK at start-up
-
-
-def broker_client(client_id: str, login: BrokerLogin) -> tuple[Any, ssl.SSLContext | None]:
-    """A paho client (MQTT 3.1.1) that logs in as `login` says, and its TLS context."""
-    import paho.mqtt.client as mqtt
-
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
-    if login.username:
-        client.username_pw_set(login.username, login.password or None)
-    context = login.tls_context()
-    if context is not None:
-        client.tls_set_context(context)
-    return client, context
-
-
-class BrokerTrouble:
-    """Says in the journal why the broker cannot be used, once for each new reason, and when
-    it can be again: paho retries every 1-30 s, and a wrong password or an untrusted
-    certificate would otherwise write a line at every try, forever."""
-
-    def __init__(self, logger: Any, host: str, port: int, login: BrokerLogin,
-                 context: ssl.SSLContext | None) -> None:
-        self._log = logger
-        self._host, self._port = host, port
-        self._context = context
-        self.who = {"broker": f"{host}:{port}", "tls": login.tls,
-                    "username": login.username or None}
-        self.reason: str | None = None  # the last reason written; None while connected
-
-    def _say(self, event: str, reason: str, allowed: str) -> None:
-        if reason != self.reason:
-            self.reason = reason
-            self._log.error(event, reason=reason, allowed=allowed, **self.who)
-
-    def refused(self, reason: object) -> None:
-        """The broker answered the CONNECT with a refusal (MQTT 3.1.1 section 3.2.2.3)."""
-        self._say("mqtt_connect_refused", str(reason),
-                  "[mqtt] username and password_file as the broker's password_file has them, "
-                  "and the broker's ACL letting that user in")
-
-    def failed(self) -> None:
-        """paho could not connect (it keeps no reason): try once more, by hand, to say why."""
-        self._say("mqtt_connect_failed", self._why_not(),
-                  "a broker listening there; with tls, a certificate for that host name "
-                  "signed by a CA in [mqtt] ca_file (or the system's)")
-
-    def connected(self) -> None:
-        if self.reason is not None:
-            self.reason = None
-            self._log.info("mqtt_connected", **self.who)
-
-    def _why_not(self) -> str:
-        try:
-            with socket.create_connection((self._host, self._port),
-                                          timeout=CONNECT_TIMEOUT_S) as sock:
-                if self._context is not None:
-                    with self._context.wrap_socket(sock, server_hostname=self._host):
-                        pass
-        except OSError as exc:  # ssl.SSLError included
-            return str(exc) or type(exc).__name__
-        return "the connection failed, and a second try at once succeeded"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from controller.display.pit import FeedSettings, PitBoard, feed_settings
-from controller.progressive.config import BrokerLogin
+from controller.display.pit import PitBoard
+from controller.display.pit_settings import FeedSettings, feed_settings
+from controller.progressive.broker import BrokerLogin
 from hil.pit_servers import make_broker_certificates
 
 BASE = "casino/pit-1/tables"
@@ -202,7 +203,7 @@ def test_the_page_takes_tls_from_the_table_and_logs_in_as_its_own_user(tmp_path:
 def test_a_listen_or_broker_address_the_page_cannot_use_is_refused(text: str) -> None:
     """Before, '²' raised ValueError out of argparse's type function, and a label of over 63
     characters UnicodeError at the bind."""
-    from controller.display.pit import _host_port
+    from controller.display.pit_settings import _host_port
 
     with pytest.raises(argparse.ArgumentTypeError, match="allowed: HOST:PORT, e.g. 127.0.0.1:1883"):
         _host_port(text, "--listen")

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 import structlog
 
-from controller.progressive.config import BrokerLogin, parse_progressive_config
+from controller.progressive.broker import BrokerLogin
+from controller.progressive.config import parse_progressive_config
 from controller.progressive.errors import ProgressiveConfigError
-from controller.progressive.mqtt import MqttMeterPublisher, broker_client
+from controller.progressive.broker import broker_client
+from controller.progressive.mqtt import MqttMeterPublisher
 from controller.progressive.system import ProgressiveSystem
 from controller.memory.store import Store
 from drivers.protocols import LockedOut
