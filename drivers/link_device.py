@@ -50,8 +50,9 @@ log = structlog.get_logger()
 HANDSHAKE_TIMEOUT_S = 5.0
 """Wait for the peer's Hello: firmware_bridge's own handshake timeout (link.HANDSHAKE_TIMEOUT)."""
 SELF_TEST_TIMEOUT_S = 15.0
-"""A device's self-test (docs/protocol.md sets no limit): our choice, long enough for a shuffler
-to cycle its mechanism once, short enough for a technician waiting at tablectl."""
+"""A device's self-test: our choice, long enough for a shuffler to cycle its mechanism once,
+short enough for a technician waiting at tablectl; never shorter than the handshake timeout
+at the link's baud rate, which docs/protocol.md 6.2 gives a device to answer (22 s at 9600)."""
 HOST_SOFTWARE_VERSION = "0.1.0"
 """What the host says it runs in its Hello (pyproject's version)."""
 
@@ -171,7 +172,7 @@ class LinkedDevice:
             await self._link.send(wire.SelfTestRequest())
             # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that
             # arrives with the result (drivers/timers.py), leaving the caller running on.
-            async with asyncio.timeout(SELF_TEST_TIMEOUT_S):
+            async with asyncio.timeout(self._self_test_wait(self._link)):
                 result = await asyncio.shield(self._self_test)
         except (TimeoutError, BridgeError) as exc:
             return SelfTestResult(self.name, False, f"no self-test result: {exc or 'timed out'}")
@@ -358,6 +359,15 @@ class LinkedDevice:
         if timing is None:
             return HANDSHAKE_TIMEOUT_S
         return max(HANDSHAKE_TIMEOUT_S, float(timing.handshake_timeout + timing.reset_interval))
+
+    @staticmethod
+    def _self_test_wait(link: Any) -> float:
+        """How long a SelfTestResult may take: SELF_TEST_TIMEOUT_S, or the handshake timeout
+        at this baud rate if longer (6.2 [M-6.2a]: a device answers within it)."""
+        timing = getattr(getattr(link, "endpoint", None), "timing", None)
+        if timing is None:
+            return SELF_TEST_TIMEOUT_S
+        return max(SELF_TEST_TIMEOUT_S, float(timing.handshake_timeout))
 
     async def _wait_while_refused(self, link: Any, reprobe_s: float) -> float | None:
         """H2: keep the port open; the refused device's next RESET (after re-flashing) starts

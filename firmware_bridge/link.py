@@ -579,7 +579,7 @@ class LinkEndpoint:
         self._rtx_deadline: float | None = None
         self._rtt = _Rtt(self.timing)
         self._hello_acked = False
-        self._hello_ack_withheld = False  # refusing before our Hello went out: see _refuse
+        self._hello_ack_withheld = False  # we refused: our Hello's copies carry ack 0 (_refuse)
         self._last_rx = now
         self._last_tx = now
         self._next_reset = now
@@ -831,7 +831,9 @@ class LinkEndpoint:
         self._pending.clear()
         if own_hello_unsent:
             self._queue_internal(self.hello, front=False)
-            self._hello_ack_withheld = True
+        # [M-4.2b]: every copy of our Hello keeps ack 0, a resend of one already in flight
+        # too, so no frame acknowledges the peer's Hello ahead of the Refuse
+        self._hello_ack_withheld = not self._hello_acked
         # the reason may quote peer-supplied text: cut it on a character boundary
         self._queue_internal(Refuse(code, cut_utf8(reason, REFUSE_REASON_BYTES)), front=False)
         self._emit(PeerRefused(reason, True, error))
@@ -898,7 +900,7 @@ class LinkEndpoint:
 
     def _data_ack(self, seq: int) -> int:
         if self._hello_ack_withheld and seq == 0:
-            return (self._rx_expected - 1) % _SEQ_MODULUS  # Hello ahead of our Refuse: no ack yet
+            return 0  # our Hello ahead of our Refuse: the ack before the peer's Hello (4.2)
         return self._rx_expected
 
     def _retransmit_all(self, now: float, *, by_timer: bool) -> None:

@@ -186,10 +186,13 @@ def _payload_id(rx: Rx) -> int:
     return rx.frame.payload[0]
 
 
-def _wait_reply(p: Prober, message_id: int, what: str, since: int) -> Rx:
-    """The first DATA of this session carrying ``message_id`` received after log index ``since``."""
+def _wait_reply(p: Prober, message_id: int, what: str, since: int,
+                seconds: float | None = None) -> Rx:
+    """The first DATA of this session carrying ``message_id`` received after log index
+    ``since``, within ``seconds`` (default ``reset_response_s()``)."""
     return p.wait_for(what, lambda rx: rx.is_data and rx.session == p.session
-                      and _payload_id(rx) == message_id, p.reset_response_s(), since=since)
+                      and _payload_id(rx) == message_id,
+                      p.reset_response_s() if seconds is None else seconds, since=since)
 
 
 def _sent_status_request(p: Prober) -> int:

@@ -191,11 +191,14 @@ def requests_answered(ctx: Context) -> Verdicts:
     mark = p.mark()
     p.open_session()
     problems = []
+    # [M-6.2a] gives each answer the handshake timeout at the device's baud (a self-test
+    # may take seconds); the other checks only use a quick Status as a sign of life
+    within = p.timing.handshake_timeout + p.wire.slack
     for request, answer in ((StatusRequest(), Status), (SelfTestRequest(), SelfTestResult)):
         since = p.mark()
         p.send_data(request)
         try:
-            _wait_reply(p, answer.ID, answer.__name__, since)
+            _wait_reply(p, answer.ID, answer.__name__, since, within)
         except ProbeError as exc:
             problems.append(f"{type(request).__name__}: {exc}")
     detail = "Status and SelfTestResult answered"

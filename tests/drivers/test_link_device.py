@@ -66,3 +66,17 @@ async def test_a_device_that_stays_missing_is_reported_once_not_every_retry(
         assert len(recorder.of(DeviceFault)) == 1
     finally:
         await shoe.stop()
+
+
+@pytest.mark.parametrize(("baud", "seconds"), [(115200, 15.0), (19200, 15.0), (9600, 22.0)])
+def test_a_self_test_gets_at_least_the_handshake_timeout_of_its_baud(baud: int,
+                                                                    seconds: float) -> None:
+    # docs/protocol.md 6.2 [M-6.2a]: a device answers SelfTestRequest within the handshake
+    # timeout of 5.9, 22 s at 9600; the host gave every rate 15 s
+    from types import SimpleNamespace
+
+    from drivers.link_device import LinkedDevice
+    from firmware_bridge.link import LinkTiming
+
+    link = SimpleNamespace(endpoint=SimpleNamespace(timing=LinkTiming.for_baudrate(baud)))
+    assert LinkedDevice._self_test_wait(link) == seconds

@@ -210,6 +210,51 @@ def test_a_shoe_that_drops_a_dealt_card_fails_and_a_shuffler_that_never_shuffles
         FAIL, "StartShuffle: no ShuffleComplete or Fault, and no ShuffleProgress for 30 s")
 
 
+class _SlowSelfTest(FirmwareModel):
+    """A display whose self-test takes ``seconds`` before its SelfTestResult goes out."""
+
+    def __init__(self, seconds: float, baud: int) -> None:
+        super().__init__(DeviceKind.DISPLAY, timing=LinkTiming.for_baudrate(baud))
+        self.seconds = seconds
+        self.due: list[float] = []
+
+    def _run(self, now: float) -> None:
+        from firmware_bridge.link import MessageReceived
+        from firmware_bridge.messages import SelfTestRequest, SelfTestResult
+
+        events = self.endpoint.events()
+        self.due += [now + self.seconds for e in events if isinstance(e, MessageReceived)
+                     and isinstance(e.message, SelfTestRequest)]
+        self.endpoint._events.extend(e for e in events if not (
+            isinstance(e, MessageReceived) and isinstance(e.message, SelfTestRequest)))
+        super()._run(now)
+        for at in [at for at in self.due if at <= now]:
+            self.due.remove(at)
+            self._send(SelfTestResult(True, "slow but done"), now)
+
+    def next_deadline(self) -> float | None:
+        deadlines = [d for d in (super().next_deadline(), *self.due) if d is not None]
+        return min(deadlines) if deadlines else None
+
+
+@pytest.mark.parametrize(("baud", "seconds", "detail"), [
+    (115200, 4.0, "Status and SelfTestResult answered"),
+    (9600, 20.0, "Status and SelfTestResult answered"),
+    (115200, 6.0, "SelfTestRequest: no SelfTestResult within 5.00 s"),
+])
+def test_a_request_may_take_up_to_the_handshake_timeout(baud: int, seconds: float,
+                                                         detail: str) -> None:
+    # docs/protocol.md 6.2 [M-6.2a]: each answer within the handshake timeout of 5.9 (5 s at
+    # 115200, 22 s at 9600); the kit gave a self-test one second and failed such a device
+    from firmware_bridge.conformance.checks_1_2 import requests_answered
+
+    wire = SimulatedWire(_SlowSelfTest(seconds, baud), baud)
+    ctx = Context(Prober(wire, LinkTiming.for_baudrate(baud), DeviceKind.DISPLAY),
+                  DeviceKind.DISPLAY, baud)
+    assert list(requests_answered(ctx)) == [
+        ("messages.requests_answered", detail.startswith("Status"), detail)]
+
+
 @pytest.mark.parametrize(("baud", "extra"), [(9600, {"timing.keepalive"}), (115200, set())])
 def test_a_protocol_1_0_device_fails_exactly_what_1_1_added(baud: int, extra: set[str]) -> None:
     report = _run(DeviceKind.SHOE, baud, endpoint_factory=legacy_endpoint)

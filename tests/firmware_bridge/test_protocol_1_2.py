@@ -11,6 +11,7 @@ from firmware_bridge.link import (
     LinkEndpoint,
     LinkState,
     LinkTiming,
+    LinkUp,
     MessageReceived,
     Role,
 )
@@ -69,6 +70,30 @@ def test_an_undecodable_refuse_at_seq_0_is_acknowledged_and_not_acted_on() -> No
     device.receive(_data(0, 1, payload), 0.1)
     assert [(f.kind, f.ack) for f in _frames(device)] == [(FrameKind.ACK, 1)]
     assert device.state is LinkState.HANDSHAKING and device.counters.bad_messages == 1
+
+
+def test_a_refusers_resent_hello_keeps_ack_0_though_it_went_out_before_the_peers() -> None:
+    # 4.2 (1.2), [M-4.2b]: the host's Hello (seq 0, ack 0) is in flight when the shoe's
+    # Hello arrives and is refused; the timer resends both, and the Hello still carries
+    # ack 0, so the shoe never sees its Hello acknowledged ahead of the Refuse (it used to
+    # carry ack 1: the shoe went UP, then down at the Refuse)
+    host = LinkEndpoint(Role.HOST, HOST_HELLO, session_ids=lambda: 0x12345678,
+                        accept_peer=lambda peer: "no")
+    host.connect(0.0)
+    host.outgoing()
+    host.receive(Frame(FrameKind.RESET_ACK, 0, 0, SESSION).encode(), 0.0)
+    hello = bytes.fromhex("02 01 01 02 1a 03 01 01 14 07 50 49 2d 30 30 30 31 0a 74 61 62 6c"
+                          " 65 64 20 30 2e 31 01 01 01 03 60 4e 00")  # 8.2: seq 0, ack 0
+    assert host.outgoing() == hello
+    host.receive(_data(0, 0, encode_message(SHOE_HELLO)), 0.1)
+    refuse = bytes.fromhex("05 01 01 01 05 08 02 03 02 6e 6f 5f 78 00")  # seq 1, ack 1: 'no'
+    assert host.outgoing() == b"\x00" + refuse
+    host.poll(0.25)
+    assert host.outgoing() == b"\x00" + hello + refuse
+    shoe = _handshaking_device()
+    shoe.receive(hello + refuse, 0.3)
+    assert shoe.state is LinkState.REFUSED
+    assert not [e for e in shoe.events() if isinstance(e, LinkUp)]
 
 
 def test_each_copy_of_a_duplicate_gets_its_own_acknowledgement() -> None:
