@@ -1,7 +1,7 @@
 """Who may do what on the control socket: roles, and the caller behind each connection.
 
 Each command declares the one role it needs where it is registered
-(`Daemon._register_commands`); this module maps the process on the other end
+(`controller.commands.Commands.register`); this module maps the process on the other end
 of the socket to the roles it holds, from the kernel's peer credentials
 (SO_PEERCRED: uid, gid, pid; SO_PEERGROUPS: its supplementary groups), never
 from anything the client says. The groups are named in the configuration's

@@ -1,6 +1,6 @@
 """The one check of a control request's arguments, before its command runs.
 
-Each command is registered with the arguments it takes (`Daemon._register_commands`):
+Each command is registered with the arguments it takes (controller/commands/args.py):
 a name and an `Arg` saying the type, range and length allowed. `check_args` holds a
 request to them: an unknown argument, a wrong type, a number out of range (however
 many digits), text too long or not valid Unicode (a lone surrogate such as "\\ud800",

@@ -15,7 +15,7 @@ BOOT_CHAIN_LIMIT = 20_000
 """At start, the log's entries since the last full check are read before ready only if there
 are at most this many (about 0.1 s here, 0.5 s on a Pi 4): a tampered recent entry then puts
 the table out of order at once. Any longer stretch, and all of the history in any case, is
-left to the full check that follows ready (controller/memory/history_check.py)."""
+left to the full check that runs alongside the start (controller/memory/history_check.py)."""
 
 
 def build_devices(config: TableConfig) -> dict[str, Device]:

@@ -1,7 +1,7 @@
 """The check of critical memory at start, as a result the daemon records.
 
 The store's own check (MACs, seal, anchor, the log's recent entries) ran when it was
-opened (controller/critical_store.open_store); here its outcome is joined with the
+opened (controller/memory/lifecycle.open_store); here its outcome is joined with the
 progressive meters' cross-check against the log. Nothing is logged or cleared here: the
 daemon logs the result and, on a failure, puts the table out of order naming it.
 """

@@ -34,7 +34,7 @@ SAVED_AT_SEQ = "saved_at_seq"
 """The key `save_table_state` adds to the saved state: the log's last entry when it was
 saved. A card that moves nothing but the shoe's position and the open round's cards does not
 save the state (its log entry, in the same commit, holds both); the open round's cards are
-those saved, then those logged after it (`Store._open_round_cards`)."""
+those saved, then those logged after it (`rounds.open_round_cards`)."""
 
 
 class Event(NamedTuple):

@@ -201,9 +201,9 @@ class Store:
 
     def on_durable_commit(self, listener: Callable[[critical.Seal, sqlite3.Connection], None]
                           ) -> None:
-        """`listener` is given every durable commit's seal and this connection, after the
-        step's committed entries were given out (before anything else writes), on the
-        writer's thread: it must not block (the witness's heads,
+        """`listener` is given each flush's last seal (with group commit, none while commits
+        are held behind it: their flush gives its own) and this connection, once what it
+        covers is given out, on the writer's thread: it must not block (the witness's heads,
         controller/witness/link.py, only take a digest and hand the head to their thread)."""
         self._delivery.durable_listeners.append(listener)
 

@@ -1,4 +1,4 @@
-"""What the table saves with every step, declared once: `SavedState`.
+"""What the table saves at the end of a step the save rule picks, declared once: `SavedState`.
 
 The table holds one `SavedState` (`Table.saved`) and hands it to its collaborators,
 which change it in place; the store keeps its JSON beside the state's name
@@ -79,7 +79,7 @@ class SavedState:
     batches: BatchTracker | None = None  # 681a.3(b): two batches alternating, if configured
     # The open round's cards, as its row gets them when it closes: kept here instead of
     # rewriting the round's row for every card (OPEN_ROUND_CARDS, where the store looks for
-    # them); a card that saves no state is in the log after the save (Store._open_round_cards).
+    # them); a card that saves no state is in the log after the save (rounds.open_round_cards).
     round_cards: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
