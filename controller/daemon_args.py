@@ -7,6 +7,9 @@ import argparse
 
 from controller import __version__
 
+_SUPERVISED = ("with --clear-store, or --init-store and --register-witness for a table the "
+               "witness already knows")
+
 
 def command_line() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tabled", description="Baccarat table controller daemon")
@@ -26,8 +29,8 @@ def command_line() -> argparse.ArgumentParser:
                       help="register this table's key with the witness [witness] names (a "
                            "table initialised before it had one); a table the witness knows "
                            "needs --supervisor, --reason and the PIN; then exit")
-    parser.add_argument("--supervisor", help="with --clear-store: the supervisor's name")
-    parser.add_argument("--reason", default="", help="with --clear-store: why")
+    parser.add_argument("--supervisor", help=f"{_SUPERVISED}: the supervisor's name")
+    parser.add_argument("--reason", default="", help=f"{_SUPERVISED}: why")
     parser.add_argument("--pin-stdin", action="store_true",
-                        help="with --clear-store: read the PIN from standard input")
+                        help=f"{_SUPERVISED}: read the PIN from standard input")
     return parser

@@ -271,6 +271,19 @@ def test_clear_store_needs_the_supervisors_pin(tmp_path):
     assert "cleared by floor; the old files are kept in" in right.stdout
 
 
+def test_tableds_help_names_every_step_that_takes_a_supervisor():
+    """--init-store and --register-witness take the supervisor too, for a table its witness
+    already knows (docs/deployment.md, "The witness"); the help said --clear-store only."""
+    from controller.daemon_args import command_line
+
+    helps = {a.dest: a.help for a in command_line()._actions}
+    said = "with --clear-store, or --init-store and --register-witness for a table the " \
+           "witness already knows"
+    assert (helps["supervisor"], helps["reason"], helps["pin_stdin"]) == (
+        f"{said}: the supervisor's name", f"{said}: why",
+        f"{said}: read the PIN from standard input")
+
+
 def test_every_start_checks_the_whole_history_before_the_table_opens(tmp_path):
     """Ready does not wait on the history (the start reads at most BOOT_CHAIN_LIMIT entries
     since the last full check), but every start then checks all of it before anything is

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DISPLAY_UNIT = ROOT / "systemd" / "tabledisplay.service"
 SYSUSERS = ROOT / "systemd" / "tabledisplay.sysusers"
 INSTALLED_EXECUTABLE = "/opt/tabled/.venv/bin/tabledisplay"
-EXPOSURE_LIMIT = 1.5  # measured 1.2 with systemd 252; the daemon's own limit is 2.5
+EXPOSURE_LIMIT = 1.5  # measured 1.2 with systemd 252; the daemon's own limit is 2.0
 
 
 def setting(key: str, unit: Path = DISPLAY_UNIT) -> list[str]:
