@@ -234,7 +234,7 @@ def check_feature_packages(problems: ConfigProblems, sections: Iterable[str]) ->
         except ImportError as exc:
             problems.items.append(
                 f"[{section}]: needs the Python package {package}, which is not installed "
-                f"here ({exc}); allowed: install the 'linked' extra "
-                f"(/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'; on 32-bit "
-                f"Raspberry Pi OS: apt install libpq5, then '/opt/tabled[pi,linked-libpq]'), "
-                f"or remove [{section}]")
+                f"here ({exc}); allowed: a release bundle built with the 'linked' extra "
+                f"(--extras pi,linked-libpq, with apt install libpq5; docs/deployment.md, "
+                f"step 2), on a development install pip install '.[pi,linked]', or remove "
+                f"[{section}]")

@@ -234,10 +234,10 @@ def _without_paho(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 MQTT_REFUSAL = ("[mqtt]: needs the Python package paho-mqtt, which is not installed here "
-                "(import of paho.mqtt.client halted; None in sys.modules); allowed: install the "
-                "'linked' extra (/opt/tabled/.venv/bin/pip install '/opt/tabled[pi,linked]'; on "
-                "32-bit Raspberry Pi OS: apt install libpq5, then "
-                "'/opt/tabled[pi,linked-libpq]'), or remove [mqtt]")
+                "(import of paho.mqtt.client halted; None in sys.modules); allowed: a release "
+                "bundle built with the 'linked' extra (--extras pi,linked-libpq, with apt "
+                "install libpq5; docs/deployment.md, step 2), on a development install pip "
+                "install '.[pi,linked]', or remove [mqtt]")
 
 
 def test_an_mqtt_feed_without_the_linked_extra_is_refused_by_both(tmp_path, capsys,
