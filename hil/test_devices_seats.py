@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,10 @@ from drivers.protocols import (
     LockedOut,
     SeatSensorChanged,
 )
-from drivers.seats import CHATTER_EDGES, GpioSeatPanel
+from drivers.seats import CHATTER_EDGES, GpioSeatPanel, SeatPins
 from hil.conftest import EVENT_TIMEOUT_S, SeatBench
 from hil.recorder import Recorder
+from hil.rig import TABLE_A, TABLE_A_LOCKOUT_PIN
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_threads")]
 
@@ -44,19 +46,25 @@ async def _harness(seat_bench: SeatBench, script: str) -> str:
     return out.decode().strip()
 
 
+def _calls(*calls: tuple[str, int | str]) -> str:
+    """The harness script's lines ``pins.<method>(<pin>)``, each pin as a Python literal: a rig
+    file may name a pin ``"GPIO17"`` as well as number it (docs/wiring.md)."""
+    return "".join(f"pins.{method}({pin!r})\n" for method, pin in calls)
+
+
 async def test_631c_2_d_2_wagers_before_the_button_count_and_after_do_not(
         panel: GpioSeatPanel, seat_bench: SeatBench, recorder: Recorder) -> None:
     seats = sorted(seat_bench.seats)
     first, second, late = seats[0], seats[1], seats[2]
     panel.open_betting(frozenset(seats))
-    await _harness(seat_bench, f"pins.press({seat_bench.seats[first].sensor_pin})\n"
-                               f"pins.press({seat_bench.seats[second].sensor_pin})\n")
+    await _harness(seat_bench, _calls(("press", seat_bench.seats[first].sensor_pin),
+                                      ("press", seat_bench.seats[second].sensor_pin)))
     await recorder.wait_for(SeatSensorChanged, lambda e: e.seat == second and e.present,
                             timeout=EVENT_TIMEOUT_S)
     assert panel.led(first) is LedState.ACCEPTED
-    await _harness(seat_bench, f"pins.press({seat_bench.lockout_pin})\n"
-                               f"pins.press({seat_bench.seats[late].sensor_pin})\n"
-                               f"pins.release({seat_bench.lockout_pin})\n")
+    await _harness(seat_bench, _calls(("press", seat_bench.lockout_pin),
+                                      ("press", seat_bench.seats[late].sensor_pin),
+                                      ("release", seat_bench.lockout_pin)))
     locked = await recorder.wait_for(LockedOut)
     assert (locked.cause, locked.wagers) == ("button", frozenset({first, second}))
     assert await recorder.wait_for(LateSensorChange) == LateSensorChange(
@@ -64,10 +72,10 @@ async def test_631c_2_d_2_wagers_before_the_button_count_and_after_do_not(
     assert panel.led(first) is LedState.LOCKED and panel.led(late) is LedState.OFF
     # The harness reads the LED the daemon drives (a photodiode on a rig).
     panel.set_led(first, LedState.ACCEPTED)
-    assert await _harness(seat_bench, f"print(pins.read_output({seat_bench.seats[first].led_pin}))") == "True"
+    assert await _harness(seat_bench, f"print(pins.read_output({seat_bench.seats[first].led_pin!r}))") == "True"
     # The chips are taken back: a rig's relays stay where a test leaves them.
-    await _harness(seat_bench, "".join(f"pins.release({seat_bench.seats[s].sensor_pin})\n"
-                                       for s in (first, second, late)))
+    await _harness(seat_bench, _calls(*(("release", seat_bench.seats[s].sensor_pin)
+                                        for s in (first, second, late))))
 
 
 async def _pins(seat_bench: SeatBench, *calls: tuple[str, object]) -> list[object]:
@@ -115,3 +123,30 @@ async def test_stuck_sensor_injection(
                             lambda e: e.code == f"seat_sensor_present_at_open:{seat}",
                             timeout=EVENT_TIMEOUT_S)
     assert panel.led(seat) is LedState.AWAITING
+
+
+async def test_pins_named_like_gpio17_are_driven_as_numbered_ones_are(
+        short_dir: str, recorder: Recorder) -> None:
+    """A rig file's pins may be names ("GPIO17", docs/wiring.md): the harness passes them on
+    as written, as strings, on the simulator's bridge as on a relay board."""
+    assert _calls(("press", 4), ("release", "GPIO10")) == (
+        "pins.press(4)\npins.release('GPIO10')\n")
+    socket_path = str(Path(short_dir) / "pins.sock")
+    bench = SeatBench({seat: SeatPins(f"GPIO{p.sensor_pin}", f"GPIO{p.led_pin}")
+                       for seat, p in TABLE_A.items()}, f"GPIO{TABLE_A_LOCKOUT_PIN}",
+                      "hil.mock_pins:BridgedMockFactory", {"bridge_socket": socket_path},
+                      socket_path)
+    panel = GpioSeatPanel("seats", bench.seats, bench.lockout_pin, pin_factory=bench.pin_factory,
+                          factory_options=bench.factory_options)
+    await panel.start(recorder)
+    try:
+        panel.open_betting(frozenset(bench.seats))
+        await _harness(bench, _calls(("press", "GPIO4")))  # seat 1's chip
+        await recorder.wait_for(SeatSensorChanged, lambda e: e.seat == 1 and e.present,
+                                timeout=EVENT_TIMEOUT_S)
+        assert await _harness(bench, "print(pins.read_output('GPIO21'))") == "True"  # ACCEPTED
+        await _harness(bench, _calls(("press", "GPIO10"), ("release", "GPIO10"), ("release", "GPIO4")))
+        locked = await recorder.wait_for(LockedOut)
+        assert (locked.cause, locked.wagers) == ("button", frozenset({1}))
+    finally:
+        await panel.stop()

@@ -31,8 +31,8 @@ def _have_atheris() -> None:
     try:
         import atheris  # noqa: F401
     except ImportError:
-        reason = ("atheris is not installed: the test extra installs it on x86_64 Linux only "
-                  "(docs/dependencies.md)")
+        reason = ("atheris is not installed: the test extra installs it on x86_64 Linux with "
+                  "Python before 3.13 only (docs/dependencies.md)")
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
