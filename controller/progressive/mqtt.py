@@ -8,9 +8,7 @@ version in its ledger, so a subscriber can drop an older message that arrives
 late. The display is not the ledger: a lost message changes no money, and the
 next change (or a restart, which republishes every meter) corrects it.
 
-A broker on the casino's network asks each client to log in and speaks TLS
-(docs/deployment.md, "The broker"): `BrokerLogin` carries both, and `broker_client`
-applies them to a paho client, for the tables and the pit page alike.
+The publisher logs in and speaks TLS as `[mqtt]` says (controller/progressive/broker.py).
 """
 
 from __future__ import annotations
