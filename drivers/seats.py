@@ -214,7 +214,9 @@ class GpioSeatPanel:
         if str(lockout_pin).upper().removeprefix("GPIO") in pins:
             raise SeatPanelConfigError(f"gpio.lockout_pin = {lockout_pin!r}: already used by a seat")
         if debounce_s < 0:
-            raise SeatPanelConfigError(f"gpio.debounce_s = {debounce_s}: must be >= 0")
+            # the configuration's [gpio] debounce_ms, in seconds here
+            raise SeatPanelConfigError(f"gpio.debounce_ms = {debounce_s * 1000:g}: not allowed; "
+                                       "allowed: 0 to 500 milliseconds")
         for spec, key in ((pin_factory, "gpio.pin_factory"), (led_pin_factory, "gpio.led_pin_factory")):
             if spec is not None and spec not in ("lgpio", "mock"):
                 resolve_import_path(spec, key)  # fail at configuration time, not at start

@@ -327,3 +327,13 @@ async def test_health_and_self_test(panel: GpioSeatPanel) -> None:
                              "(clear the spots; if empty, the sensors are stuck)")
     lift(panel, 1)
     assert (await panel.self_test()).passed
+
+
+def test_a_negative_debounce_is_refused_under_the_configurations_own_key() -> None:
+    """The panel is given the configuration's [gpio] debounce_ms in seconds; a caller that
+    hands it a negative one (not the configuration, which allows 0 to 500) hears the key a
+    technician can find."""
+    with pytest.raises(SeatPanelConfigError) as refused:
+        GpioSeatPanel("seats", TEN_SEATS, LOCKOUT_PIN, debounce_s=-0.005)
+    assert str(refused.value) == ("gpio.debounce_ms = -5: not allowed; allowed: 0 to 500 "
+                                  "milliseconds")
