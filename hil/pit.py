@@ -63,10 +63,13 @@ def plan_from(args: argparse.Namespace) -> PitPlan:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="./run-pit", description=__doc__.splitlines()[0])
+    # The docstring's first sentence, which runs over two lines.
+    parser = argparse.ArgumentParser(prog="./run-pit",
+                                     description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--tables", type=int, help="how many daemons (default 20; 2 to 40)")
     parser.add_argument("--shoes", type=int, help="shoes in all, shared out over the tables "
-                                                  "(default: one per table)")
+                                                  "(default 20, or one per table when there "
+                                                  "are more; --short: 12 rounds a table)")
     parser.add_argument("--pace", type=float, metavar="SECONDS",
                         help="the players take this long over their bets each round (0-60; "
                              "default 0, and 1 for --campaign)")

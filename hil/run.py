@@ -192,9 +192,11 @@ async def start_practice(table: TableHarness, seed: int, say: Any,
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m hil.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="config/simulated-table.toml")
-    parser.add_argument("--shoes", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--config", default="config/simulated-table.toml",
+                        help="the table's configuration (default: %(default)s)")
+    parser.add_argument("--shoes", type=int, default=1, help="how many shoes (default 1)")
+    parser.add_argument("--seed", type=int, default=7,
+                        help="the seed of the cards and the players' wagers (default 7)")
     parser.add_argument("--workdir", help="keep the store and the daemon's log here; the same "
                                           "--workdir again continues that table")
     parser.add_argument("--display-port", type=int, default=0,
@@ -210,7 +212,7 @@ def main() -> int:
                              "guide's drills on")
     parser.add_argument("--pace", type=float, default=0.0, metavar="SECONDS",
                         help="the players take this long over their bets each round, so a "
-                             "person can follow the pages (default 0: full speed)")
+                             "person can follow the pages (0 to 60; default 0: full speed)")
     args = parser.parse_args()
     args.keep_running = args.keep_running or args.practice
     if not 0 <= args.pace <= 60:

@@ -1,4 +1,4 @@
-"""Build a release from a tag: a reproducible wheel, a hash-pinned lock of every dependency
+r"""Build a release from a tag: a reproducible wheel, a hash-pinned lock of every dependency
 for the Pi's platforms, an offline bundle, and the signed manifest (docs/deployment.md,
 "Building a release").
 

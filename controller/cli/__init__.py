@@ -61,8 +61,29 @@ class BadArguments(CommandError):
         self.message = message
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, but a line of help never breaks at a hyphen: at 80 columns the
+    default key's path came out as '/etc/tabled/release-' and 'signing.pub' on the next line."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are BadArguments (its subparsers are of this class too)."""
+    """An ArgumentParser whose errors are BadArguments (its subparsers are of this class too),
+    with help that breaks lines only at spaces."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise BadArguments(self, cut_long_values(message))

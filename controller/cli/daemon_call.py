@@ -86,9 +86,12 @@ def show_listing(args: argparse.Namespace, command: str,
     return call_daemon(args, body)
 
 
+SUPERVISOR_HELP = "the floor supervisor's name in the configuration's [supervisors]"
+
+
 def supervisor_arguments(parser: argparse.ArgumentParser) -> None:
     """A floor supervisor's name; the PIN is asked for, or read from stdin."""
-    parser.add_argument("--supervisor", required=True, metavar="NAME")
+    parser.add_argument("--supervisor", required=True, metavar="NAME", help=SUPERVISOR_HELP)
     parser.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")
 
 

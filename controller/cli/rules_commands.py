@@ -18,7 +18,8 @@ def register(subparsers: Any) -> None:
         "par-sheet", help="exact par sheet of every wager a configuration offers",
         description="Probability of each paying outcome, hit frequency and house edge of "
                     "every offered wager, by exact enumeration of the configured full shoe.")
-    par.add_argument("config", metavar="CONFIG", help="the table's Rules Submission (TOML)")
+    par.add_argument("config", metavar="CONFIG",
+                     help="the table's configuration or Rules Submission (TOML)")
     par.add_argument("--json", action="store_true", help="machine-readable output")
     par.set_defaults(handler=_par_sheet)
 
@@ -26,7 +27,8 @@ def register(subparsers: Any) -> None:
         "simulate", help="deal shuffled shoes through the rules engine",
         description="Deal complete shuffled shoes (cut, burn, cover card, last hand) and "
                     "print every round; format in docs/simulate-format.md.")
-    sim.add_argument("config", metavar="CONFIG", help="the table's Rules Submission (TOML)")
+    sim.add_argument("config", metavar="CONFIG",
+                     help="the table's configuration or Rules Submission (TOML)")
     sim.add_argument("--shoes", type=whole(1, 100_000, "a number of shoes"), default=1,
                      help="number of shoes (default 1)")
     sim.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -36,13 +38,16 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--json", action="store_true", help="one JSON object per round")
     sim.set_defaults(handler=_simulate)
 
-    cfg = subparsers.add_parser("config", help="Rules Submission tools")
+    cfg = subparsers.add_parser("config", help="table configuration tools")
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION")
     cfg_sub.required = True
     val = cfg_sub.add_parser("validate", help="check a table configuration file",
-                             description="Validate a Rules Submission; exit 6 listing every "
-                                         "error if it is not valid.")
-    val.add_argument("file", metavar="FILE")
+                             description="Validate a table's configuration as tabled does at "
+                                         "start, or a Rules Submission (the game sections "
+                                         "only); exit 6 listing every error if it is not "
+                                         "valid.")
+    val.add_argument("file", metavar="FILE",
+                     help="the table's configuration or Rules Submission (TOML)")
     val.set_defaults(handler=_validate)
 
 

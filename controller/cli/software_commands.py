@@ -45,7 +45,7 @@ def _restart_words(args: argparse.Namespace) -> list[str] | None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from controller.cli.daemon_call import supervisor_arguments
+    from controller.cli.daemon_call import SUPERVISOR_HELP, supervisor_arguments
     from controller.releases import DEFAULT_BASE
     from controller.software import DEFAULT_PUBLIC_KEY
 
@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     "differs, is missing or is not in the release. With --seed, also prints "
                     "HMAC-SHA256(seed, every file's contents in the manifest's order) for a "
                     "regulator to compare with the approved build's.")
-    verify.add_argument("--seed", help="a regulator's seed: 2 to 128 hexadecimal digits")
+    verify.add_argument("--seed", help="a regulator's seed: 2 to 128 hexadecimal digits, an "
+                        "even number of them")
     verify.add_argument("--manifest", help="the release's manifest.json (default: "
                         "manifest.json in this program's virtualenv, or [software] manifest "
                         "of --config)")
@@ -113,7 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                           "tabled-rollback.service: only while an activation "
                                           "has not started, no supervisor.")
     who = rollback.add_mutually_exclusive_group(required=True)
-    who.add_argument("--supervisor", metavar="NAME")
+    who.add_argument("--supervisor", metavar="NAME", help=SUPERVISOR_HELP)
     who.add_argument("--automatic", action="store_true",
                      help="the unit's rollback after a failed start (root only)")
     rollback.add_argument("--pin-stdin", action="store_true", help="read the PIN from stdin")

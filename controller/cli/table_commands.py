@@ -36,6 +36,10 @@ from controller.config import MAX_SEATS
 TEST_SECONDS = seconds(0.1, 86_400)
 
 
+def _timeout(default_s: float) -> str:
+    return f"how long the test waits, in seconds (0.1 to 86400; default {default_s:g})"
+
+
 def register(subparsers: Any) -> None:
     """Add the daemon-facing subcommands to tablectl's parser."""
     conn = argparse.ArgumentParser(add_help=False)
@@ -68,27 +72,32 @@ def register(subparsers: Any) -> None:
     t.add_argument("--cards", type=whole(0, 10_000, "a number of cards, 0 for no limit"),
                    default=0, metavar="N",
                    help="stop after N cards (default: until Ctrl-C or --timeout)")
-    t.add_argument("--timeout", type=TEST_SECONDS, default=SHOE_TEST_TIMEOUT_S, metavar="S")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=SHOE_TEST_TIMEOUT_S, metavar="S",
+                   help=_timeout(SHOE_TEST_TIMEOUT_S))
     t.set_defaults(handler=cmd_test_shoe)
     t = tests.add_parser("shuffler", parents=[read],
                          help="self-test; with --shuffle, count and verify a batch")
     t.add_argument("--shuffle", metavar="BACK", choices=["red", "blue", "green", "black"],
-                   help="shuffle, count and verify the batch with this back colour (when the "
-                        "table is opening or at the end of a shoe, or in device_fault after a "
-                        "fault stopped a shuffle, if a verified shuffle ends every fault "
-                        "holding the table; needs the dealer role too)")
+                   help="shuffle, count and verify the batch with this back colour (red, "
+                        "blue, green or black; when the table is opening or at the end of a "
+                        "shoe, or in device_fault after a fault stopped a shuffle, if a "
+                        "verified shuffle ends every fault holding the table; needs the "
+                        "dealer role too)")
     t.add_argument("--timeout", type=TEST_SECONDS, default=SHUFFLER_TEST_TIMEOUT_S,
-                   metavar="S")
+                   metavar="S", help=_timeout(SHUFFLER_TEST_TIMEOUT_S))
     t.set_defaults(handler=cmd_test_shuffler)
     t = tests.add_parser("sensors", parents=[read],
                          help="show every seat's sensor live while you touch each spot")
     t.add_argument("--seats", type=whole(1, MAX_SEATS, "a number of seats"), default=None,
                    metavar="N",
-                   help="number of seats (default: from the daemon's status, else 14)")
-    t.add_argument("--timeout", type=TEST_SECONDS, default=SENSOR_TEST_TIMEOUT_S, metavar="S")
+                   help="number of seats (default: the table's, as the daemon reports it, "
+                        "else 14)")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=SENSOR_TEST_TIMEOUT_S, metavar="S",
+                   help=_timeout(SENSOR_TEST_TIMEOUT_S))
     t.set_defaults(handler=cmd_test_sensors)
     t = tests.add_parser("lockout", parents=[read], help="self-test, then press the button")
-    t.add_argument("--timeout", type=TEST_SECONDS, default=LOCKOUT_TEST_TIMEOUT_S, metavar="S")
+    t.add_argument("--timeout", type=TEST_SECONDS, default=LOCKOUT_TEST_TIMEOUT_S, metavar="S",
+                   help=_timeout(LOCKOUT_TEST_TIMEOUT_S))
     t.set_defaults(handler=cmd_test_lockout)
     t = tests.add_parser("lights", parents=[read],
                          help="run a light pattern and confirm what you see")

@@ -126,5 +126,6 @@ def pit_arguments() -> argparse.ArgumentParser:
                         default=("127.0.0.1", 8090), help="HOST:PORT to serve on "
                                                           "(default 127.0.0.1:8090; port 0: a free one)")
     parser.add_argument("--port-file", help="write the bound port here once listening")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--log-level", default="info",
+                        help="debug, info, warning or error (default info)")
     return parser

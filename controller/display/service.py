@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="HOST:PORT to serve on (default: [display_service] listen, "
                              "else 127.0.0.1:8080)")
     parser.add_argument("--port-file", help="write the bound port here once listening")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--log-level", default="info",
+                        help="debug, info, warning or error (default info)")
     args = parser.parse_args(argv)
     configure_logging(level=args.log_level)
     try:

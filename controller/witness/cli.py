@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            "with --store, a store against them")
     for command in (setup, add, verify):
         command.add_argument("--dsn", required=True, help="libpq connection string")
-        command.add_argument("--schema", default=DEFAULT_SCHEMA)
+        command.add_argument("--schema", default=DEFAULT_SCHEMA,
+                             help=f"the witness's schema (default: {DEFAULT_SCHEMA})")
     for command in (add, verify):
         command.add_argument("--table", required=True, help="the table's id")
     add.add_argument("--role", help="the login role's name (default: SCHEMA_t_TABLE)")

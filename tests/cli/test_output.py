@@ -1,4 +1,4 @@
-"""tablectl's output helpers: money, alignment, colour rules, progress bars."""
+"""tablectl's output helpers: money, alignment, colour rules, progress bars; its help."""
 
 from __future__ import annotations
 
@@ -76,3 +76,15 @@ def test_duration_and_when():
 
 def test_generic_renders_unknown_shapes():
     assert output.generic({"seat": 3, "amount_cents": 250}) == "seat:   3\namount: $2.50"
+
+
+def test_help_breaks_lines_only_at_spaces(monkeypatch, capsys):
+    """At 80 columns argparse's own wrapping cut the default key's path at its hyphen."""
+    from controller.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["software", "stage", "--help"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "  --public-key PUBLIC_KEY\n"
+        "                        the vendor's public key (default:\n"
+        "                        /etc/tabled/release-signing.pub)\n")
