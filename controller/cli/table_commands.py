@@ -124,7 +124,8 @@ def register(subparsers: Any) -> None:
                        description="Validate a progressive award; needs a floor supervisor's "
                                    "name and PIN (prompted, or one line on stdin).")
     v.add_argument("award_id", metavar="AWARD_ID", type=whole(1, 10**12, "an award id"),
-                   help="the award's number, as the win light's event or 'tablectl meters' shows")
+                   help="the award's number, as the win light's event or 'tablectl jackpot "
+                        "pending' shows")
     supervisor_arguments(v)
     v.set_defaults(handler=cmd_jackpot_validate)
 

@@ -27,6 +27,7 @@ NONCE_BYTES = 32  # 256 bits: the trigger range is tiny, so the nonce alone must
 # Reasons a sensor-detected wager is refused; stable strings the log and CLI show.
 REFUSED_NO_BASE_WAGER = "no Baccarat wager at the seat"
 REFUSED_BELOW_MINIMUM = "below the minimum progressive wager"
+REFUSED_NOT_DENOMINATION = "not the wager's denomination"
 REFUSED_NOT_ON_SENSOR = "not on the seat's sensor at the lock-out"
 REFUSED_UNAVAILABLE = "progressive unavailable"
 
@@ -84,8 +85,10 @@ def accept_progressive_wagers(
     A wager exists only if the seat's sensor held it at the lock instant
     (631c.2(d)(2), 627b.3(a)(2), 627b.6(d)(2)) and the seat holds one of the
     base wagers (631c.2(a), 627b.3(b), 627b.6(a)). Its amount is the one entered
-    with the progressive's wager key, else the amount the spot recognises.
+    with the progressive's wager key, else the amount the spot recognises: at least the
+    minimum, and for Royal 9 exactly its denomination (627b.3(f)-(g)).
     """
+    denomination = getattr(spec.rule, "denomination_cents", None)
     base_by_seat: dict[int, int] = {}
     entered: dict[int, int] = {}
     for wager in base_wagers:
@@ -116,6 +119,12 @@ def accept_progressive_wagers(
         elif amount < spec.minimum_cents:
             refused.append(RefusedWager(seat, f"{REFUSED_BELOW_MINIMUM} "
                                               f"({amount} < {spec.minimum_cents} cents)"))
+            leds[seat] = LedState.OFF
+        elif denomination is not None and amount != denomination:
+            # 627b.3(f)-(g): the paytable is the denomination's; more on the spot would feed
+            # the meters at more than the wager the paytable pays.
+            refused.append(RefusedWager(seat, f"{REFUSED_NOT_DENOMINATION} ({amount} cents, "
+                                              f"not {denomination}; 627b.3(f)-(g))"))
             leds[seat] = LedState.OFF
         else:
             accepted.append(AcceptedWager(seat, amount))

@@ -13,16 +13,17 @@ Protocol (docs/progressive.md, "Linked progressives"):
   store (`MeterLedger.link_store`) names which of the table's stores sent it: a replaced
   store numbers its rows from 1 again. A row held under the same key with other content is
   refused, not ignored (a store rewound to an earlier copy).
-- An award is claimed in one PostgreSQL transaction that first applies the table's
-  pending contributions, then calls `claim`, which locks the level row, pays the meter's
-  whole cents, reseeds it and records the claim under a unique key (group, table, store,
-  round, seat, level). Two tables hitting at once queue on the row lock: the first is paid the
-  meter, the second the reseeded meter. Re-claiming the same key returns the recorded
-  amount.
+- An award is claimed in one PostgreSQL transaction that applies the outbox rows it is
+  given (the table gives none: it claims inside its own transaction, docs/rulings.md P5),
+  then calls `claim`, which locks the level row, pays the meter's whole cents, reseeds it
+  and records the claim under a unique key (group, table, store, round, seat, level). Two
+  tables hitting at once queue on the row lock: the first is paid the meter, the second
+  the reseeded meter. Re-claiming the same key returns the recorded amount.
 - Every table reads the levels after each flush and claim, so all of them
   show the new amount after a hit.
 
-Each `LinkedLedger` belongs to one thread (one psycopg connection).
+Each `LinkedLedger` has one psycopg connection and runs one transaction at a time on it
+(a lock: the daemon's catch-up runs in a worker thread while the loop's thread may claim).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Beside the meter topics of `controller.progressive.mqtt`, each table publishes:
 - `<prefix>/<site>/tables/<table_id>/status`: retained JSON of what the pit page shows of
   the table (state, shoe and round, the faults holding it with their age and what clears
   them, the link's state, the meters, the last results, the witness's state). Sent when
-  it changes, with a `sequence` that only grows, so a late copy can be told from a new one.
+  it changes, with a `sequence` (from 1 again at a restart) and an `at` that only grows, so
+  a late copy can be told from a new one.
 - `<prefix>/<site>/tables/<table_id>/alive`: retained `{"table_id", "alive": "online"}` once
   the table is connected; the broker itself publishes the table's last will, `"lost"`
   (retained), when the table's connection dies without a goodbye (a killed daemon, a cut

@@ -283,7 +283,8 @@ class Table:
 
         if award_id not in {a.award_id for a in progressive.pending_awards()}:
             raise CommandRefused(f"award {award_id} is not awaiting validation: it was paid "
-                                 "already or does not exist (tablectl meters shows awards)")
+                                 "already or does not exist (tablectl jackpot pending lists "
+                                 "those awaiting it)")
         try:
             # Its own steps, each durable (pending -> validated -> paid), so a crash in
             # between is finished exactly once by ProgressiveSystem.recover().

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from controller.progressive.core import (
-    REFUSED_BELOW_MINIMUM, REFUSED_NO_BASE_WAGER, REFUSED_NOT_ON_SENSOR, REFUSED_UNAVAILABLE,
+    REFUSED_BELOW_MINIMUM, REFUSED_NO_BASE_WAGER, REFUSED_NOT_DENOMINATION, REFUSED_NOT_ON_SENSOR,
+    REFUSED_UNAVAILABLE,
     accept_progressive_wagers, betting_leds,
 )
 from drivers.protocols import LedState, LockedOut
@@ -76,3 +79,32 @@ def test_unavailable_refuses_every_sensor_seat_and_shows_unavailable() -> None:
     assert set(result.leds.values()) == {LedState.UNAVAILABLE}
     assert set(betting_leds(14, "link down").values()) == {LedState.UNAVAILABLE}
     assert set(betting_leds(14, None).values()) == {LedState.AWAITING}
+
+
+def test_627b_3_f_a_royal_9_wager_other_than_its_denomination_is_refused(tmp_path: Path) -> None:
+    """docs/progressive.md, "Which wagers count": Royal 9 takes exactly its denomination; a
+    $10 entered on the $5 wager's spot is refused and feeds no meter."""
+    from controller.memory.store import Store
+    from controller.progressive.system import ProgressiveSystem
+
+    cfg = config(ROYAL_9)
+    wagers = base([1, 2], "player") + [
+        {"seat": 1, "wager": "royal_9_progressive", "amount_cents": 1000}]
+    result = accept_progressive_wagers(_locked(1, 2), wagers, cfg.progressives[0], 14)
+    assert [(w.seat, w.amount_cents) for w in result.accepted] == [(2, 500)]
+    assert [(r.seat, r.reason) for r in result.refused] == [
+        (1, f"{REFUSED_NOT_DENOMINATION} (1000 cents, not 500; 627b.3(f)-(g))")]
+    assert result.leds[1] is LedState.OFF and result.leds[2] is LedState.LOCKED
+    store = Store(tmp_path / "table.sqlite")
+    try:
+        system = ProgressiveSystem(cfg, store)
+        system.on_lock(_locked(1, 2), wagers, 1)
+        meters = {m["level"]: (m["amount_cents"], m["sub_cent"], m["wagers_cents"])
+                  for m in system.meters()}
+        # Only seat 2's 500 cents: 2% to the Mega, 1.5% (7.5 cents) to the Major and Minor.
+        assert meters == {"mega": (5_000_010, "0", 500), "major": (45_007, "1/2", 500),
+                          "minor": (45_007, "1/2", 500)}
+        assert system.verify() == []
+        system.close()
+    finally:
+        store.close()
