@@ -109,8 +109,9 @@ def format_cents(cents: int) -> str:
 def parse_odds(text: str | int) -> Fraction:
     """Parse payout odds written 'A to B' (or a bare integer meaning 'A to 1') into a Fraction.
 
-    'for' odds are rejected on purpose: the regulations state every payout in
-    'to' odds (docs/rulings.md, "'to 1' odds").
+    'for' odds are rejected on purpose: odds a table configures are written 'A to B';
+    the paytables stated 'for 1' (631c.2(i), 627b.6(i)) are data, converted once
+    (docs/rulings.md, "'to 1' and 'for 1' odds").
     """
     if isinstance(text, bool):
         raise ValueError(f"odds {text!r}: expected 'A to B' or an integer")

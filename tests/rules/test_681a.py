@@ -127,6 +127,41 @@ def test_681a_8_a_win_with_17_pays_1_to_2() -> None:
     assert s.odds == Fraction(1, 2) and s.win_cents == 500  # rounded down to the cent
 
 
+
+@pytest.mark.parametrize("player,banker,side,odds,win", [
+    ("AS 6H", "KD 5C 9S", "player", Fraction(1, 2), 500),    # soft 17 beats 24
+    ("KS 7H", "KD 6C", "player", Fraction(1, 2), 500),       # hard 17 beats 16
+    ("KS 5H 7D", "KD 6C 9S", "player", Fraction(1), 1000),  # 22 beats 25: over 21 by less
+    ("KS 8H", "9D 8C", "player", Fraction(1), 1000),         # 18 beats 17: 1 to 1
+], ids=["soft-17", "hard-17", "22-over-25", "18-over-17"])
+def test_681a_8_a_only_a_winning_17_pays_1_to_2(player: str, banker: str, side: str,
+                                                odds: Fraction, win: int) -> None:
+    """docs/rulings.md, "Winning with 17": a winning hand of exactly 17, soft or hard, pays
+    1 to 2; every other win 1 to 1, a hand over 21 that wins because the other is over by
+    more included. $10 wagers."""
+    s = g21().wager_rules[side].settle(1, 1000, v21(player, banker))
+    assert (s.outcome, s.odds, s.win_cents) == (Outcome.WIN, odds, win)
+
+
+@pytest.mark.parametrize("text,lines", [
+    ("AS 2H 3D", [2]), ("QS KH AD", [2, 3]), ("KS AH 2D", []), ("JS QH KD", [2]),
+    ("7S 7H 7D", [0, 1, 3, 4]),
+], ids=["A-2-3", "Q-K-A", "K-A-2-no-wrap", "J-Q-K", "three-7s"])
+def test_681a_3_e_3_straights_take_the_ace_low_or_high_and_never_wrap(
+        text: str, lines: list[int]) -> None:
+    """docs/rulings.md, "Bonus hands": A-2-3 and Q-K-A are straights, K-A-2 is not; a hand
+    making several lines is paid the best of paytable A (Q-K-A, a straight and a three-card
+    21: 11 to 1; three 7s: 100 to 1)."""
+    assert bonus_hands([c.rank for c in cards(text)]) == lines
+    g = g21(4, bonus_player={"paytable": "A"})
+    hand = cards(text)
+    view = RoundView(tuple(hand[:2]), tuple(cards("KD 8C")), 0, 18,
+                     player_extra=tuple(hand[2:]))
+    s = g.wager_rules["bonus_player"].settle(1, 100, view)
+    best = max((BONUS_PAYTABLES["A"][i] for i in lines), default=None)
+    assert (s.outcome, s.win_cents) == ((Outcome.WIN, 100 * best) if best else
+                                        (Outcome.LOSE, 0))
+
 def test_681a_8_b_tie_10_to_1() -> None:
     """681a.6(d)(1) Tie wager; 681a.7(k)(1)(i) paid, 681a.7(k)(1)(ii) collected."""
     s = g21().wager_rules["tie"].settle(1, 500, v21("KS 8H", "9D 9C"))

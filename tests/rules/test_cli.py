@@ -109,3 +109,23 @@ def test_par_sheet_includes_progressives_of_the_progressive_sections(
     contribution = wagers[key]["mystery"]
     assert (None if contribution is None
             else f"{contribution['expected_contribution']['decimal'] * 100:.4f}") == mystery
+
+
+@pytest.mark.parametrize("reading,edge", [("greater", "29.632122"), ("meter", "29.882725"),
+                                          ("fixed", "29.632122")])
+def test_627b_3_e_4_royal_9_par_of_each_suited_tie_reading(
+        reading: str, edge: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/rulings.md, Royal 9: the par of config/progressive-royal9.toml ($5, eight decks,
+    seat 1's King 9 K♣9♣, meters at their resets) under each `suited_tie_personal`; at the
+    resets "greater" pays as "fixed"."""
+    text = (CONFIG / "progressive-royal9.toml").read_text(encoding="utf-8")
+    assert '1 = "KC9C"' in text
+    config = tmp_path / "royal9.toml"
+    config.write_text(text.replace('[progressive.royal9]\n', '[progressive.royal9]\n'
+                                   f'suited_tie_personal = "{reading}"\n', 1), encoding="utf-8")
+    assert main(["par-sheet", str(config), "--json"]) == exitcodes.OK
+    wagers = {w["key"]: w for w in json.loads(capsys.readouterr().out)["wagers"]}
+    assert wagers["royal9"]["notes"][1] == (
+        f"a personal King 9 in a Suited Royal 9 Tie: '{reading}' reading, meters at their "
+        "resets (docs/rulings.md, Royal 9)")
+    assert f"{wagers['royal9']['house_edge']['decimal'] * 100:.6f}" == edge

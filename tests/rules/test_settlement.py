@@ -23,6 +23,33 @@ def test_631a_12_b_losers_first_then_winners_highest_seat_down() -> None:
         (14, Outcome.WIN), (5, Outcome.WIN), (2, Outcome.WIN)]
 
 
+
+def test_631a_12_b_pushes_come_last_and_a_seats_wagers_go_in_the_submissions_order() -> None:
+    """docs/rulings.md, "Settlement order": losers, winners, then pushes, each group from the
+    highest seat down and, within a seat, in the order the submission lists the wagers
+    (banker, player, tie, dragon_bonus_player here), whatever order they were placed in."""
+    game = game_of({"tie": {}, "dragon_bonus_player": {"paytable": "A"}})
+    assert list(game.wager_rules) == ["banker", "player", "tie", "dragon_bonus_player"]
+    wagers = [PlacedWager(3, "tie", 500), PlacedWager(3, "player", 1000),
+              PlacedWager(11, "dragon_bonus_player", 500), PlacedWager(3, "banker", 2000),
+              PlacedWager(11, "tie", 500), PlacedWager(11, "player", 1000),
+              PlacedWager(6, "dragon_bonus_player", 1000)]
+    # Player 9 (natural) against Banker 9 (natural): a natural tie.
+    out = settle_round(game, wagers, view("4S 5H", "KD 9C"), SettlementPoint.END_OF_ROUND)
+    assert [(s.seat, s.wager, s.outcome, s.net_cents) for s in out] == [
+        (11, "tie", Outcome.WIN, 4000), (3, "tie", Outcome.WIN, 4000),
+        (11, "player", Outcome.PUSH, 0), (11, "dragon_bonus_player", Outcome.PUSH, 0),
+        (6, "dragon_bonus_player", Outcome.PUSH, 0),
+        (3, "banker", Outcome.PUSH, 0), (3, "player", Outcome.PUSH, 0)]
+    # Banker 8 over Player 5: losers first (seat 11 down), then the winner.
+    out = settle_round(game, wagers, BANKER_WINS, SettlementPoint.END_OF_ROUND)
+    assert [(s.seat, s.wager, s.outcome, s.net_cents) for s in out] == [
+        (11, "player", Outcome.LOSE, -1000), (11, "tie", Outcome.LOSE, -500),
+        (11, "dragon_bonus_player", Outcome.LOSE, -500),
+        (6, "dragon_bonus_player", Outcome.LOSE, -1000),
+        (3, "player", Outcome.LOSE, -1000), (3, "tie", Outcome.LOSE, -500),
+        (3, "banker", Outcome.WIN, 1900)]
+
 def test_631a_12_b_each_winner_carries_its_vigorish() -> None:
     out = settle_round(GAME, [PlacedWager(4, "banker", 2000)], BANKER_WINS,
                        SettlementPoint.END_OF_ROUND)

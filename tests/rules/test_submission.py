@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controller.rules.game import build_game
+from controller.rules.money import Rounding
 from controller.rules.submission import (
     OTHER_OWNED_SECTIONS, SubmissionError, load_submission, parse_submission,
 )
+from controller.rules.submission_types import VigorishConfig
 
 from tests.rules.helpers import CONFIG
 
@@ -275,3 +278,54 @@ def test_a_whole_table_configuration_is_read_as_its_rules_submission() -> None:
     data["software"] = {"verify": "warn"}
     data["display_service"] = {"listen": "127.0.0.1:8080"}
     assert parse_submission(data, "t.toml").table.id == "T1"
+
+
+def test_631a_13_c_vigorish_is_5_percent_and_the_roundings_default_as_ruled() -> None:
+    """docs/rulings.md, "Vigorish rate" and "Rounding": `rate_percent` states 631a.13(c)'s 5%
+    and any other value is refused; payouts round down and vigorish rounds up by default,
+    with no 25-cent round-up unless asked for."""
+    game = parse_submission(base(), "t.toml").game
+    assert game.payout_rounding is Rounding.DOWN
+    assert game.vigorish == VigorishConfig(rate=Fraction(5, 100), round_up_to_25c=False,
+                                           collection="at-payout", rounding=Rounding.UP)
+    for rate in (4, 6):
+        assert errors(base(vigorish={"collection": "at-payout", "rate_percent": rate})) == [
+            f"t.toml: game.vigorish.rate_percent = {rate}: must be one of 5 (631a.13(c) "
+            "fixes 5%)"]
+
+
+@pytest.mark.parametrize("seats,decks,problem", [
+    (1, 6, None), (14, 8, None), (7, 7, None),
+    (0, 8, "table.seats = 0: must be 1..14 (ruling, game.family = 'minibaccarat')"),
+    (15, 8, "table.seats = 15: must be 1..14 (ruling, game.family = 'minibaccarat')"),
+    (6, 5, "game.decks = 5: must be one of 6, 7, 8 (631a.3(a))"),
+])
+def test_minibaccarat_takes_1_to_14_seats_and_631a_3_a_decks(seats: int, decks: int,
+                                                             problem: str | None) -> None:
+    """docs/rulings.md, "Minibaccarat": 627a is not implemented; 1 to 14 seats, decks as in
+    631a.3(a)."""
+    data = base(family="minibaccarat", decks=decks)
+    data["table"]["seats"] = seats
+    if problem is None:
+        assert parse_submission(data, "t.toml").table.seats == seats
+    else:
+        assert errors(data) == [f"t.toml: {problem}"]
+
+
+def test_631a_9_d_squeeze_is_recorded_and_deals_the_same_round() -> None:
+    """docs/rulings.md, "Squeeze procedure": the key records the procedure; the cards reach
+    the hands in the same order, so the same cards settle alike."""
+    from controller.rules.settlement import PlacedWager, settle_round
+    from controller.rules.wager import SettlementPoint
+
+    from tests.rules.helpers import deal
+
+    plain, squeezed = (build_game(parse_submission(base(**extra), "t.toml"))
+                       for extra in ({}, {"squeeze": True}))
+    assert (plain.config.squeeze, squeezed.config.squeeze) == (False, True)
+    coup = deal("2C 3D 4H 4S")  # Player 6, Banker 7
+    wagers = [PlacedWager(3, "banker", 1000), PlacedWager(5, "player", 1000)]
+    for game in (plain, squeezed):
+        out = settle_round(game, wagers, coup.round_view(), SettlementPoint.END_OF_ROUND)
+        assert [(s.seat, s.outcome.value, s.net_cents) for s in out] == [
+            (5, "lose", -1000), (3, "win", 950)]

@@ -53,6 +53,16 @@ def test_suited_tie_pays_the_meter_631c_2_g_1() -> None:
     assert meter_win_cents(line.pay, 1_234_567) == 1_234_567
 
 
+
+def test_a_banker_3_card_9_tied_by_a_player_2_card_9_pays_the_banker_line_631c_2_g_4() -> None:
+    """docs/rulings.md, "Heavenly 9 progressive": the tie lines need three cards in both
+    hands, so a Banker 3-card 9 against a Player 2-card 9 is the Banker line, 9 for 1."""
+    v = view("9C KD", "2S 3H 4D")
+    assert (v.player_total, v.banker_total) == (9, 9)
+    s = make_heavenly_9("heavenly_9_progressive").settle(1, 500, v)
+    assert (s.outcome, s.label, s.win_cents, s.section) == (
+        Outcome.WIN, "Banker 3-card 9", 4000, "631c.2(g)(4)")
+
 def test_two_card_nines_and_other_rounds_lose_631c_2_h() -> None:
     rule = make_heavenly_9("heavenly_9_progressive")
     for v in (view("9C 10D", "9S KD"), view("2C 3D 5H", "7S KD")):

@@ -61,6 +61,14 @@ def test_lucky_nines_paytable_c_is_the_published_8_27_percent() -> None:
     assert [letter for letter, edge in edges.items() if edge == 8.27] == ["C"]
 
 
+
+def test_lucky_nines_paytables_a_b_d_631c_4_e() -> None:
+    """docs/rulings.md, "Lucky Nines": the other three paytables' edges (8 decks), which no
+    source publishes: A 19.06%, B 14.90%, D 14.62%."""
+    edges = {letter: pct(make_lucky_nines("ln", letter, True).house_edge(8), 2)
+             for letter in "ABD"}
+    assert edges == {"A": 19.06, "B": 14.90, "D": 14.62}
+
 def test_fortune_7_is_dragon_7_and_golden_8_is_panda_8() -> None:
     """631c.3(f)(1)-(2): Dragon 7 40 to 1 p 0.022534 edge 7.6113%, Panda 8 25 to 1 p 0.034543
     edge 10.1876% (Wizard of Odds, EZ Baccarat)."""
