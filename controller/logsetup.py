@@ -76,6 +76,9 @@ debug_enabled = True
 configure_logging sets it. A caller with a line per card builds it only when it is."""
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")  # what a --log-level may say
+
+
 def configure_logging(*, level: str = "info", stream: TextIO | None = None,
                       journal_prefix: bool | None = None) -> None:
     """Configure structlog for the daemon. `journal_prefix` defaults to "running under systemd"."""
