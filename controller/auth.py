@@ -102,10 +102,16 @@ def authorise(supervisors: Mapping[str, str], name: str, pin: str) -> bool:
 # --- the secrets file -------------------------------------------------------------------
 
 
+def mode_open_to_others(path: str | Path) -> int | None:
+    """`path`'s mode if group or others may read it (a secret's file must not), else None."""
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    return mode if mode & 0o077 else None
+
+
 def secret_file_problem(path: str | Path) -> str | None:
     """Why `path` may not hold secrets (readable by group or others), or None."""
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    if mode & 0o077:
+    mode = mode_open_to_others(path)
+    if mode is not None:
         return (f"{path} has mode {mode:04o}: group or others can read it; allowed: 0600 or "
                 f"0400, owned by the daemon's user (chmod 0600 {path})")
     return None

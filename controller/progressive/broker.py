@@ -57,7 +57,8 @@ class MqttConfig:
     login: BrokerLogin = field(default_factory=BrokerLogin)  # the password read at start
 
 
-def _int(value: object) -> bool:
+def is_int(value: object) -> bool:
+    """An integer that is not a bool (TOML's true is not the number 1)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -80,7 +81,7 @@ def parse_mqtt(raw: object, problems: ConfigProblems) -> MqttConfig | None:
     client_id = raw.get("client_id", "")
     if not isinstance(host, str) or not host:
         problems.add("mqtt.host", host, "the broker's host name or address, e.g. '127.0.0.1'")
-    if not _int(port) or not 1 <= port <= 65535:
+    if not is_int(port) or not 1 <= port <= 65535:
         problems.add("mqtt.port", port, "a TCP port 1-65535 (1883 is MQTT's, 8883 MQTT over TLS)")
     for key, value in (("site", site), ("prefix", prefix)):
         if not isinstance(value, str) or not TOPIC_WORD.match(value):
@@ -95,7 +96,7 @@ def parse_mqtt(raw: object, problems: ConfigProblems) -> MqttConfig | None:
 
 
 def _parse_login(raw: Mapping[str, Any], tls: bool,
-                      problems: ConfigProblems) -> BrokerLogin | None:
+                 problems: ConfigProblems) -> BrokerLogin | None:
     """`username`, `password_file` (read now: a table that cannot log in says so before it
     starts, as a missing secrets file does) and `ca_file`."""
     before = len(problems.items)
@@ -123,11 +124,9 @@ def _parse_login(raw: Mapping[str, Any], tls: bool,
         problems.clash("mqtt.ca_file", "a CA file without TLS", "tls = true beside it, or no "
                        "ca_file")
     elif ca_file:
-        import ssl
-
         try:
-            ssl.create_default_context(cafile=ca_file)
-        except (OSError, ssl.SSLError) as exc:
+            BrokerLogin(tls=True, ca_file=ca_file).tls_context()  # the context a connect uses
+        except OSError as exc:  # ssl.SSLError included
             problems.add("mqtt.ca_file", ca_file, f"a readable PEM file of CA certificates "
                          f"(it could not be loaded: {exc})")
     if len(problems.items) > before:
@@ -143,12 +142,11 @@ def read_password_file(path: str) -> tuple[str, str | None]:
     """The password a file holds alone on its first line, or what is wrong with the file
     (`PASSWORD_FILE_ALLOWED` says what is allowed): readable only by its owner, as the
     supervisors' secrets file (controller/auth.py)."""
-    import os
-    import stat
+    from controller.auth import mode_open_to_others
 
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        if mode & 0o077:
+        mode = mode_open_to_others(path)
+        if mode is not None:
             return "", f"{path} has mode {mode:04o}: group or others can read it (chmod 0600 {path})"
         with open(path, encoding="utf-8") as file:
             text = file.read()

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from controller.config_checks import ConfigProblems
-from controller.progressive.broker import TOPIC_WORD, MqttConfig, parse_mqtt
+from controller.progressive.broker import TOPIC_WORD, MqttConfig, is_int, parse_mqtt
 from controller.progressive.errors import ProgressiveConfigError
 from controller.rules.side.common import MeterSpec, SideWagerConfigError
 from controller.rules.submission_wagers import MAX_WAGER_CENTS
@@ -113,10 +113,6 @@ class ProgressiveConfig:
 _Problems = ConfigProblems  # the one collector of configuration errors (controller.config_checks)
 
 
-def _int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _mystery_level(config: MysteryConfiguration) -> LevelSpec:
     # 631c.6(c)(5)(iv): the meter resets to the minimum; the trigger is drawn in [min, max].
     return LevelSpec(MYSTERY_LEVEL, config.minimum_cents, config.contribution_rate, config.section,
@@ -197,7 +193,7 @@ def _parse_one(name: str, raw: Mapping[str, Any], path: str, seats: int,
         return None
     default_amount = getattr(rule, "denomination_cents", None) or minimum
     wager_cents = raw.get("wager_cents", default_amount)
-    if not _int(wager_cents) or not minimum <= wager_cents <= MAX_WAGER_CENTS:
+    if not is_int(wager_cents) or not minimum <= wager_cents <= MAX_WAGER_CENTS:
         problems.add(f"{path}.wager_cents", wager_cents,
                      f"an integer number of cents of at least {minimum} ({rule.section}), at "
                      f"most {MAX_WAGER_CENTS:,}")
@@ -222,7 +218,7 @@ def parse_progressive_config(data: Mapping[str, Any], source: str) -> Progressiv
     table = data.get("table", {}) if isinstance(data.get("table"), Mapping) else {}
     table_id = str(table.get("id", ""))
     seats = table.get("seats", DEFAULT_SEATS)
-    if not _int(seats) or not 1 <= seats <= DEFAULT_SEATS:
+    if not is_int(seats) or not 1 <= seats <= DEFAULT_SEATS:
         seats = DEFAULT_SEATS  # the table section is validated by controller.config
     section = data.get("progressive", {})
     specs: list[ProgressiveSpec] = []
