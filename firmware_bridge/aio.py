@@ -6,7 +6,9 @@ awaitables.  All protocol decisions stay in ``firmware_bridge.link``.
 
 * ``AsyncLink.open_serial(url, ...)`` opens any pyserial URL (``/dev/ttyUSB0``,
   a pty slave path, ``socket://host:port``) through pyserial-asyncio-fast, with
-  an exclusive lock where the platform has one.
+  an exclusive lock where the platform has one; a device path is read and written
+  without ``select()`` (``firmware_bridge/serial_port.py``), whatever its descriptor's
+  number.
 * ``AsyncLink.over_fd(fd, ...)`` serves the device side of a pseudo-terminal
   (the master fd) with ``loop.add_reader``; the caller keeps owning the fd.
 * ``AsyncLink.over_usb(device, ep_out=, ep_in=, ...)`` runs pyusb's blocking
@@ -163,9 +165,17 @@ class AsyncLink:
             options["exclusive"] = True  # flock: a second daemon cannot share the shoe's port
         protocol = _SerialProtocol(link)
         try:
-            transport, _ = await serial_asyncio_fast.create_serial_connection(
-                link._loop, lambda: protocol, url, **options
-            )
+            if "://" in url:  # pyserial's URL handlers (socket://, loop://, spy://)
+                transport, _ = await serial_asyncio_fast.create_serial_connection(
+                    link._loop, lambda: protocol, url, **options
+                )
+            else:  # a device: read and written without select() (serial_port.py says why)
+                from firmware_bridge.serial_port import SerialPort
+
+                port = await link._loop.run_in_executor(None, lambda: SerialPort(url, **options))
+                transport, _ = await serial_asyncio_fast.connection_for_serial(
+                    link._loop, lambda: protocol, port
+                )
         except (OSError, ValueError) as exc:  # SerialException is an OSError
             raise TransportError(f"cannot open serial port {url}: {exc}") from exc
         link._attach(_SerialTransport(transport, protocol))

@@ -1,15 +1,19 @@
 """2,000 connections held open on the control socket while the simulated table deals:
-the daemon still answers `tablectl status` within a second, keeps dealing, and a replugged
-shoe could still open its port (the daemon is far from its descriptor limit).
+the daemon still answers `tablectl status` within a second and keeps dealing; and a shoe
+replugged while they are held is opened on a descriptor numbered past 1023 and deals on.
 
 Before issue 12, 1,100 idle connections used up the daemon's 1,024 descriptors: tablectl
-timed out and a replugged shoe could not reopen its port.
+timed out and a replugged shoe could not reopen its port. Until stop 62 the shoe could
+reopen it, but pyserial read the port through select(), which refuses a descriptor past
+1023: every turn of the daemon's event loop logged that ValueError (222,949 lines in
+30 s) and the shoe never came back (firmware_bridge/serial_port.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import time
 from pathlib import Path
@@ -17,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from controller.control import ControlClient
+from hil.oracle import check_round
 from hil.table_harness import TableHarness
 from hil.tablectl_process import run_tablectl
 
@@ -90,3 +95,43 @@ def test_2000_connections_held_while_dealing_and_status_still_answers(tmp_path, 
     assert answer_s < ANSWER_WITHIN_S
     assert answers == [True] * HELD
     assert rounds >= 2  # and the table dealt on through it and after
+
+
+def test_a_shoe_replugged_while_2000_connections_are_held_deals_on(tmp_path, descriptors):
+    """The shoe is unplugged between rounds, 2,000 connections take every low descriptor
+    number the daemon had free, and the shoe is plugged back in: the daemon opens it past
+    1023, the table reopens by itself and deals three more rounds, every one correct."""
+    async def scenario():  # noqa: ANN202
+        async with TableHarness(CONFIG, tmp_path, seed=21, extra_overrides=[
+                "access.max_connections_per_user=60000"]) as table:
+            assert table.daemon is not None
+            await table.play(until=lambda r: settled(r) >= 2)
+            await table.wait_for_state("betting_open")
+            await table.shoe.unplug()
+            fault = await table.wait_for_state("device_fault")
+            held = [await asyncio.open_unix_connection(table.socket) for _ in range(HELD)]
+            try:
+                await table.call("status")  # every held one accepted before the replug
+                await table.shoe.replug()
+                resumed = await table.wait_for_state("betting_open")
+                shoe_port = os.path.realpath(table.shoe.port)
+                fd_dir = f"/proc/{table.daemon.pid}/fd"
+                port_fds = [int(fd) for fd in os.listdir(fd_dir)
+                            if os.path.realpath(f"{fd_dir}/{fd}") == shoe_port]
+                await table.resync()
+                await table.play(until=lambda r: settled(r) >= 5)
+            finally:
+                for _, writer in held:
+                    writer.close()
+            return fault, resumed, port_fds, await table.call("rounds", limit=100)
+
+    fault, resumed, port_fds, stored = asyncio.run(scenario())
+    log = (tmp_path / "tabled.log").read_text(errors="replace")
+    print(f"shoe reopened on descriptor {port_fds} with {HELD} connections held; "
+          f"{len(log.splitlines())} log lines")
+    assert fault["fault"]["device"] == "shoe"
+    assert resumed["fault"] is None
+    assert len(port_fds) == 1 and port_fds[0] >= 1024, port_fds
+    assert "out of range" not in log and "Exception in callback" not in log
+    assert all(check_round(r) == [] for r in stored)
+    assert len([r for r in stored if r["state"] == "settled"]) >= 5

@@ -48,9 +48,10 @@ pytestmark = [pytest.mark.hil, pytest.mark.timeout(300),
 PREFIX = "casino"
 SITE = f"pit-page-{uuid.uuid4().hex[:8]}"  # this run's own: no other pit's tables on the page
 # A bound on waits for a condition, not a pause: the page shows the pit in a second on a quiet
-# machine; under the whole suite's four workers beside Chromium the first load with the
-# broker's connection once took over 15 s (2026-12-07, one clean-clone run in three).
-WAIT_MS = 45_000
+# machine. (Its failures in stop 61's clean-clone runs were not slowness: an earlier test in
+# the same worker had left 2,000 sockets open, and paho's select() refused the broker
+# connections numbered past 1023; conftest.py now fails a test that leaves descriptors.)
+WAIT_MS = 15_000
 DESK = {"width": 1920, "height": 1080}
 TABLET = {"width": 800, "height": 1280}
 PHONE = {"width": 390, "height": 844}  # a pit boss's phone on the floor

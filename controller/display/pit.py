@@ -199,28 +199,30 @@ class PitService:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
+        self._network: Any = None  # the client's BrokerThread, once started
 
-    # --- the broker side (paho's thread hands every message to the loop) ------------------
+    # --- the broker side (the broker's thread hands every message to the loop) -----------
 
     def start_feed(self) -> None:
         from controller.progressive.broker import BrokerTrouble, broker_client
+        from controller.progressive.broker_thread import BrokerThread
 
         self._loop = asyncio.get_running_loop()
         client, context = broker_client(f"tabled-pit-{os.getpid()}", self.login)
         self.trouble = BrokerTrouble(log, *self.broker, self.login, context)
         client.on_connect = self._on_connect
-        client.on_connect_fail = lambda client, userdata: self.trouble.failed()
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
-        client.reconnect_delay_set(min_delay=1, max_delay=RECONNECT_MAX_S)
         client.connect_async(*self.broker, keepalive=5)
-        client.loop_start()
+        self._network = BrokerThread(client, name="mqtt-pit", on_connect_fail=self.trouble.failed,
+                                     max_delay_s=RECONNECT_MAX_S)
+        self._network.start()
         self._client = client
 
     def stop_feed(self) -> None:
-        if self._client is not None:
+        if self._network is not None:
             self._client.disconnect()
-            self._client.loop_stop()
+            self._network.stop()
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                     properties: Any = None) -> None:

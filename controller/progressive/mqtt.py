@@ -23,6 +23,7 @@ import structlog
 from controller.progressive.broker import (
     CONNECT_TIMEOUT_S, BrokerLogin, BrokerTrouble, broker_client,
 )
+from controller.progressive.broker_thread import BrokerThread
 
 log = structlog.get_logger("progressive.mqtt")
 
@@ -68,7 +69,8 @@ class MeterPublisher(Protocol):
 
 
 class MqttMeterPublisher:
-    """Publishes on paho's own network thread, so the table's event loop never blocks on it."""
+    """Publishes on a network thread of its own (controller/progressive/broker_thread.py), so
+    the table's event loop never blocks on the broker."""
 
     def __init__(self, host: str, port: int, *, client_id: str = "",
                  login: BrokerLogin | None = None,
@@ -87,11 +89,11 @@ class MqttMeterPublisher:
         self._connected = threading.Event()
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
-        self._client.on_connect_fail = lambda client, userdata: self.trouble.failed()
-        # paho queues QoS 1 messages while disconnected and reconnects by itself.
-        self._client.reconnect_delay_set(min_delay=1, max_delay=30)
+        # paho queues QoS 1 messages while disconnected; the thread reconnects every 1-30 s.
         self._client.connect_async(host, port, keepalive=KEEPALIVE_S)
-        self._client.loop_start()
+        self._network = BrokerThread(self._client, name="mqtt-meters",
+                                     on_connect_fail=self.trouble.failed, max_delay_s=30)
+        self._network.start()
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                     properties: Any = None) -> None:
@@ -128,4 +130,4 @@ class MqttMeterPublisher:
             except (RuntimeError, ValueError):
                 pass  # the broker went away meanwhile: the will says "lost", which it is
         self._client.disconnect()  # sends DISCONNECT after the queued messages
-        self._client.loop_stop()
+        self._network.stop()

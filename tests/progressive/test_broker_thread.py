@@ -1,0 +1,144 @@
+"""The MQTT clients' network thread (controller/progressive/broker_thread.py): connected and
+reconnected whatever the number of its socket's descriptor, a failing callback said and
+survived, a stop that ends the thread.
+
+Against a Mosquitto of the test's own (hil/pit_servers.PrivateBroker), which the test
+restarts. Before stop 62, paho's own thread (`loop_start`) waited in select(): with every
+descriptor below 1024 in use, as in a daemon holding thousands of control connections, a
+client never connected.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import structlog
+
+from controller.progressive.broker import BrokerLogin, broker_client
+from controller.progressive.broker_thread import BrokerThread
+from controller.progressive.mqtt import MqttMeterPublisher, meter_message
+from hil.pit_servers import PrivateBroker, free_port, require_private_servers
+from tests.descriptors import SELECT_LIMIT, low_descriptors_taken
+
+pytestmark = pytest.mark.timeout(120)
+
+DELIVERY_TIMEOUT_S = 30.0  # a local broker answers in ms; a loaded machine, slower
+TOPIC = "casino/fd/tables/T1/progressive/h9/progressive"
+
+
+class Reader:
+    """The pit page's side: a client on the thread under test that keeps what it reads;
+    `fail_first` messages make its callback raise."""
+
+    def __init__(self, port: int, fail_first: int = 0) -> None:
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.failures_left = fail_first
+        self._changed = threading.Condition()
+        self.client, _ = broker_client("fd-reader", BrokerLogin())
+        self.client.on_connect = lambda c, u, f, r, p=None: c.subscribe("casino/fd/#", qos=1)
+        self.client.on_message = self._on_message
+        self.client.connect_async("127.0.0.1", port, keepalive=5)
+        self.network = BrokerThread(self.client, name="test-reader", on_connect_fail=lambda: None,
+                                    max_delay_s=2)
+        self.network.start()
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise RuntimeError("a display's defect")
+        with self._changed:
+            self.messages[message.topic] = json.loads(message.payload)
+            self._changed.notify_all()
+
+    def wait_for(self, topic: str, sequence: int) -> dict[str, Any] | None:
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self.messages.get(topic, {}).get("sequence") == sequence,
+                DELIVERY_TIMEOUT_S)
+            return self.messages.get(topic)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.network.stop()
+
+
+@pytest.fixture
+def broker() -> Iterator[PrivateBroker]:
+    require_private_servers(broker_only=True)
+    with PrivateBroker() as private:
+        yield private
+
+
+def h9(amount_cents: int, sequence: int) -> Any:
+    return meter_message("casino", "fd", "T1", "h9", "progressive", amount_cents, sequence,
+                         1_800_000_000.0 + sequence)
+
+
+def wait_until(condition: Any) -> bool:
+    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(condition())
+
+
+def test_a_table_and_a_pit_page_past_descriptor_1023_connect_and_reconnect(
+        broker: PrivateBroker) -> None:
+    with low_descriptors_taken():
+        reader = Reader(broker.port)
+        publisher = MqttMeterPublisher("127.0.0.1", broker.port, client_id="fd-T1")
+        try:
+            assert publisher.wait_connected(DELIVERY_TIMEOUT_S)
+            assert publisher._client.socket().fileno() >= SELECT_LIMIT
+            assert reader.client.socket().fileno() >= SELECT_LIMIT
+            publisher.publish(h9(1_234_500, 1))
+            assert reader.wait_for(TOPIC, 1)["amount_cents"] == 1_234_500
+            broker.restart()  # both lose the broker, which forgets every retained message
+            assert wait_until(lambda: publisher.connections == 2)
+            publisher.publish(h9(1_234_550, 2))
+            assert reader.wait_for(TOPIC, 2)["amount_cents"] == 1_234_550
+            assert publisher.state()["connected"] is True
+            assert publisher.state()["reason"] is None
+        finally:
+            publisher.close()
+            reader.close()
+    assert not publisher._network._thread.is_alive()
+    assert not reader.network._thread.is_alive()
+    assert publisher._client.socket() is None  # the DISCONNECT sent, the socket closed
+
+
+def test_a_callback_that_raises_is_said_and_the_next_message_is_delivered(
+        broker: PrivateBroker) -> None:
+    with structlog.testing.capture_logs() as logs:
+        reader = Reader(broker.port, fail_first=1)
+        publisher = MqttMeterPublisher("127.0.0.1", broker.port, client_id="fd-T1")
+        try:
+            assert publisher.wait_connected(DELIVERY_TIMEOUT_S)
+            assert wait_until(lambda: reader.client.is_connected())
+            publisher.publish(h9(1_000_050, 1))  # the callback raises on this one
+            assert wait_until(lambda: reader.failures_left == 0)
+            publisher.publish(h9(1_000_100, 2))
+            assert reader.wait_for(TOPIC, 2)["amount_cents"] == 1_000_100
+        finally:
+            publisher.close()
+            reader.close()
+    errors = [entry for entry in logs if entry["event"] == "mqtt_thread_error"]
+    assert [entry["error"] for entry in errors] == ["RuntimeError(\"a display's defect\")"]
+
+
+def test_no_broker_is_tried_at_once_and_a_stop_ends_the_thread() -> None:
+    client, _ = broker_client("fd-nobody", BrokerLogin())
+    client.connect_async("127.0.0.1", free_port(), keepalive=5)  # nobody listens there
+    failed = threading.Event()
+    network = BrokerThread(client, name="test-nobody", on_connect_fail=failed.set,
+                           min_delay_s=60)
+    started = time.monotonic()
+    network.start()
+    assert failed.wait(DELIVERY_TIMEOUT_S)  # the first try is at once, not after a wait
+    network.stop()  # during the 60 s wait before the next try
+    assert time.monotonic() - started < DELIVERY_TIMEOUT_S
+    assert not network._thread.is_alive()
