@@ -14,7 +14,7 @@ import pytest
 from controller.progressive.broker import BrokerLogin
 from hil.pit_servers import PrivateBroker, make_broker_certificates, require_private_servers
 from hil.table_harness import TableHarness
-from tests.progressive.test_mqtt_login import Reader
+from hil.broker_reader import Reader
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]
 

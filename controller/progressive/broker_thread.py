@@ -87,18 +87,18 @@ class BrokerThread:
                 if stop_at is not None and (sock is None or not self._client.want_write() or
                                             time.monotonic() - stop_at >= FLUSH_AT_STOP_S):
                     return
-                if sock is None:
-                    if not first and self._wait(selector):
-                        return
-                    first = False
-                    self._connect()
-                    continue
-                if watched is None:
-                    selector.register(sock, selectors.EVENT_READ)
-                    watched = sock
                 try:
+                    if sock is None:
+                        if not first and self._wait(selector):
+                            return
+                        first = False
+                        self._connect()
+                        continue
+                    if watched is None:
+                        selector.register(sock, selectors.EVENT_READ)
+                        watched = sock
                     self._serve(selector, sock)
-                except Exception as exc:  # noqa: BLE001 -- a callback's defect: said, not fatal
+                except Exception as exc:  # noqa: BLE001 -- a defect: said, and the feed goes on
                     log.error("mqtt_thread_error", error=repr(exc))
                     time.sleep(0.1)  # no tight loop should the defect repeat at once
 

@@ -106,7 +106,7 @@ class ProgressiveFeeds:
         (a broker restarted without persistence has forgotten the retained messages)."""
         if self.pit is None or self.publisher is None:
             return False
-        connections = getattr(self.publisher, "connections", 1)
+        connections = self.publisher.connections
         if connections != self._connections_seen:
             self._connections_seen = connections
             self.pit.republish()

@@ -63,7 +63,11 @@ def meter_message(prefix: str, site: str, table_id: str, progressive: str, level
 class MeterPublisher(Protocol):
     """What the progressive system needs from a display feed."""
 
+    connections: int  # the broker's acceptances so far: a change means send everything again
+
     def publish(self, message: MeterMessage) -> None: ...
+
+    def state(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 

@@ -384,8 +384,8 @@ class ProgressiveSystem:
     def feed_state(self) -> dict[str, Any] | None:
         """The MQTT feed's broker, whether it is connected and, if not, why; None without
         [mqtt]."""
-        state = getattr(self.feeds.publisher, "state", None)
-        return state() if state is not None else None
+        publisher = self.feeds.publisher
+        return publisher.state() if publisher is not None else None
 
     def feed_pit(self, status: Mapping[str, Any]) -> bool:
         """The pit page's status of this table (the daemon's `status`), sent when changed."""

@@ -10,7 +10,6 @@ client never connected.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -22,49 +21,13 @@ import structlog
 from controller.progressive.broker import BrokerLogin, broker_client
 from controller.progressive.broker_thread import BrokerThread
 from controller.progressive.mqtt import MqttMeterPublisher, meter_message
+from hil.broker_reader import DELIVERY_TIMEOUT_S, Reader
 from hil.pit_servers import PrivateBroker, free_port, require_private_servers
 from tests.descriptors import SELECT_LIMIT, low_descriptors_taken
 
 pytestmark = pytest.mark.timeout(120)
 
-DELIVERY_TIMEOUT_S = 30.0  # a local broker answers in ms; a loaded machine, slower
 TOPIC = "casino/fd/tables/T1/progressive/h9/progressive"
-
-
-class Reader:
-    """The pit page's side: a client on the thread under test that keeps what it reads;
-    `fail_first` messages make its callback raise."""
-
-    def __init__(self, port: int, fail_first: int = 0) -> None:
-        self.messages: dict[str, dict[str, Any]] = {}
-        self.failures_left = fail_first
-        self._changed = threading.Condition()
-        self.client, _ = broker_client("fd-reader", BrokerLogin())
-        self.client.on_connect = lambda c, u, f, r, p=None: c.subscribe("casino/fd/#", qos=1)
-        self.client.on_message = self._on_message
-        self.client.connect_async("127.0.0.1", port, keepalive=5)
-        self.network = BrokerThread(self.client, name="test-reader", on_connect_fail=lambda: None,
-                                    max_delay_s=2)
-        self.network.start()
-
-    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
-        if self.failures_left:
-            self.failures_left -= 1
-            raise RuntimeError("a display's defect")
-        with self._changed:
-            self.messages[message.topic] = json.loads(message.payload)
-            self._changed.notify_all()
-
-    def wait_for(self, topic: str, sequence: int) -> dict[str, Any] | None:
-        with self._changed:
-            self._changed.wait_for(
-                lambda: self.messages.get(topic, {}).get("sequence") == sequence,
-                DELIVERY_TIMEOUT_S)
-            return self.messages.get(topic)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.network.stop()
 
 
 @pytest.fixture
@@ -89,18 +52,18 @@ def wait_until(condition: Any) -> bool:
 def test_a_table_and_a_pit_page_past_descriptor_1023_connect_and_reconnect(
         broker: PrivateBroker) -> None:
     with low_descriptors_taken():
-        reader = Reader(broker.port)
+        reader = Reader(broker.port, BrokerLogin(), "casino/fd/#", client_id="fd-reader")
         publisher = MqttMeterPublisher("127.0.0.1", broker.port, client_id="fd-T1")
         try:
             assert publisher.wait_connected(DELIVERY_TIMEOUT_S)
             assert publisher._client.socket().fileno() >= SELECT_LIMIT
             assert reader.client.socket().fileno() >= SELECT_LIMIT
             publisher.publish(h9(1_234_500, 1))
-            assert reader.wait_for(TOPIC, 1)["amount_cents"] == 1_234_500
+            assert reader.wait_for(TOPIC, sequence=1)["amount_cents"] == 1_234_500
             broker.restart()  # both lose the broker, which forgets every retained message
             assert wait_until(lambda: publisher.connections == 2)
             publisher.publish(h9(1_234_550, 2))
-            assert reader.wait_for(TOPIC, 2)["amount_cents"] == 1_234_550
+            assert reader.wait_for(TOPIC, sequence=2)["amount_cents"] == 1_234_550
             assert publisher.state()["connected"] is True
             assert publisher.state()["reason"] is None
         finally:
@@ -114,7 +77,8 @@ def test_a_table_and_a_pit_page_past_descriptor_1023_connect_and_reconnect(
 def test_a_callback_that_raises_is_said_and_the_next_message_is_delivered(
         broker: PrivateBroker) -> None:
     with structlog.testing.capture_logs() as logs:
-        reader = Reader(broker.port, fail_first=1)
+        reader = Reader(broker.port, BrokerLogin(), "casino/fd/#", client_id="fd-reader",
+                        fail_first=1)
         publisher = MqttMeterPublisher("127.0.0.1", broker.port, client_id="fd-T1")
         try:
             assert publisher.wait_connected(DELIVERY_TIMEOUT_S)
@@ -122,7 +86,7 @@ def test_a_callback_that_raises_is_said_and_the_next_message_is_delivered(
             publisher.publish(h9(1_000_050, 1))  # the callback raises on this one
             assert wait_until(lambda: reader.failures_left == 0)
             publisher.publish(h9(1_000_100, 2))
-            assert reader.wait_for(TOPIC, 2)["amount_cents"] == 1_000_100
+            assert reader.wait_for(TOPIC, sequence=2)["amount_cents"] == 1_000_100
         finally:
             publisher.close()
             reader.close()

@@ -7,8 +7,6 @@ and a wrong password or an untrusted certificate is said in the journal once, wi
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,17 +17,16 @@ import structlog
 from controller.progressive.broker import BrokerLogin
 from controller.progressive.config import parse_progressive_config
 from controller.progressive.errors import ProgressiveConfigError
-from controller.progressive.broker import broker_client
 from controller.progressive.mqtt import MqttMeterPublisher
 from controller.progressive.system import ProgressiveSystem
 from controller.memory.store import Store
 from drivers.protocols import LockedOut
+from hil.broker_reader import DELIVERY_TIMEOUT_S, Reader
 from hil.pit_servers import (
     BrokerCertificates, PrivateBroker, make_broker_certificates, require_private_servers,
 )
 from tests.progressive.conftest import HEAVENLY_9, base, config
 
-DELIVERY_TIMEOUT_S = 30.0  # a local broker answers in ms; a loaded machine, slower
 TABLE_USER, TABLE_PASSWORD = "table-T1", "table's secret"
 PIT_USER, PIT_PASSWORD = "pitpage", "read only"
 H9_SEED, H9_PER_WAGER_CENTS = 1_000_000, 50  # 631c.2(i): $10,000 seed, 10% of a $5 wager
@@ -60,33 +57,6 @@ def mqtt_section(broker: PrivateBroker, tmp_path: Path, password: str = TABLE_PA
     return {"host": "127.0.0.1", "port": broker.port, "site": "secure", "tls": True,
             "ca_file": str(tmp_path / "ca.pem"), "username": TABLE_USER,
             "password_file": password_file(tmp_path / "mqtt-password", password), **more}
-
-
-class Reader:
-    """A display's view: a paho client that logs in as the pit page and keeps what it reads."""
-
-    def __init__(self, port: int, login: BrokerLogin, topic: str) -> None:
-        self.messages: dict[str, dict[str, Any]] = {}
-        self._changed = threading.Condition()
-        self.client, _ = broker_client("", login)
-        self.client.on_connect = lambda c, u, f, r, p=None: c.subscribe(topic, qos=1)
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-
-    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
-        with self._changed:
-            self.messages[message.topic] = json.loads(message.payload)
-            self._changed.notify_all()
-
-    def wait_for(self, topic: str) -> dict[str, Any] | None:
-        with self._changed:
-            self._changed.wait_for(lambda: topic in self.messages, DELIVERY_TIMEOUT_S)
-            return self.messages.get(topic)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def test_a_table_logs_in_over_tls_and_its_meters_reach_the_pit_pages_user(
