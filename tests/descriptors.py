@@ -5,6 +5,7 @@ control connections (`[access] max_connections` 4096 under `LimitNOFILE=16384`).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import resource
 from collections.abc import Iterator
@@ -12,17 +13,33 @@ from collections.abc import Iterator
 SELECT_LIMIT = 1024  # FD_SETSIZE: select() refuses this descriptor number and every higher one
 
 
+class LowDescriptors:
+    """Holds every free descriptor number below 1024; `take()` takes again any that came
+    free since (an earlier test's object collected meanwhile closes its socket)."""
+
+    def __init__(self) -> None:
+        self.taken: list[int] = []
+
+    def take(self) -> None:
+        while True:
+            fd = os.open(os.devnull, os.O_RDONLY)
+            if fd >= SELECT_LIMIT:
+                os.close(fd)
+                return
+            self.taken.append(fd)
+
+
 @contextlib.contextmanager
-def low_descriptors_taken() -> Iterator[None]:
+def low_descriptors_taken() -> Iterator[LowDescriptors]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < 4 * SELECT_LIMIT:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(4 * SELECT_LIMIT, hard), hard))
-    taken: list[int] = []
+    gc.collect()  # what an earlier test left for the collector closes now, not in the test
+    low = LowDescriptors()
     try:
-        while not taken or taken[-1] < SELECT_LIMIT - 1:
-            taken.append(os.open(os.devnull, os.O_RDONLY))
-        yield
+        low.take()
+        yield low
     finally:
-        for fd in taken:
+        for fd in low.taken:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -31,7 +31,7 @@ import structlog
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.errors import shown
 from controller.logsetup import configure_logging
-from controller.display.pit_settings import feed_settings, pit_arguments
+from controller.display.pit_settings import PROG, feed_settings, pit_arguments
 from controller.progressive.broker import BrokerLogin
 from controller.rules.submission import MAX_TABLE_ID_CHARS
 from controller.text_files import loads_json
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(serve(args))
     except OSError as exc:
-        print(f"tablepit: cannot serve on {args.listen[0]}:{args.listen[1]}: {exc}",
+        print(f"{PROG}: cannot serve on {args.listen[0]}:{args.listen[1]}: {exc}",
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:

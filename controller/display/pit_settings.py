@@ -19,6 +19,7 @@ from controller.progressive.broker import (
 )
 from controller.text_files import read_toml
 
+PROG = "python -m controller.display.pit"  # how the page is started, and its messages' prefix
 DEFAULT_PREFIX = DEFAULT_MQTT_PREFIX
 
 
@@ -48,26 +49,26 @@ def feed_settings(args: argparse.Namespace) -> FeedSettings:
         try:
             data = read_toml(args.config)
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SystemExit(f"tablepit: --config {args.config}: cannot be read as TOML: {exc}")
+            raise SystemExit(f"{PROG}: --config {args.config}: cannot be read as TOML: {exc}")
         section = data.get("mqtt")
         mqtt = section if isinstance(section, dict) else {}
         if not mqtt:
-            raise SystemExit(f"tablepit: --config {args.config} has no [mqtt] section; "
+            raise SystemExit(f"{PROG}: --config {args.config} has no [mqtt] section; "
                              "allowed: a table configuration with [mqtt], or --broker and --site")
     tls = args.tls or mqtt.get("tls", False)
     if not isinstance(tls, bool):
-        raise SystemExit(f"tablepit: --config {args.config}: [mqtt] tls = {shown(tls)}: "
+        raise SystemExit(f"{PROG}: --config {args.config}: [mqtt] tls = {shown(tls)}: "
                          "allowed: true or false")
     host, port = args.broker or (mqtt.get("host"),
                                  mqtt.get("port", DEFAULT_MQTTS_PORT if tls else DEFAULT_MQTT_PORT))
     site = args.site or mqtt.get("site")
     prefix = args.prefix or mqtt.get("prefix", DEFAULT_PREFIX)
     if not host or not site:
-        raise SystemExit("tablepit: the broker and the site are needed: --broker HOST:PORT and "
+        raise SystemExit(f"{PROG}: the broker and the site are needed: --broker HOST:PORT and "
                          "--site NAME, or --config with an [mqtt] section")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port <= 65535 \
             or parse_listen(f"{host}:{port}") is None:
-        raise SystemExit(f"tablepit: --config {args.config}: [mqtt] host = {shown(host)}, port "
+        raise SystemExit(f"{PROG}: --config {args.config}: [mqtt] host = {shown(host)}, port "
                          f"= {shown(port)}: allowed: a host name or address and a port 1 to "
                          "65535 (tabled's own check: tablectl config validate)")
     login = BrokerLogin(args.username or "", _pit_password(args), tls,
@@ -79,26 +80,26 @@ def _pit_password(args: argparse.Namespace) -> str:
     if not args.password_file:
         return ""
     if not args.username:
-        raise SystemExit("tablepit: --password-file needs --username: allowed: the page's own "
+        raise SystemExit(f"{PROG}: --password-file needs --username: allowed: the page's own "
                          "user on the broker, e.g. --username pitpage")
     password, problem = read_password_file(args.password_file)
     if problem:
-        raise SystemExit(f"tablepit: --password-file {problem}; allowed: {PASSWORD_FILE_ALLOWED}")
+        raise SystemExit(f"{PROG}: --password-file {problem}; allowed: {PASSWORD_FILE_ALLOWED}")
     return password
 
 
 def _pit_ca_file(args: argparse.Namespace, mqtt: Mapping[str, Any], tls: bool) -> str:
     ca_file = args.ca_file or mqtt.get("ca_file", "")
     if not isinstance(ca_file, str):
-        raise SystemExit(f"tablepit: --config {args.config}: [mqtt] ca_file = {shown(ca_file)}: "
+        raise SystemExit(f"{PROG}: --config {args.config}: [mqtt] ca_file = {shown(ca_file)}: "
                          "allowed: the path of a PEM file of CA certificates")
     if ca_file and not tls:
-        raise SystemExit(f"tablepit: a CA file ({ca_file}) without TLS: allowed: --tls (or "
+        raise SystemExit(f"{PROG}: a CA file ({ca_file}) without TLS: allowed: --tls (or "
                          "[mqtt] tls = true) beside it, or no CA file")
     try:
         BrokerLogin(tls=tls, ca_file=ca_file).tls_context()
     except OSError as exc:  # ssl.SSLError included
-        raise SystemExit(f"tablepit: CA file {ca_file}: allowed: a readable PEM file of CA "
+        raise SystemExit(f"{PROG}: CA file {ca_file}: allowed: a readable PEM file of CA "
                          f"certificates (it could not be loaded: {exc})")
     return ca_file
 
@@ -106,7 +107,7 @@ def _pit_ca_file(args: argparse.Namespace, mqtt: Mapping[str, Any], tls: bool) -
 def pit_arguments() -> argparse.ArgumentParser:
     """The page's command line: the broker (or a table's configuration naming it), the
     page's own login, and where it serves."""
-    parser = argparse.ArgumentParser(prog="python -m controller.display.pit",
+    parser = argparse.ArgumentParser(prog=PROG,
                                      description="Serve the pit page from the tables' MQTT feeds.")
     parser.add_argument("--config", help="a table configuration of the pit: its [mqtt] names "
                                           "the broker, prefix and site")

@@ -181,18 +181,19 @@ def test_the_page_takes_tls_from_the_table_and_logs_in_as_its_own_user(tmp_path:
     assert feed_settings(pit_args(config=str(config), username="pitpage",
                                   password_file=str(own))).login == BrokerLogin(
         "pitpage", "read only", True, str(ca))
-    with pytest.raises(SystemExit, match="^tablepit: --password-file needs --username: allowed: "
+    page = r"^python -m controller\.display\.pit: "  # the page's messages, as its usage says
+    with pytest.raises(SystemExit, match=page + "--password-file needs --username: allowed: "
                                          "the page's own user on the broker"):
         feed_settings(pit_args(config=str(config), password_file=str(own)))
     own.chmod(0o644)
-    with pytest.raises(SystemExit, match=fr"^tablepit: --password-file {own} has mode 0644: group "
+    with pytest.raises(SystemExit, match=page + fr"--password-file {own} has mode 0644: group "
                                          fr"or others can read it \(chmod 0600 {own}\); allowed: "
                                          "a file holding the password alone on one line"):
         feed_settings(pit_args(config=str(config), username="pitpage", password_file=str(own)))
-    with pytest.raises(SystemExit, match=r"^tablepit: a CA file \(.*ca.pem\) without TLS: "
+    with pytest.raises(SystemExit, match=page + r"a CA file \(.*ca.pem\) without TLS: "
                                          r"allowed: --tls \(or \[mqtt\] tls = true\)"):
         feed_settings(pit_args(broker=("127.0.0.1", 1883), site="s", ca_file=str(ca)))
-    with pytest.raises(SystemExit, match="^tablepit: CA file .*nowhere.pem: allowed: a readable "
+    with pytest.raises(SystemExit, match=page + r"CA file .*nowhere.pem: allowed: a readable "
                                          "PEM file of CA certificates"):
         feed_settings(pit_args(broker=("127.0.0.1", 8883), site="s", tls=True,
                                ca_file=str(tmp_path / "nowhere.pem")))

@@ -51,10 +51,13 @@ def wait_until(condition: Any) -> bool:
 
 def test_a_table_and_a_pit_page_past_descriptor_1023_connect_and_reconnect(
         broker: PrivateBroker) -> None:
-    with low_descriptors_taken():
+    with low_descriptors_taken() as low:
         reader = Reader(broker.port, BrokerLogin(), "casino/fd/#", client_id="fd-reader")
-        publisher = MqttMeterPublisher("127.0.0.1", broker.port, client_id="fd-T1")
+        publisher: Any = None
         try:
+            assert wait_until(lambda: reader.client.is_connected())
+            low.take()  # any number freed meanwhile: the publisher's socket is past 1023 too
+            publisher = MqttMeterPublisher("127.0.0.1", broker.port, client_id="fd-T1")
             assert publisher.wait_connected(DELIVERY_TIMEOUT_S)
             assert publisher._client.socket().fileno() >= SELECT_LIMIT
             assert reader.client.socket().fileno() >= SELECT_LIMIT
@@ -67,7 +70,8 @@ def test_a_table_and_a_pit_page_past_descriptor_1023_connect_and_reconnect(
             assert publisher.state()["connected"] is True
             assert publisher.state()["reason"] is None
         finally:
-            publisher.close()
+            if publisher is not None:
+                publisher.close()
             reader.close()
     assert not publisher._network._thread.is_alive()
     assert not reader.network._thread.is_alive()
