@@ -6,6 +6,7 @@ any argument but `--check` (a typo such as `--chek` among them) for "rewrite the
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,18 @@ def test_bench_pit_takes_seconds_more_than_zero(capsys: pytest.CaptureFixture[st
             bench_pit.arguments(bad)
         assert stopped.value.code == 2
         assert capsys.readouterr().err.rstrip().endswith(said)
+
+
+def test_the_release_tools_help_keeps_an_example_whole_at_80_columns() -> None:
+    """`--pip-arg=--extra-index-url=...` was broken at a hyphen into two lines."""
+    done = subprocess.run([sys.executable, "-m", "tools.release", "build", "--help"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    help_lines = lines[next(n for n, line in enumerate(lines)
+                            if line.startswith("  --pip-arg PIP_ARG")):]
+    assert " ".join(" ".join(line.split()) for line in help_lines[:3]).startswith(
+        "--pip-arg PIP_ARG passed to 'pip download', e.g. --pip-arg=--extra-index-url=URL "
+        "for the URL https://www.piwheels.org/simple (repeatable)")

@@ -401,13 +401,26 @@ def build(*, repo: str, tag: str, out: Path, key_path: Path, platforms: Sequence
     return written
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The module's docstring as written; an option's help broken at spaces only, never
+    inside a word: at 80 columns '--pip-arg=--extra-index-url=...' came out as '--extra-'
+    and 'index-url=...' on the next line, which a vendor copying it pasted as two words."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.release", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    gen = sub.add_parser("keygen", help="make the vendor's Ed25519 release key pair (once)")
+    gen = sub.add_parser("keygen", help="make the vendor's Ed25519 release key pair (once)",
+                         formatter_class=_HelpFormatter)
     gen.add_argument("--out", required=True, type=Path, help="a directory only you can read")
-    b = sub.add_parser("build", help="build the release of a tag")
+    b = sub.add_parser("build", help="build the release of a tag", formatter_class=_HelpFormatter)
     b.add_argument("--tag", required=True, help="the release's tag, v<version>, e.g. v0.2.0")
     b.add_argument("--out", required=True, type=Path, help="a new directory for the release")
     b.add_argument("--key", required=True, type=Path, help="the vendor's private release key")
@@ -419,7 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--extras", default="pi", help="the project's extras to bundle (default: "
                    "pi); '' for none")
     b.add_argument("--pip-arg", action="append", default=[], help="passed to 'pip download', "
-                   "e.g. --pip-arg=--extra-index-url=https://www.piwheels.org/simple")
+                   "e.g. --pip-arg=--extra-index-url=URL for the URL "
+                   "https://www.piwheels.org/simple (repeatable)")
     b.add_argument("--build-env", type=Path, help="reuse this build virtualenv (made on "
                    "first use with tools/build-requirements.txt)")
     args = parser.parse_args(argv)
