@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import os
 import random
+import tty
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,6 +16,22 @@ from firmware_bridge.messages import PROTOCOL_VERSION, DeviceKind, Hello
 
 HOST_HELLO = Hello(PROTOCOL_VERSION, DeviceKind.HOST, "PI-0001", "tabled 0.1", 0)
 SHOE_HELLO = Hello(PROTOCOL_VERSION, DeviceKind.SHOE, "SHOE-42", "shoe 2.3.1", 0)
+
+
+@pytest.fixture
+def pty_ends() -> Iterator[tuple[int, int, str]]:
+    """(master fd, slave fd, slave path) of a pseudo-terminal in raw mode (no echo, no line
+    editing: bytes pass untouched); the slave stays open so the master never reads EIO."""
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    try:
+        yield master, slave, os.ttyname(slave)
+    finally:
+        for fd in (master, slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the test closed it: a device that went away
 
 
 def make_pair(

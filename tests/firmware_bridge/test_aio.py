@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 import tty
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -36,18 +36,10 @@ pytestmark = pytest.mark.timeout(20)
 
 
 @pytest.fixture
-def pty_pair() -> Iterator[tuple[int, str]]:
-    """(master fd, slave path); the slave stays open in raw mode so the master never reads EIO."""
-    master, slave = os.openpty()
-    tty.setraw(slave)  # no echo, no line editing: bytes pass untouched
-    try:
-        yield master, os.ttyname(slave)
-    finally:
-        for fd in (master, slave):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+def pty_pair(pty_ends: tuple[int, int, str]) -> tuple[int, str]:
+    """(master fd, slave path) of conftest's pseudo-terminal."""
+    master, _, slave_path = pty_ends
+    return master, slave_path
 
 
 async def _up(host: AsyncLink, device: AsyncLink) -> None:

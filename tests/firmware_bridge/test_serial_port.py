@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tty
 from collections.abc import Iterator
 
 import pytest
@@ -29,21 +28,6 @@ from .conftest import HOST_HELLO, SHOE_HELLO
 pytestmark = pytest.mark.timeout(30)
 
 
-@pytest.fixture
-def pty_pair() -> Iterator[tuple[int, int, str]]:
-    """(master fd, slave fd, slave path), raw: bytes pass untouched."""
-    master, slave = os.openpty()
-    tty.setraw(slave)
-    try:
-        yield master, slave, os.ttyname(slave)
-    finally:
-        for fd in (master, slave):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
 @pytest.fixture(name="low_descriptors_taken")
 def _low_descriptors_taken() -> Iterator[None]:
     with low_descriptors_taken():
@@ -56,8 +40,8 @@ def port_descriptors(path: str) -> list[int]:
 
 
 async def test_a_port_numbered_past_1023_carries_the_link(
-        pty_pair: tuple[int, int, str], low_descriptors_taken: None) -> None:
-    master, slave, slave_path = pty_pair
+        pty_ends: tuple[int, int, str], low_descriptors_taken: None) -> None:
+    master, slave, slave_path = pty_ends
     device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
     host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
     try:
@@ -78,8 +62,8 @@ async def test_a_port_numbered_past_1023_carries_the_link(
 
 
 def test_an_idle_port_reads_nothing_and_a_waiting_byte_is_read(
-        pty_pair: tuple[int, int, str], low_descriptors_taken: None) -> None:
-    master, _, slave_path = pty_pair
+        pty_ends: tuple[int, int, str], low_descriptors_taken: None) -> None:
+    master, _, slave_path = pty_ends
     port = SerialPort(slave_path, 115200, timeout=0, write_timeout=0)
     try:
         assert port.fd >= SELECT_LIMIT
@@ -91,8 +75,8 @@ def test_an_idle_port_reads_nothing_and_a_waiting_byte_is_read(
         port.close()
 
 
-def test_a_port_whose_device_went_away_is_an_error(pty_pair: tuple[int, int, str]) -> None:
-    master, slave, slave_path = pty_pair
+def test_a_port_whose_device_went_away_is_an_error(pty_ends: tuple[int, int, str]) -> None:
+    master, slave, slave_path = pty_ends
     port = SerialPort(slave_path, 115200, timeout=0, write_timeout=0)
     try:
         os.close(slave)
@@ -104,8 +88,8 @@ def test_a_port_whose_device_went_away_is_an_error(pty_pair: tuple[int, int, str
 
 
 def test_a_full_port_refuses_the_write_instead_of_spinning(
-        pty_pair: tuple[int, int, str]) -> None:
-    master, _, slave_path = pty_pair
+        pty_ends: tuple[int, int, str]) -> None:
+    master, _, slave_path = pty_ends
     port = SerialPort(slave_path, 115200, timeout=0, write_timeout=0)
     taken = 0
     try:
@@ -138,11 +122,11 @@ async def fill_the_queue(slave: int) -> int:
 
 
 async def test_a_device_that_stops_reading_does_not_hold_the_event_loop(
-        pty_pair: tuple[int, int, str]) -> None:
+        pty_ends: tuple[int, int, str]) -> None:
     """pyserial-asyncio-fast's transport over the port, with the port's output queue already
     full (the device reads nothing): 200 KB more written; the loop runs on meanwhile, and once
     the device reads, it gets every byte in order."""
-    master, slave, slave_path = pty_pair
+    master, slave, slave_path = pty_ends
     loop = asyncio.get_running_loop()
     port = await loop.run_in_executor(
         None, lambda: SerialPort(slave_path, 115200, timeout=0, write_timeout=0))
