@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from controller import __version__
-from controller.logsetup import LOG_LEVELS
+from controller.logsetup import add_log_level_argument
 
 _SUPERVISED = ("with --clear-store, or --init-store and --register-witness for a table the "
                "witness already knows")
@@ -18,8 +18,7 @@ def command_line() -> argparse.ArgumentParser:
     parser.add_argument("--config", required=True, help="the table's configuration (TOML)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration value, e.g. shoe.url=/dev/ttyUSB1")
-    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
-                        help="debug, info, warning or error (default info)")
+    add_log_level_argument(parser)
     once = parser.add_mutually_exclusive_group()
     once.add_argument("--init-store", action="store_true",
                       help="initialise a new table's critical memory (key, store, anchor) and "

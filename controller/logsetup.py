@@ -9,6 +9,7 @@ of a round.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -77,6 +78,12 @@ configure_logging sets it. A caller with a line per card builds it only when it 
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")  # what a --log-level may say
+
+
+def add_log_level_argument(parser: argparse.ArgumentParser) -> None:
+    """Every program's `--log-level`: one of LOG_LEVELS, another word refused by name."""
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                        help="debug, info, warning or error (default info)")
 
 
 def configure_logging(*, level: str = "info", stream: TextIO | None = None,

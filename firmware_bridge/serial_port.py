@@ -35,7 +35,7 @@ class SerialPort(serial.Serial):  # type: ignore[misc]  # pyserial has no type h
     `os.write` (see the module's docstring); with a timeout they are pyserial's."""
 
     def read(self, size: int = 1) -> bytes:
-        if self.timeout != 0 or not self.is_open or self.fd is None:
+        if self.timeout != 0 or not self.is_open:
             return bytes(super().read(size))
         # pyserial's test, with poll() in place of select(): with VMIN = VTIME = 0 (as
         # pyserial sets the port) a read of an idle port answers b"" rather than EAGAIN,
@@ -57,7 +57,7 @@ class SerialPort(serial.Serial):  # type: ignore[misc]  # pyserial has no type h
         return data
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
-        if self.write_timeout != 0 or not self.is_open or self.fd is None:
+        if self.write_timeout != 0 or not self.is_open:
             return int(super().write(data) or 0)
         try:
             return os.write(self.fd, data)

@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from controller.progressive.broker import BrokerLogin, broker_client
 from controller.progressive.broker_thread import BrokerThread
 
 DELIVERY_TIMEOUT_S = 30.0  # a local broker answers in ms; a loaded machine, slower
+
+
+def wait_until(condition: Callable[[], Any]) -> bool:
+    """Whether `condition()` came true within DELIVERY_TIMEOUT_S (a bound, not a pause)."""
+    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(condition())
 
 
 class Reader:
@@ -29,9 +39,9 @@ class Reader:
         self.client, _ = broker_client(client_id, login)
         self.client.on_connect = lambda c, u, f, r, p=None: c.subscribe(topic, qos=1)
         self.client.on_message = self._on_message
-        self.client.connect_async("127.0.0.1", port, keepalive=5)
-        self.network = BrokerThread(self.client, name="test-reader",
-                                    on_connect_fail=lambda: None, max_delay_s=2)
+        self.network = BrokerThread(self.client, "127.0.0.1", port, keepalive_s=5,
+                                    name="test-reader", on_connect_fail=lambda: None,
+                                    max_delay_s=2)
         self.network.start()
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
@@ -54,5 +64,4 @@ class Reader:
             return self.messages.get(topic)
 
     def close(self) -> None:
-        self.client.disconnect()
         self.network.stop()

@@ -35,13 +35,13 @@ from hil.broker_reader import Reader
 from hil.oracle import check_round
 from hil.pit_servers import PrivateBroker, require_private_servers
 from hil.table_harness import TableHarness
+from tests.descriptors import SELECT_LIMIT
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(3600)]
 
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 TABLE_ID = "SIM-BAC-01"
 FAULTS = int(os.environ.get("TABLE_DESCRIPTOR_FAULTS", "4"))
-SELECT_LIMIT = 1024  # FD_SETSIZE: select() refuses this descriptor number and every higher one
 STATE_TIMEOUT_S = 60.0
 
 

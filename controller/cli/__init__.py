@@ -61,20 +61,23 @@ class BadArguments(CommandError):
         self.message = message
 
 
+def help_lines(text: str, width: int) -> list[str]:
+    """A help text's lines, broken at spaces, never at a hyphen: at 80 columns the default
+    key's path came out as '/etc/tabled/release-' and 'signing.pub' on the next line (every
+    program's help formatter breaks lines here: tablectl's and tools/release.py's)."""
+    import textwrap
+
+    return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's own, but a line of help never breaks at a hyphen: at 80 columns the
-    default key's path came out as '/etc/tabled/release-' and 'signing.pub' on the next line."""
+    """argparse's own, with `help_lines`' breaks."""
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        import textwrap
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return help_lines(text, width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        import textwrap
-
-        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
-                             subsequent_indent=indent, break_on_hyphens=False)
+        return "\n".join(indent + line for line in help_lines(text, width - len(indent)))
 
 
 class _Parser(argparse.ArgumentParser):

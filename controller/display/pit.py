@@ -198,8 +198,7 @@ class PitService:
         self._feed_changed = False
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
-        self._network: Any = None  # the client's BrokerThread, once started
+        self._network: Any = None  # the broker client's BrokerThread, once started
 
     # --- the broker side (the broker's thread hands every message to the loop) -----------
 
@@ -213,15 +212,13 @@ class PitService:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
-        client.connect_async(*self.broker, keepalive=5)
-        self._network = BrokerThread(client, name="mqtt-pit", on_connect_fail=self.trouble.failed,
+        self._network = BrokerThread(client, *self.broker, keepalive_s=5, name="mqtt-pit",
+                                     on_connect_fail=self.trouble.failed,
                                      max_delay_s=RECONNECT_MAX_S)
         self._network.start()
-        self._client = client
 
     def stop_feed(self) -> None:
         if self._network is not None:
-            self._client.disconnect()
             self._network.stop()
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,

@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.display.settings import parse_listen
 from controller.errors import shown
-from controller.logsetup import LOG_LEVELS
+from controller.logsetup import add_log_level_argument
 from controller.progressive.broker import (
     DEFAULT_MQTT_PORT, DEFAULT_MQTT_PREFIX, DEFAULT_MQTTS_PORT, PASSWORD_FILE_ALLOWED,
     BrokerLogin, read_password_file,
@@ -128,6 +128,5 @@ def pit_arguments() -> argparse.ArgumentParser:
                         default=("127.0.0.1", 8090), help="HOST:PORT to serve on "
                                                           "(default 127.0.0.1:8090; port 0: a free one)")
     parser.add_argument("--port-file", help="write the bound port here once listening")
-    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
-                        help="debug, info, warning or error (default info)")
+    add_log_level_argument(parser)
     return parser

@@ -40,7 +40,7 @@ from controller.display.settings import (
 )
 from controller.display.web import Response, WebServer, sse_message, static_file
 from controller.errors import shown_setting
-from controller.logsetup import LOG_LEVELS, configure_logging
+from controller.logsetup import add_log_level_argument, configure_logging
 from controller.sdnotify import SdNotifier
 from controller.text_files import read_toml
 
@@ -304,8 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="HOST:PORT to serve on (default: [display_service] listen, "
                              "else 127.0.0.1:8080)")
     parser.add_argument("--port-file", help="write the bound port here once listening")
-    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
-                        help="debug, info, warning or error (default info)")
+    add_log_level_argument(parser)
     args = parser.parse_args(argv)
     configure_logging(level=args.log_level)
     try:

@@ -33,14 +33,16 @@ JOIN_AT_STOP_S = 7.0  # a connect in progress may take paho's 5 s connect timeou
 
 
 class BrokerThread:
-    """Connects `client` (after its `connect_async`), keeps it connected, and carries its
-    traffic until `stop()`. Waits between tries as paho's loop does: at once the first time,
-    then from `min_delay_s` doubling up to `max_delay_s`, back to the shortest once the
-    broker has accepted a connection."""
+    """Connects `client` to the broker at `host`:`port` from `start()`, keeps it connected,
+    and carries its traffic until `stop()` says goodbye. Waits between tries as paho's loop
+    does: at once the first time, then from `min_delay_s` doubling up to `max_delay_s`, back
+    to the shortest once the broker has accepted a connection."""
 
-    def __init__(self, client: Any, *, name: str, on_connect_fail: Callable[[], None],
-                 min_delay_s: float = RECONNECT_MIN_S, max_delay_s: float = 30.0) -> None:
+    def __init__(self, client: Any, host: str, port: int, *, keepalive_s: int, name: str,
+                 on_connect_fail: Callable[[], None], min_delay_s: float = RECONNECT_MIN_S,
+                 max_delay_s: float = 30.0) -> None:
         self._client = client
+        self._broker = (host, port, keepalive_s)
         self._on_connect_fail = on_connect_fail
         self._min_delay_s, self._max_delay_s = min_delay_s, max_delay_s
         self._delay_s: float | None = None  # None: the broker accepted us since the last wait
@@ -52,11 +54,14 @@ class BrokerThread:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
+        host, port, keepalive_s = self._broker
+        self._client.connect_async(host, port, keepalive=keepalive_s)
         self._thread.start()
 
     def stop(self) -> None:
-        """Send what is queued (a DISCONNECT the caller queued first), at most
-        `FLUSH_AT_STOP_S`, then end the thread."""
+        """Send what is queued and a DISCONNECT (the broker then keeps the will to itself),
+        at most `FLUSH_AT_STOP_S`, then end the thread."""
+        self._client.disconnect()  # queued after what is already queued
         self._stop_at = time.monotonic()
         self._wake()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -68,9 +73,6 @@ class BrokerThread:
     def _wake(self) -> None:
         with contextlib.suppress(OSError):  # full (it is readable already) or closed
             self._wake_w.send(b"\0")
-
-    def _stopping(self) -> bool:
-        return self._stop_at is not None
 
     def _run(self) -> None:
         with selectors.DefaultSelector() as selector:
@@ -107,10 +109,10 @@ class BrokerThread:
         self._delay_s = (self._min_delay_s if self._delay_s is None
                          else min(2 * self._delay_s, self._max_delay_s))
         deadline = time.monotonic() + self._delay_s
-        while not self._stopping() and (left := deadline - time.monotonic()) > 0:
+        while self._stop_at is None and (left := deadline - time.monotonic()) > 0:
             if selector.select(left):
                 self._drain()
-        return self._stopping()
+        return self._stop_at is not None
 
     def _connect(self) -> None:
         try:

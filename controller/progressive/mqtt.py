@@ -94,9 +94,9 @@ class MqttMeterPublisher:
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         # paho queues QoS 1 messages while disconnected; the thread reconnects every 1-30 s.
-        self._client.connect_async(host, port, keepalive=KEEPALIVE_S)
-        self._network = BrokerThread(self._client, name="mqtt-meters",
-                                     on_connect_fail=self.trouble.failed, max_delay_s=30)
+        self._network = BrokerThread(self._client, host, port, keepalive_s=KEEPALIVE_S,
+                                     name="mqtt-meters", on_connect_fail=self.trouble.failed,
+                                     max_delay_s=30)
         self._network.start()
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
@@ -133,5 +133,4 @@ class MqttMeterPublisher:
                 sent.wait_for_publish(CONNECT_TIMEOUT_S)
             except (RuntimeError, ValueError):
                 pass  # the broker went away meanwhile: the will says "lost", which it is
-        self._client.disconnect()  # sends DISCONNECT after the queued messages
-        self._network.stop()
+        self._network.stop()  # a DISCONNECT after the queued messages

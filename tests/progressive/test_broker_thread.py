@@ -21,7 +21,7 @@ import structlog
 from controller.progressive.broker import BrokerLogin, broker_client
 from controller.progressive.broker_thread import BrokerThread
 from controller.progressive.mqtt import MqttMeterPublisher, meter_message
-from hil.broker_reader import DELIVERY_TIMEOUT_S, Reader
+from hil.broker_reader import DELIVERY_TIMEOUT_S, Reader, wait_until
 from hil.pit_servers import PrivateBroker, free_port, require_private_servers
 from tests.descriptors import SELECT_LIMIT, low_descriptors_taken
 
@@ -41,12 +41,6 @@ def h9(amount_cents: int, sequence: int) -> Any:
     return meter_message("casino", "fd", "T1", "h9", "progressive", amount_cents, sequence,
                          1_800_000_000.0 + sequence)
 
-
-def wait_until(condition: Any) -> bool:
-    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return bool(condition())
 
 
 def test_a_table_and_a_pit_page_past_descriptor_1023_connect_and_reconnect(
@@ -100,10 +94,9 @@ def test_a_callback_that_raises_is_said_and_the_next_message_is_delivered(
 
 def test_no_broker_is_tried_at_once_and_a_stop_ends_the_thread() -> None:
     client, _ = broker_client("fd-nobody", BrokerLogin())
-    client.connect_async("127.0.0.1", free_port(), keepalive=5)  # nobody listens there
     failed = threading.Event()
-    network = BrokerThread(client, name="test-nobody", on_connect_fail=failed.set,
-                           min_delay_s=60)
+    network = BrokerThread(client, "127.0.0.1", free_port(), keepalive_s=5,  # nobody there
+                           name="test-nobody", on_connect_fail=failed.set, min_delay_s=60)
     started = time.monotonic()
     network.start()
     assert failed.wait(DELIVERY_TIMEOUT_S)  # the first try is at once, not after a wait

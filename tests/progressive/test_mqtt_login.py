@@ -21,7 +21,7 @@ from controller.progressive.mqtt import MqttMeterPublisher
 from controller.progressive.system import ProgressiveSystem
 from controller.memory.store import Store
 from drivers.protocols import LockedOut
-from hil.broker_reader import DELIVERY_TIMEOUT_S, Reader
+from hil.broker_reader import DELIVERY_TIMEOUT_S, Reader, wait_until
 from hil.pit_servers import (
     BrokerCertificates, PrivateBroker, make_broker_certificates, require_private_servers,
 )
@@ -94,12 +94,6 @@ def test_a_table_logs_in_over_tls_and_its_meters_reach_the_pit_pages_user(
         system.close()
         system.store.close()
 
-
-def wait_until(predicate: Any) -> bool:
-    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return bool(predicate())
 
 
 def test_a_wrong_password_is_said_once_however_often_paho_tries_again(
