@@ -203,7 +203,7 @@ async def main(entries: int, seconds: float) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--seconds", type=float, default=10.0)
     options = parser.parse_args()

@@ -365,7 +365,7 @@ def render_markdown() -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m controller.faults",
                                      description="docs/faults.md from the fault catalogue: "
-                                     "printed, written, or checked")
+                                     "printed, written, or checked.")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--write", action="store_true", help=f"write {DOC.name}")
     what.add_argument("--check", action="store_true",

@@ -454,7 +454,7 @@ async def soak(shoes: int, seed: int, workdir: Path, *, faults_per_shoe: float =
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m hil.soak", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hil.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--shoes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=None, help="replay a run (default: random)")
     parser.add_argument("--faults-per-shoe", type=float, default=1.5)

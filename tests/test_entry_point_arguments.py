@@ -45,6 +45,21 @@ def test_each_entry_point_answers_help(command: list[str]) -> None:
     assert done.stdout.startswith("usage: "), done.stdout
 
 
+def _description(help_text: str) -> str:
+    """The paragraph argparse prints between the usage lines and the options, on one line."""
+    paragraphs = help_text.split("\n\n")
+    return " ".join(paragraphs[1].split()) if len(paragraphs) > 2 else ""
+
+
+@pytest.mark.parametrize("command", ENTRY_POINTS + [["-m", "hil.soak"], ["-m", "hil.run"]],
+                         ids=lambda c: c[-1])
+def test_each_entry_point_describes_itself_in_whole_sentences(command: list[str]) -> None:
+    # Until 2026-12-07 hil/soak.py and bench/bench_control.py gave argparse their
+    # docstring's first line, which ends mid-sentence ("... recovered by a").
+    description = _description(_run(command, "--help").stdout)
+    assert description.endswith((".", ".)")), description
+
+
 @pytest.mark.parametrize("command", GENERATORS, ids=lambda c: c[-1])
 def test_a_generator_refuses_an_option_it_does_not_take_and_writes_nothing(
         command: list[str]) -> None:
