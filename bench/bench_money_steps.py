@@ -286,7 +286,7 @@ async def start(folder: Path) -> Daemon:
     daemon.intake.bind()
     daemon.history_checked.set()
     daemon.table.restore()
-    daemon.store.group_commits(asyncio.get_running_loop())
+    daemon.store.group_commits(asyncio.get_running_loop(), flush_in=daemon.config.store_flush_in)
     daemon.control.follow(daemon.store)
     daemon.control.set_history(daemon.store.events_from)
     await daemon.control.start()

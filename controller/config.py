@@ -19,6 +19,7 @@ from controller.access import AccessConfig, parse_access
 from controller.auth import read_secrets
 from controller.errors import ConfigurationError
 from controller.memory.anchor import ANCHOR_INTERVAL_RANGE_S, ANCHOR_INTERVAL_S
+from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_LOOP
 from controller.software import parse_software
 from controller.config_checks import (
     ConfigReader, check_control_socket, check_feature_packages, check_import_path,
@@ -225,7 +226,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
 
     store_t = c.table("store")
     c.unknown(store_t, "store", {"path", "flush_delay_ms", "critical_dir", "anchor_interval_s",
-                                 "seal_every_step"})
+                                 "seal_every_step", "flush_in"})
     store_path = c.get(store_t, "store", "path", str, "a file path, e.g. "
                        "/var/lib/tabled/table.sqlite", check=bool) or ""
     if store_path:
@@ -248,6 +249,11 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     seal_every_step = c.get(store_t, "store", "seal_every_step", bool, "true or false (true: "
                             "every step sealed by itself, a card's too; docs/rulings.md C29)",
                             False)
+    # docs/rulings.md C30: where group commit's flush runs.
+    flush_in = c.get(store_t, "store", "flush_in", str, "'loop' (the event loop's thread "
+                     "flushes and reports at once) or 'thread' (a thread of its own, the loop "
+                     "going on meanwhile; docs/rulings.md C30)", FLUSH_IN_LOOP,
+                     check=lambda v: v in FLUSH_IN)
 
     ctl_t = c.table("control")
     c.unknown(ctl_t, "control", {"socket", "mode"})
@@ -299,6 +305,7 @@ def parse_config(data: Mapping[str, Any], source: str, *,
         store_flush_delay_ms=float(flush_delay_ms), critical_dir=critical_dir,
         store_anchor_interval_s=float(anchor_interval_s),
         store_seal_every_step=bool(seal_every_step),
+        store_flush_in=str(flush_in or FLUSH_IN_LOOP),
         metrics_listen=metrics_listen,
         witness=witness,
         software=software,

@@ -86,6 +86,9 @@ class TableConfig:
     store_seal_every_step: bool = False
     """`[store] seal_every_step`: every step sealed by itself, a card's inside a round too
     (docs/rulings.md C29 lets those wait for the next flushed step's seal)."""
+    store_flush_in: str = "loop"
+    """`[store] flush_in`: where group commit's flush runs, 'loop' or 'thread'
+    (docs/rulings.md C30; controller.memory.delivery.FLUSH_IN)."""
     access: AccessConfig = AccessConfig()
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""

@@ -257,7 +257,8 @@ class Daemon:
                 self.spawn(self.panel.follow_linked(self.progressive))
             if self.progressive.feeds.pit is not None:  # the pit page's view of this table
                 self.spawn(self.progressive.follow_pit(self.status))
-        self.store.group_commits(asyncio.get_running_loop())  # shared flushes (issue 31)
+        # Shared flushes (issue 31), where [store] flush_in says (docs/rulings.md C30).
+        self.store.group_commits(asyncio.get_running_loop(), flush_in=self.config.store_flush_in)
         self.control.follow(self.store)
         self.control.set_history(self.store.events_from)
         self.access_log.resume_pin_guard()

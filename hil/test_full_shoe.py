@@ -33,13 +33,13 @@ def played_shoe(tmp_path_factory):
             result = await table.play(shoes=1)
             rounds = await table.call("rounds", limit=1000)
             chain = await table.call("verify_chain")
-            return result, rounds, chain
+            return result, rounds, chain, (await table.call("status"))["storage"]
 
     return asyncio.run(play())
 
 
 def test_every_card_the_shoe_dealt_is_accounted_for_631a_5_f_631a_10_d(played_shoe):
-    result, rounds, _ = played_shoe
+    result, rounds, _, _ = played_shoe
     (stack, cover_at), = result.stacks
     burn = [e["payload"] for e in result.events if e["kind"] in ("burn_first_card", "burn_card")]
     first = burn[0]["card"]
@@ -62,7 +62,7 @@ def test_every_card_the_shoe_dealt_is_accounted_for_631a_5_f_631a_10_d(played_sh
 
 
 def test_every_round_draws_by_table_1_631a_11(played_shoe):
-    _, rounds, _ = played_shoe
+    _, rounds, _, _ = played_shoe
     for r in rounds:
         assert check_round(r) == []
         player = [c["card"] for c in r["cards"] if c["hand"] == "player"]
@@ -75,7 +75,7 @@ def test_every_round_draws_by_table_1_631a_11(played_shoe):
 
 
 def test_every_payout_recomputed_and_the_table_balances_to_the_cent(played_shoe):
-    result, rounds, _ = played_shoe
+    result, rounds, _, _ = played_shoe
     placed = sorted((seat, wager, amount) for _, seat, wager, amount in result.wagers_placed)
     settled = sorted((s["seat"], s["wager"], s["amount_cents"])
                      for r in rounds for s in r["settlements"])
@@ -94,7 +94,7 @@ def test_every_payout_recomputed_and_the_table_balances_to_the_cent(played_shoe)
 
 
 def test_the_event_log_chain_verifies(played_shoe):
-    _, _, chain = played_shoe
+    _, _, chain, _ = played_shoe
     assert chain["entries"] > 500
 
 
@@ -105,7 +105,7 @@ def test_a_dealer_drawing_the_first_four_cards_at_once_plays_the_same_shoe_631a_
     places cards drawn prompt by prompt, so the same seed plays the same shoe to the cent."""
     import asyncio
 
-    _, rounds, _ = played_shoe
+    _, rounds, _, _ = played_shoe
     drawn_at_prompt: list[tuple[int, int]] = []  # (round, cards out of the shoe) at B1's prompt
 
     async def play():
@@ -125,6 +125,31 @@ def test_a_dealer_drawing_the_first_four_cards_at_once_plays_the_same_shoe_631a_
         assert round_id == r["round_id"]
         # When the prompt for the Banker's first card is read, all four are out already.
         assert drawn >= r["cards"][3]["index"] + 1
+
+
+def test_a_table_whose_flush_runs_in_a_thread_of_its_own_plays_the_same_shoe_C30(
+        played_shoe, tmp_path):
+    """docs/rulings.md C30: by default the daemon's event loop flushes on its own thread;
+    `[store] flush_in = "thread"` gives the flush a thread of its own (each flush's thread is
+    tests/controller/test_group_commit.py's), and the same seed plays the same shoe to the
+    cent, its chain whole."""
+    import asyncio
+
+    _, rounds, _, storage = played_shoe
+    assert storage["flush_in"] == "loop"
+
+    async def play():
+        async with TableHarness(CONFIG, tmp_path, seed=2026,
+                                extra_overrides=["store.flush_in=thread"]) as table:
+            await table.play(shoes=1)
+            return (await table.call("rounds", limit=1000), await table.call("verify_chain"),
+                    (await table.call("status"))["storage"])
+
+    threaded, chain, storage = asyncio.run(play())
+    assert storage["flush_in"] == "thread"
+    assert [(r["cards"], r["result"], r["settlements"]) for r in threaded] == \
+        [(r["cards"], r["result"], r["settlements"]) for r in rounds]
+    assert chain["entries"] > 500
 
 
 @pytest.mark.parametrize(("player", "banker", "draws"), [

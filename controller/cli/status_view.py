@@ -93,6 +93,9 @@ def _storage(flushes: Any) -> str | None:
     # [store] seal_every_step (docs/rulings.md C29): said only when it is set.
     sealing = "; every step sealed by itself ([store] seal_every_step)" if flushes.get(
         "seal_every_step") else ""
+    # [store] flush_in (docs/rulings.md C30): said only when it is not the loop's thread.
+    if flushes.get("flush_in") == "thread":
+        sealing += "; flushed in a thread of their own ([store] flush_in)"
     if not flushes.get("flushes"):
         return "no flush yet" + sealing
     half, most = flushes.get("half_within_ms"), flushes.get("p99_within_ms")

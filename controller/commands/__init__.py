@@ -56,9 +56,11 @@ class Commands:
 
         # The storage's flush times with the status command only: the status that answers
         # every command changing the table (a wager's) does without them. Beside them, the
-        # sealing the store applies (docs/rulings.md C29; its option is the operator's).
+        # sealing the store applies and where its flushes run (docs/rulings.md C29, C30;
+        # both options are the operator's).
         flush_times = daemon.store.durability.flush_times
-        sealing = {"seal_every_step": daemon.config.store_seal_every_step}
+        sealing = {"seal_every_step": daemon.config.store_seal_every_step,
+                   "flush_in": daemon.config.store_flush_in}
         reg("status", lambda a: {**status(), "storage": {**flush_times.status(), **sealing}},
             role=READ,
             description="table state, shoe, round, fault, the storage's flushes")

@@ -8,13 +8,18 @@ get the seal of a durable commit.
 Group commit (issue 31; docs/architecture.md, "Durable writes"). Without it every money
 step (a wager, the lock-out, a settlement) flushes the WAL on the event loop before the
 step returns. With it (`Store.group_commits`, the daemon's loop) a money step commits
-without a flush and its entries are held; one flush, in a thread of its own, then covers
-every commit made before it started, and only when it has returned are the held entries
-given out, the anchor moved and the callers waiting on `when_durable` (the control
-socket's replies) answered. Steps committed while a flush is in flight wait for the next
-one, which starts as soon as that one returns: wagers, a lock and a settlement that arrive
-together share a flush, and the loop goes on deciding cards while the disk works. Nothing
-is acknowledged before it is on the disk: a power cut loses only commits never reported.
+without a flush and its entries are held; one flush at the end of the loop's turn then
+covers every commit made before it started, and only when it has returned are the held
+entries given out, the anchor moved and the callers waiting on `when_durable` (the control
+socket's replies) answered: wagers, a lock and a settlement that arrive together share a
+flush. Nothing is acknowledged before it is on the disk: a power cut loses only commits
+never reported.
+
+Where the flush runs is `[store] flush_in` (docs/rulings.md C30): on the loop's own thread
+(`FLUSH_IN_LOOP`, the default), which then waits for the disk and reports as soon as it
+returns; or in a thread of its own (`FLUSH_IN_THREAD`), while the loop goes on with what
+needs no flush, and steps committed while a flush is in flight wait for the next one, which
+starts as soon as that one returns.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import structlog
 from controller.events.records import RoundSettled, RoundVoid
 from controller.memory.digests import Seal
 from controller.memory.durability import Durability
+from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_THREAD
 from controller.memory.schema import Event
 
 log = structlog.get_logger("store")
@@ -114,11 +120,15 @@ class Delivery:
 
     # --- group commit -------------------------------------------------------------------
 
-    def group_on(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Group money steps' flushes from now on: each flush runs in a thread of its own
-        and hands its result back to `loop`, whose thread owns the store."""
+    def group_on(self, loop: asyncio.AbstractEventLoop, flush_in: str) -> None:
+        """Group money steps' flushes from now on, each at the end of a turn of `loop`, whose
+        thread owns the store: run there (FLUSH_IN_LOOP), or in a thread of its own that
+        hands its result back to the loop (FLUSH_IN_THREAD)."""
+        if flush_in not in FLUSH_IN:
+            raise ValueError(f"flush_in = {flush_in!r}: one of {', '.join(FLUSH_IN)}")
         self._loop = loop
-        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+        if flush_in == FLUSH_IN_THREAD:
+            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
 
     @property
     def grouping(self) -> bool:
@@ -224,7 +234,7 @@ class Delivery:
         """Flush, in the flusher's thread, every commit held now; or, if none of them must
         be flushed (they only waited behind earlier ones), give them out at once."""
         self._start_due = False
-        if self._loop is None or self._flusher is None or self._in_flight is not None:
+        if self._loop is None or self._in_flight is not None:
             return  # closed meanwhile (close() flushed), or already on its way
         held, waiters, self._held, self._waiters = self._held, self._waiters, [], []
         if not any(must for _, _, must in held):
@@ -232,6 +242,9 @@ class Delivery:
             return
         self._in_flight, self._in_flight_waiters = held, waiters
         mark = self._durability.flush_mark()  # how far the WAL is now: what this flush covers
+        if self._flusher is None:
+            self._flush_on_loop(mark)
+            return
         self._flush_started.clear()
         self._flusher.submit(self._flush_in_thread, self._loop, mark)
         # The flusher's thread needs the GIL to reach its flush, and this thread would keep
@@ -246,6 +259,21 @@ class Delivery:
                 for event in events:
                     for prepare in self.preparers:
                         prepare(event)
+
+    def _flush_on_loop(self, mark: str | None) -> None:
+        """FLUSH_IN_LOOP: the flush on this thread, its result taken at once. Nothing else
+        runs meanwhile, so no step commits during it: what arrives waits in its socket or
+        queue for the next turn, and shares the next flush. No other thread is woken to
+        flush or to hand the result back (on this machine 0.5 ms of a money step's report
+        at p99, docs/performance.md), and the step's later work (its journal lines) runs
+        after the report rather than beside the disk."""
+        error: BaseException | None = None
+        seconds = 0.0
+        try:
+            seconds = self._durability.flush_in_thread()
+        except Exception as exc:  # noqa: BLE001 - _flushed decides what a failed flush means
+            error = exc
+        self._flushed(error, mark, seconds)
 
     def _flush_in_thread(self, loop: asyncio.AbstractEventLoop, mark: str | None) -> None:
         """In the flusher's thread: the flush, then its result handed straight to the loop.
@@ -282,7 +310,9 @@ class Delivery:
         if not self._held:  # nothing committed meanwhile: the later waiters are answered too
             waiters, self._waiters = waiters + self._waiters, []
         self._give_out_all(covered, waiters, durable=True)
-        if self._held:
+        # Held meanwhile: in the flusher's thread's case, committed while it flushed; on the
+        # loop's own thread, only by a listener just now, whose commit scheduled its flush.
+        if self._held and self._flusher is not None:
             self._start_flush()
         self._durability.flush_times.add(seconds)  # behind the report and the next flush
 

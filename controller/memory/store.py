@@ -207,11 +207,11 @@ class Store:
         controller/witness/link.py, only take a digest and hand the head to their thread)."""
         self._delivery.durable_listeners.append(listener)
 
-    def group_commits(self, loop: asyncio.AbstractEventLoop) -> None:
-        """From now on, money steps share flushes, run in a thread of their own, and their
-        entries are given out only once flushed (group commit, controller/memory/
-        delivery.py): the daemon, once its loop runs. `when_durable` says when."""
-        self._delivery.group_on(loop)
+    def group_commits(self, loop: asyncio.AbstractEventLoop, *, flush_in: str) -> None:
+        """From now on, money steps share flushes (group commit, controller/memory/delivery.py),
+        run where `flush_in` says ([store] flush_in, docs/rulings.md C30), their entries given
+        out only once flushed: the daemon, once its loop runs. `when_durable` says when."""
+        self._delivery.group_on(loop, flush_in)
 
     def when_durable(self, waiter: Callable[[BaseException | None], None]) -> None:
         """`waiter` is called (with None) once every commit made so far is on the disk and

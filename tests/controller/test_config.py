@@ -41,7 +41,7 @@ def test_the_shipped_simulated_table_is_valid():
     (("shuffler", "vendor_id"), 0, "shuffler.vendor_id = 0: not allowed; allowed: a USB vendor "
                                    "id 0x0001-0xFFFF"),
     (("store", "colour"), "red", "store.colour: unknown key; allowed keys: "
-                                 "anchor_interval_s, critical_dir, flush_delay_ms, path, "
+                                 "anchor_interval_s, critical_dir, flush_delay_ms, flush_in, path, "
                                  "seal_every_step"),
     (("store", "flush_delay_ms"), -5, "store.flush_delay_ms = -5: not allowed; allowed: 0 to "
                                       "1000 milliseconds"),
@@ -121,6 +121,19 @@ def test_seal_every_step_is_off_unless_set_and_reaches_the_store(tmp_path):
             assert (store.verify().unsealed == 0) is card_sealed, value
         finally:
             store.close()
+
+
+def test_the_flush_runs_on_the_loops_thread_unless_set_and_a_bad_place_is_named():
+    """docs/rulings.md C30: `[store] flush_in` is "loop" by default, "thread" if set; any
+    other word is refused by name, with what is allowed."""
+    assert load_config(SIMULATED).store_flush_in == "loop"
+    assert load_config(SIMULATED, ["store.flush_in=thread"]).store_flush_in == "thread"
+    data = simulated()
+    data["store"]["flush_in"] = "disk"
+    assert [p for p in problems(data) if "flush_in" in p] == [
+        "store.flush_in = 'disk': not allowed; allowed: 'loop' (the event loop's thread flushes "
+        "and reports at once) or 'thread' (a thread of its own, the loop going on meanwhile; "
+        "docs/rulings.md C30)"]
 
 
 def test_the_shoes_reconnect_cap_reaches_its_driver():

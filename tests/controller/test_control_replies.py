@@ -12,6 +12,7 @@ from typing import Any
 from controller.control import ControlServer
 from controller.control_args import whole
 from controller.memory.store import Store
+from controller.memory.flush_in import FLUSH_IN_THREAD
 from tests.controller.test_group_commit import GatedFlushes, _step
 
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
@@ -20,7 +21,7 @@ WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
 async def _served(tmp_path: Path) -> tuple[Store, GatedFlushes, ControlServer]:
     store = Store(tmp_path / "t.sqlite")
     flushes = GatedFlushes(store)
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_THREAD)  # gated
     srv = ControlServer(str(tmp_path / "control.sock"))
 
     def place(args: Any) -> dict[str, int]:

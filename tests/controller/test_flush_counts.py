@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_THREAD
 from controller.memory import anchor as anchor_module
 from controller.memory.anchor import (
     ANCHOR_INTERVAL_S,
@@ -176,8 +177,9 @@ async def _durable(store: Store) -> None:
     assert await asyncio.wait_for(done, 30) is None
 
 
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
 async def test_a_round_costs_three_flushes_of_its_steps_and_the_anchor_one_a_write(
-        tmp_path: Path) -> None:
+        flush_in: str, tmp_path: Path) -> None:
     """A scripted round as the daemon records it, group commit on: five wagers sent together,
     the lock-out, five cards, the settlement with the round's last card. Three flushes of
     the WAL (the wagers' shared one, the lock's, the settlement's), no checkpoint, and every
@@ -186,7 +188,7 @@ async def test_a_round_costs_three_flushes_of_its_steps_and_the_anchor_one_a_wri
     init_store(store_path, operator="test", table_id="T1").close()
     store = open_store(store_path)
     try:
-        store.group_commits(asyncio.get_running_loop())
+        store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
         before = store.durability.flushes()
         for seat in (1, 2, 4, 6, 8):  # one loop turn: what call_many's requests do
             _step(store, "wager_accepted", {**WAGER, "seat": seat})
@@ -266,8 +268,9 @@ def test_a_checkpoint_counts_the_three_flushes_sqlite_makes_for_it(tmp_path: Pat
         store.close()
 
 
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
 async def test_the_checkpoint_a_flush_makes_due_runs_after_the_replies_waiting_for_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        flush_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A wager's reply waits for its flush (group commit); the checkpoint that the same flush
     makes due runs in a loop callback of its own, after the reply's coroutine has gone on,
     so the reply does not wait for the checkpoint's three flushes as well."""
@@ -285,7 +288,7 @@ async def test_the_checkpoint_a_flush_makes_due_runs_after_the_replies_waiting_f
 
     monkeypatch.setattr(store.durability, "_checkpoint", checkpoint)
     try:
-        store.group_commits(asyncio.get_running_loop())
+        store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
         for seat in (1, 2):
             _step(store, "wager_accepted", {**WAGER, "seat": seat})
         # The third commit since the store opened, a round's end: the checkpoint is due.
@@ -304,8 +307,9 @@ async def test_the_checkpoint_a_flush_makes_due_runs_after_the_replies_waiting_f
         store.close()
 
 
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
 async def test_a_daemons_due_checkpoint_waits_for_a_rounds_end(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        flush_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With group commit (the daemon), a due checkpoint runs after the flush that gives out
     a round's end (its settlement or void), not after a wager's or a lock's, whose next
     lock-out or cards would wait for its flushes; after CHECKPOINT_WAITS_FOR_A_ROUND_END
@@ -325,7 +329,7 @@ async def test_a_daemons_due_checkpoint_waits_for_a_rounds_end(
         return store.durability.checkpoints
 
     try:
-        store.group_commits(asyncio.get_running_loop())
+        store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
         # The store's opening committed once: due from the first wager, waiting for a
         # round's end.
         after = [await flushed("wager_accepted", {**WAGER, "seat": seat}) for seat in (1, 2)]
@@ -358,8 +362,9 @@ def test_a_store_without_a_loop_checkpoints_when_due(
         store.close()
 
 
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
 async def test_the_anchor_is_handed_its_seal_after_the_report(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        flush_in: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Waking the anchor's thread (it takes the interpreter's lock to write) comes after the
     flushed entries are given out to the listeners that report them, not before."""
     order: list[str] = []
@@ -375,7 +380,7 @@ async def test_the_anchor_is_handed_its_seal_after_the_report(
     store = open_store(store_path)
     try:
         store.subscribe(lambda event: order.append(event.kind))
-        store.group_commits(asyncio.get_running_loop())
+        store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
         order.clear()
         _step(store, "wager_accepted", WAGER)
         await _durable(store)
@@ -418,7 +423,7 @@ async def test_the_collection_between_rounds_waits_for_the_settlements_report(
     enabled = gc.isenabled()
     gc.disable()  # only the collector's own run may free the cycle here
     try:
-        store.group_commits(asyncio.get_running_loop())
+        store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_THREAD)  # gated
         for expected_then, freed in ((TableState.BETTING_OPEN, True),
                                      (TableState.DEALING, False)):
             gc.collect()

@@ -123,6 +123,10 @@ def test_status_view_names_the_bounds_and_slow_storage(monkeypatch):
         "; every step sealed by itself ([store] seal_every_step)")
     assert _storage({"flushes": 0, "seal_every_step": True}) == (
         "no flush yet; every step sealed by itself ([store] seal_every_step)")
+    # docs/rulings.md C30's option: said when the flushes run in a thread of their own.
+    assert _storage({"flushes": 0, "flush_in": "loop"}) == "no flush yet"
+    assert _storage({"flushes": 0, "flush_in": "thread"}) == (
+        "no flush yet; flushed in a thread of their own ([store] flush_in)")
 
 
 async def test_the_daemon_reports_its_flushes_in_status_and_metrics(tmp_path):

@@ -1,10 +1,12 @@
 """Group commit (issue 31; controller/memory/delivery.py, docs/architecture.md "Durable
-writes"): money steps that arrive together share one flush, run in a thread of its own,
-and nothing of them is given out or acknowledged before that flush has returned.
+writes"): money steps that arrive together share one flush, and nothing of them is given
+out or acknowledged before that flush has returned; the flush runs on the event loop's
+own thread or in a thread of its own (`[store] flush_in`, docs/rulings.md C30).
 
-Every interleaving here is forced: the flush thread waits on an event the test sets, so
-what is committed before, during and after a flush is decided by the test, not by the
-speed of the disk or of the machine.
+Every interleaving here is forced. In a thread of its own, the flush waits on an event the
+test sets, so what is committed before, during and after a flush is decided by the test,
+not by the speed of the disk or of the machine; on the loop's thread nothing else runs
+while it flushes, and the test decides what each loop turn holds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from structlog.testing import capture_logs
 from controller.control import ControlClient, ControlError, ControlServer
 from controller.control_args import whole
 from controller.memory import delivery
+from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_LOOP, FLUSH_IN_THREAD
 from controller.memory.store import Event, Store
 
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}
@@ -33,6 +36,7 @@ class GatedFlushes:
 
     def __init__(self, store: Store) -> None:
         self.started = 0
+        self.threads: list[str] = []  # the thread each flush ran in
         self.gate = threading.Event()
         self.gate.set()
         self.fail_next: OSError | None = None
@@ -41,6 +45,7 @@ class GatedFlushes:
 
     def _flush(self, at_flush: Callable[[], object] | None = None) -> float:
         self.started += 1
+        self.threads.append(threading.current_thread().name)
         if at_flush is not None:
             at_flush()  # the thread is at its flush: the gate stands for the disk
         self.gate.wait(timeout=30)
@@ -56,10 +61,29 @@ async def grouped(tmp_path: Path) -> AsyncIterator[tuple[Store, GatedFlushes, li
     given: list[Event] = []
     store.subscribe(given.append)
     flushes = GatedFlushes(store)
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_THREAD)
     yield store, flushes, given
     flushes.gate.set()
     store.close()
+
+
+@pytest.fixture(params=FLUSH_IN)
+async def grouped_either(request: pytest.FixtureRequest, tmp_path: Path
+                         ) -> AsyncIterator[tuple[Store, GatedFlushes, list[Event]]]:
+    """`grouped`, with the flush on the loop's thread or in one of its own: a test that
+    uses it opens the gate before the loop turn ends (on the loop's thread a closed gate
+    would stop the loop itself)."""
+    store = Store(tmp_path / "t.sqlite")
+    given: list[Event] = []
+    store.subscribe(given.append)
+    flushes = GatedFlushes(store)
+    store.group_commits(asyncio.get_running_loop(), flush_in=request.param)
+    yield store, flushes, given
+    flushes.gate.set()
+    loop_thread = threading.current_thread().name
+    assert all((name == loop_thread) == (request.param == FLUSH_IN_LOOP)
+               for name in flushes.threads), flushes.threads
+    store.close()  # its own flush is the closing thread's in either case
 
 
 async def _durable(store: Store) -> BaseException | None:
@@ -76,8 +100,8 @@ def _step(store: Store, kind: str, payload: dict[str, Any] | None = None) -> Non
 
 
 async def test_money_steps_of_one_loop_turn_share_one_flush_and_are_given_out_after_it(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
-    store, flushes, given = grouped
+        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped_either
     flushes.gate.clear()
     _step(store, "wager_accepted", WAGER)
     _step(store, "wager_accepted", {**WAGER, "seat": 4})
@@ -109,15 +133,15 @@ async def test_steps_committed_during_a_flush_wait_for_the_next_one(
 
 
 async def test_a_card_behind_nothing_held_is_given_out_at_once_without_a_flush(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
-    store, flushes, given = grouped
+        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped_either
     _step(store, "card", {"index": 7})
     assert ([e.kind for e in given], flushes.started) == (["card"], 0)
 
 
 async def test_a_failed_flush_acknowledges_nothing_and_the_next_step_flushes_it_again(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
-    store, flushes, given = grouped
+        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+    store, flushes, given = grouped_either
     flushes.fail_next = OSError(5, "Input/output error")
     _step(store, "wager_accepted", WAGER)
     error = await _durable(store)
@@ -127,11 +151,12 @@ async def test_a_failed_flush_acknowledges_nothing_and_the_next_step_flushes_it_
     assert [e.payload["seat"] for e in given] == [3, 5]
 
 
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
 async def test_closing_the_store_flushes_what_is_held_and_answers_its_waiters(
-        tmp_path: Path) -> None:
+        flush_in: str, tmp_path: Path) -> None:
     store = Store(tmp_path / "t.sqlite")
     flushes = GatedFlushes(store)
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
     _step(store, "wager_accepted", WAGER)
     answered: list[BaseException | None] = []
     store.when_durable(answered.append)
@@ -142,14 +167,15 @@ async def test_closing_the_store_flushes_what_is_held_and_answers_its_waiters(
     again.close()
 
 
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
 async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
-        tmp_path: Path) -> None:
+        flush_in: str, tmp_path: Path) -> None:
     """A client sends a round's wagers at once (ControlClient.call_many): the daemon runs
     them in order, in one loop turn, and answers each only once it is on the disk: one
     flush for all of them, started after the last."""
     store = Store(tmp_path / "t.sqlite")
     flushes = GatedFlushes(store)
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
     srv = ControlServer(str(tmp_path / "control.sock"))
     seen: list[int] = []
 
@@ -235,7 +261,7 @@ async def test_the_flush_is_under_way_before_the_loop_runs_anything_else(
 
     store._durability.flush_in_thread = flush  # type: ignore[method-assign]
     store.subscribe(lambda event: None, prepare=lambda event: order.append("prepared"))
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_THREAD)
     try:
         with store.transaction():
             store.append_entry("no_more_bets", {}, severity="info")
@@ -261,7 +287,7 @@ async def test_a_flusher_thread_that_cannot_start_does_not_hold_up_the_loop(
         return 0.0
 
     store._durability.flush_in_thread = flush  # type: ignore[method-assign]
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_THREAD)
     try:
         _step(store, "wager_accepted", WAGER)
         started = time.monotonic()
@@ -294,10 +320,10 @@ async def test_held_entries_are_prepared_during_their_flush_and_given_out_after_
 
 
 async def test_replies_are_answered_before_the_anchor_and_the_durable_listeners(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
     """A waiter (a reply) needs only the flush: the anchor's hand-off and the witness's digest
     (durable listeners) come after it, not in front of it."""
-    store, flushes, given = grouped
+    store, flushes, given = grouped_either
     order: list[str] = []
     anchor_committed = store._durability.committed
 
@@ -343,3 +369,54 @@ async def test_a_durable_listener_that_raises_is_logged_and_the_others_still_hea
     failures = [entry for entry in logs if entry["event"] == "durable_listener_failed"]
     assert [(f["log_level"], f["error"], f["commit_no"]) for f in failures] == [
         ("error", "disk I/O error", 3)]  # the store's opening was commit 1
+
+
+async def test_on_the_loops_thread_the_report_goes_out_before_the_steps_later_work(
+        tmp_path: Path) -> None:
+    """`[store] flush_in = "loop"` (docs/rulings.md C30): the flush runs at the end of the
+    step's loop turn on the loop's thread, and what it covers is given out at once, before
+    the work the step left for later (its journal lines); in a thread of its own that work
+    runs while the disk works instead (test_work_left_for_after_a_money_step_runs_while_its_
+    flush_is_in_flight)."""
+    store = Store(tmp_path / "t.sqlite")
+    flushes = GatedFlushes(store)
+    order: list[str] = []
+    store.subscribe(lambda event: order.append(f"{event.kind} given out"))
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
+    try:
+        with store.transaction():
+            store.append_entry("no_more_bets", {}, severity="info")
+            store.after_step(lambda: order.append(f"later work, {flushes.started} flush"))
+        assert (order, flushes.started) == ([], 0)  # not before the turn ends
+        assert await _durable(store) is None
+        assert order == ["no_more_bets given out", "later work, 1 flush"]
+        assert flushes.threads == [threading.current_thread().name]
+    finally:
+        store.close()
+
+
+async def test_on_the_loops_thread_a_step_its_report_leads_to_gets_a_flush_of_its_own_after(
+        tmp_path: Path) -> None:
+    """A listener that commits a money step while a flush's entries go out (on the loop's
+    thread nothing else can commit during the flush itself): that step is held and flushed
+    at the end of the turn, after the first flush's entries are all out, not inside them."""
+    store = Store(tmp_path / "t.sqlite")
+    flushes = GatedFlushes(store)
+    order: list[str] = []
+
+    def listener(event: Event) -> None:
+        order.append(f"{event.kind} given out after flush {flushes.started}")
+        if event.kind == "wager_accepted":
+            _step(store, "no_more_bets")  # the lock the wager's report led to
+
+    store.subscribe(listener)
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
+    try:
+        _step(store, "wager_accepted", WAGER)
+        assert await _durable(store) is None
+        assert await _durable(store) is None  # the lock's own flush, a turn later
+        assert order == ["wager_accepted given out after flush 1",
+                         "no_more_bets given out after flush 2"]
+        assert [e.kind for e in store.events()] == ["wager_accepted", "no_more_bets"]
+    finally:
+        store.close()

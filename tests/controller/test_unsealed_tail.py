@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.memory.flush_in import FLUSH_IN
 from controller.memory.critical import IntegrityError
 from controller.memory.store import Store
 
@@ -79,25 +80,27 @@ def test_a_store_the_daemon_closes_ends_sealed_and_a_removed_entry_is_found(deal
         Store(path)
 
 
-async def test_a_store_in_group_commit_closed_in_its_loop_seals_its_tail(tmp_path):
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
+async def test_a_store_in_group_commit_closed_in_its_loop_seals_its_tail(flush_in: str, tmp_path):
     """The daemon's store (group commit): the seal's step at close is held for its flush,
     which the close itself makes."""
     path = tmp_path / "t.sqlite"
     store = Store(path)
-    store.group_commits(asyncio.get_running_loop())
+    store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
     _deal(store, 0, 2)
     commit_no, sealed = _seal(path)
     store.close()
     assert (sealed, _seal(path)) == (0, (commit_no + 1, 4))
 
 
-def test_a_store_whose_loop_is_gone_still_closes_and_reopens_whole(tmp_path):
+@pytest.mark.parametrize("flush_in", FLUSH_IN)
+def test_a_store_whose_loop_is_gone_still_closes_and_reopens_whole(flush_in: str, tmp_path):
     """A daemon that fails after its loop closed: the seal's step cannot hand its flush to
     the loop, and the close goes on (its own flush takes the step); nothing is lost."""
     path = tmp_path / "t.sqlite"
     loop = asyncio.new_event_loop()
     store = Store(path)
-    store.group_commits(loop)
+    store.group_commits(loop, flush_in=flush_in)
     _deal(store, 0, 2)
     loop.close()
     store.close()  # logs store_seal_at_close_failed; does not raise
