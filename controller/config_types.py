@@ -88,7 +88,7 @@ class TableConfig:
     (docs/rulings.md C29 lets those wait for the next flushed step's seal)."""
     store_flush_in: str = "loop"
     """`[store] flush_in`: where group commit's flush runs, 'loop' or 'thread'
-    (docs/rulings.md C30; controller.memory.delivery.FLUSH_IN)."""
+    (docs/rulings.md C30; controller.memory.flush_in)."""
     access: AccessConfig = AccessConfig()
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""

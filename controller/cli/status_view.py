@@ -91,13 +91,13 @@ def _storage(flushes: Any) -> str | None:
     if not isinstance(flushes, Mapping):
         return None
     # [store] seal_every_step (docs/rulings.md C29): said only when it is set.
-    sealing = "; every step sealed by itself ([store] seal_every_step)" if flushes.get(
+    options = "; every step sealed by itself ([store] seal_every_step)" if flushes.get(
         "seal_every_step") else ""
     # [store] flush_in (docs/rulings.md C30): said only when it is not the loop's thread.
     if flushes.get("flush_in") == "thread":
-        sealing += "; flushed in a thread of their own ([store] flush_in)"
+        options += "; flushed in a thread of their own ([store] flush_in)"
     if not flushes.get("flushes"):
-        return "no flush yet" + sealing
+        return "no flush yet" + options
     half, most = flushes.get("half_within_ms"), flushes.get("p99_within_ms")
     text = (f"{int(flushes['flushes']):,} flushes since the start; half within "
             f"{_milliseconds(half) if half is not None else 'over 5 s'}, 99 % within "
@@ -107,7 +107,7 @@ def _storage(flushes: Any) -> str | None:
     if slow:
         text += paint(f"; SLOW: {slow:,} took {_milliseconds(flushes.get('slow_threshold_ms'))}"
                       " or more (docs/technician-guide.md, 'Slow storage')", "yellow", "bold")
-    return text + sealing
+    return text + options
 
 
 def _software(check: Any) -> str | None:

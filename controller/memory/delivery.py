@@ -231,8 +231,8 @@ class Delivery:
     # --- the shared flush ---------------------------------------------------------------
 
     def _start_flush(self) -> None:
-        """Flush, in the flusher's thread, every commit held now; or, if none of them must
-        be flushed (they only waited behind earlier ones), give them out at once."""
+        """Flush every commit held now (on this thread, or in the flusher's); or, if none of
+        them must be flushed (they only waited behind earlier ones), give them out at once."""
         self._start_due = False
         if self._loop is None or self._in_flight is not None:
             return  # closed meanwhile (close() flushed), or already on its way

@@ -229,7 +229,7 @@ class Store:
                   prepare: Callable[[Event], None] | None = None) -> Callable[[], None]:
         """`listener` is given every committed entry, in order; `after_each_commit`, once a
         commit's entries have all been given out (a socket writer sends them together);
-        `prepare`, a held entry while its flush runs (to encode it; it tells no one)."""
+        `prepare`, a held entry while a flusher thread flushes it (to encode it; tells no one)."""
         return self._delivery.subscribe(listener, after_each_commit, prepare)
 
     # --- event log ------------------------------------------------------------
