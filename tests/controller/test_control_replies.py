@@ -11,8 +11,8 @@ from typing import Any
 
 from controller.control import ControlServer
 from controller.control_args import whole
-from controller.memory.store import Store
 from controller.memory.flush_in import FLUSH_IN_THREAD
+from controller.memory.store import Store
 from tests.controller.test_group_commit import GatedFlushes, _step
 
 WAGER = {"seat": 3, "wager": "banker", "amount_cents": 500}

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_THREAD
 from controller.memory import anchor as anchor_module
 from controller.memory.anchor import (
     ANCHOR_INTERVAL_S,
@@ -30,6 +29,7 @@ from controller.memory.anchor import (
 )
 from controller.memory.critical import IntegrityError
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS
+from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_THREAD
 from controller.memory.lifecycle import init_store, open_store
 from controller.memory.macs import canonical
 from controller.memory.store import Store

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.memory.flush_in import FLUSH_IN
 from controller.memory.critical import IntegrityError
+from controller.memory.flush_in import FLUSH_IN
 from controller.memory.store import Store
 
 
