@@ -9,6 +9,7 @@ from typing import Any
 
 from controller.access import AccessConfig
 from controller.memory.anchor import ANCHOR_INTERVAL_S
+from controller.memory.flush_in import FLUSH_IN_LOOP
 from controller.software import SoftwareConfig
 from drivers.reconnect import RECONNECT_MAX_DELAY_S
 
@@ -86,9 +87,9 @@ class TableConfig:
     store_seal_every_step: bool = False
     """`[store] seal_every_step`: every step sealed by itself, a card's inside a round too
     (docs/rulings.md C29 lets those wait for the next flushed step's seal)."""
-    store_flush_in: str = "loop"
-    """`[store] flush_in`: where group commit's flush runs, 'loop' or 'thread'
-    (docs/rulings.md C30; controller.memory.flush_in)."""
+    store_flush_in: str = FLUSH_IN_LOOP
+    """`[store] flush_in`: where group commit's flush runs (controller.memory.flush_in;
+    docs/rulings.md C30)."""
     access: AccessConfig = AccessConfig()
     """`[access]`: the groups behind each role, PIN guessing and connection limits."""
     critical_dir: str = ""

@@ -305,7 +305,7 @@ class TableHarness:
             except PinBridgeError:
                 return None
 
-        return await _poll_until(attempt, DAEMON_READY_TIMEOUT_S,
+        return await poll_until(attempt, DAEMON_READY_TIMEOUT_S,
                                  lambda: f"no pin bridge at {self.gpio_socket}")
 
     async def _connect(self) -> ControlClient:
@@ -327,7 +327,7 @@ class TableHarness:
                 return None
             return client
 
-        return await _poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: (
+        return await poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: (
             f"tabled did not open {self.socket}:\n{_tail(self.daemon_log)}"))
 
     async def stop_daemon(self, sig: int = signal.SIGTERM) -> int | None:
@@ -516,7 +516,7 @@ class TableHarness:
             last.update(await self.call("status"))
             return dict(last) if last["state"] in states else None
 
-        return await _poll_until(attempt, timeout, lambda: (
+        return await poll_until(attempt, timeout, lambda: (
             f"table stayed {last.get('state')}, expected {states}"))
 
     async def restart(self, while_stopped: Callable[[], None] = lambda: None) -> None:
@@ -539,7 +539,7 @@ class TableHarness:
             found[:] = await self.call("events", kind=kind, after_seq=after_seq)
             return list(found) if len(found) >= count else None
 
-        return await _poll_until(attempt, timeout, lambda: (
+        return await poll_until(attempt, timeout, lambda: (
             f"{len(found)} {kind} events after {after_seq}, expected {count}: {found}"))
 
     async def power_cut(self) -> None:
@@ -556,7 +556,7 @@ class TableHarness:
                           if self.gpio_claimed or d["device"] != "seats"})
             return True if all(state == "up" for state in links.values()) else None
 
-        await _poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: f"devices not up: {links}")
+        await poll_until(attempt, DAEMON_READY_TIMEOUT_S, lambda: f"devices not up: {links}")
 
     def _note(self, event: dict[str, Any]) -> None:
         """Bookkeeping for every committed event, including ones replayed after a restart."""
@@ -712,12 +712,13 @@ class TableHarness:
         self.pins.press_and_release(self.table_config.gpio.lockout_pin)
 
 
-async def _poll_until(attempt: Callable[[], Awaitable[T | None]], timeout: float,
+async def poll_until(attempt: Callable[[], Awaitable[T | None]], timeout: float,
                       failure: Callable[[], str]) -> T:
-    """Call `attempt` until it returns something other than None, or raise TimeoutError.
+    """Call `attempt` until it returns something other than None, or raise TimeoutError
+    with `failure()`'s words.
 
-    For what the daemon offers no event for (a socket path appearing, a link coming up);
-    everything else the harness waits on arrives as events.
+    For what the daemon offers no event for (a socket path appearing, a link coming up, a
+    descriptor in /proc); everything else the harness waits on arrives as events.
     """
     deadline = asyncio.get_running_loop().time() + timeout
     while True:

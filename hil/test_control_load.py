@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import resource
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from controller.control import ControlClient
 from hil.oracle import check_round
 from hil.table_harness import TableHarness
 from hil.tablectl_process import run_tablectl
+from tests.descriptors import descriptors_on
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(300)]
 
@@ -114,10 +114,7 @@ def test_a_shoe_replugged_while_2000_connections_are_held_deals_on(tmp_path, des
                 await table.call("status")  # every held one accepted before the replug
                 await table.shoe.replug()
                 resumed = await table.wait_for_state("betting_open")
-                shoe_port = os.path.realpath(table.shoe.port)
-                fd_dir = f"/proc/{table.daemon.pid}/fd"
-                port_fds = [int(fd) for fd in os.listdir(fd_dir)
-                            if os.path.realpath(f"{fd_dir}/{fd}") == shoe_port]
+                port_fds = descriptors_on(table.shoe.port, table.daemon.pid)
                 await table.resync()
                 await table.play(until=lambda r: settled(r) >= 5)
             finally:

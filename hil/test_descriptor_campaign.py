@@ -34,8 +34,8 @@ from controller.progressive.broker import BrokerLogin
 from hil.broker_reader import Reader
 from hil.oracle import check_round
 from hil.pit_servers import PrivateBroker, require_private_servers
-from hil.table_harness import TableHarness
-from tests.descriptors import SELECT_LIMIT
+from hil.table_harness import TableHarness, poll_until
+from tests.descriptors import SELECT_LIMIT, descriptors_on, open_descriptors
 
 pytestmark = [pytest.mark.hil, pytest.mark.timeout(3600)]
 
@@ -49,17 +49,6 @@ def settled(result: Any) -> int:
     return len([r for r in result.rounds if not r.get("simulated")])
 
 
-def daemon_fds(pid: int) -> dict[int, str]:
-    fd_dir = f"/proc/{pid}/fd"
-    links = {}
-    for name in os.listdir(fd_dir):
-        try:
-            links[int(name)] = os.readlink(f"{fd_dir}/{name}")
-        except FileNotFoundError:
-            pass  # closed while listed
-    return links
-
-
 def broker_connection_fd(pid: int, broker_port: int) -> int | None:
     """The daemon's descriptor of its established TCP connection to the broker, if any."""
     inodes = set()
@@ -69,7 +58,7 @@ def broker_connection_fd(pid: int, broker_port: int) -> int | None:
             remote_port = int(fields[2].rsplit(":", 1)[1], 16)
             if remote_port == broker_port and fields[3] == "01":  # ESTABLISHED
                 inodes.add(f"socket:[{fields[9]}]")
-    found = [fd for fd, link in daemon_fds(pid).items() if link in inodes]
+    found = [fd for fd, link in open_descriptors(pid).items() if link in inodes]
     return found[0] if found else None
 
 
@@ -77,23 +66,13 @@ async def fill_low_descriptors(table: TableHarness, held: list[Any]) -> None:
     """Open control connections until the daemon has no free descriptor below 1024."""
     assert table.daemon is not None
     while True:
-        in_use = set(daemon_fds(table.daemon.pid))
+        in_use = set(open_descriptors(table.daemon.pid))
         free = [n for n in range(SELECT_LIMIT) if n not in in_use]
         if not free:
             return
         for _ in free:
             held.append(await asyncio.open_unix_connection(table.socket))
         await table.call("status")  # the daemon has accepted what was opened before it
-
-
-async def wait_until(condition: Any, what: str) -> Any:
-    deadline = time.monotonic() + STATE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        value = await condition()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{what}: not within {STATE_TIMEOUT_S:.0f} s")
 
 
 async def deal_a_round(table: TableHarness) -> None:
@@ -118,8 +97,7 @@ async def shoe_fault(table: TableHarness, held: list[Any]) -> int:
     await table.shoe.replug()
     await table.wait_for_state("betting_open", timeout=STATE_TIMEOUT_S)
     await table.resync()
-    port = os.path.realpath(table.shoe.port)
-    return next(fd for fd, link in daemon_fds(table.daemon.pid).items() if link == port)
+    return descriptors_on(table.shoe.port, table.daemon.pid)[0]
 
 
 async def broker_fault(table: TableHarness, held: list[Any], broker: PrivateBroker) -> int:
@@ -127,16 +105,19 @@ async def broker_fault(table: TableHarness, held: list[Any], broker: PrivateBrok
     assert table.daemon is not None
     pid = table.daemon.pid
 
-    async def feed(connected: bool) -> bool:
-        return (await table.call("status"))["display_feed"]["connected"] is connected
+    async def feed(connected: bool) -> bool | None:
+        return (await table.call("status"))["display_feed"]["connected"] is connected or None
+
+    async def connection_fd() -> int | None:
+        return broker_connection_fd(pid, broker.port)
 
     broker.kill()
-    await wait_until(lambda: feed(False), "the feed saw the broker go")
+    await poll_until(lambda: feed(False), STATE_TIMEOUT_S, lambda: "the feed saw the broker go")
     await fill_low_descriptors(table, held)
     broker.start()
-    await wait_until(lambda: feed(True), "the feed reconnected")
-    return await wait_until(lambda: asyncio.sleep(0, broker_connection_fd(pid, broker.port)),
-                            "the feed's connection in /proc")
+    await poll_until(lambda: feed(True), STATE_TIMEOUT_S, lambda: "the feed reconnected")
+    return await poll_until(connection_fd, STATE_TIMEOUT_S,
+                            lambda: "the feed's connection in /proc")
 
 
 def test_every_recovery_past_descriptor_1023(tmp_path: Path) -> None:

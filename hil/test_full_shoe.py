@@ -38,6 +38,11 @@ def played_shoe(tmp_path_factory):
     return asyncio.run(play())
 
 
+def played(rounds: list[dict]) -> list[tuple[object, object, object]]:
+    """What a shoe's stored rounds were: each one's cards, result and settlements."""
+    return [(r["cards"], r["result"], r["settlements"]) for r in rounds]
+
+
 def test_every_card_the_shoe_dealt_is_accounted_for_631a_5_f_631a_10_d(played_shoe):
     result, rounds, _, _ = played_shoe
     (stack, cover_at), = result.stacks
@@ -118,8 +123,7 @@ def test_a_dealer_drawing_the_first_four_cards_at_once_plays_the_same_shoe_631a_
             return await table.call("rounds", limit=1000)
 
     ahead = asyncio.run(play())
-    assert [(r["cards"], r["result"], r["settlements"]) for r in ahead] == \
-        [(r["cards"], r["result"], r["settlements"]) for r in rounds]
+    assert played(ahead) == played(rounds)
     assert len(drawn_at_prompt) == len(rounds)
     for r, (round_id, drawn) in zip(ahead, drawn_at_prompt, strict=True):
         assert round_id == r["round_id"]
@@ -147,8 +151,7 @@ def test_a_table_whose_flush_runs_in_a_thread_of_its_own_plays_the_same_shoe_C30
 
     threaded, chain, storage = asyncio.run(play())
     assert storage["flush_in"] == "thread"
-    assert [(r["cards"], r["result"], r["settlements"]) for r in threaded] == \
-        [(r["cards"], r["result"], r["settlements"]) for r in rounds]
+    assert played(threaded) == played(rounds)
     assert chain["entries"] > 500
 
 

@@ -13,6 +13,23 @@ from collections.abc import Iterator
 SELECT_LIMIT = 1024  # FD_SETSIZE: select() refuses this descriptor number and every higher one
 
 
+def open_descriptors(pid: int | str = "self") -> dict[int, str]:
+    """A process's open descriptors and what each is open on (its /proc link: a path, or
+    `socket:[inode]`), as /proc lists them."""
+    fd_dir = f"/proc/{pid}/fd"
+    links = {}
+    for name in os.listdir(fd_dir):
+        with contextlib.suppress(FileNotFoundError):  # closed while listed
+            links[int(name)] = os.readlink(f"{fd_dir}/{name}")
+    return links
+
+
+def descriptors_on(path: str, pid: int | str = "self") -> list[int]:
+    """The descriptors a process has open on `path` (a device's port, say), lowest first."""
+    target = os.path.realpath(path)
+    return sorted(fd for fd, link in open_descriptors(pid).items() if link == target)
+
+
 class LowDescriptors:
     """Holds every free descriptor number below 1024; `take()` takes again any that came
     free since (an earlier test's object collected meanwhile closes its socket)."""

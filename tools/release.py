@@ -39,7 +39,7 @@ import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from controller.cli import help_lines
+from controller.cli import HelpFormatter
 from controller.software import DIST_NAME, MANIFEST_FORMAT, MANIFEST_NAME, PACKAGES, \
     SIGNATURE_SUFFIX
 
@@ -402,13 +402,10 @@ def build(*, repo: str, tag: str, out: Path, key_path: Path, platforms: Sequence
     return written
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
     """The module's docstring as written; an option's help broken as tablectl's is (at 80
     columns '--pip-arg=--extra-index-url=...' came out as '--extra-' and 'index-url=...' on
     the next line, which a vendor copying it pasted as two words)."""
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        return help_lines(text, width)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

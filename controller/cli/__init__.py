@@ -63,15 +63,15 @@ class BadArguments(CommandError):
 
 def help_lines(text: str, width: int) -> list[str]:
     """A help text's lines, broken at spaces, never at a hyphen: at 80 columns the default
-    key's path came out as '/etc/tabled/release-' and 'signing.pub' on the next line (every
-    program's help formatter breaks lines here: tablectl's and tools/release.py's)."""
+    key's path came out as '/etc/tabled/release-' and 'signing.pub' on the next line."""
     import textwrap
 
     return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's own, with `help_lines`' breaks."""
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, with `help_lines`' breaks: tablectl's, and tools/release.py's before
+    argparse's RawDescriptionHelpFormatter (its description kept as written)."""
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         return help_lines(text, width)
@@ -85,7 +85,7 @@ class _Parser(argparse.ArgumentParser):
     with help that breaks lines only at spaces."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:

@@ -59,9 +59,9 @@ class Commands:
         # sealing the store applies and where its flushes run (docs/rulings.md C29, C30;
         # both options are the operator's).
         flush_times = daemon.store.durability.flush_times
-        sealing = {"seal_every_step": daemon.config.store_seal_every_step,
-                   "flush_in": daemon.config.store_flush_in}
-        reg("status", lambda a: {**status(), "storage": {**flush_times.status(), **sealing}},
+        store_options = {"seal_every_step": daemon.config.store_seal_every_step,
+                         "flush_in": daemon.config.store_flush_in}
+        reg("status", lambda a: {**status(), "storage": {**flush_times.status(), **store_options}},
             role=READ,
             description="table state, shoe, round, fault, the storage's flushes")
         reg("devices", lambda a: reports.device_report(), role=READ,

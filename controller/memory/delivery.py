@@ -310,9 +310,9 @@ class Delivery:
         if not self._held:  # nothing committed meanwhile: the later waiters are answered too
             waiters, self._waiters = waiters + self._waiters, []
         self._give_out_all(covered, waiters, durable=True)
-        # Held meanwhile: in the flusher's thread's case, committed while it flushed; on the
-        # loop's own thread, only by a listener just now, whose commit scheduled its flush.
-        if self._held and self._flusher is not None:
+        # Committed while it flushed (a flusher thread's), at once; committed by a listener
+        # just now (either place), `committed` has already scheduled their flush.
+        if self._held and not self._start_due:
             self._start_flush()
         self._durability.flush_times.add(seconds)  # behind the report and the next flush
 

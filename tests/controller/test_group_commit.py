@@ -12,6 +12,7 @@ while it flushes, and the test decides what each loop turn holds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 import time
@@ -55,35 +56,44 @@ class GatedFlushes:
         return self._real()
 
 
-@pytest.fixture
-async def grouped(tmp_path: Path) -> AsyncIterator[tuple[Store, GatedFlushes, list[Event]]]:
+Grouped = tuple[Store, GatedFlushes, list[Event]]
+
+
+@contextlib.asynccontextmanager
+async def grouped_store(tmp_path: Path, flush_in: str) -> AsyncIterator[Grouped]:
+    """A store in group commit whose flushes run where `flush_in` says, gated (GatedFlushes),
+    with every entry it gives out collected; at the end, each flush is checked to have run on
+    the loop's thread (FLUSH_IN_LOOP) or never on it (FLUSH_IN_THREAD)."""
     store = Store(tmp_path / "t.sqlite")
     given: list[Event] = []
     store.subscribe(given.append)
     flushes = GatedFlushes(store)
-    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_THREAD)
-    yield store, flushes, given
-    flushes.gate.set()
-    store.close()
+    store.group_commits(asyncio.get_running_loop(), flush_in=flush_in)
+    try:
+        yield store, flushes, given
+        loop_thread = threading.current_thread().name
+        assert all((name == loop_thread) == (flush_in == FLUSH_IN_LOOP)
+                   for name in flushes.threads), flushes.threads
+    finally:
+        flushes.gate.set()
+        store.close()  # its own flush is the closing thread's in either case
+
+
+@pytest.fixture
+async def grouped(tmp_path: Path) -> AsyncIterator[Grouped]:
+    """The flush in a thread of its own: its gate can hold a flush while the test commits."""
+    async with grouped_store(tmp_path, FLUSH_IN_THREAD) as grouped:
+        yield grouped
 
 
 @pytest.fixture(params=FLUSH_IN)
 async def grouped_either(request: pytest.FixtureRequest, tmp_path: Path
-                         ) -> AsyncIterator[tuple[Store, GatedFlushes, list[Event]]]:
+                         ) -> AsyncIterator[Grouped]:
     """`grouped`, with the flush on the loop's thread or in one of its own: a test that
     uses it opens the gate before the loop turn ends (on the loop's thread a closed gate
     would stop the loop itself)."""
-    store = Store(tmp_path / "t.sqlite")
-    given: list[Event] = []
-    store.subscribe(given.append)
-    flushes = GatedFlushes(store)
-    store.group_commits(asyncio.get_running_loop(), flush_in=request.param)
-    yield store, flushes, given
-    flushes.gate.set()
-    loop_thread = threading.current_thread().name
-    assert all((name == loop_thread) == (request.param == FLUSH_IN_LOOP)
-               for name in flushes.threads), flushes.threads
-    store.close()  # its own flush is the closing thread's in either case
+    async with grouped_store(tmp_path, request.param) as grouped:
+        yield grouped
 
 
 async def _durable(store: Store) -> BaseException | None:
@@ -100,7 +110,7 @@ def _step(store: Store, kind: str, payload: dict[str, Any] | None = None) -> Non
 
 
 async def test_money_steps_of_one_loop_turn_share_one_flush_and_are_given_out_after_it(
-        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped_either: Grouped) -> None:
     store, flushes, given = grouped_either
     flushes.gate.clear()
     _step(store, "wager_accepted", WAGER)
@@ -116,7 +126,7 @@ async def test_money_steps_of_one_loop_turn_share_one_flush_and_are_given_out_af
 
 
 async def test_steps_committed_during_a_flush_wait_for_the_next_one(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped: Grouped) -> None:
     store, flushes, given = grouped
     flushes.gate.clear()
     _step(store, "wager_accepted", WAGER)
@@ -133,14 +143,14 @@ async def test_steps_committed_during_a_flush_wait_for_the_next_one(
 
 
 async def test_a_card_behind_nothing_held_is_given_out_at_once_without_a_flush(
-        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped_either: Grouped) -> None:
     store, flushes, given = grouped_either
     _step(store, "card", {"index": 7})
     assert ([e.kind for e in given], flushes.started) == (["card"], 0)
 
 
 async def test_a_failed_flush_acknowledges_nothing_and_the_next_step_flushes_it_again(
-        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped_either: Grouped) -> None:
     store, flushes, given = grouped_either
     flushes.fail_next = OSError(5, "Input/output error")
     _step(store, "wager_accepted", WAGER)
@@ -204,7 +214,7 @@ async def test_pipelined_wagers_are_answered_in_order_each_after_its_flush(
 
 
 async def test_a_durable_listener_reads_only_the_state_its_seal_covers(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped: Grouped) -> None:
     """The witness's digest of the money and the shoe's card acknowledgement (protocol 1.2,
     M-6.6a) read the store and the table when a durable seal is handed to them: a step
     committed while that seal's flush was on its way is not on the disk yet, so the seal is
@@ -224,7 +234,7 @@ async def test_a_durable_listener_reads_only_the_state_its_seal_covers(
 
 
 async def test_work_left_for_after_a_money_step_runs_while_its_flush_is_in_flight(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped: Grouped) -> None:
     """`Store.after_step` (the journal's lines): not in front of the flush, and not after
     it either: in the loop's turn after the flush's start, while the disk works."""
     store, flushes, given = grouped
@@ -303,7 +313,7 @@ async def test_a_flusher_thread_that_cannot_start_does_not_hold_up_the_loop(
 
 
 async def test_held_entries_are_prepared_during_their_flush_and_given_out_after_it(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped: Grouped) -> None:
     store, flushes, given = grouped
     prepared: list[Event] = []
     store.subscribe(lambda event: None, prepare=prepared.append)
@@ -320,7 +330,7 @@ async def test_held_entries_are_prepared_during_their_flush_and_given_out_after_
 
 
 async def test_replies_are_answered_before_the_anchor_and_the_durable_listeners(
-        grouped_either: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped_either: Grouped) -> None:
     """A waiter (a reply) needs only the flush: the anchor's hand-off and the witness's digest
     (durable listeners) come after it, not in front of it."""
     store, flushes, given = grouped_either
@@ -342,7 +352,7 @@ async def test_replies_are_answered_before_the_anchor_and_the_durable_listeners(
 
 
 async def test_a_durable_listener_that_raises_is_logged_and_the_others_still_hear_the_seal(
-        grouped: tuple[Store, GatedFlushes, list[Event]]) -> None:
+        grouped: Grouped) -> None:
     """A durable listener (the witness's head, the shoe's card acknowledgement) that fails is
     logged and passed over: the listeners after it still hear the seal. Before, its exception
     left the loop's callback, and the others missed that seal (a card acknowledgement not
@@ -378,12 +388,9 @@ async def test_on_the_loops_thread_the_report_goes_out_before_the_steps_later_wo
     the work the step left for later (its journal lines); in a thread of its own that work
     runs while the disk works instead (test_work_left_for_after_a_money_step_runs_while_its_
     flush_is_in_flight)."""
-    store = Store(tmp_path / "t.sqlite")
-    flushes = GatedFlushes(store)
     order: list[str] = []
-    store.subscribe(lambda event: order.append(f"{event.kind} given out"))
-    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
-    try:
+    async with grouped_store(tmp_path, FLUSH_IN_LOOP) as (store, flushes, _):
+        store.subscribe(lambda event: order.append(f"{event.kind} given out"))
         with store.transaction():
             store.append_entry("no_more_bets", {}, severity="info")
             store.after_step(lambda: order.append(f"later work, {flushes.started} flush"))
@@ -391,8 +398,6 @@ async def test_on_the_loops_thread_the_report_goes_out_before_the_steps_later_wo
         assert await _durable(store) is None
         assert order == ["no_more_bets given out", "later work, 1 flush"]
         assert flushes.threads == [threading.current_thread().name]
-    finally:
-        store.close()
 
 
 async def test_on_the_loops_thread_a_step_its_report_leads_to_gets_a_flush_of_its_own_after(
@@ -400,23 +405,18 @@ async def test_on_the_loops_thread_a_step_its_report_leads_to_gets_a_flush_of_it
     """A listener that commits a money step while a flush's entries go out (on the loop's
     thread nothing else can commit during the flush itself): that step is held and flushed
     at the end of the turn, after the first flush's entries are all out, not inside them."""
-    store = Store(tmp_path / "t.sqlite")
-    flushes = GatedFlushes(store)
-    order: list[str] = []
+    async with grouped_store(tmp_path, FLUSH_IN_LOOP) as (store, flushes, _):
+        order: list[str] = []
 
-    def listener(event: Event) -> None:
-        order.append(f"{event.kind} given out after flush {flushes.started}")
-        if event.kind == "wager_accepted":
-            _step(store, "no_more_bets")  # the lock the wager's report led to
+        def listener(event: Event) -> None:
+            order.append(f"{event.kind} given out after flush {flushes.started}")
+            if event.kind == "wager_accepted":
+                _step(store, "no_more_bets")  # the lock the wager's report led to
 
-    store.subscribe(listener)
-    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
-    try:
+        store.subscribe(listener)
         _step(store, "wager_accepted", WAGER)
         assert await _durable(store) is None
         assert await _durable(store) is None  # the lock's own flush, a turn later
         assert order == ["wager_accepted given out after flush 1",
                          "no_more_bets given out after flush 2"]
         assert [e.kind for e in store.events()] == ["wager_accepted", "no_more_bets"]
-    finally:
-        store.close()

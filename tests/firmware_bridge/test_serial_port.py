@@ -21,7 +21,7 @@ from firmware_bridge.aio import AsyncLink
 from firmware_bridge.link import Role
 from firmware_bridge.messages import CardDrawn, StatusRequest
 from firmware_bridge.serial_port import SerialPort
-from tests.descriptors import SELECT_LIMIT, low_descriptors_taken
+from tests.descriptors import SELECT_LIMIT, descriptors_on, low_descriptors_taken
 
 from .conftest import HOST_HELLO, SHOE_HELLO
 
@@ -34,18 +34,13 @@ def _low_descriptors_taken() -> Iterator[None]:
         yield
 
 
-def port_descriptors(path: str) -> list[int]:
-    return sorted(int(fd) for fd in os.listdir("/proc/self/fd")
-                  if os.path.realpath(f"/proc/self/fd/{fd}") == path)
-
-
 async def test_a_port_numbered_past_1023_carries_the_link(
         pty_ends: tuple[int, int, str], low_descriptors_taken: None) -> None:
     master, slave, slave_path = pty_ends
     device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
     host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
     try:
-        opened = [fd for fd in port_descriptors(slave_path) if fd != slave]
+        opened = [fd for fd in descriptors_on(slave_path) if fd != slave]
         assert len(opened) == 1 and opened[0] >= SELECT_LIMIT, opened
         peers = await asyncio.gather(host.wait_up(5), device.wait_up(5))
         assert peers == [SHOE_HELLO, HOST_HELLO]
