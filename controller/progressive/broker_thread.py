@@ -60,8 +60,10 @@ class BrokerThread:
 
     def stop(self) -> None:
         """Send what is queued and a DISCONNECT (the broker then keeps the will to itself),
-        at most `FLUSH_AT_STOP_S`, then end the thread."""
-        self._client.disconnect()  # queued after what is already queued
+        at most `FLUSH_AT_STOP_S`, then end the thread. The thread queues the DISCONNECT
+        itself, on whatever socket it holds once it sees the stop: queued from here, it
+        would be refused while a connect is in progress (paho has no socket yet) and the
+        socket that connect makes would be left open."""
         self._stop_at = time.monotonic()
         self._wake()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -79,6 +81,7 @@ class BrokerThread:
             selector.register(self._wake_r, selectors.EVENT_READ)
             watched: Any = None  # the socket registered with the selector
             first = True
+            goodbye = False  # the DISCONNECT queued
             while True:
                 sock = self._client.socket()
                 if watched is not None and sock is not watched:
@@ -86,8 +89,14 @@ class BrokerThread:
                         selector.unregister(watched)  # paho closed it
                     watched = None
                 stop_at = self._stop_at
+                if stop_at is not None and sock is not None and not goodbye:
+                    self._client.disconnect()  # queued after what is already queued
+                    goodbye = True
+                    continue
                 if stop_at is not None and (sock is None or not self._client.want_write() or
                                             time.monotonic() - stop_at >= FLUSH_AT_STOP_S):
+                    if sock is not None:  # the broker did not take the DISCONNECT in time
+                        sock.close()
                     return
                 try:
                     if sock is None:

@@ -103,3 +103,34 @@ def test_no_broker_is_tried_at_once_and_a_stop_ends_the_thread() -> None:
     network.stop()  # during the 60 s wait before the next try
     assert time.monotonic() - started < DELIVERY_TIMEOUT_S
     assert not network._thread.is_alive()
+
+
+def test_a_stop_during_a_connect_in_progress_says_goodbye_on_the_new_socket(
+        broker: PrivateBroker) -> None:
+    """Forced interleaving: stop() is called while the thread is inside paho's reconnect()
+    (a TCP connect may take paho's 5 s timeout), and the connect completes only after stop()
+    has marked the stop. Before stop 64, stop() queued the DISCONNECT itself, on a client
+    that had no socket yet (paho refused it: MQTT_ERR_NO_CONN); the thread then sent the
+    CONNECT and ended, leaving the new socket open to the garbage collector, and the broker
+    a connection that would end without a DISCONNECT (its will published)."""
+    client, _ = broker_client("fd-stopping", BrokerLogin())
+    network = BrokerThread(client, "127.0.0.1", broker.port, keepalive_s=5,
+                           name="test-stopping", on_connect_fail=lambda: None)
+    entered, made = threading.Event(), []
+    real_reconnect = client.reconnect
+
+    def reconnect_after_the_stop() -> Any:
+        entered.set()
+        assert wait_until(lambda: network._stop_at is not None)  # stop()'s mark, made
+        result = real_reconnect()
+        made.append(client.socket())
+        return result
+
+    client.reconnect = reconnect_after_the_stop
+    network.start()
+    assert entered.wait(DELIVERY_TIMEOUT_S)
+    network.stop()
+    assert not network._thread.is_alive()
+    assert len(made) == 1 and made[0] is not None
+    assert made[0].fileno() == -1  # the connection's socket closed, not left to the collector
+    assert client.socket() is None  # paho closed it once its DISCONNECT was written
