@@ -140,7 +140,10 @@ def test_a_table_whose_flush_runs_in_a_thread_of_its_own_plays_the_same_shoe_C30
     import asyncio
 
     _, rounds, _, storage = played_shoe
-    assert storage["flush_in"] == "loop"
+    # The loop's own thread, unless a flush as slow as 500 ms (a loaded machine's disk
+    # once took 523 ms) moved the later ones to a thread: then the status says so.
+    assert storage["flush_in"] == ("thread" if "flush_moved_after_ms" in storage else "loop")
+    assert storage.get("flush_moved_after_ms", 500.0) >= 500.0
 
     async def play():
         async with TableHarness(CONFIG, tmp_path, seed=2026,

@@ -93,8 +93,12 @@ def _storage(flushes: Any) -> str | None:
     # [store] seal_every_step (docs/rulings.md C29): said only when it is set.
     options = "; every step sealed by itself ([store] seal_every_step)" if flushes.get(
         "seal_every_step") else ""
-    # [store] flush_in (docs/rulings.md C30): said only when it is not the loop's thread.
-    if flushes.get("flush_in") == "thread":
+    # [store] flush_in (docs/rulings.md C30): said only when it is not the loop's thread,
+    # and why, when a slow flush moved them.
+    if isinstance(moved := flushes.get("flush_moved_after_ms"), int | float):
+        options += (f"; flushed in a thread of their own since a {_milliseconds(moved)} "
+                    "flush stopped the event loop (until the daemon restarts)")
+    elif flushes.get("flush_in") == "thread":
         options += "; flushed in a thread of their own ([store] flush_in)"
     if not flushes.get("flushes"):
         return "no flush yet" + options

@@ -55,12 +55,11 @@ class Commands:
             return [w.as_dict() for w in progressive.pending_awards()] if progressive else []
 
         # The storage's flush times with the status command only: the status that answers
-        # every command changing the table (a wager's) does without them. Beside them, the
-        # sealing the store applies and where its flushes run (docs/rulings.md C29, C30;
-        # both options are the operator's).
+        # every command changing the table (a wager's) does without them. Beside them (with
+        # where the flushes run, docs/rulings.md C30), the sealing the store applies (C29,
+        # the operator's option).
         flush_times = daemon.store.durability.flush_times
-        store_options = {"seal_every_step": daemon.config.store_seal_every_step,
-                         "flush_in": daemon.config.store_flush_in}
+        store_options = {"seal_every_step": daemon.config.store_seal_every_step}
         reg("status", lambda a: {**status(), "storage": {**flush_times.status(), **store_options}},
             role=READ,
             description="table state, shoe, round, fault, the storage's flushes")

@@ -19,7 +19,8 @@ Where the flush runs is `[store] flush_in` (docs/rulings.md C30): on the loop's 
 (`FLUSH_IN_LOOP`, the default), which then waits for the disk and reports as soon as it
 returns; or in a thread of its own (`FLUSH_IN_THREAD`), while the loop goes on with what
 needs no flush, and steps committed while a flush is in flight wait for the next one, which
-starts as soon as that one returns.
+starts as soon as that one returns. A flush on the loop's thread slow enough for the dealer
+to notice (`flush_times.SLOW_FLUSH_S`) moves every later one to a thread of its own.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from controller.events.records import RoundSettled, RoundVoid
 from controller.memory.digests import Seal
 from controller.memory.durability import Durability
 from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_THREAD
+from controller.memory.flush_times import SLOW_FLUSH_S
 from controller.memory.schema import Event
 
 log = structlog.get_logger("store")
@@ -127,6 +129,7 @@ class Delivery:
         if flush_in not in FLUSH_IN:
             raise ValueError(f"flush_in = {flush_in!r}: one of {', '.join(FLUSH_IN)}")
         self._loop = loop
+        self._durability.flush_times.flush_in = flush_in
         if flush_in == FLUSH_IN_THREAD:
             self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
 
@@ -273,6 +276,12 @@ class Delivery:
             seconds = self._durability.flush_in_thread()
         except Exception as exc:  # noqa: BLE001 - _flushed decides what a failed flush means
             error = exc
+        if seconds >= SLOW_FLUSH_S:
+            # The loop stood still that long, and storage that stalls once tends to stall
+            # again, longer: past the watchdog's loop-lag bound (3.3 s) the daemon would be
+            # restarted. From the next flush on, the loop goes on while the disk works.
+            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+            self._durability.flush_times.moved_to_a_thread(seconds)
         self._flushed(error, mark, seconds)
 
     def _flush_in_thread(self, loop: asyncio.AbstractEventLoop, mark: str | None) -> None:

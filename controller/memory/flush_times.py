@@ -4,7 +4,9 @@ settlement: docs/architecture.md, "Durable writes"), and on a Pi that flush is t
 card's. A card that wears out or is failing can grow slow long before it returns an
 error, and the dealer sees it as a table that answers late. The technician sees it here
 (`tablectl status`, the metrics' `tabled_store_flush_seconds`), and the journal names a
-flush slow enough for the dealer to notice (`store_flush_slow`).
+flush slow enough for the dealer to notice (`store_flush_slow`). Where the flushes run is
+kept here too ([store] flush_in, docs/rulings.md C30): a flush that slow on the event loop's
+own thread moves every later one to a thread of its own (`store_flush_moved_to_thread`).
 
 Kept as a histogram (fixed bounds, a count each), not as the durations: recording is a
 bisection and an addition, at any rate, for as long as the daemon runs, and the figures
@@ -20,6 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
+
+from controller.memory.flush_in import FLUSH_IN_LOOP, FLUSH_IN_THREAD
 
 log = structlog.get_logger("tabled.store")
 
@@ -53,6 +57,18 @@ class FlushTimes:
         self.slow = 0  # at least SLOW_FLUSH_S
         self._slow_since_line = 0
         self._last_line: float | None = None  # monotonic
+        self.flush_in = FLUSH_IN_LOOP  # where they run: the store's own thread, or a thread
+        self.moved_after_s: float | None = None  # the loop's flush that moved them, if one did
+
+    def moved_to_a_thread(self, seconds: float) -> None:
+        """A flush on the event loop's thread took `seconds`, at least SLOW_FLUSH_S: the
+        flushes after it run in a thread of their own (controller/memory/delivery.py)."""
+        self.flush_in, self.moved_after_s = FLUSH_IN_THREAD, seconds
+        log.warning("store_flush_moved_to_thread", seconds=round(seconds, 3),
+                    threshold_s=SLOW_FLUSH_S,
+                    detail="a flush stopped the event loop that long: the flushes run in a "
+                           "thread of their own until the daemon restarts (docs/technician-"
+                           "guide.md, 'Slow storage')")
 
     def add(self, seconds: float) -> None:
         """One flush that took `seconds` (a negative one, a clock's step, counts as 0)."""
@@ -96,4 +112,7 @@ class FlushTimes:
                 "p99_within_ms": None if most is None else round(most * 1000, 3),
                 "slowest_ms": round(self.slowest_s * 1000, 1) if self.count else None,
                 "slowest_at": self.slowest_at,
-                "slow": self.slow, "slow_threshold_ms": SLOW_FLUSH_S * 1000}
+                "slow": self.slow, "slow_threshold_ms": SLOW_FLUSH_S * 1000,
+                "flush_in": self.flush_in,
+                **({} if self.moved_after_s is None else
+                   {"flush_moved_after_ms": round(self.moved_after_s * 1000, 1)})}

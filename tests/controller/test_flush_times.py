@@ -47,14 +47,14 @@ def test_the_figures_shown_are_the_bounds_the_flushes_kept_within():
     times, _ = _times()
     assert times.within(0.5) is None and times.status() == {
         "flushes": 0, "half_within_ms": None, "p99_within_ms": None, "slowest_ms": None,
-        "slowest_at": None, "slow": 0, "slow_threshold_ms": 500.0}
+        "slowest_at": None, "slow": 0, "slow_threshold_ms": 500.0, "flush_in": "loop"}
     for seconds in [0.0003] * 60 + [0.0015] * 39 + [0.03]:
         times.add(seconds)
     assert (times.within(0.5), times.within(0.6), times.within(0.99), times.within(1.0)) == (
         0.001, 0.001, 0.002, 0.05)
     assert times.status() == {"flushes": 100, "half_within_ms": 1.0, "p99_within_ms": 2.0,
                               "slowest_ms": 30.0, "slowest_at": 1_790_000_000.0, "slow": 0,
-                              "slow_threshold_ms": 500.0}
+                              "slow_threshold_ms": 500.0, "flush_in": "loop"}
     times.add(7.5)  # past the last bound: all 101 are not within 5 s, 99 % (100) are
     assert times.within(1.0) is None and times.status()["p99_within_ms"] == 50.0
     for bad in (0, -0.5, 1.5):
@@ -127,6 +127,10 @@ def test_status_view_names_the_bounds_and_slow_storage(monkeypatch):
     assert _storage({"flushes": 0, "flush_in": "loop"}) == "no flush yet"
     assert _storage({"flushes": 0, "flush_in": "thread"}) == (
         "no flush yet; flushed in a thread of their own ([store] flush_in)")
+    assert _storage({"flushes": 0, "flush_in": "thread", "flush_moved_after_ms": 612.5}
+                    ).replace("\u00a0", " ") == (
+        "no flush yet; flushed in a thread of their own since a 612.5 ms flush stopped the "
+        "event loop (until the daemon restarts)")
 
 
 async def test_the_daemon_reports_its_flushes_in_status_and_metrics(tmp_path):
