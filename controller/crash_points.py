@@ -14,14 +14,18 @@ import os
 import random
 import signal
 import sqlite3
+from collections.abc import Callable
+from typing import Any
 
 CRASH_ENV = "TABLE_CRASH_IN_COMMIT"
 MARK = b"crash point: SIGKILL between the transaction's writes and its COMMIT\n"
 CARD_CRASH_ENV = "TABLE_CRASH_AT_CARD"
-"""``index:path``: the daemon kills itself just before the COMMIT of the step that handles
-the shoe's card ``index`` (the link has acknowledged that card's frame: the window that
-protocol 1.2's card commit acknowledgement closes), once: it first creates ``path``, and
-does nothing while ``path`` exists (the restarted daemon must live)."""
+"""``index:path``: the daemon kills itself at the end of the step that handles the shoe's
+card ``index`` (the link has acknowledged that card's frame: the window that protocol 1.2's
+card commit acknowledgement closes): just before its COMMIT, or, for a step whose entries
+wait in memory (docs/rulings.md C31), as its card's entry is given out, before any of it
+is sent. Once: it first creates ``path``,
+and does nothing while ``path`` exists (the restarted daemon must live)."""
 
 _card_crash: tuple[int, str] | None = None  # (index, once-path), armed by install()
 _kill_at_commit = False
@@ -41,8 +45,10 @@ def parse(spec: str) -> tuple[float, int | None]:
     return probability, seed_value
 
 
-def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
-    """Arm the crash point on ``db`` if the environment asks for it; True if armed."""
+def install(db: sqlite3.Connection, spec: str | None = None, *,
+            listen: Callable[[Callable[[Any], None]], object] | None = None) -> bool:
+    """Arm the crash point on ``db`` if the environment asks for it; True if armed.
+    ``listen``: the store's `subscribe`, for a card's step that commits nothing."""
     global _card_crash
     card = os.environ.get(CARD_CRASH_ENV, "")
     if card:
@@ -67,7 +73,17 @@ def install(db: sqlite3.Connection, spec: str | None = None) -> bool:
             os.kill(os.getpid(), signal.SIGKILL)
 
     db.set_trace_callback(before_statement)
+    if listen is not None and _card_crash is not None:
+        listen(_at_card_entry)
     return True
+
+
+def _at_card_entry(event: Any) -> None:
+    """A store listener: the armed card's entry given out with no COMMIT before it."""
+    if _kill_at_commit and event.kind == "card" and _card_crash is not None and \
+            event.payload.get("index") == _card_crash[0]:
+        os.write(2, MARK)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _commit_no(db: sqlite3.Connection) -> int | None:

@@ -283,7 +283,7 @@ class Daemon:
                 software_verified=self.software["verified"]))
         from controller import crash_points  # HIL power-cut test only; inert unless its env is set
 
-        crash_points.install(self.store._db)
+        crash_points.install(self.store._db, listen=self.store.subscribe)
         self.collector.start()
         self.intake.start()
         notifier = SdNotifier()

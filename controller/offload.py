@@ -47,6 +47,7 @@ class StoreWork:
         """`work(reader)` in a worker thread; the reader is closed afterwards."""
         if self._store.path == ":memory:":  # no second connection can see it
             return work(self._store)
+        self._store.write_unwritten()  # the reader's connection sees the log's every entry
         async with self._slots:
             return await asyncio.to_thread(self._in_worker, work)
 
@@ -61,6 +62,7 @@ class StoreWork:
         """controller.memory.check.verify_file in a child process of its own (in a worker
         thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is raised
         here as if the check had run in this process."""
+        self._store.write_unwritten()  # the check's connections see the log's every entry
         if self._store.log_seq <= IN_THREAD_ENTRIES:
             from controller.memory.check import verify_file
 

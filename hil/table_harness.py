@@ -35,6 +35,7 @@ from hil.event_window import EventWindow
 
 DAEMON_READY_TIMEOUT_S = 30.0  # cold start on a Pi 4 with the venv on an SD card is ~3 s
 PROMPT_TIMEOUT_S = 30.0  # no prompt for this long means the daemon is stuck: fail loudly
+RESTART_LOOKBACK = 1_000  # entries a restart may have lost: far more than wait in memory
 POLL_INTERVAL_S = 0.02  # short next to a daemon start (~1 s); cheap for a local socket
 T = TypeVar("T")
 FIRST_SLOT = "player_first"
@@ -123,6 +124,9 @@ class HarnessResult:
     crash_kills: int = 0
     # Wagers whose place_wager call the daemon died in: committed or not, never acknowledged.
     wagers_in_doubt: list[tuple[int, int, str, int]] = field(default_factory=list)
+    # Entries the harness saw that a restarted daemon's log no longer held (a suffix: those
+    # that waited in memory, docs/rulings.md C31, or a power cut's unflushed ones, C29).
+    lost: list[dict[str, Any]] = field(default_factory=list)
 
 
 class TableHarness:
@@ -487,6 +491,7 @@ class TableHarness:
                 else:
                     await self.stop_daemon(signal.SIGKILL)  # already dead: just reaped
                     await self.start_daemon_ready()
+                self.last_seq = await self._last_seq_still_logged()
                 if power_cuts is not None:
                     await power_cuts.after_restart(self)
                 latest = await self.call("events", limit=1)
@@ -496,6 +501,23 @@ class TableHarness:
             except (ConnectionError, OSError, RuntimeError):
                 if not await self._died_by_itself():
                     raise
+
+    async def _last_seq_still_logged(self) -> int:
+        """The last entry seen that the restarted daemon's log still holds, the same entry
+        (its MAC). A daemon killed loses the entries that waited in memory (docs/rulings.md
+        C31), and a power cut those not yet flushed (C7, C29): a suffix of what it gave out,
+        whose numbers the log's next entries reuse (the restart's own among them)."""
+        start = max(0, self.last_seq - RESTART_LOOKBACK)
+        seen = {e["seq"]: e for e in self.result.events if e["seq"] > start}
+        last = start
+        for entry in await self.call("events", after_seq=start, limit=RESTART_LOOKBACK,
+                                     oldest_first=True):
+            if entry["seq"] > self.last_seq or seen.get(entry["seq"], entry)["hash"] != \
+                    entry["hash"]:
+                break
+            last = entry["seq"]
+        self.result.lost += [seen[seq] for seq in sorted(seen) if last < seq <= self.last_seq]
+        return last
 
     async def resync(self) -> None:
         """After a test intervened: skip the prompts issued meanwhile and do what the

@@ -25,7 +25,10 @@ restart, so no round is voided for a card the shoe delivered (counted and assert
 rounds by the lost-card ruling (docs/rulings.md C7; counted, not asserted).
 
 A kill keeps what the daemon wrote but did not flush, so a restart may find the log ending
-in cards no seal covers yet (docs/rulings.md C29): the test counts the starts that did.
+in cards no seal covers yet (docs/rulings.md C29): the test counts the starts that did. It
+loses what had not been written: a round's cards and prompts wait in memory for the next
+step that writes (C31). The test counts the entries it saw that a restarted log no longer
+held, and asserts that each is of a kind that may wait (`GROUPED_KINDS`).
 `TABLE_POWER_CUT_SEAL_EVERY_STEP=1` runs the table with `[store] seal_every_step = true`
 (C29's option), and then asserts that no start found one.
 
@@ -44,6 +47,7 @@ from pathlib import Path
 import pytest
 
 from controller.crash_points import CRASH_ENV
+from controller.memory.store import GROUPED_KINDS
 from hil.oracle import check_round
 from hil.soak import all_events, wager_discrepancies
 from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
@@ -102,7 +106,9 @@ class Tally:
         status = await harness.call("status")
         assert status["state"] != "out_of_order", status["out_of_order"]
         log = await all_events(harness)
-        assert log[-1]["seq"] >= harness.last_seq
+        assert log[-1]["seq"] >= harness.last_seq  # the harness follows the log as it stands
+        lost = {event["kind"] for event in harness.result.lost}
+        assert lost <= GROUPED_KINDS, f"entries of {sorted(lost - GROUPED_KINDS)} were lost"
         stored = await harness.call("rounds", limit=100_000)
         ids = [r["round_id"] for r in stored]
         assert len(ids) == len(set(ids))
@@ -199,6 +205,9 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
           f"{table.shoe.lost_reports} reports lost")
     print(f"starts {len(unsealed)}, of which found the log ending in entries no seal covers "
           f"(C29) {sum(1 for n in unsealed if n)}, {sum(unsealed)} entries in all")
+    lost_kinds = collections.Counter(event["kind"] for event in result.lost)
+    print(f"entries seen and lost with a kill (C31, all of kinds that may wait): "
+          f"{len(result.lost)} ({', '.join(f'{n} {k}' for k, n in sorted(lost_kinds.items()))})")
     assert len(unsealed) >= POWER_CUTS + 1  # the first start and one after every cut
     if SEAL_EVERY_STEP:
         assert sum(unsealed) == 0, unsealed

@@ -102,6 +102,7 @@ class Board:
     table: dict[str, Any] = field(default_factory=dict)  # id, name, game, limits, ...
     daemon_connected: bool = False
     last_seq: int = 0
+    last_mac: str | None = None  # the last entry's MAC: the log still holds it at a reconnect
     state: str = "unknown"
     shoe_no: int = 0
     cards_left: int | None = None
@@ -139,7 +140,7 @@ class Board:
         seq = int(event["seq"])
         if seq <= self.last_seq:
             return set()
-        self.last_seq = seq
+        self.last_seq, self.last_mac = seq, event.get("hash")
         kind = str(event["kind"])
         self.metrics.events[kind] += 1
         if now is not None:

@@ -147,8 +147,11 @@ class DisplayService:
         try:
             head = await commands.call("events", limit=1)
             head_seq = head[-1]["seq"] if head else 0
-            if head_seq < self.board.last_seq:
-                log.warning("display_store_replaced", head_seq=head_seq,
+            if self.board.last_seq and not await self._still_logged(commands):
+                # The store replaced, or a daemon killed while entries waited in memory
+                # (docs/rulings.md C31): the log no longer holds the last entry shown, and
+                # its numbers after the entry before it are another history's.
+                log.warning("display_log_changed", head_seq=head_seq,
                             last_seen=self.board.last_seq)
                 self.board.reset()
                 self._changed(set(TOPICS))
@@ -188,6 +191,13 @@ class DisplayService:
             for client in (stream, commands):
                 if client is not None:
                     await client.close()
+
+    async def _still_logged(self, commands: ControlClient) -> bool:
+        """The log still holds the last entry this board applied, the same entry (its MAC)."""
+        seq = self.board.last_seq
+        entry = await commands.call("events", after_seq=seq - 1, limit=1, oldest_first=True)
+        return bool(entry) and entry[0]["seq"] == seq and (
+            self.board.last_mac is None or entry[0]["hash"] == self.board.last_mac)
 
     async def _refresher(self, commands: ControlClient) -> None:
         """Status and meters after events (coalesced: one call pair however many arrived)."""

@@ -47,14 +47,26 @@ class StepSeal:
         self._data_version = -1
         self.owed = False  # log entries of ours (or found at open) that no seal covers yet
 
-    def begin(self) -> None:
-        """A step began (its BEGIN IMMEDIATE ran)."""
+    def begin(self, *, keep_head: bool = False) -> None:
+        """A step's transaction began (its BEGIN IMMEDIATE ran). `keep_head`: entries of
+        ours wait in memory (steps.py), chained to the head this connection knows."""
         version = self._cursor.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:  # another connection committed since our last step
-            self.forget()
+            # The log's head stays ours while entries of ours wait to be written: they
+            # follow it, and the check judges whatever the other connection wrote.
+            self.forget(head=self._log_head if keep_head else None)
             self._data_version = version
         self._appended = 0
         self._changes = self._db.total_changes
+
+    @property
+    def every_step(self) -> bool:
+        """`[store] seal_every_step`: every step that appends is written and sealed."""
+        return self._every_step
+
+    def head_known(self) -> bool:
+        """The log's head is this connection's own (else `head` reads it, in a transaction)."""
+        return self._log_head is not None
 
     def head(self) -> tuple[int, str]:
         """The log's last entry (seq, MAC) in the step in progress: this connection's own
@@ -67,6 +79,17 @@ class StepSeal:
         """The step appended this log entry."""
         self._log_head = (seq, mac)
         self._appended += 1
+
+    def holding(self) -> None:
+        """A step ended whose entries wait in memory (steps.py): they are owed a seal."""
+        self.owed = True
+
+    def written_before_begin(self, carried: int, own: int) -> None:
+        """The step in progress, just begun, wrote the entries that waited in memory
+        (steps.py): `carried` that earlier steps appended, not its own writes (for `wrote`
+        and its seal), and `own` it appended itself before its transaction began."""
+        self._changes += carried
+        self._appended += own
 
     def owe(self) -> None:
         """The log holds entries no seal covers (the check found them at open): the next
@@ -104,7 +127,9 @@ class StepSeal:
             self._commit_no = seal.commit_no
             self.owed = False
 
-    def forget(self) -> None:
-        """A step that did not commit leaves nothing it wrote to be trusted: the log's head,
-        the commit counter and the digests are read from the store again."""
-        self._log_head = self._commit_no = self._digests = None
+    def forget(self, *, head: tuple[int, str] | None = None) -> None:
+        """A step that did not commit leaves nothing it wrote to be trusted: the log's head
+        (unless given: the last entry still waiting in memory), the commit counter and the
+        digests are read from the store again."""
+        self._log_head = head
+        self._commit_no = self._digests = None

@@ -2,6 +2,17 @@
 entries given out, or rolled back whole (`Store.transaction`; docs/architecture.md,
 "Durable writes").
 
+A step's transaction begins at its first write that is not a log entry (a joined
+`transaction()`), or at its end if it must be committed. A step that only appends entries
+that may wait for the next flush (GROUPED_KINDS: a card inside a round and its prompt) never
+begins one: its entries are given out at once and wait in memory (`unwritten`) for the next
+step that writes, which writes them first, in log order (docs/rulings.md C31). SQLite's
+statements, each run with the processor's caches cold from the table's own code, were
+almost half of a card's step. A daemon that dies loses them, as a power cut loses them when
+they were written but not flushed (C7, C29): a kind that may wait is one whose loss the
+table recovers from. A read of the log writes them first (`write_unwritten`), and so does
+every `UNWRITTEN_LIMIT`-th entry.
+
 `Steps` is itself the step's context manager, and a nested step joins the open one through
 a context made once: a generator's context manager cost every step 10,000 instructions,
 and a card's step opens two (the table's and the store's).
@@ -12,20 +23,38 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from types import TracebackType
+from typing import Any
 
 from controller.memory.delivery import Delivery
 from controller.memory.durability import Durability
+from controller.memory.macs import MAC_TEXTS, entry_mac, float_text, keep_mac_json
 from controller.memory.schema import Event
 from controller.memory.sealing import StepSeal
+from controller.memory.tables import GROUPED_KINDS
+
+INSERT_ENTRY = ("INSERT INTO events(seq, at, kind, severity, device, round_id, payload,"
+                " prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)")
+_INSERT_NO_DEVICE = INSERT_ENTRY.replace("(?,?,?,?,?,", "(?,?,?,?,NULL,")  # device: the fifth
+# Event(...) without the named tuple's __new__, a Python function: the same tuple, two a card.
+_new_event = partial(tuple.__new__, Event)
+UNWRITTEN_LIMIT = 64
+"""The most entries that wait in memory: a round's cards and prompts are a dozen; a
+chattering seat sensor's changes, also kinds that may wait, are written every 64."""
+
+Row = tuple[int, float, str, str, str | None, int | None, str, str, str]
+"""An entry's row as INSERT_ENTRY writes it."""
 
 
 class Steps:
     """The steps of one store's writing connection (the event loop's thread's only)."""
 
     def __init__(self, db: sqlite3.Connection, seal: StepSeal, durability: Durability,
-                 delivery: Delivery) -> None:
+                 delivery: Delivery, *, key: bytes, clock: Callable[[], float]) -> None:
         self._db = db
+        self._key = key
+        self._clock = clock
         self.writes = db.cursor()  # the steps' own statements: no cursor made for each
         self._seal = seal
         self._durability = durability
@@ -35,25 +64,106 @@ class Steps:
         self.pending: list[Event] = []  # the open step's entries
         self.hooks: dict[str, Callable[[], None]] = {}  # `Store.before_commit`'s
         self.after: list[Callable[[], None]] = []  # `Store.after_step`'s
-        self._joined = nullcontext(db)
+        self._read = nullcontext(db)
+        self._joined = _Joined(self)
+        self._lazy = _Lazy(self)
+        self.begun = False  # the open step's transaction has begun
+        self.unwritten: list[Row] = []  # entries appended, not yet written (oldest first)
+        self._carried: list[Row] = []  # those the open step began with: its rollback keeps them
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A new step, or the open one joined: nested use only hands over the connection."""
         return self._joined if self.open else self
 
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:
-        """The connection for reads: the open step's, joined (its writes are seen), or
-        outside any step the connection itself, each statement reading what is committed.
-        Never a step of its own, which would take the write lock to commit nothing: a
-        progressive table reads its meters after every device event (35-40 us a read)."""
-        return self._joined
+        """The connection for reads: in a step, the step's (its writes are seen), or outside
+        any step the connection itself, each statement reading what is committed. Never a
+        step of its own, which would take the write lock to commit nothing: a progressive
+        table reads its meters after every device event (35-40 us a read). A read of the
+        log's entries calls `write_unwritten` first."""
+        return self._read
+
+    def begin(self) -> None:
+        """Begin the open step's transaction, if it has not begun: the entries waiting in
+        memory are written first, those earlier steps appended (not this step's own writes,
+        for its seal and its flush) and then its own."""
+        if self.begun:
+            return
+        self.writes.execute("BEGIN IMMEDIATE")
+        self.begun = True
+        self._seal.begin(keep_head=bool(self.unwritten))
+        if self.unwritten:
+            self.writes.executemany(INSERT_ENTRY, self.unwritten)
+            carried = len(self._carried)
+            self._seal.written_before_begin(carried, len(self.unwritten) - carried)
+            self.unwritten = []
+
+    def append(self, kind: str, severity: str, device: str | None, round_id: int | None,
+               payload: dict[str, Any], payload_json: str, payload_text: str | None = None
+               ) -> Event:
+        """One entry on the log's chain, in the open step (or one of its own): written, or
+        waiting in memory while the step has not begun. `payload_text`: the payload's JSON
+        as a JSON string, if the caller has it (`macs.entry_material` writes it so)."""
+        if not self.open:
+            with self:
+                return self.append(kind, severity, device, round_id, payload, payload_json,
+                                   payload_text)
+        if kind not in GROUPED_KINDS:
+            self.must_flush = True
+        seal = self._seal
+        if not self.begun and not seal.head_known():
+            self.begin()  # the head is read in a transaction, after data_version's check
+        seq, prev = seal.head()
+        seq += 1
+        at = float(self._clock())  # SQLite gives REAL back: hash what it will return
+        mac_texts = MAC_TEXTS  # local: an imported name's method call makes a bound method
+        digest = entry_mac(self._key, prev, seq, at, kind, severity, device, round_id,
+                           payload_json, at_text=float_text(at), payload_text=payload_text,
+                           prev_text=mac_texts.get(prev))
+        keep_mac_json(digest)
+        if not self.begun:  # written by the next step that writes
+            self.unwritten.append((seq, at, kind, severity, device, round_id, payload_json,
+                                   prev, digest))
+        elif device is None:  # NULL written out: None bound costs sqlite3 an adapter lookup
+            self.writes.execute(_INSERT_NO_DEVICE, (seq, at, kind, severity, round_id,
+                                                    payload_json, prev, digest))
+        else:
+            self.writes.execute(INSERT_ENTRY, (seq, at, kind, severity, device, round_id,
+                                               payload_json, prev, digest))
+        seal.appended(seq, digest)
+        event = _new_event((seq, at, kind, severity, device, round_id, payload, prev, digest,
+                            payload_json))
+        self.pending.append(event)
+        return event
+
+    def write_unwritten(self) -> None:
+        """Write the entries waiting in memory: in the open step's transaction, or in a step
+        of its own (a read of the log sees them then)."""
+        if not self.unwritten:
+            return
+        if self.open:
+            self.begin()
+        else:
+            with self:
+                self.begin()
+
+    def lazily(self) -> AbstractContextManager[object]:
+        """A new step whose transaction begins only when something writes in it other than
+        a log entry (a nested `transaction()`, a read of the log) or at its end if it must
+        be committed, or the open step joined: for a caller that writes only through the
+        store's methods (the table's step), which is what lets a card's step wait in memory."""
+        return self._joined if self.open else self._lazy
 
     def __enter__(self) -> sqlite3.Connection:
-        self.writes.execute("BEGIN IMMEDIATE")
-        self._seal.begin()
-        self.open = True
-        self.must_flush = False
+        self.open_step()
+        self.begin()  # the caller may write through the connection it is given
         return self._db
+
+    def open_step(self) -> None:
+        self.open = True
+        self.begun = False
+        self.must_flush = False
+        self._carried = list(self.unwritten)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
@@ -65,6 +175,11 @@ class Steps:
         try:
             while self.hooks:  # a hook may ask for another: run until none is left
                 self.hooks.pop(next(iter(self.hooks)))()
+            if not self.begun and not self.must_flush and not self._seal.every_step and \
+                    len(self.unwritten) < UNWRITTEN_LIMIT:
+                self._hold()  # only entries that may wait: no transaction at all
+                return
+            self.begin()
             # A step that records nothing but writes is flushed too: only a known kind may
             # wait, and a step that may wait is sealed by the next one that may not
             # (sealing.py). One that wrote nothing has nothing to flush or seal.
@@ -87,10 +202,20 @@ class Steps:
         if self.after:  # tested by the caller: nearly every card's step leaves nothing
             self._hand_over_after()
 
+    def _hold(self) -> None:
+        """The end of a step whose entries all wait in memory: given out as a grouped
+        commit's are, and owed a seal by the step that writes them (sealing.py)."""
+        self._seal.holding()
+        self.open = False
+        pending, self.pending = self.pending, []
+        self._delivery.committed(pending, None, flushed=False, must_flush=False)
+        if self.after:
+            self._hand_over_after()
+
     def seal_owed(self) -> None:
         """Seal the log's entries that no seal covers yet, in a step of its own that must be
         flushed (so `StepSeal.seal` seals it, writing nothing else); nothing if none is owed."""
-        if self._seal.owed and not self.open:
+        if (self._seal.owed or self.unwritten) and not self.open:
             with self:
                 self.must_flush = True
 
@@ -102,10 +227,52 @@ class Steps:
         self._delivery.later(after)
 
     def _roll_back(self) -> None:
-        self._seal.forget()
-        self._db.execute("ROLLBACK")
+        """Nothing of the step is kept: its transaction rolled back, its entries waiting in
+        memory dropped; those it began with wait on (the log's head back to their last)."""
+        if self.begun:
+            self._db.execute("ROLLBACK")
+        self.unwritten = self._carried
+        self._carried = []
+        last = self.unwritten[-1] if self.unwritten else None
+        self._seal.forget(head=None if last is None else (last[0], last[8]))
         self.pending.clear()
         self.hooks.clear()
         self.open = False
         if self.after:  # a journal's lines of a step that failed are written too
             self._hand_over_after()
+
+
+class _Joined:
+    """The open step joined by a nested `transaction()`: whoever joins it writes, so its
+    transaction begins (`Steps.begin`)."""
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Steps) -> None:
+        self._steps = steps
+
+    def __enter__(self) -> sqlite3.Connection:
+        steps = self._steps
+        if not steps.begun:
+            steps.begin()
+        return steps.writes.connection
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        return None
+
+
+class _Lazy:
+    """`Steps.lazily`'s new step: opened without its transaction, ended as any step."""
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Steps) -> None:
+        self._steps = steps
+
+    def __enter__(self) -> None:
+        self._steps.open_step()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._steps.__exit__(kind, error, trace)

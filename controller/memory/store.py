@@ -22,7 +22,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,6 @@ from controller.memory.errors import STORE_ERRORS
 from controller.memory.delivery import Delivery
 from controller.memory.durability import CHECKPOINT_AFTER_COMMITS, FLUSH_TRACE_ENV, Durability
 from controller.memory.entries import RecordEntries
-from controller.memory.macs import MAC_TEXTS as _MAC_TEXTS
-from controller.memory.macs import keep_mac_json
 from controller.memory.sealing import StepSeal
 from controller.memory.steps import Steps
 from controller.memory.schema import (
@@ -53,11 +50,6 @@ __all__ = [  # the store's own names, and those its users import from here
     "STORE_TABLES", "Store", "StoreError", "entry_hash"]
 
 log = structlog.get_logger("store")
-# Event(...) without the named tuple's __new__, a Python function: the same tuple, two a card.
-_new_event = partial(tuple.__new__, Event)
-_INSERT = ("INSERT INTO events(seq, at, kind, severity, device, round_id, payload, prev_hash,"
-           " hash) VALUES (?,?,?,?,?,?,?,?,?)")
-_INSERT_NO_DEVICE = _INSERT.replace("(?,?,?,?,?,", "(?,?,?,?,NULL,")  # device: the fifth
 
 
 class Store:
@@ -98,7 +90,8 @@ class Store:
                                       flush_delay_s=flush_delay_s,
                                       anchor_interval_s=anchor_interval_s)
         self._delivery = Delivery(self._db, self._durability)
-        self._steps = Steps(self._db, self._seal, self._durability, self._delivery)
+        self._steps = Steps(self._db, self._seal, self._durability, self._delivery,
+                            key=self.key, clock=clock)
         try:
             critical.install_functions(self._db, self.key)
             if read_only:
@@ -140,7 +133,8 @@ class Store:
         """The critical-memory check (controller.memory.check.verify_store) on this store."""
         try:
             return critical.verify_store(
-                self._db, self.key, anchor_path=self.paths.anchor if self.paths else None,
+                self._log_read(), self.key,
+                anchor_path=self.paths.anchor if self.paths else None,
                 full=full, chain_limit=chain_limit, progress=progress)
         except STORE_ERRORS as exc:
             raise critical.unusable(Path(self.path), exc) from None
@@ -175,6 +169,11 @@ class Store:
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """One atomic step (steps.py); nested use joins the open one (a card's nests several)."""
         return self._steps.transaction()
+
+    def step(self) -> AbstractContextManager[object]:
+        """A step for a caller that writes only through this store's methods (the table's
+        step): one whose entries all may wait is held in memory (`Steps.lazily`, C31)."""
+        return self._steps.lazily()
 
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:
         """The connection for reads, never a step of its own (`Steps.reading`)."""
@@ -242,7 +241,8 @@ class Store:
         a dict or a kind's name included, or a severity its kind does not have, is refused
         before anything is written; a record appended again is encoded once: entries.py)."""
         kind, chosen, payload, payload_json, payload_text = self._records.entry(record, severity)
-        return self._append(kind, chosen, device, round_id, payload, payload_json, payload_text)
+        return self._steps.append(kind, chosen, device, round_id, payload, payload_json,
+                                  payload_text)
 
     def append_entry(self, kind: str, payload: Mapping[str, Any] | None = None, *,
                      severity: str = "info", device: str | None = None,
@@ -252,41 +252,8 @@ class Store:
         durability, streaming) write with. Nothing in controller/ but the store calls it
         (tests/controller/test_event_catalogue.py)."""
         payload_json = critical.canonical(payload if type(payload) is dict else dict(payload or {}))
-        return self._append(kind, severity, device, round_id,
-                            as_read_back(payload, payload_json), payload_json)
-
-    def _append(self, kind: str, severity: str, device: str | None, round_id: int | None,
-                payload: dict[str, Any], payload_json: str, payload_text: str | None = None
-                ) -> Event:
-        """`payload_text`: the payload's JSON as a JSON string, if the caller has it (the
-        entry's MAC material writes it so: `macs.entry_material`)."""
-        steps = self._steps
-        if not steps.open:
-            with steps:
-                return self._append(kind, severity, device, round_id, payload, payload_json,
-                                    payload_text)
-        if kind not in GROUPED_KINDS:
-            steps.must_flush = True
-        seal = self._seal
-        seq, prev = seal.head()
-        seq += 1
-        at = float(self._clock())  # SQLite gives REAL back: hash what it will return
-        mac_texts = _MAC_TEXTS  # local: an imported name's method call makes a bound method
-        digest = critical.entry_mac(self.key, prev, seq, at, kind, severity, device, round_id,
-                                    payload_json, at_text=critical.float_text(at),
-                                    payload_text=payload_text, prev_text=mac_texts.get(prev))
-        keep_mac_json(digest)
-        if device is None:  # NULL written out: None bound costs sqlite3 an adapter lookup
-            steps.writes.execute(_INSERT_NO_DEVICE, (seq, at, kind, severity, round_id,
-                                                     payload_json, prev, digest))
-        else:
-            steps.writes.execute(_INSERT, (seq, at, kind, severity, device, round_id,
-                                           payload_json, prev, digest))
-        seal.appended(seq, digest)
-        event = _new_event((seq, at, kind, severity, device, round_id, payload, prev, digest,
-                            payload_json))
-        steps.pending.append(event)
-        return event
+        return self._steps.append(kind, severity, device, round_id,
+                                  as_read_back(payload, payload_json), payload_json)
 
     @property
     def log_seq(self) -> int:
@@ -298,7 +265,7 @@ class Store:
                since: float | None = None, oldest_first: bool = False) -> list[Event]:
         """Matching entries after `after_seq`, oldest first: the last `limit` of them, or
         with `oldest_first` the first `limit` (a reader pages forward that way)."""
-        return schema.events(self._db, after_seq=after_seq, limit=limit, kind=kind,
+        return schema.events(self._log_read(), after_seq=after_seq, limit=limit, kind=kind,
                              device=device, severity=severity, since=since,
                              oldest_first=oldest_first)
 
@@ -307,8 +274,8 @@ class Store:
         (`events(limit=)` gives the last ones instead)."""
         # Up to the last entry given out: one held for its flush is not reported yet.
         held = self._delivery.first_held_seq
-        rows = self._db.execute("SELECT * FROM events WHERE seq > ? AND seq < ? ORDER BY seq"
-                                " LIMIT ?", (after_seq, held or 2**62, count))
+        rows = self._log_read().execute("SELECT * FROM events WHERE seq > ? AND seq < ?"
+                                        " ORDER BY seq LIMIT ?", (after_seq, held or 2**62, count))
         return [schema.event_of(row) for row in rows]
 
     def meta(self, key: str) -> str | None:
@@ -321,6 +288,16 @@ class Store:
         with self.transaction() as db:
             db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO"
                        " UPDATE SET value = excluded.value", (key, value))
+
+    def write_unwritten(self) -> None:
+        """Write the log's entries that wait in memory (steps.py), on this thread: before a
+        read of the log on another connection (`reader`'s) that must see them."""
+        self._steps.write_unwritten()
+
+    def _log_read(self) -> sqlite3.Connection:
+        """The connection for a read of the log: the entries waiting in memory written."""
+        self._steps.write_unwritten()
+        return self._db
 
     def reader(self) -> Store:
         """This store on a read-only connection of its own, for long reads (chain
@@ -336,7 +313,7 @@ class Store:
     def verify_chain(self) -> int:
         """Recompute every entry's MAC from the first; returns the number of entries or
         raises IntegrityError naming the first entry where the chain breaks."""
-        return critical.verify_chain(self._db, self.key, 1, GENESIS_MAC)
+        return critical.verify_chain(self._log_read(), self.key, 1, GENESIS_MAC)
 
     # --- table state ------------------------------------------------------------
 
@@ -355,7 +332,7 @@ class Store:
     def logged_after_saved_state(self, kind: str) -> list[dict[str, Any]]:
         """The payloads of the entries of `kind` logged after the table's state was last
         saved, oldest first: the steps whose changes their entries imply (a wager's)."""
-        return round_rows.logged_after_saved_state(self._db, kind)
+        return round_rows.logged_after_saved_state(self._log_read(), kind)
 
     # --- rounds (controller/memory/rounds.py) ------------------------------------------------
 
@@ -381,13 +358,13 @@ class Store:
                ) -> list[dict[str, Any]]:
         """The last `limit` rounds, oldest first; with `after_round_id`, the first `limit`
         rounds after it instead (a reader pages through every round that way)."""
-        return round_rows.rounds(self._db, limit, after_round_id)
+        return round_rows.rounds(self._log_read(), limit, after_round_id)
 
     def round(self, round_id: int) -> dict[str, Any] | None:
-        return round_rows.one_round(self._db, round_id)
+        return round_rows.one_round(self._log_read(), round_id)
 
     def open_rounds(self) -> list[dict[str, Any]]:
-        return round_rows.open_rounds(self._db)
+        return round_rows.open_rounds(self._log_read())
 
     def seat_totals(self) -> dict[int, dict[str, int]]:
         return round_rows.seat_totals(self._db)

@@ -11,22 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import sqlite3
 
 
 class TableStep:
     """`with step:` runs one step; nested, it joins the step running."""
 
-    def __init__(self, transaction: Callable[[], AbstractContextManager[sqlite3.Connection]],
+    def __init__(self, transaction: Callable[[], AbstractContextManager[object]],
                  saves_state: Callable[[], bool], save_state: Callable[[], None]) -> None:
         self._open = transaction  # the facade's: its store's step (the store may be swapped)
         self._saves_state = saves_state
         self._save_state = save_state
         self._depth = 0
-        self._transaction: AbstractContextManager[sqlite3.Connection] | None = None
+        self._transaction: AbstractContextManager[object] | None = None
 
     def __enter__(self) -> None:
         self._depth += 1

@@ -101,7 +101,7 @@ class Table:
         self.batch_checks = BatchChecks(parts)
         self.fault_handling = FaultHandling(parts, self.rounds, self.batch_checks, self.cards)
         self.disclosed = DisclosedCards(parts, self.rounds)
-        self._steps = TableStep(lambda: self.ports.store.transaction(), self._saves_state,
+        self._steps = TableStep(lambda: self.ports.store.step(), self._saves_state,
                                 self._save_state)
 
     @property
