@@ -2,16 +2,16 @@
 entries given out, or rolled back whole (`Store.transaction`; docs/architecture.md,
 "Durable writes").
 
-A step's transaction begins at its first write that is not a log entry (a joined
-`transaction()`), or at its end if it must be committed. A step that only appends entries
-that may wait for the next flush (GROUPED_KINDS: a card inside a round and its prompt) never
-begins one: its entries are given out at once and wait in memory (`unwritten`) for the next
-step that writes, which writes them first, in log order (docs/rulings.md C31). SQLite's
-statements, each run with the processor's caches cold from the table's own code, were
-almost half of a card's step. A daemon that dies loses them, as a power cut loses them when
-they were written but not flushed (C7, C29): a kind that may wait is one whose loss the
-table recovers from. A read of the log writes them first (`write_unwritten`), and so does
-every `UNWRITTEN_LIMIT`-th entry.
+A step opened `lazily` (the table's, through `Store.step`) begins its transaction at its
+first write that is not a log entry (a joined `transaction()`), or at its end if it must
+be committed. One that only appends entries that may wait for the next flush (GROUPED_KINDS:
+a card inside a round and its prompt) never begins one: its entries are given out at once
+and wait in memory (`unwritten`) for the next step that writes, which writes them first, in
+log order (docs/rulings.md C31). SQLite's statements, each run with the processor's caches
+cold from the table's own code, were almost half of a card's step. A daemon that dies loses
+them, as a power cut loses them when written but not flushed (C7, C29): a kind that may wait
+is one whose loss the table recovers from. A read of the log writes them first
+(`write_unwritten`), and so does the step that would hold the `UNWRITTEN_LIMIT`-th.
 
 `Steps` is itself the step's context manager, and a nested step joins the open one through
 a context made once: a generator's context manager cost every step 10,000 instructions,
@@ -69,10 +69,15 @@ class Steps:
         self._lazy = _Lazy(self)
         self.begun = False  # the open step's transaction has begun
         self.unwritten: list[Row] = []  # entries appended, not yet written (oldest first)
-        self._carried: list[Row] = []  # those the open step began with: its rollback keeps them
+        # The list the open step began with, and how many of its rows were there then (its
+        # own appends follow): a rollback keeps those, and only those.
+        self._began_with: list[Row] = []
+        self._carried = 0
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        """A new step, or the open one joined: nested use only hands over the connection."""
+        """A new step (its transaction begun), or the open one joined: nested use begins the
+        open step's transaction if it has not begun (whoever joins it writes) and hands over
+        the connection."""
         return self._joined if self.open else self
 
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -94,8 +99,7 @@ class Steps:
         self._seal.begin(keep_head=bool(self.unwritten))
         if self.unwritten:
             self.writes.executemany(INSERT_ENTRY, self.unwritten)
-            carried = len(self._carried)
-            self._seal.written_before_begin(carried, len(self.unwritten) - carried)
+            self._seal.written_before_begin(self._carried, len(self.unwritten) - self._carried)
             self.unwritten = []
 
     def append(self, kind: str, severity: str, device: str | None, round_id: int | None,
@@ -163,7 +167,7 @@ class Steps:
         self.open = True
         self.begun = False
         self.must_flush = False
-        self._carried = list(self.unwritten)
+        self._began_with, self._carried = self.unwritten, len(self.unwritten)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
@@ -204,8 +208,10 @@ class Steps:
 
     def _hold(self) -> None:
         """The end of a step whose entries all wait in memory: given out as a grouped
-        commit's are, and owed a seal by the step that writes them (sealing.py)."""
-        self._seal.holding()
+        commit's are, and owed a seal by the step that writes them (sealing.py). One that
+        appended nothing (a device event that changed nothing) owes nothing."""
+        if self.pending:
+            self._seal.holding()
         self.open = False
         pending, self.pending = self.pending, []
         self._delivery.committed(pending, None, flushed=False, must_flush=False)
@@ -231,8 +237,7 @@ class Steps:
         memory dropped; those it began with wait on (the log's head back to their last)."""
         if self.begun:
             self._db.execute("ROLLBACK")
-        self.unwritten = self._carried
-        self._carried = []
+        self.unwritten = self._began_with[:self._carried]
         last = self.unwritten[-1] if self.unwritten else None
         self._seal.forget(head=None if last is None else (last[0], last[8]))
         self.pending.clear()

@@ -8,7 +8,8 @@ memory"): an edit, a deletion or a rollback anywhere is found by `verify()`, nam
 
 Durability follows what a step records (docs/architecture.md, "Durable writes"): a step
 whose events are all of GROUPED_KINDS (a card inside a round, a prompt, seat-sensor and
-shuffler progress) is committed to the WAL and reaches the disk with the next flush; every
+shuffler progress) is committed to the WAL and reaches the disk with the next flush (the
+table's waits in memory until the next step that writes: `step`, docs/rulings.md C31); every
 other step (money, locks, awards, meters, faults, round open and close, shoe changes) is
 flushed before the transaction returns, or, with group commit (the daemon, `group_commits`),
 before anything reports it (controller/memory/durability.py, delivery.py). A power cut can

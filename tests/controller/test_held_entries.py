@@ -160,3 +160,13 @@ def test_another_connection_that_commits_meanwhile_is_judged_by_the_check(store,
     assert [e.seq for e in store.events()] == [1, 2, 3, 4, 5, 6]
     with pytest.raises(IntegrityError, match="entry 1 "):
         store.verify_chain()
+
+
+def test_a_step_that_appends_nothing_writes_nothing_and_owes_no_seal(store: Store):
+    """A device event that changed nothing: no transaction, no seal owed for the close."""
+    changes = store._db.total_changes
+    with store.step():
+        pass
+    assert store._db.total_changes == changes
+    assert store._seal.owed is False
+    assert not store.in_transaction
