@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from controller.config import ConfigError
-from controller.display.service import _listen_address, main, table_info
+from controller.display.service import DisplayService, _listen_address, main, table_info
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +64,27 @@ def test_listen_addresses(text: str, expected: tuple[str, int]) -> None:
 def test_a_bad_listen_address_says_what_is_allowed(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="allowed: HOST:PORT"):
         _listen_address(text)
+
+
+class _Log:
+    """The daemon's `events` command over a log of (seq, hash) entries."""
+
+    def __init__(self, entries: list[tuple[int, str]]) -> None:
+        self.entries = entries
+
+    async def call(self, cmd: str, *, after_seq: int, limit: int, oldest_first: bool) -> Any:
+        assert (cmd, limit, oldest_first) == ("events", 1, True)
+        return [{"seq": seq, "hash": mac} for seq, mac in self.entries if seq > after_seq][:1]
+
+
+async def test_a_reconnect_goes_on_only_while_the_log_holds_the_last_entry_shown() -> None:
+    """docs/rulings.md C31: a daemon that died lost the entries that waited in memory, and
+    its next entries reuse their numbers. The board follows on only if the log still holds
+    the very entry it applied last (the same MAC); else it starts over (the session resets)."""
+    service = DisplayService("/nonexistent.sock", {"id": "T1"})
+    service.board.apply({"seq": 7, "kind": "prompt", "at": 0.0, "payload": {}, "hash": "a7"})
+    assert (service.board.last_seq, service.board.last_mac) == (7, "a7")
+    assert await service._still_logged(_Log([(6, "a6"), (7, "a7"), (8, "a8")])) is True
+    assert await service._still_logged(_Log([(6, "a6"), (7, "b7")])) is False  # reused
+    assert await service._still_logged(_Log([(6, "a6")])) is False  # the log ends before it
+    assert await service._still_logged(_Log([])) is False  # another store
