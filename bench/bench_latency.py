@@ -396,14 +396,17 @@ FLUSH_SOURCES = ("steps", "checkpoints", "anchor", "witness", "other")
 
 def flushes_by_source(strace_out: str, pid: int) -> dict[str, int]:
     """The daemon's fsync and fdatasync calls (`strace -f -y` lines: thread id, call, the
-    file) by what made them: a step's flush (the WAL, from the group-commit thread), a WAL
-    checkpoint (the database file, and the WAL from the loop's thread: before the copy and
-    the new cycle's header), the anchor (its file beside the key), the witness's outbox
+    file) by what made them: a step's flush (the WAL), a WAL checkpoint (the database file,
+    and the same thread's WAL flushes right before it and right after it: before the copy
+    and the new cycle's header), the anchor (its file beside the key), the witness's outbox
     (beside it, a witnessed table only), anything else. A file beside the key replaced
     whole flushes its directory after it, from the same thread: that flush is the file's
-    writer's."""
+    writer's. Told apart by order, not by thread: a step's flush runs on the loop's thread
+    too (`[store] flush_in`, docs/rulings.md C30). `pid` is the daemon's (its threads' ids
+    differ; each is the strace line's first field)."""
     counts = dict.fromkeys(FLUSH_SOURCES, 0)
     beside_the_key: dict[int, str] = {}  # a thread's last file there: whose it was
+    store_flushes: list[tuple[int, str]] = []  # (thread, "wal" or "db"), in order
     for match in re.finditer(r"^(\d+)\s+(?:fsync|fdatasync)\(\d+<([^>]*)>", strace_out,
                              re.MULTILINE):
         thread, path = int(match.group(1)), match.group(2)
@@ -413,12 +416,22 @@ def flushes_by_source(strace_out: str, pid: int) -> dict[str, int]:
             source = "witness" if Path(path).name.startswith("witness_outbox") else "anchor"
             beside_the_key[thread] = source
             counts[source] += 1
-        elif path.endswith("-wal"):
-            counts["steps" if thread != pid else "checkpoints"] += 1
-        elif path.endswith(".sqlite"):
-            counts["checkpoints"] += 1
+        elif path.endswith("-wal") or path.endswith(".sqlite"):
+            store_flushes.append((thread, "db" if path.endswith(".sqlite") else "wal"))
         else:
             counts["other"] += 1
+    checkpoint = [kind == "db" for _, kind in store_flushes]
+    for at, (thread, kind) in enumerate(store_flushes):
+        if kind != "db":
+            continue
+        for step in (-1, 1):  # the same thread's WAL flush just before it and just after
+            near = at + step
+            while 0 <= near < len(store_flushes) and store_flushes[near][0] != thread:
+                near += step
+            if 0 <= near < len(store_flushes) and store_flushes[near][1] == "wal":
+                checkpoint[near] = True
+    counts["checkpoints"] = sum(checkpoint)
+    counts["steps"] = len(checkpoint) - counts["checkpoints"]
     return counts
 
 

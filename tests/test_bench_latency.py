@@ -72,17 +72,21 @@ def test_each_stamp_is_paired_with_the_first_answer_logged_after_it() -> None:
 
 
 def test_each_flush_is_put_down_to_what_made_it() -> None:
-    """`strace -f -y` lines of the daemon (pid 100): the group-commit thread's WAL flushes are
-    the steps', the loop thread's WAL flushes and the database's are the checkpoints', the
-    files beside the key are the anchor's; an unfinished call is counted once, not again
-    when it resumes."""
+    """`strace -f -y` lines of the daemon (pid 100): a checkpoint is the database's flush
+    with the same thread's WAL flushes right before and right after it; every other WAL
+    flush is a step's, whichever thread made it (a flush thread's, 101, or the loop's own,
+    C30); the files beside the key are the anchor's; an unfinished call is counted once, not
+    again when it resumes."""
     trace = "\n".join([
         "101  fdatasync(7</t/table.sqlite-wal>) = 0",
         "101  fdatasync(7</t/table.sqlite-wal> <unfinished ...>",
         "102  fdatasync(9</t/table.critical/anchor>) = 0",
         "101  <... fdatasync resumed>) = 0",
         "100  fdatasync(7</t/table.sqlite-wal>) = 0",
+        "100  fdatasync(7</t/table.sqlite-wal>) = 0",
+        "101  fdatasync(7</t/table.sqlite-wal>) = 0",
         "100  fdatasync(6</t/table.sqlite>) = 0",
+        "100  fdatasync(7</t/table.sqlite-wal>) = 0",
         "100  fdatasync(7</t/table.sqlite-wal>) = 0",
         "102  fsync(9</t/table.critical/anchor.tmp>) = 0",
         "102  fsync(9</t/table.critical>) = 0",
@@ -93,7 +97,7 @@ def test_each_flush_is_put_down_to_what_made_it() -> None:
         "104  fsync(12</t/table.critical/witness_outbox.tmp>) = 0",
         "104  fsync(13</t/table.critical>) = 0",
     ])
-    assert flushes_by_source(trace, 100) == {"steps": 2, "checkpoints": 3, "anchor": 3,
+    assert flushes_by_source(trace, 100) == {"steps": 5, "checkpoints": 3, "anchor": 3,
                                              "witness": 3, "other": 1}
     # Three shoes of two rounds each: the average per shoe is what is held against the
     # bound, so one checkpoint (three flushes) in one of them counts one a shoe.
