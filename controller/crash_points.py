@@ -24,8 +24,8 @@ CARD_CRASH_ENV = "TABLE_CRASH_AT_CARD"
 card ``index`` (the link has acknowledged that card's frame: the window that protocol 1.2's
 card commit acknowledgement closes): just before its COMMIT, or, for a step whose entries
 wait in memory (docs/rulings.md C31), as its card's entry is given out, before any of it
-is sent. Once: it first creates ``path``,
-and does nothing while ``path`` exists (the restarted daemon must live)."""
+is sent. Once: it first creates ``path``, and does nothing while ``path`` exists (the
+restarted daemon must live)."""
 
 _card_crash: tuple[int, str] | None = None  # (index, once-path), armed by install()
 _kill_at_commit = False

@@ -47,8 +47,8 @@ class StoreWork:
         """`work(reader)` in a worker thread; the reader is closed afterwards."""
         if self._store.path == ":memory:":  # no second connection can see it
             return work(self._store)
-        self._store.write_unwritten()  # the reader's connection sees the log's every entry
         async with self._slots:
+            self._store.write_unwritten()  # the reader's connection sees every entry given out
             return await asyncio.to_thread(self._in_worker, work)
 
     def _in_worker(self, work: Callable[[Store], T]) -> T:
@@ -62,13 +62,14 @@ class StoreWork:
         """controller.memory.check.verify_file in a child process of its own (in a worker
         thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is raised
         here as if the check had run in this process."""
-        self._store.write_unwritten()  # the check's connections see the log's every entry
         if self._store.log_seq <= IN_THREAD_ENTRIES:
             from controller.memory.check import verify_file
 
             async with self._slots:
+                self._store.write_unwritten()  # the check sees every entry given out
                 return await asyncio.to_thread(verify_file, store_path, key, paths, full=full)
         async with self._slots:
+            self._store.write_unwritten()
             # Every core: a full check holds the table at start (Daemon._check_history), and
             # a daily one runs at a quiet hour. Starting and joining a process blocks its
             # caller: a worker thread does both.
