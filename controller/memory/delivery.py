@@ -138,6 +138,11 @@ class Delivery:
         return self._loop is not None
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop group commit runs in (None: not grouping, or closed)."""
+        return self._loop
+
+    @property
     def holding(self) -> bool:
         """Some committed entries are not yet given out (their flush is due or running)."""
         return bool(self._held) or self._in_flight is not None

@@ -7,7 +7,8 @@ first write that is not a log entry (a joined `transaction()`), or at its end if
 be committed. One that only appends entries that may wait for the next flush (GROUPED_KINDS:
 a card inside a round and its prompt) never begins one: its entries are given out at once
 and wait in memory (`unwritten`) for the next step that writes, which writes them first, in
-log order (docs/rulings.md C31). SQLite's statements, each run with the processor's caches
+log order (docs/rulings.md C31); in the daemon, at the latest after a pause of
+`WRITTEN_AFTER_S`. SQLite's statements, each run with the processor's caches
 cold from the table's own code, were almost half of a card's step. A daemon that dies loses
 them, as a power cut loses them when written but not flushed (C7, C29): a kind that may wait
 is one whose loss the table recovers from. A read of the log writes them first
@@ -20,6 +21,7 @@ and a card's step opens two (the table's and the store's).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -42,6 +44,12 @@ _new_event = partial(tuple.__new__, Event)
 UNWRITTEN_LIMIT = 64
 """The most entries that wait in memory: a round's cards and prompts are a dozen; a
 chattering seat sensor's changes, also kinds that may wait, are written every 64."""
+WRITTEN_AFTER_S = 0.05
+"""In the daemon (group commit's loop), the entries that wait are written in a step of their
+own once this long has passed with no step writing them first: in the pause after a card at
+a dealer's pace (a card a second at most), where the write delays nothing, so a daemon that
+dies loses at most the last 50 ms of them; cards that come faster (a burst, the benchmarks)
+share the next step's write."""
 
 Row = tuple[int, float, str, str, str | None, int | None, str, str, str]
 """An entry's row as INSERT_ENTRY writes it."""
@@ -73,6 +81,7 @@ class Steps:
         # own appends follow): a rollback keeps those, and only those.
         self._began_with: list[Row] = []
         self._carried = 0
+        self._write_timer: asyncio.TimerHandle | None = None  # `_write_after_a_pause`'s
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A new step (its transaction begun), or the open one joined: nested use begins the
@@ -217,6 +226,16 @@ class Steps:
         self._delivery.committed(pending, None, flushed=False, must_flush=False)
         if self.after:
             self._hand_over_after()
+        loop = self._delivery.loop
+        if loop is not None and self.unwritten and self._write_timer is None:
+            self._write_timer = loop.call_later(WRITTEN_AFTER_S, self._write_after_a_pause)
+
+    def _write_after_a_pause(self) -> None:
+        """WRITTEN_AFTER_S after a step left entries waiting: write those still waiting (none
+        if a step wrote them meanwhile; nothing once the store has closed)."""
+        self._write_timer = None
+        if self._delivery.loop is not None and not self.open:
+            self.write_unwritten()
 
     def seal_owed(self) -> None:
         """Seal the log's entries that no seal covers yet, in a step of its own that must be

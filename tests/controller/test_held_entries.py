@@ -8,12 +8,15 @@ written but not flushed (C7, C29).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
-from controller.memory.steps import UNWRITTEN_LIMIT
+from controller.memory.flush_in import FLUSH_IN_LOOP
+from controller.memory.steps import UNWRITTEN_LIMIT, WRITTEN_AFTER_S
 from controller.memory.store import Event, IntegrityError, Store
 
 
@@ -170,3 +173,31 @@ def test_a_step_that_appends_nothing_writes_nothing_and_owes_no_seal(store: Stor
     assert store._db.total_changes == changes
     assert store._seal.owed is False
     assert not store.in_transaction
+
+
+async def test_in_the_daemon_they_are_written_after_a_pause(tmp_path: Path):
+    """Group commit's loop (the daemon): entries that wait are written in a step of their
+    own WRITTEN_AFTER_S after the last step left them, if no step wrote them first, so a
+    daemon that dies between a dealer's cards loses none of them. Cards that come at once
+    (no turn of the loop between them) still share one write."""
+    path = tmp_path / "t.sqlite"
+    store = Store(path)
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
+    try:
+        with store.step():
+            store.append_entry("no_more_bets", {})
+        _card(store, 4)
+        _card(store, 5)
+        assert _on_disk(path) == [(1, "no_more_bets")]  # not at once
+        deadline = time.monotonic() + 10  # a bound for a loaded machine, not a measure
+        while len(_on_disk(path)) < 5 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert _on_disk(path) == [(1, "no_more_bets"), (2, "card"), (3, "prompt"),
+                                  (4, "card"), (5, "prompt")]
+        assert WRITTEN_AFTER_S == 0.05
+    finally:
+        store.close()
+    reopened = Store(path)
+    assert [e.kind for e in reopened.events()] == ["no_more_bets", "card", "prompt", "card",
+                                                   "prompt"]
+    reopened.close()
