@@ -44,7 +44,11 @@ class CardCommits:
         ``store``'s durable commits."""
         shoe = devices.get("shoe")
         if not isinstance(shoe, CommittingShoe):
+            store.hold_when(lambda: False)
             return cls(None, table)
+        # A card's entries wait in memory (docs/rulings.md C31) only while the shoe keeps
+        # the cards until they are committed: a daemon that dies then loses none of them.
+        store.hold_when(lambda: shoe.card_commit)
         commits = cls(shoe, table)
         shoe.follow_table(commits._replay_floor)
         store.on_durable_commit(commits._durable)

@@ -208,6 +208,11 @@ class CommittingShoe(Shoe, Protocol):
     (docs/protocol.md 6.6): told what the table has durably stored, it lets the shoe forget
     those cards, and it drops the cards the shoe sends again that the table already has."""
 
+    @property
+    def card_commit(self) -> bool:
+        """The session in progress uses the acknowledgement: the shoe keeps every card until
+        the table says it is committed, and sends the kept ones again after a handshake."""
+
     def follow_table(self, has_below: Callable[[], int]) -> None:
         """Before start(): `has_below()` is the index below which the table has every card of
         the batch in the shoe; until the driver's own count takes over (its first card or

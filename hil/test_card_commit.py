@@ -3,9 +3,10 @@ the windows it closes, forced. The daemon dies at the end of the step for the ca
 CUT_AT (controller/crash_points.py, TABLE_CRASH_AT_CARD): the link has acknowledged that
 card's frame and its step wrote nothing. The store is then left as a power cut leaves it,
 the WAL cut back to its last flush (hil/unflushed.py): the cards of the round dealt since
-its lock's flush, CUT_AT among them, were acknowledged and never reached the disk (a card
-inside a round waits in memory for the next step that writes, and then for its flush:
-docs/rulings.md C31, docs/architecture.md "Durable writes"), and are gone.
+its lock's flush, CUT_AT among them, were acknowledged and never reached the disk, and are
+gone: with a 1.2 shoe a card inside a round waits in memory for the next step that writes
+(docs/rulings.md C31); with a 1.1 shoe it is written at its step's end and waits for the
+next flush (docs/architecture.md, "Durable writes"), cut from the WAL here.
 
 * A 1.2 shoe (CAP_CARD_COMMIT) still holds all four, sends them again after the restarted
   daemon's handshake [M-6.6c], and the round goes on with them: settled, no void, every

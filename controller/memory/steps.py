@@ -82,6 +82,9 @@ class Steps:
         self._began_with: list[Row] = []
         self._carried = 0
         self._write_timer: asyncio.TimerHandle | None = None  # `_write_after_a_pause`'s
+        # Whether a step's entries may wait in memory now (`Store.hold_when`); never with
+        # `[store] seal_every_step`, which writes and seals every step.
+        self.may_hold: Callable[[], bool] = lambda: not seal.every_step
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A new step (its transaction begun), or the open one joined: nested use begins the
@@ -188,7 +191,7 @@ class Steps:
         try:
             while self.hooks:  # a hook may ask for another: run until none is left
                 self.hooks.pop(next(iter(self.hooks)))()
-            if not self.begun and not self.must_flush and not self._seal.every_step and \
+            if not self.begun and not self.must_flush and self.may_hold() and \
                     len(self.unwritten) < UNWRITTEN_LIMIT:
                 self._hold()  # only entries that may wait: no transaction at all
                 return

@@ -201,3 +201,16 @@ async def test_in_the_daemon_they_are_written_after_a_pause(tmp_path: Path):
     assert [e.kind for e in reopened.events()] == ["no_more_bets", "card", "prompt", "card",
                                                    "prompt"]
     reopened.close()
+
+
+def test_they_wait_only_while_the_daemon_allows_it(store: Store, tmp_path: Path):
+    """The daemon allows it while its shoe keeps its cards until they are committed (a 1.2
+    shoe with CAP_CARD_COMMIT, controller/card_commits.py): with a 1.1 shoe a card's step is
+    written at its end, and a daemon that dies loses none of it."""
+    shoe_keeps_cards = [False]
+    store.hold_when(lambda: shoe_keeps_cards[0])
+    _card(store, 4)
+    assert _on_disk(tmp_path / "t.sqlite")[-2:] == [(2, "card"), (3, "prompt")]
+    shoe_keeps_cards[0] = True
+    _card(store, 5)
+    assert len(_on_disk(tmp_path / "t.sqlite")) == 3

@@ -127,6 +127,7 @@ class AckRecorder:
     def __init__(self) -> None:
         self.floor: Callable[[], int] | None = None
         self.acks: list[tuple[int, int]] = []
+        self.card_commit = True
 
     def follow_table(self, has_below: Callable[[], int]) -> None:
         self.floor = has_below
