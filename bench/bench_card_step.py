@@ -13,6 +13,10 @@ inflates far less than wall-clock time. Only cards decided inside a round are co
 answered by a "deal" prompt), not the round's last card, which settles and flushes. Garbage
 is collected as the daemon collects it (controller/collector.py): between rounds.
 
+The table's store lets a card's entries wait in memory (docs/rulings.md C31), as the daemon's
+does while its shoe keeps its cards until they are committed (a 1.2 shoe); with a 1.1 shoe
+the daemon writes each card's step at its end, which `--seal-every-step` approaches.
+
 The same-run reference is the floor of any step: one transaction of one small row
 in a store with the same settings (WAL, synchronous=NORMAL, unflushed), so the
 ratio printed says how many such commits a card step costs here.
