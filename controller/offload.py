@@ -62,14 +62,12 @@ class StoreWork:
         """controller.memory.check.verify_file in a child process of its own (in a worker
         thread while the log holds at most IN_THREAD_ENTRIES); its IntegrityError is raised
         here as if the check had run in this process."""
-        if self._store.log_seq <= IN_THREAD_ENTRIES:
-            from controller.memory.check import verify_file
-
-            async with self._slots:
-                self._store.write_unwritten()  # the check sees every entry given out
-                return await asyncio.to_thread(verify_file, store_path, key, paths, full=full)
         async with self._slots:
-            self._store.write_unwritten()
+            self._store.write_unwritten()  # the check sees every entry given out
+            if self._store.log_seq <= IN_THREAD_ENTRIES:
+                from controller.memory.check import verify_file
+
+                return await asyncio.to_thread(verify_file, store_path, key, paths, full=full)
             # Every core: a full check holds the table at start (Daemon._check_history), and
             # a daily one runs at a quiet hour. Starting and joining a process blocks its
             # caller: a worker thread does both.

@@ -59,6 +59,11 @@ far above a thread's wake-up (tens of microseconds), so only a thread that canno
 given up on; the flush still happens, only later."""
 
 
+def _flusher_thread() -> ThreadPoolExecutor:
+    """The thread of its own that flushes with FLUSH_IN_THREAD (and after a slow flush)."""
+    return ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+
+
 async def until_durable(when_durable: WhenDurable) -> BaseException | None:
     """Wait until every commit made so far is on the disk: None, or the error of the flush
     that failed (nothing it covered may be acknowledged)."""
@@ -131,7 +136,7 @@ class Delivery:
         self._loop = loop
         self._durability.flush_times.flush_in = flush_in
         if flush_in == FLUSH_IN_THREAD:
-            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+            self._flusher = _flusher_thread()
 
     @property
     def grouping(self) -> bool:
@@ -285,7 +290,7 @@ class Delivery:
             # The loop stood still that long, and storage that stalls once tends to stall
             # again, longer: past the watchdog's loop-lag bound (3.3 s) the daemon would be
             # restarted. From the next flush on, the loop goes on while the disk works.
-            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+            self._flusher = _flusher_thread()
             self._durability.flush_times.moved_to_a_thread(seconds)
         self._flushed(error, mark, seconds)
 

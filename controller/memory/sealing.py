@@ -80,10 +80,6 @@ class StepSeal:
         self._log_head = (seq, mac)
         self._appended += 1
 
-    def holding(self) -> None:
-        """A step ended whose entries wait in memory (steps.py): they are owed a seal."""
-        self.owed = True
-
     def written_before_begin(self, carried: int, own: int) -> None:
         """The step in progress, just begun, wrote the entries that waited in memory
         (steps.py): `carried` that earlier steps appended, not its own writes (for `wrote`
@@ -92,8 +88,9 @@ class StepSeal:
         self._appended += own
 
     def owe(self) -> None:
-        """The log holds entries no seal covers (the check found them at open): the next
-        step that writes seals them, or `Steps.seal_owed`'s."""
+        """The log holds entries no seal covers (the check found them at open, or a step
+        left its entries waiting in memory, steps.py): the next step that writes seals
+        them, or `Steps.seal_owed`'s."""
         self.owed = True
 
     @property

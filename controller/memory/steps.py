@@ -72,7 +72,7 @@ class Steps:
         self.pending: list[Event] = []  # the open step's entries
         self.hooks: dict[str, Callable[[], None]] = {}  # `Store.before_commit`'s
         self.after: list[Callable[[], None]] = []  # `Store.after_step`'s
-        self._read = nullcontext(db)
+        self._as_is = nullcontext(db)  # hands the connection over, and does nothing else
         self._joined = _Joined(self)
         self._lazy = _Lazy(self)
         self.begun = False  # the open step's transaction has begun
@@ -82,9 +82,12 @@ class Steps:
         self._began_with: list[Row] = []
         self._carried = 0
         self._write_timer: asyncio.TimerHandle | None = None  # `_write_after_a_pause`'s
-        # Whether a step's entries may wait in memory now (`Store.hold_when`); never with
-        # `[store] seal_every_step`, which writes and seals every step.
-        self.may_hold: Callable[[], bool] = lambda: not seal.every_step
+        self.hold_when(_always)
+
+    def hold_when(self, allowed: Callable[[], bool]) -> None:
+        """A step's entries may wait in memory only while `allowed()`, and never with
+        `[store] seal_every_step`, which writes and seals every step."""
+        self._may_hold = _never if self._seal.every_step else allowed
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A new step (its transaction begun), or the open one joined: nested use begins the
@@ -98,7 +101,7 @@ class Steps:
         step of its own, which would take the write lock to commit nothing: a progressive
         table reads its meters after every device event (35-40 us a read). A read of the
         log's entries calls `write_unwritten` first."""
-        return self._read
+        return self._as_is
 
     def begin(self) -> None:
         """Begin the open step's transaction, if it has not begun: the entries waiting in
@@ -167,8 +170,9 @@ class Steps:
         """A new step whose transaction begins only when something writes in it other than
         a log entry (a nested `transaction()`, a read of the log) or at its end if it must
         be committed, or the open step joined: for a caller that writes only through the
-        store's methods (the table's step), which is what lets a card's step wait in memory."""
-        return self._joined if self.open else self._lazy
+        store's methods (the table's step), which is what lets a card's step wait in memory.
+        Joined, the open step is left as it is: begun if it has begun, lazy if it is lazy."""
+        return self._as_is if self.open else self._lazy
 
     def __enter__(self) -> sqlite3.Connection:
         self.open_step()
@@ -191,7 +195,7 @@ class Steps:
         try:
             while self.hooks:  # a hook may ask for another: run until none is left
                 self.hooks.pop(next(iter(self.hooks)))()
-            if not self.begun and not self.must_flush and self.may_hold() and \
+            if not self.begun and not self.must_flush and self._may_hold() and \
                     len(self.unwritten) < UNWRITTEN_LIMIT:
                 self._hold()  # only entries that may wait: no transaction at all
                 return
@@ -223,7 +227,7 @@ class Steps:
         commit's are, and owed a seal by the step that writes them (sealing.py). One that
         appended nothing (a device event that changed nothing) owes nothing."""
         if self.pending:
-            self._seal.holding()
+            self._seal.owe()
         self.open = False
         pending, self.pending = self.pending, []
         self._delivery.committed(pending, None, flushed=False, must_flush=False)
@@ -237,13 +241,13 @@ class Steps:
         """WRITTEN_AFTER_S after a step left entries waiting: write those still waiting (none
         if a step wrote them meanwhile; nothing once the store has closed)."""
         self._write_timer = None
-        if self._delivery.loop is not None and not self.open:
+        if self._delivery.loop is not None:
             self.write_unwritten()
 
     def seal_owed(self) -> None:
         """Seal the log's entries that no seal covers yet, in a step of its own that must be
         flushed (so `StepSeal.seal` seals it, writing nothing else); nothing if none is owed."""
-        if (self._seal.owed or self.unwritten) and not self.open:
+        if self._seal.owed and not self.open:  # entries that wait in memory are owed too
             with self:
                 self.must_flush = True
 
@@ -267,6 +271,14 @@ class Steps:
         self.open = False
         if self.after:  # a journal's lines of a step that failed are written too
             self._hand_over_after()
+
+
+def _always() -> bool:
+    return True
+
+
+def _never() -> bool:
+    return False
 
 
 class _Joined:

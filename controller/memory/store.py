@@ -177,10 +177,9 @@ class Store:
         return self._steps.lazily()
 
     def hold_when(self, allowed: Callable[[], bool]) -> None:
-        """A step's entries may wait in memory only while `allowed()` (and never with
-        `seal_every_step`): the daemon allows it while its shoe keeps its cards (C31)."""
-        every_step = self._seal.every_step
-        self._steps.may_hold = lambda: allowed() and not every_step
+        """A step's entries may wait in memory only while `allowed()` (`Steps.hold_when`):
+        the daemon allows it while its shoe keeps its cards (C31)."""
+        self._steps.hold_when(allowed)
 
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:
         """The connection for reads, never a step of its own (`Steps.reading`)."""
