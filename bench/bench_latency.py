@@ -88,7 +88,7 @@ from firmware_bridge import messages as wire  # noqa: E402
 from controller.config import load_config  # noqa: E402
 from controller.memory.anchor import ANCHOR_INTERVAL_S  # noqa: E402
 from controller.memory.durability import slow_storage_wait  # noqa: E402
-from hil.table_harness import TableHarness  # noqa: E402
+from hil.table_harness import TableHarness, normal_scheduling  # noqa: E402
 from hil.witness_sim import SimulatedWitness, postgres_answers  # noqa: E402
 
 CONFIG = ROOT / "config" / "simulated-table.toml"
@@ -218,7 +218,7 @@ async def watch(socket: str) -> tuple[subprocess.Popen[str], str]:
     in the benchmark (the simulated dealer and shoe run in this process's event loop) can
     delay the moment it notes a prompt's arrival. Returns it and its scheduling."""
     watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, socket],
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, preexec_fn=normal_scheduling)
     assert watcher.stdout is not None
     ready = await asyncio.to_thread(watcher.stdout.readline)
     if not ready.startswith("ready "):
@@ -264,7 +264,7 @@ async def floor(frames: int, workdir: Path, seed: int = 7) -> list[int]:
     socket_path = str(workdir / "floor.sock")
     relay = subprocess.Popen([sys.executable, "-c", _RELAY, os.ttyname(slave), socket_path,
                               str(len(FLOOR_FRAME))],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, preexec_fn=normal_scheduling)
     assert relay.stdout is not None
     try:
         if not (await asyncio.to_thread(relay.stdout.readline)).startswith("ready"):
@@ -337,6 +337,7 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
     # The table's default anchor interval ([store] anchor_interval_s, docs/rulings.md C24)
     # is what is counted: a benchmark shoe takes seconds, a real one most of an hour.
     table = TimedTable(config, workdir, seed=7, extra_overrides=overrides)
+    table.daemon_normal_scheduling = True  # whatever this process's (`--simulators`)
     table.timings = timings
     async with table:
         assert table.daemon is not None
@@ -508,6 +509,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, metavar="PATH",
                         help="also write the timed figures and the flush count to PATH "
                              "(bench/done_when.py reads them)")
+    parser.add_argument("--simulators", choices=SIMULATOR_POLICIES, default="batch",
+                        help="the scheduling policy of this process, which runs the simulated "
+                             "shoe, dealer and players (default: batch; normal: as the "
+                             "daemon and the observer, the measurement before 2026-12-07)")
     parser.add_argument("--realtime-observer", action="store_true",
                         help="run the watcher at SCHED_FIFO priority (default: normal, the "
                              "figures the targets are stated for)")
@@ -521,6 +526,7 @@ def main() -> int:
     if args.witness and not args.flushes_only:
         parser.error("--witness: only with --flushes-only (the timed figures are the "
                      "unwitnessed table's)")
+    simulators = run_simulators_at(args.simulators)
     if args.flushes_only:
         if shutil.which("strace") is None:
             parser.error("--flushes-only needs strace")
@@ -554,7 +560,9 @@ def main() -> int:
                                           config=args.config))
         slow, _ = asyncio.run(run_shoes(args.shoes, Path(tmp) / "slow", args.flush_delay_ms,
                                         False, config=args.config))
-        print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling")
+        print(f"watcher (the subscriber process): {normal.watcher_scheduling} scheduling; "
+              f"the daemon and the floor's relay: normal; the simulated shoe, dealer and "
+              f"players (this process): {simulators}")
         bare = [spent for segment in normal.floor_segments for spent in segment]
         bare_p50, bare_p99 = p50_p99_ms(bare)
         segment_p99 = sorted(p50_p99_ms(segment)[1] for segment in normal.floor_segments)
@@ -610,6 +618,32 @@ def main() -> int:
     print(flush_lines(counts))
     write_figures(args.json, {**figures, **flush_figures(counts)})
     return 0
+
+
+SIMULATOR_POLICIES = ("batch", "normal")
+
+
+def run_simulators_at(policy: str) -> str:
+    """Put this process, which runs the simulated shoe, dealer and players, at `policy`
+    (`--simulators`); its threads inherit it, and so would its children, but the daemon, the
+    observer and the floor's relay are each started at the normal policy
+    (`normal_scheduling`). Returns what it runs at, for the report.
+
+    At a table the shoe is a device of its own and the dealer a person: neither takes the
+    Pi's CPU. Here they share two cores with the daemon and the observer, and at normal
+    policy each wake-up of theirs may preempt either one: a settlement report wakes the
+    simulated dealer, whose next round then runs in front of the observer's wake-up, which
+    is the simulator's time in the daemon's figure (docs/performance.md, 2026-12-07).
+    SCHED_BATCH takes the simulators' wake-up preemption away and nothing else: they keep
+    their share of the CPU, at the same nice value. The floor's frames are written by this
+    process too, so both sides of the ratio are measured the same way."""
+    if policy == "normal":
+        return "normal"
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError) as exc:  # not Linux, or refused: measured as before
+        return f"normal (SCHED_BATCH refused: {exc})"
+    return "SCHED_BATCH"
 
 
 def issue31_flushes(counts: dict[str, int]) -> tuple[int, int]:

@@ -129,6 +129,13 @@ class HarnessResult:
     lost: list[dict[str, Any]] = field(default_factory=list)
 
 
+def normal_scheduling() -> None:
+    """In a child process before it runs (`preexec_fn`): the normal scheduling policy
+    (SCHED_OTHER), whatever its parent runs at. Any process may move itself between
+    SCHED_BATCH and SCHED_OTHER at its own nice value, so this needs no privilege."""
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
 class TableHarness:
     """Start the simulated devices and the daemon; play shoes as the dealer and players."""
 
@@ -188,6 +195,9 @@ class TableHarness:
         # The daemon's soft open-files limit (RLIMIT_NOFILE), as `ulimit -n` or the unit's
         # LimitNOFILE= would set it; None: inherited from this process.
         self.open_files = open_files
+        # True: the daemon starts at the normal scheduling policy even when this process
+        # runs at another (bench/bench_latency.py runs its simulators at SCHED_BATCH).
+        self.daemon_normal_scheduling = False
         self.table_config = load_config(self.config_path, self._overrides("/dev/null"))
         self.decks = self.table_config.submission.game.decks
         self.back = BackColour.RED
@@ -272,15 +282,20 @@ class TableHarness:
             *self.tabled_command(), stdout=log_file, stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1",
                  "TABLE_SIM_SHUFFLER_SOCKET": self.shuffler_socket, **self.extra_env},
-            preexec_fn=self._limit_open_files if self.open_files is not None else None)
+            preexec_fn=self._in_daemon_child
+            if self.open_files is not None or self.daemon_normal_scheduling else None)
         log_file.close()
         self.client = await self._connect()
         self.pins = await self._connect_pins() if self.gpio_claimed else None
 
-    def _limit_open_files(self) -> None:
-        """In the daemon's child process, before it runs: its soft open-files limit."""
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, hard))
+    def _in_daemon_child(self) -> None:
+        """In the daemon's child process, before it runs: its soft open-files limit and its
+        scheduling policy, as set on this harness."""
+        if self.open_files is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, hard))
+        if self.daemon_normal_scheduling:
+            normal_scheduling()
 
     async def start_daemon_ready(self) -> None:
         """Start the daemon and wait until its devices are up: a card drawn before the

@@ -14,12 +14,18 @@ import pty
 import socket
 import subprocess
 import sys
+import threading
 import time
 import tty
 from pathlib import Path
 
+import pytest
+
 from bench.bench_latency import (_RELAY, FLOOR_FRAME, FlushedCards, answers, flush_lines,
-                                 flushes_by_source)
+                                 flushes_by_source, run_simulators_at)
+from hil.table_harness import TableHarness, normal_scheduling
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_relay_answers_each_frame_when_one_read_finds_several(tmp_path: Path) -> None:
@@ -137,3 +143,37 @@ def test_the_cards_ruling_c26_flushes_before_are_each_shoes_first_and_the_one_af
     drawn += [cards.card(0), cards.card(0)]  # the card after the cover card, then another
     drawn += [cards.card(1), cards.card(1)]  # the next shoe's first card, then another
     assert drawn == [True, False, False, True, False, True, False]
+
+
+POLICY = "import os; print(os.sched_getscheduler(0))"
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_the_simulators_run_at_batch_and_the_daemon_the_observer_and_the_relay_do_not(
+        tmp_path: Path) -> None:
+    """`--simulators batch` (the default): this process, the simulated shoe, dealer and
+    players, runs at SCHED_BATCH, and every process the daemon's figure or the floor's goes
+    through is started back at the normal policy: the watcher and the relay by
+    `normal_scheduling`, the daemon by its harness. In a thread of its own, since the
+    policy is a thread's and the test process's own must not change."""
+    harness = TableHarness(ROOT / "config" / "simulated-table.toml", tmp_path)
+    harness.daemon_normal_scheduling = True
+    seen: dict[str, object] = {}
+
+    def in_a_batch_thread() -> None:
+        seen["reported"] = run_simulators_at("batch")
+        seen["thread"] = os.sched_getscheduler(0)
+        for name, preexec in (("inherited", None), ("observer", normal_scheduling),
+                              ("daemon", harness._in_daemon_child)):
+            seen[name] = int(subprocess.run([sys.executable, "-c", POLICY], check=True,
+                                            capture_output=True, text=True,
+                                            preexec_fn=preexec).stdout)
+
+    thread = threading.Thread(target=in_a_batch_thread)
+    thread.start()
+    thread.join()
+    assert seen == {"reported": "SCHED_BATCH", "thread": os.SCHED_BATCH,
+                    "inherited": os.SCHED_BATCH, "observer": os.SCHED_OTHER,
+                    "daemon": os.SCHED_OTHER}
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this thread untouched
+    assert run_simulators_at("normal") == "normal"
