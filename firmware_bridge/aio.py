@@ -130,6 +130,7 @@ class AsyncLink:
         self._transport_error: BridgeError | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
+        self._write_due = False  # a write of what the core produced, after the readers
         self._closed = False
         self._rx_dropped = 0
         self.on_event: Callable[[LinkEvent], None] | None = None
@@ -349,7 +350,7 @@ class AsyncLink:
         if self._closed:
             return
         self._core.receive(data, self._loop.time())
-        self._service()
+        self._service(received=True)
 
     def _on_transport_lost(self, exc: BaseException | None) -> None:
         if self._closed or self._transport_error is not None:
@@ -370,15 +371,35 @@ class AsyncLink:
         self._core.poll(now)
         self._service()
 
-    def _service(self) -> None:
-        """Write what the core produced, dispatch its events, re-arm its timer."""
-        out = self._core.outgoing()
-        if out and self._transport is not None and self._transport_error is None:
-            self._transport.write(out)
-        for event in self._core.events():
+    def _service(self, *, received: bool = False) -> None:
+        """Write what the core produced, dispatch its events, re-arm its timer.
+
+        `received`: bytes just came in. If they carried messages, what the core produced
+        for them (their acknowledgement) is written a callback later, after the readers
+        woken here have taken the messages: the daemon reports a card before it writes the
+        card's ACK, not after (a write that wakes the device's reader is 13 us at p50 and
+        30 us at p99 here, docs/performance.md). The bytes and their order are the core's
+        either way: a message sent meanwhile drains them first, the ACK riding on it where
+        the core allows (docs/protocol.md 5.10), and the later write finds the rest."""
+        events = self._core.events()
+        after_readers = received and any(type(event) is MessageReceived for event in events)
+        if not after_readers:
+            self._write_outgoing()
+        for event in events:
             self._dispatch(event)
         self._arm_timer(self._core.next_deadline())
         self._notify()
+        if after_readers and not self._write_due:
+            # Scheduled after _notify: the readers' wake-ups are queued ahead of it.
+            self._write_due = True
+            self._loop.call_soon(self._write_outgoing)
+
+    def _write_outgoing(self) -> None:
+        self._write_due = False
+        out = self._core.outgoing()
+        if out and self._transport is not None and self._transport_error is None \
+                and not self._closed:
+            self._transport.write(out)
 
     def _arm_timer(self, deadline: float | None) -> None:
         """Have `_on_timer` run by the core's next deadline. A timer already armed at or

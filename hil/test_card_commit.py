@@ -1,7 +1,8 @@
 """Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6) against a power cut in
 the windows it closes, forced. The daemon dies at the end of the step for the card after
-CUT_AT (controller/crash_points.py, TABLE_CRASH_AT_CARD): the link has acknowledged that
-card's frame and its step wrote nothing. The store is then left as a power cut leaves it,
+CUT_AT (controller/crash_points.py, TABLE_CRASH_AT_CARD): its step wrote nothing, and the
+link has not yet written that card's ACK, which follows the step (firmware_bridge/aio.py,
+`AsyncLink._service`), so the shoe sends that card again whatever its version. The store is then left as a power cut leaves it,
 the WAL cut back to its last flush (hil/unflushed.py): the cards of the round dealt since
 its lock's flush, CUT_AT among them, were acknowledged and never reached the disk, and are
 gone: with a 1.2 shoe a card inside a round waits in memory for the next step that writes
@@ -12,7 +13,8 @@ next flush (docs/architecture.md, "Durable writes"), cut from the WAL here.
   daemon's handshake [M-6.6c], and the round goes on with them: settled, no void, every
   card of the round the one the shoe dealt at that index.
 * A 1.1 shoe forgot each card when its frame was acknowledged: the table sees a later index
-  than it knows and voids the round by the lost-card ruling (docs/rulings.md C7).
+  than it knows and voids the round by the lost-card ruling (docs/rulings.md C7), for the
+  three acknowledged cards the cut lost.
 
 The harness's seed and the card index are fixed so that CUT_AT is a round's third card.
 """
@@ -106,8 +108,9 @@ def test_a_1_1_shoe_loses_the_cards_and_the_round_is_void_by_the_ruling(tmp_path
     assert table.result.crash_kills == 1
     assert table.shoe.replayed == 0
     [void] = table.result.void_rounds
-    # C7: the three cut from the WAL and the one whose step the kill interrupted.
-    assert void["reason"] == "card(s) 11, 12, 13, 14 left the shoe unseen by the controller"
+    # C7: the three acknowledged cards cut from the WAL. The one whose step the kill
+    # interrupted was never acknowledged (its ACK follows its step): the shoe sent it again.
+    assert void["reason"] == "card(s) 11, 12, 13 left the shoe unseen by the controller"
     [record] = [r for r in stored if r["round_id"] == void["round_id"]]
     assert record["state"] == "void"
-    assert not set(range(ROUND_FIRST, CUT_AT + 2)) & {c["index"] for c in record["cards"]}
+    assert record["cards"] == []  # card 14, sent again, is the later index that voided it

@@ -20,6 +20,7 @@ from firmware_bridge.errors import (
     LinkTimeoutError,
     TransportError,
 )
+from firmware_bridge.frame import Frame, FrameDecoder, FrameKind
 from firmware_bridge.link import LinkState, Role
 from firmware_bridge.messages import (
     CardDrawn,
@@ -335,5 +336,78 @@ async def test_frames_received_do_not_re_arm_the_links_timer(pty_pair: tuple[int
         assert host.state is LinkState.UP and device.state is LinkState.UP
     finally:
         loop.call_at = call_at  # type: ignore[method-assign]
+        await host.close()
+        await device.close()
+
+
+def _record_writes(link: AsyncLink) -> list[bytes]:
+    """Every write `link` makes to its transport from now on, in order."""
+    transport = link._transport
+    assert transport is not None
+    writes: list[bytes] = []
+    write = transport.write
+
+    def recording(data: bytes) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    transport.write = recording  # type: ignore[method-assign]
+    return writes
+
+
+def _frames(writes: list[bytes]) -> list[Frame]:
+    decoded = FrameDecoder().feed(b"".join(writes))
+    assert all(isinstance(item, Frame) for item in decoded)
+    return decoded  # type: ignore[return-value]
+
+
+async def test_a_message_is_read_before_its_ack_is_written(pty_pair: tuple[int, str]) -> None:
+    """The card's reader (the daemon's step and report) runs before the card's ACK is
+    written, and the ACK follows one callback later, the core's own bytes (aio.py
+    `_service`): a write that wakes the device is no longer in front of the report."""
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
+    try:
+        await _up(host, device)
+        writes = _record_writes(host)
+        card = CardDrawn(1, 12, 2, 0, True)
+        sending = asyncio.ensure_future(device.send(card))
+        assert await host.receive() == card
+        assert writes == []  # the reader has the card; nothing written yet
+        await asyncio.sleep(0)  # the callback queued behind the reader's wake-up
+        [ack] = _frames(writes)
+        assert (ack.kind, ack.ack) == (FrameKind.ACK, host.endpoint._rx_expected)
+        await asyncio.wait_for(sending, 5)  # the device took it as its acknowledgement
+        assert host.counters["frames_out"] == device.counters["frames_in"]
+    finally:
+        await host.close()
+        await device.close()
+
+
+async def test_an_answer_sent_by_the_reader_carries_the_ack(pty_pair: tuple[int, str]) -> None:
+    """A reader that answers in its own turn sends its DATA frame first, carrying the ACK
+    (docs/protocol.md 5.10), and the later write finds nothing more to send: the bytes are
+    the core's whether the write comes at once or a callback later."""
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
+    try:
+        await _up(host, device)
+        writes = _record_writes(host)
+        card = CardDrawn(2, 3, 1, 0, True)
+
+        async def read_and_answer() -> None:
+            assert await host.receive() == card
+            await host.send(StatusRequest())  # written before this turn ends
+
+        answering = asyncio.ensure_future(read_and_answer())
+        await asyncio.sleep(0)  # the reader waits for the card
+        await asyncio.wait_for(device.send(card), 5)  # acknowledged by the answer's frame
+        assert isinstance(await asyncio.wait_for(device.receive(), 5), StatusRequest)
+        await asyncio.wait_for(answering, 5)
+        [answer] = _frames(writes)
+        assert (answer.kind, answer.ack) == (FrameKind.DATA, host.endpoint._rx_expected)
+    finally:
         await host.close()
         await device.close()
