@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import socket
@@ -340,19 +341,30 @@ async def test_frames_received_do_not_re_arm_the_links_timer(pty_pair: tuple[int
         await device.close()
 
 
-def _record_writes(link: AsyncLink) -> list[bytes]:
-    """Every write `link` makes to its transport from now on, in order."""
-    transport = link._transport
-    assert transport is not None
-    writes: list[bytes] = []
-    write = transport.write
+@contextlib.asynccontextmanager
+async def _up_recording_the_hosts_writes(pty_pair: tuple[int, str]
+                                         ) -> AsyncIterator[tuple[AsyncLink, AsyncLink, list[bytes]]]:
+    """A host and a shoe over the pty, up; the host's writes to its transport recorded from
+    then on, in order: (host, device, writes)."""
+    master, slave_path = pty_pair
+    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
+    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
+    try:
+        await _up(host, device)
+        transport = host._transport
+        assert transport is not None
+        writes: list[bytes] = []
+        write = transport.write
 
-    def recording(data: bytes) -> None:
-        writes.append(bytes(data))
-        write(data)
+        def recording(data: bytes) -> None:
+            writes.append(bytes(data))
+            write(data)
 
-    transport.write = recording  # type: ignore[method-assign]
-    return writes
+        transport.write = recording  # type: ignore[method-assign]
+        yield host, device, writes
+    finally:
+        await host.close()
+        await device.close()
 
 
 def _frames(writes: list[bytes]) -> list[Frame]:
@@ -365,12 +377,7 @@ async def test_a_message_is_read_before_its_ack_is_written(pty_pair: tuple[int, 
     """The card's reader (the daemon's step and report) runs before the card's ACK is
     written, and the ACK follows one callback later, the core's own bytes (aio.py
     `_service`): a write that wakes the device is no longer in front of the report."""
-    master, slave_path = pty_pair
-    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
-    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
-    try:
-        await _up(host, device)
-        writes = _record_writes(host)
+    async with _up_recording_the_hosts_writes(pty_pair) as (host, device, writes):
         card = CardDrawn(1, 12, 2, 0, True)
         sending = asyncio.ensure_future(device.send(card))
         assert await host.receive() == card
@@ -379,22 +386,13 @@ async def test_a_message_is_read_before_its_ack_is_written(pty_pair: tuple[int, 
         [ack] = _frames(writes)
         assert (ack.kind, ack.ack) == (FrameKind.ACK, host.endpoint._rx_expected)
         await asyncio.wait_for(sending, 5)  # the device took it as its acknowledgement
-        assert host.counters["frames_out"] == device.counters["frames_in"]
-    finally:
-        await host.close()
-        await device.close()
 
 
 async def test_an_answer_sent_by_the_reader_carries_the_ack(pty_pair: tuple[int, str]) -> None:
     """A reader that answers in its own turn sends its DATA frame first, carrying the ACK
     (docs/protocol.md 5.10), and the later write finds nothing more to send: the bytes are
     the core's whether the write comes at once or a callback later."""
-    master, slave_path = pty_pair
-    device = AsyncLink.over_fd(master, Role.DEVICE, SHOE_HELLO)
-    host = await AsyncLink.open_serial(slave_path, Role.HOST, HOST_HELLO, baudrate=115200)
-    try:
-        await _up(host, device)
-        writes = _record_writes(host)
+    async with _up_recording_the_hosts_writes(pty_pair) as (host, device, writes):
         card = CardDrawn(2, 3, 1, 0, True)
 
         async def read_and_answer() -> None:
@@ -408,6 +406,3 @@ async def test_an_answer_sent_by_the_reader_carries_the_ack(pty_pair: tuple[int,
         await asyncio.wait_for(answering, 5)
         [answer] = _frames(writes)
         assert (answer.kind, answer.ack) == (FrameKind.DATA, host.endpoint._rx_expected)
-    finally:
-        await host.close()
-        await device.close()
