@@ -132,8 +132,10 @@ class HarnessResult:
 def normal_scheduling() -> None:
     """In a child process before it runs (`preexec_fn`): the normal scheduling policy
     (SCHED_OTHER), whatever its parent runs at. Any process may move itself between
-    SCHED_BATCH and SCHED_OTHER at its own nice value, so this needs no privilege."""
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    SCHED_BATCH and SCHED_OTHER at its own nice value, so this needs no privilege. Where
+    the system has no such policies (not Linux) every process already runs at its one."""
+    if hasattr(os, "sched_setscheduler"):
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 class TableHarness:

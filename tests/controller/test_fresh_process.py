@@ -15,7 +15,10 @@ from controller.memory.errors import IntegrityError
 
 
 def talks_and_answers(a: int, *, b: int) -> tuple[int, list[str]]:
-    print("this goes to stderr, not into the answer")
+    # One write of the whole line: print() writes the text and its newline apart when the
+    # stream is unbuffered (PYTHONUNBUFFERED in the environment), and three children's
+    # halves then interleave on the shared stderr (a CI run saw "answerthis goes...").
+    sys.stdout.write("this goes to stderr, not into the answer\n")
     return a + b, sorted(name for name in sys.modules if name.startswith("controller.daemon"))
 
 
