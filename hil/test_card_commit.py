@@ -2,8 +2,8 @@
 the windows it closes, forced. The daemon dies at the end of the step for the card after
 CUT_AT (controller/crash_points.py, TABLE_CRASH_AT_CARD): its step wrote nothing, and the
 link has not yet written that card's ACK, which follows the step (firmware_bridge/aio.py,
-`AsyncLink._service`), so the shoe sends that card again whatever its version. The store is then left as a power cut leaves it,
-the WAL cut back to its last flush (hil/unflushed.py): the cards of the round dealt since
+`AsyncLink._service`), so the shoe sends that card again whatever its version. The store is
+then left as a power cut leaves it, the WAL cut back to its last flush (hil/unflushed.py): the cards of the round dealt since
 its lock's flush, CUT_AT among them, were acknowledged and never reached the disk, and are
 gone: with a 1.2 shoe a card inside a round waits in memory for the next step that writes
 (docs/rulings.md C31); with a 1.1 shoe it is written at its step's end and waits for the
@@ -85,7 +85,7 @@ def test_a_1_2_shoe_replays_the_cards_the_cut_lost_and_the_round_goes_on(tmp_pat
     assert table.result.crash_kills == 1
     assert (tmp_path / "cut-once").read_text() == f"{CUT_AT + 1}\n"
     # [M-6.6c]: the kept cards went out again: the three the cut lost and the one whose
-    # step the kill interrupted (acknowledged by the link, never committed). A card before
+    # step the kill interrupted (never committed, nor acknowledged by the link). A card before
     # them may go again too, when the table's CardsCommitted for it had not reached the
     # shoe before the kill (a busy machine's timing); the table drops it (M-6.6d).
     replayed = table.shoe.replayed_indexes
