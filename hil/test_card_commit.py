@@ -1,13 +1,14 @@
-"""Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6) against a power cut in
-the windows it closes, forced. The daemon dies at the end of the step for the card after
-CUT_AT (controller/crash_points.py, TABLE_CRASH_AT_CARD): its step wrote nothing, and the
-link has not yet written that card's ACK, which follows the step (firmware_bridge/aio.py,
+"""Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6) against a power cut in the
+windows it closes, forced. The daemon dies at the end of the step for the card after CUT_AT
+(controller/crash_points.py, TABLE_CRASH_AT_CARD): its step wrote nothing, and the link has
+not yet written that card's ACK, which follows the step (firmware_bridge/aio.py,
 `AsyncLink._service`), so the shoe sends that card again whatever its version. The store is
 then left as a power cut leaves it, the WAL cut back to its last flush (hil/unflushed.py):
 the cards of the round dealt since its lock's flush, CUT_AT among them, were acknowledged
-and never reached the disk, and are gone: with a 1.2 shoe a card inside a round waits in memory for the next step that writes
-(docs/rulings.md C31); with a 1.1 shoe it is written at its step's end and waits for the
-next flush (docs/architecture.md, "Durable writes"), cut from the WAL here.
+and never reached the disk, and are gone: with a 1.2 shoe a card inside a round waits in
+memory for the next step that writes (docs/rulings.md C31); with a 1.1 shoe it is written at
+its step's end and waits for the next flush (docs/architecture.md, "Durable writes"), cut
+from the WAL here.
 
 * A 1.2 shoe (CAP_CARD_COMMIT) still holds all four, sends them again after the restarted
   daemon's handshake [M-6.6c], and the round goes on with them: settled, no void, every
