@@ -21,7 +21,8 @@ CRASH_ENV = "TABLE_CRASH_IN_COMMIT"
 MARK = b"crash point: SIGKILL between the transaction's writes and its COMMIT\n"
 CARD_CRASH_ENV = "TABLE_CRASH_AT_CARD"
 """``index:path``: the daemon kills itself at the end of the step that handles the shoe's
-card ``index`` (the link has acknowledged that card's frame: the window that protocol 1.2's
+card ``index`` (the link writes that card's ACK after the step, so the shoe sends it again;
+the cards before it, acknowledged and not yet flushed, are the window that protocol 1.2's
 card commit acknowledgement closes): just before its COMMIT, or, for a step whose entries
 wait in memory (docs/rulings.md C31), as its card's entry is given out, before any of it
 is sent. Once: it first creates ``path``, and does nothing while ``path`` exists (the

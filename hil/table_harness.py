@@ -697,7 +697,11 @@ class TableHarness:
         elif state == "betting_open" and status["round"]["wagers"]:
             self._press_lockout()  # the bets are already on the layout
         elif action is not None:
-            await self._do(action, {"round_no": status["round"]["round_no"] + 1})
+            # Watched like any action: a card drawn here waits for its ACK, which the link
+            # writes after the card's step (firmware_bridge/aio.py), so a crash point that
+            # fires in that step leaves it unacknowledged; `_restart` starts the daemon again.
+            await self._while_alive(
+                self._do(action, {"round_no": status["round"]["round_no"] + 1}))
 
     async def _place_bets(self, round_no: int) -> None:
         if self.players.betting_s:
