@@ -336,8 +336,9 @@ async def run_shoes(shoes: int, workdir: Path, flush_delay_ms: float,
     overrides += extra_overrides or []
     # The table's default anchor interval ([store] anchor_interval_s, docs/rulings.md C24)
     # is what is counted: a benchmark shoe takes seconds, a real one most of an hour.
-    table = TimedTable(config, workdir, seed=7, extra_overrides=overrides)
-    table.daemon_normal_scheduling = True  # whatever this process's (`--simulators`)
+    # The daemon at the normal policy, whatever this process's (`--simulators`).
+    table = TimedTable(config, workdir, seed=7, extra_overrides=overrides,
+                       daemon_normal_scheduling=True)
     table.timings = timings
     async with table:
         assert table.daemon is not None

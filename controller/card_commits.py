@@ -44,7 +44,7 @@ class CardCommits:
         ``store``'s durable commits."""
         shoe = devices.get("shoe")
         if not isinstance(shoe, CommittingShoe):
-            store.hold_when(lambda: False)
+            store.hold_when(None)
             return cls(None, table)
         # A card's entries wait in memory (docs/rulings.md C31) only while the shoe keeps
         # the cards until they are committed: a daemon that dies then loses none of them.

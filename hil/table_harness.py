@@ -145,6 +145,7 @@ class TableHarness:
                  players: PlayerPlan | None = None, on_line: Callable[[str], None] | None = None,
                  daemon_log: Path | None = None, extra_overrides: Sequence[str] = (),
                  gpio_claimed: bool = True, open_files: int | None = None,
+                 daemon_normal_scheduling: bool = False,
                  tabled: Sequence[str] | None = None,
                  wait_for_history_check: bool = True, card_commit: bool = False,
                  extra_env: Mapping[str, str] | None = None, deal_ahead: bool = False,
@@ -199,7 +200,7 @@ class TableHarness:
         self.open_files = open_files
         # True: the daemon starts at the normal scheduling policy even when this process
         # runs at another (bench/bench_latency.py runs its simulators at SCHED_BATCH).
-        self.daemon_normal_scheduling = False
+        self.daemon_normal_scheduling = daemon_normal_scheduling
         self.table_config = load_config(self.config_path, self._overrides("/dev/null"))
         self.decks = self.table_config.submission.game.decks
         self.back = BackColour.RED

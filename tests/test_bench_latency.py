@@ -156,8 +156,8 @@ def test_the_simulators_run_at_batch_and_the_daemon_the_observer_and_the_relay_d
     through is started back at the normal policy: the watcher and the relay by
     `normal_scheduling`, the daemon by its harness. In a thread of its own, since the
     policy is a thread's and the test process's own must not change."""
-    harness = TableHarness(ROOT / "config" / "simulated-table.toml", tmp_path)
-    harness.daemon_normal_scheduling = True
+    harness = TableHarness(ROOT / "config" / "simulated-table.toml", tmp_path,
+                           daemon_normal_scheduling=True)
     seen: dict[str, object] = {}
 
     def in_a_batch_thread() -> None:

@@ -84,10 +84,10 @@ class Steps:
         self._write_timer: asyncio.TimerHandle | None = None  # `_write_after_a_pause`'s
         self.hold_when(_always)
 
-    def hold_when(self, allowed: Callable[[], bool]) -> None:
-        """A step's entries may wait in memory only while `allowed()`, and never with
-        `[store] seal_every_step`, which writes and seals every step."""
-        self._may_hold = _never if self._seal.every_step else allowed
+    def hold_when(self, allowed: Callable[[], bool] | None) -> None:
+        """A step's entries may wait in memory only while `allowed()`; never with None, nor
+        with `[store] seal_every_step`, which writes and seals every step."""
+        self._may_hold = _never if allowed is None or self._seal.every_step else allowed
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A new step (its transaction begun), or the open one joined: nested use begins the

@@ -176,9 +176,9 @@ class Store:
         step): one whose entries all may wait is held in memory (`Steps.lazily`, C31)."""
         return self._steps.lazily()
 
-    def hold_when(self, allowed: Callable[[], bool]) -> None:
-        """A step's entries may wait in memory only while `allowed()` (`Steps.hold_when`):
-        the daemon allows it while its shoe keeps its cards (C31)."""
+    def hold_when(self, allowed: Callable[[], bool] | None) -> None:
+        """A step's entries may wait in memory only while `allowed()`, never with None
+        (`Steps.hold_when`): the daemon allows it while its shoe keeps its cards (C31)."""
         self._steps.hold_when(allowed)
 
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:
