@@ -102,6 +102,10 @@ class Delivery:
         # A checkpoint's turn is scheduled: True if a flush it follows was durable.
         self._checkpoint_after: bool | None = None
         self._round_ended = False  # a round's end was given out since the last checkpoint turn
+        # The seal of the newest step that changed anything (None: its entries wait in
+        # memory, C31): a flush's seal goes to the durable listeners only if it is this one,
+        # since they read the table as it stands (`_give_out_all`).
+        self._newest_seal: Seal | None = None
         # Work steps left for after their commit (`later`), and whether its turn is due.
         self._later: list[Callable[[], None]] = []
         self._later_due = False
@@ -212,6 +216,8 @@ class Delivery:
                   must_flush: bool) -> None:
         """The step just committed (flushed if `flushed`). Held while grouping if it must
         be flushed or anything before it is still held (entries go out in log order)."""
+        if events or seal is not None:
+            self._newest_seal = seal
         if self.grouping and not flushed and (must_flush or self.holding):
             self._held.append((events, seal, must_flush))
             if self._in_flight is None and not self._start_due:
@@ -338,10 +344,12 @@ class Delivery:
     def _give_out_all(self, covered: list[tuple[list[Event], Seal | None, bool]],
                       waiters: list[Waiter], *, durable: bool) -> None:
         """Give out held commits, in order; a durable group moves the anchor to its last
-        seal and hands that seal to the durable listeners, but only if nothing was committed
-        after it: a listener reads the store and the table as the seal leaves them (the
-        witness's digest of the money, the shoe's card acknowledgement), and a step held
-        meanwhile is not on the disk. The flush that covers it hands over its own seal."""
+        seal and hands that seal to the durable listeners, but only if no step came after
+        it: a listener reads the store and the table as the seal leaves them (the witness's
+        digest of the money, the shoe's card acknowledgement), and a step held meanwhile is
+        not on the disk, nor is a card's step whose entries wait in memory (C31) held behind
+        it in the same turn (two frames in one read). The flush that covers the next one
+        hands over its own seal."""
         seals = [seal for _, seal, _ in covered if seal is not None]
         given = [event for events, _, _ in covered for event in events]
         try:
@@ -363,7 +371,7 @@ class Delivery:
                 self._checkpoint_after = bool(self._checkpoint_after) or durable
         if seals and durable:  # after the report, as above
             self._durability.committed(seals[-1], durable=True)
-        if seals and durable and not self._held:
+        if seals and durable and seals[-1] is self._newest_seal:
             self._tell_durable_listeners(seals[-1])
 
     def _tell_durable_listeners(self, seal: Seal) -> None:

@@ -238,6 +238,31 @@ async def test_a_durable_listener_reads_only_the_state_its_seal_covers(
     assert heard == [(3, 3)]  # the settlement's flush, covering all three; never (1, 3)
 
 
+async def test_a_durable_listener_is_not_handed_a_seal_a_card_waiting_in_memory_has_passed(
+        tmp_path: Path) -> None:
+    """Two frames read in one loop turn (after a stall): the round's first card, a step that
+    must be flushed, and the next card, whose entry waits in memory (docs/rulings.md C31).
+    One flush covers the first; the second is in no transaction yet. The shoe's card
+    acknowledgement reads the table when handed a seal, and the table already has the
+    second card: handed the first card's seal, it would tell a 1.2 shoe that a card is
+    committed that a power cut would lose [M-6.6a]. So the seal waits for the next flushed
+    step, whose transaction writes the waiting card first."""
+    async with grouped_store(tmp_path, FLUSH_IN_LOOP) as (store, _, given):
+        heard: list[tuple[int, int]] = []  # (the seal's last entry, the log's last written)
+        store.on_durable_commit(lambda seal, db: heard.append(
+            (seal.log_seq, db.execute("SELECT MAX(seq) FROM events").fetchone()[0])))
+        with store.step():
+            store.append_entry("round_opened", {"round_id": 1}, severity="info")
+        with store.step():  # in the same turn: held behind the first, in memory
+            store.append_entry("card", {"index": 8}, severity="info")
+        assert await _durable(store) is None
+        assert [e.kind for e in given] == ["round_opened", "card"]
+        assert heard == []  # not (1, 1): the table had moved on to a card not on the disk
+        _step(store, "round_settled", {"round_id": 1})
+        assert await _durable(store) is None
+        assert heard == [(3, 3)]
+
+
 async def test_work_left_for_after_a_money_step_runs_while_its_flush_is_in_flight(
         grouped: Grouped) -> None:
     """`Store.after_step` (the journal's lines): not in front of the flush, and not after

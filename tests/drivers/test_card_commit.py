@@ -14,6 +14,8 @@ import pytest
 
 from cards import BackColour, Card
 from controller.card_commits import CardCommits
+from controller.memory.delivery import until_durable
+from controller.memory.flush_in import FLUSH_IN_LOOP
 from controller.memory.store import Store
 from controller.table.machine import TableState
 from drivers.protocols import CardDrawn, LinkChanged, LinkState, ShoeLoaded
@@ -173,6 +175,38 @@ def test_the_daemon_acknowledges_a_card_only_after_a_flushed_commit(tmp_path: Pa
             table.saved.shoe.last_card_index = -1
             store.append_entry("shoe_loaded", {"cards": 416})
         assert shoe.acks[-1] == (1, 0)  # for the new batch: nothing below 0
+    finally:
+        store.close()
+
+
+async def test_two_cards_read_together_are_acknowledged_only_once_both_are_on_the_disk(
+        tmp_path: Path) -> None:
+    """[M-6.6a] with group commit, as the daemon runs it: after a stall the shoe's reader
+    finds two frames in one read and the table steps both in one loop turn, before the
+    flush (controller/intake.py hands a card straight to an idle table). The first card
+    opens the round (631a.9(c), ruling C1: it locks every seat), a step that must be
+    flushed; the second waits in memory (C31). The flush covers only the first: the shoe
+    is told nothing until a flush covers both, or it would drop a card a power cut loses."""
+    store = Store(tmp_path / "t.sqlite")
+    store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
+    shoe = AckRecorder()
+    table = table_at("betting_open", 11)
+    commits = wired(shoe, table, store)
+    try:
+        for index, kinds in ((12, ("no_more_bets", "card")), (13, ("card",))):
+            commits.before_step(CardDrawn("shoe", index, Card.parse("9♠"), BackColour.RED, False))
+            with store.step():
+                table.saved.shoe.last_card_index = index
+                for kind in kinds:
+                    store.append_entry(kind, {"index": index})
+        await until_durable(store.when_durable)
+        assert shoe.acks == []  # not (0, 14): card 13 is in memory only
+        with store.step():
+            store.append_entry("round_settled", {"round": 1})  # writes card 13 first
+        await until_durable(store.when_durable)
+        assert shoe.acks == [(0, 14)]
+        assert [e.kind for e in store.events()] == ["no_more_bets", "card", "card",
+                                                     "round_settled"]
     finally:
         store.close()
 
