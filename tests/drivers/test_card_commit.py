@@ -184,9 +184,9 @@ async def test_two_cards_read_together_are_acknowledged_only_once_both_are_on_th
     """[M-6.6a] with group commit, as the daemon runs it: after a stall the shoe's reader
     finds two frames in one read and the table steps both in one loop turn, before the
     flush (controller/intake.py hands a card straight to an idle table). The first card
-    opens the round (631a.9(c), ruling C1: it locks every seat), a step that must be
-    flushed; the second waits in memory (C31). The flush covers only the first: the shoe
-    is told nothing until a flush covers both, or it would drop a card a power cut loses."""
+    opens the round (ruling C1: it locks every seat), a step that must be flushed; the
+    second waits in memory (C31). The flush covers only the first: the shoe is told
+    nothing until a flush covers both, or it would drop a card a power cut loses."""
     store = Store(tmp_path / "t.sqlite")
     store.group_commits(asyncio.get_running_loop(), flush_in=FLUSH_IN_LOOP)
     shoe = AckRecorder()
