@@ -18,6 +18,10 @@ from the WAL here.
   three acknowledged cards the cut lost.
 
 The harness's seed and the card index are fixed so that CUT_AT is a round's third card.
+
+And the acknowledgement itself: two cards drawn while the daemon was down come back in the
+1.2 shoe's replay, and each CardsCommitted the shoe takes is checked against what a cut at
+that moment would leave on the disk (`card_indexes_on_disk`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import pytest
 from controller.crash_points import CARD_CRASH_ENV
 from controller.memory.store import FLUSH_TRACE_ENV
 from hil.table_harness import HarnessResult, TableHarness
-from hil.unflushed import cut_to_last_flush
+from firmware_bridge import messages as wire
+from hil.unflushed import card_indexes_on_disk, cut_to_last_flush
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -115,3 +120,60 @@ def test_a_1_1_shoe_loses_the_cards_and_the_round_is_void_by_the_ruling(tmp_path
     [record] = [r for r in stored if r["round_id"] == void["round_id"]]
     assert record["state"] == "void"
     assert record["cards"] == []  # card 14, sent again, is the later index that voided it
+
+
+async def replay_two_cards_into_betting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> tuple[list[tuple[int, set[int]]], list[int]]:
+    """The daemon killed while betting is open; the dealer draws two cards meanwhile (the
+    first locks every seat, ruling C1); the restarted daemon gets both in the 1.2 shoe's
+    replay after the handshake [M-6.6c]: one burst, one read. Returns each CardsCommitted
+    the shoe took with the card indexes on the disk at that moment, and the two indexes."""
+    trace = tmp_path / "flushes.txt"
+    monkeypatch.setenv(FLUSH_TRACE_ENV, str(trace))
+    seen: list[tuple[int, set[int]]] = []
+
+    def until(result: HarnessResult) -> bool:
+        last = result.events[-1] if len(result.events) else None
+        return bool(result.rounds) and last is not None and last["kind"] == "prompt" and \
+            last["payload"].get("action") == "place_bets"
+
+    async with TableHarness(CONFIG, tmp_path / "table", seed=SEED, card_commit=True) as table:
+        await table.play(shoes=1, until=until)
+        await table.stop_daemon(signal.SIGKILL)
+        while table.shoe.host_connected:
+            await asyncio.sleep(0.01)
+        first, second = table.shoe.drawn, table.shoe.drawn + 1
+        assert await table.shoe.draw() is not None and await table.shoe.draw() is not None
+        assert table.shoe.kept_indexes[-2:] == [first, second]
+        took = table.shoe.on_message
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, wire.CardsCommitted):
+                seen.append((message.next_index, card_indexes_on_disk(
+                    Path(table.store_path), trace, tmp_path / "scratch")))
+            await took(message)
+
+        table.shoe.on_message = on_message  # type: ignore[method-assign]
+        await table.start_daemon_ready()
+        for _ in range(200):  # the second card's entry waits in memory, then is written
+            if seen and seen[-1][0] > second:
+                break
+            await asyncio.sleep(0.01)
+        assert table.shoe.replayed_indexes[-2:] == [first, second]
+    return seen, [first, second]
+
+
+def test_two_replayed_cards_are_acknowledged_only_once_both_are_on_the_disk(
+        tmp_path, monkeypatch):
+    """[M-6.6a] end to end: every CardsCommitted the shoe takes covers only cards a power
+    cut at that moment would leave on the disk. The first replayed card opens the round,
+    a step flushed at once; the second, when the daemon reads both frames at once and steps
+    it in the same loop turn, waits in memory (C31) until the next step that writes (after
+    a pause of 50 ms at the latest), whose flush is the first that may acknowledge it.
+    Whether the two frames share a read is the machine's timing: on the code before the
+    fix this failed in 1 of 6 runs; tests/controller/test_group_commit.py forces it."""
+    seen, (first, second) = asyncio.run(replay_two_cards_into_betting(tmp_path, monkeypatch))
+    assert seen, "the shoe was sent no CardsCommitted"
+    for next_index, on_disk in seen:
+        assert {i for i in (first, second) if i < next_index} <= on_disk, (next_index, on_disk)
+    assert seen[-1][0] == second + 1  # both acknowledged in the end

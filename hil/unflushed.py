@@ -4,11 +4,13 @@ SIGKILL alone loses nothing that reached the operating system; a real power cut 
 what was written but not flushed. With TABLE_STORE_FLUSH_TRACE set, the daemon notes how
 far the WAL is on the disk at every flush; after a kill, `cut_to_last_flush` cuts the WAL
 back to exactly that and deletes SQLite's shared-memory index, which is the disk a power
-cut leaves (hil/test_power_cut_unflushed.py, hil/test_card_commit.py).
+cut leaves (hil/test_power_cut_unflushed.py, hil/test_card_commit.py);
+`card_indexes_on_disk` reads what such a cut would leave without making it.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -39,3 +41,26 @@ def last_seq(store: Path) -> int:
         return db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
     finally:
         db.close()
+
+
+def card_indexes_on_disk(store: Path, trace: Path, scratch: Path) -> set[int]:
+    """The shoe's card indexes (entries of kind "card") that a power cut now would leave:
+    a copy of the store with its WAL cut to the last flush the trace names (the store itself
+    is not touched; `scratch` is a directory for the copy)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    copy = scratch / "at-last-flush.sqlite"
+    for suffix in ("", "-wal"):
+        source = Path(f"{store}{suffix}")
+        target = Path(f"{copy}{suffix}")
+        target.unlink(missing_ok=True)
+        if source.exists():
+            target.write_bytes(source.read_bytes())
+    Path(f"{copy}-shm").unlink(missing_ok=True)
+    if Path(f"{copy}-wal").exists():
+        cut_to_last_flush(copy, trace)
+    db = sqlite3.connect(copy)
+    try:
+        rows = db.execute("SELECT payload FROM events WHERE kind = 'card'").fetchall()
+    finally:
+        db.close()
+    return {json.loads(payload)["index"] for (payload,) in rows}
