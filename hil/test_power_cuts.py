@@ -29,6 +29,10 @@ in cards no seal covers yet (docs/rulings.md C29): the test counts the starts th
 loses what had not been written: a round's cards and prompts wait in memory for the next
 step that writes (C31). The test counts the entries it saw that a restarted log no longer
 held, and asserts that each is of a kind that may wait (`GROUPED_KINDS`).
+With the 1.2 shoe, the first CardsCommitted the shoe takes after each restart (the replay
+of its kept cards comes then, several frames in one read) is checked against what a power
+cut at that moment would leave on the disk: the last card it covers must be there
+(docs/protocol.md 6.6 [M-6.6a]; hil/unflushed.py, `card_indexes_on_disk`).
 `TABLE_POWER_CUT_SEAL_EVERY_STEP=1` runs the table with `[store] seal_every_step = true`
 (C29's option), and then asserts that no start found one.
 
@@ -47,10 +51,12 @@ from pathlib import Path
 import pytest
 
 from controller.crash_points import CRASH_ENV
-from controller.memory.store import GROUPED_KINDS
+from controller.memory.store import FLUSH_TRACE_ENV, GROUPED_KINDS
+from firmware_bridge import messages as wire
 from hil.oracle import check_round
 from hil.soak import all_events, wager_discrepancies
 from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
+from hil.unflushed import card_indexes_on_disk
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(3600 * 6)]
 
@@ -146,6 +152,33 @@ class Tally:
         self.checked_restarts += 1
 
 
+class AcksAgainstTheDisk:
+    """6.6 [M-6.6a], tallied by the test: the first CardsCommitted the 1.2 shoe takes after
+    each restart names as committed only cards that a power cut at that instant would leave
+    on the disk (its last card, and by log order every one before it). Checked as the shoe
+    takes it, on a copy of the store cut to the last flush the daemon traced."""
+
+    def __init__(self, harness: TableHarness, trace: Path, scratch: Path) -> None:
+        self._harness, self._trace, self._scratch = harness, trace, scratch
+        self._restarts_seen = -1
+        self.checked = 0
+        self.ahead_of_the_disk: list[tuple[int, int]] = []  # (next_index, last card on disk)
+        self._took = harness.shoe.on_message
+        harness.shoe.on_message = self._on_message  # type: ignore[method-assign]
+
+    async def _on_message(self, message: wire.Message) -> None:
+        result = self._harness.result
+        restarts = result.power_cuts + result.crash_kills
+        if isinstance(message, wire.CardsCommitted) and restarts != self._restarts_seen:
+            self._restarts_seen = restarts
+            on_disk = card_indexes_on_disk(Path(self._harness.store_path), self._trace,
+                                           self._scratch)
+            self.checked += 1
+            if message.next_index > 0 and message.next_index - 1 not in on_disk:
+                self.ahead_of_the_disk.append((message.next_index, max(on_disk, default=-1)))
+        await self._took(message)
+
+
 def verify_whole_chain(harness: TableHarness) -> int:
     """The critical-memory check, full (every entry's MAC from entry 1), on the stopped
     daemon's store; returns the entries verified."""
@@ -171,6 +204,9 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
           f"{', [store] seal_every_step = true' if SEAL_EVERY_STEP else ''}")
     rng = random.Random(SEED)
     monkeypatch.setenv(CRASH_ENV, f"{CRASH_IN_COMMIT}:{rng.randrange(2**32)}")
+    trace = tmp_path / "flushes.txt"
+    monkeypatch.setenv(FLUSH_TRACE_ENV, str(trace))
+    acks: list[AcksAgainstTheDisk] = []
     tally = Tally()
     cuts = PowerCuts(random.Random(rng.randrange(2**32)), rate=0.12, limit=POWER_CUTS,
                      checks=[tally.check])
@@ -180,6 +216,8 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
                                 players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2",
                                 extra_overrides=["store.seal_every_step=true"]
                                 if SEAL_EVERY_STEP else []) as table:
+            if SHOE_PROTOCOL == "1.2":
+                acks.append(AcksAgainstTheDisk(table, trace, tmp_path / "at-last-flush"))
             while cuts.done < POWER_CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await table.wait_for_state("betting_open", "end_of_shoe", "cut", "burn",
@@ -218,3 +256,8 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     assert len(settled) > POWER_CUTS  # play went on between the cuts
     if SHOE_PROTOCOL == "1.2":  # 6.6: every card the shoe dealt reached the table
         assert lost_card_voids == []
+        [checked] = acks
+        print(f"first card acknowledgements after a restart checked against the disk: "
+              f"{checked.checked}, ahead of it: {len(checked.ahead_of_the_disk)}")
+        assert checked.ahead_of_the_disk == []
+        assert checked.checked >= POWER_CUTS // 2  # most restarts acknowledge a card again

@@ -43,24 +43,39 @@ def last_seq(store: Path) -> int:
         db.close()
 
 
+CARD_KINDS = ("burn_first_card", "burn_card", "card", "card_face_up", "card_discarded",
+              "card_during_fault")
+"""The log's kinds for a card that left the shoe, each with its index in the batch."""
+
+
 def card_indexes_on_disk(store: Path, trace: Path, scratch: Path) -> set[int]:
-    """The shoe's card indexes (entries of kind "card") that a power cut now would leave:
-    a copy of the store with its WAL cut to the last flush the trace names (the store itself
-    is not touched; `scratch` is a directory for the copy)."""
+    """The indexes of the current batch's cards (CARD_KINDS after the last shoe_loaded) that
+    a power cut now would leave: a copy of the store with its WAL cut to the last flush the
+    trace names (the store itself is not touched; `scratch` is a directory for the copy).
+    The daemon writes on while the copy is made: a copy that SQLite finds torn (a checkpoint
+    copying pages meanwhile) is made again."""
     scratch.mkdir(parents=True, exist_ok=True)
     copy = scratch / "at-last-flush.sqlite"
-    for suffix in ("", "-wal"):
-        source = Path(f"{store}{suffix}")
-        target = Path(f"{copy}{suffix}")
-        target.unlink(missing_ok=True)
-        if source.exists():
-            target.write_bytes(source.read_bytes())
-    Path(f"{copy}-shm").unlink(missing_ok=True)
-    if Path(f"{copy}-wal").exists():
-        cut_to_last_flush(copy, trace)
-    db = sqlite3.connect(copy)
-    try:
-        rows = db.execute("SELECT payload FROM events WHERE kind = 'card'").fetchall()
-    finally:
-        db.close()
-    return {json.loads(payload)["index"] for (payload,) in rows}
+    for attempt in range(5):
+        for suffix in ("", "-wal"):
+            source, target = Path(f"{store}{suffix}"), Path(f"{copy}{suffix}")
+            target.unlink(missing_ok=True)
+            if source.exists():
+                target.write_bytes(source.read_bytes())
+        Path(f"{copy}-shm").unlink(missing_ok=True)
+        if Path(f"{copy}-wal").exists():
+            cut_to_last_flush(copy, trace)
+        db = sqlite3.connect(copy)
+        try:
+            rows = db.execute(
+                f"SELECT payload FROM events WHERE kind IN ({','.join('?' * len(CARD_KINDS))})"
+                " AND seq > (SELECT COALESCE(MAX(seq), 0) FROM events WHERE kind = 'shoe_loaded')",
+                CARD_KINDS).fetchall()
+        except sqlite3.DatabaseError:
+            if attempt == 4:
+                raise
+            continue
+        finally:
+            db.close()
+        return {json.loads(payload)["index"] for (payload,) in rows}
+    raise AssertionError("unreachable")
