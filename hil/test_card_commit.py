@@ -35,8 +35,8 @@ import pytest
 
 from controller.crash_points import CARD_CRASH_ENV
 from controller.memory.store import FLUSH_TRACE_ENV
-from hil.table_harness import HarnessResult, TableHarness
 from firmware_bridge import messages as wire
+from hil.table_harness import HarnessResult, TableHarness
 from hil.unflushed import card_indexes_on_disk, cut_to_last_flush
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(600)]

@@ -48,6 +48,9 @@ CARD_KINDS = ("burn_first_card", "burn_card", "card", "card_face_up", "card_disc
 """The log's kinds for a card that left the shoe, each with its index in the batch."""
 
 
+COPY_ATTEMPTS = 5  # copies of a store SQLite finds torn before the error is the test's
+
+
 def card_indexes_on_disk(store: Path, trace: Path, scratch: Path) -> set[int]:
     """The indexes of the current batch's cards (CARD_KINDS after the last shoe_loaded) that
     a power cut now would leave: a copy of the store with its WAL cut to the last flush the
@@ -56,7 +59,7 @@ def card_indexes_on_disk(store: Path, trace: Path, scratch: Path) -> set[int]:
     copying pages meanwhile) is made again."""
     scratch.mkdir(parents=True, exist_ok=True)
     copy = scratch / "at-last-flush.sqlite"
-    for attempt in range(5):
+    for attempt in range(1, COPY_ATTEMPTS + 1):
         for suffix in ("", "-wal"):
             source, target = Path(f"{store}{suffix}"), Path(f"{copy}{suffix}")
             target.unlink(missing_ok=True)
@@ -65,17 +68,21 @@ def card_indexes_on_disk(store: Path, trace: Path, scratch: Path) -> set[int]:
         Path(f"{copy}-shm").unlink(missing_ok=True)
         if Path(f"{copy}-wal").exists():
             cut_to_last_flush(copy, trace)
-        db = sqlite3.connect(copy)
         try:
-            rows = db.execute(
-                f"SELECT payload FROM events WHERE kind IN ({','.join('?' * len(CARD_KINDS))})"
-                " AND seq > (SELECT COALESCE(MAX(seq), 0) FROM events WHERE kind = 'shoe_loaded')",
-                CARD_KINDS).fetchall()
+            return _card_indexes(copy)
         except sqlite3.DatabaseError:
-            if attempt == 4:
+            if attempt == COPY_ATTEMPTS:
                 raise
-            continue
-        finally:
-            db.close()
-        return {json.loads(payload)["index"] for (payload,) in rows}
-    raise AssertionError("unreachable")
+    return set()  # not reached: the last attempt returns or raises
+
+
+def _card_indexes(store: Path) -> set[int]:
+    db = sqlite3.connect(store)
+    try:
+        rows = db.execute(
+            f"SELECT payload FROM events WHERE kind IN ({','.join('?' * len(CARD_KINDS))})"
+            " AND seq > (SELECT COALESCE(MAX(seq), 0) FROM events WHERE kind = 'shoe_loaded')",
+            CARD_KINDS).fetchall()
+    finally:
+        db.close()
+    return {json.loads(payload)["index"] for (payload,) in rows}
