@@ -155,10 +155,9 @@ async def replay_two_cards_into_betting(tmp_path: Path, monkeypatch: pytest.Monk
 
         table.shoe.on_message = on_message  # type: ignore[method-assign]
         await table.start_daemon_ready()
-        for _ in range(200):  # the second card's entry waits in memory, then is written
-            if seen and seen[-1][0] > second:
-                break
-            await asyncio.sleep(0.01)
+        deadline = asyncio.get_running_loop().time() + 20  # far above 50 ms on a busy machine
+        while not (seen and seen[-1][0] > second) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)  # the second card's entry waits in memory, then is written
         assert table.shoe.replayed_indexes[-2:] == [first, second]
     return seen, [first, second]
 
