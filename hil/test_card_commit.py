@@ -21,7 +21,7 @@ The harness's seed and the card index are fixed so that CUT_AT is a round's thir
 
 And the acknowledgement itself: two cards drawn while the daemon was down come back in the
 1.2 shoe's replay, and each CardsCommitted the shoe takes is checked against what a cut at
-that moment would leave on the disk (`card_indexes_on_disk`).
+that moment would leave on the disk (`AcksAgainstTheDisk`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ import pytest
 
 from controller.crash_points import CARD_CRASH_ENV
 from controller.memory.store import FLUSH_TRACE_ENV
-from firmware_bridge import messages as wire
 from hil.table_harness import HarnessResult, TableHarness
-from hil.unflushed import card_indexes_on_disk, cut_to_last_flush
+from hil.unflushed import AcksAgainstTheDisk, cut_to_last_flush
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -130,7 +129,6 @@ async def replay_two_cards_into_betting(tmp_path: Path, monkeypatch: pytest.Monk
     the shoe took with the card indexes on the disk at that moment, and the two indexes."""
     trace = tmp_path / "flushes.txt"
     monkeypatch.setenv(FLUSH_TRACE_ENV, str(trace))
-    seen: list[tuple[int, set[int]]] = []
 
     def until(result: HarnessResult) -> bool:
         last = result.events[-1] if len(result.events) else None
@@ -145,21 +143,14 @@ async def replay_two_cards_into_betting(tmp_path: Path, monkeypatch: pytest.Monk
         first, second = table.shoe.drawn, table.shoe.drawn + 1
         assert await table.shoe.draw() is not None and await table.shoe.draw() is not None
         assert table.shoe.kept_indexes[-2:] == [first, second]
-        took = table.shoe.on_message
-
-        async def on_message(message: Any) -> None:
-            if isinstance(message, wire.CardsCommitted):
-                seen.append((message.next_index, card_indexes_on_disk(
-                    Path(table.store_path), trace, tmp_path / "scratch")))
-            await took(message)
-
-        table.shoe.on_message = on_message  # type: ignore[method-assign]
+        acks = AcksAgainstTheDisk(table, trace, tmp_path / "scratch")
         await table.start_daemon_ready()
         deadline = asyncio.get_running_loop().time() + 20  # far above 50 ms on a busy machine
-        while not (seen and seen[-1][0] > second) and asyncio.get_running_loop().time() < deadline:
+        while not (acks.seen and acks.seen[-1][0] > second) and \
+                asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.01)  # the second card's entry waits in memory, then is written
         assert table.shoe.replayed_indexes[-2:] == [first, second]
-    return seen, [first, second]
+    return acks.seen, [first, second]
 
 
 def test_two_replayed_cards_are_acknowledged_only_once_both_are_on_the_disk(

@@ -52,11 +52,10 @@ import pytest
 
 from controller.crash_points import CRASH_ENV
 from controller.memory.store import FLUSH_TRACE_ENV, GROUPED_KINDS
-from firmware_bridge import messages as wire
 from hil.oracle import check_round
 from hil.soak import all_events, wager_discrepancies
 from hil.table_harness import PlayerPlan, PowerCuts, TableHarness
-from hil.unflushed import card_indexes_on_disk
+from hil.unflushed import AcksAgainstTheDisk
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(3600 * 6)]
 
@@ -152,33 +151,6 @@ class Tally:
         self.checked_restarts += 1
 
 
-class AcksAgainstTheDisk:
-    """6.6 [M-6.6a], tallied by the test: the first CardsCommitted the 1.2 shoe takes after
-    each restart names as committed only cards that a power cut at that instant would leave
-    on the disk (its last card, and by log order every one before it). Checked as the shoe
-    takes it, on a copy of the store cut to the last flush the daemon traced."""
-
-    def __init__(self, harness: TableHarness, trace: Path, scratch: Path) -> None:
-        self._harness, self._trace, self._scratch = harness, trace, scratch
-        self._restarts_seen = -1
-        self.checked = 0
-        self.ahead_of_the_disk: list[tuple[int, int]] = []  # (next_index, last card on disk)
-        self._took = harness.shoe.on_message
-        harness.shoe.on_message = self._on_message  # type: ignore[method-assign]
-
-    async def _on_message(self, message: wire.Message) -> None:
-        result = self._harness.result
-        restarts = result.power_cuts + result.crash_kills
-        if isinstance(message, wire.CardsCommitted) and restarts != self._restarts_seen:
-            self._restarts_seen = restarts
-            on_disk = card_indexes_on_disk(Path(self._harness.store_path), self._trace,
-                                           self._scratch)
-            self.checked += 1
-            if message.next_index > 0 and message.next_index - 1 not in on_disk:
-                self.ahead_of_the_disk.append((message.next_index, max(on_disk, default=-1)))
-        await self._took(message)
-
-
 def verify_whole_chain(harness: TableHarness) -> int:
     """The critical-memory check, full (every entry's MAC from entry 1), on the stopped
     daemon's store; returns the entries verified."""
@@ -205,19 +177,20 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     rng = random.Random(SEED)
     monkeypatch.setenv(CRASH_ENV, f"{CRASH_IN_COMMIT}:{rng.randrange(2**32)}")
     trace = tmp_path / "flushes.txt"
-    monkeypatch.setenv(FLUSH_TRACE_ENV, str(trace))
-    acks: list[AcksAgainstTheDisk] = []
+    if SHOE_PROTOCOL == "1.2":  # the acknowledgements' tally reads the flushes traced
+        monkeypatch.setenv(FLUSH_TRACE_ENV, str(trace))
     tally = Tally()
     cuts = PowerCuts(random.Random(rng.randrange(2**32)), rate=0.12, limit=POWER_CUTS,
                      checks=[tally.check])
 
-    async def run() -> tuple[TableHarness, list[int]]:
+    async def run() -> tuple[TableHarness, list[int], AcksAgainstTheDisk | None]:
         async with TableHarness(CONFIG, tmp_path, seed=rng.randrange(2**32),
                                 players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2",
                                 extra_overrides=["store.seal_every_step=true"]
                                 if SEAL_EVERY_STEP else []) as table:
-            if SHOE_PROTOCOL == "1.2":
-                acks.append(AcksAgainstTheDisk(table, trace, tmp_path / "at-last-flush"))
+            acks = (AcksAgainstTheDisk(table, trace, tmp_path / "at-last-flush",
+                                       first_after_each_restart=True)
+                    if SHOE_PROTOCOL == "1.2" else None)
             while cuts.done < POWER_CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await table.wait_for_state("betting_open", "end_of_shoe", "cut", "burn",
@@ -227,9 +200,9 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
             # What each start's check found after the sealed entry (C29), kept in the log.
             starts = await table.call("events", after_seq=0, kind="critical_memory_verified",
                                       limit=100_000)
-            return table, [e["payload"].get("unsealed", 0) for e in starts]
+            return table, [e["payload"].get("unsealed", 0) for e in starts], acks
 
-    table, unsealed = asyncio.run(run())
+    table, unsealed, acks = asyncio.run(run())
     tally.chain_entries = verify_whole_chain(table)
     result = table.result
     settled = [r for r in result.rounds if not r.get("simulated")]
@@ -256,8 +229,9 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     assert len(settled) > POWER_CUTS  # play went on between the cuts
     if SHOE_PROTOCOL == "1.2":  # 6.6: every card the shoe dealt reached the table
         assert lost_card_voids == []
-        [checked] = acks
+        assert acks is not None
+        ahead = acks.ahead_of_the_disk()
         print(f"first card acknowledgements after a restart checked against the disk: "
-              f"{checked.checked}, ahead of it: {len(checked.ahead_of_the_disk)}")
-        assert checked.ahead_of_the_disk == []
-        assert checked.checked >= POWER_CUTS // 2  # most restarts acknowledge a card again
+              f"{len(acks.seen)}, ahead of it: {len(ahead)}")
+        assert ahead == []
+        assert len(acks.seen) >= POWER_CUTS // 2  # most restarts acknowledge a card again

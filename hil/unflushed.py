@@ -5,14 +5,21 @@ what was written but not flushed. With TABLE_STORE_FLUSH_TRACE set, the daemon n
 far the WAL is on the disk at every flush; after a kill, `cut_to_last_flush` cuts the WAL
 back to exactly that and deletes SQLite's shared-memory index, which is the disk a power
 cut leaves (hil/test_power_cut_unflushed.py, hil/test_card_commit.py);
-`card_indexes_on_disk` reads what such a cut would leave without making it.
+`card_indexes_on_disk` reads what such a cut would leave without making it, and
+`AcksAgainstTheDisk` checks the shoe's card acknowledgements against it.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
+
+from controller.events import SHOE_CARD_KINDS
+from controller.events.records import CardDuringFault
+from firmware_bridge import messages as wire
+from hil.table_harness import TableHarness
 
 WAL_HEADER_BYTES, FRAME_HEADER_BYTES = 32, 24
 
@@ -43,10 +50,9 @@ def last_seq(store: Path) -> int:
         db.close()
 
 
-CARD_KINDS = ("burn_first_card", "burn_card", "card", "card_face_up", "card_discarded",
-              "card_during_fault")
-"""The log's kinds for a card that left the shoe, each with its index in the batch."""
-
+CARD_KINDS = tuple(sorted(SHOE_CARD_KINDS | {CardDuringFault.KIND}))
+"""The log's kinds for a card that left the shoe, each with its index in the batch: those
+the shoe read (the catalogue's), and one that came during a device fault."""
 
 COPY_ATTEMPTS = 5  # copies of a store SQLite finds torn before the error is the test's
 
@@ -59,21 +65,22 @@ def card_indexes_on_disk(store: Path, trace: Path, scratch: Path) -> set[int]:
     copying pages meanwhile) is made again."""
     scratch.mkdir(parents=True, exist_ok=True)
     copy = scratch / "at-last-flush.sqlite"
-    for attempt in range(1, COPY_ATTEMPTS + 1):
+    attempts = 0
+    while True:
         for suffix in ("", "-wal"):
-            source, target = Path(f"{store}{suffix}"), Path(f"{copy}{suffix}")
+            target = Path(f"{copy}{suffix}")
             target.unlink(missing_ok=True)
-            if source.exists():
-                target.write_bytes(source.read_bytes())
+            if Path(f"{store}{suffix}").exists():
+                shutil.copyfile(f"{store}{suffix}", target)
         Path(f"{copy}-shm").unlink(missing_ok=True)
         if Path(f"{copy}-wal").exists():
             cut_to_last_flush(copy, trace)
         try:
             return _card_indexes(copy)
         except sqlite3.DatabaseError:
-            if attempt == COPY_ATTEMPTS:
+            attempts += 1
+            if attempts == COPY_ATTEMPTS:
                 raise
-    return set()  # not reached: the last attempt returns or raises
 
 
 def _card_indexes(store: Path) -> set[int]:
@@ -86,3 +93,37 @@ def _card_indexes(store: Path) -> set[int]:
     finally:
         db.close()
     return {json.loads(payload)["index"] for (payload,) in rows}
+
+
+class AcksAgainstTheDisk:
+    """6.6 [M-6.6a], tallied by the test: each CardsCommitted the harness's 1.2 shoe takes,
+    with the current batch's card indexes that a power cut at that instant would leave
+    (`card_indexes_on_disk`, read as the shoe takes it). With `first_after_each_restart`,
+    only the first after each restart (a campaign's: the replay of the kept cards comes then,
+    several frames in one read, and a copy of a growing store at every acknowledgement would
+    cost the run more than the check is worth)."""
+
+    def __init__(self, harness: TableHarness, trace: Path, scratch: Path, *,
+                 first_after_each_restart: bool = False) -> None:
+        self._harness, self._trace, self._scratch = harness, trace, scratch
+        self._first_only = first_after_each_restart
+        self._restarts_checked = -1
+        self.seen: list[tuple[int, set[int]]] = []  # (next_index, the indexes on the disk)
+        self._took = harness.shoe.on_message
+        harness.shoe.on_message = self._on_message  # type: ignore[method-assign]
+
+    def ahead_of_the_disk(self) -> list[tuple[int, int]]:
+        """Acknowledgements whose last card was not on the disk: (next_index, the last card
+        that was)."""
+        return [(next_index, max(on_disk, default=-1)) for next_index, on_disk in self.seen
+                if next_index > 0 and next_index - 1 not in on_disk]
+
+    async def _on_message(self, message: wire.Message) -> None:
+        if isinstance(message, wire.CardsCommitted):
+            result = self._harness.result
+            restarts = result.power_cuts + result.crash_kills
+            if not self._first_only or restarts != self._restarts_checked:
+                self._restarts_checked = restarts
+                self.seen.append((message.next_index, card_indexes_on_disk(
+                    Path(self._harness.store_path), self._trace, self._scratch)))
+        await self._took(message)

@@ -386,6 +386,7 @@ async def test_a_message_is_read_before_its_ack_is_written(pty_pair: tuple[int, 
         [ack] = _frames(writes)
         assert (ack.kind, ack.ack) == (FrameKind.ACK, host.endpoint._rx_expected)
         await asyncio.wait_for(sending, 5)  # the device took it as its acknowledgement
+        assert host.counters["frames_out"] == device.counters["frames_in"]
 
 
 async def test_an_answer_sent_by_the_reader_carries_the_ack(pty_pair: tuple[int, str]) -> None:
