@@ -8,7 +8,8 @@ each handshake. This part tells it, and only once the card is on the disk: a car
 inside a round is grouped (controller/memory/store.py, GROUPED_KINDS) and reaches the disk
 with the next flushed commit, so the acknowledgement follows every durable commit, never a
 grouped one [M-6.6a]. It also tells the shoe's driver where the restored table is in the
-batch, below which a replayed card is one the table already has [M-6.6d].
+batch, below which a replayed card is one the table already has [M-6.6d], and whether it
+has the batch's cover card, which the shoe keeps and sends again too [M-6.6e].
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class CardCommits:
         # the cards until they are committed: a daemon that dies then loses none of them.
         store.hold_when(lambda: shoe.card_commit)
         commits = cls(shoe, table)
-        shoe.follow_table(commits._replay_floor)
+        shoe.follow_table(commits._replay_floor, commits._has_cover)
         store.on_durable_commit(commits._durable)
         return commits
 
@@ -74,6 +75,13 @@ class CardCommits:
         sends: nothing is dropped then (a ShoeLoaded lost in a cut must not make the new
         batch's first cards look like replays)."""
         return 0 if self._table.state.value in WAITING_FOR_A_BATCH else self._next_index()
+
+    def _has_cover(self) -> bool:
+        """For the shoe's driver: the table has the batch's cover card (6.6 [M-6.6e]), one
+        the shoe may send again until a card after it is committed. Unlike the card's floor,
+        this holds while the table waits for the next batch too: the batch in the shoe is
+        the one the table last saw loaded, and its cover card sent again is a replay."""
+        return self._table.saved.shoe.cover_card_seen
 
     def before_step(self, event: DeviceEvent) -> None:
         """Each device event, before the table's step: a new batch makes every later

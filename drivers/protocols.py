@@ -213,10 +213,13 @@ class CommittingShoe(Shoe, Protocol):
         """The session in progress uses the acknowledgement: the shoe keeps every card until
         the table says it is committed, and sends the kept ones again after a handshake."""
 
-    def follow_table(self, has_below: Callable[[], int]) -> None:
+    def follow_table(self, has_below: Callable[[], int],
+                     has_cover: Callable[[], bool] = lambda: False) -> None:
         """Before start(): `has_below()` is the index below which the table has every card of
         the batch in the shoe; until the driver's own count takes over (its first card or
-        ShoeLoaded), a replayed card below it is dropped, one at or above it delivered."""
+        ShoeLoaded), a replayed card below it is dropped, one at or above it delivered.
+        `has_cover()`: the table has the batch's cover card; until the driver sees the
+        batch's ShoeLoaded, a cover card sent again is then dropped."""
 
     def cards_committed(self, loads: int, next_index: int) -> None:
         """Every card below `next_index` is durably stored, of the batch the shoe reported

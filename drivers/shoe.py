@@ -60,6 +60,8 @@ class SerialShoe(LinkedDevice):
         self.last_card_received_ns: int = 0  # perf_counter_ns when the last card frame arrived
         # Protocol 1.2's card commit acknowledgement (docs/protocol.md 6.6).
         self._table_has_below: Callable[[], int] = lambda: 0  # until the driver counts itself
+        self._table_has_cover: Callable[[], bool] = lambda: False  # until it sees ShoeLoaded
+        self._cover_passed_on = False  # this batch's cover card went to the table, since start()
         self._loads = 0  # ShoeLoaded received since start(): names the batch an ack is for
         self._acked_below = 0  # the last CardsCommitted sent, in this batch
         self._acks: set[asyncio.Task[None]] = set()
@@ -78,9 +80,12 @@ class SerialShoe(LinkedDevice):
         peer = self._peer
         return peer is not None and bool(peer.capabilities & wire.CAP_CARD_COMMIT)
 
-    def follow_table(self, has_below: Callable[[], int]) -> None:
-        """Before start(): where the table is in the batch (controller/card_commits.py)."""
+    def follow_table(self, has_below: Callable[[], int],
+                     has_cover: Callable[[], bool] = lambda: False) -> None:
+        """Before start(): where the table is in the batch (controller/card_commits.py): the
+        index below which it has every card, and whether it has the batch's cover card."""
         self._table_has_below = has_below
+        self._table_has_cover = has_cover
 
     def cards_committed(self, loads: int, next_index: int) -> None:
         """6.6 [M-6.6a]: the daemon calls this after a durable commit; the shoe may forget
@@ -110,9 +115,19 @@ class SerialShoe(LinkedDevice):
         expected = self._expected_index
         return index < (expected if expected is not None else self._table_has_below())
 
+    def _cover_replayed(self) -> bool:
+        """6.6 [M-6.6d, M-6.6e]: the batch's cover card sent again after a handshake, when
+        the table already has it (a batch has one cover card). Once this driver has seen the
+        batch's ShoeLoaded its own record says; before, the table's restored state does."""
+        if not self.card_commit:
+            return False
+        return self._cover_passed_on or (not self._loads and self._table_has_cover())
+
     async def _on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.CardDrawn) and self._replayed(message.index):
             self._counters["cards_replayed_dropped"] += 1
+        elif isinstance(message, wire.CoverCardDrawn) and self._cover_replayed():
+            self._counters["cover_cards_replayed_dropped"] += 1
         elif isinstance(message, wire.CardDrawn):
             self.last_card_received_ns = time.perf_counter_ns()
             self._check_index(message.index)
@@ -126,11 +141,13 @@ class SerialShoe(LinkedDevice):
         elif isinstance(message, wire.CoverCardDrawn):
             self._check_index(message.index)
             self._expected_index = message.index
+            self._cover_passed_on = True
             self._counters["cover_cards"] += 1
             self._send_event(events.CoverCardDrawn(self.name, message.index))
         elif isinstance(message, wire.ShoeLoaded):
             self._expected_index = 0
             self._acked_below = 0
+            self._cover_passed_on = False
             self._loads += 1
             self._counters["shoes_loaded"] += 1
             self._send_event(events.ShoeLoaded(self.name, message.cards,

@@ -107,13 +107,14 @@ MISBEHAVIOURS: dict[str, Misbehaviour] = {
     "drops_card_drawn": Misbehaviour(("M-6.2c",), "events.card_drawn", kinds=_SHOE),
     "forgets_acknowledged_cards": Misbehaviour(("M-6.6b", "M-6.6c"), "events.card_replayed",
                                                kinds=_SHOE),
+    "forgets_cover_card": Misbehaviour(("M-6.6e",), "events.cover_card_replayed", kinds=_SHOE),
     "caps_without_1_1": Misbehaviour(("M-7",), "version.announces_1_1"),
 }
 """One broken simulator build per way of breaking a requirement (at least one per MUST the kit
 tests; the issue-28 vendor's builds among them: 1.25 s keepalive, silence at 90 %, a resend at
 40 % of MIN_RTO, acknowledgements 1.5 x INITIAL_RTO late, a duplicate never acknowledged,
-StartShuffle never answered, a dealt card never reported); and a 1.2 shoe that announces the
-card commit acknowledgement and still forgets an acknowledged card."""
+StartShuffle never answered, a dealt card never reported); and 1.2 shoes that announce the
+card commit acknowledgement and still forget an acknowledged card, or their cover card."""
 
 
 LEGACY_1_0 = frozenset({"caps_without_1_1", "refuse_at_seq0", "acks_stray_first", "nak_counts"})
@@ -151,6 +152,7 @@ class MisbehavingEndpoint(LinkEndpoint):
         self._late_ack_at: float | None = None
         self._oversize_sent = False
         self._cards_sent: set[int] = set()
+        self._covers_sent: set[int] = set()
 
     # --- receiving ---------------------------------------------------------------------
 
@@ -311,6 +313,10 @@ class MisbehavingEndpoint(LinkEndpoint):
             if message.index in self._cards_sent:
                 return 0  # 6.6: announces CAP_CARD_COMMIT, forgets a card once acknowledged
             self._cards_sent.add(message.index)
+        if "forgets_cover_card" in self.misbehaviours and isinstance(message, wire.CoverCardDrawn):
+            if message.index in self._covers_sent:
+                return 0  # 6.6: keeps its cards, forgets its cover card once acknowledged
+            self._covers_sent.add(message.index)
         if "status_before_faults" in self.misbehaviours:
             if isinstance(message, wire.Fault) and not self._sent_other:
                 self._held_faults.append(message)

@@ -10,8 +10,8 @@ Fault injection: ``misread_next()``, ``face_up_next()``, ``garbage()``,
 firmware or protocol version through the constructor.
 
 With ``card_commit=True`` it is a protocol 1.2 shoe with the card commit
-acknowledgement (docs/protocol.md 6.6): it keeps every card until the host's
-CardsCommitted covers it and sends the kept ones again after each handshake.
+acknowledgement (docs/protocol.md 6.6): it keeps every card, and its cover card, until the
+host's CardsCommitted covers it and sends the kept ones again after each handshake.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 from cards import BackColour, Card, shoe_of
 from firmware_bridge import messages as wire
 from hil.pty_device import PtyDevice, SimulatorError
+from hil.sim_firmware import kept_in_order
 
 CUT_MIN_FROM_END = 10
 """631a.5(c), 681a.5(c): the cut card goes at least ten cards from the top or the bottom."""
@@ -67,9 +68,9 @@ class SimulatedShoe(PtyDevice):
                  **link: Any) -> None:
         """``protocol_version`` None speaks firmware_bridge's own; another value makes the
         daemon refuse the shoe (fault injection).  ``card_commit``: a 1.2 shoe announcing
-        CAP_CARD_COMMIT (docs/protocol.md 6.6), which keeps every card until the host says
-        it is committed and sends the kept ones again after each handshake; without it the
-        shoe behaves as 1.1.  ``link``: PtyDevice's endpoint_factory and baudrate (a broken
+        CAP_CARD_COMMIT (docs/protocol.md 6.6), which keeps every card and its cover card
+        until the host says they are committed and sends the kept ones again after each
+        handshake; without it the shoe behaves as 1.1.  ``link``: PtyDevice's endpoint_factory and baudrate (a broken
         or protocol 1.0 firmware core, hil.misbehaviour)."""
         super().__init__(serial_number=serial_number, firmware_version=firmware_version,
                          protocol_version=protocol_version, name="shoe", **link)
@@ -78,9 +79,13 @@ class SimulatedShoe(PtyDevice):
             self.capabilities |= wire.CAP_CARD_COMMIT
         self._kept: dict[int, wire.CardDrawn] = {}
         """6.6 [M-6.6b]: the cards sent and not yet covered by a CardsCommitted, by index."""
+        self._kept_cover: wire.CoverCardDrawn | None = None
+        """6.6 [M-6.6e]: the cover card, sent and not yet covered by a CardsCommitted."""
         self.replayed_indexes: list[int] = []
         """The indexes of the kept cards sent again after a handshake (6.6 [M-6.6c]), in
         the order they went."""
+        self.replayed_covers: list[int] = []
+        """The index of the kept cover card each time it was sent again [M-6.6e]."""
         self._stack: list[Card] = []
         self._back = BackColour.RED
         self._cover_card_at = 0
@@ -111,6 +116,7 @@ class SimulatedShoe(PtyDevice):
         self._index = 0
         self._cover_out = False
         self._kept.clear()  # 6.6: ShoeLoaded discards the previous batch's kept cards
+        self._kept_cover = None
 
     async def draw(self) -> Card | None:
         """The dealer pulls the next card out of the shoe and the shoe reports it.
@@ -119,9 +125,12 @@ class SimulatedShoe(PtyDevice):
         host acknowledged the report; if the host is not connected, the card still
         leaves the shoe but its report is lost (as with a real shoe whose cable is out).
         """
-        if not self._cover_out and self._position == self._cover_card_at:
+        if self.cover_card_next:
             self._cover_out = True
-            await self._report(wire.CoverCardDrawn(self._index))
+            cover = wire.CoverCardDrawn(self._index)
+            if self.card_commit:
+                self._kept_cover = cover  # 6.6 [M-6.6e]: until the card after it is committed
+            await self._report(cover)
             return None
         if self._position >= len(self._stack):
             raise SimulatorError(f"the shoe is empty: all {len(self._stack)} cards were dealt")
@@ -142,8 +151,9 @@ class SimulatedShoe(PtyDevice):
 
     async def _report(self, message: wire.Message) -> None:
         if not self.host_connected:
-            if not (isinstance(message, wire.CardDrawn) and message.index in self._kept):
-                self.lost_reports += 1  # a kept card goes out after the next handshake
+            if not (message is self._kept_cover or (isinstance(message, wire.CardDrawn)
+                                                    and message.index in self._kept)):
+                self.lost_reports += 1  # a kept report goes out after the next handshake
             return
         await self.send(message)
 
@@ -159,20 +169,31 @@ class SimulatedShoe(PtyDevice):
         """Indexes of the cards the host has not yet said it committed."""
         return sorted(self._kept)
 
+    @property
+    def kept_cover(self) -> int | None:
+        """The index of the cover card if the host has not yet committed a card after it."""
+        return self._kept_cover.index if self._kept_cover is not None else None
+
     def session_start_messages(self, peer: wire.Hello | None) -> list[wire.Message]:
         """6.6 [M-6.6c]: after the fault re-reports, every kept card again, in index order,
-        when the host announced CAP_CARD_COMMIT too (a 1.1 host gets what 1.1 says)."""
+        when the host announced CAP_CARD_COMMIT too (a 1.1 host gets what 1.1 says); the
+        kept cover card [M-6.6e] in its place, before the card it came out ahead of."""
         messages = super().session_start_messages(peer)
         if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
-            indexes = sorted(self._kept)
-            self.replayed_indexes.extend(indexes)
-            messages.extend(self._kept[index] for index in indexes)
+            replay = kept_in_order(self._kept, self._kept_cover)
+            for message in replay:
+                sent_again = self.replayed_indexes if isinstance(message, wire.CardDrawn) \
+                    else self.replayed_covers
+                sent_again.append(message.index)
+            messages.extend(replay)
         return messages
 
     async def on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.CardsCommitted) and self.card_commit:
             for index in [i for i in self._kept if i < message.next_index]:
                 del self._kept[index]
+            if self._kept_cover is not None and self._kept_cover.index < message.next_index:
+                self._kept_cover = None  # [M-6.6e]: the card drawn after it is committed
 
     @property
     def remaining(self) -> int:
@@ -191,6 +212,11 @@ class SimulatedShoe(PtyDevice):
     @property
     def cover_card_at(self) -> int:
         return self._cover_card_at
+
+    @property
+    def cover_card_next(self) -> bool:
+        """The next draw brings out the cover card."""
+        return not self._cover_out and self._position == self._cover_card_at
 
     def insert_next(self, cards: list[Card]) -> None:
         """Test rigging: these cards come out next, in order (e.g. to force a jackpot)."""

@@ -67,6 +67,7 @@ class FirmwareModel:
         self.received: list[wire.Message] = []
         self._cards_drawn = 0
         self._kept: dict[int, wire.CardDrawn] = {}  # 6.6: sent, not yet committed by the host
+        self._kept_cover: wire.CoverCardDrawn | None = None  # 6.6 [M-6.6e]: the same
 
     def boot(self, now: float) -> None:
         """Power-up: the firmware announces itself with RESET (4.1)."""
@@ -88,7 +89,8 @@ class FirmwareModel:
 
     def stimulate(self, action: str, now: float) -> bool:
         """Conformance stimuli: "fault" raises the kind's fault and keeps it active;
-        "event" makes a shoe draw a card (other kinds have no spontaneous event)."""
+        "event" makes a shoe draw a card, "cover" its cover card (other kinds have no
+        spontaneous event)."""
         if action == "fault":
             code = STIMULUS_FAULTS[self.kind]
             self.active_faults[code] = "raised for the conformance suite"
@@ -100,6 +102,12 @@ class FirmwareModel:
             if self.hello.capabilities & wire.CAP_CARD_COMMIT:
                 self._kept[index] = card  # [M-6.6b]
             self._send(card, now)
+            return True
+        if action == "cover" and self.kind is wire.DeviceKind.SHOE:
+            cover = wire.CoverCardDrawn(self._cards_drawn)
+            if self.hello.capabilities & wire.CAP_CARD_COMMIT:
+                self._kept_cover = cover  # [M-6.6e]
+            self._send(cover, now)
             return True
         return False
 
@@ -117,13 +125,16 @@ class FirmwareModel:
                     self.endpoint.send(wire.Fault(code, detail), now)
                 peer = self.endpoint.peer
                 if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
-                    for index in sorted(self._kept):  # 6.6 [M-6.6c]: right after the Faults
-                        self.endpoint.send(self._kept[index], now)
+                    for message in kept_in_order(self._kept, self._kept_cover):  # 6.6 [M-6.6c]: after the Faults
+                        self.endpoint.send(message, now)
             elif isinstance(event, MessageReceived):
                 self.received.append(event.message)
                 if isinstance(event.message, wire.CardsCommitted):
                     for index in [i for i in self._kept if i < event.message.next_index]:
                         del self._kept[index]
+                    cover = self._kept_cover
+                    if cover is not None and cover.index < event.message.next_index:
+                        self._kept_cover = None
                 reply = reply_to(event.message, active_faults=self.active_faults, uptime_s=now,
                                  self_test=self._self_test())
                 if reply is not None:
@@ -181,6 +192,19 @@ class ShufflerModel:
             self.device.step(now)
             return True
         return False
+
+
+def kept_in_order(kept: Mapping[int, wire.CardDrawn], cover: wire.CoverCardDrawn | None
+                  ) -> list[wire.CardDrawn | wire.CoverCardDrawn]:
+    """What a 1.2 shoe sends again after a handshake (docs/protocol.md 6.6 [M-6.6c, M-6.6e]):
+    its kept cards in index order, its kept cover card before the first card drawn after it
+    (a cover card's index is the number of cards drawn before it)."""
+    replay: list[wire.CardDrawn | wire.CoverCardDrawn] = [kept[i] for i in sorted(kept)]
+    if cover is not None:
+        at = next((n for n, card in enumerate(replay) if card.index >= cover.index),
+                  len(replay))
+        replay.insert(at, cover)
+    return replay
 
 
 def make_model(kind: wire.DeviceKind, *, baudrate: int = 115200,

@@ -588,6 +588,18 @@ class TableHarness:
         self.result.power_cuts += 1
         await self.start_daemon_ready()
 
+    async def power_cut_while(self, while_down: Callable[[], Awaitable[Any]]) -> None:
+        """A power cut to the daemon alone, with ``while_down`` done before it is back: the
+        dealer draws on while the Pi restarts, as at a table. Play then goes on from the
+        restored state (the next ``play`` resyncs when it was paused on a prompt)."""
+        await self.stop_daemon(signal.SIGKILL)
+        while self.shoe.host_connected:  # the shoe's link notices the silence (5.6)
+            await asyncio.sleep(0.01)
+        self.result.power_cuts += 1
+        await while_down()
+        await self.start_daemon_ready()
+        self.last_seq = await self._last_seq_still_logged()
+
     async def _wait_for_devices(self) -> None:
         links: dict[str, str] = {}
 

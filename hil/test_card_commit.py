@@ -167,3 +167,62 @@ def test_two_replayed_cards_are_acknowledged_only_once_both_are_on_the_disk(
     for next_index, on_disk in seen:
         assert {i for i in (first, second) if i < next_index} <= on_disk, (next_index, on_disk)
     assert seen[-1][0] == second + 1  # both acknowledged in the end
+
+
+async def cover_card_drawn_while_down(tmp_path: Path) -> tuple[TableHarness, list[dict[str, Any]],
+                                                              list[dict[str, Any]], int]:
+    """Play until the dealer's next draw brings out the cover card; the daemon's power is
+    cut, and the dealer draws the cover card before it is back (as at a table: the dealer
+    does not wait for the Pi). Returns the harness, the rounds stored and the cover card
+    entries once the shoe is finished, and where the cover card lay."""
+    tables: list[TableHarness] = []
+
+    def prompted(result: HarnessResult, action: str) -> bool:
+        last = result.events[-1] if len(result.events) else None
+        return last is not None and last["kind"] == "prompt" and \
+            last["payload"].get("action") == action
+
+    def at_the_cover_card(result: HarnessResult) -> bool:
+        return prompted(result, "deal") and tables[0].shoe.cover_card_next
+
+    async with TableHarness(CONFIG, tmp_path / "table", seed=SEED, card_commit=True) as table:
+        tables.append(table)
+        await table.play(shoes=1, until=at_the_cover_card)
+        assert table.result.shoes_completed == 0 and table.shoe.cover_card_next
+        cover_at = table.shoe.cover_card_at
+
+        async def draw_the_cover_card() -> None:
+            assert await table.shoe.draw() is None
+
+        await table.power_cut_while(draw_the_cover_card)
+        await table.play(shoes=1, until=lambda result: prompted(result, "shoe_complete"))
+        stored = await table.call("rounds", limit=100_000)
+        covers = await table.call("events", kind="cover_card", limit=100)
+    return table, stored, covers, cover_at
+
+
+def test_a_cover_card_drawn_while_the_daemon_is_down_is_kept_and_the_shoe_ends_by_the_rule(
+        tmp_path):
+    """[M-6.6e]: the 1.2 shoe keeps the cover card it drew while the daemon was down and
+    sends it again after the handshake, in its place among the kept cards; the table then
+    completes the round it came out in, announces "last hand" and deals one more round
+    (631a.10(d)). Before the shoe kept it, the table dealt on past it until the shoe was
+    empty (a power-cut campaign found this, seed 20261256)."""
+    table, stored, covers, cover_at = asyncio.run(cover_card_drawn_while_down(tmp_path))
+    assert table.result.power_cuts == 1
+    assert table.shoe.lost_reports == 0
+    assert table.shoe.replayed_covers == [cover_at]
+    assert [c["payload"]["index"] for c in covers] == [cover_at]
+    assert all(r["state"] == "settled" for r in stored)  # one shoe, no round void
+    # 631a.10(d): the round the cover card came out in, then the announced last hand, and
+    # the shoe ends with its cards still in it.
+    last_card = {r["round_id"]: max(c["index"] for c in r["cards"]) for r in stored}
+    after = sorted(round_id for round_id, index in last_card.items() if index >= cover_at)
+    assert len(after) == 2
+    announced = [e for e in table.result.events
+                 if e["kind"] == "prompt" and e["payload"].get("action") == "last_hand"]
+    settled = {e["round_id"]: e["seq"] for e in table.result.events
+               if e["kind"] == "round_settled"}
+    [last_hand] = announced  # between the two rounds
+    assert settled[after[0]] < last_hand["seq"] < settled[after[1]]
+    assert table.shoe.remaining == 416 - 1 - max(last_card.values())

@@ -21,9 +21,10 @@ card index: inside a round it voids the round, a lost burn card counts as burned
 C7, docs/rulings.md); a lost prompt is issued again by the restored state; sensor and
 shuffler progress are shown live, not relied on. Nothing here moves money or decides a
 wager. None of a shoe's own steps is grouped (docs/rulings.md C26): the table's opening and
-the shuffle requested are answered commands, the shuffle complete, the shoe loaded and the
-cover card are reported once and kept by no device, and the shoe's first card says how many
-to burn (631a.5(f)), which a shoe that lost power with the table would not send again."""
+the shuffle requested are answered commands, the shuffle complete and the shoe loaded are
+reported once and kept by no device, the cover card is kept only by a 1.2 shoe (docs/protocol.md
+6.6), and the shoe's first card says how many to burn (631a.5(f)), which a shoe that lost
+power with the table would not send again."""
 
 STORE_TABLES_SQL = """
 CREATE TABLE IF NOT EXISTS meta (

@@ -116,6 +116,10 @@ CHECKS: dict[str, Check] = {c.id: c for c in [
           "a shoe announcing CAP_CARD_COMMIT sends a card the host acknowledged but never "
           "committed again after the next handshake, right after its fault re-reports",
           frozenset({DeviceKind.SHOE})),
+    Check("events.cover_card_replayed", "6.6",
+          "a shoe announcing CAP_CARD_COMMIT sends a cover card the host acknowledged, with no "
+          "card after it committed, again after the next handshake with its kept cards",
+          frozenset({DeviceKind.SHOE})),
     Check("refusal.numbering", "4.2",
           "the refusing device sends its Hello before Refuse, and nothing acknowledges the "
           "host's Hello before the Refuse does"),

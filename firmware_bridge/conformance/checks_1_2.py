@@ -6,11 +6,13 @@ frame gets its own acknowledgement (5.4), that unused header fields are ignored
 (3.1), that frames batched in one read all count (5.10), that a 1.0 host's Refuse
 at seq 0 is honoured (4.2), that every request is answered (6.2) and that a card the
 operator deals is reported (6.2), and that a shoe with the card commit acknowledgement
-sends an uncommitted card again after a handshake (6.6).  Each runs on a fresh session (a
-RESET).
+sends an uncommitted card, and its cover card, again after a handshake (6.6).  Each runs on
+a fresh session (a RESET).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from firmware_bridge.conformance.checks import (
     _SESSION,
@@ -29,6 +31,7 @@ from firmware_bridge.messages import (
     BatchStatus,
     CardDrawn,
     CardsCommitted,
+    CoverCardDrawn,
     DeviceKind,
     Fault,
     Hello,
@@ -260,7 +263,33 @@ COMMIT_HELLO = Hello(PROBE_HELLO.protocol_version, PROBE_HELLO.device_kind,
 def card_replayed(ctx: Context) -> Verdicts:
     """6.6 [M-6.6b, M-6.6c]: a card acknowledged by the link and never covered by
     CardsCommitted comes again in the next session, after the Faults and before the rest."""
-    check = "events.card_replayed"
+    yield from _kept_report_replayed(ctx, "events.card_replayed", KeptReport(
+        "event", CardDrawn, "deal a card", "dealt a card", "not committed"))
+
+
+def cover_card_replayed(ctx: Context) -> Verdicts:
+    """6.6 [M-6.6e]: a cover card acknowledged by the link, with no card after it committed,
+    comes again in the next session, among the kept reports."""
+    yield from _kept_report_replayed(ctx, "events.cover_card_replayed", KeptReport(
+        "cover", CoverCardDrawn, "draw the cover card", "drew the cover card",
+        "no card after it committed"))
+
+
+@dataclass(frozen=True)
+class KeptReport:
+    """A report a 1.2 shoe keeps until a CardsCommitted covers it (6.6), as a check asks for it."""
+
+    stimulus: str  # the operator's action (Wire.stimulate)
+    message: type[CardDrawn] | type[CoverCardDrawn]
+    asked: str  # "needs an operator to ..."
+    done: str  # "the operator ..."
+    uncovered: str  # why the shoe still keeps it
+
+
+def _kept_report_replayed(ctx: Context, check: str, kept: KeptReport) -> Verdicts:
+    """The report ``kept`` describes, acknowledged at the link only, must come again in the
+    next session [M-6.6c], with nothing but fault re-reports and other kept reports before it;
+    a CardsCommitted above its index then lets the shoe forget it."""
     p = ctx.prober
     first = p.open_session(hello=COMMIT_HELLO)
     assert first.frame is not None
@@ -270,43 +299,50 @@ def card_replayed(ctx: Context) -> Verdicts:
         return
     p.pump(0.2)
     mark = p.mark()
-    if not p.wire.stimulate("event"):
-        yield check, None, "needs an operator to deal a card (run with --interactive): not run"
+    name = kept.message.__name__
+    if not p.wire.stimulate(kept.stimulus):
+        yield check, None, f"needs an operator to {kept.asked} (run with --interactive): not run"
         return
     try:
-        dealt = _wait_reply(p, CardDrawn.ID, "CardDrawn", mark)
-    except ProbeError:  # 6.2 broken too (docs/conformance.md links this check to M-6.2c)
-        yield check, False, f"the operator dealt a card; no CardDrawn within {p.reset_response_s():.1f} s"
+        reported = _wait_reply(p, kept.message.ID, name, mark)
+    except ProbeError:  # 6.2 broken too (docs/conformance.md links card_replayed to M-6.2c)
+        yield check, False, (f"the operator {kept.done}; no {name} within "
+                             f"{p.reset_response_s():.1f} s")
         return
-    assert dealt.frame is not None
-    card = dealt.frame.payload
+    assert reported.frame is not None
+    payload = reported.frame.payload
     p.pump(0.2)  # acknowledged by the link, never by CardsCommitted
     since = p.mark()
     p.open_session(hello=COMMIT_HELLO)
     p.pump(p.reset_response_s(), lambda new: any(rx.is_data and rx.frame is not None
-                                                 and rx.frame.payload == card for rx in new))
-    session = [rx.frame.payload for rx in p.data_since(since) if rx.frame is not None]
-    # What the device sent after its Hello, its Hello's copies left out (4.2 and 5.5 judge
-    # anything before it and every resend).
-    ids = [payload[0] for payload in session]
-    after = session[ids.index(Hello.ID) + 1:] if Hello.ID in ids else session
-    sent = [payload for payload in after if payload[0] != Hello.ID]
-    if card not in sent:
-        yield check, False, (f"CardDrawn {card.hex(' ')} was acknowledged but not committed; "
+                                                 and rx.frame.payload == payload for rx in new))
+    sent = _session_after_hello(p, since)
+    if payload not in sent:
+        yield check, False, (f"{name} {payload.hex(' ')} was acknowledged but {kept.uncovered}; "
                              f"the next session did not send it again within "
                              f"{p.reset_response_s():.1f} s")
         return
-    # Only Faults and other kept cards (in index order) may come first.
-    before = sorted({payload[0] for payload in sent[:sent.index(card)]} - {Fault.ID, CardDrawn.ID})
-    if before:
-        yield check, False, ("the kept CardDrawn came after message id(s) "
-                             f"{', '.join(f'0x{i:02X}' for i in before)}: it goes right after the "
+    # Only Faults and other kept reports may come first.
+    early = {message[0] for message in sent[:sent.index(payload)]}
+    late = sorted(early - {Fault.ID, CardDrawn.ID, CoverCardDrawn.ID})
+    if late:
+        yield check, False, (f"the kept {name} came after message id(s) "
+                             f"{', '.join(f'0x{i:02X}' for i in late)}: it goes right after the "
                              "fault re-reports")
         return
-    index = int.from_bytes(card[1:3], "little")
-    p.send_data(CardsCommitted(index + 1))  # the shoe may forget it now
+    index = int.from_bytes(payload[1:3], "little")
+    p.send_data(CardsCommitted(index + 1))  # above its index: the shoe may forget it now
     p.pump(0.2)
-    yield check, True, f"CardDrawn {card.hex(' ')} sent again after the handshake"
+    yield check, True, f"{name} {payload.hex(' ')} sent again after the handshake"
+
+
+def _session_after_hello(p: Prober, since: int) -> list[bytes]:
+    """The DATA payloads the device sent after its Hello since log index ``since``, its
+    Hello's copies left out (4.2 and 5.5 judge anything before it and every resend)."""
+    session = [rx.frame.payload for rx in p.data_since(since) if rx.frame is not None]
+    ids = [payload[0] for payload in session]
+    after = session[ids.index(Hello.ID) + 1:] if Hello.ID in ids else session
+    return [payload for payload in after if payload[0] != Hello.ID]
 
 
 SCENARIOS_1_2 = [
@@ -316,6 +352,7 @@ SCENARIOS_1_2 = [
     (requests_answered, ("messages.requests_answered",)),
     (card_drawn, ("events.card_drawn",)),
     (card_replayed, ("events.card_replayed",)),
+    (cover_card_replayed, ("events.cover_card_replayed",)),
     (unused_fields, ("framing.unused_fields_ignored",)),
 ]
 """Run after checks.SCENARIOS' handshake, framing and message scenarios (report.run_suite)."""

@@ -35,7 +35,8 @@ class Wire(Protocol):
 
     def stimulate(self, action: str) -> bool:
         """Make the device do ``action`` ("fault": raise and keep a fault active; "event": a
-        spontaneous report such as a card drawn); False if it cannot be done here."""
+        spontaneous report such as a card drawn; "cover": a shoe's cover card drawn); False if
+        it cannot be done here."""
         ...
 
     def close(self) -> None: ...

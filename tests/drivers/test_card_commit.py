@@ -18,7 +18,7 @@ from controller.memory.delivery import until_durable
 from controller.memory.flush_in import FLUSH_IN_LOOP
 from controller.memory.store import Store
 from controller.table.machine import TableState
-from drivers.protocols import CardDrawn, LinkChanged, LinkState, ShoeLoaded
+from drivers.protocols import CardDrawn, CoverCardDrawn, LinkChanged, LinkState, ShoeLoaded
 from drivers.reconnect import ReconnectPolicy
 from drivers.shoe import SerialShoe
 from firmware_bridge import messages as wire
@@ -30,11 +30,11 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaked_thread
 FAST = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.1)
 
 
-async def connected(sim: SimulatedShoe, recorder: Recorder, *, resume_from: int | None = None
-                    ) -> SerialShoe:
+async def connected(sim: SimulatedShoe, recorder: Recorder, *, resume_from: int | None = None,
+                    has_cover: bool = False) -> SerialShoe:
     driver = SerialShoe("shoe", sim.port, reconnect=FAST)
     if resume_from is not None:
-        driver.follow_table(lambda: resume_from)  # type: ignore[return-value]
+        driver.follow_table(lambda: resume_from, lambda: has_cover)  # type: ignore[return-value]
     mark = len(recorder.events)
     await driver.start(recorder)
     await recorder.wait_for(LinkChanged, lambda e: e.state is LinkState.UP, start=mark)
@@ -50,6 +50,10 @@ async def until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
 
 def indexes(recorder: Recorder, start: int = 0) -> list[int]:
     return [e.index for e in recorder.events[start:] if isinstance(e, CardDrawn)]
+
+
+def covers(recorder: Recorder, start: int = 0) -> list[int]:
+    return [e.index for e in recorder.events[start:] if isinstance(e, CoverCardDrawn)]
 
 
 async def test_a_1_2_shoe_keeps_acknowledged_cards_until_committed_and_replays_them(
@@ -98,6 +102,57 @@ async def test_a_1_2_shoe_keeps_acknowledged_cards_until_committed_and_replays_t
         await sim.stop()
 
 
+async def test_a_1_2_shoe_keeps_its_cover_card_until_the_card_after_it_is_committed(
+        recorder: Recorder) -> None:
+    """[M-6.6e]: the cover card is kept past a CardsCommitted at its own index (it came out
+    after cards 0 and 1: index 2) and sent again after each handshake; [M-6.6d]: the driver
+    drops it when it passed it on in this batch or the restored table has it, and hands it
+    on when the table lost it."""
+    stack, _ = build_stack(1, random.Random(5))
+    sim = SimulatedShoe(stack, BackColour.RED, 2, card_commit=True)
+    await sim.start()
+    driver = await connected(sim, recorder)
+
+    def dropped() -> int:
+        return driver.health().counters.get("cover_cards_replayed_dropped", 0)
+
+    try:
+        await sim.draw()
+        await sim.draw()
+        assert await sim.draw() is None  # the cover card
+        await until(lambda: covers(recorder) == [2])
+        driver.cards_committed(0, 2)  # cards 0 and 1, and the cover card, on the disk
+        await until(lambda: sim.kept_indexes == [])
+        assert sim.kept_cover == 2  # nothing above its index is committed yet
+
+        await sim.unplug()  # the link drops; the same driver takes the replay
+        await sim.replug()
+        await until(lambda: sim.replayed_covers == [2] and dropped() == 1)
+        assert covers(recorder) == [2]
+        await driver.stop()
+
+        # The daemon restarts with the cover card's step lost: the table has cards 0 and 1.
+        mark = len(recorder.events)
+        driver = await connected(sim, recorder, resume_from=2, has_cover=False)
+        await until(lambda: covers(recorder, mark) == [2])
+        await driver.stop()
+
+        # Restarted with it stored: dropped, and the next card is card 2, no gap.
+        mark = len(recorder.events)
+        driver = await connected(sim, recorder, resume_from=2, has_cover=True)
+        await until(lambda: sim.replayed_covers == [2, 2, 2] and dropped() == 1)
+        card = await sim.draw()
+        await until(lambda: indexes(recorder, mark) == [2])
+        assert covers(recorder, mark) == []
+        assert recorder.events[-1] == CardDrawn("shoe", 2, card, BackColour.RED, False)
+        driver.cards_committed(0, 3)  # the card after the cover card: the shoe forgets both
+        await until(lambda: sim.kept_cover is None and sim.kept_indexes == [])
+        assert not any(getattr(e, "code", "") == "shoe_index_gap" for e in recorder.events)
+    finally:
+        await driver.stop()
+        await sim.stop()
+
+
 async def test_a_1_1_shoe_is_sent_no_acknowledgement_and_replays_nothing(
         recorder: Recorder) -> None:
     stack, cover = build_stack(1, random.Random(6))
@@ -131,25 +186,46 @@ class AckRecorder:
         self.acks: list[tuple[int, int]] = []
         self.card_commit = True
 
-    def follow_table(self, has_below: Callable[[], int]) -> None:
+    def follow_table(self, has_below: Callable[[], int],
+                     has_cover: Callable[[], bool] = lambda: False) -> None:
         self.floor = has_below
+        self.has_cover = has_cover
 
     def cards_committed(self, loads: int, next_index: int) -> None:
         self.acks.append((loads, next_index))
 
 
-def table_at(state: str, last_card_index: int) -> SimpleNamespace:
-    """What CardCommits reads of the table: its state and its saved shoe's last index."""
-    return SimpleNamespace(state=TableState(state),
-                           saved=SimpleNamespace(shoe=SimpleNamespace(last_card_index=last_card_index)))
+def table_at(state: str, last_card_index: int, *, cover_card_seen: bool = False
+             ) -> SimpleNamespace:
+    """What CardCommits reads of the table: its state and its saved shoe's last index and
+    whether the shoe's cover card has come out."""
+    shoe = SimpleNamespace(last_card_index=last_card_index, cover_card_seen=cover_card_seen)
+    return SimpleNamespace(state=TableState(state), saved=SimpleNamespace(shoe=shoe))
 
 
 def wired(shoe: AckRecorder, table: SimpleNamespace, store: Store) -> CardCommits:
     """What CardCommits.attach does for a driver of the CommittingShoe protocol."""
     commits = CardCommits(shoe, table)  # type: ignore[arg-type]
-    shoe.follow_table(commits._replay_floor)
+    shoe.follow_table(commits._replay_floor, commits._has_cover)
     store.on_durable_commit(commits._durable)
     return commits
+
+
+@pytest.mark.parametrize("state", ["dealing", "end_of_shoe", "cut"])
+def test_the_driver_is_told_whether_the_table_has_the_batchs_cover_card(
+        tmp_path: Path, state: str) -> None:
+    """[M-6.6d, M-6.6e]: a cover card the shoe sends again is a replay if the table has the
+    batch's cover card, waiting for the next batch or not (unlike the card's floor, which is
+    0 while it waits: the batch in the shoe is still the one it last saw loaded)."""
+    store = Store(tmp_path / "t.sqlite")
+    shoe = AckRecorder()
+    table = table_at(state, 400, cover_card_seen=True)
+    wired(shoe, table, store)
+    assert shoe.has_cover() is True
+    table.saved.shoe.cover_card_seen = False  # a new batch loaded: its cover still to come
+    assert shoe.has_cover() is False
+    assert shoe.floor is not None and shoe.floor() == (401 if state == "dealing" else 0)
+    store.close()
 
 
 def test_the_daemon_acknowledges_a_card_only_after_a_flushed_commit(tmp_path: Path) -> None:

@@ -188,7 +188,10 @@ def test_operator_steps_not_taken_are_not_run() -> None:
     model = make_model(DeviceKind.SHOE, baudrate=115200)
     report = run_suite(_NoOperator(model, 115200), DeviceKind.SHOE, 115200)  # type: ignore[arg-type]
     not_run = {v.check: v.detail for v in report.verdicts if v.result == NOT_RUN}
-    assert sorted(not_run) == ["events.card_drawn", "events.card_replayed", "faults.rereport_order"]
+    assert sorted(not_run) == ["events.card_drawn", "events.card_replayed",
+                               "events.cover_card_replayed", "faults.rereport_order"]
+    assert not_run["events.cover_card_replayed"] == (
+        "needs an operator to draw the cover card (run with --interactive): not run")
     assert report.outcome == "INCOMPLETE" and not report.failed
     model = make_model(DeviceKind.SHOE, baudrate=115200)
     report = run_suite(_OperatorWhoDoesNothing(model, 115200), DeviceKind.SHOE, 115200)  # type: ignore[arg-type]

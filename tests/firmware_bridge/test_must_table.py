@@ -22,7 +22,7 @@ def test_every_must_in_the_spec_carries_an_id() -> None:
 
 def test_the_table_has_exactly_one_row_per_requirement() -> None:
     assert sorted(must_table()) == sorted(protocol_ids())
-    assert len(protocol_ids()) == 44
+    assert len(protocol_ids()) == 45
 
 
 def test_every_row_names_a_check_or_a_host_test_that_exists() -> None:
