@@ -86,6 +86,9 @@ class SimulatedShoe(PtyDevice):
         the order they went."""
         self.replayed_covers: list[int] = []
         """The index of the kept cover card each time it was sent again [M-6.6e]."""
+        self.covers_drawn: list[int] = []
+        """The index of each cover card drawn, host connected or not: a tally to hold the
+        table's record against."""
         self._stack: list[Card] = []
         self._back = BackColour.RED
         self._cover_card_at = 0
@@ -128,6 +131,7 @@ class SimulatedShoe(PtyDevice):
         if self.cover_card_next:
             self._cover_out = True
             cover = wire.CoverCardDrawn(self._index)
+            self.covers_drawn.append(cover.index)
             if self.card_commit:
                 self._kept_cover = cover  # 6.6 [M-6.6e]: until the card after it is committed
             await self._report(cover)

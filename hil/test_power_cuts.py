@@ -20,7 +20,9 @@ daemon died may be either).
 
 The shoe is a protocol 1.2 shoe with the card commit acknowledgement (docs/protocol.md
 6.6): a card whose frame the link acknowledged before a cut is sent again after the
-restart, so no round is voided for a card the shoe delivered (counted and asserted).
+restart, so no round is voided for a card the shoe delivered (counted and asserted), and
+every cover card the shoe drew is recorded once, at its index (6.6 [M-6.6e]; a 1.1 shoe's
+can be lost).
 `TABLE_POWER_CUT_SHOE=1.1` runs a 1.1 shoe instead, which loses such cards and voids their
 rounds by the lost-card ruling (docs/rulings.md C7; counted, not asserted).
 
@@ -183,7 +185,7 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     cuts = PowerCuts(random.Random(rng.randrange(2**32)), rate=0.12, limit=POWER_CUTS,
                      checks=[tally.check])
 
-    async def run() -> tuple[TableHarness, list[int], AcksAgainstTheDisk | None]:
+    async def run() -> tuple[TableHarness, list[int], AcksAgainstTheDisk | None, list[int]]:
         async with TableHarness(CONFIG, tmp_path, seed=rng.randrange(2**32),
                                 players=PLAYERS, card_commit=SHOE_PROTOCOL == "1.2",
                                 extra_overrides=["store.seal_every_step=true"]
@@ -200,9 +202,12 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
             # What each start's check found after the sealed entry (C29), kept in the log.
             starts = await table.call("events", after_seq=0, kind="critical_memory_verified",
                                       limit=100_000)
-            return table, [e["payload"].get("unsealed", 0) for e in starts], acks
+            covers = await table.call("events", after_seq=0, kind="cover_card", limit=100_000,
+                                      oldest_first=True)
+            return (table, [e["payload"].get("unsealed", 0) for e in starts], acks,
+                    [e["payload"]["index"] for e in covers])
 
-    table, unsealed, acks = asyncio.run(run())
+    table, unsealed, acks, covers_recorded = asyncio.run(run())
     tally.chain_entries = verify_whole_chain(table)
     result = table.result
     settled = [r for r in result.rounds if not r.get("simulated")]
@@ -213,7 +218,8 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     lost_card_voids = [v for v in result.void_rounds if LOST_CARD in v["reason"]]
     print(f"protocol {SHOE_PROTOCOL} shoe: {len(lost_card_voids)} rounds void for a lost card, "
           f"{table.shoe.replayed} cards sent again after a handshake, "
-          f"{table.shoe.lost_reports} reports lost")
+          f"{table.shoe.lost_reports} reports lost; cover cards drawn "
+          f"{len(table.shoe.covers_drawn)}, recorded by the table {len(covers_recorded)}")
     print(f"starts {len(unsealed)}, of which found the log ending in entries no seal covers "
           f"(C29) {sum(1 for n in unsealed if n)}, {sum(unsealed)} entries in all")
     lost_kinds = collections.Counter(event["kind"] for event in result.lost)
@@ -229,6 +235,8 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     assert len(settled) > POWER_CUTS  # play went on between the cuts
     if SHOE_PROTOCOL == "1.2":  # 6.6: every card the shoe dealt reached the table
         assert lost_card_voids == []
+        # [M-6.6e]: and every cover card, once each (M-6.6d), at the index it came out at.
+        assert covers_recorded == table.shoe.covers_drawn
         assert acks is not None
         ahead = acks.ahead_of_the_disk()
         print(f"first card acknowledgements after a restart checked against the disk: "
