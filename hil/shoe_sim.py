@@ -22,7 +22,7 @@ from typing import Any
 from cards import BackColour, Card, shoe_of
 from firmware_bridge import messages as wire
 from hil.pty_device import PtyDevice, SimulatorError
-from hil.sim_firmware import kept_in_order
+from hil.sim_firmware import KeptReports
 
 CUT_MIN_FROM_END = 10
 """631a.5(c), 681a.5(c): the cut card goes at least ten cards from the top or the bottom."""
@@ -70,17 +70,17 @@ class SimulatedShoe(PtyDevice):
         daemon refuse the shoe (fault injection).  ``card_commit``: a 1.2 shoe announcing
         CAP_CARD_COMMIT (docs/protocol.md 6.6), which keeps every card and its cover card
         until the host says they are committed and sends the kept ones again after each
-        handshake; without it the shoe behaves as 1.1.  ``link``: PtyDevice's endpoint_factory and baudrate (a broken
-        or protocol 1.0 firmware core, hil.misbehaviour)."""
+        handshake; without it the shoe behaves as 1.1.  ``link``: PtyDevice's
+        endpoint_factory and baudrate (a broken or protocol 1.0 firmware core,
+        hil.misbehaviour)."""
         super().__init__(serial_number=serial_number, firmware_version=firmware_version,
                          protocol_version=protocol_version, name="shoe", **link)
         self.card_commit = card_commit
         if card_commit:
             self.capabilities |= wire.CAP_CARD_COMMIT
-        self._kept: dict[int, wire.CardDrawn] = {}
-        """6.6 [M-6.6b]: the cards sent and not yet covered by a CardsCommitted, by index."""
-        self._kept_cover: wire.CoverCardDrawn | None = None
-        """6.6 [M-6.6e]: the cover card, sent and not yet covered by a CardsCommitted."""
+        self._kept = KeptReports()
+        """6.6 [M-6.6b, M-6.6e]: the cards and the cover card sent and not yet covered by a
+        CardsCommitted."""
         self.replayed_indexes: list[int] = []
         """The indexes of the kept cards sent again after a handshake (6.6 [M-6.6c]), in
         the order they went."""
@@ -118,8 +118,7 @@ class SimulatedShoe(PtyDevice):
         self._position = 0
         self._index = 0
         self._cover_out = False
-        self._kept.clear()  # 6.6: ShoeLoaded discards the previous batch's kept cards
-        self._kept_cover = None
+        self._kept.clear()  # 6.6: ShoeLoaded discards the previous batch's kept reports
 
     async def draw(self) -> Card | None:
         """The dealer pulls the next card out of the shoe and the shoe reports it.
@@ -133,7 +132,7 @@ class SimulatedShoe(PtyDevice):
             cover = wire.CoverCardDrawn(self._index)
             self.covers_drawn.append(cover.index)
             if self.card_commit:
-                self._kept_cover = cover  # 6.6 [M-6.6e]: until the card after it is committed
+                self._kept.keep(cover)  # 6.6 [M-6.6e]: until the card after it is committed
             await self._report(cover)
             return None
         if self._position >= len(self._stack):
@@ -149,14 +148,13 @@ class SimulatedShoe(PtyDevice):
         face_up, self._face_up_next = self._face_up_next, False
         drawn = wire.CardDrawn(index, int(card.rank), int(card.suit), int(self._back), face_up)
         if self.card_commit:
-            self._kept[index] = drawn  # 6.6 [M-6.6b]: until a CardsCommitted covers it
+            self._kept.keep(drawn)  # 6.6 [M-6.6b]: until a CardsCommitted covers it
         await self._report(drawn)
         return card
 
     async def _report(self, message: wire.Message) -> None:
         if not self.host_connected:
-            if not (message is self._kept_cover or (isinstance(message, wire.CardDrawn)
-                                                    and message.index in self._kept)):
+            if not self._kept.holds(message):
                 self.lost_reports += 1  # a kept report goes out after the next handshake
             return
         await self.send(message)
@@ -171,12 +169,12 @@ class SimulatedShoe(PtyDevice):
     @property
     def kept_indexes(self) -> list[int]:
         """Indexes of the cards the host has not yet said it committed."""
-        return sorted(self._kept)
+        return sorted(self._kept.cards)
 
     @property
     def kept_cover(self) -> int | None:
         """The index of the cover card if the host has not yet committed a card after it."""
-        return self._kept_cover.index if self._kept_cover is not None else None
+        return self._kept.cover.index if self._kept.cover is not None else None
 
     def session_start_messages(self, peer: wire.Hello | None) -> list[wire.Message]:
         """6.6 [M-6.6c]: after the fault re-reports, every kept card again, in index order,
@@ -184,7 +182,7 @@ class SimulatedShoe(PtyDevice):
         kept cover card [M-6.6e] in its place, before the card it came out ahead of."""
         messages = super().session_start_messages(peer)
         if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
-            replay = kept_in_order(self._kept, self._kept_cover)
+            replay = self._kept.in_order()
             for message in replay:
                 sent_again = self.replayed_indexes if isinstance(message, wire.CardDrawn) \
                     else self.replayed_covers
@@ -194,10 +192,7 @@ class SimulatedShoe(PtyDevice):
 
     async def on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.CardsCommitted) and self.card_commit:
-            for index in [i for i in self._kept if i < message.next_index]:
-                del self._kept[index]
-            if self._kept_cover is not None and self._kept_cover.index < message.next_index:
-                self._kept_cover = None  # [M-6.6e]: the card drawn after it is committed
+            self._kept.committed(message.next_index)
 
     @property
     def remaining(self) -> int:

@@ -66,8 +66,7 @@ class FirmwareModel:
         self.active_faults: dict[wire.FaultCode, str] = {}
         self.received: list[wire.Message] = []
         self._cards_drawn = 0
-        self._kept: dict[int, wire.CardDrawn] = {}  # 6.6: sent, not yet committed by the host
-        self._kept_cover: wire.CoverCardDrawn | None = None  # 6.6 [M-6.6e]: the same
+        self._kept = KeptReports()  # 6.6: sent, not yet committed by the host
 
     def boot(self, now: float) -> None:
         """Power-up: the firmware announces itself with RESET (4.1)."""
@@ -100,13 +99,13 @@ class FirmwareModel:
             index, self._cards_drawn = self._cards_drawn, self._cards_drawn + 1
             card = wire.CardDrawn(index, index % 13 + 1, index % 4, int(BackColour.RED), False)
             if self.hello.capabilities & wire.CAP_CARD_COMMIT:
-                self._kept[index] = card  # [M-6.6b]
+                self._kept.keep(card)  # [M-6.6b]
             self._send(card, now)
             return True
         if action == "cover" and self.kind is wire.DeviceKind.SHOE:
             cover = wire.CoverCardDrawn(self._cards_drawn)
             if self.hello.capabilities & wire.CAP_CARD_COMMIT:
-                self._kept_cover = cover  # [M-6.6e]
+                self._kept.keep(cover)  # [M-6.6e]
             self._send(cover, now)
             return True
         return False
@@ -125,16 +124,12 @@ class FirmwareModel:
                     self.endpoint.send(wire.Fault(code, detail), now)
                 peer = self.endpoint.peer
                 if peer is not None and peer.capabilities & wire.CAP_CARD_COMMIT:
-                    for message in kept_in_order(self._kept, self._kept_cover):  # 6.6 [M-6.6c]: after the Faults
+                    for message in self._kept.in_order():  # 6.6 [M-6.6c]: after the Faults
                         self.endpoint.send(message, now)
             elif isinstance(event, MessageReceived):
                 self.received.append(event.message)
                 if isinstance(event.message, wire.CardsCommitted):
-                    for index in [i for i in self._kept if i < event.message.next_index]:
-                        del self._kept[index]
-                    cover = self._kept_cover
-                    if cover is not None and cover.index < event.message.next_index:
-                        self._kept_cover = None
+                    self._kept.committed(event.message.next_index)
                 reply = reply_to(event.message, active_faults=self.active_faults, uptime_s=now,
                                  self_test=self._self_test())
                 if reply is not None:
@@ -194,17 +189,51 @@ class ShufflerModel:
         return False
 
 
-def kept_in_order(kept: Mapping[int, wire.CardDrawn], cover: wire.CoverCardDrawn | None
-                  ) -> list[wire.CardDrawn | wire.CoverCardDrawn]:
-    """What a 1.2 shoe sends again after a handshake (docs/protocol.md 6.6 [M-6.6c, M-6.6e]):
-    its kept cards in index order, its kept cover card before the first card drawn after it
-    (a cover card's index is the number of cards drawn before it)."""
-    replay: list[wire.CardDrawn | wire.CoverCardDrawn] = [kept[i] for i in sorted(kept)]
-    if cover is not None:
-        at = next((n for n, card in enumerate(replay) if card.index >= cover.index),
-                  len(replay))
-        replay.insert(at, cover)
-    return replay
+KeptReport = wire.CardDrawn | wire.CoverCardDrawn
+
+
+class KeptReports:
+    """What a 1.2 shoe keeps until the host commits it (docs/protocol.md 6.6): every card
+    sent [M-6.6b] and its cover card [M-6.6e], host connected or not."""
+
+    def __init__(self) -> None:
+        self.cards: dict[int, wire.CardDrawn] = {}
+        self.cover: wire.CoverCardDrawn | None = None
+
+    def keep(self, report: KeptReport) -> None:
+        if isinstance(report, wire.CardDrawn):
+            self.cards[report.index] = report
+        else:
+            self.cover = report
+
+    def holds(self, message: wire.Message) -> bool:
+        return message is self.cover or (isinstance(message, wire.CardDrawn)
+                                         and self.cards.get(message.index) is message)
+
+    def committed(self, next_index: int) -> None:
+        """A CardsCommitted: forget every card below ``next_index``, and the cover card once
+        ``next_index`` is above its index (the card drawn after it is committed)."""
+        for index in [i for i in self.cards if i < next_index]:
+            del self.cards[index]
+        if self.cover is not None and self.cover.index < next_index:
+            self.cover = None
+
+    def clear(self) -> None:
+        """ShoeLoaded: the previous batch's are discarded."""
+        self.cards.clear()
+        self.cover = None
+
+    def in_order(self) -> list[KeptReport]:
+        """What is sent again after a handshake [M-6.6c, M-6.6e]: the cards in index order,
+        the cover card before the first card drawn after it (its index is the number of
+        cards drawn before it)."""
+        replay: list[KeptReport] = [self.cards[i] for i in sorted(self.cards)]
+        cover = self.cover
+        if cover is not None:
+            at = next((n for n, card in enumerate(replay) if card.index >= cover.index),
+                      len(replay))
+            replay.insert(at, cover)
+        return replay
 
 
 def make_model(kind: wire.DeviceKind, *, baudrate: int = 115200,
