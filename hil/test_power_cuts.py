@@ -219,7 +219,8 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
     print(f"protocol {SHOE_PROTOCOL} shoe: {len(lost_card_voids)} rounds void for a lost card, "
           f"{table.shoe.replayed} cards sent again after a handshake, "
           f"{table.shoe.lost_reports} reports lost; cover cards drawn "
-          f"{len(table.shoe.covers_drawn)}, recorded by the table {len(covers_recorded)}")
+          f"{len(table.shoe.covers_drawn)}, sent again {len(table.shoe.replayed_covers)}, "
+          f"recorded by the table {len(covers_recorded)}")
     print(f"starts {len(unsealed)}, of which found the log ending in entries no seal covers "
           f"(C29) {sum(1 for n in unsealed if n)}, {sum(unsealed)} entries in all")
     lost_kinds = collections.Counter(event["kind"] for event in result.lost)

@@ -54,7 +54,7 @@ def _operator(args: argparse.Namespace) -> Any:
                   "shuffler": "open the shuffler's door and leave it open",
                   "display": "unplug one win-light lamp (or otherwise raise a lamp fault)"},
         "event": {"shoe": "deal one card out of the shoe"},
-        "cover": {"shoe": "draw the cover card out of the shoe (load one near the top first)"},
+        "cover": {"shoe": "deal until the cover card leaves the shoe (place it near the top first)"},
     }
 
     def ask(action: str) -> bool:
