@@ -15,8 +15,16 @@ index, which is the disk a power cut leaves. Then, after every restart:
 * a round whose card record was lost is voided when the shoe's next card shows
   the gap (lost-card ruling, docs/rulings.md), never settled on missing cards.
 
+The campaign runs twice: with a 1.1 shoe, which forgets a card once the link acknowledged
+it, and with a protocol 1.2 shoe with the card commit acknowledgement (docs/protocol.md
+6.6), for which it also asserts what 6.6 promises against the disk a power cut really
+leaves: no round is voided for a lost card (the shoe is told a card is committed only once
+it is flushed [M-6.6a], and sends the others again), and every cover card the shoe drew is
+recorded once, at its index [M-6.6e].
+
 Soak: `TABLE_UNFLUSHED_CUTS=200 ./run-tests hil/test_power_cut_unflushed.py`
-(default 12); `TABLE_UNFLUSHED_SEED` replays a run.
+(default 12 a shoe); `TABLE_UNFLUSHED_SEED` replays a run; `TABLE_UNFLUSHED_SHOE=1.1` (or
+1.2) runs only that shoe.
 """
 
 from __future__ import annotations
@@ -39,6 +47,13 @@ pytestmark = [pytest.mark.hil, pytest.mark.slow, pytest.mark.timeout(1800)]
 CONFIG = Path(__file__).parents[1] / "config" / "simulated-table.toml"
 CUTS = int(os.environ.get("TABLE_UNFLUSHED_CUTS", "12"))
 SEED = int(os.environ.get("TABLE_UNFLUSHED_SEED", str(random.SystemRandom().randrange(10**6))))
+SHOE_PROTOCOLS = [os.environ["TABLE_UNFLUSHED_SHOE"]] if "TABLE_UNFLUSHED_SHOE" in os.environ \
+    else ["1.1", "1.2"]
+if not set(SHOE_PROTOCOLS) <= {"1.1", "1.2"}:
+    raise ValueError(f"TABLE_UNFLUSHED_SHOE = {SHOE_PROTOCOLS[0]!r}: allowed are 1.1 and 1.2 "
+                     "(unset: both)")
+
+
 class PowerCutTable(TableHarness):
     """The simulated table whose power cuts lose the unflushed end of the WAL."""
 
@@ -92,25 +107,34 @@ async def check(table: TableHarness) -> None:
         seat: cents for seat, cents in expected.items()}
 
 
-def test_power_cuts_lose_only_unflushed_grouped_steps(tmp_path, monkeypatch):
-    print(f"\nunflushed power cuts: {CUTS}, seed {SEED} (TABLE_UNFLUSHED_SEED={SEED} replays)")
+@pytest.mark.parametrize("shoe_protocol", SHOE_PROTOCOLS)
+def test_power_cuts_lose_only_unflushed_grouped_steps(tmp_path, monkeypatch, shoe_protocol):
+    print(f"\nunflushed power cuts: {CUTS}, seed {SEED} (TABLE_UNFLUSHED_SEED={SEED} replays), "
+          f"protocol {shoe_protocol} shoe")
     trace = tmp_path / "flushes.txt"
     monkeypatch.setenv(FLUSH_TRACE_ENV, str(trace))
     rng = random.Random(SEED)
     cuts = PowerCuts(rng, rate=0.15, limit=CUTS, checks=[check])
 
-    async def run() -> PowerCutTable:
+    async def run() -> tuple[PowerCutTable, list[int]]:
         async with PowerCutTable(CONFIG, tmp_path / "table", seed=rng.randrange(10**6),
-                                 trace=trace) as table:
+                                 trace=trace, card_commit=shoe_protocol == "1.2") as table:
             while cuts.done < CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await check(table)
-            return table
+            covers = await table.call("events", after_seq=0, kind="cover_card", limit=100_000,
+                                      oldest_first=True)
+            return table, [e["payload"]["index"] for e in covers]
 
-    table = asyncio.run(run())
+    table, covers_recorded = asyncio.run(run())
     voids = [v for v in table.result.void_rounds if "unseen" in v.get("reason", "")
              or "gap" in v.get("reason", "") or "lost" in v.get("reason", "")]
     print(f"cuts {table.result.power_cuts}, of which lost unflushed steps: "
           f"{table.cuts_that_lost} ({dict(table.lost)}), WAL bytes cut {table.bytes_cut}, "
-          f"rounds settled {len(table.result.rounds)}, voided for a lost card {len(voids)}")
+          f"rounds settled {len(table.result.rounds)}, voided for a lost card {len(voids)}; "
+          f"cards sent again {table.shoe.replayed}, cover cards drawn "
+          f"{len(table.shoe.covers_drawn)}, recorded {len(covers_recorded)}")
     assert table.result.power_cuts == CUTS
+    if shoe_protocol == "1.2":  # 6.6 against the disk a power cut leaves
+        assert voids == []
+        assert covers_recorded == table.shoe.covers_drawn
