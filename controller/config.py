@@ -23,7 +23,7 @@ from controller.memory.flush_in import FLUSH_IN, FLUSH_IN_LOOP
 from controller.software import parse_software
 from controller.config_checks import (
     ConfigReader, check_control_socket, check_feature_packages, check_import_path,
-    check_pin_hash, check_store_path,
+    check_pin_hash, check_store_path, is_serial_port, serial_port_allowed,
 )
 from controller.config_types import (
     DEFAULT_BAUDRATE, DEFAULT_DEBOUNCE_MS, DEFAULT_RECONNECT_MAX_S, DisplayConfig, GpioConfig, SeatWiring, ShoeConfig,
@@ -57,12 +57,6 @@ class ConfigError(ConfigurationError):
 
 def _pin(value: Any) -> bool:
     return isinstance(value, str) and bool(value) or (isinstance(value, int) and 0 <= value <= 53)
-
-
-def _serial_url(value: str) -> bool:
-    """A device's port: pyserial opens any text, and a NUL in it failed only at the open, as
-    a device fault in play, not as the configuration's refusal at start."""
-    return bool(value) and "\0" not in value
 
 
 _COLOURS = ("red", "blue", "green", "black")
@@ -127,8 +121,9 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     shoe_t = c.table("shoe")
     c.unknown(shoe_t, "shoe", {"url", "baudrate", "firmware_versions", "reconnect_max_s"})
     shoe = ShoeConfig(
-        url=c.get(shoe_t, "shoe", "url", str, "a serial URL with no NUL character: /dev/ttyUSB0, "
-                  "/dev/baccarat-shoe, socket://host:port", check=_serial_url) or "",
+        url=c.get(shoe_t, "shoe", "url", str,
+                  serial_port_allowed("/dev/ttyUSB0", "/dev/baccarat-shoe", "socket://host:port"),
+                  check=is_serial_port) or "",
         baudrate=c.get(shoe_t, "shoe", "baudrate", int, _BAUD_ALLOWED, DEFAULT_BAUDRATE,
                        check=lambda v: v in BAUDRATES),
         firmware_versions=_firmware_versions(c, shoe_t, "shoe"),
@@ -216,9 +211,9 @@ def parse_config(data: Mapping[str, Any], source: str, *,
     disp_enabled = c.get(disp_t, "display", "enabled", bool, "true or false", bool(disp_t))
     display = DisplayConfig(
         enabled=disp_enabled,
-        url=c.get(disp_t, "display", "url", str, "a serial URL with no NUL character, e.g. "
-                  "/dev/ttyUSB1", ... if disp_enabled else "",
-                  check=lambda v: _serial_url(v) or not (v or disp_enabled)) or "",
+        url=c.get(disp_t, "display", "url", str, serial_port_allowed("/dev/ttyUSB1"),
+                  ... if disp_enabled else "",
+                  check=lambda v: is_serial_port(v) or not (v or disp_enabled)) or "",
         baudrate=c.get(disp_t, "display", "baudrate", int, _BAUD_ALLOWED, DEFAULT_BAUDRATE,
                        check=lambda v: v in BAUDRATES),
         firmware_versions=_firmware_versions(c, disp_t, "display"),

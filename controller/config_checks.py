@@ -31,6 +31,26 @@ MAX_SOCKET_PATH_BYTES = 107
 MIN_PIN_ITERATIONS = 100_000
 MAX_PIN_ITERATIONS = 2_000_000
 PIN_HASH_FORMAT = "pbkdf2_sha256$ITERATIONS$SALT-HEX$HASH-HEX"
+# The URL schemes pyserial's serial_for_url opens (its serial.urlhandler.protocol_* modules;
+# tests/controller/test_hostile_configs.py holds this to the installed pyserial's).
+SERIAL_URL_SCHEMES = ("alt", "cp2110", "hwgrep", "loop", "rfc2217", "socket", "spy")
+
+
+def is_serial_port(value: str) -> bool:
+    """A device's port: a path, or a URL of a scheme pyserial opens. pyserial takes any text,
+    and a NUL in it or a scheme it has no handler for (a typo: sockt://) failed only at the
+    open, as a device fault in play, not as the configuration's refusal at start."""
+    if not value or "\0" in value:
+        return False
+    scheme, is_url, _ = value.partition("://")
+    return not is_url or scheme.lower() in SERIAL_URL_SCHEMES
+
+
+def serial_port_allowed(*examples: str) -> str:
+    """What a device's `url` may be, for a problem's "allowed" text."""
+    return ("a device path, or a URL of a scheme pyserial opens (" +
+            ", ".join(f"{scheme}://" for scheme in SERIAL_URL_SCHEMES) +
+            "), with no NUL character, e.g. " + ", ".join(examples))
 
 
 class ConfigReader:

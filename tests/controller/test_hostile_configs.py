@@ -105,12 +105,20 @@ HOSTILE: list[tuple[str, Callable[[Path], str], str]] = [
     # pyserial opened a port named with a NUL only in play, as a device fault.
     ("shoe-url-holds-a-nul",
      lambda tmp: _sub('url = "/dev/baccarat-shoe"', 'url = "/dev/baccarat\\u0000shoe"'),
-     "shoe.url = '/dev/baccarat\\x00shoe': not allowed; allowed: a serial URL with no NUL "
-     "character: /dev/ttyUSB0, /dev/baccarat-shoe, socket://host:port"),
+     "shoe.url = '/dev/baccarat\\x00shoe': not allowed; allowed: a device path, or a URL of a "
+     "scheme pyserial opens (alt://, cp2110://, hwgrep://, loop://, rfc2217://, socket://, "
+     "spy://), with no NUL character, e.g. /dev/ttyUSB0, /dev/baccarat-shoe, socket://host:port"),
+    # A scheme pyserial has no handler for (a typo) was met only in play, as a device fault.
+    ("shoe-url-of-an-unknown-scheme",
+     lambda tmp: _sub('url = "/dev/baccarat-shoe"', 'url = "sockt://10.0.0.7:4000"'),
+     "shoe.url = 'sockt://10.0.0.7:4000': not allowed; allowed: a device path, or a URL of a "
+     "scheme pyserial opens (alt://, cp2110://, hwgrep://, loop://, rfc2217://, socket://, "
+     "spy://), with no NUL character, e.g. /dev/ttyUSB0, /dev/baccarat-shoe, socket://host:port"),
     ("display-url-holds-a-nul",
      lambda tmp: SIMULATED + '\n[display]\nenabled = true\nurl = "/dev/tty\\u0000USB1"\n',
-     "display.url = '/dev/tty\\x00USB1': not allowed; allowed: a serial URL with no NUL "
-     "character, e.g. /dev/ttyUSB1"),
+     "display.url = '/dev/tty\\x00USB1': not allowed; allowed: a device path, or a URL of a "
+     "scheme pyserial opens (alt://, cp2110://, hwgrep://, loop://, rfc2217://, socket://, "
+     "spy://), with no NUL character, e.g. /dev/ttyUSB1"),
     ("socket-path-over-108-bytes",
      lambda tmp: _sub('socket = "/run/tabled/control.sock"',
                       f'socket = "/run/tabled/{"s" * 120}.sock"'),
@@ -405,3 +413,18 @@ def test_a_release_manifest_that_is_a_device_is_named(tmp_path):
                                             r"regular file \(a device, a pipe or a socket\); "
                                             r"allowed: a file\)"):
         load_manifest(Path("/dev/zero"), tmp_path / "key.pem")
+
+
+def test_the_serial_url_schemes_are_the_installed_pyserials() -> None:
+    """The schemes a device's url may use are those pyserial opens: a pyserial that adds or
+    drops a URL handler changes this list, and the configuration's check with it."""
+    import pkgutil
+
+    import serial.urlhandler
+
+    from controller.config_checks import SERIAL_URL_SCHEMES
+
+    installed = sorted(m.name.removeprefix("protocol_")
+                       for m in pkgutil.iter_modules(serial.urlhandler.__path__)
+                       if m.name.startswith("protocol_"))
+    assert list(SERIAL_URL_SCHEMES) == installed
