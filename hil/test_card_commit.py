@@ -21,7 +21,9 @@ The harness's seed and the card index are fixed so that CUT_AT is a round's thir
 
 And the acknowledgement itself: two cards drawn while the daemon was down come back in the
 1.2 shoe's replay, and each CardsCommitted the shoe takes is checked against what a cut at
-that moment would leave on the disk (`AcksAgainstTheDisk`).
+that moment would leave on the disk (`AcksAgainstTheDisk`). And the cover card: drawn while
+the daemon was down, the 1.2 shoe keeps it and sends it again [M-6.6e], and the shoe ends by
+631a.10(d).
 """
 
 from __future__ import annotations
@@ -206,8 +208,9 @@ def test_a_cover_card_drawn_while_the_daemon_is_down_is_kept_and_the_shoe_ends_b
     """[M-6.6e]: the 1.2 shoe keeps the cover card it drew while the daemon was down and
     sends it again after the handshake, in its place among the kept cards; the table then
     completes the round it came out in, announces "last hand" and deals one more round
-    (631a.10(d)). Before the shoe kept it, the table dealt on past it until the shoe was
-    empty (a power-cut campaign found this, seed 20261256)."""
+    (631a.10(d)). Before the shoe kept it, the table dealt on past it with no "last hand"
+    and voided the round the shoe could no longer complete (631a.15(e)); a power-cut
+    campaign found it (seed 20261256)."""
     table, stored, covers, cover_at = asyncio.run(cover_card_drawn_while_down(tmp_path))
     assert table.result.power_cuts == 1
     assert table.shoe.lost_reports == 0

@@ -263,20 +263,20 @@ COMMIT_HELLO = Hello(PROBE_HELLO.protocol_version, PROBE_HELLO.device_kind,
 def card_replayed(ctx: Context) -> Verdicts:
     """6.6 [M-6.6b, M-6.6c]: a card acknowledged by the link and never covered by
     CardsCommitted comes again in the next session, after the Faults and before the rest."""
-    yield from _kept_report_replayed(ctx, "events.card_replayed", KeptReport(
+    yield from _kept_report_replayed(ctx, "events.card_replayed", KeptReportCheck(
         "event", CardDrawn, "deal a card", "dealt a card", "not committed"))
 
 
 def cover_card_replayed(ctx: Context) -> Verdicts:
     """6.6 [M-6.6e]: a cover card acknowledged by the link, with no card after it committed,
     comes again in the next session, among the kept reports."""
-    yield from _kept_report_replayed(ctx, "events.cover_card_replayed", KeptReport(
+    yield from _kept_report_replayed(ctx, "events.cover_card_replayed", KeptReportCheck(
         "cover", CoverCardDrawn, "draw the cover card", "drew the cover card",
         "no card after it committed"))
 
 
 @dataclass(frozen=True)
-class KeptReport:
+class KeptReportCheck:
     """A report a 1.2 shoe keeps until a CardsCommitted covers it (6.6), as a check asks for it."""
 
     stimulus: str  # the operator's action (Wire.stimulate)
@@ -286,7 +286,7 @@ class KeptReport:
     uncovered: str  # why the shoe still keeps it
 
 
-def _kept_report_replayed(ctx: Context, check: str, kept: KeptReport) -> Verdicts:
+def _kept_report_replayed(ctx: Context, check: str, kept: KeptReportCheck) -> Verdicts:
     """The report ``kept`` describes, acknowledged at the link only, must come again in the
     next session [M-6.6c], with nothing but fault re-reports and other kept reports before it;
     a CardsCommitted above its index then lets the shoe forget it."""
