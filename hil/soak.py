@@ -17,7 +17,9 @@ is a wedge, and the run fails there.
 At the end the rounds, seat totals, wagers and event log of the daemon must equal what
 the harness saw and did (``Tally``); every stored round is re-settled by hil/oracle.py.
 The seed is printed first: ``--seed`` replays a run exactly as far as the dealer's and
-the injector's choices go.
+the injector's choices go. The shoe is a protocol 1.1 shoe; ``--shoe 1.2`` runs one with
+the card commit acknowledgement (docs/protocol.md 6.6), which sends its uncommitted cards
+and cover card again after every reconnect, for the driver to drop those the table has.
 """
 
 from __future__ import annotations
@@ -441,12 +443,12 @@ async def check_tally(table: TableHarness, soak: SoakResult) -> list[str]:
 
 async def soak(shoes: int, seed: int, workdir: Path, *, faults_per_shoe: float = 1.5,
                say: Callable[[str], None] = lambda line: None,
-               config: Path = CONFIG, overrides: Sequence[str] = ()
+               config: Path = CONFIG, overrides: Sequence[str] = (), card_commit: bool = False,
                ) -> tuple[SoakResult, list[str]]:
     """``overrides``: ``--set`` settings for the daemon (the CI soak's shorter shoe
-    reconnect cap, hil/test_soak.py)."""
+    reconnect cap, hil/test_soak.py); ``card_commit``: a protocol 1.2 shoe."""
     async with TableHarness(config, workdir, seed=seed, extra_overrides=overrides,
-                            keep_events=KEEP_EVENTS) as table:
+                            keep_events=KEEP_EVENTS, card_commit=card_commit) as table:
         runner = Soak(table, seed, faults_per_shoe=faults_per_shoe, say=say)
         result = await runner.run(shoes)
         problems = await check_tally(table, result)
@@ -459,16 +461,21 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None, help="replay a run (default: random)")
     parser.add_argument("--faults-per-shoe", type=float, default=1.5)
     parser.add_argument("--workdir", help="keep the store and the daemon's log here")
+    parser.add_argument("--shoe", choices=("1.1", "1.2"), default="1.1",
+                        help="the simulated shoe's protocol (default 1.1; 1.2 keeps its cards "
+                             "until the table commits them)")
     args = parser.parse_args()
     if args.shoes < 1 or args.faults_per_shoe <= 0:
         parser.error("--shoes must be 1 or more and --faults-per-shoe more than 0")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
-    print(f"soak: {args.shoes} shoes, seed {seed} (replay: --seed {seed})", flush=True)
+    print(f"soak: {args.shoes} shoes, seed {seed} (replay: --seed {seed}), protocol {args.shoe} "
+          "shoe", flush=True)
 
     async def run(workdir: Path) -> int:
         result, problems = await soak(args.shoes, seed, workdir,
                                       faults_per_shoe=args.faults_per_shoe,
-                                      say=lambda line: print(line, flush=True))
+                                      say=lambda line: print(line, flush=True),
+                                      card_commit=args.shoe == "1.2")
         print(result.summary())
         for problem in problems:
             print("MISMATCH", problem)
