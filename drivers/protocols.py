@@ -213,8 +213,7 @@ class CommittingShoe(Shoe, Protocol):
         """The session in progress uses the acknowledgement: the shoe keeps every card until
         the table says it is committed, and sends the kept ones again after a handshake."""
 
-    def follow_table(self, has_below: Callable[[], int],
-                     has_cover: Callable[[], bool] = lambda: False) -> None:
+    def follow_table(self, has_below: Callable[[], int], has_cover: Callable[[], bool]) -> None:
         """Before start(): `has_below()` is the index below which the table has every card of
         the batch in the shoe; until the driver's own count takes over (its first card or
         ShoeLoaded), a replayed card below it is dropped, one at or above it delivered.

@@ -80,8 +80,7 @@ class SerialShoe(LinkedDevice):
         peer = self._peer
         return peer is not None and bool(peer.capabilities & wire.CAP_CARD_COMMIT)
 
-    def follow_table(self, has_below: Callable[[], int],
-                     has_cover: Callable[[], bool] = lambda: False) -> None:
+    def follow_table(self, has_below: Callable[[], int], has_cover: Callable[[], bool]) -> None:
         """Before start(): where the table is in the batch (controller/card_commits.py): the
         index below which it has every card, and whether it has the batch's cover card."""
         self._table_has_below = has_below
@@ -124,11 +123,11 @@ class SerialShoe(LinkedDevice):
         return self._cover_passed_on or (not self._loads and self._table_has_cover())
 
     async def _on_message(self, message: wire.Message) -> None:
-        if isinstance(message, wire.CardDrawn) and self._replayed(message.index):
-            self._counters["cards_replayed_dropped"] += 1
-        elif isinstance(message, wire.CoverCardDrawn) and self._cover_replayed():
-            self._counters["cover_cards_replayed_dropped"] += 1
-        elif isinstance(message, wire.CardDrawn):
+        # One type test a message, the card's first: the card-to-decision path.
+        if isinstance(message, wire.CardDrawn):
+            if self._replayed(message.index):
+                self._counters["cards_replayed_dropped"] += 1
+                return
             self.last_card_received_ns = time.perf_counter_ns()
             self._check_index(message.index)
             self._expected_index = message.index + 1
@@ -139,6 +138,9 @@ class SerialShoe(LinkedDevice):
             self._send_event(events.CardDrawn(self.name, message.index, card,
                                               BackColour(message.back_colour), message.face_up))
         elif isinstance(message, wire.CoverCardDrawn):
+            if self._cover_replayed():
+                self._counters["cover_cards_replayed_dropped"] += 1
+                return
             self._check_index(message.index)
             self._expected_index = message.index
             self._cover_passed_on = True

@@ -131,8 +131,6 @@ class SimulatedShoe(PtyDevice):
             self._cover_out = True
             cover = wire.CoverCardDrawn(self._index)
             self.covers_drawn.append(cover.index)
-            if self.card_commit:
-                self._kept.keep(cover)  # 6.6 [M-6.6e]: until the card after it is committed
             await self._report(cover)
             return None
         if self._position >= len(self._stack):
@@ -146,13 +144,14 @@ class SimulatedShoe(PtyDevice):
                                           f"card {index} left the shoe unread"))
             return card
         face_up, self._face_up_next = self._face_up_next, False
-        drawn = wire.CardDrawn(index, int(card.rank), int(card.suit), int(self._back), face_up)
-        if self.card_commit:
-            self._kept.keep(drawn)  # 6.6 [M-6.6b]: until a CardsCommitted covers it
-        await self._report(drawn)
+        await self._report(
+            wire.CardDrawn(index, int(card.rank), int(card.suit), int(self._back), face_up))
         return card
 
     async def _report(self, message: wire.Message) -> None:
+        if self.card_commit and isinstance(message, (wire.CardDrawn, wire.CoverCardDrawn)):
+            # 6.6 [M-6.6b, M-6.6e]: kept until a CardsCommitted covers it, host up or not.
+            self._kept.keep(message)
         if not self.host_connected:
             if not self._kept.holds(message):
                 self.lost_reports += 1  # a kept report goes out after the next handshake

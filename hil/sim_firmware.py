@@ -97,18 +97,20 @@ class FirmwareModel:
             return True
         if action == "event" and self.kind is wire.DeviceKind.SHOE:
             index, self._cards_drawn = self._cards_drawn, self._cards_drawn + 1
-            card = wire.CardDrawn(index, index % 13 + 1, index % 4, int(BackColour.RED), False)
-            if self.hello.capabilities & wire.CAP_CARD_COMMIT:
-                self._kept.keep(card)  # [M-6.6b]
-            self._send(card, now)
+            self._draw(wire.CardDrawn(index, index % 13 + 1, index % 4, int(BackColour.RED),
+                                      False), now)
             return True
         if action == "cover" and self.kind is wire.DeviceKind.SHOE:
-            cover = wire.CoverCardDrawn(self._cards_drawn)
-            if self.hello.capabilities & wire.CAP_CARD_COMMIT:
-                self._kept.keep(cover)  # [M-6.6e]
-            self._send(cover, now)
+            self._draw(wire.CoverCardDrawn(self._cards_drawn), now)
             return True
         return False
+
+    def _draw(self, report: KeptReport, now: float) -> None:
+        """A card or the cover card left the shoe: kept [M-6.6b, M-6.6e] if the shoe
+        announces the card commit acknowledgement, and reported."""
+        if self.hello.capabilities & wire.CAP_CARD_COMMIT:
+            self._kept.keep(report)
+        self._send(report, now)
 
     def _send(self, message: wire.Message, now: float) -> None:
         from firmware_bridge.link import LinkState

@@ -600,6 +600,12 @@ class TableHarness:
         await self.start_daemon_ready()
         self.last_seq = await self._last_seq_still_logged()
 
+    async def cover_cards_recorded(self) -> list[int]:
+        """The index of every cover card in the table's log, oldest first: what a test holds
+        against the simulated shoe's `covers_drawn`."""
+        return [e["payload"]["index"] for e in await self.call(
+            "events", after_seq=0, kind="cover_card", limit=100_000, oldest_first=True)]
+
     async def _wait_for_devices(self) -> None:
         links: dict[str, str] = {}
 

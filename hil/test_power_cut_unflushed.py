@@ -122,9 +122,7 @@ def test_power_cuts_lose_only_unflushed_grouped_steps(tmp_path, monkeypatch, sho
             while cuts.done < CUTS:
                 await table.play(shoes=1, power_cuts=cuts)
             await check(table)
-            covers = await table.call("events", after_seq=0, kind="cover_card", limit=100_000,
-                                      oldest_first=True)
-            return table, [e["payload"]["index"] for e in covers]
+            return table, await table.cover_cards_recorded()
 
     table, covers_recorded = asyncio.run(run())
     voids = [v for v in table.result.void_rounds if "unseen" in v.get("reason", "")

@@ -202,10 +202,8 @@ def test_power_cuts_at_random_instants_lose_and_duplicate_nothing(tmp_path, monk
             # What each start's check found after the sealed entry (C29), kept in the log.
             starts = await table.call("events", after_seq=0, kind="critical_memory_verified",
                                       limit=100_000)
-            covers = await table.call("events", after_seq=0, kind="cover_card", limit=100_000,
-                                      oldest_first=True)
             return (table, [e["payload"].get("unsealed", 0) for e in starts], acks,
-                    [e["payload"]["index"] for e in covers])
+                    await table.cover_cards_recorded())
 
     table, unsealed, acks, covers_recorded = asyncio.run(run())
     tally.chain_entries = verify_whole_chain(table)

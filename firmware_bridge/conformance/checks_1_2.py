@@ -316,7 +316,12 @@ def _kept_report_replayed(ctx: Context, check: str, kept: KeptReportCheck) -> Ve
     p.open_session(hello=COMMIT_HELLO)
     p.pump(p.reset_response_s(), lambda new: any(rx.is_data and rx.frame is not None
                                                  and rx.frame.payload == payload for rx in new))
-    sent = _session_after_hello(p, since)
+    session = [rx.frame.payload for rx in p.data_since(since) if rx.frame is not None]
+    # What the device sent after its Hello, its Hello's copies left out (4.2 and 5.5 judge
+    # anything before it and every resend).
+    ids = [message[0] for message in session]
+    after = session[ids.index(Hello.ID) + 1:] if Hello.ID in ids else session
+    sent = [message for message in after if message[0] != Hello.ID]
     if payload not in sent:
         yield check, False, (f"{name} {payload.hex(' ')} was acknowledged but {kept.uncovered}; "
                              f"the next session did not send it again within "
@@ -334,15 +339,6 @@ def _kept_report_replayed(ctx: Context, check: str, kept: KeptReportCheck) -> Ve
     p.send_data(CardsCommitted(index + 1))  # above its index: the shoe may forget it now
     p.pump(0.2)
     yield check, True, f"{name} {payload.hex(' ')} sent again after the handshake"
-
-
-def _session_after_hello(p: Prober, since: int) -> list[bytes]:
-    """The DATA payloads the device sent after its Hello since log index ``since``, its
-    Hello's copies left out (4.2 and 5.5 judge anything before it and every resend)."""
-    session = [rx.frame.payload for rx in p.data_since(since) if rx.frame is not None]
-    ids = [payload[0] for payload in session]
-    after = session[ids.index(Hello.ID) + 1:] if Hello.ID in ids else session
-    return [payload for payload in after if payload[0] != Hello.ID]
 
 
 SCENARIOS_1_2 = [

@@ -186,8 +186,7 @@ class AckRecorder:
         self.acks: list[tuple[int, int]] = []
         self.card_commit = True
 
-    def follow_table(self, has_below: Callable[[], int],
-                     has_cover: Callable[[], bool] = lambda: False) -> None:
+    def follow_table(self, has_below: Callable[[], int], has_cover: Callable[[], bool]) -> None:
         self.floor = has_below
         self.has_cover = has_cover
 
